@@ -1,0 +1,325 @@
+//! Machines loaded at run time: the same tables and engine as generated code, owned in
+//! `Vec`s and driven by tool *names*. The `orch` CLI simulates templates with this, and a
+//! host that loads templates from a database can use it too. `orch-codegen` builds an
+//! [`OwnedTables`] from a checked template (`Compiled::to_tables`).
+
+use crate::bits::{self, BitIter};
+use crate::state::{RawDenied, RawOutcome, State, Usage, FOREIGN};
+use crate::tables::{Condition, StepTable, Tables};
+use regex::Regex;
+
+/// The owned form of [`Tables`]: the same fields, in `Vec`s.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedTables {
+    /// See [`Tables::name`].
+    pub name: String,
+    /// See [`Tables::words`].
+    pub words: usize,
+    /// See [`Tables::history`].
+    pub history: usize,
+    /// See [`Tables::default_step`].
+    pub default_step: Option<u16>,
+    /// See [`Tables::fingerprint`].
+    pub fingerprint: u64,
+    /// See [`Tables::tools`].
+    pub tools: Vec<String>,
+    /// See [`Tables::step_names`].
+    pub step_names: Vec<String>,
+    /// See [`Tables::steps`].
+    pub steps: Vec<StepTable>,
+    /// See [`Tables::conditions`].
+    pub conditions: Vec<Condition>,
+    /// See [`Tables::bits`].
+    pub bits: Vec<u64>,
+    /// See [`Tables::patterns`].
+    pub patterns: Vec<String>,
+    /// See [`Tables::contains`].
+    pub contains: Vec<String>,
+    /// See [`Tables::regexes`].
+    pub regexes: Vec<String>,
+}
+
+impl OwnedTables {
+    /// Borrows the tables for the engine.
+    pub fn view(&self) -> Tables<'_, String> {
+        Tables {
+            name: &self.name,
+            words: self.words,
+            history: self.history,
+            default_step: self.default_step,
+            fingerprint: self.fingerprint,
+            tools: &self.tools,
+            step_names: &self.step_names,
+            steps: &self.steps,
+            conditions: &self.conditions,
+            bits: &self.bits,
+            patterns: &self.patterns,
+            contains: &self.contains,
+            regexes: &self.regexes,
+        }
+    }
+}
+
+/// A machine loaded at run time: its tables and compiled regexes.
+#[derive(Clone, Debug)]
+pub struct DynMachine {
+    tables: OwnedTables,
+    regexes: Vec<Option<Regex>>,
+}
+
+/// A `message_regex` source that does not compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegexError {
+    /// The pattern.
+    pub pattern: String,
+    /// The regex crate's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for RegexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid regex `{}`: {}", self.pattern, self.message)
+    }
+}
+impl std::error::Error for RegexError {}
+
+impl DynMachine {
+    /// Compiles the regexes of `tables`.
+    pub fn new(tables: OwnedTables) -> Result<Self, RegexError> {
+        let regexes = tables
+            .regexes
+            .iter()
+            .map(|src| {
+                Regex::new(src).map(Some).map_err(|e| RegexError {
+                    pattern: src.clone(),
+                    message: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DynMachine { tables, regexes })
+    }
+
+    /// The tables.
+    pub fn tables(&self) -> &OwnedTables {
+        &self.tables
+    }
+
+    /// A fresh session over this machine.
+    pub fn session(&self) -> DynSession<'_> {
+        DynSession::new(self)
+    }
+}
+
+/// What recording a tool did, by name (see [`crate::Outcome`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DynOutcome {
+    /// Advanced the sequence to `index`.
+    Advanced {
+        /// The new index.
+        index: usize,
+    },
+    /// Completed the sequence.
+    Completed,
+    /// No sequence waiting; allowed.
+    Free,
+    /// A sequence expected one of these tools.
+    OutOfSequence {
+        /// The expected tools' names.
+        expected: Vec<String>,
+    },
+    /// No sequence waiting; not allowed.
+    NotAllowed,
+}
+
+impl DynOutcome {
+    /// The trace name (`advanced`, `completed`, `free`, `out_of_sequence`, `not_allowed`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DynOutcome::Advanced { .. } => "advanced",
+            DynOutcome::Completed => "completed",
+            DynOutcome::Free => "free",
+            DynOutcome::OutOfSequence { .. } => "out_of_sequence",
+            DynOutcome::NotAllowed => "not_allowed",
+        }
+    }
+}
+
+/// A session over a [`DynMachine`], driven by names.
+#[derive(Clone, Debug)]
+pub struct DynSession<'m> {
+    machine: &'m DynMachine,
+    state: State<Box<[u64]>, Box<[u64]>, Box<[u16]>>,
+    available: Box<[u64]>,
+    /// Host tools the machine does not know, as last set by [`DynSession::set_available`].
+    foreign_available: Vec<String>,
+}
+
+impl<'m> DynSession<'m> {
+    /// A fresh session (activation evaluated).
+    pub fn new(machine: &'m DynMachine) -> Self {
+        let t = machine.tables.view();
+        let flag_words = t.message_flags().div_ceil(64);
+        let mut state = State::blank(
+            vec![0u64; t.words].into_boxed_slice(),
+            vec![0u64; flag_words].into_boxed_slice(),
+            vec![0u16; t.history.max(1)].into_boxed_slice(),
+        );
+        state.activate(&t);
+        let mut available = vec![0u64; t.words].into_boxed_slice();
+        for i in 0..t.tools.len() {
+            bits::set(&mut available, i);
+        }
+        DynSession {
+            machine,
+            state,
+            available,
+            foreign_available: Vec::new(),
+        }
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &'m DynMachine {
+        self.machine
+    }
+
+    /// Sets the host's tool list; names the machine does not know are foreign tools.
+    pub fn set_available<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        let t = self.machine.tables.view();
+        self.available.fill(0);
+        self.foreign_available.clear();
+        for name in names {
+            match t.tool_index(name) {
+                Some(i) => bits::set(&mut self.available, i),
+                None => {
+                    if !self.foreign_available.iter().any(|f| f == name) {
+                        self.foreign_available.push(name.to_owned());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The active step's name.
+    pub fn step(&self) -> Option<&'m str> {
+        let i = self.state.active()?;
+        self.machine.tables.step_names.get(i).map(String::as_str)
+    }
+
+    /// The sequence index.
+    pub fn sequence_index(&self) -> usize {
+        self.state.index as usize
+    }
+
+    /// The allowed tools' names (machine tools in declaration order, then permitted
+    /// foreign host tools in the order given).
+    pub fn allowed(&self) -> Vec<&str> {
+        let t = self.machine.tables.view();
+        let mut out = vec![0u64; t.words];
+        self.state.allowed_into(&t, &self.available, &mut out);
+        let mut names: Vec<&str> = BitIter::new(&out)
+            .filter_map(|i| self.machine.tables.tools.get(i).map(String::as_str))
+            .collect();
+        names.extend(
+            self.foreign_available
+                .iter()
+                .filter(|n| self.state.foreign_allowed(&t, n))
+                .map(String::as_str),
+        );
+        names
+    }
+
+    /// The tools the sequence waits for when none of them is available (SPEC §8).
+    pub fn blocked_on(&self) -> Option<Vec<&'m str>> {
+        let t = self.machine.tables.view();
+        let (_, _, group) = self.state.expected(&t)?;
+        let set = t.set_at(group);
+        if bits::intersects(set, &self.available) {
+            return None;
+        }
+        Some(self.names(set))
+    }
+
+    /// May `name` run now? `Err` carries a message saying why not.
+    pub fn check(&self, name: &str) -> Result<(), String> {
+        let t = self.machine.tables.view();
+        let r = match t.tool_index(name) {
+            Some(i) => self.state.check(&t, &self.available, i),
+            None => {
+                if self.foreign_available.iter().any(|f| f == name) {
+                    self.state.check_foreign(&t, name)
+                } else {
+                    Err(RawDenied::Unavailable)
+                }
+            }
+        };
+        r.map_err(|d| match d {
+            RawDenied::NotInStep(step) => format!(
+                "`{name}` is not allowed in step `{}`",
+                t.step_names.get(step as usize).map_or("?", |s| s.as_str())
+            ),
+            RawDenied::SequenceExpects { step, index, group } => format!(
+                "the sequence of step `{}` expects {} at position {index}",
+                t.step_names.get(step as usize).map_or("?", |s| s.as_str()),
+                self.names(t.set_at(group)).join(" or ")
+            ),
+            RawDenied::Unavailable => format!("the host has not made `{name}` available"),
+        })
+    }
+
+    /// Records that the host ran the tool `name`.
+    pub fn record(&mut self, name: &str) -> DynOutcome {
+        let t = self.machine.tables.view();
+        let tool = t.tool_index(name);
+        match self.state.record(&t, &self.available, tool, name) {
+            RawOutcome::Advanced(i) => DynOutcome::Advanced { index: i as usize },
+            RawOutcome::Completed => DynOutcome::Completed,
+            RawOutcome::Free => DynOutcome::Free,
+            RawOutcome::OutOfSequence(group) => DynOutcome::OutOfSequence {
+                expected: self.names(t.set_at(group)).into_iter().map(String::from).collect(),
+            },
+            RawOutcome::NotAllowed => DynOutcome::NotAllowed,
+        }
+    }
+
+    /// A new user message.
+    pub fn on_user_message(&mut self, message: &str) {
+        let t = self.machine.tables.view();
+        self.state.on_message(&t, &self.machine.regexes, message);
+    }
+
+    /// Adds token usage.
+    pub fn record_usage(&mut self, prompt: u64, completion: u64) {
+        self.state.add_usage(prompt, completion);
+    }
+
+    /// Cumulative token usage.
+    pub fn usage(&self) -> Usage {
+        self.state.usage
+    }
+
+    /// Back to a fresh session (the host's tool list is kept).
+    pub fn reset(&mut self) {
+        let t = self.machine.tables.view();
+        self.state.clear();
+        self.state.activate(&t);
+    }
+
+    /// The history, oldest first (`None` for a foreign tool).
+    pub fn history(&self) -> Vec<Option<&'m str>> {
+        let tools = &self.machine.tables.tools;
+        self.state
+            .history()
+            .map(|i| match i {
+                FOREIGN => None,
+                i => tools.get(i as usize).map(String::as_str),
+            })
+            .collect()
+    }
+
+    fn names(&self, set: &[u64]) -> Vec<&'m str> {
+        let tools = &self.machine.tables.tools;
+        BitIter::new(set)
+            .filter_map(|i| tools.get(i).map(String::as_str))
+            .collect()
+    }
+}

@@ -1,0 +1,418 @@
+//! The typed session over a generated machine.
+
+use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
+use crate::machine::{Machine, StepEnum};
+use crate::state::{RawDenied, RawOutcome, State, Usage, FOREIGN};
+use core::fmt;
+use core::marker::PhantomData;
+
+/// What recording a tool did (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome<T: ToolEnum> {
+    /// It was the expected tool of an unfinished sequence; the index is now `index`.
+    Advanced {
+        /// The new sequence index.
+        index: usize,
+    },
+    /// It was the last tool of the sequence; the sequence is complete.
+    Completed,
+    /// No sequence was waiting, and the tool was allowed.
+    Free,
+    /// A sequence was waiting for one of `expected`; the index did not move.
+    OutOfSequence {
+        /// The tools the sequence expected.
+        expected: ToolSet<T>,
+    },
+    /// No sequence was waiting, and the tool was not allowed (it ran anyway).
+    NotAllowed,
+}
+
+impl<T: ToolEnum> Outcome<T> {
+    /// The trace name of the outcome: `advanced`, `completed`, `free`,
+    /// `out_of_sequence` or `not_allowed` (SPEC §10).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Advanced { .. } => "advanced",
+            Outcome::Completed => "completed",
+            Outcome::Free => "free",
+            Outcome::OutOfSequence { .. } => "out_of_sequence",
+            Outcome::NotAllowed => "not_allowed",
+        }
+    }
+}
+
+impl<T: ToolEnum> fmt::Display for Outcome<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::OutOfSequence { expected } => write!(f, "out_of_sequence (expected {expected})"),
+            other => f.write_str(other.as_str()),
+        }
+    }
+}
+
+/// Why a tool may not run now; the `Err` of [`Session::check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Denied<S, T: ToolEnum> {
+    /// The active step does not allow the tool.
+    NotInStep {
+        /// The active step.
+        step: S,
+    },
+    /// The active step's sequence is waiting for another tool.
+    SequenceExpects {
+        /// The active step.
+        step: S,
+        /// The sequence position that is waiting.
+        index: usize,
+        /// The tools that position accepts.
+        expected: ToolSet<T>,
+    },
+    /// The orchestration allows it, but the host has not made it available.
+    Unavailable,
+}
+
+impl<S: fmt::Debug + Copy, T: ToolEnum> Denied<S, T> {
+    fn describe(&self, f: &mut fmt::Formatter<'_>, step_name: impl Fn(S) -> &'static str) -> fmt::Result {
+        match self {
+            Denied::NotInStep { step } => write!(f, "not allowed in step `{}`", step_name(*step)),
+            Denied::SequenceExpects {
+                step,
+                index,
+                expected,
+            } => write!(
+                f,
+                "the sequence of step `{}` expects {} at position {}",
+                step_name(*step),
+                OneOf(expected),
+                index
+            ),
+            Denied::Unavailable => f.write_str("the host has not made this tool available"),
+        }
+    }
+}
+
+impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, T> {
+    /// `not allowed in step `ResearchMode`` / `the sequence of step `ResearchMode` expects `think` at position 1`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.describe(f, S::name)
+    }
+}
+
+impl<S: StepEnum, T: ToolEnum> std::error::Error for Denied<S, T> {}
+
+/// `` `a` `` or `` one of `a`, `b` ``.
+struct OneOf<'a, T: ToolEnum>(&'a ToolSet<T>);
+
+impl<T: ToolEnum> fmt::Display for OneOf<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.len() > 1 {
+            f.write_str("one of ")?;
+        }
+        for (i, name) in self.0.names().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "`{name}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// One entry of a session's history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HistoryEntry<T> {
+    /// A tool of the machine.
+    Tool(T),
+    /// A tool the host ran that the machine does not know (SPEC §5).
+    Foreign,
+}
+
+type StateOf<M> = State<
+    <<M as Machine>::Tool as ToolEnum>::Words,
+    <M as Machine>::Flags,
+    <M as Machine>::History,
+>;
+
+/// One conversation's orchestration state over machine `M` (generated code names it
+/// `Session`). No heap memory, `Copy`, a few dozen bytes.
+///
+/// ```
+/// # orch_runtime::__doc_machine!();
+/// use demo::{Outcome, Session, Step, Tool};
+/// let mut s = Session::new();
+/// assert_eq!(s.step(), Some(Step::Chat));
+/// s.on_user_message("Please research the topic");
+/// assert_eq!(s.step(), Some(Step::Research));
+/// assert_eq!(s.allowed().names().collect::<Vec<_>>(), ["search"]);
+/// assert!(s.check(Tool::Think).is_err());
+/// assert_eq!(s.record(Tool::Search), Outcome::Advanced { index: 1 });
+/// assert_eq!(s.allowed().names().collect::<Vec<_>>(), ["think"]);
+/// ```
+pub struct Session<M: Machine> {
+    state: StateOf<M>,
+    available: <M::Tool as ToolEnum>::Words,
+    _machine: PhantomData<fn() -> M>,
+}
+
+impl<M: Machine> Clone for Session<M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: Machine> Copy for Session<M> {}
+
+impl<M: Machine> PartialEq for Session<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state && self.available == other.available
+    }
+}
+impl<M: Machine> Eq for Session<M> {}
+
+impl<M: Machine> Default for Session<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<M: Machine> fmt::Debug for Session<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("machine", &M::tables().name)
+            .field("step", &self.step())
+            .field("sequence_index", &self.state.index)
+            .field("history", &self.history().collect::<Vec<_>>())
+            .field("used", &self.used())
+            .field("usage", &self.state.usage)
+            .field("available", &self.available())
+            .finish()
+    }
+}
+
+impl<M: Machine> Session<M> {
+    /// A fresh session: activation already evaluated, so the default step is active.
+    /// Also compiles the machine's regexes (once per process) and warms them on this
+    /// thread, so the hot path does not allocate.
+    pub fn new() -> Self {
+        for re in M::regexes().iter().flatten() {
+            let _ = re.is_match("");
+        }
+        let mut state = State::blank(
+            <<M::Tool as ToolEnum>::Words as Words>::ZERO,
+            <M::Flags as Words>::ZERO,
+            <M::History as Entries>::ZERO,
+        );
+        state.activate(M::tables());
+        Session {
+            state,
+            available: ToolSet::<M::Tool>::all().words().to_owned(),
+            _machine: PhantomData,
+        }
+    }
+
+    /// The same session with the host's available tools set to `tools` (SPEC §8: `A`).
+    #[must_use]
+    pub fn with_available(mut self, tools: impl IntoIterator<Item = M::Tool>) -> Self {
+        self.set_available(tools);
+        self
+    }
+
+    /// Sets the host's available tools (default: every tool of the machine).
+    pub fn set_available(&mut self, tools: impl IntoIterator<Item = M::Tool>) {
+        self.available = *tools.into_iter().collect::<ToolSet<M::Tool>>().words();
+    }
+
+    /// The host's available tools.
+    pub fn available(&self) -> ToolSet<M::Tool> {
+        ToolSet::from_words(self.available)
+    }
+
+    /// The active step (`None` only for a machine without a default step before any
+    /// step matched).
+    pub fn step(&self) -> Option<M::Step> {
+        self.state
+            .active()
+            .and_then(|i| <M::Step as StepEnum>::ALL.get(i).copied())
+    }
+
+    /// The position in the active step's sequence (0 when it has none).
+    pub fn sequence_index(&self) -> usize {
+        self.state.index as usize
+    }
+
+    /// The tools the active step's unfinished sequence accepts next, if any.
+    pub fn expected(&self) -> Option<ToolSet<M::Tool>> {
+        self.state
+            .expected(M::tables())
+            .map(|(_, _, group)| self.set_from(M::tables().set_at(group)))
+    }
+
+    /// When the sequence waits for tools none of which the host made available, those
+    /// tools: `allowed()` is then empty, and stays so until the host provides one
+    /// (SPEC §8 — it never silently widens).
+    pub fn blocked_on(&self) -> Option<ToolSet<M::Tool>> {
+        let t = M::tables();
+        let (_, _, group) = self.state.expected(t)?;
+        let set = t.set_at(group);
+        (!bits::intersects(set, self.available.as_ref())).then(|| self.set_from(set))
+    }
+
+    /// The tools the LLM may use now (SPEC §8). A copy of a few words; no allocation.
+    #[inline]
+    pub fn allowed(&self) -> ToolSet<M::Tool> {
+        let mut out = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
+        self.state
+            .allowed_into(M::tables(), self.available.as_ref(), out.as_mut());
+        ToolSet::from_words(out)
+    }
+
+    /// May `tool` run now? The `Err` says why not. Changes nothing.
+    pub fn check(&self, tool: M::Tool) -> Result<(), Denied<M::Step, M::Tool>> {
+        self.state
+            .check(M::tables(), self.available.as_ref(), tool.index())
+            .map_err(|d| self.denied(d))
+    }
+
+    /// [`Session::check`] by name; a name the machine does not know is a foreign tool,
+    /// judged by the active step's patterns.
+    pub fn check_name(&self, name: &str) -> Result<(), Denied<M::Step, M::Tool>> {
+        match <M::Tool as ToolEnum>::from_name(name) {
+            Some(tool) => self.check(tool),
+            None => self
+                .state
+                .check_foreign(M::tables(), name)
+                .map_err(|d| self.denied(d)),
+        }
+    }
+
+    /// Records that the host ran `tool` (SPEC §5): history, used set, sequence, and the
+    /// transitions it triggers, within this call.
+    pub fn record(&mut self, tool: M::Tool) -> Outcome<M::Tool> {
+        let raw = self
+            .state
+            .record(M::tables(), self.available.as_ref(), Some(tool.index()), "");
+        self.outcome(raw)
+    }
+
+    /// [`Session::record`] by name; a name the machine does not know is recorded as a
+    /// foreign tool (it enters the history, never advances a sequence).
+    pub fn record_name(&mut self, name: &str) -> Outcome<M::Tool> {
+        let tool = <M::Tool as ToolEnum>::from_name(name).map(ToolEnum::index);
+        let raw = self
+            .state
+            .record(M::tables(), self.available.as_ref(), tool, name);
+        self.outcome(raw)
+    }
+
+    /// A new user message (SPEC §5): message conditions, `resetSequenceOn`, activation.
+    pub fn on_user_message(&mut self, message: &str) {
+        self.state.on_message(M::tables(), M::regexes(), message);
+    }
+
+    /// Adds token usage (saturating).
+    pub fn record_usage(&mut self, prompt: u64, completion: u64) {
+        self.state.add_usage(prompt, completion);
+    }
+
+    /// Cumulative token usage.
+    pub fn usage(&self) -> Usage {
+        self.state.usage
+    }
+
+    /// Back to a fresh session (the host's available tools are kept: they describe the
+    /// host, not the conversation).
+    pub fn reset(&mut self) {
+        self.state.clear();
+        self.state.activate(M::tables());
+    }
+
+    /// The history (the last H tool uses), oldest first.
+    pub fn history(&self) -> impl Iterator<Item = HistoryEntry<M::Tool>> + '_ {
+        self.state.history().map(|i| match i {
+            FOREIGN => HistoryEntry::Foreign,
+            i => match <M::Tool as ToolEnum>::ALL.get(i as usize) {
+                Some(t) => HistoryEntry::Tool(*t),
+                None => HistoryEntry::Foreign,
+            },
+        })
+    }
+
+    /// Every tool used since the session began or was reset.
+    pub fn used(&self) -> ToolSet<M::Tool> {
+        ToolSet::from_words(self.state.used)
+    }
+
+    /// Filters the host's own tool list by name, lazily and without allocating: yields
+    /// the names the LLM may see now. The list itself is the host's available set `A`
+    /// for this call; names the machine does not know are foreign tools, judged by the
+    /// active step's patterns.
+    ///
+    /// ```
+    /// # orch_runtime::__doc_machine!();
+    /// let mut s = demo::Session::new();
+    /// s.on_user_message("research it");
+    /// let host = ["think", "search", "weather"];
+    /// assert_eq!(s.filter_names(host).collect::<Vec<_>>(), ["search"]);
+    /// ```
+    pub fn filter_names<'n, I>(&self, names: I) -> impl Iterator<Item = &'n str> + 'n
+    where
+        I: IntoIterator<Item = &'n str>,
+        I::IntoIter: 'n,
+    {
+        let everything = ToolSet::<M::Tool>::all();
+        let mut permitted = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
+        self.state
+            .allowed_into(M::tables(), everything.words().as_ref(), permitted.as_mut());
+        let foreign_ok_state = self.state;
+        names.into_iter().filter(move |name| {
+            match <M::Tool as ToolEnum>::from_name(name) {
+                Some(t) => bits::test(permitted.as_ref(), t.index()),
+                None => foreign_ok_state.foreign_allowed(M::tables(), name),
+            }
+        })
+    }
+
+    fn set_from(&self, words: &[u64]) -> ToolSet<M::Tool> {
+        let mut out = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
+        for (o, w) in out.as_mut().iter_mut().zip(words) {
+            *o = *w;
+        }
+        ToolSet::from_words(out)
+    }
+
+    fn step_at(&self, i: u16) -> M::Step {
+        let all = <M::Step as StepEnum>::ALL;
+        // Indices come from the machine's own tables, so they are in range; the
+        // fallback keeps this total without a panic path.
+        all.get(i as usize).or(all.first()).copied().unwrap_or_else(|| {
+            unreachable!("a session with an active step has at least one step")
+        })
+    }
+
+    fn denied(&self, d: RawDenied) -> Denied<M::Step, M::Tool> {
+        match d {
+            RawDenied::NotInStep(step) => Denied::NotInStep {
+                step: self.step_at(step),
+            },
+            RawDenied::SequenceExpects { step, index, group } => Denied::SequenceExpects {
+                step: self.step_at(step),
+                index: index as usize,
+                expected: self.set_from(M::tables().set_at(group)),
+            },
+            RawDenied::Unavailable => Denied::Unavailable,
+        }
+    }
+
+    fn outcome(&self, raw: RawOutcome) -> Outcome<M::Tool> {
+        match raw {
+            RawOutcome::Advanced(index) => Outcome::Advanced {
+                index: index as usize,
+            },
+            RawOutcome::Completed => Outcome::Completed,
+            RawOutcome::Free => Outcome::Free,
+            RawOutcome::OutOfSequence(group) => Outcome::OutOfSequence {
+                expected: self.set_from(M::tables().set_at(group)),
+            },
+            RawOutcome::NotAllowed => Outcome::NotAllowed,
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The compiled form of a template: flat, index-based tables the engine walks.
+//!
+//! Generated code holds one `static` [`Tables`] per machine (borrowing `'static`
+//! arrays); a template loaded at run time owns the same data in a
+//! [`crate::dynamic::OwnedTables`] and lends it out as a `Tables<'_, String>`. Nothing in
+//! here points anywhere but into the slices of the same `Tables`, so both forms share one
+//! engine.
+
+/// A run of entries in one of the pools of [`Tables`]: `start..start + len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// First entry.
+    pub start: u32,
+    /// Number of entries.
+    pub len: u32,
+}
+
+impl Span {
+    /// The span `start..start + len`.
+    pub const fn new(start: u32, len: u32) -> Self {
+        Span { start, len }
+    }
+
+    /// As a `usize` range.
+    #[inline]
+    pub fn range(self) -> core::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+
+    /// Is it empty?
+    #[inline]
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+/// One activation condition (SPEC §7), with names resolved to indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Condition {
+    /// `tool_used`: the tool (an index into [`Tables::tools`]) is in the used set.
+    ToolUsed(u16),
+    /// `sequence_match`: the newest history entries match this step's sequence.
+    SequenceMatch,
+    /// `message_contains` / `message_regex`: message flag `n` is set. Flags
+    /// `0..contains.len()` are the `contains` needles, the rest the regexes in order.
+    Message(u16),
+    /// `not_recently_used`: the tool is not among the newest `window` history entries.
+    NotRecentlyUsed {
+        /// The tool (index into [`Tables::tools`]).
+        tool: u16,
+        /// How many of the newest history entries to look at (at least 1).
+        window: u16,
+    },
+}
+
+/// Bit flags of [`StepTable::reset`].
+pub mod reset {
+    /// `user_message`: every new user message resets the index.
+    pub const USER_MESSAGE: u8 = 1;
+    /// `message_contains`: a message satisfying one of the step's `message_contains`
+    /// conditions resets the index.
+    pub const MESSAGE_CONTAINS: u8 = 2;
+    /// `message_regex`: a message satisfying one of the step's `message_regex`
+    /// conditions resets the index.
+    pub const MESSAGE_REGEX: u8 = 4;
+}
+
+/// One step, with every list stored as a span into a pool of [`Tables`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StepTable {
+    /// Its conditions, a span of [`Tables::conditions`]. Empty: never activated by
+    /// conditions (only as the default).
+    pub conditions: Span,
+    /// Word offset in [`Tables::bits`] of its static set (`words` words).
+    pub static_set: u32,
+    /// Its sequence: `start` is the word offset in [`Tables::bits`] of position 0,
+    /// `len` the number of positions; position `i` is the `words` words at
+    /// `start + i * words`. Empty: no sequence.
+    pub sequence: Span,
+    /// `allowed` was absent or empty: every tool passes the allow test.
+    pub allow_all: bool,
+    /// The glob entries of `allowed`, a span of [`Tables::patterns`] (judges foreign tools).
+    pub allow_patterns: Span,
+    /// The glob entries of `denied`, a span of [`Tables::patterns`] (judges foreign tools).
+    pub deny_patterns: Span,
+    /// `resetSequenceOn`, as [`reset`] flags.
+    pub reset: u8,
+}
+
+/// A compiled machine: everything the engine reads, in flat pools.
+///
+/// `S` is the string type of the name pools: `&'static str` in generated code,
+/// `String` for templates loaded at run time.
+#[derive(Debug)]
+pub struct Tables<'a, S: 'a = &'static str> {
+    /// The machine's name (`agentId`, else `name`).
+    pub name: &'a str,
+    /// `u64` words per tool set: `ceil(tools / 64)`, at least 1.
+    pub words: usize,
+    /// History capacity H (SPEC §4).
+    pub history: usize,
+    /// The default step, if any (index into [`Tables::steps`]).
+    pub default_step: Option<u16>,
+    /// A fingerprint of the compiled template (stable across builds of the same input).
+    pub fingerprint: u64,
+    /// Tool names; a tool's index is its position here.
+    pub tools: &'a [S],
+    /// Step names; a step's index is its position here.
+    pub step_names: &'a [S],
+    /// The steps, in template (priority) order.
+    pub steps: &'a [StepTable],
+    /// The condition pool.
+    pub conditions: &'a [Condition],
+    /// The bit pool: static sets and sequence groups, `words` words each.
+    pub bits: &'a [u64],
+    /// The glob pool: allow/deny patterns for foreign tools.
+    pub patterns: &'a [S],
+    /// `message_contains` needles, already lowercased ([`crate::fold_case`]).
+    pub contains: &'a [S],
+    /// `message_regex` sources (compiled separately; see [`crate::Regexes`]).
+    pub regexes: &'a [S],
+}
+
+impl<S> Clone for Tables<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S> Copy for Tables<'_, S> {}
+
+impl<'a, S: AsRef<str>> Tables<'a, S> {
+    /// Number of message flags (`contains` needles plus regexes).
+    pub fn message_flags(&self) -> usize {
+        self.contains.len() + self.regexes.len()
+    }
+
+    /// The `words` words at word offset `at` of the bit pool.
+    #[inline]
+    pub fn set_at(&self, at: u32) -> &'a [u64] {
+        let start = at as usize;
+        self.bits.get(start..start + self.words).unwrap_or(&[])
+    }
+
+    /// The static set of step `step`.
+    #[inline]
+    pub fn static_set(&self, step: usize) -> &'a [u64] {
+        match self.steps.get(step) {
+            Some(s) => self.set_at(s.static_set),
+            None => &[],
+        }
+    }
+
+    /// The tools of sequence position `pos` of step `step`.
+    #[inline]
+    pub fn group(&self, step: usize, pos: usize) -> &'a [u64] {
+        match self.steps.get(step) {
+            Some(s) if pos < s.sequence.len as usize => {
+                self.set_at(s.sequence.start + (pos * self.words) as u32)
+            }
+            _ => &[],
+        }
+    }
+
+    /// The conditions of step `step`.
+    #[inline]
+    pub fn step_conditions(&self, step: usize) -> &'a [Condition] {
+        match self.steps.get(step) {
+            Some(s) => self.conditions.get(s.conditions.range()).unwrap_or(&[]),
+            None => &[],
+        }
+    }
+
+    /// Would step `step`'s `allowed`/`denied` patterns let a foreign tool `name` through?
+    pub fn foreign_permitted(&self, step: usize, name: &str) -> bool {
+        let Some(s) = self.steps.get(step) else {
+            return false;
+        };
+        let pats = |span: Span| {
+            self.patterns
+                .get(span.range())
+                .unwrap_or(&[])
+                .iter()
+                .any(|p| crate::glob_match(p.as_ref(), name))
+        };
+        (s.allow_all || pats(s.allow_patterns)) && !pats(s.deny_patterns)
+    }
+
+    /// The index of the tool named `name`.
+    pub fn tool_index(&self, name: &str) -> Option<usize> {
+        self.tools.iter().position(|t| t.as_ref() == name)
+    }
+
+    /// The index of the step named `name`.
+    pub fn step_index(&self, name: &str) -> Option<usize> {
+        self.step_names.iter().position(|t| t.as_ref() == name)
+    }
+}
