@@ -1,1 +1,104 @@
-pub fn x(){}
+//! The **orch** compiler: turns AgentDock-style orchestration templates into typed Rust
+//! state machines driven by `orch-runtime`.
+//!
+//! One pipeline, shared by every front end (build.rs, the `orchestration!` macro, the
+//! `orch` CLI):
+//!
+//! ```text
+//! template.json ─ json::parse ─┐
+//!                              ├─> model::Template ─ check::check ─> ir::Ir ─┬─ emit::module  (Rust)
+//! orchestration! { .. } ───────┘        (diagnostics: E001–E020, W001–W006)   └─ Ir::to_tables (run time)
+//! ```
+//!
+//! In build.rs:
+//!
+//! ```no_run
+//! orch_codegen::Builder::new()
+//!     .template("agents/cognitive-reasoner/template.json")
+//!     .compile()
+//!     .expect("orchestration templates");
+//! ```
+//!
+//! As a library:
+//!
+//! ```
+//! let src = r#"{"agentId": "demo", "orchestration": {"steps": [
+//!     {"name": "Chat", "isDefault": true},
+//!     {"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}],
+//!      "sequence": ["search", "think"]}]}}"#;
+//! let compiled = orch_codegen::compile_json(src, None);
+//! assert!(compiled.diagnostics.is_empty());
+//! let ir = compiled.ir.unwrap();
+//! assert_eq!(ir.module, "demo");
+//! assert_eq!(ir.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["search", "think"]);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod builder;
+pub mod check;
+pub mod diagnostic;
+pub mod emit;
+pub mod ident;
+pub mod ir;
+pub mod json;
+pub mod model;
+
+pub use builder::{BuildError, Builder, Report};
+pub use diagnostic::{Code, Diagnostic, Severity};
+pub use ir::Ir;
+
+use orch_runtime::dynamic::DynMachine;
+use std::path::Path;
+
+/// The result of compiling one template.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The IR, when there was no error.
+    pub ir: Option<Ir>,
+    /// Every diagnostic, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Compiled {
+    /// Was there an error?
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// A machine to run at run time (the same tables the generated code holds).
+    pub fn to_machine(&self) -> Option<DynMachine> {
+        let ir = self.ir.as_ref()?;
+        // Every regex was compiled by the checks already, so this cannot fail.
+        DynMachine::new(ir.to_tables()).ok()
+    }
+}
+
+/// Parses and checks a JSON template. `fallback_name` names the machine when the
+/// template has neither `agentId` nor `name` (see [`fallback_name`]).
+pub fn compile_json(source: &str, fallback_name: Option<&str>) -> Compiled {
+    let (template, mut diagnostics) = json::parse(source, fallback_name);
+    let parse_failed = diagnostics.iter().any(Diagnostic::is_error);
+    let ir = match template {
+        Some(t) => {
+            let (ir, more) = check::check(&t);
+            diagnostics.extend(more);
+            diagnostics.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+            ir.filter(|_| !parse_failed)
+        }
+        None => None,
+    };
+    Compiled { ir, diagnostics }
+}
+
+/// The name a template file gets when it has no `agentId`/`name`: its file stem, or its
+/// directory's name for a file called `template.json`.
+pub fn fallback_name(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    if stem == "template" {
+        if let Some(dir) = path.parent().and_then(Path::file_name).and_then(|d| d.to_str()) {
+            return Some(dir.to_owned());
+        }
+    }
+    Some(stem.to_owned())
+}

@@ -1,0 +1,202 @@
+//! The build.rs API.
+
+use crate::diagnostic::{self, Diagnostic};
+use crate::emit::{self, Origin};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Compiles templates to Rust modules in `$OUT_DIR/orch/`, for
+/// `orch_runtime::include_machine!`.
+///
+/// ```no_run
+/// // build.rs
+/// orch_codegen::Builder::new()
+///     .template("agents/cognitive-reasoner/template.json")
+///     .compile()
+///     .expect("orchestration templates");
+/// ```
+///
+/// For each template it prints `cargo:rerun-if-changed=<path>` and every warning as
+/// `cargo:warning=path:line:col: warning[W…]: …`. On an error nothing is written and
+/// the `Err` renders every diagnostic with its `path:line:column` and source snippet
+/// (its `Debug` is that text too, so `.expect(..)` shows it as is).
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    templates: Vec<PathBuf>,
+    out_dir: Option<PathBuf>,
+    deny_warnings: bool,
+    cargo: Option<bool>,
+}
+
+/// What [`Builder::compile`] produced.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// One entry per template: (machine name, module name, generated file).
+    pub machines: Vec<(String, String, PathBuf)>,
+    /// The warnings, rendered one per line.
+    pub warnings: Vec<String>,
+}
+
+/// Why [`Builder::compile`] failed: every error (and, under `deny_warnings`, warning),
+/// rendered.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BuildError {
+    /// The rendered diagnostics and I/O problems.
+    pub rendered: String,
+    /// How many errors.
+    pub errors: usize,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.rendered)
+    }
+}
+
+impl fmt::Debug for BuildError {
+    /// The rendered text, so that `.expect()` in build.rs prints readable diagnostics.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} error(s) in orchestration templates\n\n{}", self.errors, self.rendered)
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Builder {
+    /// A builder with no templates.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a template file (relative paths are relative to the package root, where
+    /// build scripts run).
+    #[must_use]
+    pub fn template(mut self, path: impl AsRef<Path>) -> Self {
+        self.templates.push(path.as_ref().to_owned());
+        self
+    }
+
+    /// Adds several template files.
+    #[must_use]
+    pub fn templates<P: AsRef<Path>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+        self.templates.extend(paths.into_iter().map(|p| p.as_ref().to_owned()));
+        self
+    }
+
+    /// Where to write the modules (default: `$OUT_DIR/orch`).
+    #[must_use]
+    pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.out_dir = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Treat warnings as errors.
+    #[must_use]
+    pub fn deny_warnings(mut self, yes: bool) -> Self {
+        self.deny_warnings = yes;
+        self
+    }
+
+    /// Print `cargo:` directives (default: when running under cargo, i.e. `OUT_DIR` is set).
+    #[must_use]
+    pub fn cargo_directives(mut self, yes: bool) -> Self {
+        self.cargo = Some(yes);
+        self
+    }
+
+    /// Compiles every template; writes nothing unless all succeed.
+    pub fn compile(self) -> Result<Report, BuildError> {
+        let cargo = self.cargo.unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some());
+        let out_dir = match (&self.out_dir, std::env::var_os("OUT_DIR")) {
+            (Some(d), _) => d.clone(),
+            (None, Some(d)) => PathBuf::from(d).join("orch"),
+            (None, None) => {
+                return Err(BuildError {
+                    rendered: "error: OUT_DIR is not set (not running in a build script); call `.out_dir(..)`".into(),
+                    errors: 1,
+                })
+            }
+        };
+        let mut rendered = String::new();
+        let mut errors = 0usize;
+        let mut report = Report::default();
+        let mut outputs: Vec<(Vec<String>, String, String, String)> = Vec::new();
+        for path in &self.templates {
+            let shown = path.display().to_string();
+            if cargo {
+                println!("cargo:rerun-if-changed={shown}");
+            }
+            let source = match std::fs::read(path) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        errors += 1;
+                        rendered.push_str(&format!("error: {shown}: not UTF-8 text (invalid byte at offset {})\n", e.utf8_error().valid_up_to()));
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    errors += 1;
+                    rendered.push_str(&format!("error: {shown}: cannot read the template: {e}\n"));
+                    continue;
+                }
+            };
+            let fallback = crate::fallback_name(path);
+            let compiled = crate::compile_json(&source, fallback.as_deref());
+            for d in &compiled.diagnostics {
+                let fatal = d.is_error() || self.deny_warnings;
+                if fatal {
+                    errors += 1;
+                    rendered.push_str(&diagnostic::render(d, &shown, &source, false));
+                    rendered.push('\n');
+                } else {
+                    let line = diagnostic::one_line(d, &shown, &source);
+                    if cargo {
+                        println!("cargo:warning={line}");
+                    }
+                    report.warnings.push(line);
+                }
+            }
+            let Some(ir) = compiled.ir else { continue };
+            if compiled.diagnostics.iter().any(|d: &Diagnostic| self.deny_warnings && !d.is_error()) {
+                continue;
+            }
+            let code = emit::pretty(&ir, Origin::File(&shown));
+            let mut keys = vec![ir.module.clone()];
+            if is_file_key(&ir.name) && ir.name != ir.module {
+                keys.push(ir.name.clone());
+            }
+            outputs.push((keys, code, ir.name.clone(), ir.module.clone()));
+        }
+        if errors > 0 {
+            return Err(BuildError { rendered, errors });
+        }
+        let io = |e: std::io::Error, what: &Path| BuildError {
+            rendered: format!("error: cannot write {}: {e}\n", what.display()),
+            errors: 1,
+        };
+        std::fs::create_dir_all(&out_dir).map_err(|e| io(e, &out_dir))?;
+        for (keys, code, name, module) in outputs {
+            let mut first = None;
+            for key in keys {
+                let file = out_dir.join(format!("{key}.rs"));
+                // Unchanged output keeps its timestamp, so dependents are not rebuilt.
+                if std::fs::read_to_string(&file).ok().as_deref() != Some(code.as_str()) {
+                    std::fs::write(&file, &code).map_err(|e| io(e, &file))?;
+                }
+                first.get_or_insert(file);
+            }
+            if let Some(file) = first {
+                report.machines.push((name, module, file));
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Can `name` be used as a file name in `$OUT_DIR/orch/`?
+fn is_file_key(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}

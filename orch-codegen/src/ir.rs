@@ -1,0 +1,233 @@
+//! The normalized IR: a checked template with every name resolved to an index, every
+//! pattern expanded against the universe, and every Rust identifier chosen. Emission and
+//! the run-time tables are both made from it, by [`Ir::to_tables`], so the generated
+//! statics and a template loaded at run time are the same data.
+
+use orch_runtime::dynamic::OwnedTables;
+use orch_runtime::tables::{reset, Condition, Span, StepTable};
+
+/// A compiled machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ir {
+    /// The machine's name (`agentId`, else `name`).
+    pub name: String,
+    /// The Rust module name (snake_case of `name`).
+    pub module: String,
+    /// `orchestration.description`, one entry per line.
+    pub description: Vec<String>,
+    /// The tool universe, in declaration (or first-mention) order.
+    pub tools: Vec<IrTool>,
+    /// The steps, in priority order.
+    pub steps: Vec<IrStep>,
+    /// The default step.
+    pub default_step: Option<usize>,
+    /// History capacity H (SPEC §4).
+    pub history: usize,
+    /// Distinct `message_contains` needles, lowercased; condition `Contains(i)` is `contains[i]`.
+    pub contains: Vec<String>,
+    /// Distinct `message_regex` sources; condition `Regex(i)` is `regexes[i]`.
+    pub regexes: Vec<String>,
+    /// `options.maxSteps`.
+    pub max_steps: Option<u64>,
+}
+
+/// A tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrTool {
+    /// Its name as written.
+    pub name: String,
+    /// Its `enum Tool` variant.
+    pub ident: String,
+}
+
+/// A step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrStep {
+    /// Its name as written.
+    pub name: String,
+    /// Its `enum Step` variant.
+    pub ident: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// Its conditions (empty for the default step: they are ignored).
+    pub conditions: Vec<IrCondition>,
+    /// Its static set (SPEC §2): tool indices, ascending.
+    pub static_set: Vec<usize>,
+    /// `allowed` absent or empty.
+    pub allow_all: bool,
+    /// Glob entries of `allowed` (for foreign tools).
+    pub allow_patterns: Vec<String>,
+    /// Glob entries of `denied` (for foreign tools).
+    pub deny_patterns: Vec<String>,
+    /// The sequence: per position, the accepted tool indices (ascending).
+    pub sequence: Vec<Vec<usize>>,
+    /// `resetSequenceOn`, as `orch_runtime::tables::reset` flags.
+    pub reset: u8,
+}
+
+/// A resolved condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IrCondition {
+    /// `tool_used`.
+    ToolUsed(usize),
+    /// `sequence_match`.
+    SequenceMatch,
+    /// `message_contains`: index into [`Ir::contains`].
+    Contains(usize),
+    /// `message_regex`: index into [`Ir::regexes`].
+    Regex(usize),
+    /// `not_recently_used`.
+    NotRecentlyUsed {
+        /// The tool.
+        tool: usize,
+        /// The window.
+        window: usize,
+    },
+}
+
+impl Ir {
+    /// `u64` words per tool set.
+    pub fn words(&self) -> usize {
+        self.tools.len().div_ceil(64).max(1)
+    }
+
+    /// `u64` words of message flags.
+    pub fn flag_words(&self) -> usize {
+        (self.contains.len() + self.regexes.len()).div_ceil(64)
+    }
+
+    /// The flat run-time tables (the generated statics hold exactly these values).
+    pub fn to_tables(&self) -> OwnedTables {
+        let words = self.words();
+        let mut t = OwnedTables {
+            name: self.name.clone(),
+            words,
+            history: self.history,
+            default_step: self.default_step.map(|d| d as u16),
+            fingerprint: 0,
+            tools: self.tools.iter().map(|t| t.name.clone()).collect(),
+            step_names: self.steps.iter().map(|s| s.name.clone()).collect(),
+            steps: Vec::with_capacity(self.steps.len()),
+            conditions: Vec::new(),
+            bits: Vec::new(),
+            patterns: Vec::new(),
+            contains: self.contains.clone(),
+            regexes: self.regexes.clone(),
+        };
+        let push_set = |bits: &mut Vec<u64>, tools: &[usize]| -> u32 {
+            let at = bits.len();
+            bits.resize(at + words, 0);
+            for &i in tools {
+                bits[at + i / 64] |= 1 << (i % 64);
+            }
+            at as u32
+        };
+        let n_contains = self.contains.len();
+        for s in &self.steps {
+            let cond_start = t.conditions.len() as u32;
+            t.conditions.extend(s.conditions.iter().map(|c| match *c {
+                IrCondition::ToolUsed(i) => Condition::ToolUsed(i as u16),
+                IrCondition::SequenceMatch => Condition::SequenceMatch,
+                IrCondition::Contains(i) => Condition::Message(i as u16),
+                IrCondition::Regex(i) => Condition::Message((n_contains + i) as u16),
+                IrCondition::NotRecentlyUsed { tool, window } => Condition::NotRecentlyUsed {
+                    tool: tool as u16,
+                    window: window as u16,
+                },
+            }));
+            let static_set = push_set(&mut t.bits, &s.static_set);
+            let seq_start = t.bits.len() as u32;
+            for group in &s.sequence {
+                push_set(&mut t.bits, group);
+            }
+            let allow_start = t.patterns.len() as u32;
+            t.patterns.extend(s.allow_patterns.iter().cloned());
+            let deny_start = t.patterns.len() as u32;
+            t.patterns.extend(s.deny_patterns.iter().cloned());
+            t.steps.push(StepTable {
+                conditions: Span::new(cond_start, s.conditions.len() as u32),
+                static_set,
+                sequence: Span::new(seq_start, s.sequence.len() as u32),
+                allow_all: s.allow_all,
+                allow_patterns: Span::new(allow_start, s.allow_patterns.len() as u32),
+                deny_patterns: Span::new(deny_start, s.deny_patterns.len() as u32),
+                reset: s.reset & (reset::USER_MESSAGE | reset::MESSAGE_CONTAINS | reset::MESSAGE_REGEX),
+            });
+        }
+        t.fingerprint = fingerprint(&t);
+        t
+    }
+}
+
+/// FNV-1a over a canonical encoding of the tables: equal tables, equal fingerprint, on
+/// every platform and build.
+pub fn fingerprint(t: &OwnedTables) -> u64 {
+    struct Fnv(u64);
+    impl Fnv {
+        fn bytes(&mut self, b: &[u8]) {
+            for x in b {
+                self.0 ^= u64::from(*x);
+                self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        fn num(&mut self, n: u64) {
+            self.bytes(&n.to_le_bytes());
+        }
+        fn str(&mut self, s: &str) {
+            self.num(s.len() as u64);
+            self.bytes(s.as_bytes());
+        }
+        fn strs(&mut self, v: &[String]) {
+            self.num(v.len() as u64);
+            for s in v {
+                self.str(s);
+            }
+        }
+    }
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.str("orch-tables-v1");
+    h.str(&t.name);
+    h.num(t.words as u64);
+    h.num(t.history as u64);
+    h.num(t.default_step.map_or(u64::MAX, u64::from));
+    h.strs(&t.tools);
+    h.strs(&t.step_names);
+    h.num(t.steps.len() as u64);
+    for s in &t.steps {
+        for n in [
+            s.conditions.start,
+            s.conditions.len,
+            s.static_set,
+            s.sequence.start,
+            s.sequence.len,
+            s.allow_all as u32,
+            s.allow_patterns.start,
+            s.allow_patterns.len,
+            s.deny_patterns.start,
+            s.deny_patterns.len,
+            u32::from(s.reset),
+        ] {
+            h.num(u64::from(n));
+        }
+    }
+    h.num(t.conditions.len() as u64);
+    for c in &t.conditions {
+        let (tag, a, b) = match *c {
+            Condition::ToolUsed(x) => (0u64, u64::from(x), 0),
+            Condition::SequenceMatch => (1, 0, 0),
+            Condition::Message(f) => (2, u64::from(f), 0),
+            Condition::NotRecentlyUsed { tool, window } => (3, u64::from(tool), u64::from(window)),
+        };
+        h.num(tag);
+        h.num(a);
+        h.num(b);
+    }
+    h.num(t.bits.len() as u64);
+    for b in &t.bits {
+        h.num(*b);
+    }
+    h.strs(&t.patterns);
+    h.strs(&t.contains);
+    h.strs(&t.regexes);
+    h.0
+}

@@ -1,0 +1,400 @@
+//! The JSON front end: an AgentDock `template.json` (or a bare orchestration object) to
+//! the [`Template`] model, keeping the byte span of every value. Unknown fields are
+//! ignored; wrong types are diagnostics (E002), never panics.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::model::{Condition, SequenceEntry, Span, Spanned, Step, Template};
+use jsonc_parser::ast::{Object, Value};
+use jsonc_parser::common::Ranged;
+use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
+
+/// The largest template accepted, in bytes (a guard against feeding the compiler a
+/// 50 MB file by mistake; real templates are a few KB).
+pub const MAX_TEMPLATE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Parses a template. Returns the model when the JSON could be read (even with type
+/// errors in some fields, which are reported and skipped) and the diagnostics found.
+/// `fallback_name` names the machine when the template has neither `agentId` nor `name`.
+pub fn parse(source: &str, fallback_name: Option<&str>) -> (Option<Template>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    if source.len() > MAX_TEMPLATE_BYTES {
+        diags.push(Diagnostic::new(
+            Code::LimitExceeded,
+            None,
+            format!(
+                "the template is {} bytes; the limit is {} bytes",
+                source.len(),
+                MAX_TEMPLATE_BYTES
+            ),
+        ));
+        return (None, diags);
+    }
+    let strict = ParseOptions {
+        allow_comments: false,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    let collect = CollectOptions {
+        comments: CommentCollectionStrategy::Off,
+        tokens: false,
+    };
+    let parsed = match jsonc_parser::parse_to_ast(source, &collect, &strict) {
+        Ok(p) => p,
+        Err(e) => {
+            let r = e.range();
+            diags.push(
+                Diagnostic::new(
+                    Code::InvalidJson,
+                    Some(Span::new(r.start, r.end.max(r.start + 1))),
+                    format!("invalid JSON: {}", e.kind()),
+                )
+                .label("here"),
+            );
+            return (None, diags);
+        }
+    };
+    let Some(root) = parsed.value else {
+        diags.push(Diagnostic::new(Code::InvalidJson, Some(Span::new(0, 0)), "invalid JSON: the file is empty"));
+        return (None, diags);
+    };
+    let mut r = Reader { diags };
+    let template = r.template(&root, fallback_name);
+    (template, r.diags)
+}
+
+fn span_of(v: &impl Ranged) -> Span {
+    let r = v.range();
+    Span::new(r.start, r.end)
+}
+
+fn kind_of(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::StringLit(_) => "a string",
+        Value::NumberLit(_) => "a number",
+        Value::BooleanLit(_) => "a boolean",
+        Value::Object(_) => "an object",
+        Value::Array(_) => "an array",
+        Value::NullKeyword(_) => "null",
+    }
+}
+
+/// The last property called `name` (as `JSON.parse` would keep it).
+fn get<'o, 'a>(obj: &'o Object<'a>, name: &str) -> Option<&'o Value<'a>> {
+    obj.properties
+        .iter()
+        .rev()
+        .find(|p| p.name.as_str() == name)
+        .map(|p| &p.value)
+}
+
+struct Reader {
+    diags: Vec<Diagnostic>,
+}
+
+impl Reader {
+    fn wrong(&mut self, v: &Value<'_>, field: &str, expected: &str) {
+        self.diags.push(
+            Diagnostic::new(
+                Code::WrongType,
+                Some(span_of(v)),
+                format!("`{field}` must be {expected}, found {}", kind_of(v)),
+            )
+            .label(format!("expected {expected}")),
+        );
+    }
+
+    fn string(&mut self, v: &Value<'_>, field: &str) -> Option<Spanned<String>> {
+        match v {
+            Value::StringLit(s) => Some(Spanned::new(s.value.to_string(), span_of(s))),
+            other => {
+                self.wrong(other, field, "a string");
+                None
+            }
+        }
+    }
+
+    fn opt_string(&mut self, obj: &Object<'_>, field: &str) -> Option<Spanned<String>> {
+        match get(obj, field)? {
+            Value::NullKeyword(_) => None,
+            v => self.string(v, field),
+        }
+    }
+
+    fn object<'o, 'a>(&mut self, v: &'o Value<'a>, field: &str) -> Option<&'o Object<'a>> {
+        match v {
+            Value::Object(o) => Some(o),
+            other => {
+                self.wrong(other, field, "an object");
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, v: &Value<'_>, field: &str) -> Option<Vec<Spanned<String>>> {
+        match v {
+            Value::Array(a) => Some(
+                a.elements
+                    .iter()
+                    .filter_map(|e| self.string(e, &format!("{field}[]")))
+                    .collect(),
+            ),
+            other => {
+                self.wrong(other, field, "an array of strings");
+                None
+            }
+        }
+    }
+
+    fn uint(&mut self, v: &Value<'_>, field: &str) -> Option<Spanned<u64>> {
+        match v {
+            Value::NumberLit(n) => match n.value.parse::<u64>() {
+                Ok(x) => Some(Spanned::new(x, span_of(n))),
+                Err(_) => {
+                    self.wrong(v, field, "a non-negative integer");
+                    None
+                }
+            },
+            other => {
+                self.wrong(other, field, "a non-negative integer");
+                None
+            }
+        }
+    }
+
+    fn template(&mut self, root: &Value<'_>, fallback_name: Option<&str>) -> Option<Template> {
+        let Some(root_obj) = self.object(root, "the template") else {
+            return None;
+        };
+        let mut t = Template {
+            span: span_of(root),
+            ..Template::default()
+        };
+        // The agent wrapper, or a bare orchestration object.
+        let orch = match get(root_obj, "orchestration") {
+            Some(v) => self.object(v, "orchestration")?,
+            None if get(root_obj, "steps").is_some() => root_obj,
+            None => {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::MissingField,
+                        Some(Span::new(root_obj.range.start, root_obj.range.start + 1)),
+                        "the template has no `orchestration` (and is not a bare orchestration object with `steps`)",
+                    )
+                    .help("add `\"orchestration\": {\"steps\": [...]}`"),
+                );
+                return None;
+            }
+        };
+        t.name = self
+            .opt_string(root_obj, "agentId")
+            .or_else(|| self.opt_string(root_obj, "name"))
+            .or_else(|| fallback_name.map(|n| Spanned::new(n.to_owned(), Span::new(0, 0))));
+        if let Some(v) = get(root_obj, "tools") {
+            t.universe = self.strings(v, "tools");
+        } else if let Some(v) = get(root_obj, "nodes") {
+            t.universe = self
+                .strings(v, "nodes")
+                .map(|nodes| nodes.into_iter().filter(|n| !n.value.starts_with("llm.")).collect());
+        }
+        if let Some(opts) = get(root_obj, "options") {
+            if let Some(o) = self.object(opts, "options") {
+                if let Some(v) = get(o, "maxSteps") {
+                    t.max_steps = self.uint(v, "options.maxSteps");
+                }
+            }
+        }
+        match get(orch, "description") {
+            Some(Value::StringLit(s)) => t.description = vec![s.value.to_string()],
+            Some(Value::Array(_)) => {
+                if let Some(v) = get(orch, "description") {
+                    t.description = self
+                        .strings(v, "orchestration.description")
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|s| s.value)
+                        .collect();
+                }
+            }
+            Some(Value::NullKeyword(_)) | None => {}
+            Some(other) => self.wrong(other, "orchestration.description", "a string or an array of strings"),
+        }
+        t.default_step = self.opt_string(orch, "defaultStep");
+        if let Some(v) = get(orch, "historyLength") {
+            t.history_length = self.uint(v, "orchestration.historyLength");
+        }
+        match get(orch, "steps") {
+            Some(Value::Array(a)) => {
+                for s in &a.elements {
+                    if let Some(step) = self.step(s) {
+                        t.steps.push(step);
+                    }
+                }
+            }
+            Some(other) => self.wrong(other, "orchestration.steps", "an array of steps"),
+            None => self.diags.push(
+                Diagnostic::new(
+                    Code::MissingField,
+                    Some(Span::new(orch.range.start, orch.range.start + 1)),
+                    "`orchestration` has no `steps`",
+                )
+                .help("add `\"steps\": [...]` (an empty list is allowed)"),
+            ),
+        }
+        Some(t)
+    }
+
+    fn step(&mut self, v: &Value<'_>) -> Option<Step> {
+        let o = self.object(v, "orchestration.steps[]")?;
+        let mut s = Step {
+            span: span_of(v),
+            conditions_span: span_of(v),
+            ..Step::default()
+        };
+        s.name = self.opt_string(o, "name");
+        if s.name.is_none() && get(o, "name").is_none() {
+            self.diags.push(
+                Diagnostic::new(Code::MissingField, Some(Span::new(s.span.start, s.span.start + 1)), "a step has no `name`")
+                    .label("this step")
+                    .help("every step needs a unique `\"name\"`"),
+            );
+        }
+        s.description = self.opt_string(o, "description").map(|d| d.value);
+        match get(o, "isDefault") {
+            Some(Value::BooleanLit(b)) => s.is_default = Some(Spanned::new(b.value, span_of(b))),
+            Some(Value::NullKeyword(_)) | None => {}
+            Some(other) => self.wrong(other, "isDefault", "a boolean"),
+        }
+        match get(o, "conditions") {
+            Some(Value::Array(a)) => {
+                s.conditions_span = span_of(a);
+                for c in &a.elements {
+                    if let Some(c) = self.condition(c) {
+                        s.conditions.push(c);
+                    }
+                }
+            }
+            Some(Value::NullKeyword(_)) | None => {}
+            Some(other) => self.wrong(other, "conditions", "an array of conditions"),
+        }
+        if let Some(av) = get(o, "availableTools") {
+            if let Some(a) = self.object(av, "availableTools") {
+                if let Some(v) = get(a, "allowed") {
+                    s.allowed = self.strings(v, "availableTools.allowed");
+                }
+                if let Some(v) = get(a, "denied") {
+                    s.denied = self.strings(v, "availableTools.denied");
+                }
+            }
+        }
+        match get(o, "sequence") {
+            Some(Value::Array(a)) => {
+                let mut entries = Vec::new();
+                for e in &a.elements {
+                    match e {
+                        Value::StringLit(t) => {
+                            entries.push(SequenceEntry::Tool(Spanned::new(t.value.to_string(), span_of(t))))
+                        }
+                        Value::Array(_) => {
+                            if let Some(g) = self.strings(e, "sequence[]") {
+                                entries.push(SequenceEntry::Group(Spanned::new(g, span_of(e))));
+                            }
+                        }
+                        other => self.wrong(other, "sequence[]", "a tool name or an array of tool names"),
+                    }
+                }
+                s.sequence = Some(Spanned::new(entries, span_of(a)));
+            }
+            Some(Value::NullKeyword(_)) | None => {}
+            Some(other) => self.wrong(other, "sequence", "an array"),
+        }
+        if let Some(v) = get(o, "resetSequenceOn") {
+            s.reset_sequence_on = self.strings(v, "resetSequenceOn").unwrap_or_default();
+        }
+        Some(s)
+    }
+
+    fn condition(&mut self, v: &Value<'_>) -> Option<Condition> {
+        let o = self.object(v, "conditions[]")?;
+        let mut c = Condition {
+            span: span_of(v),
+            ..Condition::default()
+        };
+        c.kind = self.opt_string(o, "type");
+        if c.kind.is_none() && get(o, "type").is_none() {
+            self.diags.push(
+                Diagnostic::new(Code::MissingField, Some(c.span), "a condition has no `type`")
+                    .help("valid types: tool_used, sequence_match, message_contains, message_regex, not_recently_used"),
+            );
+        }
+        c.value = self.opt_string(o, "value");
+        if let Some(w) = get(o, "window") {
+            c.window = self.uint(w, "window");
+        }
+        Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_agent_wrapper_and_ignores_unknown_fields() {
+        let src = r#"{"agentId": "a", "personality": ["x"], "nodes": ["llm.x", "search"],
+            "options": {"maxSteps": 5},
+            "orchestration": {"description": ["l1", "l2"], "defaultStep": "D", "historyLength": 20,
+              "steps": [{"name": "D"}, {"name": "S", "sequence": ["search", ["a", "b"]],
+                "conditions": [{"type": "tool_used", "value": "search", "description": "x"}],
+                "availableTools": {"allowed": ["*"], "denied": []}, "resetSequenceOn": ["user_message"]}]}}"#;
+        let (t, d) = parse(src, None);
+        assert!(d.is_empty(), "{d:?}");
+        let t = t.unwrap();
+        assert_eq!(t.name.unwrap().value, "a");
+        assert_eq!(t.universe.unwrap().iter().map(|s| s.value.as_str()).collect::<Vec<_>>(), ["search"]);
+        assert_eq!(t.description, ["l1", "l2"]);
+        assert_eq!(t.history_length.unwrap().value, 20);
+        assert_eq!(t.max_steps.unwrap().value, 5);
+        assert_eq!(t.steps.len(), 2);
+        let s = &t.steps[1];
+        assert_eq!(s.sequence.as_ref().unwrap().value.len(), 2);
+        assert_eq!(s.conditions[0].value.as_ref().unwrap().value, "search");
+        assert_eq!(&src[s.conditions[0].value.as_ref().unwrap().span.start..s.conditions[0].value.as_ref().unwrap().span.end], "\"search\"");
+    }
+
+    #[test]
+    fn bare_orchestration_and_fallback_name() {
+        let (t, d) = parse(r#"{"steps": []}"#, Some("file-stem"));
+        assert!(d.is_empty());
+        assert_eq!(t.unwrap().name.unwrap().value, "file-stem");
+    }
+
+    #[test]
+    fn wrong_types_are_reported_with_spans() {
+        let src = r#"{"steps": [{"name": 3, "sequence": "x", "conditions": [{"type": "tool_used", "window": -1}]}]}"#;
+        let (t, d) = parse(src, None);
+        assert!(t.is_some());
+        let codes: Vec<_> = d.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::WrongType, Code::WrongType, Code::WrongType], "{d:?}");
+        assert!(d[0].message.contains("`name` must be a string, found a number"));
+    }
+
+    #[test]
+    fn invalid_json_has_a_location() {
+        let (t, d) = parse("{\"steps\": [\n  {\"name\": \"a\",}\n]}", None);
+        assert!(t.is_none());
+        assert_eq!(d[0].code, Code::InvalidJson);
+        let (line, _) = crate::diagnostic::line_col("{\"steps\": [\n  {\"name\": \"a\",}\n]}", d[0].span.unwrap().start);
+        assert_eq!(line, 2);
+        let (t, d) = parse("", None);
+        assert!(t.is_none() && d[0].code == Code::InvalidJson);
+        let (t, d) = parse("[1]", None);
+        assert!(t.is_none() && d[0].code == Code::WrongType);
+    }
+}
