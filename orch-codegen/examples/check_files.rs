@@ -16,7 +16,10 @@ fn main() {
         let fallback = orch_codegen::fallback_name(Path::new(&path));
         let compiled = orch_codegen::compile_json(&source, fallback.as_deref());
         for d in &compiled.diagnostics {
-            println!("{}", orch_codegen::diagnostic::render(d, &path, &source, false));
+            println!(
+                "{}",
+                orch_codegen::diagnostic::render(d, &path, &source, false)
+            );
         }
         failed |= compiled.has_errors();
         println!("{path}: {} diagnostic(s)", compiled.diagnostics.len());

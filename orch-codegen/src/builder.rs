@@ -56,7 +56,11 @@ impl fmt::Display for BuildError {
 impl fmt::Debug for BuildError {
     /// The rendered text, so that `.expect()` in build.rs prints readable diagnostics.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} error(s) in orchestration templates\n\n{}", self.errors, self.rendered)
+        write!(
+            f,
+            "{} error(s) in orchestration templates\n\n{}",
+            self.errors, self.rendered
+        )
     }
 }
 
@@ -79,7 +83,8 @@ impl Builder {
     /// Adds several template files.
     #[must_use]
     pub fn templates<P: AsRef<Path>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
-        self.templates.extend(paths.into_iter().map(|p| p.as_ref().to_owned()));
+        self.templates
+            .extend(paths.into_iter().map(|p| p.as_ref().to_owned()));
         self
     }
 
@@ -106,16 +111,18 @@ impl Builder {
 
     /// Compiles every template; writes nothing unless all succeed.
     pub fn compile(self) -> Result<Report, BuildError> {
-        let cargo = self.cargo.unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some());
+        let cargo = self
+            .cargo
+            .unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some());
         let out_dir = match (&self.out_dir, std::env::var_os("OUT_DIR")) {
             (Some(d), _) => d.clone(),
             (None, Some(d)) => PathBuf::from(d).join("orch"),
-            (None, None) => {
-                return Err(BuildError {
-                    rendered: "error: OUT_DIR is not set (not running in a build script); call `.out_dir(..)`".into(),
-                    errors: 1,
-                })
-            }
+            (None, None) => return Err(BuildError {
+                rendered:
+                    "error: OUT_DIR is not set (not running in a build script); call `.out_dir(..)`"
+                        .into(),
+                errors: 1,
+            }),
         };
         let mut rendered = String::new();
         let mut errors = 0usize;
@@ -131,7 +138,10 @@ impl Builder {
                     Ok(s) => s,
                     Err(e) => {
                         errors += 1;
-                        rendered.push_str(&format!("error: {shown}: not UTF-8 text (invalid byte at offset {})\n", e.utf8_error().valid_up_to()));
+                        rendered.push_str(&format!(
+                            "error: {shown}: not UTF-8 text (invalid byte at offset {})\n",
+                            e.utf8_error().valid_up_to()
+                        ));
                         continue;
                     }
                 },
@@ -158,7 +168,11 @@ impl Builder {
                 }
             }
             let Some(ir) = compiled.ir else { continue };
-            if compiled.diagnostics.iter().any(|d: &Diagnostic| self.deny_warnings && !d.is_error()) {
+            if compiled
+                .diagnostics
+                .iter()
+                .any(|d: &Diagnostic| self.deny_warnings && !d.is_error())
+            {
                 continue;
             }
             let code = emit::pretty(&ir, Origin::File(&shown));
@@ -198,5 +212,7 @@ impl Builder {
 fn is_file_key(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }

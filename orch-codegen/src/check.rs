@@ -147,14 +147,20 @@ impl Checker<'_> {
             self.push(Diagnostic::new(
                 Code::LimitExceeded,
                 None,
-                format!("the template has {} tools; the limit is {MAX_TOOLS}", tools.len()),
+                format!(
+                    "the template has {} tools; the limit is {MAX_TOOLS}",
+                    tools.len()
+                ),
             ));
         }
         if t.steps.len() > MAX_STEPS {
             self.push(Diagnostic::new(
                 Code::LimitExceeded,
                 None,
-                format!("the template has {} steps; the limit is {MAX_STEPS}", t.steps.len()),
+                format!(
+                    "the template has {} steps; the limit is {MAX_STEPS}",
+                    t.steps.len()
+                ),
             ));
         }
 
@@ -164,15 +170,23 @@ impl Checker<'_> {
         for s in &t.steps {
             let Some(n) = &s.name else { continue };
             if n.value.is_empty() {
-                self.push(Diagnostic::new(Code::InvalidName, Some(n.span), "a step name is empty"));
+                self.push(Diagnostic::new(
+                    Code::InvalidName,
+                    Some(n.span),
+                    "a step name is empty",
+                ));
                 continue;
             }
             if let Some(first) = seen.get(n.value.as_str()) {
                 self.push(
-                    Diagnostic::new(Code::DuplicateStep, Some(n.span), format!("duplicate step name `{}`", n.value))
-                        .label("second definition")
-                        .related(*first, "first defined here")
-                        .help("step names must be unique; rename one of them"),
+                    Diagnostic::new(
+                        Code::DuplicateStep,
+                        Some(n.span),
+                        format!("duplicate step name `{}`", n.value),
+                    )
+                    .label("second definition")
+                    .related(*first, "first defined here")
+                    .help("step names must be unique; rename one of them"),
                 );
                 continue;
             }
@@ -215,21 +229,37 @@ impl Checker<'_> {
             let allow_all = allowed_list.is_empty();
             let mut permitted = vec![allow_all; tools.len()];
             let mut deny_by: Vec<Option<&Spanned<String>>> = vec![None; tools.len()];
-            for (list, is_allow) in [(allowed_list, true), (s.denied.as_deref().unwrap_or(&[]), false)] {
+            for (list, is_allow) in [
+                (allowed_list, true),
+                (s.denied.as_deref().unwrap_or(&[]), false),
+            ] {
                 for entry in list {
                     if entry.value.is_empty() {
-                        self.push(Diagnostic::new(Code::InvalidName, Some(entry.span), "an empty tool name"));
+                        self.push(Diagnostic::new(
+                            Code::InvalidName,
+                            Some(entry.span),
+                            "an empty tool name",
+                        ));
                         continue;
                     }
                     let mut hits = Vec::new();
                     if is_pattern(&entry.value) {
-                        hits.extend(tools.iter().enumerate().filter(|(_, t)| glob_match(&entry.value, &t.value)).map(|(i, _)| i));
+                        hits.extend(
+                            tools
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, t)| glob_match(&entry.value, &t.value))
+                                .map(|(i, _)| i),
+                        );
                         if hits.is_empty() {
                             self.push(
                                 Diagnostic::new(
                                     Code::UnmatchedPattern,
                                     Some(entry.span),
-                                    format!("the pattern `{}` in step `{step_name}` matches no tool", entry.value),
+                                    format!(
+                                        "the pattern `{}` in step `{step_name}` matches no tool",
+                                        entry.value
+                                    ),
                                 )
                                 .label("matches nothing")
                                 .note(format!("tools: {}", list_names(&tools))),
@@ -240,7 +270,9 @@ impl Checker<'_> {
                         } else {
                             deny_patterns.push(entry.value.clone());
                         }
-                    } else if let Resolved::Tool(i) = resolve(self, entry, if is_allow { "allowed" } else { "denied" }) {
+                    } else if let Resolved::Tool(i) =
+                        resolve(self, entry, if is_allow { "allowed" } else { "denied" })
+                    {
                         hits.push(i);
                     }
                     for i in hits {
@@ -257,9 +289,13 @@ impl Checker<'_> {
             if static_set.is_empty() && !tools.is_empty() {
                 let span = s.name.as_ref().map_or(s.span, |n| n.span);
                 self.push(
-                    Diagnostic::new(Code::EmptyToolSet, Some(span), format!("step `{step_name}` allows no tool"))
-                        .label("no tool passes its `availableTools`")
-                        .help("check `allowed` and `denied`: deny wins over allow"),
+                    Diagnostic::new(
+                        Code::EmptyToolSet,
+                        Some(span),
+                        format!("step `{step_name}` allows no tool"),
+                    )
+                    .label("no tool passes its `availableTools`")
+                    .help("check `allowed` and `denied`: deny wins over allow"),
                 );
             }
 
@@ -268,16 +304,24 @@ impl Checker<'_> {
             if let Some(seq) = &s.sequence {
                 if seq.value.is_empty() {
                     self.push(
-                        Diagnostic::new(Code::EmptySequence, Some(seq.span), format!("step `{step_name}` has an empty sequence"))
-                            .help("remove `sequence`, or list the tools in order"),
+                        Diagnostic::new(
+                            Code::EmptySequence,
+                            Some(seq.span),
+                            format!("step `{step_name}` has an empty sequence"),
+                        )
+                        .help("remove `sequence`, or list the tools in order"),
                     );
                 }
                 for entry in &seq.value {
                     if entry.tools().is_empty() {
                         self.push(
-                            Diagnostic::new(Code::EmptySequence, Some(entry.span()), "an empty group in a sequence")
-                                .label("no tool can satisfy this position")
-                                .help("list at least one tool in the group, or remove it"),
+                            Diagnostic::new(
+                                Code::EmptySequence,
+                                Some(entry.span()),
+                                "an empty group in a sequence",
+                            )
+                            .label("no tool can satisfy this position")
+                            .help("list at least one tool in the group, or remove it"),
                         );
                         continue;
                     }
@@ -288,7 +332,10 @@ impl Checker<'_> {
                                 Diagnostic::new(
                                     Code::PatternNotAllowed,
                                     Some(tool.span),
-                                    format!("the pattern `{}` is not allowed in a sequence", tool.value),
+                                    format!(
+                                        "the pattern `{}` is not allowed in a sequence",
+                                        tool.value
+                                    ),
                                 )
                                 .label("a sequence position needs literal tool names")
                                 .help("list the tools, or use a group: [\"a\", \"b\"]"),
@@ -296,10 +343,16 @@ impl Checker<'_> {
                             continue;
                         }
                         if tool.value.is_empty() {
-                            self.push(Diagnostic::new(Code::InvalidName, Some(tool.span), "an empty tool name"));
+                            self.push(Diagnostic::new(
+                                Code::InvalidName,
+                                Some(tool.span),
+                                "an empty tool name",
+                            ));
                             continue;
                         }
-                        let Resolved::Tool(i) = resolve(self, tool, "sequence") else { continue };
+                        let Resolved::Tool(i) = resolve(self, tool, "sequence") else {
+                            continue;
+                        };
                         if !permitted[i] {
                             let mut d = Diagnostic::new(
                                 Code::SequenceToolNotPermitted,
@@ -410,7 +463,9 @@ impl Checker<'_> {
                             );
                             continue;
                         }
-                        let Resolved::Tool(tool) = resolve(self, v, "condition") else { continue };
+                        let Resolved::Tool(tool) = resolve(self, v, "condition") else {
+                            continue;
+                        };
                         if kind.value == "tool_used" {
                             IrCondition::ToolUsed(tool)
                         } else {
@@ -497,7 +552,11 @@ impl Checker<'_> {
 
             steps.push(IrStep {
                 name: step_name.to_owned(),
-                ident: s.name.as_ref().map(|n| step_ident(&n.value)).unwrap_or_default(),
+                ident: s
+                    .name
+                    .as_ref()
+                    .map(|n| step_ident(&n.value))
+                    .unwrap_or_default(),
                 description: s.description.clone(),
                 conditions,
                 static_set,
@@ -579,14 +638,21 @@ impl Checker<'_> {
     fn universe(&mut self) -> (Vec<Spanned<String>>, bool) {
         let mut out: Vec<Spanned<String>> = Vec::new();
         let add = |out: &mut Vec<Spanned<String>>, n: &Spanned<String>| {
-            if !n.value.is_empty() && !is_pattern(&n.value) && !out.iter().any(|o| o.value == n.value) {
+            if !n.value.is_empty()
+                && !is_pattern(&n.value)
+                && !out.iter().any(|o| o.value == n.value)
+            {
                 out.push(n.clone());
             }
         };
         if let Some(declared) = &self.t.universe {
             for n in declared {
                 if n.value.is_empty() {
-                    self.push(Diagnostic::new(Code::InvalidName, Some(n.span), "an empty tool name"));
+                    self.push(Diagnostic::new(
+                        Code::InvalidName,
+                        Some(n.span),
+                        "an empty tool name",
+                    ));
                 } else if is_pattern(&n.value) {
                     self.push(
                         Diagnostic::new(
@@ -626,7 +692,12 @@ impl Checker<'_> {
     }
 
     /// Rust identifiers for `names`, reporting invalid names and collisions.
-    fn idents(&mut self, names: &[Spanned<String>], what: &str, make: fn(&str) -> Option<String>) -> Vec<String> {
+    fn idents(
+        &mut self,
+        names: &[Spanned<String>],
+        what: &str,
+        make: fn(&str) -> Option<String>,
+    ) -> Vec<String> {
         let mut by_ident: HashMap<String, &Spanned<String>> = HashMap::new();
         let mut out = Vec::with_capacity(names.len());
         for n in names {
@@ -635,7 +706,10 @@ impl Checker<'_> {
                     Diagnostic::new(
                         Code::InvalidName,
                         Some(n.span),
-                        format!("the {what} name `{}` cannot be made into a Rust identifier", n.value),
+                        format!(
+                            "the {what} name `{}` cannot be made into a Rust identifier",
+                            n.value
+                        ),
                     )
                     .label("no ASCII letters or digits")
                     .help(format!("give the {what} a name with letters or digits")),
@@ -648,7 +722,10 @@ impl Checker<'_> {
                     Diagnostic::new(
                         Code::NameCollision,
                         Some(n.span),
-                        format!("the {what} names `{}` and `{}` both become `{id}` in Rust", first.value, n.value),
+                        format!(
+                            "the {what} names `{}` and `{}` both become `{id}` in Rust",
+                            first.value, n.value
+                        ),
                     )
                     .label(format!("becomes `{id}`"))
                     .related(first.span, format!("also becomes `{id}`"))
@@ -669,17 +746,33 @@ impl Checker<'_> {
             .steps
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.is_default.as_ref().filter(|d| d.value).map(|d| (i, d.span)))
+            .filter_map(|(i, s)| {
+                s.is_default
+                    .as_ref()
+                    .filter(|d| d.value)
+                    .map(|d| (i, d.span))
+            })
             .collect();
-        let by_name = |name: &str| t.steps.iter().position(|s| s.name.as_ref().is_some_and(|n| n.value == name));
+        let by_name = |name: &str| {
+            t.steps
+                .iter()
+                .position(|s| s.name.as_ref().is_some_and(|n| n.value == name))
+        };
         match &t.default_step {
             Some(d) => {
                 let Some(i) = by_name(&d.value) else {
-                    let names: Vec<&str> = t.steps.iter().filter_map(|s| s.name.as_ref().map(|n| n.value.as_str())).collect();
+                    let names: Vec<&str> = t
+                        .steps
+                        .iter()
+                        .filter_map(|s| s.name.as_ref().map(|n| n.value.as_str()))
+                        .collect();
                     let mut diag = Diagnostic::new(
                         Code::UnknownDefaultStep,
                         Some(d.span),
-                        format!("`defaultStep` names `{}`, but there is no such step", d.value),
+                        format!(
+                            "`defaultStep` names `{}`, but there is no such step",
+                            d.value
+                        ),
                     )
                     .label("no step has this name");
                     if let Some(s) = closest(&d.value, names.iter().copied()) {
@@ -696,7 +789,10 @@ impl Checker<'_> {
                                 Some(*span),
                                 format!(
                                     "step `{}` has `isDefault: true`, but `defaultStep` is `{}`",
-                                    t.steps[*j].name.as_ref().map_or("<unnamed>", |n| n.value.as_str()),
+                                    t.steps[*j]
+                                        .name
+                                        .as_ref()
+                                        .map_or("<unnamed>", |n| n.value.as_str()),
                                     d.value
                                 ),
                             )
@@ -710,7 +806,10 @@ impl Checker<'_> {
                         Diagnostic::new(
                             Code::ConflictingDefault,
                             Some(f.span),
-                            format!("`defaultStep` is `{}`, but that step says `isDefault: false`", d.value),
+                            format!(
+                                "`defaultStep` is `{}`, but that step says `isDefault: false`",
+                                d.value
+                            ),
                         )
                         .related(d.span, "the default is named here")
                         .help("remove `isDefault: false`"),
@@ -721,10 +820,14 @@ impl Checker<'_> {
             None => {
                 for (_, span) in flagged.iter().skip(1) {
                     self.push(
-                        Diagnostic::new(Code::ConflictingDefault, Some(*span), "more than one step has `isDefault: true`")
-                            .label("second default")
-                            .related(flagged[0].1, "first default")
-                            .help("keep `isDefault: true` on one step only"),
+                        Diagnostic::new(
+                            Code::ConflictingDefault,
+                            Some(*span),
+                            "more than one step has `isDefault: true`",
+                        )
+                        .label("second default")
+                        .related(flagged[0].1, "first default")
+                        .help("keep `isDefault: true` on one step only"),
                     );
                 }
                 flagged.first().map(|(i, _)| *i)
@@ -733,8 +836,12 @@ impl Checker<'_> {
     }
 
     fn unknown_tool(&mut self, r: &Spanned<String>, what: &str, tools: &[Spanned<String>]) {
-        let mut d = Diagnostic::new(Code::UnknownTool, Some(r.span), format!("unknown tool `{}`", r.value))
-            .label(format!("not in the declared tools ({what})"));
+        let mut d = Diagnostic::new(
+            Code::UnknownTool,
+            Some(r.span),
+            format!("unknown tool `{}`", r.value),
+        )
+        .label(format!("not in the declared tools ({what})"));
         d = match closest(&r.value, tools.iter().map(|t| t.value.as_str())) {
             Some(s) => d.help(format!("did you mean `{s}`?")),
             None => d.help("add it to the template's `tools` (or `nodes`)"),
@@ -743,7 +850,13 @@ impl Checker<'_> {
     }
 
     /// Shadowed steps (W002) and sequences that can never complete (W006).
-    fn reachability(&mut self, steps: &[IrStep], default_step: Option<usize>, contains: &[String], tools: &[Spanned<String>]) {
+    fn reachability(
+        &mut self,
+        steps: &[IrStep],
+        default_step: Option<usize>,
+        contains: &[String],
+        tools: &[Spanned<String>],
+    ) {
         let model = &self.t.steps;
         let name_span = |i: usize| model[i].name.as_ref().map_or(model[i].span, |n| n.span);
         let conditional = |i: usize| Some(i) != default_step && !steps[i].conditions.is_empty();
@@ -752,7 +865,13 @@ impl Checker<'_> {
             if !conditional(s) {
                 continue;
             }
-            if let Some(e) = (0..s).find(|&e| conditional(e) && steps[e].conditions.iter().all(|c| implies(steps, contains, s, e, *c))) {
+            if let Some(e) = (0..s).find(|&e| {
+                conditional(e)
+                    && steps[e]
+                        .conditions
+                        .iter()
+                        .all(|c| implies(steps, contains, s, e, *c))
+            }) {
                 shadowed[s] = true;
                 self.push(
                     Diagnostic::new(
@@ -792,7 +911,9 @@ impl Checker<'_> {
                 }
             }
             let earlier: Vec<usize> = if Some(s) == default_step {
-                (0..steps.len()).filter(|&e| e != s && conditional(e)).collect()
+                (0..steps.len())
+                    .filter(|&e| e != s && conditional(e))
+                    .collect()
             } else {
                 (0..s).filter(|&e| conditional(e)).collect()
             };
@@ -821,7 +942,10 @@ impl Checker<'_> {
                     .conditions
                     .iter()
                     .filter_map(|c| match c {
-                        IrCondition::ToolUsed(x) => Some(format!("tool_used `{}`", tools.get(*x).map_or("", |t| t.value.as_str()))),
+                        IrCondition::ToolUsed(x) => Some(format!(
+                            "tool_used `{}`",
+                            tools.get(*x).map_or("", |t| t.value.as_str())
+                        )),
                         _ => None,
                     })
                     .collect();

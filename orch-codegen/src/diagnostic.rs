@@ -220,7 +220,11 @@ pub fn render(d: &Diagnostic, path: &str, source: &str, color: bool) -> String {
                     .label(d.label.as_deref().unwrap_or("")),
             );
             for (s, label) in &d.related {
-                snippet = snippet.annotation(AnnotationKind::Context.span(clamp(*s)).label(label.as_str()));
+                snippet = snippet.annotation(
+                    AnnotationKind::Context
+                        .span(clamp(*s))
+                        .label(label.as_str()),
+                );
             }
             Group::with_title(title).element(snippet)
         }
@@ -267,7 +271,11 @@ mod tests {
             assert!(seen.insert(c.name()), "{} twice", c.name());
             assert_eq!(Code::parse(c.as_str()), Some(*c));
             assert_eq!(Code::parse(c.name()), Some(*c));
-            let prefix = if c.severity() == Severity::Error { 'E' } else { 'W' };
+            let prefix = if c.severity() == Severity::Error {
+                'E'
+            } else {
+                'W'
+            };
             assert!(c.as_str().starts_with(prefix));
         }
     }
@@ -284,9 +292,13 @@ mod tests {
     #[test]
     fn renders_snippet_with_code_and_help() {
         let src = "{\n  \"x\": \"serch\"\n}\n";
-        let d = Diagnostic::new(Code::UnknownTool, Some(Span::new(9, 16)), "unknown tool `serch`")
-            .label("not a declared tool")
-            .help("did you mean `search`?");
+        let d = Diagnostic::new(
+            Code::UnknownTool,
+            Some(Span::new(9, 16)),
+            "unknown tool `serch`",
+        )
+        .label("not a declared tool")
+        .help("did you mean `search`?");
         let out = render(&d, "t.json", src, false);
         assert!(out.contains("error[E015]: unknown tool `serch`"), "{out}");
         assert!(out.contains("t.json:2:8"), "{out}");

@@ -38,7 +38,10 @@ mod tests {
 
     #[test]
     fn variants() {
-        assert_eq!(variant("Web Research Mode").as_deref(), Some("WebResearchMode"));
+        assert_eq!(
+            variant("Web Research Mode").as_deref(),
+            Some("WebResearchMode")
+        );
         assert_eq!(variant("pubmed_search").as_deref(), Some("PubmedSearch"));
         assert_eq!(variant("ResearchMode").as_deref(), Some("ResearchMode"));
         assert_eq!(variant("3d view").as_deref(), Some("_3dView"));
@@ -49,8 +52,14 @@ mod tests {
 
     #[test]
     fn modules() {
-        assert_eq!(module("cognitive-reasoner").as_deref(), Some("cognitive_reasoner"));
-        assert_eq!(module("Dr. Gregory House").as_deref(), Some("dr_gregory_house"));
+        assert_eq!(
+            module("cognitive-reasoner").as_deref(),
+            Some("cognitive_reasoner")
+        );
+        assert_eq!(
+            module("Dr. Gregory House").as_deref(),
+            Some("dr_gregory_house")
+        );
         assert_eq!(module("type").as_deref(), Some("type_"));
         assert_eq!(module("42").as_deref(), Some("_42"));
     }

@@ -151,7 +151,8 @@ impl Ir {
                 allow_all: s.allow_all,
                 allow_patterns: Span::new(allow_start, s.allow_patterns.len() as u32),
                 deny_patterns: Span::new(deny_start, s.deny_patterns.len() as u32),
-                reset: s.reset & (reset::USER_MESSAGE | reset::MESSAGE_CONTAINS | reset::MESSAGE_REGEX),
+                reset: s.reset
+                    & (reset::USER_MESSAGE | reset::MESSAGE_CONTAINS | reset::MESSAGE_REGEX),
             });
         }
         t.fingerprint = fingerprint(&t);

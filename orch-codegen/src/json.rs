@@ -61,7 +61,11 @@ pub fn parse(source: &str, fallback_name: Option<&str>) -> (Option<Template>, Ve
         }
     };
     let Some(root) = parsed.value else {
-        diags.push(Diagnostic::new(Code::InvalidJson, Some(Span::new(0, 0)), "invalid JSON: the file is empty"));
+        diags.push(Diagnostic::new(
+            Code::InvalidJson,
+            Some(Span::new(0, 0)),
+            "invalid JSON: the file is empty",
+        ));
         return (None, diags);
     };
     let mut r = Reader { diags };
@@ -199,9 +203,12 @@ impl Reader {
         if let Some(v) = get(root_obj, "tools") {
             t.universe = self.strings(v, "tools");
         } else if let Some(v) = get(root_obj, "nodes") {
-            t.universe = self
-                .strings(v, "nodes")
-                .map(|nodes| nodes.into_iter().filter(|n| !n.value.starts_with("llm.")).collect());
+            t.universe = self.strings(v, "nodes").map(|nodes| {
+                nodes
+                    .into_iter()
+                    .filter(|n| !n.value.starts_with("llm."))
+                    .collect()
+            });
         }
         if let Some(opts) = get(root_obj, "options") {
             if let Some(o) = self.object(opts, "options") {
@@ -223,7 +230,11 @@ impl Reader {
                 }
             }
             Some(Value::NullKeyword(_)) | None => {}
-            Some(other) => self.wrong(other, "orchestration.description", "a string or an array of strings"),
+            Some(other) => self.wrong(
+                other,
+                "orchestration.description",
+                "a string or an array of strings",
+            ),
         }
         t.default_step = self.opt_string(orch, "defaultStep");
         if let Some(v) = get(orch, "historyLength") {
@@ -260,9 +271,13 @@ impl Reader {
         s.name = self.opt_string(o, "name");
         if s.name.is_none() && get(o, "name").is_none() {
             self.diags.push(
-                Diagnostic::new(Code::MissingField, Some(Span::new(s.span.start, s.span.start + 1)), "a step has no `name`")
-                    .label("this step")
-                    .help("every step needs a unique `\"name\"`"),
+                Diagnostic::new(
+                    Code::MissingField,
+                    Some(Span::new(s.span.start, s.span.start + 1)),
+                    "a step has no `name`",
+                )
+                .label("this step")
+                .help("every step needs a unique `\"name\"`"),
             );
         }
         s.description = self.opt_string(o, "description").map(|d| d.value);
@@ -298,15 +313,18 @@ impl Reader {
                 let mut entries = Vec::new();
                 for e in &a.elements {
                     match e {
-                        Value::StringLit(t) => {
-                            entries.push(SequenceEntry::Tool(Spanned::new(t.value.to_string(), span_of(t))))
-                        }
+                        Value::StringLit(t) => entries.push(SequenceEntry::Tool(Spanned::new(
+                            t.value.to_string(),
+                            span_of(t),
+                        ))),
                         Value::Array(_) => {
                             if let Some(g) = self.strings(e, "sequence[]") {
                                 entries.push(SequenceEntry::Group(Spanned::new(g, span_of(e))));
                             }
                         }
-                        other => self.wrong(other, "sequence[]", "a tool name or an array of tool names"),
+                        other => {
+                            self.wrong(other, "sequence[]", "a tool name or an array of tool names")
+                        }
                     }
                 }
                 s.sequence = Some(Spanned::new(entries, span_of(a)));
@@ -357,7 +375,14 @@ mod tests {
         assert!(d.is_empty(), "{d:?}");
         let t = t.unwrap();
         assert_eq!(t.name.unwrap().value, "a");
-        assert_eq!(t.universe.unwrap().iter().map(|s| s.value.as_str()).collect::<Vec<_>>(), ["search"]);
+        assert_eq!(
+            t.universe
+                .unwrap()
+                .iter()
+                .map(|s| s.value.as_str())
+                .collect::<Vec<_>>(),
+            ["search"]
+        );
         assert_eq!(t.description, ["l1", "l2"]);
         assert_eq!(t.history_length.unwrap().value, 20);
         assert_eq!(t.max_steps.unwrap().value, 5);
@@ -365,7 +390,11 @@ mod tests {
         let s = &t.steps[1];
         assert_eq!(s.sequence.as_ref().unwrap().value.len(), 2);
         assert_eq!(s.conditions[0].value.as_ref().unwrap().value, "search");
-        assert_eq!(&src[s.conditions[0].value.as_ref().unwrap().span.start..s.conditions[0].value.as_ref().unwrap().span.end], "\"search\"");
+        assert_eq!(
+            &src[s.conditions[0].value.as_ref().unwrap().span.start
+                ..s.conditions[0].value.as_ref().unwrap().span.end],
+            "\"search\""
+        );
     }
 
     #[test]
@@ -381,8 +410,14 @@ mod tests {
         let (t, d) = parse(src, None);
         assert!(t.is_some());
         let codes: Vec<_> = d.iter().map(|d| d.code).collect();
-        assert_eq!(codes, [Code::WrongType, Code::WrongType, Code::WrongType], "{d:?}");
-        assert!(d[0].message.contains("`name` must be a string, found a number"));
+        assert_eq!(
+            codes,
+            [Code::WrongType, Code::WrongType, Code::WrongType],
+            "{d:?}"
+        );
+        assert!(d[0]
+            .message
+            .contains("`name` must be a string, found a number"));
     }
 
     #[test]
@@ -390,7 +425,10 @@ mod tests {
         let (t, d) = parse("{\"steps\": [\n  {\"name\": \"a\",}\n]}", None);
         assert!(t.is_none());
         assert_eq!(d[0].code, Code::InvalidJson);
-        let (line, _) = crate::diagnostic::line_col("{\"steps\": [\n  {\"name\": \"a\",}\n]}", d[0].span.unwrap().start);
+        let (line, _) = crate::diagnostic::line_col(
+            "{\"steps\": [\n  {\"name\": \"a\",}\n]}",
+            d[0].span.unwrap().start,
+        );
         assert_eq!(line, 2);
         let (t, d) = parse("", None);
         assert!(t.is_none() && d[0].code == Code::InvalidJson);

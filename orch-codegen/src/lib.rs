@@ -96,7 +96,11 @@ pub fn compile_json(source: &str, fallback_name: Option<&str>) -> Compiled {
 pub fn fallback_name(path: &Path) -> Option<String> {
     let stem = path.file_stem()?.to_str()?;
     if stem == "template" {
-        if let Some(dir) = path.parent().and_then(Path::file_name).and_then(|d| d.to_str()) {
+        if let Some(dir) = path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|d| d.to_str())
+        {
             return Some(dir.to_owned());
         }
     }

@@ -275,7 +275,11 @@ impl<'m> DynSession<'m> {
             RawOutcome::Completed => DynOutcome::Completed,
             RawOutcome::Free => DynOutcome::Free,
             RawOutcome::OutOfSequence(group) => DynOutcome::OutOfSequence {
-                expected: self.names(t.set_at(group)).into_iter().map(String::from).collect(),
+                expected: self
+                    .names(t.set_at(group))
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
             },
             RawOutcome::NotAllowed => DynOutcome::NotAllowed,
         }

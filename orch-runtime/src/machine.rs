@@ -7,7 +7,9 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 /// The steps of a machine: a generated `enum Step`.
-pub trait StepEnum: Copy + Eq + Ord + core::hash::Hash + fmt::Debug + Send + Sync + 'static {
+pub trait StepEnum:
+    Copy + Eq + Ord + core::hash::Hash + fmt::Debug + Send + Sync + 'static
+{
     /// Every step, in template order (`ALL[s.index()] == s`).
     const ALL: &'static [Self];
     /// The step's position in [`StepEnum::ALL`] (and in the template).

@@ -44,7 +44,9 @@ impl<T: ToolEnum> Outcome<T> {
 impl<T: ToolEnum> fmt::Display for Outcome<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::OutOfSequence { expected } => write!(f, "out_of_sequence (expected {expected})"),
+            Outcome::OutOfSequence { expected } => {
+                write!(f, "out_of_sequence (expected {expected})")
+            }
             other => f.write_str(other.as_str()),
         }
     }
@@ -72,7 +74,11 @@ pub enum Denied<S, T: ToolEnum> {
 }
 
 impl<S: fmt::Debug + Copy, T: ToolEnum> Denied<S, T> {
-    fn describe(&self, f: &mut fmt::Formatter<'_>, step_name: impl Fn(S) -> &'static str) -> fmt::Result {
+    fn describe(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        step_name: impl Fn(S) -> &'static str,
+    ) -> fmt::Result {
         match self {
             Denied::NotInStep { step } => write!(f, "not allowed in step `{}`", step_name(*step)),
             Denied::SequenceExpects {
@@ -363,12 +369,12 @@ impl<M: Machine> Session<M> {
         self.state
             .allowed_into(M::tables(), everything.words().as_ref(), permitted.as_mut());
         let foreign_ok_state = self.state;
-        names.into_iter().filter(move |name| {
-            match <M::Tool as ToolEnum>::from_name(name) {
+        names
+            .into_iter()
+            .filter(move |name| match <M::Tool as ToolEnum>::from_name(name) {
                 Some(t) => bits::test(permitted.as_ref(), t.index()),
                 None => foreign_ok_state.foreign_allowed(M::tables(), name),
-            }
-        })
+            })
     }
 
     fn set_from(&self, words: &[u64]) -> ToolSet<M::Tool> {
@@ -383,9 +389,10 @@ impl<M: Machine> Session<M> {
         let all = <M::Step as StepEnum>::ALL;
         // Indices come from the machine's own tables, so they are in range; the
         // fallback keeps this total without a panic path.
-        all.get(i as usize).or(all.first()).copied().unwrap_or_else(|| {
-            unreachable!("a session with an active step has at least one step")
-        })
+        all.get(i as usize)
+            .or(all.first())
+            .copied()
+            .unwrap_or_else(|| unreachable!("a session with an active step has at least one step"))
     }
 
     fn denied(&self, d: RawDenied) -> Denied<M::Step, M::Tool> {

@@ -207,7 +207,12 @@ where
 
     /// `allowed()` (SPEC §8) given the host's available tools, written into `out`.
     #[inline]
-    pub fn allowed_into<S: AsRef<str>>(&self, t: &Tables<'_, S>, available: &[u64], out: &mut [u64]) {
+    pub fn allowed_into<S: AsRef<str>>(
+        &self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        out: &mut [u64],
+    ) {
         match self.active() {
             None => {
                 for (o, a) in out.iter_mut().zip(available) {
@@ -268,7 +273,11 @@ where
     }
 
     /// Check a foreign tool by name.
-    pub fn check_foreign<S: AsRef<str>>(&self, t: &Tables<'_, S>, name: &str) -> Result<(), RawDenied> {
+    pub fn check_foreign<S: AsRef<str>>(
+        &self,
+        t: &Tables<'_, S>,
+        name: &str,
+    ) -> Result<(), RawDenied> {
         match self.active() {
             None => Ok(()),
             Some(step) => match self.expected(t) {
@@ -328,7 +337,12 @@ where
 
     /// User message (SPEC §5): evaluate message conditions, apply `resetSequenceOn`,
     /// evaluate activation. `regexes[i]` is the compiled `t.regexes[i]`.
-    pub fn on_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>, regexes: &[Option<Regex>], message: &str) {
+    pub fn on_message<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        regexes: &[Option<Regex>],
+        message: &str,
+    ) {
         let flags = self.flags.as_mut();
         flags.fill(0);
         let n_contains = t.contains.len();

@@ -119,7 +119,10 @@ mod tests {
         assert!(contains_folded("", ""));
         assert!(!contains_folded("", "a"));
         assert!(contains_folded("abc", "c"));
-        assert!(contains_folded("aab", "ab"), "restart after a partial match");
+        assert!(
+            contains_folded("aab", "ab"),
+            "restart after a partial match"
+        );
         assert!(contains_folded("Σίσυφος", "σίσυφος"));
         // 'İ' lowercases to two chars ("i̇"); the stream handles the expansion.
         assert!(contains_folded("İstanbul", &fold_case("İSTANBUL")));
