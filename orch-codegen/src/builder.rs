@@ -153,6 +153,7 @@ impl Builder {
             };
             let fallback = crate::fallback_name(path);
             let compiled = crate::compile_json(&source, fallback.as_deref());
+            let fallback = fallback.clone();
             for d in &compiled.diagnostics {
                 let fatal = d.is_error() || self.deny_warnings;
                 if fatal {
@@ -176,9 +177,13 @@ impl Builder {
                 continue;
             }
             let code = emit::pretty(&ir, Origin::File(&shown));
+            // `include_machine!` finds it by module name, by machine name, or by the
+            // template's file name (its directory for `template.json`).
             let mut keys = vec![ir.module.clone()];
-            if is_file_key(&ir.name) && ir.name != ir.module {
-                keys.push(ir.name.clone());
+            for key in [Some(ir.name.clone()), fallback] {
+                if let Some(key) = key.filter(|k| is_file_key(k) && !keys.contains(k)) {
+                    keys.push(key);
+                }
             }
             outputs.push((keys, code, ir.name.clone(), ir.module.clone()));
         }

@@ -283,8 +283,11 @@ pub fn items(ir: &Ir) -> TokenStream {
             fn tables() -> &'static ::orch_runtime::Tables<'static> {
                 &TABLES
             }
-            fn regexes() -> &'static [::core::option::Option<::orch_runtime::Regex>] {
+            fn regexes() -> &'static [::core::option::Option<::orch_runtime::MessageRegex>] {
                 REGEXES.get()
+            }
+            fn warm_up() {
+                REGEXES.warm_up()
             }
         }
 

@@ -6,7 +6,7 @@
 use crate::bits::{self, BitIter};
 use crate::state::{RawDenied, RawOutcome, State, Usage, FOREIGN};
 use crate::tables::{Condition, StepTable, Tables};
-use regex::Regex;
+use crate::MessageRegex;
 
 /// The owned form of [`Tables`]: the same fields, in `Vec`s.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl OwnedTables {
 #[derive(Clone, Debug)]
 pub struct DynMachine {
     tables: OwnedTables,
-    regexes: Vec<Option<Regex>>,
+    regexes: Vec<Option<MessageRegex>>,
 }
 
 /// A `message_regex` source that does not compile.
@@ -90,7 +90,7 @@ impl DynMachine {
             .regexes
             .iter()
             .map(|src| {
-                Regex::new(src).map(Some).map_err(|e| RegexError {
+                MessageRegex::new(src).map(Some).map_err(|e| RegexError {
                     pattern: src.clone(),
                     message: e.to_string(),
                 })

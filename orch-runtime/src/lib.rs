@@ -30,14 +30,16 @@
 mod bits;
 pub mod dynamic;
 mod machine;
+mod regexes;
 mod session;
 mod state;
 pub mod tables;
 mod text;
 
 pub use bits::{BitIter, Entries, ToolEnum, ToolIter, ToolSet, Words};
-pub use machine::{Machine, Regexes, StepEnum};
+pub use machine::{Machine, StepEnum};
 pub use regex::Regex;
+pub use regexes::{MessageRegex, Regexes};
 pub use session::{Denied, HistoryEntry, Outcome, Session};
 pub use state::Usage;
 pub use tables::Tables;
@@ -48,7 +50,8 @@ pub use text::{contains_folded, fold_case, glob_match, is_pattern};
 /// `include_machine!("cognitive-reasoner")` includes
 /// `$OUT_DIR/orch/cognitive-reasoner.rs`, which defines `mod cognitive_reasoner` (the
 /// snake_case of the template's `agentId`). The key is the template's `agentId` (else its
-/// `name`), or the module name itself.
+/// `name`), the module name, or the template's file stem (its directory's name for a
+/// file called `template.json`).
 ///
 /// ```ignore
 /// orch_runtime::include_machine!("cognitive-reasoner");
@@ -174,7 +177,7 @@ macro_rules! __doc_machine {
                 fn tables() -> &'static $crate::Tables<'static> {
                     &TABLES
                 }
-                fn regexes() -> &'static [Option<$crate::Regex>] {
+                fn regexes() -> &'static [Option<$crate::MessageRegex>] {
                     REGEXES.get()
                 }
             }

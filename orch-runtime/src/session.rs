@@ -199,9 +199,7 @@ impl<M: Machine> Session<M> {
     /// Also compiles the machine's regexes (once per process) and warms them on this
     /// thread, so the hot path does not allocate.
     pub fn new() -> Self {
-        for re in M::regexes().iter().flatten() {
-            let _ = re.is_match("");
-        }
+        M::warm_up();
         let mut state = State::blank(
             <<M::Tool as ToolEnum>::Words as Words>::ZERO,
             <M::Flags as Words>::ZERO,

@@ -6,7 +6,7 @@
 
 use crate::bits;
 use crate::tables::{reset, Condition, Tables};
-use regex::Regex;
+use crate::MessageRegex;
 
 /// Marks "no step is active" in [`State::step`].
 pub(crate) const NO_STEP: u16 = u16::MAX;
@@ -340,7 +340,7 @@ where
     pub fn on_message<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
-        regexes: &[Option<Regex>],
+        regexes: &[Option<MessageRegex>],
         message: &str,
     ) {
         let flags = self.flags.as_mut();

@@ -1,0 +1,107 @@
+//! Proves that the hot path allocates nothing once a session exists: `allowed()`,
+//! `check`, `record` (also by name, also foreign), `on_user_message` with contains and
+//! regex conditions, and filtering the host's tool list by name.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+orch::include_machine!("cognitive-reasoner");
+orch::include_machine!("support-triage");
+orch::include_machine!("wide");
+
+#[test]
+fn the_hot_path_does_not_allocate() {
+    use std::hint::black_box;
+
+    // Sessions exist (creating one compiles the machine's regexes once per process).
+    let mut cr = cognitive_reasoner::Session::new();
+    let mut st = support_triage::Session::new();
+    let mut wide = wide::Session::new();
+
+    // Make sure the counter itself works.
+    assert!(allocations_during(|| drop(black_box(vec![1u8; 16]))) > 0);
+
+    let n = allocations_during(|| {
+        use cognitive_reasoner::Tool;
+        for _ in 0..50 {
+            cr.on_user_message(black_box("Research the impact of AI on jobs")); // regex
+            black_box(cr.allowed());
+            black_box(cr.check(Tool::Think).is_err());
+            black_box(cr.record(Tool::Search));
+            black_box(cr.record(Tool::Think));
+            black_box(cr.record(Tool::Reflect));
+            cr.on_user_message(black_box("Compare solar and wind")); // contains
+            black_box(cr.record_name("search"));
+            black_box(cr.record_name("some_foreign_tool"));
+            black_box(cr.check_name("some_foreign_tool").is_err());
+            black_box(cr.allowed().iter().count());
+            black_box(cr.expected());
+            black_box(cr.blocked_on());
+            black_box(cr.history().count());
+            cr.record_usage(10, 20);
+        }
+    });
+    assert_eq!(n, 0, "cognitive reasoner hot path allocated {n} times");
+
+    let host = [
+        "kb_search",
+        "crm_lookup",
+        "refund_check",
+        "weather",
+        "send_email",
+    ];
+    let n = allocations_during(|| {
+        for _ in 0..50 {
+            st.on_user_message(black_box("I was charged twice, I want my money back"));
+            black_box(st.filter_names(host).count());
+            black_box(st.record_name("crm_lookup"));
+            black_box(st.filter_names(host).count());
+            st.on_user_message(black_box("thanks, the site is down"));
+            black_box(st.filter_names(host).count());
+            black_box(st.record_name("weather"));
+        }
+    });
+    assert_eq!(n, 0, "support triage hot path allocated {n} times");
+
+    let n = allocations_during(|| {
+        use wide::Tool;
+        for _ in 0..50 {
+            wide.on_user_message(black_box("tail"));
+            black_box(wide.allowed());
+            black_box(wide.record(Tool::T190));
+            black_box(wide.record(Tool::T063));
+            black_box(wide.check(Tool::T199).is_err());
+            black_box(wide.allowed().len());
+        }
+    });
+    assert_eq!(n, 0, "200-tool hot path allocated {n} times");
+}
