@@ -11,12 +11,11 @@ fn ident(s: &str) -> Ident {
 }
 
 fn tspan(s: TSpan) -> TokenStream {
-    let (start, len) = (s.start, s.len);
+    let (start, len) = (
+        Literal::u32_unsuffixed(s.start),
+        Literal::u32_unsuffixed(s.len),
+    );
     quote!(::orch_runtime::tables::Span::new(#start, #len))
-}
-
-fn u64_lit(x: u64) -> Literal {
-    Literal::u64_suffixed(x)
 }
 
 /// Which source the module was generated from, for its doc comment.
@@ -60,15 +59,15 @@ pub fn module(ir: &Ir, origin: Origin<'_>) -> TokenStream {
 /// user named).
 pub fn items(ir: &Ir) -> TokenStream {
     let tables = ir.to_tables();
-    let words = ir.words();
-    let flag_words = ir.flag_words();
-    let history = ir.history;
     let n_tools = ir.tools.len();
     let n_steps = ir.steps.len();
+    let lit = Literal::usize_unsuffixed;
+    let (words, flag_words, history) = (lit(ir.words()), lit(ir.flag_words()), lit(ir.history));
+    let (n_tools_lit, n_steps_lit) = (lit(n_tools), lit(n_steps));
 
     let tool_idents: Vec<Ident> = ir.tools.iter().map(|t| ident(&t.ident)).collect();
     let tool_names: Vec<&str> = ir.tools.iter().map(|t| t.name.as_str()).collect();
-    let tool_docs: Vec<String> = tool_names.iter().map(|n| format!("`{n}`")).collect();
+    let tool_docs: Vec<String> = tool_names.iter().map(|n| format!(" `{n}`")).collect();
     let tool_discr: Vec<Literal> = (0..n_tools)
         .map(|i| Literal::u16_unsuffixed(i as u16))
         .collect();
@@ -82,44 +81,47 @@ pub fn items(ir: &Ir) -> TokenStream {
         .steps
         .iter()
         .map(|s| match &s.description {
-            Some(d) => format!("`{}`: {d}", s.name),
-            None => format!("`{}`", s.name),
+            Some(d) => format!(" `{}`: {d}", s.name),
+            None => format!(" `{}`", s.name),
         })
         .collect();
     let step_desc: Vec<TokenStream> = ir
         .steps
         .iter()
         .map(|s| match &s.description {
-            Some(d) => quote!(Some(#d)),
-            None => quote!(None),
+            Some(d) => quote!(::core::option::Option::Some(#d)),
+            None => quote!(::core::option::Option::None),
         })
         .collect();
 
     let default_step = match tables.default_step {
-        Some(d) => quote!(Some(#d)),
-        None => quote!(None),
+        Some(d) => {
+            let d = Literal::u16_unsuffixed(d);
+            quote!(::core::option::Option::Some(#d))
+        }
+        None => quote!(::core::option::Option::None),
     };
-    let fingerprint = u64_lit(tables.fingerprint);
+    let fingerprint = Literal::u64_suffixed(tables.fingerprint);
     let name = &ir.name;
     let description = &ir.description;
     let max_steps = match ir.max_steps {
         Some(m) => {
-            let m = u64_lit(m);
-            quote!(Some(#m))
+            let m = Literal::u64_unsuffixed(m);
+            quote!(::core::option::Option::Some(#m))
         }
-        None => quote!(None),
+        None => quote!(::core::option::Option::None),
     };
     let steps: Vec<TokenStream> = tables
         .steps
         .iter()
         .map(|s| {
             let conditions = tspan(s.conditions);
-            let static_set = s.static_set;
+            let static_set = Literal::u32_unsuffixed(s.static_set);
             let sequence = tspan(s.sequence);
             let allow_all = s.allow_all;
             let allow_patterns = tspan(s.allow_patterns);
             let deny_patterns = tspan(s.deny_patterns);
-            let reset = s.reset;
+            let reset = Literal::u8_unsuffixed(s.reset);
             quote! {
                 ::orch_runtime::tables::StepTable {
                     conditions: #conditions,
@@ -137,10 +139,17 @@ pub fn items(ir: &Ir) -> TokenStream {
         .conditions
         .iter()
         .map(|c| match *c {
-            Condition::ToolUsed(t) => quote!(::orch_runtime::tables::Condition::ToolUsed(#t)),
+            Condition::ToolUsed(t) => {
+                let t = Literal::u16_unsuffixed(t);
+                quote!(::orch_runtime::tables::Condition::ToolUsed(#t))
+            }
             Condition::SequenceMatch => quote!(::orch_runtime::tables::Condition::SequenceMatch),
-            Condition::Message(f) => quote!(::orch_runtime::tables::Condition::Message(#f)),
+            Condition::Message(f) => {
+                let f = Literal::u16_unsuffixed(f);
+                quote!(::orch_runtime::tables::Condition::Message(#f))
+            }
             Condition::NotRecentlyUsed { tool, window } => {
+                let (tool, window) = (Literal::u16_unsuffixed(tool), Literal::u16_unsuffixed(window));
                 quote!(::orch_runtime::tables::Condition::NotRecentlyUsed { tool: #tool, window: #window })
             }
         })
@@ -167,7 +176,7 @@ pub fn items(ir: &Ir) -> TokenStream {
 
         impl Tool {
             /// Every tool, in declaration order.
-            pub const ALL: [Tool; #n_tools] = [#( Tool::#tool_idents ),*];
+            pub const ALL: [Tool; #n_tools_lit] = [#( Tool::#tool_idents ),*];
             /// The tool's name as written in the template.
             pub const fn name(self) -> &'static str {
                 match self { #( Tool::#tool_idents => #tool_names, )* }
@@ -208,7 +217,7 @@ pub fn items(ir: &Ir) -> TokenStream {
 
         impl Step {
             /// Every step, in template order.
-            pub const ALL: [Step; #n_steps] = [#( Step::#step_idents ),*];
+            pub const ALL: [Step; #n_steps_lit] = [#( Step::#step_idents ),*];
             /// The step's name as written in the template.
             pub const fn name(self) -> &'static str {
                 match self { #( Step::#step_idents => #step_names, )* }

@@ -1,0 +1,143 @@
+//! The build.rs API: files written, keys, cargo directives, error text, and a reviewed
+//! snapshot of the generated code.
+
+use orch_codegen::Builder;
+use std::path::{Path, PathBuf};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("orch-builder-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const DEMO: &str = r#"{
+  "agentId": "demo-agent",
+  "tools": ["search", "think", "reflect"],
+  "orchestration": {
+    "description": "A small demo.",
+    "steps": [
+      { "name": "Chat", "isDefault": true },
+      {
+        "name": "Research Mode",
+        "description": "search, then think",
+        "conditions": [{ "type": "message_regex", "value": "(?i)research" }],
+        "sequence": ["search", ["think", "reflect"]],
+        "availableTools": { "allowed": ["search", "think", "reflect"] }
+      },
+      { "name": "Lonely" }
+    ]
+  }
+}
+"#;
+
+#[test]
+fn writes_modules_under_every_key_and_reports_warnings() {
+    let dir = temp_dir("ok");
+    let template = dir.join("template.json");
+    std::fs::write(&template, DEMO).unwrap();
+    let out = dir.join("out");
+    let report = Builder::new()
+        .template(&template)
+        .out_dir(&out)
+        .cargo_directives(false)
+        .compile()
+        .expect("compiles");
+    assert_eq!(report.machines.len(), 1);
+    assert_eq!(report.machines[0].1, "demo_agent");
+    for key in ["demo_agent", "demo-agent"] {
+        let code = std::fs::read_to_string(out.join(format!("{key}.rs"))).unwrap();
+        assert!(code.contains("pub mod demo_agent {"), "{key}");
+        syn::parse_file(&code).expect("valid Rust");
+    }
+    assert_eq!(report.warnings.len(), 1);
+    let w = &report.warnings[0];
+    assert!(
+        w.contains("template.json:15:17: warning[W001]: step `Lonely` can never become active"),
+        "{w}"
+    );
+}
+
+#[test]
+fn errors_render_with_path_line_and_column_and_write_nothing() {
+    let dir = temp_dir("err");
+    let template = dir.join("bad.json");
+    std::fs::write(
+        &template,
+        DEMO.replace(r#"["search", ["think""#, r#"["serch", ["think""#),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let err = Builder::new()
+        .template(&template)
+        .out_dir(&out)
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    let text = format!("{err:?}");
+    assert!(
+        text.starts_with("1 error(s) in orchestration templates"),
+        "{text}"
+    );
+    assert!(text.contains("error[E015]: unknown tool `serch`"), "{text}");
+    assert!(text.contains("bad.json:12:22"), "{text}");
+    assert!(text.contains("help: did you mean `search`?"), "{text}");
+    assert!(!out.exists(), "nothing written on error");
+}
+
+#[test]
+fn deny_warnings_and_missing_files() {
+    let dir = temp_dir("deny");
+    let template = dir.join("t.json");
+    std::fs::write(&template, DEMO).unwrap();
+    let err = Builder::new()
+        .template(&template)
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .deny_warnings(true)
+        .compile()
+        .unwrap_err();
+    assert!(err.rendered.contains("warning[W001]"), "{err}");
+
+    let err = Builder::new()
+        .template(dir.join("missing.json"))
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    assert!(
+        err.rendered
+            .contains("missing.json: cannot read the template"),
+        "{err}"
+    );
+
+    std::fs::write(dir.join("binary.json"), [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let err = Builder::new()
+        .template(dir.join("binary.json"))
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    assert!(err.rendered.contains("not UTF-8"), "{err}");
+}
+
+/// The generated code is reviewed like source: a change in the emitter shows up as a
+/// diff of this file. Regenerate with `UPDATE_SNAPSHOTS=1 cargo test -p orch-codegen`.
+#[test]
+fn generated_code_snapshot() {
+    let compiled = orch_codegen::compile_json(DEMO, None);
+    let code = orch_codegen::emit::pretty(
+        compiled.ir.as_ref().unwrap(),
+        orch_codegen::emit::Origin::File("demo/template.json"),
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/demo_agent.rs");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &code).unwrap();
+    }
+    let expected =
+        std::fs::read_to_string(&path).expect("snapshot exists (UPDATE_SNAPSHOTS=1 creates it)");
+    assert_eq!(
+        code, expected,
+        "generated code changed; review and run with UPDATE_SNAPSHOTS=1"
+    );
+}

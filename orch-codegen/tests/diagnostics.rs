@@ -1,0 +1,487 @@
+//! One case per diagnostic code: the template that triggers it, where the span points,
+//! and what the message and help say. Plus the real AgentDock templates, when the
+//! workspace's `../shared/agentdock-templates/` is present.
+
+use orch_codegen::diagnostic::{line_col, render};
+use orch_codegen::{compile_json, Code, Compiled, Diagnostic};
+
+fn compile(src: &str) -> Compiled {
+    compile_json(src, Some("test"))
+}
+
+/// The only diagnostic with `code`, asserting that its span covers `snippet`.
+fn find<'a>(c: &'a Compiled, src: &str, code: Code, snippet: &str) -> &'a Diagnostic {
+    let found: Vec<&Diagnostic> = c.diagnostics.iter().filter(|d| d.code == code).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one {code}, got {:#?}",
+        c.diagnostics
+    );
+    let d = found[0];
+    let span = d.span.expect("a span");
+    assert_eq!(
+        &src[span.start..span.end],
+        snippet,
+        "span of {code}: {d:#?}"
+    );
+    d
+}
+
+fn steps(steps: &str) -> String {
+    format!(
+        r#"{{"agentId": "t", "tools": ["search", "think", "reflect", "web_fetch"], "orchestration": {{"steps": [{steps}]}}}}"#
+    )
+}
+
+#[test]
+fn e001_invalid_json() {
+    let src = "{\n  \"agentId\": \"x\",\n  \"orchestration\": {\"steps\": [}\n}";
+    let c = compile(src);
+    assert!(c.ir.is_none());
+    let d = &c.diagnostics[0];
+    assert_eq!(d.code, Code::InvalidJson);
+    assert_eq!(line_col(src, d.span.unwrap().start).0, 3);
+    let text = render(d, "bad.json", src, false);
+    assert!(text.contains("bad.json:3:"), "{text}");
+}
+
+#[test]
+fn e002_wrong_type() {
+    let src = steps(r#"{"name": "A", "isDefault": "yes"}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::WrongType, "\"yes\"");
+    assert_eq!(d.message, "`isDefault` must be a boolean, found a string");
+}
+
+#[test]
+fn e003_missing_field() {
+    let src = steps(r#"{"isDefault": true}, {"name": "B", "conditions": [{"value": "x"}]}"#);
+    let c = compile(&src);
+    let missing: Vec<_> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::MissingField)
+        .collect();
+    assert_eq!(missing.len(), 2, "{:#?}", c.diagnostics);
+    assert_eq!(missing[0].message, "a step has no `name`");
+    assert_eq!(missing[1].message, "a condition has no `type`");
+    let c = compile(r#"{"agentId": "x"}"#);
+    assert_eq!(c.diagnostics[0].code, Code::MissingField);
+}
+
+#[test]
+fn e004_duplicate_step() {
+    let src = steps(r#"{"name": "A", "isDefault": true}, {"name": "A"}"#);
+    let c = compile(&src);
+    let d = c
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::DuplicateStep)
+        .unwrap();
+    assert_eq!(d.message, "duplicate step name `A`");
+    assert_eq!(d.related.len(), 1, "points at the first definition too");
+    assert!(d.span.unwrap().start > d.related[0].0.start);
+}
+
+#[test]
+fn e005_name_collision() {
+    let src =
+        r#"{"agentId": "t", "tools": ["web-fetch", "web_fetch"], "orchestration": {"steps": []}}"#;
+    let c = compile(src);
+    let d = find(&c, src, Code::NameCollision, "\"web_fetch\"");
+    assert_eq!(
+        d.message,
+        "the tool names `web-fetch` and `web_fetch` both become `WebFetch` in Rust"
+    );
+    let src = steps(
+        r#"{"name": "Web Mode", "isDefault": true}, {"name": "web_mode", "conditions": [{"type": "tool_used", "value": "search"}]}"#,
+    );
+    let c = compile(&src);
+    find(&c, &src, Code::NameCollision, "\"web_mode\"");
+}
+
+#[test]
+fn e006_invalid_name() {
+    let src = steps(r#"{"name": "---", "isDefault": true}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidName, "\"---\"");
+    assert!(d.message.contains("cannot be made into a Rust identifier"));
+}
+
+#[test]
+fn e007_conflicting_default() {
+    let src = steps(r#"{"name": "A", "isDefault": true}, {"name": "B", "isDefault": true}"#);
+    let c = compile(&src);
+    let d = c
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::ConflictingDefault)
+        .unwrap();
+    assert_eq!(d.message, "more than one step has `isDefault: true`");
+    let src = r#"{"agentId": "t", "orchestration": {"defaultStep": "A", "steps": [{"name": "A"}, {"name": "B", "isDefault": true}]}}"#;
+    let c = compile(src);
+    let d = find(&c, src, Code::ConflictingDefault, "true");
+    assert_eq!(
+        d.message,
+        "step `B` has `isDefault: true`, but `defaultStep` is `A`"
+    );
+}
+
+#[test]
+fn e008_unknown_default_step() {
+    let src = r#"{"agentId": "t", "orchestration": {"defaultStep": "Idel", "steps": [{"name": "Idle"}]}}"#;
+    let c = compile(src);
+    let d = find(&c, src, Code::UnknownDefaultStep, "\"Idel\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `Idle`?"));
+}
+
+#[test]
+fn e009_unknown_condition() {
+    let src = steps(r#"{"name": "A", "conditions": [{"type": "tool_use", "value": "search"}]}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownCondition, "\"tool_use\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `tool_used`?"));
+    assert!(d.notes[0]
+        .contains("tool_used, sequence_match, message_contains, message_regex, not_recently_used"));
+}
+
+#[test]
+fn e010_missing_value() {
+    for kind in [
+        "tool_used",
+        "message_contains",
+        "message_regex",
+        "not_recently_used",
+    ] {
+        let cond = format!(r#"{{"type": "{kind}"}}"#);
+        let src = steps(&format!(r#"{{"name": "A", "conditions": [{cond}]}}"#));
+        let c = compile(&src);
+        let d = find(&c, &src, Code::MissingValue, &cond);
+        assert_eq!(d.message, format!("a `{kind}` condition needs a `value`"));
+    }
+}
+
+#[test]
+fn e011_sequence_match_without_sequence() {
+    let src = steps(r#"{"name": "A", "conditions": [{"type": "sequence_match"}]}"#);
+    let c = compile(&src);
+    find(
+        &c,
+        &src,
+        Code::SequenceMatchWithoutSequence,
+        "\"sequence_match\"",
+    );
+}
+
+#[test]
+fn e012_empty_sequence_or_group() {
+    let src = steps(r#"{"name": "A", "isDefault": true, "sequence": []}"#);
+    let c = compile(&src);
+    find(&c, &src, Code::EmptySequence, "[]");
+    let src = steps(r#"{"name": "A", "isDefault": true, "sequence": ["search", []]}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::EmptySequence, "[]");
+    assert_eq!(d.message, "an empty group in a sequence");
+}
+
+#[test]
+fn e013_pattern_not_allowed() {
+    let src = steps(r#"{"name": "A", "isDefault": true, "sequence": ["search", "web_*"]}"#);
+    let c = compile(&src);
+    find(&c, &src, Code::PatternNotAllowed, "\"web_*\"");
+    let src = steps(r#"{"name": "A", "conditions": [{"type": "tool_used", "value": "*"}]}"#);
+    let c = compile(&src);
+    find(&c, &src, Code::PatternNotAllowed, "\"*\"");
+}
+
+#[test]
+fn e014_sequence_tool_not_permitted() {
+    // The configuration doc: tools in the sequence must be permitted by availableTools.
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "sequence": ["search", "think"], "availableTools": {"allowed": ["search"]}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::SequenceToolNotPermitted, "\"think\"");
+    assert_eq!(
+        d.message,
+        "`think` is in the sequence of step `A`, but the step's tools do not permit it"
+    );
+    assert_eq!(
+        d.help.as_deref(),
+        Some("add \"think\" to `availableTools.allowed`, or remove it from the sequence")
+    );
+    // Deny wins over allow, and the diagnostic points at the deny entry.
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "sequence": [["think", "web_fetch"]], "availableTools": {"allowed": ["*"], "denied": ["web_*"]}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::SequenceToolNotPermitted, "\"web_fetch\"");
+    assert_eq!(
+        d.help.as_deref(),
+        Some("remove `web_*` from `denied`, or from the sequence")
+    );
+    assert_eq!(&src[d.related[0].0.start..d.related[0].0.end], "\"web_*\"");
+}
+
+#[test]
+fn e015_unknown_tool() {
+    let src = steps(r#"{"name": "A", "isDefault": true, "sequence": ["serch"]}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownTool, "\"serch\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `search`?"));
+    // Without a declared universe every literal is a tool: no E015.
+    let c = compile(
+        r#"{"agentId": "t", "orchestration": {"steps": [{"name": "A", "isDefault": true, "sequence": ["serch"]}]}}"#,
+    );
+    assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
+}
+
+#[test]
+fn e016_invalid_regex() {
+    let src =
+        steps(r#"{"name": "A", "conditions": [{"type": "message_regex", "value": "(critique"}]}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRegex, "\"(critique\"");
+    assert!(d.notes[0].contains("unclosed group"), "{d:#?}");
+}
+
+#[test]
+fn e017_zero_window() {
+    let src = steps(
+        r#"{"name": "A", "conditions": [{"type": "not_recently_used", "value": "search", "window": 0}]}"#,
+    );
+    let c = compile(&src);
+    find(&c, &src, Code::ZeroWindow, "0");
+}
+
+#[test]
+fn e018_unknown_reset_trigger() {
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "sequence": ["search"], "resetSequenceOn": ["user_mesage"]}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownResetTrigger, "\"user_mesage\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `user_message`?"));
+}
+
+#[test]
+fn e019_limit_exceeded() {
+    let src = r#"{"agentId": "t", "orchestration": {"historyLength": 100000, "steps": []}}"#;
+    let c = compile(src);
+    find(&c, src, Code::LimitExceeded, "100000");
+}
+
+#[test]
+fn e020_unknown_lint() {
+    let mut t = orch_codegen::json::parse(&steps(r#"{"name": "A", "isDefault": true}"#), None)
+        .0
+        .unwrap();
+    t.allow.push(orch_codegen::model::Spanned::new(
+        "unreachable_stp".into(),
+        orch_codegen::model::Span::new(0, 1),
+    ));
+    let (ir, d) = orch_codegen::check::check(&t);
+    assert!(ir.is_none());
+    assert_eq!(d[0].code, Code::UnknownLint);
+    assert_eq!(
+        d[0].help.as_deref(),
+        Some("did you mean `unreachable_step`?")
+    );
+}
+
+#[test]
+fn w001_unreachable_step() {
+    let src = steps(r#"{"name": "A", "isDefault": true}, {"name": "Lonely"}"#);
+    let c = compile(&src);
+    assert!(c.ir.is_some(), "warnings do not stop compilation");
+    let d = find(&c, &src, Code::UnreachableStep, "\"Lonely\"");
+    assert_eq!(d.message, "step `Lonely` can never become active");
+}
+
+#[test]
+fn w002_shadowed_step() {
+    let src = steps(
+        r#"{"name": "Broad", "conditions": [{"type": "message_contains", "value": "plan"}]},
+           {"name": "Narrow", "conditions": [{"type": "message_contains", "value": "Planning"}, {"type": "tool_used", "value": "think"}]},
+           {"name": "Other", "conditions": [{"type": "message_contains", "value": "pla"}, {"type": "tool_used", "value": "think"}]}"#,
+    );
+    let c = compile(&src);
+    // "planning" contains "plan": Narrow can never win. "pla" does not contain "plan".
+    let d = find(&c, &src, Code::ShadowedStep, "\"Narrow\"");
+    assert_eq!(
+        d.message,
+        "step `Narrow` can never become active: the earlier step `Broad` matches whenever it does"
+    );
+}
+
+#[test]
+fn w002_sequence_match_shadowing() {
+    let src = steps(
+        r#"{"name": "Short", "sequence": ["think", "reflect"], "conditions": [{"type": "sequence_match"}]},
+           {"name": "Long", "sequence": ["search", "think", "reflect"], "conditions": [{"type": "sequence_match"}]}"#,
+    );
+    let c = compile(&src);
+    find(&c, &src, Code::ShadowedStep, "\"Long\"");
+}
+
+#[test]
+fn w003_default_step_conditions() {
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "conditions": [{"type": "tool_used", "value": "search"}]}"#,
+    );
+    let c = compile(&src);
+    find(
+        &c,
+        &src,
+        Code::DefaultStepConditions,
+        r#"[{"type": "tool_used", "value": "search"}]"#,
+    );
+}
+
+#[test]
+fn w004_unmatched_pattern() {
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "availableTools": {"allowed": ["search", "*cognitive*"]}}"#,
+    );
+    let c = compile(&src);
+    find(&c, &src, Code::UnmatchedPattern, "\"*cognitive*\"");
+}
+
+#[test]
+fn w005_empty_tool_set() {
+    let src = steps(r#"{"name": "A", "isDefault": true, "availableTools": {"denied": ["*"]}}"#);
+    let c = compile(&src);
+    find(&c, &src, Code::EmptyToolSet, "\"A\"");
+}
+
+#[test]
+fn w006_sequence_never_completes() {
+    let src = steps(
+        r#"{"name": "Idle", "isDefault": true},
+           {"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]},
+           {"name": "Deep", "conditions": [{"type": "tool_used", "value": "think"}], "sequence": ["reflect", "search", "think"]}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::SequenceNeverCompletes, "\"search\"");
+    assert_eq!(
+        d.message,
+        "the sequence of step `Deep` can never complete: recording `search` (position 1) activates the earlier step `AfterSearch`"
+    );
+}
+
+#[test]
+fn warnings_can_be_allowed() {
+    let mut t = orch_codegen::json::parse(
+        &steps(r#"{"name": "A", "isDefault": true}, {"name": "B"}"#),
+        None,
+    )
+    .0
+    .unwrap();
+    let (_, d) = orch_codegen::check::check(&t);
+    assert_eq!(d.len(), 1);
+    t.allow.push(orch_codegen::model::Spanned::new(
+        "W001".into(),
+        Default::default(),
+    ));
+    let (ir, d) = orch_codegen::check::check(&t);
+    assert!(d.is_empty() && ir.is_some());
+}
+
+#[test]
+fn every_code_has_a_case_here() {
+    let me = include_str!("diagnostics.rs");
+    for code in Code::ALL {
+        let tag = format!("fn {}_", code.as_str().to_lowercase());
+        assert!(me.contains(&tag), "no test for {code} ({})", code.name());
+    }
+}
+
+#[test]
+fn errors_are_collected_not_stopped_at_the_first() {
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "sequence": ["serch", "thnk"]}, {"name": "A"}, {"name": "C", "conditions": [{"type": "nope"}]}"#,
+    );
+    let c = compile(&src);
+    let codes: Vec<Code> = c.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(
+        codes,
+        [
+            Code::UnknownTool,
+            Code::UnknownTool,
+            Code::DuplicateStep,
+            Code::UnreachableStep,
+            Code::UnknownCondition
+        ]
+    );
+}
+
+/// The six real templates: no errors, and the warnings name what the issue lists.
+#[test]
+fn real_agentdock_templates() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/agentdock-templates");
+    if !dir.is_dir() {
+        eprintln!("skipped: {} is not present", dir.display());
+        return;
+    }
+    let warned = |file: &str| -> Vec<(Code, String)> {
+        let src = std::fs::read_to_string(dir.join(file)).unwrap();
+        let c = compile_json(&src, None);
+        assert!(!c.has_errors(), "{file}: {:#?}", c.diagnostics);
+        c.diagnostics
+            .iter()
+            .map(|d| {
+                let s = d.span.unwrap();
+                (d.code, src[s.start..s.end].trim_matches('"').to_owned())
+            })
+            .collect()
+    };
+    let w = |code: Code, what: &str| (code, what.to_owned());
+    assert_eq!(warned("cognitive-reasoner.json"), []);
+    assert_eq!(
+        warned("dr-house.json"),
+        [
+            w(Code::SequenceNeverCompletes, "search"),
+            w(Code::ShadowedStep, "Web Search Mode"),
+            w(Code::ShadowedStep, "Deep Research Mode"),
+        ]
+    );
+    let unreachable = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| w(Code::UnreachableStep, n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        warned("history-mentor.json"),
+        unreachable(&["Fact Verification Mode"])
+    );
+    assert_eq!(
+        warned("science-mentor.json"),
+        unreachable(&["Fact Verification Mode"])
+    );
+    assert_eq!(
+        warned("orchestrated-agent.json"),
+        unreachable(&[
+            "Research Sequence",
+            "Web Research Mode",
+            "Structured Thinking Mode",
+            "Reflection Mode",
+            "Brainstorming Mode",
+            "Comparison Mode"
+        ])
+    );
+    assert_eq!(
+        warned("science-translator.json"),
+        unreachable(&[
+            "Medical Science Research",
+            "Physics and Computer Science Research",
+            "Interdisciplinary Science Research",
+            "General Academic Research",
+            "Comprehensive Scientific Research",
+            "Author Research",
+            "Specific Paper Translation"
+        ])
+    );
+}
