@@ -1,1 +1,122 @@
-fn main() {}
+//! ns per `allowed()`, `record`, `on_user_message` and host-list filtering, for the
+//! cognitive reasoner (7 tools) and a 200-tool machine, with 1 and 100 000 live
+//! sessions (the cost must not grow with the number of sessions: there is no shared
+//! state). Run: `cargo bench --bench session`.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use std::hint::black_box;
+use std::time::Duration;
+
+orch::include_machine!("cognitive-reasoner");
+orch::include_machine!("wide");
+
+const LIVE: [usize; 2] = [1, 100_000];
+
+fn cognitive(c: &mut Criterion) {
+    use cognitive_reasoner::{Session, Tool};
+    let mut g = c.benchmark_group("cognitive_reasoner");
+    for live in LIVE {
+        let mut sessions = vec![Session::new(); live];
+        for s in &mut sessions {
+            s.on_user_message("Research the impact of AI on jobs");
+        }
+        let mut i = 0usize;
+        g.bench_function(format!("allowed/{live}_sessions"), |b| {
+            b.iter(|| {
+                i = (i + 1) % live;
+                black_box(black_box(&sessions[i]).allowed())
+            })
+        });
+        let cycle = [Tool::Search, Tool::Think, Tool::Reflect];
+        let mut k = 0usize;
+        g.bench_function(format!("record/{live}_sessions"), |b| {
+            b.iter(|| {
+                i = (i + 1) % live;
+                k = (k + 1) % 3;
+                black_box(sessions[i].record(black_box(cycle[k])))
+            })
+        });
+        g.bench_function(format!("check/{live}_sessions"), |b| {
+            b.iter(|| {
+                i = (i + 1) % live;
+                black_box(sessions[i].check(black_box(Tool::Reflect)).is_ok())
+            })
+        });
+    }
+    let mut s = Session::new();
+    g.bench_function("on_user_message/regex", |b| {
+        b.iter(|| {
+            s.on_user_message(black_box(
+                "Critique the argument that remote work improves productivity",
+            ))
+        })
+    });
+    let host = [
+        "search",
+        "think",
+        "reflect",
+        "compare",
+        "critique",
+        "brainstorm",
+        "debate",
+        "weather",
+    ];
+    s.on_user_message("Research the impact of AI on jobs");
+    g.bench_function("filter_names/8_host_tools", |b| {
+        b.iter(|| black_box(s.filter_names(black_box(host)).count()))
+    });
+    g.bench_function("new_session", |b| b.iter(|| black_box(Session::new())));
+    g.bench_function("full_research_turn", |b| {
+        b.iter_batched(
+            Session::new,
+            |mut s| {
+                s.on_user_message("Research the impact of AI on jobs");
+                for t in [Tool::Search, Tool::Think, Tool::Reflect] {
+                    let _ = black_box(s.check(t));
+                    black_box(s.record(t));
+                }
+                s
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+fn wide(c: &mut Criterion) {
+    use wide::{Session, Tool};
+    let mut g = c.benchmark_group("wide_200_tools");
+    for live in LIVE {
+        let mut sessions = vec![Session::new(); live];
+        for s in &mut sessions {
+            s.on_user_message("hundreds");
+        }
+        let mut i = 0usize;
+        g.bench_function(format!("allowed/{live}_sessions"), |b| {
+            b.iter(|| {
+                i = (i + 1) % live;
+                black_box(black_box(&sessions[i]).allowed())
+            })
+        });
+        let cycle = [Tool::T150, Tool::T001, Tool::T199];
+        let mut k = 0usize;
+        g.bench_function(format!("record/{live}_sessions"), |b| {
+            b.iter(|| {
+                i = (i + 1) % live;
+                k = (k + 1) % 3;
+                black_box(sessions[i].record(black_box(cycle[k])))
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(50);
+    targets = cognitive, wide
+}
+criterion_main!(benches);

@@ -173,9 +173,7 @@ impl Reader {
     }
 
     fn template(&mut self, root: &Value<'_>, fallback_name: Option<&str>) -> Option<Template> {
-        let Some(root_obj) = self.object(root, "the template") else {
-            return None;
-        };
+        let root_obj = self.object(root, "the template")?;
         let mut t = Template {
             span: span_of(root),
             ..Template::default()

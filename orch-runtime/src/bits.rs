@@ -348,24 +348,24 @@ impl<T: ToolEnum> fmt::Display for ToolSet<T> {
 
 macro_rules! binop {
     ($trait:ident, $method:ident, $assign:ident, $assign_method:ident, $op:tt) => {
+        impl<T: ToolEnum> $assign for ToolSet<T> {
+            fn $assign_method(&mut self, rhs: Self) {
+                for (a, b) in self.words.as_mut().iter_mut().zip(rhs.words.as_ref()) {
+                    *a $op *b;
+                }
+            }
+        }
         impl<T: ToolEnum> $trait for ToolSet<T> {
             type Output = Self;
             fn $method(mut self, rhs: Self) -> Self {
-                for (a, b) in self.words.as_mut().iter_mut().zip(rhs.words.as_ref()) {
-                    *a = *a $op *b;
-                }
+                <Self as $assign>::$assign_method(&mut self, rhs);
                 self
-            }
-        }
-        impl<T: ToolEnum> $assign for ToolSet<T> {
-            fn $assign_method(&mut self, rhs: Self) {
-                *self = *self $op rhs;
             }
         }
     };
 }
-binop!(BitAnd, bitand, BitAndAssign, bitand_assign, &);
-binop!(BitOr, bitor, BitOrAssign, bitor_assign, |);
+binop!(BitAnd, bitand, BitAndAssign, bitand_assign, &=);
+binop!(BitOr, bitor, BitOrAssign, bitor_assign, |=);
 
 impl<T: ToolEnum> Sub for ToolSet<T> {
     type Output = Self;

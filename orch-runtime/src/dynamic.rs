@@ -144,11 +144,14 @@ impl DynOutcome {
     }
 }
 
+/// The state of a [`DynSession`]: the engine's state over boxed slices.
+type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>>;
+
 /// A session over a [`DynMachine`], driven by names.
 #[derive(Clone, Debug)]
 pub struct DynSession<'m> {
     machine: &'m DynMachine,
-    state: State<Box<[u64]>, Box<[u64]>, Box<[u16]>>,
+    state: DynState,
     available: Box<[u64]>,
     /// Host tools the machine does not know, as last set by [`DynSession::set_available`].
     foreign_available: Vec<String>,

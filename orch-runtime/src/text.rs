@@ -65,6 +65,13 @@ pub fn contains_folded(haystack: &str, needle: &str) -> bool {
     if needle.is_empty() {
         return true;
     }
+    if haystack.is_ascii() && needle.is_ascii() {
+        // Fast path: ASCII lowercase is the full Unicode lowercase for ASCII text.
+        let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+        return h.len() >= n.len()
+            && h.windows(n.len())
+                .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b));
+    }
     let mut start = haystack.chars().flat_map(char::to_lowercase);
     loop {
         let mut probe = start.clone();
