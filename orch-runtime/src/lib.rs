@@ -31,6 +31,8 @@ mod bits;
 pub mod dynamic;
 mod machine;
 mod regexes;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod session;
 mod state;
 pub mod tables;

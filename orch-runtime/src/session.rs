@@ -133,7 +133,7 @@ pub enum HistoryEntry<T> {
     Foreign,
 }
 
-type StateOf<M> = State<
+pub(crate) type StateOf<M> = State<
     <<M as Machine>::Tool as ToolEnum>::Words,
     <M as Machine>::Flags,
     <M as Machine>::History,
@@ -373,6 +373,22 @@ impl<M: Machine> Session<M> {
                 Some(t) => bits::test(permitted.as_ref(), t.index()),
                 None => foreign_ok_state.foreign_allowed(M::tables(), name),
             })
+    }
+
+    /// The engine state (for serialization).
+    #[cfg(feature = "serde")]
+    pub(crate) fn raw_state(&self) -> &StateOf<M> {
+        &self.state
+    }
+
+    /// A session from validated parts (for deserialization).
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_parts(state: StateOf<M>, available: <M::Tool as ToolEnum>::Words) -> Self {
+        Session {
+            state,
+            available,
+            _machine: PhantomData,
+        }
     }
 
     fn set_from(&self, words: &[u64]) -> ToolSet<M::Tool> {
