@@ -50,7 +50,9 @@ pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
         .filter(|d| !(d.severity() == Severity::Warning && allowed.contains(&d.code)))
         .collect();
     diags.sort_by_key(|d| d.span.map_or(0, |s| s.start));
-    let ok = !diags.iter().any(Diagnostic::is_error);
+    // A step without a name has been reported by the front end (E003); there is no IR
+    // without it.
+    let ok = !diags.iter().any(Diagnostic::is_error) && t.steps.iter().all(|s| s.name.is_some());
     (ir.filter(|_| ok), diags)
 }
 
@@ -167,8 +169,14 @@ impl Checker<'_> {
         // Step names.
         let mut seen: HashMap<&str, Span> = HashMap::new();
         let mut named: Vec<Spanned<String>> = Vec::new();
-        for s in &t.steps {
-            let Some(n) = &s.name else { continue };
+        // Steps kept out of the reachability analysis: duplicates and nameless steps
+        // (already errors; their warnings would only repeat them).
+        let mut skip = vec![false; t.steps.len()];
+        for (si, s) in t.steps.iter().enumerate() {
+            let Some(n) = &s.name else {
+                skip[si] = true;
+                continue;
+            };
             if n.value.is_empty() {
                 self.push(Diagnostic::new(
                     Code::InvalidName,
@@ -188,6 +196,7 @@ impl Checker<'_> {
                     .related(*first, "first defined here")
                     .help("step names must be unique; rename one of them"),
                 );
+                skip[si] = true;
                 continue;
             }
             seen.insert(&n.value, n.span);
@@ -203,6 +212,9 @@ impl Checker<'_> {
         };
 
         let default_step = self.default_step();
+        // A `defaultStep` naming no step is reported once (E008), not again as
+        // unreachable steps.
+        let default_unresolved = t.default_step.is_some() && default_step.is_none();
 
         // Steps.
         let mut contains: Vec<String> = Vec::new();
@@ -338,7 +350,7 @@ impl Checker<'_> {
                                     ),
                                 )
                                 .label("a sequence position needs literal tool names")
-                                .help("list the tools, or use a group: [\"a\", \"b\"]"),
+                                .help("name the tools; for alternatives use a group (`[\"a\", \"b\"]` in JSON, `(a | b)` in the DSL)"),
                             );
                             continue;
                         }
@@ -368,7 +380,7 @@ impl Checker<'_> {
                                     .related(den.span, format!("`{}` is denied here", tool.value))
                                     .help(format!("remove `{}` from `denied`, or from the sequence", den.value)),
                                 None => d.help(format!(
-                                    "add \"{}\" to `availableTools.allowed`, or remove it from the sequence",
+                                    "allow `{}` in this step (`availableTools.allowed` in JSON, `allow: [..]` in the DSL), or remove it from the sequence",
                                     tool.value
                                 )),
                             };
@@ -425,9 +437,10 @@ impl Checker<'_> {
                             )
                             .label("no `value`")
                             .help(match kind.value.as_str() {
-                                "message_contains" => "add `\"value\": \"text to look for\"`",
-                                "message_regex" => "add `\"value\": \"(?i)pattern\"`",
-                                _ => "add `\"value\": \"tool_name\"`",
+                                "message_contains" => "give the text to look for: `\"value\": \"plan\"` in JSON, `message_contains(\"plan\")` in the DSL",
+                                "message_regex" => "give the pattern: `\"value\": \"(?i)plan\"` in JSON, `message_regex(\"(?i)plan\")` in the DSL",
+                                "not_recently_used" => "name the tool: `\"value\": \"search\"` in JSON, `not_recently_used(search)` in the DSL",
+                                _ => "name the tool: `\"value\": \"search\"` in JSON, `tool_used(search)` in the DSL",
                             }),
                         );
                         continue;
@@ -540,13 +553,14 @@ impl Checker<'_> {
                 };
             }
 
-            if !is_default && s.conditions.is_empty() {
+            let flagged_default = s.is_default.as_ref().is_some_and(|d| d.value);
+            if !is_default && !flagged_default && !default_unresolved && s.conditions.is_empty() {
                 let span = s.name.as_ref().map_or(s.span, |n| n.span);
                 self.push(
                     Diagnostic::new(Code::UnreachableStep, Some(span), format!("step `{step_name}` can never become active"))
                         .label("no conditions, and not the default step")
                         .note("a step becomes active only when all its conditions hold, or as the default step")
-                        .help("add `conditions` (tool_used, sequence_match, message_contains, message_regex, not_recently_used), or make it the default"),
+                        .help("give it conditions (`conditions` in JSON, `when ...` in the DSL), or make it the default step"),
                 );
             }
 
@@ -610,7 +624,7 @@ impl Checker<'_> {
             }
         }
 
-        self.reachability(&steps, default_step, &contains, &tools);
+        self.reachability(&steps, default_step, &contains, &tools, &skip);
 
         let ir = Ir {
             name,
@@ -827,7 +841,7 @@ impl Checker<'_> {
                         )
                         .label("second default")
                         .related(flagged[0].1, "first default")
-                        .help("keep `isDefault: true` on one step only"),
+                        .help("keep one default step"),
                     );
                 }
                 flagged.first().map(|(i, _)| *i)
@@ -856,10 +870,15 @@ impl Checker<'_> {
         default_step: Option<usize>,
         contains: &[String],
         tools: &[Spanned<String>],
+        skip: &[bool],
     ) {
         let model = &self.t.steps;
         let name_span = |i: usize| model[i].name.as_ref().map_or(model[i].span, |n| n.span);
-        let conditional = |i: usize| Some(i) != default_step && !steps[i].conditions.is_empty();
+        let conditional = |i: usize| {
+            Some(i) != default_step
+                && !steps[i].conditions.is_empty()
+                && !skip.get(i).copied().unwrap_or(false)
+        };
         let mut shadowed = vec![false; steps.len()];
         for s in 0..steps.len() {
             if !conditional(s) {
@@ -1026,5 +1045,80 @@ fn list_names(tools: &[Spanned<String>]) -> String {
         "(none)".to_owned()
     } else {
         s.join(", ")
+    }
+}
+
+/// A machine with the template's tool and step names and no behaviour (every step
+/// without conditions, every tool allowed), for front ends to emit after an error, so
+/// that code using `Tool::X`/`Step::Y` does not produce a cascade of unrelated errors.
+pub fn placeholder(t: &Template) -> Ir {
+    let mut tools: Vec<IrTool> = Vec::new();
+    let mut add_tool = |name: &str| {
+        if let Some(ident) = ident::variant(name) {
+            if !is_pattern(name) && !tools.iter().any(|t| t.ident == ident) {
+                tools.push(IrTool {
+                    name: name.to_owned(),
+                    ident,
+                });
+            }
+        }
+    };
+    for n in t.universe.iter().flatten() {
+        add_tool(&n.value);
+    }
+    for s in &t.steps {
+        for n in s.allowed.iter().chain(s.denied.iter()).flatten() {
+            add_tool(&n.value);
+        }
+        for e in s.sequence.iter().flat_map(|q| q.value.iter()) {
+            for n in e.tools() {
+                add_tool(&n.value);
+            }
+        }
+        for c in &s.conditions {
+            if let (Some(k), Some(v)) = (&c.kind, &c.value) {
+                if k.value == "tool_used" || k.value == "not_recently_used" {
+                    add_tool(&v.value);
+                }
+            }
+        }
+    }
+    let mut steps: Vec<IrStep> = Vec::new();
+    for s in &t.steps {
+        let Some(name) = &s.name else { continue };
+        let Some(ident) = ident::variant(&name.value) else {
+            continue;
+        };
+        if steps.iter().any(|x| x.ident == ident) {
+            continue;
+        }
+        steps.push(IrStep {
+            name: name.value.clone(),
+            ident,
+            description: s.description.clone(),
+            conditions: Vec::new(),
+            static_set: (0..tools.len()).collect(),
+            allow_all: true,
+            allow_patterns: Vec::new(),
+            deny_patterns: Vec::new(),
+            sequence: Vec::new(),
+            reset: 0,
+        });
+    }
+    let name = t
+        .name
+        .as_ref()
+        .map_or_else(|| "machine".to_owned(), |n| n.value.clone());
+    Ir {
+        module: ident::module(&name).unwrap_or_else(|| "machine".to_owned()),
+        name,
+        description: t.description.clone(),
+        tools: tools.into_iter().take(MAX_TOOLS).collect(),
+        steps: steps.into_iter().take(MAX_STEPS).collect(),
+        default_step: None,
+        history: 10,
+        contains: Vec::new(),
+        regexes: Vec::new(),
+        max_steps: None,
     }
 }

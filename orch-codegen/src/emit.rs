@@ -6,8 +6,19 @@ use orch_runtime::tables::{Condition, Span as TSpan};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 
+/// An identifier; `fallback` when `s` is not one (front ends only emit IR that passed
+/// the checks, so this is a guard against a panic, not a path that is taken).
+fn ident_or(s: &str, fallback: String) -> Ident {
+    let name = if syn::parse_str::<Ident>(s).is_ok() {
+        s.to_owned()
+    } else {
+        fallback
+    };
+    Ident::new(&name, Span::call_site())
+}
+
 fn ident(s: &str) -> Ident {
-    Ident::new(s, Span::call_site())
+    ident_or(s, "machine".to_owned())
 }
 
 fn tspan(s: TSpan) -> TokenStream {
@@ -65,14 +76,24 @@ pub fn items(ir: &Ir) -> TokenStream {
     let (words, flag_words, history) = (lit(ir.words()), lit(ir.flag_words()), lit(ir.history));
     let (n_tools_lit, n_steps_lit) = (lit(n_tools), lit(n_steps));
 
-    let tool_idents: Vec<Ident> = ir.tools.iter().map(|t| ident(&t.ident)).collect();
+    let tool_idents: Vec<Ident> = ir
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ident_or(&t.ident, format!("Tool{i}")))
+        .collect();
     let tool_names: Vec<&str> = ir.tools.iter().map(|t| t.name.as_str()).collect();
     let tool_docs: Vec<String> = tool_names.iter().map(|n| format!(" `{n}`")).collect();
     let tool_discr: Vec<Literal> = (0..n_tools)
         .map(|i| Literal::u16_unsuffixed(i as u16))
         .collect();
 
-    let step_idents: Vec<Ident> = ir.steps.iter().map(|s| ident(&s.ident)).collect();
+    let step_idents: Vec<Ident> = ir
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ident_or(&s.ident, format!("Step{i}")))
+        .collect();
     let step_names: Vec<&str> = ir.steps.iter().map(|s| s.name.as_str()).collect();
     let step_discr: Vec<Literal> = (0..n_steps)
         .map(|i| Literal::u16_unsuffixed(i as u16))

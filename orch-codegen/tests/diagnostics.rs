@@ -209,7 +209,7 @@ fn e014_sequence_tool_not_permitted() {
     );
     assert_eq!(
         d.help.as_deref(),
-        Some("add \"think\" to `availableTools.allowed`, or remove it from the sequence")
+        Some("allow `think` in this step (`availableTools.allowed` in JSON, `allow: [..]` in the DSL), or remove it from the sequence")
     );
     // Deny wins over allow, and the diagnostic points at the deny entry.
     let src = steps(

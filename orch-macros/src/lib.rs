@@ -1,141 +1,174 @@
-//! The `orchestration!` macro of **orch**. This crate is deliberately thin: it parses
-//! the macro input and maps diagnostics to spans; reading, checking and code generation
-//! are `orch-codegen`'s, shared with build.rs and the CLI.
+//! The `orchestration!` macro of **orch**: orchestration workflows written in Rust, or
+//! read from a template file, compiled to the same typed module build.rs generates
+//! (`Tool`, `Step`, `Session`, ...).
 //!
-//! File form: compile a template file (path relative to `CARGO_MANIFEST_DIR`) into a
-//! module, exactly as build.rs would:
+//! This crate is deliberately thin: it parses the macro input and maps diagnostics back
+//! to tokens; checking and code generation are `orch-codegen`'s, shared with build.rs
+//! and the CLI.
+//!
+//! # Inline form
+//!
+//! ```
+//! use orch_macros::orchestration;
+//!
+//! orchestration! {
+//!     pub machine CognitiveReasoner {
+//!         tools: [search, think, reflect, compare, critique, debate],
+//!         default step DefaultMode;
+//!         /// Research-based cognitive flow
+//!         step ResearchMode {
+//!             when message_regex("(?i)research");
+//!             sequence: [search, think, reflect];
+//!             allow: [search, think, reflect];
+//!         }
+//!         step EvaluationMode {
+//!             when message_regex("(?i)critique|evaluate|assess");
+//!             sequence: [critique, (debate | compare), reflect];
+//!             allow: [critique, debate, compare, reflect, search];
+//!             reset_sequence_on: [message_regex];
+//!         }
+//!     }
+//! }
+//!
+//! let mut s = cognitive_reasoner::Session::new();
+//! s.on_user_message("Critique this plan");
+//! assert_eq!(s.step(), Some(cognitive_reasoner::Step::EvaluationMode));
+//! ```
+//!
+//! The grammar is documented on the project README ("The `orchestration!` DSL"). Every
+//! error of the compiler is a compile error on the exact token (the unknown tool in the
+//! sequence, the duplicate step name, ...), with `help:` where a fix is known. Stable
+//! Rust has no macro warnings, so warnings are errors unless allowed with
+//! `#![allow(unreachable_step, ...)]` at the top of the invocation.
+//!
+//! # File form
 //!
 //! ```ignore
 //! orch_macros::orchestration!(file = "agents/cognitive-reasoner/template.json");
-//! // warnings are errors in a macro unless allowed:
 //! orch_macros::orchestration!(file = "agents/dr-house.json", allow = [shadowed_step, sequence_never_completes]);
-//! use cognitive_reasoner::{Session, Step, Tool};
 //! ```
 //!
-//! Errors are `compile_error!`s on the path literal whose message names
-//! `file:line:column` of the offending JSON value. Editing the file rebuilds the crate:
-//! the expansion contains `include_bytes!` of it, which cargo tracks.
+//! The path is relative to `CARGO_MANIFEST_DIR`. Errors name `file:line:column` of the
+//! offending JSON value. Editing the file rebuilds the crate: the expansion contains
+//! `include_bytes!` of it, which cargo tracks.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use orch_codegen::diagnostic::{location, Severity};
-use orch_codegen::emit::{self, Origin};
-use orch_codegen::model::{Span as ModelSpan, Spanned};
-use proc_macro2::TokenStream;
-use quote::quote;
-use syn::parse::{Parse, ParseStream};
-use syn::punctuated::Punctuated;
-use syn::{bracketed, Ident, LitStr, Token};
+mod dsl;
+mod file;
 
-/// `file = "path"` [`, allow = [lint, ...]`]
-struct FileInput {
-    path: LitStr,
-    allow: Vec<Ident>,
-}
+use orch_codegen::{Diagnostic, Severity};
+use proc_macro2::{Span, TokenStream};
 
-impl Parse for FileInput {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let key: Ident = input.parse()?;
-        if key != "file" {
-            return Err(syn::Error::new(
-                key.span(),
-                "expected `file = \"path/to/template.json\"`",
-            ));
-        }
-        input.parse::<Token![=]>()?;
-        let path: LitStr = input.parse()?;
-        let mut allow = Vec::new();
-        while input.parse::<Option<Token![,]>>()?.is_some() {
-            if input.is_empty() {
-                break;
-            }
-            let key: Ident = input.parse()?;
-            if key != "allow" {
-                return Err(syn::Error::new(
-                    key.span(),
-                    "expected `allow = [lint, ...]`",
-                ));
-            }
-            input.parse::<Token![=]>()?;
-            let content;
-            bracketed!(content in input);
-            let lints: Punctuated<Ident, Token![,]> =
-                content.parse_terminated(Ident::parse, Token![,])?;
-            allow.extend(lints);
-        }
-        Ok(FileInput { path, allow })
-    }
-}
-
-/// Compiles an orchestration template into a module (see the crate docs).
+/// Compiles an orchestration workflow (inline DSL or `file = "..."`) into a module.
+/// See the crate documentation.
 #[proc_macro]
 pub fn orchestration(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
-    let input = syn::parse_macro_input!(input as FileInput);
-    match expand_file(&input) {
-        Ok(tokens) | Err(tokens) => tokens.into(),
+    expand(input.into()).into()
+}
+
+fn expand(input: TokenStream) -> TokenStream {
+    let is_file_form = {
+        let mut it = input.clone().into_iter();
+        matches!((it.next(), it.next()),
+            (Some(proc_macro2::TokenTree::Ident(i)), Some(proc_macro2::TokenTree::Punct(p)))
+                if i == "file" && p.as_char() == '=')
+    };
+    if is_file_form {
+        return match syn::parse2::<file::FileInput>(input) {
+            Ok(f) => file::expand(&f),
+            Err(e) => e.to_compile_error(),
+        };
+    }
+    match syn::parse2::<dsl::Dsl>(input) {
+        Ok(d) => expand_dsl(d),
+        Err(e) => e.to_compile_error(),
     }
 }
 
-fn expand_file(input: &FileInput) -> Result<TokenStream, TokenStream> {
-    let lit_span = input.path.span();
-    let rel = input.path.value();
-    let base = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let full = std::path::Path::new(&base).join(&rel);
-    let fail = |msg: String| syn::Error::new(lit_span, msg).to_compile_error();
-    let source = std::fs::read_to_string(&full)
-        .map_err(|e| fail(format!("cannot read `{}`: {e}", full.display())))?;
-    let fallback = orch_codegen::fallback_name(&full);
-    let (template, mut diags) = orch_codegen::json::parse(&source, fallback.as_deref());
-    let mut ir = None;
-    if let Some(mut t) = template {
-        t.allow = input
-            .allow
-            .iter()
-            .map(|i| Spanned::new(i.to_string(), ModelSpan::default()))
-            .collect();
-        let (checked, more) = orch_codegen::check::check(&t);
-        diags.extend(more);
-        ir = checked;
+fn expand_dsl(d: dsl::Dsl) -> TokenStream {
+    let (ir, diags) = orch_codegen::check::check(&d.template);
+    let span_of =
+        |s: orch_codegen::model::Span| d.spans.get(s.start).copied().unwrap_or(d.name_span);
+    let errors = to_errors(&diags, |_| None, span_of, Form::Dsl);
+    let ir = ir.unwrap_or_else(|| orch_codegen::check::placeholder(&d.template));
+    let items = orch_codegen::emit::items(&ir);
+    let module = syn::Ident::new(&ir.module, d.name_span);
+    let vis = &d.vis;
+    let docs = &d.docs;
+    let origin = "Generated by the `orchestration!` macro.";
+    let errors = errors.map(|e| e.to_compile_error());
+    quote::quote! {
+        #errors
+        #(#[doc = #docs])*
+        #[doc = ""]
+        #[doc = #origin]
+        #[allow(dead_code, non_camel_case_types, clippy::all)]
+        #vis mod #module {
+            #items
+        }
     }
-    // Stable Rust has no macro warnings: every remaining warning is an error here.
-    let mut errors: Option<syn::Error> = None;
-    for d in &diags {
-        let at = match d.span {
-            Some(s) => location(&rel, &source, s),
-            None => rel.clone(),
-        };
-        let mut msg = format!("{at}: {}[{}]: {}", d.severity().as_str(), d.code, d.message);
+}
+
+/// Which form of the macro a diagnostic comes from (decides how to allow a warning).
+#[derive(Clone, Copy)]
+pub(crate) enum Form {
+    /// The inline DSL.
+    Dsl,
+    /// `file = "..."`.
+    File,
+}
+
+/// All diagnostics as one combined `syn::Error` (warnings included: in a macro they are
+/// errors unless allowed). `location` prefixes a message with `file:line:col` (file
+/// form); `span_of` maps a model span to the token to underline.
+pub(crate) fn to_errors(
+    diags: &[Diagnostic],
+    location: impl Fn(&Diagnostic) -> Option<String>,
+    span_of: impl Fn(orch_codegen::model::Span) -> Span,
+    form: Form,
+) -> Option<syn::Error> {
+    let mut all: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut all {
+        Some(a) => a.combine(e),
+        None => all = Some(e),
+    };
+    for d in diags {
+        let mut msg = String::new();
+        if let Some(at) = location(d) {
+            msg.push_str(&at);
+            msg.push_str(": ");
+        }
+        msg.push_str(&format!("{}: {}", d.code, d.message));
+        if let Some(label) = &d.label {
+            msg.push_str(&format!("\n  = note: {label}"));
+        }
+        for note in &d.notes {
+            msg.push_str(&format!("\n  = note: {note}"));
+        }
         if let Some(help) = &d.help {
-            msg.push_str(&format!("\nhelp: {help}"));
+            msg.push_str(&format!("\n  = help: {help}"));
         }
         if d.severity() == Severity::Warning {
+            let how = match form {
+                Form::Dsl => format!(
+                    "`#![allow({})]` at the top of the macro input",
+                    d.code.name()
+                ),
+                Form::File => format!("`allow = [{}]` after the file name", d.code.name()),
+            };
             msg.push_str(&format!(
-                "\nnote: warnings are errors in `orchestration!`; allow it with `allow = [{}]`",
-                d.code.name()
+                "\n  = note: warnings are errors in `orchestration!`; allow this one with {how}"
             ));
         }
-        let e = syn::Error::new(lit_span, msg);
-        match &mut errors {
-            Some(all) => all.combine(e),
-            None => errors = Some(e),
+        let main = d.span.map_or_else(Span::call_site, &span_of);
+        push(syn::Error::new(main, msg));
+        for (s, label) in &d.related {
+            push(syn::Error::new(
+                span_of(*s),
+                format!("{}: note: {label}", d.code),
+            ));
         }
     }
-    if let Some(e) = errors {
-        return Err(e.to_compile_error());
-    }
-    let Some(ir) = ir else {
-        return Err(fail("the template could not be compiled".into()));
-    };
-    let module = emit::module(&ir, Origin::File(&rel));
-    let track = full.display().to_string();
-    let name = syn::Ident::new(&ir.module, proc_macro2::Span::call_site());
-    Ok(quote! {
-        #module
-        // Makes cargo rebuild this crate when the template changes.
-        const _: () = {
-            #[allow(unused)]
-            const TEMPLATE: &[u8] = include_bytes!(#track);
-            let _ = #name::NAME;
-        };
-    })
+    all
 }

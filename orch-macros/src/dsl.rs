@@ -1,0 +1,334 @@
+//! The inline DSL: tokens → `orch_codegen::model::Template`, keeping a table of token
+//! spans (a model `Span { start: i, end: i + 1 }` is `spans[i]`). No rule is checked
+//! here beyond the grammar; `orch_codegen::check` judges the template.
+//!
+//! ```text
+//! input      := ("#![allow(" lint,* ")]")* doc* vis? "machine" name "{" item* "}"
+//!               (each item may end with ";" or ",")
+//! item       := "tools" ":" "[" tool,* "]" ";"
+//!             | "description" ":" string ";" | "history" ":" int ";" | "max_steps" ":" int ";"
+//!             | doc* "default"? "step" name (";" | "{" step_item* "}")
+//! step_item  := "description" ":" string ";"
+//!             | "when" condition ";"
+//!             | "sequence" ":" "[" (tool | "(" tool ("|" tool)* ")"),* "]" ";"
+//!             | "allow" ":" "[" tool,* "]" ";" | "deny" ":" "[" tool,* "]" ";"
+//!             | "reset_sequence_on" ":" "[" ident,* "]" ";"
+//! condition  := "sequence_match" | "tool_used" "(" tool ")" | "message_contains" "(" string ")"
+//!             | "message_regex" "(" string ")" | "not_recently_used" "(" tool ("," "window" "=" int)? ")"
+//! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
+//! ```
+
+use orch_codegen::model::{Condition, SequenceEntry, Span as MSpan, Spanned, Step, Template};
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::{braced, bracketed, parenthesized, Ident, LitInt, LitStr, Token, Visibility};
+
+/// A parsed invocation: the template, its span table, and where the output goes.
+pub struct Dsl {
+    /// The lowered template.
+    pub template: Template,
+    /// `spans[i]` is the token behind model span `i`.
+    pub spans: Vec<Span>,
+    /// `pub`, `pub(crate)`, or nothing.
+    pub vis: Visibility,
+    /// Outer doc comments on the machine.
+    pub docs: Vec<String>,
+    /// Where the machine's name is.
+    pub name_span: Span,
+}
+
+struct Lowering {
+    spans: Vec<Span>,
+}
+
+impl Lowering {
+    fn at(&mut self, span: Span) -> MSpan {
+        self.spans.push(span);
+        let i = self.spans.len() - 1;
+        MSpan::new(i, i + 1)
+    }
+
+    fn spanned<T>(&mut self, value: T, span: Span) -> Spanned<T> {
+        let at = self.at(span);
+        Spanned::new(value, at)
+    }
+
+    /// An identifier or a string: a tool or step name (or a pattern).
+    fn name(&mut self, input: ParseStream) -> syn::Result<Spanned<String>> {
+        if input.peek(LitStr) {
+            let s: LitStr = input.parse()?;
+            Ok(self.spanned(s.value(), s.span()))
+        } else if input.peek(Ident::peek_any) {
+            let i = Ident::parse_any(input)?;
+            Ok(self.spanned(i.unraw().to_string(), i.span()))
+        } else {
+            Err(input.error("expected a name: an identifier or a \"string\""))
+        }
+    }
+
+    fn names(&mut self, input: ParseStream) -> syn::Result<Vec<Spanned<String>>> {
+        let content;
+        bracketed!(content in input);
+        let mut out = Vec::new();
+        while !content.is_empty() {
+            out.push(self.name(&content)?);
+            if content.is_empty() {
+                break;
+            }
+            content.parse::<Token![,]>()?;
+        }
+        Ok(out)
+    }
+
+    fn colon_list(&mut self, input: ParseStream) -> syn::Result<Vec<Spanned<String>>> {
+        input.parse::<Token![:]>()?;
+        let list = self.names(input)?;
+        semi(input)?;
+        Ok(list)
+    }
+}
+
+/// An optional `;` (or `,`) after an item.
+fn semi(input: ParseStream) -> syn::Result<()> {
+    if input.parse::<Option<Token![;]>>()?.is_none() {
+        input.parse::<Option<Token![,]>>()?;
+    }
+    Ok(())
+}
+
+fn doc_lines(attrs: &[syn::Attribute]) -> syn::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for a in attrs {
+        if a.path().is_ident("doc") {
+            if let syn::Meta::NameValue(nv) = &a.meta {
+                if let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) = &nv.value
+                {
+                    out.push(s.value().trim().to_owned());
+                    continue;
+                }
+            }
+        }
+        return Err(syn::Error::new_spanned(
+            a,
+            "only doc comments are allowed here",
+        ));
+    }
+    Ok(out)
+}
+
+impl Parse for Dsl {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut low = Lowering { spans: Vec::new() };
+        let mut template = Template::default();
+
+        // #![allow(lint, ...)]
+        for attr in input.call(syn::Attribute::parse_inner)? {
+            if !attr.path().is_ident("allow") {
+                return Err(syn::Error::new_spanned(
+                    attr,
+                    "only `#![allow(...)]` is accepted here",
+                ));
+            }
+            attr.parse_nested_meta(|meta| {
+                let Some(ident) = meta.path.get_ident() else {
+                    return Err(meta.error("expected a warning name, e.g. `unreachable_step`"));
+                };
+                let s = low.spanned(ident.to_string(), ident.span());
+                template.allow.push(s);
+                Ok(())
+            })?;
+        }
+
+        let docs = doc_lines(&input.call(syn::Attribute::parse_outer)?)?;
+        let vis: Visibility = input.parse()?;
+        let kw: Ident = input.parse()?;
+        if kw != "machine" {
+            return Err(syn::Error::new(
+                kw.span(),
+                "expected `machine Name { ... }`",
+            ));
+        }
+        let name = low.name(input)?;
+        let name_span = low.spans[name.span.start];
+        template.span = name.span;
+        template.name = Some(name);
+
+        let body;
+        braced!(body in input);
+        while !body.is_empty() {
+            let attrs = body.call(syn::Attribute::parse_outer)?;
+            let key = Ident::parse_any(&body)?;
+            match key.to_string().as_str() {
+                "tools" => {
+                    let list = low.colon_list(&body)?;
+                    template.universe.get_or_insert_with(Vec::new).extend(list);
+                }
+                "description" => {
+                    body.parse::<Token![:]>()?;
+                    let s: LitStr = body.parse()?;
+                    template.description.push(s.value());
+                    semi(&body)?;
+                }
+                "history" => {
+                    body.parse::<Token![:]>()?;
+                    let n: LitInt = body.parse()?;
+                    template.history_length = Some(low.spanned(n.base10_parse()?, n.span()));
+                    semi(&body)?;
+                }
+                "max_steps" => {
+                    body.parse::<Token![:]>()?;
+                    let n: LitInt = body.parse()?;
+                    template.max_steps = Some(low.spanned(n.base10_parse()?, n.span()));
+                    semi(&body)?;
+                }
+                "default" | "step" => {
+                    let is_default = key == "default";
+                    if is_default {
+                        let step_kw = Ident::parse_any(&body)?;
+                        if step_kw != "step" {
+                            return Err(syn::Error::new(step_kw.span(), "expected `step` after `default`"));
+                        }
+                    }
+                    let mut step = Step::default();
+                    let docs = doc_lines(&attrs)?;
+                    if !docs.is_empty() {
+                        step.description = Some(docs.join(" "));
+                    }
+                    let name = low.name(&body)?;
+                    step.span = name.span;
+                    step.conditions_span = name.span;
+                    if is_default {
+                        step.is_default = Some(low.spanned(true, key.span()));
+                    }
+                    step.name = Some(name);
+                    if body.peek(syn::token::Brace) {
+                        let inner;
+                        braced!(inner in body);
+                        parse_step(&mut low, &inner, &mut step)?;
+                    } else {
+                        body.parse::<Token![;]>()?;
+                    }
+                    template.steps.push(step);
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `step` or `default step`"),
+                    ))
+                }
+            }
+        }
+        if !input.is_empty() {
+            return Err(input.error("unexpected tokens after the machine"));
+        }
+        Ok(Dsl {
+            template,
+            spans: low.spans,
+            vis,
+            docs,
+            name_span,
+        })
+    }
+}
+
+fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::Result<()> {
+    let mut first_when = true;
+    while !input.is_empty() {
+        let key = Ident::parse_any(input)?;
+        match key.to_string().as_str() {
+            "description" => {
+                input.parse::<Token![:]>()?;
+                let s: LitStr = input.parse()?;
+                step.description = Some(s.value());
+                semi(input)?;
+            }
+            "when" => {
+                let kind = Ident::parse_any(input)?;
+                let mut c = Condition {
+                    span: low.at(kind.span()),
+                    kind: Some(low.spanned(kind.to_string(), kind.span())),
+                    ..Condition::default()
+                };
+                if first_when {
+                    step.conditions_span = low.at(key.span());
+                    first_when = false;
+                }
+                if input.peek(syn::token::Paren) {
+                    let args;
+                    parenthesized!(args in input);
+                    if !args.is_empty() {
+                        c.value = Some(low.name(&args)?);
+                    }
+                    while args.parse::<Option<Token![,]>>()?.is_some() {
+                        if args.is_empty() {
+                            break;
+                        }
+                        let k: Ident = args.parse()?;
+                        if k != "window" {
+                            return Err(syn::Error::new(k.span(), "expected `window = N`"));
+                        }
+                        args.parse::<Token![=]>()?;
+                        let n: LitInt = args.parse()?;
+                        c.window = Some(low.spanned(n.base10_parse()?, n.span()));
+                    }
+                }
+                semi(input)?;
+                step.conditions.push(c);
+            }
+            "sequence" => {
+                input.parse::<Token![:]>()?;
+                let list;
+                let bracket = bracketed!(list in input);
+                let mut entries = Vec::new();
+                while !list.is_empty() {
+                    if list.peek(syn::token::Paren) {
+                        let group;
+                        let paren = parenthesized!(group in list);
+                        let mut tools = Vec::new();
+                        while !group.is_empty() {
+                            tools.push(low.name(&group)?);
+                            if group.is_empty() {
+                                break;
+                            }
+                            group.parse::<Token![|]>()?;
+                        }
+                        let span = low.at(paren.span.join());
+                        entries.push(SequenceEntry::Group(Spanned::new(tools, span)));
+                    } else {
+                        entries.push(SequenceEntry::Tool(low.name(&list)?));
+                    }
+                    if list.is_empty() {
+                        break;
+                    }
+                    list.parse::<Token![,]>()?;
+                }
+                let span = low.at(bracket.span.join());
+                step.sequence = Some(Spanned::new(entries, span));
+                semi(input)?;
+            }
+            "allow" => {
+                let list = low.colon_list(input)?;
+                step.allowed.get_or_insert_with(Vec::new).extend(list);
+            }
+            "deny" => {
+                let list = low.colon_list(input)?;
+                step.denied.get_or_insert_with(Vec::new).extend(list);
+            }
+            "reset_sequence_on" => {
+                let list = low.colon_list(input)?;
+                step.reset_sequence_on.extend(list);
+            }
+            other => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("unexpected `{other}`: expected `description`, `when`, `sequence`, `allow`, `deny` or `reset_sequence_on`"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}

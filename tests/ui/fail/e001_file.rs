@@ -1,0 +1,3 @@
+orch_macros::orchestration!(file = "tests/ui/fixtures/e001.json");
+
+fn main() {}

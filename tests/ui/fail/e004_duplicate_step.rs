@@ -1,0 +1,12 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search],
+        default step Idle;
+        step Research { when tool_used(search); }
+        step Research { when tool_used(search); }
+    }
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search],
+        default step Idle;
+        step Research { when tool_use(search); }
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search, think],
+        default step Idle;
+        step Research {
+            when tool_used(search);
+            sequence: [search, ()];
+        }
+    }
+}
+
+fn main() {}

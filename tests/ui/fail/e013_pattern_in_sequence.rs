@@ -1,0 +1,14 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search, web_fetch],
+        default step Idle;
+        step Research {
+            when tool_used(search);
+            sequence: [search, "web_*"];
+        }
+    }
+}
+
+fn main() {}

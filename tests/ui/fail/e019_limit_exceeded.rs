@@ -1,0 +1,11 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search],
+        history: 100000;
+        default step Idle;
+    }
+}
+
+fn main() {}

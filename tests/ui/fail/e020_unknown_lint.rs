@@ -1,0 +1,11 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    #![allow(unreachable_stp)]
+    machine demo {
+        tools: [search],
+        default step Idle;
+    }
+}
+
+fn main() {}

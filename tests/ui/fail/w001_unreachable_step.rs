@@ -1,0 +1,11 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search],
+        default step Idle;
+        step Lonely { allow: [search]; }
+    }
+}
+
+fn main() {}

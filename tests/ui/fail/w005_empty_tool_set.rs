@@ -1,0 +1,10 @@
+use orch_macros::orchestration;
+
+orchestration! {
+    machine demo {
+        tools: [search],
+        default step Idle { deny: ["*"]; }
+    }
+}
+
+fn main() {}
