@@ -39,6 +39,7 @@ mod builder;
 pub mod check;
 pub mod diagnostic;
 pub mod emit;
+pub mod expand;
 pub mod ident;
 pub mod ir;
 pub mod json;

@@ -1,8 +1,8 @@
 //! The file form: `orchestration!(file = "path", allow = [lint, ...])`.
 
-use orch_codegen::diagnostic::location;
-use orch_codegen::emit::{self, Origin};
-use orch_codegen::model::{Span as ModelSpan, Spanned};
+use crate::diagnostic::location;
+use crate::emit::{self, Origin};
+use crate::model::{Span as ModelSpan, Spanned};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
@@ -66,14 +66,14 @@ pub fn expand(input: &FileInput) -> TokenStream {
                 .to_compile_error()
         }
     };
-    let fallback = orch_codegen::fallback_name(&full);
-    let (template, mut diags) = orch_codegen::json::parse(&source, fallback.as_deref());
+    let fallback = crate::fallback_name(&full);
+    let (template, mut diags) = crate::json::parse(&source, fallback.as_deref());
     let Some(mut t) = template else {
-        return crate::to_errors(
+        return super::to_errors(
             &diags,
             |d| d.span.map(|s| location(&rel, &source, s)),
             |_| lit_span,
-            crate::Form::File,
+            super::Form::File,
         )
         .map(|e| e.to_compile_error())
         .unwrap_or_default();
@@ -90,20 +90,20 @@ pub fn expand(input: &FileInput) -> TokenStream {
             )
         })
         .collect();
-    let (ir, more) = orch_codegen::check::check(&t);
+    let (ir, more) = crate::check::check(&t);
     diags.extend(more);
     let allow_spans: Vec<proc_macro2::Span> = input.allow.iter().map(Ident::span).collect();
     let span_of = |s: ModelSpan| {
         let from_end = usize::MAX - s.start;
         allow_spans.get(from_end).copied().unwrap_or(lit_span)
     };
-    let loc = |d: &orch_codegen::Diagnostic| match d.span {
+    let loc = |d: &crate::Diagnostic| match d.span {
         Some(s) if s.start <= source.len() => Some(location(&rel, &source, s)),
         _ => None,
     };
     let errors =
-        crate::to_errors(&diags, loc, span_of, crate::Form::File).map(|e| e.to_compile_error());
-    let ir = ir.unwrap_or_else(|| orch_codegen::check::placeholder(&t));
+        super::to_errors(&diags, loc, span_of, super::Form::File).map(|e| e.to_compile_error());
+    let ir = ir.unwrap_or_else(|| crate::check::placeholder(&t));
     let module = emit::module(&ir, Origin::File(&rel));
     let track = full.display().to_string();
     quote! {

@@ -1,6 +1,6 @@
-//! The inline DSL: tokens → `orch_codegen::model::Template`, keeping a table of token
+//! The inline DSL: tokens → `crate::model::Template`, keeping a table of token
 //! spans (a model `Span { start: i, end: i + 1 }` is `spans[i]`). No rule is checked
-//! here beyond the grammar; `orch_codegen::check` judges the template.
+//! here beyond the grammar; `crate::check` judges the template.
 //!
 //! ```text
 //! input      := ("#![allow(" lint,* ")]")* doc* vis? "machine" name "{" item* "}"
@@ -18,7 +18,7 @@
 //! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
 //! ```
 
-use orch_codegen::model::{Condition, SequenceEntry, Span as MSpan, Spanned, Step, Template};
+use crate::model::{Condition, SequenceEntry, Span as MSpan, Spanned, Step, Template};
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
