@@ -40,6 +40,7 @@ pub mod check;
 pub mod diagnostic;
 pub mod emit;
 pub mod expand;
+pub mod explain;
 pub mod ident;
 pub mod ir;
 pub mod json;

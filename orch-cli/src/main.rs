@@ -1,0 +1,335 @@
+//! `orch`: check, explain, graph, simulate and generate orchestration templates.
+//!
+//! Exit status: 0 clean, 1 errors in a template (or warnings under `--deny-warnings`,
+//! or a template that cannot be compiled for graph/simulate/gen), 2 usage or I/O
+//! problems (missing or unreadable files, bad events).
+
+mod graph;
+mod input;
+mod simulate;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use orch_codegen::diagnostic::{self, line_col};
+use orch_codegen::{Code, Compiled, Diagnostic, Severity};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Check, draw, simulate and generate AgentDock-style orchestration templates.
+#[derive(Parser, Debug)]
+#[command(name = "orch", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Report every error and warning of one or more templates, rustc-style.
+    Check {
+        /// Template files (template.json, or a bare {"steps": [...]} object).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<String>,
+        /// Output format: `human` (snippets) or `json` (one object per diagnostic per line).
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Treat warnings as errors (exit status 1).
+        #[arg(long)]
+        deny_warnings: bool,
+        /// Colors in human output.
+        #[arg(long, value_enum, default_value_t = Color::Auto)]
+        color: Color,
+    },
+    /// Explain a diagnostic code (E015, W001, or a name like unknown_tool), with a wrong
+    /// and a fixed example.
+    Explain {
+        /// The code or name.
+        code: String,
+    },
+    /// Print the state diagram of a template (Mermaid or Graphviz DOT).
+    Graph {
+        /// The template file.
+        file: String,
+        /// Diagram language.
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        format: GraphFormat,
+    },
+    /// Run events through a template and print the trace as JSON lines (SPEC §10).
+    ///
+    /// EVENTS holds one event per line: {"message": "..."}, {"tool": "name"},
+    /// {"usage": {"prompt": n, "completion": n}}, {"available": ["name", ...]},
+    /// {"reset": true}. Use `-` for standard input. Without EVENTS and with a terminal
+    /// on standard input, starts an interactive session.
+    Simulate {
+        /// The template file.
+        file: String,
+        /// The events file (JSON lines), or `-` for standard input.
+        events: Option<String>,
+    },
+    /// Print the Rust module that build.rs would generate for a template.
+    Gen {
+        /// The template file.
+        file: String,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+const OK: u8 = 0;
+const FOUND_ERRORS: u8 = 1;
+const USAGE_OR_IO: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { USAGE_OR_IO } else { OK });
+        }
+    };
+    let code = match cli.command {
+        Command::Check {
+            files,
+            format,
+            deny_warnings,
+            color,
+        } => check(&files, format, deny_warnings, color),
+        Command::Explain { code } => explain(&code),
+        Command::Graph { file, format } => with_template(&file, |c| {
+            let ir =
+                c.ir.as_ref()
+                    .expect("with_template passes compiled templates only");
+            let text = match format {
+                GraphFormat::Mermaid => graph::mermaid(ir, &c.diagnostics),
+                GraphFormat::Dot => graph::dot(ir, &c.diagnostics),
+            };
+            print_out(&text)
+        }),
+        Command::Gen { file } => with_template(&file, |c| {
+            let ir =
+                c.ir.as_ref()
+                    .expect("with_template passes compiled templates only");
+            print_out(&orch_codegen::emit::pretty(
+                ir,
+                orch_codegen::emit::Origin::File(&file),
+            ))
+        }),
+        Command::Simulate { file, events } => simulate_cmd(&file, events.as_deref()),
+    };
+    ExitCode::from(code)
+}
+
+/// Writes to stdout; a closed pipe (`orch gen x | head`) is not an error.
+fn print_out(text: &str) -> u8 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => OK,
+        Err(e) => {
+            eprintln!("error: cannot write the output: {e}");
+            USAGE_OR_IO
+        }
+    }
+}
+
+fn compile_file(path: &str) -> Result<(String, Compiled), input::InputError> {
+    let source = input::read_text(path)?;
+    let fallback = orch_codegen::fallback_name(Path::new(path));
+    let compiled = orch_codegen::compile_json(&source, fallback.as_deref());
+    Ok((source, compiled))
+}
+
+/// Compiles `path` and runs `f` on it; on I/O problems or template errors prints them.
+fn with_template(path: &str, f: impl FnOnce(&Compiled) -> u8) -> u8 {
+    let (source, compiled) = match compile_file(path) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE_OR_IO;
+        }
+    };
+    if compiled.ir.is_none() {
+        let color = std::io::stderr().is_terminal();
+        for d in &compiled.diagnostics {
+            eprintln!("{}", diagnostic::render(d, path, &source, color));
+        }
+        let n = compiled.diagnostics.iter().filter(|d| d.is_error()).count();
+        eprintln!("error: {path} has {n} error(s); run `orch check {path}` for details");
+        return FOUND_ERRORS;
+    }
+    for d in &compiled.diagnostics {
+        eprintln!("{}", diagnostic::one_line(d, path, &source));
+    }
+    f(&compiled)
+}
+
+fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) -> u8 {
+    let color = match color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let (mut errors, mut warnings, mut unreadable) = (0usize, 0usize, 0usize);
+    let mut out = String::new();
+    for path in files {
+        let (source, compiled) = match compile_file(path) {
+            Ok(x) => x,
+            Err(e) => {
+                unreadable += 1;
+                eprintln!("error: {e}");
+                continue;
+            }
+        };
+        for d in &compiled.diagnostics {
+            match d.severity() {
+                Severity::Error => errors += 1,
+                Severity::Warning => warnings += 1,
+            }
+            match format {
+                Format::Human => {
+                    out.push_str(&diagnostic::render(d, path, &source, color));
+                    out.push_str("\n\n");
+                }
+                Format::Json => {
+                    out.push_str(&json_diagnostic(d, path, &source));
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    let summary = format!(
+        "checked {} file{}: {errors} error{}, {warnings} warning{}{}",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" },
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" },
+        if unreadable > 0 {
+            format!(", {unreadable} unreadable")
+        } else {
+            String::new()
+        }
+    );
+    match format {
+        Format::Human => {
+            out.push_str(&summary);
+            out.push('\n');
+        }
+        Format::Json => eprintln!("{summary}"),
+    }
+    let written = print_out(&out);
+    if unreadable > 0 || written != OK {
+        USAGE_OR_IO
+    } else if errors > 0 || (deny_warnings && warnings > 0) {
+        FOUND_ERRORS
+    } else {
+        OK
+    }
+}
+
+fn json_diagnostic(d: &Diagnostic, path: &str, source: &str) -> String {
+    let (line, column, end_line, end_column) = match d.span {
+        Some(s) => {
+            let (l, c) = line_col(source, s.start);
+            let (el, ec) = line_col(source, s.end);
+            (l, c, el, ec)
+        }
+        None => (1, 1, 1, 1),
+    };
+    serde_json::json!({
+        "file": path,
+        "line": line,
+        "column": column,
+        "endLine": end_line,
+        "endColumn": end_column,
+        "code": d.code.as_str(),
+        "name": d.code.name(),
+        "severity": d.severity().as_str(),
+        "message": d.message,
+        "help": d.help,
+    })
+    .to_string()
+}
+
+fn explain(code: &str) -> u8 {
+    match Code::parse(code) {
+        Some(c) => print_out(&orch_codegen::explain::render(c)),
+        None => {
+            eprintln!("error: unknown diagnostic code `{code}`");
+            eprintln!("codes:");
+            for c in Code::ALL {
+                eprintln!("  {}  {:<32} {}", c.as_str(), c.name(), c.summary());
+            }
+            USAGE_OR_IO
+        }
+    }
+}
+
+fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {
+    with_template(path, |compiled| {
+        let Some(machine) = compiled.to_machine() else {
+            eprintln!("error: {path}: the template could not be loaded");
+            return FOUND_ERRORS;
+        };
+        let mut session = machine.session();
+        let stdin = std::io::stdin();
+        let text = match events {
+            None if stdin.is_terminal() => {
+                let mut out = std::io::stdout();
+                return match simulate::interactive(&mut session, stdin.lock(), &mut out) {
+                    Ok(()) => OK,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        USAGE_OR_IO
+                    }
+                };
+            }
+            None | Some("-") => {
+                let mut s = String::new();
+                match std::io::Read::read_to_string(&mut stdin.lock(), &mut s) {
+                    Ok(_) => ("<stdin>".to_owned(), s),
+                    Err(e) => {
+                        eprintln!("error: <stdin>: {e}");
+                        return USAGE_OR_IO;
+                    }
+                }
+            }
+            Some(p) => match input::read_text(p) {
+                Ok(s) => (p.to_owned(), s),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return USAGE_OR_IO;
+                }
+            },
+        };
+        let events = match simulate::parse_events(&text.0, &text.1) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return USAGE_OR_IO;
+            }
+        };
+        let mut out = Vec::new();
+        if let Err(e) = simulate::run(&mut session, &events, &mut out) {
+            eprintln!("error: {e}");
+            return USAGE_OR_IO;
+        }
+        print_out(&String::from_utf8_lossy(&out))
+    })
+}

@@ -1,0 +1,279 @@
+//! Long explanations of every diagnostic (`orch explain CODE`), each with a wrong and a
+//! fixed example. The examples are tested: the wrong one produces the code, the fixed
+//! one compiles without it.
+
+use crate::diagnostic::Code;
+
+/// The language of an explanation's examples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    /// A JSON template.
+    Json,
+    /// The input of `orchestration!`.
+    Dsl,
+}
+
+/// The long explanation of a diagnostic.
+#[derive(Clone, Copy, Debug)]
+pub struct Explanation {
+    /// What the diagnostic means and why it matters.
+    pub text: &'static str,
+    /// The language of the examples.
+    pub lang: Lang,
+    /// A template that triggers it.
+    pub wrong: &'static str,
+    /// The same template, fixed.
+    pub fixed: &'static str,
+}
+
+macro_rules! json {
+    ($steps:literal) => {
+        concat!(
+            r#"{"agentId": "demo", "tools": ["search", "think", "reflect"], "orchestration": {"steps": [
+  {"name": "Chat", "isDefault": true},
+  "#,
+            $steps,
+            "\n]}}"
+        )
+    };
+}
+
+/// The explanation of `code`.
+pub fn explain(code: Code) -> Explanation {
+    use Code::*;
+    let (text, lang, wrong, fixed) = match code {
+        InvalidJson => (
+            "The file is not valid JSON. Templates are plain JSON (RFC 8259): no comments, no trailing commas, double-quoted strings. The diagnostic points at the first offending character.",
+            Lang::Json,
+            r#"{"agentId": "demo", "orchestration": {"steps": [{"name": "Chat", "isDefault": true},]}}"#,
+            r#"{"agentId": "demo", "orchestration": {"steps": [{"name": "Chat", "isDefault": true}]}}"#,
+        ),
+        WrongType => (
+            "A field the orchestration uses has the wrong JSON type, for example a string where a boolean or an array is expected. The field is skipped, so the template would not do what it says.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "sequence": "search"}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "sequence": ["search"]}"#),
+        ),
+        MissingField => (
+            "A required field is missing: the template's `orchestration` (or `steps`), a step's `name`, a condition's `type`, or the machine's `agentId`/`name`. Steps are found by name, so a nameless step cannot be used.",
+            Lang::Json,
+            json!(r#"{"conditions": [{"type": "tool_used", "value": "search"}]}"#),
+            json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        DuplicateStep => (
+            "Two steps have the same name. Sessions store the active step by name, and the generated `enum Step` needs one variant per step.",
+            Lang::Json,
+            json!(r#"{"name": "Chat", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+            json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        NameCollision => (
+            "Two names become the same Rust identifier (`web-fetch` and `web_fetch` both become `WebFetch`), so the generated enum would have two equal variants.",
+            Lang::Json,
+            r#"{"agentId": "demo", "tools": ["web-fetch", "web_fetch"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}]}}"#,
+            r#"{"agentId": "demo", "tools": ["web-fetch", "web_fetch_v2"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}]}}"#,
+        ),
+        InvalidName => (
+            "A name has no letters or digits (or is empty), so no Rust identifier can be made from it.",
+            Lang::Json,
+            json!(r#"{"name": "---", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+            json!(r#"{"name": "Searched", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        ConflictingDefault => (
+            "More than one step is the default: several steps say `isDefault: true`, or `isDefault` disagrees with `orchestration.defaultStep`. A session starts in exactly one default step.",
+            Lang::Json,
+            json!(r#"{"name": "Idle", "isDefault": true}"#),
+            json!(r#"{"name": "Idle", "conditions": [{"type": "message_contains", "value": "wait"}]}"#),
+        ),
+        UnknownDefaultStep => (
+            "`orchestration.defaultStep` names a step that does not exist (often a typo); the closest name is suggested.",
+            Lang::Json,
+            r#"{"agentId": "demo", "orchestration": {"defaultStep": "Caht", "steps": [{"name": "Chat"}]}}"#,
+            r#"{"agentId": "demo", "orchestration": {"defaultStep": "Chat", "steps": [{"name": "Chat"}]}}"#,
+        ),
+        UnknownCondition => (
+            "A condition's `type` is not one of tool_used, sequence_match, message_contains, message_regex, not_recently_used. An unknown condition would never hold (AgentDock silently ignores it).",
+            Lang::Json,
+            json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_use", "value": "search"}]}"#),
+            json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        MissingValue => (
+            "`tool_used`, `message_contains`, `message_regex` and `not_recently_used` test something named by `value`; without it the condition means nothing.",
+            Lang::Json,
+            json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used"}]}"#),
+            json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        SequenceMatchWithoutSequence => (
+            "`sequence_match` compares the newest history entries with the step's own `sequence`; a step without a sequence can never match.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "sequence_match"}]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "sequence_match"}], "sequence": ["search", "think"]}"#),
+        ),
+        EmptySequence => (
+            "A `sequence` is empty, or one of its positions is an empty group `[]`: no tool could ever satisfy it, so the step would block.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "sequence": ["think", []]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "sequence": ["think", ["reflect", "search"]]}"#),
+        ),
+        PatternNotAllowed => (
+            "A name with `*` is a pattern, and patterns are only meaningful in `allowed`/`denied`. A sequence position, a condition value and the tool list name tools exactly; for alternatives in a sequence use a group.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "sequence": ["search", "th*"]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "sequence": ["search", ["think", "reflect"]]}"#),
+        ),
+        SequenceToolNotPermitted => (
+            "A tool in the step's sequence is not in the step's own tool set (`allowed`, minus `denied`). While the sequence waits for it, the step would have to offer a tool it forbids; AgentDock lets this fail at run time.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search", "think"], "availableTools": {"allowed": ["search"]}}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search", "think"], "availableTools": {"allowed": ["search", "think"]}}"#),
+        ),
+        UnknownTool => (
+            "The template declares its tools (`tools`, or `nodes` without `llm.*`) and a step names a tool that is not among them, usually a typo; the closest name is suggested.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["serch", "think"]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search", "think"]}"#),
+        ),
+        InvalidRegex => (
+            "A `message_regex` value does not compile with the Rust `regex` crate (whose syntax is close to PCRE without look-around or backreferences). Add `(?i)` for case-insensitive matching.",
+            Lang::Json,
+            json!(r#"{"name": "Review", "conditions": [{"type": "message_regex", "value": "(critique|review"}]}"#),
+            json!(r#"{"name": "Review", "conditions": [{"type": "message_regex", "value": "(?i)(critique|review)"}]}"#),
+        ),
+        ZeroWindow => (
+            "`not_recently_used` with `window: 0` looks at no history entries, so it would always hold. Use 1 or more, or omit `window` to look at the whole history.",
+            Lang::Json,
+            json!(r#"{"name": "Fresh", "conditions": [{"type": "not_recently_used", "value": "search", "window": 0}]}"#),
+            json!(r#"{"name": "Fresh", "conditions": [{"type": "not_recently_used", "value": "search", "window": 3}]}"#),
+        ),
+        UnknownResetTrigger => (
+            "`resetSequenceOn` accepts `user_message`, `message_contains` and `message_regex`; anything else would never reset the sequence.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search"], "resetSequenceOn": ["new_message"]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search"], "resetSequenceOn": ["user_message"]}"#),
+        ),
+        LimitExceeded => (
+            "The template exceeds a limit of the compiled form: the history (kept inline in every session) holds at most 1024 entries, a machine at most 16 384 tools and steps, a template file at most 16 MB.",
+            Lang::Json,
+            r#"{"agentId": "demo", "orchestration": {"historyLength": 5000, "steps": [{"name": "Chat", "isDefault": true}]}}"#,
+            r#"{"agentId": "demo", "orchestration": {"historyLength": 50, "steps": [{"name": "Chat", "isDefault": true}]}}"#,
+        ),
+        UnknownLint => (
+            "An `allow` (in the `orchestration!` macro) names something that is not a warning; only warnings can be allowed, by name or code.",
+            Lang::Dsl,
+            "#![allow(unreachable_stp)]\nmachine demo {\n    tools: [search],\n    default step Chat;\n    step Lonely;\n}",
+            "#![allow(unreachable_step)]\nmachine demo {\n    tools: [search],\n    default step Chat;\n    step Lonely;\n}",
+        ),
+        UnreachableStep => (
+            "A step without conditions that is not the default can never become active: activation only considers steps whose conditions all hold, and the default. Four of the six public AgentDock templates have such steps.",
+            Lang::Json,
+            json!(r#"{"name": "Fact Check", "availableTools": {"allowed": ["search"]}}"#),
+            json!(r#"{"name": "Fact Check", "conditions": [{"type": "message_contains", "value": "check"}], "availableTools": {"allowed": ["search"]}}"#),
+        ),
+        ShadowedStep => (
+            "Steps are checked in order and the first whose conditions all hold wins. If an earlier step holds whenever this one does, this one can never win.",
+            Lang::Json,
+            json!(r#"{"name": "Web", "conditions": [{"type": "tool_used", "value": "search"}]},
+  {"name": "Deep", "conditions": [{"type": "tool_used", "value": "search"}, {"type": "tool_used", "value": "think"}]}"#),
+            json!(r#"{"name": "Deep", "conditions": [{"type": "tool_used", "value": "search"}, {"type": "tool_used", "value": "think"}]},
+  {"name": "Web", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        DefaultStepConditions => (
+            "The default step is active when no other step matches; its own conditions are never evaluated (as in AgentDock), so they only mislead readers.",
+            Lang::Json,
+            r#"{"agentId": "demo", "tools": ["search"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true, "conditions": [{"type": "tool_used", "value": "search"}]}]}}"#,
+            r#"{"agentId": "demo", "tools": ["search"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}]}}"#,
+        ),
+        UnmatchedPattern => (
+            "A pattern in `allowed` or `denied` matches no declared tool, usually a typo. (Tools the host registers at run time are still matched against it.)",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "availableTools": {"allowed": ["search*", "*cognitive*"]}}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "availableTools": {"allowed": ["search*"]}}"#),
+        ),
+        EmptyToolSet => (
+            "No tool passes the step's `availableTools`: deny wins over allow, so an allowed tool that is also denied is not available.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "availableTools": {"allowed": ["search"], "denied": ["s*"]}}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "availableTools": {"allowed": ["search"], "denied": ["t*"]}}"#),
+        ),
+        SequenceNeverCompletes => (
+            "Recording a tool of this step's sequence makes an earlier step's `tool_used` conditions hold; activation runs again after every recorded tool, the earlier step wins, and this sequence is abandoned before its end. The public dr-house template has this.",
+            Lang::Json,
+            json!(r#"{"name": "Basic", "conditions": [{"type": "tool_used", "value": "search"}]},
+  {"name": "Deep", "conditions": [{"type": "tool_used", "value": "think"}], "sequence": ["search", "think", "reflect"]}"#),
+            json!(r#"{"name": "Deep", "conditions": [{"type": "tool_used", "value": "think"}], "sequence": ["search", "think", "reflect"]},
+  {"name": "Basic", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+    };
+    Explanation {
+        text,
+        lang,
+        wrong,
+        fixed,
+    }
+}
+
+/// The explanation as text for a terminal.
+pub fn render(code: Code) -> String {
+    let e = explain(code);
+    let lang = match e.lang {
+        Lang::Json => "template.json",
+        Lang::Dsl => "orchestration! { .. }",
+    };
+    let kind = match code.severity() {
+        crate::Severity::Error => "error",
+        crate::Severity::Warning => "warning",
+    };
+    format!(
+        "{code} ({kind}, `{name}`): {summary}\n\n{text}\n\nWrong ({lang}):\n\n{wrong}\n\nFixed:\n\n{fixed}\n",
+        name = code.name(),
+        summary = code.summary(),
+        text = e.text,
+        wrong = indent(e.wrong),
+        fixed = indent(e.fixed),
+    )
+}
+
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes_of(lang: Lang, src: &str) -> Vec<Code> {
+        match lang {
+            Lang::Json => crate::compile_json(src, None)
+                .diagnostics
+                .iter()
+                .map(|d| d.code)
+                .collect(),
+            Lang::Dsl => {
+                let tokens: proc_macro2::TokenStream = src.parse().expect("tokens");
+                let out = crate::expand::orchestration(tokens).to_string();
+                Code::ALL
+                    .iter()
+                    .copied()
+                    .filter(|c| out.contains(&format!("\"{}: ", c.as_str())))
+                    .collect()
+            }
+        }
+    }
+
+    #[test]
+    fn every_wrong_example_triggers_its_code_and_every_fixed_one_does_not() {
+        for &code in Code::ALL {
+            let e = explain(code);
+            let wrong = codes_of(e.lang, e.wrong);
+            assert!(
+                wrong.contains(&code),
+                "{code}: wrong example gives {wrong:?}"
+            );
+            let fixed = codes_of(e.lang, e.fixed);
+            assert!(fixed.is_empty(), "{code}: fixed example gives {fixed:?}");
+            assert!(render(code).contains(code.as_str()));
+        }
+    }
+}
