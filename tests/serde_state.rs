@@ -32,6 +32,8 @@ fn round_trip_is_exact() {
 fn reads_as_names() {
     let v: serde_json::Value = serde_json::to_value(busy_session()).unwrap();
     assert_eq!(v["machine"], "conformance");
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["fingerprint"], conformance::FINGERPRINT);
     assert_eq!(v["step"], "Research");
     assert_eq!(
         v["history"],
@@ -52,18 +54,19 @@ fn bad_input_is_an_error_that_says_what() {
     let good = serde_json::to_value(busy_session()).unwrap();
     let cases: &[(&str, serde_json::Value, &str)] = &[
         ("machine", "other".into(), "belongs to machine `other`"),
+        ("version", 7.into(), "format version 7 is not supported"),
         ("step", "Nope".into(), "unknown step `Nope`"),
         ("sequenceIndex", 9.into(), "past the end of the sequence"),
         ("used", serde_json::json!(["nope"]), "unknown tool `nope`"),
         (
             "history",
             serde_json::json!(["nope"]),
-            "unknown tool `nope` in history",
+            "unknown tool `nope`",
         ),
         (
             "history",
             serde_json::json!(vec!["think"; 11]),
-            "this machine keeps 10",
+            "more than this machine keeps",
         ),
         (
             "matched",

@@ -323,6 +323,26 @@ impl<'m> DynSession<'m> {
             .collect()
     }
 
+    /// The session's state by names (see [`crate::Snapshot`]).
+    pub fn snapshot(&self) -> crate::Snapshot {
+        crate::snapshot::take(&self.machine.tables.view(), &self.state, &self.available)
+    }
+
+    /// A session of `machine` from a snapshot (see [`crate::Session::restore`]).
+    pub fn restore(
+        machine: &'m DynMachine,
+        snapshot: &crate::Snapshot,
+    ) -> Result<(Self, crate::RestoreReport), crate::RestoreError> {
+        let mut s = DynSession::new(machine);
+        let report = crate::snapshot::restore_into(
+            &machine.tables.view(),
+            snapshot,
+            &mut s.state,
+            &mut s.available,
+        )?;
+        Ok((s, report))
+    }
+
     fn names(&self, set: &[u64]) -> Vec<&'m str> {
         let tools = &self.machine.tables.tools;
         BitIter::new(set)

@@ -34,6 +34,7 @@ mod regexes;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod session;
+pub mod snapshot;
 mod state;
 pub mod tables;
 mod text;
@@ -43,6 +44,7 @@ pub use machine::{Machine, StepEnum};
 pub use regex::Regex;
 pub use regexes::{MessageRegex, Regexes};
 pub use session::{Denied, HistoryEntry, Outcome, Session};
+pub use snapshot::{AgentDockView, RestoreError, RestoreReport, Snapshot};
 pub use state::Usage;
 pub use tables::Tables;
 pub use text::{contains_folded, fold_case, glob_match, is_pattern};

@@ -168,8 +168,18 @@ impl<M: Machine> Clone for Session<M> {
 impl<M: Machine> Copy for Session<M> {}
 
 impl<M: Machine> PartialEq for Session<M> {
+    /// Equal when they behave the same from here on: same step, index, history (in
+    /// order), used set, message flags, usage and available tools. (Where the history
+    /// ring happens to start is not part of the state.)
     fn eq(&self, other: &Self) -> bool {
-        self.state == other.state && self.available == other.available
+        let (a, b) = (&self.state, &other.state);
+        a.step == b.step
+            && a.index == b.index
+            && a.used == b.used
+            && a.flags == b.flags
+            && a.usage == b.usage
+            && self.available == other.available
+            && a.history().eq(b.history())
     }
 }
 impl<M: Machine> Eq for Session<M> {}
@@ -375,14 +385,12 @@ impl<M: Machine> Session<M> {
             })
     }
 
-    /// The engine state (for serialization).
-    #[cfg(feature = "serde")]
+    /// The engine state (for snapshots).
     pub(crate) fn raw_state(&self) -> &StateOf<M> {
         &self.state
     }
 
-    /// A session from validated parts (for deserialization).
-    #[cfg(feature = "serde")]
+    /// A session from validated parts (for restoring snapshots).
     pub(crate) fn from_parts(state: StateOf<M>, available: <M::Tool as ToolEnum>::Words) -> Self {
         Session {
             state,

@@ -1,0 +1,646 @@
+//! Snapshots (SPEC §9): a session's whole state by *names*, with a format version and
+//! the fingerprint of the compiled template, so it can be stored anywhere and restored
+//! into the same template — or into a changed one, mapping by name and reporting what
+//! could not be mapped.
+//!
+//! Two encodings: JSON (feature `serde`) and a compact binary form
+//! ([`Snapshot::to_bytes`], [`Snapshot::from_bytes`]) whose decoder checks every length
+//! against the bytes that remain, so hostile input can never make it allocate more than
+//! the input's own size.
+
+use crate::bits::{ToolEnum, Words};
+use crate::machine::{Machine, StepEnum};
+use crate::session::Session;
+use crate::state::{State, Usage, FOREIGN, NO_STEP};
+use crate::tables::Tables;
+use crate::Entries;
+use std::fmt;
+
+/// The snapshot format version this runtime writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The largest snapshot accepted, in bytes (JSON or binary).
+pub const MAX_SNAPSHOT_BYTES: usize = 1 << 20;
+
+/// A session's state by names (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(rename_all = "camelCase", deny_unknown_fields)
+)]
+pub struct Snapshot {
+    /// [`FORMAT_VERSION`] when written.
+    pub version: u32,
+    /// The machine's name (`agentId`, else `name`).
+    pub machine: String,
+    /// The compiled template's fingerprint when written.
+    pub fingerprint: u64,
+    /// The active step.
+    pub step: Option<String>,
+    /// The position in the active step's sequence.
+    pub sequence_index: u32,
+    /// The history, oldest first; `None` is a foreign tool.
+    pub history: Vec<Option<String>>,
+    /// Every tool used since the session began (or was reset).
+    pub used: Vec<String>,
+    /// The message conditions the latest user message satisfied
+    /// (`contains:<needle>` / `regex:<pattern>`).
+    pub matched: Vec<String>,
+    /// Cumulative token usage.
+    pub usage: Usage,
+    /// The host's available tools (`None`: every tool).
+    pub available: Option<Vec<String>>,
+}
+
+/// What a restore could not carry over exactly (restoring into a changed template).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The snapshot was written by a different build of the template.
+    pub fingerprint_changed: bool,
+    /// The active step no longer exists; the session fell back to the default step
+    /// (index 0).
+    pub missing_step: Option<String>,
+    /// The sequence index was past the end of the step's (changed) sequence and was
+    /// set to its end.
+    pub index_clamped: Option<(u32, u32)>,
+    /// Tools that no longer exist: their history entries became foreign entries (they
+    /// did run), and they left the used set and the available set.
+    pub missing_tools: Vec<String>,
+    /// Message conditions that no longer exist (dropped).
+    pub missing_conditions: Vec<String>,
+    /// History entries beyond the machine's capacity (the oldest were dropped).
+    pub history_truncated: usize,
+}
+
+impl RestoreReport {
+    /// Was everything carried over exactly (same template, nothing lost)?
+    pub fn is_exact(&self) -> bool {
+        *self == RestoreReport::default()
+    }
+
+    /// Was anything lost or changed beyond the fingerprint?
+    pub fn lost_anything(&self) -> bool {
+        self.missing_step.is_some()
+            || self.index_clamped.is_some()
+            || !self.missing_tools.is_empty()
+            || !self.missing_conditions.is_empty()
+            || self.history_truncated > 0
+    }
+}
+
+/// Why a snapshot could not be restored or decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RestoreError {
+    /// The snapshot belongs to another machine.
+    OtherMachine {
+        /// The snapshot's machine.
+        found: String,
+        /// This machine.
+        expected: String,
+    },
+    /// A format version this runtime does not read.
+    UnsupportedVersion(u32),
+    /// Malformed data: what is wrong and where.
+    Malformed(String),
+    /// The input is larger than [`MAX_SNAPSHOT_BYTES`].
+    TooLarge(usize),
+}
+
+impl fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RestoreError::OtherMachine { found, expected } => {
+                write!(
+                    f,
+                    "the snapshot belongs to machine `{found}`, not `{expected}`"
+                )
+            }
+            RestoreError::UnsupportedVersion(v) => {
+                write!(f, "snapshot format version {v} is not supported (this runtime reads {FORMAT_VERSION})")
+            }
+            RestoreError::Malformed(why) => write!(f, "malformed snapshot: {why}"),
+            RestoreError::TooLarge(n) => write!(
+                f,
+                "snapshot of {n} bytes exceeds the limit of {MAX_SNAPSHOT_BYTES}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RestoreError {}
+
+/// The name of message flag `i`: `contains:<needle>` or `regex:<pattern>`.
+fn flag_name<S: AsRef<str>>(t: &Tables<'_, S>, i: usize) -> String {
+    match t.contains.get(i) {
+        Some(c) => format!("contains:{}", c.as_ref()),
+        None => format!(
+            "regex:{}",
+            t.regexes
+                .get(i - t.contains.len())
+                .map_or("", |r| r.as_ref())
+        ),
+    }
+}
+
+/// The snapshot of an engine state (shared by typed and run-time sessions).
+pub(crate) fn take<S, U, F, H>(
+    t: &Tables<'_, S>,
+    state: &State<U, F, H>,
+    available: &[u64],
+) -> Snapshot
+where
+    S: AsRef<str>,
+    U: AsRef<[u64]> + AsMut<[u64]>,
+    F: AsRef<[u64]> + AsMut<[u64]>,
+    H: AsRef<[u16]> + AsMut<[u16]>,
+{
+    let tool = |i: usize| t.tools.get(i).map(|n| n.as_ref().to_owned());
+    let names = |bits: &[u64]| -> Vec<String> {
+        crate::bits::BitIter::new(bits).filter_map(tool).collect()
+    };
+    let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
+    Snapshot {
+        version: FORMAT_VERSION,
+        machine: t.name.to_owned(),
+        fingerprint: t.fingerprint,
+        step: state
+            .active()
+            .and_then(|i| t.step_names.get(i))
+            .map(|n| n.as_ref().to_owned()),
+        sequence_index: u32::from(state.index),
+        history: state
+            .history()
+            .map(|i| match i {
+                FOREIGN => None,
+                i => tool(i as usize),
+            })
+            .collect(),
+        used: names(state.used.as_ref()),
+        matched: crate::bits::BitIter::new(state.flags.as_ref())
+            .map(|i| flag_name(t, i))
+            .collect(),
+        usage: state.usage,
+        available: (!all).then(|| names(available)),
+    }
+}
+
+/// Restores `snapshot` into a blank `state` and `available` (shared by typed and
+/// run-time sessions).
+pub(crate) fn restore_into<S, U, F, H>(
+    t: &Tables<'_, S>,
+    snapshot: &Snapshot,
+    state: &mut State<U, F, H>,
+    available: &mut [u64],
+) -> Result<RestoreReport, RestoreError>
+where
+    S: AsRef<str>,
+    U: AsRef<[u64]> + AsMut<[u64]>,
+    F: AsRef<[u64]> + AsMut<[u64]>,
+    H: AsRef<[u16]> + AsMut<[u16]>,
+{
+    if snapshot.version != FORMAT_VERSION {
+        return Err(RestoreError::UnsupportedVersion(snapshot.version));
+    }
+    if snapshot.machine != t.name {
+        return Err(RestoreError::OtherMachine {
+            found: snapshot.machine.clone(),
+            expected: t.name.to_owned(),
+        });
+    }
+    let mut report = RestoreReport {
+        fingerprint_changed: snapshot.fingerprint != t.fingerprint,
+        ..RestoreReport::default()
+    };
+    let missing_tool = |name: &str, report: &mut RestoreReport| {
+        if !report.missing_tools.iter().any(|m| m == name) {
+            report.missing_tools.push(name.to_owned());
+        }
+    };
+    state.clear();
+    if let Some(name) = &snapshot.step {
+        match t.step_index(name) {
+            Some(step) => {
+                state.step = step as u16;
+                let len = t.steps.get(step).map_or(0, |s| s.sequence.len);
+                if snapshot.sequence_index > len {
+                    report.index_clamped = Some((snapshot.sequence_index, len));
+                    state.index = len as u16;
+                } else {
+                    state.index = snapshot.sequence_index as u16;
+                }
+            }
+            None => {
+                report.missing_step = Some(name.clone());
+                state.step = t.default_step.unwrap_or(NO_STEP);
+            }
+        }
+    }
+    let capacity = state.hist.as_ref().len();
+    let skip = snapshot.history.len().saturating_sub(capacity);
+    report.history_truncated = skip;
+    for entry in &snapshot.history[skip..] {
+        let i = match entry {
+            None => FOREIGN,
+            Some(name) => match t.tool_index(name) {
+                Some(i) => i as u16,
+                None => {
+                    missing_tool(name, &mut report);
+                    FOREIGN
+                }
+            },
+        };
+        let next = state.hist_next as usize;
+        state.hist.as_mut()[next % capacity] = i;
+        state.hist_next = ((next + 1) % capacity) as u16;
+        state.hist_len = (state.hist_len + 1).min(capacity as u16);
+    }
+    for name in &snapshot.used {
+        match t.tool_index(name) {
+            Some(i) => crate::bits::set(state.used.as_mut(), i),
+            None => missing_tool(name, &mut report),
+        }
+    }
+    available.fill(0);
+    match &snapshot.available {
+        None => (0..t.tools.len()).for_each(|i| crate::bits::set(available, i)),
+        Some(names) => {
+            for name in names {
+                match t.tool_index(name) {
+                    Some(i) => crate::bits::set(available, i),
+                    None => missing_tool(name, &mut report),
+                }
+            }
+        }
+    }
+    let flags = t.message_flags();
+    for m in &snapshot.matched {
+        match (0..flags).find(|i| flag_name(t, *i) == *m) {
+            Some(i) => crate::bits::set(state.flags.as_mut(), i),
+            None => report.missing_conditions.push(m.clone()),
+        }
+    }
+    state.usage = snapshot.usage;
+    Ok(report)
+}
+
+impl<M: Machine> Session<M> {
+    /// The session's state by names.
+    pub fn snapshot(&self) -> Snapshot {
+        take(
+            M::tables(),
+            self.raw_state(),
+            self.available().words().as_ref(),
+        )
+    }
+
+    /// A session from a snapshot: exact for the same template; for a changed template,
+    /// mapped by name, with what could not be mapped in the report (a step that no
+    /// longer exists falls back to the default step with index 0).
+    pub fn restore(snapshot: &Snapshot) -> Result<(Self, RestoreReport), RestoreError> {
+        let mut state = State::blank(
+            <<M::Tool as ToolEnum>::Words as Words>::ZERO,
+            <M::Flags as Words>::ZERO,
+            <M::History as Entries>::ZERO,
+        );
+        let mut available = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
+        let report = restore_into(M::tables(), snapshot, &mut state, available.as_mut())?;
+        Ok((Session::from_parts(state, available), report))
+    }
+}
+
+/// The AgentDock client-facing shape of a session (its `OrchestrationState` as the
+/// client sees it). `recentlyUsedTools` follows AgentDock: newest first, without
+/// duplicates, at most 10.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct AgentDockView {
+    /// The session id.
+    pub session_id: String,
+    /// Recently used tools, newest first, de-duplicated, at most 10.
+    pub recently_used_tools: Vec<String>,
+    /// The active step's name.
+    pub active_step: Option<String>,
+    /// The sequence index.
+    pub sequence_index: u32,
+    /// Cumulative token usage.
+    pub cumulative_token_usage: AgentDockUsage,
+}
+
+/// Token usage in AgentDock's field names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
+pub struct AgentDockUsage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Total tokens.
+    pub total_tokens: u64,
+}
+
+impl<M: Machine> Session<M> {
+    /// The AgentDock client-facing view of this session.
+    pub fn agentdock_view(&self, session_id: &str) -> AgentDockView {
+        let mut recent: Vec<String> = Vec::new();
+        for entry in self.history().collect::<Vec<_>>().into_iter().rev() {
+            if let crate::HistoryEntry::Tool(t) = entry {
+                if !recent.iter().any(|r| r == t.name()) {
+                    recent.push(t.name().to_owned());
+                }
+            }
+            if recent.len() == 10 {
+                break;
+            }
+        }
+        let u = self.usage();
+        AgentDockView {
+            session_id: session_id.to_owned(),
+            recently_used_tools: recent,
+            active_step: self.step().map(|s| s.name().to_owned()),
+            sequence_index: self.sequence_index() as u32,
+            cumulative_token_usage: AgentDockUsage {
+                prompt_tokens: u.prompt,
+                completion_tokens: u.completion,
+                total_tokens: u.total(),
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Binary encoding.
+
+const MAGIC: &[u8; 4] = b"orch";
+
+fn put_varint(out: &mut Vec<u8>, mut x: u64) {
+    loop {
+        let byte = (x & 0x7f) as u8;
+        x >>= 7;
+        if x == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bad(&self, what: &str) -> RestoreError {
+        RestoreError::Malformed(format!("{what} at byte {}", self.at))
+    }
+
+    fn byte(&mut self, what: &str) -> Result<u8, RestoreError> {
+        let b = *self
+            .bytes
+            .get(self.at)
+            .ok_or_else(|| self.bad(&format!("truncated: expected {what}")))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn varint(&mut self, what: &str) -> Result<u64, RestoreError> {
+        let mut x = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte(what)?;
+            x |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(x);
+            }
+        }
+        Err(self.bad(&format!("{what} is not a valid varint")))
+    }
+
+    /// A count of items that take at least one byte each: never more than remain.
+    fn count(&mut self, what: &str) -> Result<usize, RestoreError> {
+        let n = self.varint(what)?;
+        let remaining = (self.bytes.len() - self.at) as u64;
+        if n > remaining {
+            return Err(self.bad(&format!(
+                "{what} says {n} items but only {remaining} bytes remain"
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    fn str(&mut self, what: &str) -> Result<&'a str, RestoreError> {
+        let n = self.count(what)?;
+        let s = &self.bytes[self.at..self.at + n];
+        let s = std::str::from_utf8(s).map_err(|_| self.bad(&format!("{what} is not UTF-8")))?;
+        self.at += n;
+        Ok(s)
+    }
+
+    fn u64_le(&mut self, what: &str) -> Result<u64, RestoreError> {
+        let end = self.at + 8;
+        let b = self
+            .bytes
+            .get(self.at..end)
+            .ok_or_else(|| self.bad(&format!("truncated: expected {what}")))?;
+        self.at = end;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+impl Snapshot {
+    /// The compact binary encoding: tool names are written once, in a table, and
+    /// referenced by index.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        fn index_of<'a>(n: &'a str, names: &mut Vec<&'a str>) -> u64 {
+            match names.iter().position(|x| *x == n) {
+                Some(i) => i as u64,
+                None => {
+                    names.push(n);
+                    (names.len() - 1) as u64
+                }
+            }
+        }
+        let mut names: Vec<&str> = Vec::new();
+        let mut body = Vec::new();
+        put_varint(&mut body, self.history.len() as u64);
+        let mut refs: Vec<u64> = Vec::new();
+        for h in &self.history {
+            refs.push(match h {
+                None => 0,
+                Some(n) => index_of(n, &mut names) + 1,
+            });
+        }
+        for r in refs {
+            put_varint(&mut body, r);
+        }
+        let used: Vec<u64> = self.used.iter().map(|n| index_of(n, &mut names)).collect();
+        put_varint(&mut body, used.len() as u64);
+        for u in used {
+            put_varint(&mut body, u);
+        }
+        match &self.available {
+            None => body.push(0),
+            Some(list) => {
+                body.push(1);
+                let idx: Vec<u64> = list.iter().map(|n| index_of(n, &mut names)).collect();
+                put_varint(&mut body, idx.len() as u64);
+                for i in idx {
+                    put_varint(&mut body, i);
+                }
+            }
+        }
+        put_varint(&mut body, self.matched.len() as u64);
+        for m in &self.matched {
+            put_str(&mut body, m);
+        }
+
+        let mut out = Vec::with_capacity(32 + body.len());
+        out.extend_from_slice(MAGIC);
+        put_varint(&mut out, u64::from(self.version));
+        out.extend_from_slice(&self.fingerprint.to_le_bytes());
+        put_str(&mut out, &self.machine);
+        match &self.step {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                put_str(&mut out, s);
+            }
+        }
+        put_varint(&mut out, u64::from(self.sequence_index));
+        put_varint(&mut out, self.usage.prompt);
+        put_varint(&mut out, self.usage.completion);
+        put_varint(&mut out, names.len() as u64);
+        for n in &names {
+            put_str(&mut out, n);
+        }
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Decodes [`Snapshot::to_bytes`]. Malformed, truncated or hostile input is an
+    /// error (never a panic, never an allocation larger than the input).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Snapshot, RestoreError> {
+        if bytes.len() > MAX_SNAPSHOT_BYTES {
+            return Err(RestoreError::TooLarge(bytes.len()));
+        }
+        if bytes.get(..4) != Some(MAGIC.as_slice()) {
+            return Err(RestoreError::Malformed(
+                "not an orch snapshot (bad magic bytes)".into(),
+            ));
+        }
+        let mut r = Reader { bytes, at: 4 };
+        let version = r.varint("the version")?;
+        if version != u64::from(FORMAT_VERSION) {
+            return Err(RestoreError::UnsupportedVersion(
+                version.min(u64::from(u32::MAX)) as u32,
+            ));
+        }
+        let fingerprint = r.u64_le("the fingerprint")?;
+        let machine = r.str("the machine name")?.to_owned();
+        let step = match r.byte("the step flag")? {
+            0 => None,
+            1 => Some(r.str("the step name")?.to_owned()),
+            _ => return Err(r.bad("invalid step flag")),
+        };
+        let sequence_index = u32::try_from(r.varint("the sequence index")?)
+            .map_err(|_| r.bad("sequence index out of range"))?;
+        let prompt = r.varint("prompt tokens")?;
+        let completion = r.varint("completion tokens")?;
+        let n_names = r.count("the name table")?;
+        let mut names = Vec::with_capacity(n_names);
+        for _ in 0..n_names {
+            names.push(r.str("a tool name")?.to_owned());
+        }
+        let name = |r: &Reader<'_>, i: u64| -> Result<String, RestoreError> {
+            names
+                .get(i as usize)
+                .cloned()
+                .ok_or_else(|| r.bad(&format!("name index {i} out of range")))
+        };
+        let n = r.count("the history")?;
+        let mut history = Vec::with_capacity(n);
+        for _ in 0..n {
+            history.push(match r.varint("a history entry")? {
+                0 => None,
+                i => Some(name(&r, i - 1)?),
+            });
+        }
+        let n = r.count("the used set")?;
+        let mut used = Vec::with_capacity(n);
+        for _ in 0..n {
+            let i = r.varint("a used tool")?;
+            used.push(name(&r, i)?);
+        }
+        let available = match r.byte("the available flag")? {
+            0 => None,
+            1 => {
+                let n = r.count("the available set")?;
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let i = r.varint("an available tool")?;
+                    v.push(name(&r, i)?);
+                }
+                Some(v)
+            }
+            _ => return Err(r.bad("invalid available flag")),
+        };
+        let n = r.count("the matched conditions")?;
+        let mut matched = Vec::with_capacity(n);
+        for _ in 0..n {
+            matched.push(r.str("a matched condition")?.to_owned());
+        }
+        if r.at != bytes.len() {
+            return Err(r.bad("trailing bytes"));
+        }
+        Ok(Snapshot {
+            version: FORMAT_VERSION,
+            machine,
+            fingerprint,
+            step,
+            sequence_index,
+            history,
+            used,
+            matched,
+            usage: Usage { prompt, completion },
+            available,
+        })
+    }
+}
+
+#[cfg(feature = "serde")]
+impl Snapshot {
+    /// The JSON encoding.
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings and numbers cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Decodes [`Snapshot::to_json`], refusing input over [`MAX_SNAPSHOT_BYTES`] before
+    /// parsing it.
+    pub fn from_json(json: &str) -> Result<Snapshot, RestoreError> {
+        if json.len() > MAX_SNAPSHOT_BYTES {
+            return Err(RestoreError::TooLarge(json.len()));
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| RestoreError::Malformed(e.to_string()))?;
+        match v.get("version").and_then(serde_json::Value::as_u64) {
+            Some(ver) if ver == u64::from(FORMAT_VERSION) => {}
+            Some(ver) => {
+                return Err(RestoreError::UnsupportedVersion(
+                    ver.min(u64::from(u32::MAX)) as u32,
+                ))
+            }
+            None => return Err(RestoreError::Malformed("missing `version`".into())),
+        }
+        serde_json::from_value(v).map_err(|e| RestoreError::Malformed(e.to_string()))
+    }
+}
