@@ -323,7 +323,7 @@ fn malformed_and_hostile_data_is_an_error_never_a_panic() {
         "[]".to_owned(),
         format!(
             "{{\"version\":1,\"history\":[{}]}}",
-            vec!["\"x\""; 10].join(",")
+            ["\"x\""; 10].join(",")
         ),
     ] {
         assert!(Snapshot::from_json(&bad).is_err(), "{bad}");
