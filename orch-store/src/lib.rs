@@ -1,0 +1,281 @@
+//! Session stores for **orch**: keep each conversation's orchestration state between
+//! requests, on one server ([`MemoryStore`], the embedded default) or many
+//! ([`RedisStore`], feature `redis`).
+//!
+//! Sessions are stored as binary [`orch_runtime::Snapshot`]s (by names, versioned,
+//! fingerprinted), so a changed template restores by name. Every stored value carries a
+//! version; [`SessionStore::update`] is an optimistic read–modify–write: it loads the
+//! session, applies the change, and writes it back only if nobody else wrote in between
+//! (compare-and-set), retrying a bounded number of times — no lost updates, unlike a
+//! plain get/put.
+//!
+//! ```
+//! # orch_runtime::__doc_machine!();
+//! use orch_store::{MemoryStore, SessionStore};
+//! # async fn demo_fn() -> Result<(), orch_store::StoreError> {
+//! let store = MemoryStore::new();
+//! let updated = store
+//!     .update::<demo::Machine, _>("session-42", |s| {
+//!         s.on_user_message("research this");
+//!         s.record(demo::Tool::Search)
+//!     })
+//!     .await?;
+//! assert_eq!(updated.session.sequence_index(), 1);
+//! # Ok(()) }
+//! # futures_lite_block_on(demo_fn()).unwrap();
+//! # fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+//! # }
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod memory;
+#[cfg(feature = "redis")]
+mod redis_store;
+
+pub use memory::{MemoryStore, MemoryStoreBuilder};
+#[cfg(feature = "redis")]
+pub use redis_store::RedisStore;
+
+use orch_runtime::{Machine, RestoreError, RestoreReport, Session, Snapshot};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A stored value and its version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned {
+    /// The encoded snapshot.
+    pub bytes: Vec<u8>,
+    /// Its version: changes on every write (never reused, even after a delete).
+    pub version: u64,
+}
+
+/// Why a store operation failed.
+#[derive(Debug)]
+pub enum StoreError {
+    /// `update` kept conflicting with concurrent writers.
+    Conflict {
+        /// The session id.
+        id: String,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+    /// The stored data could not be decoded or restored.
+    Snapshot {
+        /// The session id.
+        id: String,
+        /// What was wrong.
+        error: RestoreError,
+    },
+    /// The backend failed (for Redis: connection refused, timeout, protocol error...).
+    Backend(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Conflict { id, attempts } => write!(
+                f,
+                "could not update session `{id}`: {attempts} attempts conflicted with concurrent updates"
+            ),
+            StoreError::Snapshot { id, error } => write!(f, "session `{id}` cannot be restored: {error}"),
+            StoreError::Backend(why) => write!(f, "session store error: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A place to keep sessions. Implementations provide versioned raw bytes
+/// ([`load`](SessionStore::load), [`compare_and_set`](SessionStore::compare_and_set),
+/// [`store`](SessionStore::store), [`remove`](SessionStore::remove)); the typed
+/// operations ([`get`](SessionStore::get), [`put`](SessionStore::put),
+/// [`delete`](SessionStore::delete), [`update`](SessionStore::update)) are provided.
+/// Implementations are thread-safe.
+pub trait SessionStore: Send + Sync {
+    /// The value stored under `id`, if any (and not expired).
+    fn load(&self, id: &str) -> impl Future<Output = Result<Option<Versioned>, StoreError>> + Send;
+
+    /// Writes `bytes` under `id` if the stored version is still `expected` (`None`: only
+    /// if nothing is stored). Returns the new version, or `None` on a conflict.
+    fn compare_and_set(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        bytes: Vec<u8>,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
+
+    /// Writes `bytes` under `id` whatever is stored. Returns the new version.
+    fn store(
+        &self,
+        id: &str,
+        bytes: Vec<u8>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Deletes `id`. Returns whether something was stored.
+    fn remove(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Waits before retry `attempt` (1-based) of a conflicting [`update`](SessionStore::update).
+    /// The default yields to the executor once.
+    fn backoff(&self, attempt: u32) -> impl Future<Output = ()> + Send {
+        let _ = attempt;
+        YieldNow(false)
+    }
+
+    /// The session stored under `id`.
+    fn get<M: Machine>(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Loaded<M>>, StoreError>> + Send {
+        async move {
+            match self.load(id).await? {
+                None => Ok(None),
+                Some(v) => {
+                    let (session, report) = decode::<M>(id, &v.bytes)?;
+                    Ok(Some(Loaded {
+                        session,
+                        version: v.version,
+                        report,
+                    }))
+                }
+            }
+        }
+    }
+
+    /// Stores `session` under `id` (overwriting). Returns the new version.
+    fn put<M: Machine>(
+        &self,
+        id: &str,
+        session: &Session<M>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        let bytes = session.snapshot().to_bytes();
+        async move { self.store(id, bytes).await }
+    }
+
+    /// Deletes the session `id`. Returns whether it existed.
+    fn delete(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.remove(id)
+    }
+
+    /// Applies `change` to the session `id` atomically (a fresh session if there is
+    /// none). The default is an optimistic read–modify–write: compare-and-set on the
+    /// version, retried up to [`DEFAULT_MAX_ATTEMPTS`] times with
+    /// [`backoff`](SessionStore::backoff) between attempts. `change` may run more than
+    /// once (once per attempt) and must only change the session it is given.
+    fn update<M, R>(
+        &self,
+        id: &str,
+        change: impl FnMut(&mut Session<M>) -> R + Send,
+    ) -> impl Future<Output = Result<Updated<M, R>, StoreError>> + Send
+    where
+        M: Machine,
+        R: Send,
+    {
+        self.update_with_limit(id, DEFAULT_MAX_ATTEMPTS, change)
+    }
+
+    /// [`update`](SessionStore::update) with an explicit attempt limit (at least 1).
+    fn update_with_limit<M, R>(
+        &self,
+        id: &str,
+        max_attempts: u32,
+        mut change: impl FnMut(&mut Session<M>) -> R + Send,
+    ) -> impl Future<Output = Result<Updated<M, R>, StoreError>> + Send
+    where
+        M: Machine,
+        R: Send,
+    {
+        async move {
+            let max_attempts = max_attempts.max(1);
+            for attempt in 1..=max_attempts {
+                let (mut session, expected, report) = match self.load(id).await? {
+                    Some(v) => {
+                        let (s, report) = decode::<M>(id, &v.bytes)?;
+                        (s, Some(v.version), report)
+                    }
+                    None => (Session::<M>::new(), None, RestoreReport::default()),
+                };
+                let value = change(&mut session);
+                let bytes = session.snapshot().to_bytes();
+                if let Some(version) = self.compare_and_set(id, expected, bytes).await? {
+                    return Ok(Updated {
+                        session,
+                        value,
+                        version,
+                        attempts: attempt,
+                        report,
+                    });
+                }
+                // Someone else wrote in between: let them finish, then try again.
+                if attempt < max_attempts {
+                    self.backoff(attempt).await;
+                }
+            }
+            Err(StoreError::Conflict {
+                id: id.to_owned(),
+                attempts: max_attempts,
+            })
+        }
+    }
+}
+
+/// A session read from a store.
+#[derive(Debug)]
+pub struct Loaded<M: Machine> {
+    /// The session.
+    pub session: Session<M>,
+    /// The stored version it was read at.
+    pub version: u64,
+    /// What could not be carried over if the template changed since it was stored.
+    pub report: RestoreReport,
+}
+
+/// The result of [`SessionStore::update`].
+#[derive(Debug)]
+pub struct Updated<M: Machine, R> {
+    /// The session as written.
+    pub session: Session<M>,
+    /// What the change function returned (on the attempt that was written).
+    pub value: R,
+    /// The version written.
+    pub version: u64,
+    /// How many attempts it took (1 without contention).
+    pub attempts: u32,
+    /// What could not be carried over if the template changed since it was stored.
+    pub report: RestoreReport,
+}
+
+/// The default bound on [`SessionStore::update`] attempts.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 200;
+
+/// Decodes and restores a stored session.
+pub(crate) fn decode<M: Machine>(
+    id: &str,
+    bytes: &[u8],
+) -> Result<(Session<M>, RestoreReport), StoreError> {
+    let err = |error| StoreError::Snapshot {
+        id: id.to_owned(),
+        error,
+    };
+    let snapshot = Snapshot::from_bytes(bytes).map_err(err)?;
+    Session::<M>::restore(&snapshot).map_err(err)
+}
+
+/// Yields to the executor once (runtime-agnostic).
+pub(crate) struct YieldNow(pub(crate) bool);
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}

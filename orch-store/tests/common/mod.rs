@@ -1,0 +1,136 @@
+//! Shared by the store tests: a machine, the concurrency check, and a real
+//! `redis-server` started on a free loopback port.
+#![allow(dead_code)]
+
+use orch_store::SessionStore;
+use std::sync::Arc;
+
+orch_macros::orchestration! {
+    pub machine "store-test" {
+        tools: [t00, t01, t02, t03, t04, t05, t06, t07, t08, t09, t10, t11, t12, t13, t14, t15, search, think];
+        history: 50;
+        default step Idle;
+        step Research {
+            when message_contains("research");
+            sequence: [search, think];
+            allow: [search, think];
+        }
+    }
+}
+
+pub use store_test::{Machine, Session, Tool};
+
+pub const TASKS: usize = 16;
+pub const RECORDS: usize = 500;
+
+/// 16 tasks each record 500 tool uses and usage on one session through `update`;
+/// afterwards every count is exact.
+pub async fn no_lost_updates<S: SessionStore + 'static>(store: Arc<S>, id: &str) {
+    let mut handles = Vec::new();
+    for task in 0..TASKS {
+        let store = store.clone();
+        let id = id.to_owned();
+        handles.push(tokio::spawn(async move {
+            let tool = Tool::ALL[task];
+            for _ in 0..RECORDS {
+                store
+                    .update::<Machine, _>(&id, |s| {
+                        s.record(tool);
+                        s.record_usage(1, 2);
+                    })
+                    .await
+                    .expect("update");
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("task");
+    }
+    let loaded = store.get::<Machine>(id).await.unwrap().expect("stored");
+    let s = loaded.session;
+    let total = (TASKS * RECORDS) as u64;
+    assert_eq!(s.usage().prompt, total, "every usage update landed");
+    assert_eq!(s.usage().completion, 2 * total);
+    assert_eq!(
+        s.used().len(),
+        TASKS,
+        "every task's tool is in the used set"
+    );
+    assert_eq!(s.history().count(), 50, "the history is full (H = 50)");
+}
+
+/// A `redis-server` on a free loopback port, stopped on drop. `None` (with a note)
+/// when the binary is missing — except under `CI=true`, where that is a failure.
+pub struct RedisServer {
+    child: std::process::Child,
+    pub url: String,
+    _dir: TempDir,
+}
+
+pub struct TempDir(pub std::path::PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl RedisServer {
+    pub fn start() -> Option<RedisServer> {
+        if std::process::Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "redis-server is required under CI=true (.ci/run installs it)"
+            );
+            eprintln!("skipped: redis-server is not installed");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let dir = std::env::temp_dir().join(format!("orch-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let server = RedisServer {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+            _dir: TempDir(dir),
+        };
+        // Wait (bounded) until it accepts connections.
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("redis-server did not start on port {port}");
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
