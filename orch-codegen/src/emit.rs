@@ -265,6 +265,7 @@ pub fn items(ir: &Ir) -> TokenStream {
             fn index(self) -> usize { self as usize }
             fn name(self) -> &'static str { Step::name(self) }
             fn from_name(name: &str) -> ::core::option::Option<Self> { Step::from_name(name) }
+            fn description(self) -> ::core::option::Option<&'static str> { Step::description(self) }
         }
 
         impl ::core::fmt::Display for Step {

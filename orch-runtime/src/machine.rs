@@ -16,6 +16,10 @@ pub trait StepEnum:
     fn name(self) -> &'static str;
     /// The step with this exact name, if any.
     fn from_name(name: &str) -> Option<Self>;
+    /// The step's `description`, if the template gives one.
+    fn description(self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A compiled machine: its tool and step enums, its storage sizes and its tables.

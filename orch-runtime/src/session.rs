@@ -260,6 +260,20 @@ impl<M: Machine> Session<M> {
             .map(|(_, _, group)| self.set_from(M::tables().set_at(group)))
     }
 
+    /// The active step's sequence, position by position (empty without a sequence).
+    pub fn sequence(&self) -> impl Iterator<Item = ToolSet<M::Tool>> + '_ {
+        let t = M::tables();
+        let (step, len) = match self
+            .state
+            .active()
+            .and_then(|i| t.steps.get(i).map(|s| (i, s.sequence.len)))
+        {
+            Some((i, len)) => (i, len as usize),
+            None => (0, 0),
+        };
+        (0..len).map(move |pos| self.set_from(t.group(step, pos)))
+    }
+
     /// When the sequence waits for tools none of which the host made available, those
     /// tools: `allowed()` is then empty, and stays so until the host provides one
     /// (SPEC §8 — it never silently widens).

@@ -114,6 +114,9 @@ pub mod demo_agent {
         fn from_name(name: &str) -> ::core::option::Option<Self> {
             Step::from_name(name)
         }
+        fn description(self) -> ::core::option::Option<&'static str> {
+            Step::description(self)
+        }
     }
     impl ::core::fmt::Display for Step {
         fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {

@@ -1,0 +1,413 @@
+//! The orchestrated agent loop.
+
+use crate::model::{
+    ChatMessage, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream, ToolCall,
+    ToolChoice,
+};
+use crate::tools::ToolRegistry;
+use orch_runtime::{Machine, Session, StepEnum, ToolEnum, Usage};
+use std::fmt;
+
+/// What happened to one tool call the model made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallReport {
+    /// The call.
+    pub call: ToolCall,
+    /// Whether it was executed (false: refused, unknown, or bad arguments).
+    pub executed: bool,
+    /// The orchestration outcome when executed (`advanced`, `completed`, `free`, ...).
+    pub outcome: Option<&'static str>,
+    /// What the model was sent back: the tool's output, or the error.
+    pub result: String,
+}
+
+/// One model step of a turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepReport {
+    /// 1-based, within the turn.
+    pub number: usize,
+    /// The tools offered.
+    pub offered: Vec<String>,
+    /// The tool choice sent.
+    pub tool_choice: ToolChoice,
+    /// The text the model produced.
+    pub text: String,
+    /// Its tool calls and what became of them.
+    pub calls: Vec<CallReport>,
+    /// Tokens of this step.
+    pub usage: Usage,
+    /// The active step after this model step (name).
+    pub step_after: Option<&'static str>,
+    /// The sequence index after this model step.
+    pub sequence_index_after: usize,
+}
+
+/// Why a turn ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model answered without (further) tool calls.
+    Answered,
+    /// The step limit was reached.
+    MaxSteps,
+}
+
+/// One user turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnReport {
+    /// Every model step.
+    pub steps: Vec<StepReport>,
+    /// The text of the last model step.
+    pub final_text: String,
+    /// Tokens of the whole turn.
+    pub usage: Usage,
+    /// Why it ended.
+    pub stop: StopReason,
+}
+
+/// A turn failed (the model could not be reached, or its stream broke).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentError {
+    /// The model failed.
+    Model(ModelError),
+}
+
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentError::Model(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+type StepCallback<M> = Box<dyn FnMut(&StepReport, &Session<M>) + Send>;
+type TurnCallback<M> = Box<dyn FnMut(&TurnReport, &Session<M>) + Send>;
+
+/// The default cap on model steps per turn when the template has no `options.maxSteps`.
+pub const DEFAULT_MAX_STEPS: usize = 10;
+
+/// Drives a model under a compiled orchestration machine `M`.
+///
+/// Per model step it recomputes the allowed tools from the session (so a sequence
+/// advances between the steps of one turn), offers only those, and forces the tool
+/// choice when the sequence position allows exactly one tool. Every tool call is checked
+/// before it runs; a disallowed call is not executed and the model is told what is
+/// allowed now and what the sequence expects. Executed tools are recorded, usage is
+/// accounted, and the system prompt describes the state after the latest transition.
+pub struct Agent<M: Machine, Mo: Model> {
+    model: Mo,
+    tools: ToolRegistry,
+    instructions: String,
+    max_steps: usize,
+    on_step: Option<StepCallback<M>>,
+    on_turn: Option<TurnCallback<M>>,
+}
+
+impl<M: Machine, Mo: Model> Agent<M, Mo> {
+    /// An agent over `model` with `tools`; at most [`DEFAULT_MAX_STEPS`] model steps per
+    /// turn (use [`Agent::max_steps`] with the template's `MAX_STEPS`).
+    pub fn new(model: Mo, tools: ToolRegistry) -> Self {
+        Agent {
+            model,
+            tools,
+            instructions: String::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+            on_step: None,
+            on_turn: None,
+        }
+    }
+
+    /// The base system prompt (the orchestration fragment is appended to it).
+    #[must_use]
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = text.into();
+        self
+    }
+
+    /// The cap on model steps per turn (at least 1).
+    #[must_use]
+    pub fn max_steps(mut self, n: usize) -> Self {
+        self.max_steps = n.max(1);
+        self
+    }
+
+    /// Called after every model step with the session state after it.
+    #[must_use]
+    pub fn on_step_finish(
+        mut self,
+        f: impl FnMut(&StepReport, &Session<M>) + Send + 'static,
+    ) -> Self {
+        self.on_step = Some(Box::new(f));
+        self
+    }
+
+    /// Called after every turn with the session state after it.
+    #[must_use]
+    pub fn on_turn_finish(
+        mut self,
+        f: impl FnMut(&TurnReport, &Session<M>) + Send + 'static,
+    ) -> Self {
+        self.on_turn = Some(Box::new(f));
+        self
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Mo {
+        &self.model
+    }
+
+    /// The tools the session allows now that the host has registered.
+    fn offered(&self, session: &Session<M>) -> Vec<String> {
+        session
+            .filter_names(self.tools.names())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Runs one user turn: `message` is appended to `conversation`, and so is everything
+    /// the model and the tools say.
+    pub async fn run_turn(
+        &mut self,
+        session: &mut Session<M>,
+        conversation: &mut Vec<ChatMessage>,
+        message: &str,
+    ) -> Result<TurnReport, AgentError> {
+        // The host's tools are the available set A of the session (SPEC §8).
+        session.set_available(
+            M::Tool::ALL
+                .iter()
+                .copied()
+                .filter(|t| self.tools.get(t.name()).is_some()),
+        );
+        session.on_user_message(message);
+        conversation.push(ChatMessage::User {
+            content: message.to_owned(),
+        });
+        let mut turn = TurnReport {
+            steps: Vec::new(),
+            final_text: String::new(),
+            usage: Usage::default(),
+            stop: StopReason::MaxSteps,
+        };
+        for number in 1..=self.max_steps {
+            let offered = self.offered(session);
+            let tool_choice = if offered.is_empty() {
+                ToolChoice::None
+            } else if offered.len() == 1 && session.expected().is_some() {
+                ToolChoice::Tool(offered[0].clone())
+            } else {
+                ToolChoice::Auto
+            };
+            let mut messages = Vec::with_capacity(conversation.len() + 1);
+            messages.push(ChatMessage::System {
+                content: self.system_prompt(session),
+            });
+            messages.extend(conversation.iter().cloned());
+            let request = ModelRequest {
+                messages,
+                tools: self.tools.specs(offered.iter().map(String::as_str)),
+                tool_choice: tool_choice.clone(),
+            };
+            let mut stream = self.model.step(request).await.map_err(AgentError::Model)?;
+            let mut text = String::new();
+            let mut calls: Vec<ToolCall> = Vec::new();
+            let mut usage = Usage::default();
+            while let Some(event) = stream.next().await {
+                match event.map_err(AgentError::Model)? {
+                    ModelEvent::TextDelta(t) => text.push_str(&t),
+                    ModelEvent::ToolCall(c) => calls.push(c),
+                    ModelEvent::Usage { prompt, completion } => {
+                        session.record_usage(prompt, completion);
+                        usage.prompt = usage.prompt.saturating_add(prompt);
+                        usage.completion = usage.completion.saturating_add(completion);
+                    }
+                    ModelEvent::Finish(
+                        FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Length,
+                    )
+                    | ModelEvent::Finish(FinishReason::Other(_)) => {}
+                }
+            }
+            turn.usage.prompt = turn.usage.prompt.saturating_add(usage.prompt);
+            turn.usage.completion = turn.usage.completion.saturating_add(usage.completion);
+            conversation.push(ChatMessage::Assistant {
+                content: text.clone(),
+                tool_calls: calls.clone(),
+            });
+
+            let mut reports = Vec::with_capacity(calls.len());
+            for call in calls {
+                // Checked against the state after the previous call of this same step.
+                let report = self.execute(session, call).await;
+                conversation.push(ChatMessage::Tool {
+                    tool_call_id: report.call.id.clone(),
+                    content: report.result.clone(),
+                });
+                reports.push(report);
+            }
+            let no_calls = reports.is_empty();
+            let forced = match &tool_choice {
+                ToolChoice::Tool(t) => Some(t.clone()),
+                _ => None,
+            };
+            let step = StepReport {
+                number,
+                offered,
+                tool_choice,
+                text: text.clone(),
+                calls: reports,
+                usage,
+                step_after: session.step().map(StepEnum::name),
+                sequence_index_after: session.sequence_index(),
+            };
+            if let Some(f) = self.on_step.as_mut() {
+                f(&step, session);
+            }
+            turn.steps.push(step);
+            turn.final_text = text;
+            if no_calls {
+                match forced {
+                    // The one allowed tool was required and the model answered instead:
+                    // tell it, and give it another step.
+                    Some(t) => conversation.push(ChatMessage::System {
+                        content: format!(
+                            "The orchestration requires calling `{t}` now; no other action is possible at this point of the sequence."
+                        ),
+                    }),
+                    None => {
+                        turn.stop = StopReason::Answered;
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(f) = self.on_turn.as_mut() {
+            f(&turn, session);
+        }
+        Ok(turn)
+    }
+
+    /// Checks, executes and records one tool call.
+    async fn execute(&self, session: &mut Session<M>, call: ToolCall) -> CallReport {
+        let refuse = |call: ToolCall, why: String| CallReport {
+            call,
+            executed: false,
+            outcome: None,
+            result: why,
+        };
+        let Some(tool) = self.tools.get(&call.name) else {
+            let why = format!(
+                "error: there is no tool `{}`. {}",
+                call.name,
+                self.what_now(session)
+            );
+            return refuse(call, why);
+        };
+        if let Err(denied) = session.check_name(&call.name) {
+            let why = format!(
+                "error: `{}` was not run: {denied}. {}",
+                call.name,
+                self.what_now(session)
+            );
+            return refuse(call, why);
+        }
+        let arguments = if call.arguments.trim().is_empty() {
+            serde_json::Value::Object(Default::default())
+        } else {
+            match serde_json::from_str(&call.arguments) {
+                Ok(v) => v,
+                Err(e) => {
+                    let why = format!("error: the arguments of `{}` are not valid JSON ({e}); the tool was not run", call.name);
+                    return refuse(call, why);
+                }
+            }
+        };
+        let result = match tool.call(arguments).await {
+            Ok(out) => out,
+            Err(e) => format!("error: {e}"),
+        };
+        // It ran (even if it reported an error): record it.
+        let outcome = session.record_name(&call.name).as_str();
+        CallReport {
+            call,
+            executed: true,
+            outcome: Some(outcome),
+            result,
+        }
+    }
+
+    /// "Allowed now: a, b. The sequence of step `S` expects `x` next."
+    fn what_now(&self, session: &Session<M>) -> String {
+        let offered = self.offered(session);
+        let mut s = if offered.is_empty() {
+            "No tool is allowed now.".to_owned()
+        } else {
+            format!("Allowed now: {}.", offered.join(", "))
+        };
+        if let (Some(step), Some(expected)) = (session.step(), session.expected()) {
+            let names: Vec<&str> = expected.names().collect();
+            s.push_str(&format!(
+                " The sequence of step `{}` expects `{}` next.",
+                step.name(),
+                names.join("` or `")
+            ));
+        }
+        s
+    }
+
+    /// The system prompt: the instructions, then the orchestration state after the
+    /// latest transition.
+    pub fn system_prompt(&self, session: &Session<M>) -> String {
+        let mut out = self.instructions.clone();
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&orchestration_prompt(session, &self.offered(session)));
+        out
+    }
+}
+
+/// The orchestration part of the system prompt, rendered from the session's current
+/// state: the active step and its description, the sequence, the position in it and the
+/// next expected tool, and the tools allowed now (`offered`).
+pub fn orchestration_prompt<M: Machine>(session: &Session<M>, offered: &[String]) -> String {
+    let mut out = String::from("## Orchestration\n");
+    match session.step() {
+        None => out.push_str("No step is active.\n"),
+        Some(step) => {
+            out.push_str(&format!("Active step: {}", step.name()));
+            if let Some(d) = step.description() {
+                out.push_str(&format!(" — {d}"));
+            }
+            out.push('\n');
+            let groups: Vec<String> = session
+                .sequence()
+                .map(|g| g.names().collect::<Vec<_>>().join(" | "))
+                .collect();
+            if !groups.is_empty() {
+                out.push_str(&format!("Sequence: {}\n", groups.join(" → ")));
+                let index = session.sequence_index();
+                match groups.get(index) {
+                    Some(next) => out.push_str(&format!(
+                        "Position: {} of {}; next tool: {next}\n",
+                        index + 1,
+                        groups.len()
+                    )),
+                    None => out.push_str("Position: the sequence is complete; synthesize the results of every tool.\n"),
+                }
+            }
+        }
+    }
+    if let Some(blocked) = session.blocked_on() {
+        let names: Vec<&str> = blocked.names().collect();
+        out.push_str(&format!(
+            "The sequence is waiting for `{}`, which is not available; answer without tools.\n",
+            names.join("` or `")
+        ));
+    } else if offered.is_empty() {
+        out.push_str("No tools are allowed now.\n");
+    } else {
+        out.push_str(&format!("Tools allowed now: {}\n", offered.join(", ")));
+    }
+    out
+}

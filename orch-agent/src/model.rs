@@ -1,0 +1,168 @@
+//! The provider-agnostic model interface: one model step takes the conversation, the
+//! tools to offer and a tool-choice setting, and yields a stream of events.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+
+/// A tool call the model made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call (echoed back with the result).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the JSON text the model produced.
+    pub arguments: String,
+}
+
+/// One message of the conversation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// Instructions.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// The user.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// The model: text and/or tool calls.
+    Assistant {
+        /// The text (may be empty).
+        content: String,
+        /// The tool calls it made.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of a tool call.
+    Tool {
+        /// The call it answers.
+        tool_call_id: String,
+        /// The tool's output, or an error saying why it did not run.
+        content: String,
+    },
+}
+
+/// A tool as offered to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name.
+    pub name: String,
+    /// What it does (for the model).
+    pub description: String,
+    /// Its parameters, as a JSON schema.
+    pub parameters: serde_json::Value,
+}
+
+/// Which tool calls the model may or must make.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// No tool calls.
+    None,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+impl fmt::Display for ToolChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolChoice::Auto => f.write_str("auto"),
+            ToolChoice::None => f.write_str("none"),
+            ToolChoice::Tool(t) => write!(f, "forced: {t}"),
+        }
+    }
+}
+
+/// One model step's input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelRequest {
+    /// The conversation, system message first.
+    pub messages: Vec<ChatMessage>,
+    /// The tools offered (only the allowed ones).
+    pub tools: Vec<ToolSpec>,
+    /// Whether and which tool must be called.
+    pub tool_choice: ToolChoice,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It wants its tool calls executed.
+    ToolCalls,
+    /// It hit its output limit.
+    Length,
+    /// Something else, as the provider named it.
+    Other(String),
+}
+
+/// What a model step yields, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelEvent {
+    /// A piece of text.
+    TextDelta(String),
+    /// A complete tool call.
+    ToolCall(ToolCall),
+    /// Tokens used by this step.
+    Usage {
+        /// Prompt tokens.
+        prompt: u64,
+        /// Completion tokens.
+        completion: u64,
+    },
+    /// The step is over.
+    Finish(FinishReason),
+}
+
+/// A model step failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelError(pub String);
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "model error: {}", self.0)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// The events of one model step, as they arrive.
+pub trait ModelStream: Send {
+    /// The next event; `None` when the step is over.
+    fn next(&mut self) -> impl Future<Output = Option<Result<ModelEvent, ModelError>>> + Send;
+}
+
+/// A language model behind any provider.
+pub trait Model: Send + Sync {
+    /// The event stream of one step.
+    type Stream: ModelStream;
+    /// Runs one model step.
+    fn step(
+        &self,
+        request: ModelRequest,
+    ) -> impl Future<Output = Result<Self::Stream, ModelError>> + Send;
+}
+
+/// A stream over events that are all known already.
+#[derive(Clone, Debug, Default)]
+pub struct EventList(VecDeque<ModelEvent>);
+
+impl EventList {
+    /// A stream of `events`.
+    pub fn new(events: impl IntoIterator<Item = ModelEvent>) -> Self {
+        EventList(events.into_iter().collect())
+    }
+}
+
+impl ModelStream for EventList {
+    async fn next(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+        self.0.pop_front().map(Ok)
+    }
+}

@@ -1,0 +1,131 @@
+//! A scripted model for tests and examples: it answers each model step with the next
+//! planned response and remembers every request it was sent.
+
+use crate::model::{
+    EventList, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ToolCall,
+};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// One planned answer of a [`ScriptedModel`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Planned {
+    /// Text to stream.
+    pub text: String,
+    /// Tool calls to make: (name, JSON arguments).
+    pub calls: Vec<(String, String)>,
+    /// Tokens to report: (prompt, completion).
+    pub usage: (u64, u64),
+}
+
+impl Planned {
+    /// A text answer.
+    pub fn text(text: &str) -> Self {
+        Planned {
+            text: text.to_owned(),
+            ..Planned::default()
+        }
+    }
+
+    /// A call of `tool` with `arguments` (JSON text).
+    pub fn call(tool: &str, arguments: &str) -> Self {
+        Planned {
+            calls: vec![(tool.to_owned(), arguments.to_owned())],
+            ..Planned::default()
+        }
+    }
+
+    /// Adds another tool call to the same model step.
+    #[must_use]
+    pub fn and_call(mut self, tool: &str, arguments: &str) -> Self {
+        self.calls.push((tool.to_owned(), arguments.to_owned()));
+        self
+    }
+
+    /// Sets the tokens this step reports.
+    #[must_use]
+    pub fn usage(mut self, prompt: u64, completion: u64) -> Self {
+        self.usage = (prompt, completion);
+        self
+    }
+}
+
+/// A model that plays back planned answers, one per step (and answers "(no more
+/// planned responses)" when the plan runs out).
+#[derive(Clone, Default)]
+pub struct ScriptedModel {
+    plan: Arc<Mutex<VecDeque<Planned>>>,
+    requests: Arc<Mutex<Vec<ModelRequest>>>,
+    calls: Arc<Mutex<u64>>,
+}
+
+impl ScriptedModel {
+    /// A model that will answer with `plan`, in order.
+    pub fn new(plan: impl IntoIterator<Item = Planned>) -> Self {
+        ScriptedModel {
+            plan: Arc::new(Mutex::new(plan.into_iter().collect())),
+            ..ScriptedModel::default()
+        }
+    }
+
+    /// Appends planned answers.
+    pub fn push(&self, more: impl IntoIterator<Item = Planned>) {
+        self.plan
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(more);
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Model for ScriptedModel {
+    type Stream = EventList;
+
+    async fn step(&self, request: ModelRequest) -> Result<EventList, ModelError> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(request);
+        let planned = self
+            .plan
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+            .unwrap_or_else(|| Planned::text("(no more planned responses)"));
+        let mut n = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let mut events = Vec::new();
+        // Stream the text in two pieces, as a provider would.
+        let (a, b) = planned.text.split_at(planned.text.len() / 2);
+        for part in [a, b] {
+            if !part.is_empty() {
+                events.push(ModelEvent::TextDelta(part.to_owned()));
+            }
+        }
+        let has_calls = !planned.calls.is_empty();
+        for (name, arguments) in planned.calls {
+            *n += 1;
+            events.push(ModelEvent::ToolCall(ToolCall {
+                id: format!("call_{n}"),
+                name,
+                arguments,
+            }));
+        }
+        events.push(ModelEvent::Usage {
+            prompt: planned.usage.0,
+            completion: planned.usage.1,
+        });
+        events.push(ModelEvent::Finish(if has_calls {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        }));
+        Ok(EventList::new(events))
+    }
+}

@@ -1,0 +1,298 @@
+//! The agent loop with a scripted model that misbehaves: out-of-order, denied and
+//! unknown tool calls, and a text answer when one tool is required. Nothing disallowed
+//! executes, the model is told why, the sequence completes in order within one user
+//! turn, and token usage adds up exactly.
+
+use orch_agent::{
+    Agent, ChatMessage, Planned, ScriptedModel, StopReason, ToolChoice, ToolRegistry,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
+use cognitive_reasoner::{Machine, Session, Step};
+
+type Counts = Arc<Mutex<HashMap<String, usize>>>;
+
+/// Every cognitive tool, counting its executions.
+fn tools(skip: &[&str]) -> (ToolRegistry, Counts) {
+    let counts: Counts = Arc::default();
+    let mut reg = ToolRegistry::new();
+    for name in [
+        "search",
+        "think",
+        "reflect",
+        "compare",
+        "critique",
+        "brainstorm",
+        "debate",
+    ] {
+        if skip.contains(&name) {
+            continue;
+        }
+        let c = counts.clone();
+        reg.register(
+            name,
+            &format!("the {name} tool"),
+            serde_json::json!({"type": "object", "properties": {"input": {"type": "string"}}}),
+            move |args| {
+                let c = c.clone();
+                async move {
+                    *c.lock().unwrap().entry(name.to_owned()).or_default() += 1;
+                    Ok(format!("{name}({})", args["input"].as_str().unwrap_or("")))
+                }
+            },
+        );
+    }
+    (reg, counts)
+}
+
+fn tool_results(conversation: &[ChatMessage]) -> Vec<String> {
+    conversation
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_misbehaving_model_cannot_break_the_sequence() {
+    let (registry, counts) = tools(&[]);
+    let model = ScriptedModel::new([
+        Planned::call("think", r#"{"input": "too early"}"#).usage(100, 10),
+        Planned::text("I think the answer is obvious.").usage(110, 12),
+        Planned::call("debate", "{}").usage(120, 5),
+        Planned::call("teleport", "{}").usage(130, 5),
+        Planned::call("search", r#"{"input": "AI jobs"}"#).usage(140, 8),
+        Planned::call("think", r#"{"input": "analysis"}"#).usage(150, 9),
+        Planned::call("reflect", r#"{"input": "summary"}"#).usage(160, 7),
+        Planned::text("AI changes jobs: see the analysis.").usage(170, 40),
+    ]);
+    let probe = model.clone();
+    let steps_seen = Arc::new(Mutex::new(Vec::new()));
+    let seen = steps_seen.clone();
+    let turns = Arc::new(Mutex::new(0));
+    let t = turns.clone();
+    let mut agent = Agent::<Machine, _>::new(model, registry)
+        .instructions("You are the Cognitive Reasoner.")
+        .max_steps(cognitive_reasoner::MAX_STEPS.unwrap_or(10) as usize)
+        .on_step_finish(move |report, session| {
+            seen.lock()
+                .unwrap()
+                .push((report.number, session.step(), session.sequence_index()));
+        })
+        .on_turn_finish(move |_, _| *t.lock().unwrap() += 1);
+    let mut session = Session::new();
+    let mut conversation = Vec::new();
+    let turn = agent
+        .run_turn(
+            &mut session,
+            &mut conversation,
+            "Research the impact of AI on jobs",
+        )
+        .await
+        .unwrap();
+
+    // Nothing disallowed executed; the allowed ones exactly once, in order.
+    let counts = counts.lock().unwrap().clone();
+    assert_eq!(counts.get("debate"), None);
+    assert_eq!(
+        (counts["search"], counts["think"], counts["reflect"]),
+        (1, 1, 1)
+    );
+    let executed: Vec<&str> = turn
+        .steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .filter(|c| c.executed)
+        .map(|c| c.call.name.as_str())
+        .collect();
+    assert_eq!(executed, ["search", "think", "reflect"]);
+    assert_eq!(session.step(), Some(Step::ResearchMode));
+    assert_eq!(
+        session.sequence_index(),
+        3,
+        "the sequence completed within one user turn"
+    );
+    assert_eq!(turn.stop, StopReason::Answered);
+    assert_eq!(turn.final_text, "AI changes jobs: see the analysis.");
+
+    // The model was told why.
+    let results = tool_results(&conversation);
+    assert_eq!(results[0], "error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0. Allowed now: search. The sequence of step `ResearchMode` expects `search` next.");
+    assert!(
+        results[1]
+            .contains("`debate` was not run: the sequence of step `ResearchMode` expects `search`"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[2].starts_with("error: there is no tool `teleport`. Allowed now: search."),
+        "{}",
+        results[2]
+    );
+    assert_eq!(results[3], "search(AI jobs)");
+    assert!(conversation.iter().any(|m| matches!(m, ChatMessage::System { content } if content.contains("requires calling `search` now"))));
+
+    // Offered tools and forced choices, per model step.
+    let requests = probe.requests();
+    let choices: Vec<ToolChoice> = requests.iter().map(|r| r.tool_choice.clone()).collect();
+    let forced = |t: &str| ToolChoice::Tool(t.to_owned());
+    assert_eq!(
+        choices,
+        [
+            forced("search"),
+            forced("search"),
+            forced("search"),
+            forced("search"),
+            forced("search"),
+            forced("think"),
+            forced("reflect"),
+            ToolChoice::Auto
+        ]
+    );
+    let offered: Vec<Vec<String>> = requests
+        .iter()
+        .map(|r| r.tools.iter().map(|t| t.name.clone()).collect())
+        .collect();
+    assert_eq!(offered[5], ["think"]);
+    assert_eq!(offered[7], ["search", "think", "reflect"]);
+    // The system prompt shows the state after the latest transition.
+    let system = |i: usize| match &requests[i].messages[0] {
+        ChatMessage::System { content } => content.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(system(0).starts_with("You are the Cognitive Reasoner.\n\n## Orchestration\nActive step: ResearchMode — Research-based cognitive flow"), "{}", system(0));
+    assert!(
+        system(0)
+            .contains("Sequence: search → think → reflect\nPosition: 1 of 3; next tool: search"),
+        "{}",
+        system(0)
+    );
+    assert!(
+        system(5).contains("Position: 2 of 3; next tool: think"),
+        "{}",
+        system(5)
+    );
+    assert!(
+        system(7).contains("the sequence is complete"),
+        "{}",
+        system(7)
+    );
+
+    // Token usage adds up exactly.
+    let prompt: u64 = (0..8).map(|i| 100 + 10 * i).sum();
+    let completion = 10 + 12 + 5 + 5 + 8 + 9 + 7 + 40;
+    assert_eq!(
+        (turn.usage.prompt, turn.usage.completion),
+        (prompt, completion)
+    );
+    assert_eq!(
+        (session.usage().prompt, session.usage().completion),
+        (prompt, completion)
+    );
+    assert_eq!(
+        turn.steps.iter().map(|s| s.usage.total()).sum::<u64>(),
+        prompt + completion
+    );
+
+    // Callbacks saw the state after each step.
+    let seen = steps_seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 8);
+    assert_eq!(seen[4], (5, Some(Step::ResearchMode), 1));
+    assert_eq!(*turns.lock().unwrap(), 1);
+}
+
+#[tokio::test]
+async fn several_calls_in_one_step_are_checked_one_after_the_other() {
+    let (registry, counts) = tools(&[]);
+    let model = ScriptedModel::new([
+        // search then think in one step: think is checked after search was recorded.
+        Planned::call("search", "{}")
+            .and_call("think", "{}")
+            .and_call("search", "{}"),
+        Planned::text("done"),
+    ]);
+    let mut agent = Agent::<Machine, _>::new(model, registry);
+    let mut session = Session::new();
+    let mut conv = Vec::new();
+    let turn = agent
+        .run_turn(&mut session, &mut conv, "research it")
+        .await
+        .unwrap();
+    let calls = &turn.steps[0].calls;
+    assert!(calls[0].executed && calls[1].executed && !calls[2].executed);
+    assert_eq!(calls[1].outcome, Some("advanced"));
+    assert!(
+        calls[2].result.contains("expects `reflect`"),
+        "{}",
+        calls[2].result
+    );
+    assert_eq!(counts.lock().unwrap()["search"], 1);
+}
+
+#[tokio::test]
+async fn the_step_cap_ends_a_turn() {
+    let (registry, _) = tools(&[]);
+    let model = ScriptedModel::new(std::iter::repeat_n(Planned::call("debate", "{}"), 20));
+    let mut agent = Agent::<Machine, _>::new(model, registry).max_steps(4);
+    let mut session = Session::new();
+    let turn = agent
+        .run_turn(&mut session, &mut Vec::new(), "research it")
+        .await
+        .unwrap();
+    assert_eq!(turn.steps.len(), 4);
+    assert_eq!(turn.stop, StopReason::MaxSteps);
+    assert!(turn
+        .steps
+        .iter()
+        .all(|s| s.calls.iter().all(|c| !c.executed)));
+}
+
+#[tokio::test]
+async fn bad_arguments_are_not_executed() {
+    let (registry, counts) = tools(&[]);
+    let model = ScriptedModel::new([Planned::call("search", "{not json"), Planned::text("sorry")]);
+    let mut agent = Agent::<Machine, _>::new(model, registry).max_steps(2);
+    let mut session = Session::new();
+    let turn = agent
+        .run_turn(&mut session, &mut Vec::new(), "research it")
+        .await
+        .unwrap();
+    assert!(turn.steps[0].calls[0].result.contains("not valid JSON"));
+    assert!(counts.lock().unwrap().is_empty());
+    assert_eq!(session.sequence_index(), 0);
+}
+
+#[tokio::test]
+async fn a_missing_tool_blocks_the_sequence_and_the_prompt_says_so() {
+    // The host has no `think`: after `search` the sequence waits for it.
+    let (registry, _) = tools(&["think"]);
+    let model = ScriptedModel::new([
+        Planned::call("search", "{}"),
+        Planned::text("I cannot continue."),
+    ]);
+    let probe = model.clone();
+    let mut agent = Agent::<Machine, _>::new(model, registry);
+    let mut session = Session::new();
+    agent
+        .run_turn(&mut session, &mut Vec::new(), "research it")
+        .await
+        .unwrap();
+    let second = &probe.requests()[1];
+    assert!(second.tools.is_empty());
+    assert_eq!(second.tool_choice, ToolChoice::None);
+    assert_eq!(
+        session.blocked_on().map(|b| b.names().collect::<Vec<_>>()),
+        Some(vec!["think"])
+    );
+    match &second.messages[0] {
+        ChatMessage::System { content } => assert!(
+            content.contains("waiting for `think`, which is not available"),
+            "{content}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
