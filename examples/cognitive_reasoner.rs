@@ -3,10 +3,16 @@
 //! message picks a mode, the "LLM" calls tools (some of them out of order), and every turn
 //! prints the active step, the sequence index and the tools the LLM may use.
 //!
+//! The second half runs a whole research turn (search → think → reflect) through the
+//! orchestrated agent loop (`orch-agent`) in one user message, with a scripted model
+//! that first tries a tool out of order: per model step it prints the tools offered and
+//! the forced tool choice.
+//!
 //! Run: `cargo run --example cognitive_reasoner`
 
 orch::include_machine!("cognitive-reasoner");
-use cognitive_reasoner::{Session, Tool};
+use cognitive_reasoner::{Machine, Session, Tool};
+use orch_agent::{Agent, Planned, ScriptedModel, ToolRegistry};
 
 fn show(s: &Session, what: &str) {
     let step = s.step().map_or("none", |st| st.name());
@@ -70,4 +76,75 @@ fn main() {
         usage.completion,
         usage.total()
     );
+
+    agent_loop_turn();
+}
+
+/// One user message, one whole research sequence, through the agent loop.
+fn agent_loop_turn() {
+    println!("\n--- the same machine driving a (scripted) model through the agent loop ---");
+    let mut tools = ToolRegistry::new();
+    for t in Tool::ALL {
+        let name = t.name();
+        tools.register(
+            name,
+            &format!("the {name} tool"),
+            serde_json::json!({"type": "object"}),
+            move |args| async move { Ok(format!("{name} ran with {args}")) },
+        );
+    }
+    let model = ScriptedModel::new([
+        Planned::call("think", r#"{"input": "jump ahead"}"#).usage(410, 12),
+        Planned::call("search", r#"{"query": "impact of AI on jobs"}"#).usage(450, 15),
+        Planned::call("think", r#"{"input": "structure the findings"}"#).usage(520, 18),
+        Planned::call("reflect", r#"{"input": "biases and gaps"}"#).usage(580, 16),
+        Planned::text("AI shifts tasks more than it removes jobs; see the analysis above.")
+            .usage(640, 60),
+    ]);
+    let mut agent = Agent::<Machine, _>::new(model, tools)
+        .max_steps(cognitive_reasoner::MAX_STEPS.unwrap_or(10) as usize)
+        .on_step_finish(|step, session| {
+            println!(
+                "  model step {}: offered={:?} tool_choice={}",
+                step.number, step.offered, step.tool_choice
+            );
+            for c in &step.calls {
+                match c.outcome {
+                    Some(outcome) => println!("    {} -> {outcome}: {}", c.call.name, c.result),
+                    None => println!("    {} refused: {}", c.call.name, c.result),
+                }
+            }
+            if step.calls.is_empty() {
+                println!("    answer: {}", step.text);
+            }
+            println!(
+                "    now: step={} index={}",
+                session.step().map_or("none", |s| s.name()),
+                session.sequence_index()
+            );
+        });
+    let mut session = Session::new();
+    let mut conversation = Vec::new();
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start a runtime: {e}");
+            return;
+        }
+    };
+    println!("user: Research the impact of AI on jobs");
+    match runtime.block_on(agent.run_turn(
+        &mut session,
+        &mut conversation,
+        "Research the impact of AI on jobs",
+    )) {
+        Ok(turn) => println!(
+            "turn: {} model steps, stop={:?}, tokens {} + {}",
+            turn.steps.len(),
+            turn.stop,
+            turn.usage.prompt,
+            turn.usage.completion
+        ),
+        Err(e) => eprintln!("error: {e}"),
+    }
 }

@@ -299,15 +299,17 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             let why = format!(
                 "error: there is no tool `{}`. {}",
                 call.name,
-                self.what_now(session)
+                self.what_now(session, true)
             );
             return refuse(call, why);
         };
         if let Err(denied) = session.check_name(&call.name) {
+            // A sequence denial already names what the sequence expects.
+            let mention = !matches!(denied, orch_runtime::Denied::SequenceExpects { .. });
             let why = format!(
                 "error: `{}` was not run: {denied}. {}",
                 call.name,
-                self.what_now(session)
+                self.what_now(session, mention)
             );
             return refuse(call, why);
         }
@@ -337,14 +339,16 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
     }
 
     /// "Allowed now: a, b. The sequence of step `S` expects `x` next."
-    fn what_now(&self, session: &Session<M>) -> String {
+    fn what_now(&self, session: &Session<M>, mention_sequence: bool) -> String {
         let offered = self.offered(session);
         let mut s = if offered.is_empty() {
             "No tool is allowed now.".to_owned()
         } else {
             format!("Allowed now: {}.", offered.join(", "))
         };
-        if let (Some(step), Some(expected)) = (session.step(), session.expected()) {
+        if let (true, Some(step), Some(expected)) =
+            (mention_sequence, session.step(), session.expected())
+        {
             let names: Vec<&str> = expected.names().collect();
             s.push_str(&format!(
                 " The sequence of step `{}` expects `{}` next.",

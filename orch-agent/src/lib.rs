@@ -59,6 +59,8 @@ pub use model::{
     ToolCall, ToolChoice, ToolSpec,
 };
 #[cfg(feature = "openai")]
-pub use openai::{parse_response, request_body, OpenAiModel, OpenAiStream, StreamParser};
+pub use openai::{
+    parse_response, request_body, LiveStream, OpenAiModel, OpenAiStream, StreamParser,
+};
 pub use scripted::{Planned, ScriptedModel};
 pub use tools::{Tool, ToolRegistry, ToolResult};

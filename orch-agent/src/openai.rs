@@ -302,28 +302,28 @@ pub enum OpenAiStream {
     /// A whole response, parsed.
     Whole(EventList),
     /// A streamed response, parsed as it arrives.
-    Live {
-        /// The HTTP response.
-        response: reqwest::Response,
-        /// The parser.
-        parser: StreamParser,
-        /// Events parsed but not yet returned.
-        queue: VecDeque<ModelEvent>,
-        /// The response has been read to its end.
-        ended: bool,
-    },
+    Live(Box<LiveStream>),
+}
+
+/// The state of a streamed response.
+pub struct LiveStream {
+    response: reqwest::Response,
+    parser: StreamParser,
+    queue: VecDeque<ModelEvent>,
+    ended: bool,
 }
 
 impl ModelStream for OpenAiStream {
     async fn next(&mut self) -> Option<Result<ModelEvent, ModelError>> {
         match self {
             OpenAiStream::Whole(list) => list.next().await,
-            OpenAiStream::Live {
-                response,
-                parser,
-                queue,
-                ended,
-            } => loop {
+            OpenAiStream::Live(live) => loop {
+                let LiveStream {
+                    response,
+                    parser,
+                    queue,
+                    ended,
+                } = live.as_mut();
                 if let Some(e) = queue.pop_front() {
                     return Some(Ok(e));
                 }
@@ -378,12 +378,12 @@ impl Model for OpenAiModel {
             )));
         }
         if self.stream {
-            Ok(OpenAiStream::Live {
+            Ok(OpenAiStream::Live(Box::new(LiveStream {
                 response,
                 parser: StreamParser::new(),
                 queue: VecDeque::new(),
                 ended: false,
-            })
+            })))
         } else {
             let text = response
                 .text()

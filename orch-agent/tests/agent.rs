@@ -121,7 +121,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
 
     // The model was told why.
     let results = tool_results(&conversation);
-    assert_eq!(results[0], "error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0. Allowed now: search. The sequence of step `ResearchMode` expects `search` next.");
+    assert_eq!(results[0], "error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0. Allowed now: search.");
     assert!(
         results[1]
             .contains("`debate` was not run: the sequence of step `ResearchMode` expects `search`"),
