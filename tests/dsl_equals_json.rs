@@ -1,6 +1,9 @@
 //! The DSL machine and the JSON machine of the same workflow are the same machine:
 //! identical tables (fingerprint) and identical traces over many random event streams.
 
+mod common;
+use common::Rng;
+
 use orch::{Outcome, ToolEnum};
 
 mod json {
@@ -64,16 +67,6 @@ fn same_tables() {
     );
 }
 
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 fn outcome<T: ToolEnum>(o: Outcome<T>) -> String {
     match o {
         Outcome::OutOfSequence { expected } => format!("out_of_sequence {expected}"),
@@ -97,7 +90,7 @@ fn same_traces_for_random_events() {
         "",
     ];
     for seed in 1..=300u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut rng = Rng::new(seed);
         let (mut a, mut b) = (d::Session::new(), j::Session::new());
         for event in 0..150 {
             match rng.below(6) {

@@ -3,25 +3,14 @@
 //! run time); restoring into a changed template maps by name and reports the rest;
 //! malformed, truncated or hostile data is an error, never a panic.
 
+mod common;
+use common::Rng;
+
 use orch::dynamic::{DynMachine, DynSession};
 use orch::{RestoreError, Snapshot};
 
 orch::include_machine!("conformance");
 orch::include_machine!("support-triage");
-
-/// xorshift64: deterministic randomness without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-}
 
 /// Through one of the two encodings and back.
 fn round_trip(s: &Snapshot, rng: &mut Rng) -> Snapshot {

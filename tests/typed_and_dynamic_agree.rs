@@ -1,6 +1,9 @@
 //! The generated machine (typed `Session`) and the same template loaded at run time
 //! (`DynSession` over `Ir::to_tables`) must produce identical traces for any events.
 
+mod common;
+use common::Rng;
+
 use orch::dynamic::{DynMachine, DynOutcome};
 use orch::{Machine, Outcome, StepEnum, ToolEnum};
 
@@ -8,20 +11,6 @@ orch::include_machine!("conformance");
 orch::include_machine!("support-triage");
 orch::include_machine!("cognitive-reasoner");
 orch::include_machine!("wide");
-
-/// xorshift64*: deterministic, dependency-free randomness.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn dyn_machine(path: &str) -> DynMachine {
     let src = std::fs::read_to_string(path).unwrap();
@@ -57,7 +46,7 @@ fn agree<M: Machine>(path: &str, messages: &[&str], seeds: std::ops::Range<u64>)
     );
     let tools: Vec<&str> = M::Tool::ALL.iter().map(|t| t.name()).collect();
     for seed in seeds {
-        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut rng = Rng::new(seed);
         let mut typed = orch::Session::<M>::new();
         let mut dynamic = machine.session();
         for step in 0..200 {

@@ -24,6 +24,13 @@ fn mark(ir: &Ir, diags: &[Diagnostic], step: usize) -> Option<&'static str> {
     })
 }
 
+/// The steps entered by their conditions (every step but the default and those without
+/// conditions), in template order.
+fn conditional_steps(ir: &Ir) -> impl Iterator<Item = usize> + '_ {
+    (0..ir.steps.len())
+        .filter(|&i| Some(i) != ir.default_step && !ir.steps[i].conditions.is_empty())
+}
+
 /// The label of a transition into `step`: its conditions, joined by "and".
 pub fn condition_label(ir: &Ir, step: usize) -> String {
     let tool = |i: usize| ir.tools.get(i).map_or("?", |t| t.name.as_str());
@@ -107,19 +114,12 @@ pub fn mermaid(ir: &Ir, diags: &[Diagnostic]) -> String {
         Some(d) => out.push_str(&format!("    [*] --> {}\n", id(d))),
         None => out.push_str("    state \"no active step\" as none\n    [*] --> none\n"),
     }
-    let any = ir
-        .steps
-        .iter()
-        .enumerate()
-        .any(|(i, s)| Some(i) != ir.default_step && !s.conditions.is_empty());
-    if any {
+    let entered: Vec<usize> = conditional_steps(ir).collect();
+    if !entered.is_empty() {
         out.push_str("    state \"any step\" as any\n");
         out.push_str("    note right of any: a step becomes active from whichever step is active, when its conditions hold (first match wins)\n");
     }
-    for (i, s) in ir.steps.iter().enumerate() {
-        if Some(i) == ir.default_step || s.conditions.is_empty() {
-            continue;
-        }
+    for i in entered {
         out.push_str(&format!(
             "    any --> {} : {}\n",
             id(i),
@@ -195,18 +195,11 @@ pub fn dot(ir: &Ir, diags: &[Diagnostic]) -> String {
             out.push_str("    none [label=\"no active step\", style=dashed];\n    start -> none;\n")
         }
     }
-    let any = ir
-        .steps
-        .iter()
-        .enumerate()
-        .any(|(i, s)| Some(i) != ir.default_step && !s.conditions.is_empty());
-    if any {
+    let entered: Vec<usize> = conditional_steps(ir).collect();
+    if !entered.is_empty() {
         out.push_str("    any [label=\"any step\\n(first match wins)\", shape=ellipse, style=dashed, fillcolor=white];\n");
     }
-    for (i, s) in ir.steps.iter().enumerate() {
-        if Some(i) == ir.default_step || s.conditions.is_empty() {
-            continue;
-        }
+    for i in entered {
         out.push_str(&format!(
             "    any -> s{i} [label=\"{}\"];\n",
             dot_text(&condition_label(ir, i))
