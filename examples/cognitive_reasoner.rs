@@ -101,28 +101,26 @@ fn agent_loop_turn() {
         Planned::text("AI shifts tasks more than it removes jobs; see the analysis above.")
             .usage(640, 60),
     ]);
-    let mut agent = Agent::<Machine, _>::new(model, tools)
-        .max_steps(cognitive_reasoner::MAX_STEPS.unwrap_or(10) as usize)
-        .on_step_finish(|step, session| {
-            println!(
-                "  model step {}: offered={:?} tool_choice={}",
-                step.number, step.offered, step.tool_choice
-            );
-            for c in &step.calls {
-                match c.outcome {
-                    Some(outcome) => println!("    {} -> {outcome}: {}", c.call.name, c.result),
-                    None => println!("    {} refused: {}", c.call.name, c.result),
-                }
+    let mut agent = Agent::<Machine, _>::new(model, tools).on_step_finish(|step, session| {
+        println!(
+            "  model step {}: offered={:?} tool_choice={}",
+            step.number, step.offered, step.tool_choice
+        );
+        for c in &step.calls {
+            match c.outcome {
+                Some(outcome) => println!("    {} -> {outcome}: {}", c.call.name, c.result),
+                None => println!("    {} refused: {}", c.call.name, c.result),
             }
-            if step.calls.is_empty() {
-                println!("    answer: {}", step.text);
-            }
-            println!(
-                "    now: step={} index={}",
-                session.step().map_or("none", |s| s.name()),
-                session.sequence_index()
-            );
-        });
+        }
+        if step.calls.is_empty() {
+            println!("    answer: {}", step.text);
+        }
+        println!(
+            "    now: step={} index={}",
+            session.step().map_or("none", |s| s.name()),
+            session.sequence_index()
+        );
+    });
     let mut session = Session::new();
     let mut conversation = Vec::new();
     let runtime = match tokio::runtime::Builder::new_current_thread().build() {

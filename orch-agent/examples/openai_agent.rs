@@ -290,7 +290,6 @@ fn main() {
     let instructions = cognitive_reasoner::DESCRIPTION.join("\n");
     let mut agent = Agent::<Machine, _>::new(model, tools(notes))
         .instructions(format!("You are the Cognitive Reasoner.\n{instructions}"))
-        .max_steps(cognitive_reasoner::MAX_STEPS.unwrap_or(10) as usize)
         .on_step_finish(|step, session| {
             println!(
                 "model step {}: offered {:?}, tool choice {}",

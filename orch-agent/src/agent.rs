@@ -84,7 +84,7 @@ impl std::error::Error for AgentError {}
 type StepCallback<M> = Box<dyn FnMut(&StepReport, &Session<M>) + Send>;
 type TurnCallback<M> = Box<dyn FnMut(&TurnReport, &Session<M>) + Send>;
 
-/// The default cap on model steps per turn when the template has no `options.maxSteps`.
+/// The cap on model steps per turn when the template has no `options.maxSteps`.
 pub const DEFAULT_MAX_STEPS: usize = 10;
 
 /// Drives a model under a compiled orchestration machine `M`.
@@ -105,14 +105,18 @@ pub struct Agent<M: Machine, Mo: Model> {
 }
 
 impl<M: Machine, Mo: Model> Agent<M, Mo> {
-    /// An agent over `model` with `tools`; at most [`DEFAULT_MAX_STEPS`] model steps per
-    /// turn (use [`Agent::max_steps`] with the template's `MAX_STEPS`).
+    /// An agent over `model` with `tools`. A turn has at most the template's
+    /// `options.maxSteps` model steps, or [`DEFAULT_MAX_STEPS`] when the template sets
+    /// none ([`Agent::max_steps`] overrides it).
     pub fn new(model: Mo, tools: ToolRegistry) -> Self {
         Agent {
             model,
             tools,
             instructions: String::new(),
-            max_steps: DEFAULT_MAX_STEPS,
+            max_steps: M::max_steps()
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(DEFAULT_MAX_STEPS)
+                .max(1),
             on_step: None,
             on_turn: None,
         }

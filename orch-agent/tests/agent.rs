@@ -296,3 +296,18 @@ async fn a_missing_tool_blocks_the_sequence_and_the_prompt_says_so() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn the_templates_max_steps_is_the_default_cap() {
+    // The cognitive reasoner template says `"options": {"maxSteps": 10}`.
+    assert_eq!(cognitive_reasoner::MAX_STEPS, Some(10));
+    let (registry, _) = tools(&[]);
+    let model = ScriptedModel::new(std::iter::repeat_n(Planned::call("debate", "{}"), 30));
+    let mut agent = Agent::<Machine, _>::new(model, registry);
+    let turn = agent
+        .run_turn(&mut Session::new(), &mut Vec::new(), "research it")
+        .await
+        .unwrap();
+    assert_eq!(turn.steps.len(), 10);
+    assert_eq!(turn.stop, StopReason::MaxSteps);
+}

@@ -320,6 +320,9 @@ pub fn items(ir: &Ir) -> TokenStream {
             fn warm_up() {
                 REGEXES.warm_up()
             }
+            fn max_steps() -> ::core::option::Option<u64> {
+                MAX_STEPS
+            }
         }
 
         /// A session of this machine.

@@ -39,6 +39,10 @@ pub trait Machine: 'static {
     fn tables() -> &'static Tables<'static>;
     /// The machine's compiled `message_regex` patterns, in [`Tables::regexes`] order.
     fn regexes() -> &'static [Option<crate::MessageRegex>];
+    /// The template's `options.maxSteps` (the cap on model steps per turn), if any.
+    fn max_steps() -> Option<u64> {
+        None
+    }
     /// Prepares the regexes for allocation-free matching on this thread
     /// (see [`crate::Regexes::warm_up`]). The default does nothing.
     fn warm_up() {}

@@ -195,6 +195,9 @@ pub mod demo_agent {
         fn warm_up() {
             REGEXES.warm_up()
         }
+        fn max_steps() -> ::core::option::Option<u64> {
+            MAX_STEPS
+        }
     }
     /// A session of this machine.
     pub type Session = ::orch_runtime::Session<Machine>;
