@@ -12,13 +12,18 @@ orch::include_machine!("wide");
 
 const LIVE: [usize; 2] = [1, 100_000];
 
-fn cognitive(c: &mut Criterion) {
-    use cognitive_reasoner::{Session, Tool};
-    let mut g = c.benchmark_group("cognitive_reasoner");
+/// `allowed()`, `record` and `check` on `live` sessions of machine `M`, each after
+/// `message`, recording `cycle` round robin.
+fn per_session<M: orch::Machine>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    message: &str,
+    cycle: [M::Tool; 3],
+    check: M::Tool,
+) {
     for live in LIVE {
-        let mut sessions = vec![Session::new(); live];
+        let mut sessions = vec![orch::Session::<M>::new(); live];
         for s in &mut sessions {
-            s.on_user_message("Research the impact of AI on jobs");
+            s.on_user_message(message);
         }
         let mut i = 0usize;
         g.bench_function(format!("allowed/{live}_sessions"), |b| {
@@ -27,7 +32,6 @@ fn cognitive(c: &mut Criterion) {
                 black_box(black_box(&sessions[i]).allowed())
             })
         });
-        let cycle = [Tool::Search, Tool::Think, Tool::Reflect];
         let mut k = 0usize;
         g.bench_function(format!("record/{live}_sessions"), |b| {
             b.iter(|| {
@@ -39,10 +43,21 @@ fn cognitive(c: &mut Criterion) {
         g.bench_function(format!("check/{live}_sessions"), |b| {
             b.iter(|| {
                 i = (i + 1) % live;
-                black_box(sessions[i].check(black_box(Tool::Reflect)).is_ok())
+                black_box(sessions[i].check(black_box(check)).is_ok())
             })
         });
     }
+}
+
+fn cognitive(c: &mut Criterion) {
+    use cognitive_reasoner::{Machine, Session, Tool};
+    let mut g = c.benchmark_group("cognitive_reasoner");
+    per_session::<Machine>(
+        &mut g,
+        "Research the impact of AI on jobs",
+        [Tool::Search, Tool::Think, Tool::Reflect],
+        Tool::Reflect,
+    );
     let mut s = Session::new();
     g.bench_function("on_user_message/regex", |b| {
         b.iter(|| {
@@ -84,30 +99,14 @@ fn cognitive(c: &mut Criterion) {
 }
 
 fn wide(c: &mut Criterion) {
-    use wide::{Session, Tool};
+    use wide::{Machine, Tool};
     let mut g = c.benchmark_group("wide_200_tools");
-    for live in LIVE {
-        let mut sessions = vec![Session::new(); live];
-        for s in &mut sessions {
-            s.on_user_message("hundreds");
-        }
-        let mut i = 0usize;
-        g.bench_function(format!("allowed/{live}_sessions"), |b| {
-            b.iter(|| {
-                i = (i + 1) % live;
-                black_box(black_box(&sessions[i]).allowed())
-            })
-        });
-        let cycle = [Tool::T150, Tool::T001, Tool::T199];
-        let mut k = 0usize;
-        g.bench_function(format!("record/{live}_sessions"), |b| {
-            b.iter(|| {
-                i = (i + 1) % live;
-                k = (k + 1) % 3;
-                black_box(sessions[i].record(black_box(cycle[k])))
-            })
-        });
-    }
+    per_session::<Machine>(
+        &mut g,
+        "hundreds",
+        [Tool::T150, Tool::T001, Tool::T199],
+        Tool::T150,
+    );
     g.finish();
 }
 

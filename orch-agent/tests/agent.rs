@@ -3,49 +3,14 @@
 //! executes, the model is told why, the sequence completes in order within one user
 //! turn, and token usage adds up exactly.
 
-use orch_agent::{
-    Agent, ChatMessage, Planned, ScriptedModel, StopReason, ToolChoice, ToolRegistry,
-};
-use std::collections::HashMap;
+use orch_agent::{Agent, ChatMessage, Planned, ScriptedModel, StopReason, ToolChoice};
 use std::sync::{Arc, Mutex};
 
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
 use cognitive_reasoner::{Machine, Session, Step};
 
-type Counts = Arc<Mutex<HashMap<String, usize>>>;
-
-/// Every cognitive tool, counting its executions.
-fn tools(skip: &[&str]) -> (ToolRegistry, Counts) {
-    let counts: Counts = Arc::default();
-    let mut reg = ToolRegistry::new();
-    for name in [
-        "search",
-        "think",
-        "reflect",
-        "compare",
-        "critique",
-        "brainstorm",
-        "debate",
-    ] {
-        if skip.contains(&name) {
-            continue;
-        }
-        let c = counts.clone();
-        reg.register(
-            name,
-            &format!("the {name} tool"),
-            serde_json::json!({"type": "object", "properties": {"input": {"type": "string"}}}),
-            move |args| {
-                let c = c.clone();
-                async move {
-                    *c.lock().unwrap().entry(name.to_owned()).or_default() += 1;
-                    Ok(format!("{name}({})", args["input"].as_str().unwrap_or("")))
-                }
-            },
-        );
-    }
-    (reg, counts)
-}
+mod common;
+use common::tools;
 
 fn tool_results(conversation: &[ChatMessage]) -> Vec<String> {
     conversation
@@ -96,7 +61,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
         .unwrap();
 
     // Nothing disallowed executed; the allowed ones exactly once, in order.
-    let counts = counts.lock().unwrap().clone();
+    let counts = common::counts(&counts);
     assert_eq!(counts.get("debate"), None);
     assert_eq!(
         (counts["search"], counts["think"], counts["reflect"]),
@@ -230,7 +195,7 @@ async fn several_calls_in_one_step_are_checked_one_after_the_other() {
         "{}",
         calls[2].result
     );
-    assert_eq!(counts.lock().unwrap()["search"], 1);
+    assert_eq!(common::counts(&counts)["search"], 1);
 }
 
 #[tokio::test]
@@ -262,7 +227,7 @@ async fn bad_arguments_are_not_executed() {
         .await
         .unwrap();
     assert!(turn.steps[0].calls[0].result.contains("not valid JSON"));
-    assert!(counts.lock().unwrap().is_empty());
+    assert!(common::counts(&counts).is_empty());
     assert_eq!(session.sequence_index(), 0);
 }
 

@@ -9,7 +9,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use orch_agent::{
     parse_response, request_body, Agent, ChatMessage, FinishReason, ModelEvent, ModelRequest,
-    OpenAiModel, StopReason, StreamParser, ToolCall, ToolChoice, ToolRegistry, ToolSpec,
+    OpenAiModel, StopReason, StreamParser, ToolCall, ToolChoice, ToolSpec,
 };
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex};
 
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
 use cognitive_reasoner::{Machine, Session};
+
+mod common;
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(
@@ -240,29 +242,6 @@ async fn start(server: FakeServer) -> String {
     format!("http://{addr}/v1")
 }
 
-fn registry(counts: Arc<Mutex<Vec<String>>>) -> ToolRegistry {
-    let mut reg = ToolRegistry::new();
-    for name in [
-        "search",
-        "think",
-        "reflect",
-        "compare",
-        "critique",
-        "brainstorm",
-        "debate",
-    ] {
-        let c = counts.clone();
-        reg.register(name, name, json!({"type": "object"}), move |_| {
-            let c = c.clone();
-            async move {
-                c.lock().unwrap().push(name.to_owned());
-                Ok(format!("{name} ok"))
-            }
-        });
-    }
-    reg
-}
-
 async fn research_turn(stream: bool) {
     let server = FakeServer::default();
     server.plan.lock().unwrap().extend([
@@ -273,11 +252,11 @@ async fn research_turn(stream: bool) {
         plan_text("AI shifts tasks more than it removes jobs."),
     ]);
     let base = start(server.clone()).await;
-    let executed = Arc::new(Mutex::new(Vec::new()));
+    let (tools, executed) = common::tools(&[]);
     let model = OpenAiModel::new(&base, "test-model")
         .api_key(Some("sk-test".into()))
         .streaming(stream);
-    let mut agent = Agent::<Machine, _>::new(model, registry(executed.clone()));
+    let mut agent = Agent::<Machine, _>::new(model, tools);
     let mut session = Session::new();
     let turn = agent
         .run_turn(
@@ -338,8 +317,7 @@ async fn whole_turn_against_a_local_server_streaming() {
 async fn server_errors_are_model_errors() {
     let server = FakeServer::default(); // no plan: answers 429
     let base = start(server).await;
-    let mut agent =
-        Agent::<Machine, _>::new(OpenAiModel::new(&base, "m"), registry(Arc::default()));
+    let mut agent = Agent::<Machine, _>::new(OpenAiModel::new(&base, "m"), common::tools(&[]).0);
     let err = agent
         .run_turn(&mut Session::new(), &mut Vec::new(), "hi")
         .await
@@ -352,7 +330,7 @@ async fn server_errors_are_model_errors() {
         .port();
     let mut agent = Agent::<Machine, _>::new(
         OpenAiModel::new(&format!("http://127.0.0.1:{port}/v1"), "m"),
-        registry(Arc::default()),
+        common::tools(&[]).0,
     );
     let err = agent
         .run_turn(&mut Session::new(), &mut Vec::new(), "hi")

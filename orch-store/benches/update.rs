@@ -6,6 +6,12 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use orch_store::{MemoryStore, RedisStore, SessionStore};
 use std::time::Duration;
 
+// The tests' redis-server harness (a free loopback port, stopped on drop).
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::RedisServer;
+
+// A small machine, like the cognitive reasoner (history of 10), for the numbers in the README.
 orch_macros::orchestration! {
     pub machine "bench" {
         tools: [search, think, reflect, critique];
@@ -40,35 +46,6 @@ fn sizes() {
     );
 }
 
-fn redis_server() -> Option<(std::process::Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let child = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some((child, format!("redis://127.0.0.1:{port}/")));
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    None
-}
-
 fn bench(c: &mut Criterion) {
     sizes();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -86,10 +63,10 @@ fn bench(c: &mut Criterion) {
                 .expect("update");
         })
     });
-    match redis_server() {
-        Some((mut child, url)) => {
+    match RedisServer::start() {
+        Some(server) => {
             let redis = rt
-                .block_on(RedisStore::connect(&url))
+                .block_on(RedisStore::connect(&server.url))
                 .expect("connect")
                 .namespace("bench");
             g.bench_function("redis_loopback", |b| {
@@ -100,8 +77,6 @@ fn bench(c: &mut Criterion) {
                         .expect("update");
                 })
             });
-            let _ = child.kill();
-            let _ = child.wait();
         }
         None => eprintln!("redis-server not available: the Redis benchmark is skipped"),
     }

@@ -1,6 +1,6 @@
 //! Shared by the store tests: a machine, the concurrency check, and a real
 //! `redis-server` started on a free loopback port.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use orch_store::SessionStore;
 use std::sync::Arc;
