@@ -21,52 +21,8 @@ fn manual_clock() -> (Arc<AtomicU64>, orch_store::MemoryStoreBuilder) {
 }
 
 #[tokio::test]
-async fn get_put_delete_round_trip() {
-    let store = MemoryStore::new();
-    assert!(store.get::<Machine>("a").await.unwrap().is_none());
-    let mut s = Session::new();
-    s.on_user_message("research");
-    s.record(Tool::Search);
-    let v1 = store.put("a", &s).await.unwrap();
-    let loaded = store.get::<Machine>("a").await.unwrap().unwrap();
-    assert_eq!(loaded.session, s);
-    assert_eq!(loaded.version, v1);
-    assert!(loaded.report.is_exact());
-    assert!(store.delete("a").await.unwrap());
-    assert!(!store.delete("a").await.unwrap());
-    assert!(store.get::<Machine>("a").await.unwrap().is_none());
-    // Versions are never reused, even after a delete.
-    let v2 = store.put("a", &s).await.unwrap();
-    assert!(v2 > v1);
-}
-
-#[tokio::test]
-async fn compare_and_set() {
-    let store = MemoryStore::new();
-    let v = store
-        .compare_and_set("x", None, vec![1])
-        .await
-        .unwrap()
-        .expect("created");
-    assert_eq!(
-        store.compare_and_set("x", None, vec![2]).await.unwrap(),
-        None,
-        "exists"
-    );
-    assert_eq!(
-        store
-            .compare_and_set("x", Some(v + 1), vec![2])
-            .await
-            .unwrap(),
-        None,
-        "stale"
-    );
-    assert!(store
-        .compare_and_set("x", Some(v), vec![3])
-        .await
-        .unwrap()
-        .is_some());
-    assert_eq!(store.load("x").await.unwrap().unwrap().bytes, vec![3]);
+async fn the_store_contract() {
+    common::store_contract(&MemoryStore::new()).await;
 }
 
 #[tokio::test]

@@ -16,37 +16,12 @@ async fn redis_store_against_a_real_server() {
         return;
     };
 
-    // Round trip and compare-and-set.
+    // Round trip, compare-and-set, delete, versions.
     let store = RedisStore::connect(&server.url)
         .await
         .unwrap()
         .namespace("t1");
-    assert!(store.get::<Machine>("a").await.unwrap().is_none());
-    let mut s = Session::new();
-    s.on_user_message("research");
-    s.record(Tool::Search);
-    let v1 = store.put("a", &s).await.unwrap();
-    let loaded = store.get::<Machine>("a").await.unwrap().unwrap();
-    assert_eq!(loaded.session, s);
-    assert_eq!(loaded.version, v1);
-    assert_eq!(
-        store.compare_and_set("a", None, vec![1]).await.unwrap(),
-        None,
-        "exists"
-    );
-    assert_eq!(
-        store
-            .compare_and_set("a", Some(v1 + 7), vec![1])
-            .await
-            .unwrap(),
-        None,
-        "stale"
-    );
-    assert!(store
-        .compare_and_set("a", Some(v1), s.snapshot().to_bytes())
-        .await
-        .unwrap()
-        .is_some());
+    common::store_contract(&store).await;
 
     // Namespaces keep stores apart.
     let other_ns = RedisStore::connect(&server.url)

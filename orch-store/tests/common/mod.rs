@@ -59,6 +59,53 @@ pub async fn no_lost_updates<S: SessionStore + 'static>(store: Arc<S>, id: &str)
     assert_eq!(s.history().count(), 50, "the history is full (H = 50)");
 }
 
+/// The contract every store keeps: round trip by names, compare-and-set (exists,
+/// stale, current), delete, and versions that are never reused. Leaves session `a`
+/// stored.
+pub async fn store_contract<S: SessionStore>(store: &S) {
+    assert!(store.get::<Machine>("a").await.unwrap().is_none());
+    let mut s = Session::new();
+    s.on_user_message("research");
+    s.record(Tool::Search);
+    let v1 = store.put("a", &s).await.unwrap();
+    let loaded = store.get::<Machine>("a").await.unwrap().unwrap();
+    assert_eq!(loaded.session, s);
+    assert_eq!(loaded.version, v1);
+    assert!(loaded.report.is_exact());
+
+    let v = store
+        .compare_and_set("x", None, vec![1])
+        .await
+        .unwrap()
+        .expect("created");
+    assert_eq!(
+        store.compare_and_set("x", None, vec![2]).await.unwrap(),
+        None,
+        "exists"
+    );
+    assert_eq!(
+        store
+            .compare_and_set("x", Some(v + 1), vec![2])
+            .await
+            .unwrap(),
+        None,
+        "stale"
+    );
+    assert!(store
+        .compare_and_set("x", Some(v), vec![3])
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(store.load("x").await.unwrap().unwrap().bytes, vec![3]);
+
+    assert!(store.delete("a").await.unwrap());
+    assert!(!store.delete("a").await.unwrap());
+    assert!(store.get::<Machine>("a").await.unwrap().is_none());
+    // Versions are never reused, even after a delete.
+    let v2 = store.put("a", &s).await.unwrap();
+    assert!(v2 > v1);
+}
+
 /// A `redis-server` on a free loopback port, stopped on drop. `None` (with a note)
 /// when the binary is missing — except under `CI=true`, where that is a failure.
 pub struct RedisServer {
