@@ -8,20 +8,18 @@
 use orch_codegen::ir::{Ir, IrCondition};
 use orch_codegen::{Code, Diagnostic};
 
-/// Why a step is marked.
-fn mark(ir: &Ir, diags: &[Diagnostic], step: usize) -> Option<&'static str> {
-    // Diagnostics name steps in their message as `name`; match on the exact quoted name.
-    let quoted = format!("step `{}`", ir.steps[step].name);
-    diags.iter().find_map(|d| {
-        let about =
-            d.message.starts_with(&quoted) || d.message.contains(&format!("sequence of {quoted}"));
-        match d.code {
-            Code::UnreachableStep if about => Some("unreachable"),
-            Code::ShadowedStep if d.message.starts_with(&quoted) => Some("shadowed"),
-            Code::SequenceNeverCompletes if about => Some("sequence never completes"),
+/// Why a step is marked: read from the diagnostics' subjects, never their text.
+pub fn mark(ir: &Ir, diags: &[Diagnostic], step: usize) -> Option<&'static str> {
+    let name = ir.steps.get(step)?.name.as_str();
+    diags
+        .iter()
+        .filter(|d| d.subject.step.as_deref() == Some(name))
+        .find_map(|d| match d.code {
+            Code::UnreachableStep => Some("unreachable"),
+            Code::ShadowedStep => Some("shadowed"),
+            Code::SequenceNeverCompletes => Some("sequence never completes"),
             _ => None,
-        }
-    })
+        })
 }
 
 /// The steps entered by their conditions (every step but the default and those without

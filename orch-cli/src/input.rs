@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The largest file read (templates are a few KB; this guards against reading a 50 MB
 /// file by mistake).
-pub const MAX_FILE_BYTES: u64 = orch_codegen::json::MAX_TEMPLATE_BYTES as u64;
+pub const MAX_FILE_BYTES: u64 = orch_codegen::limits::MAX_TEMPLATE_BYTES as u64;
 
 /// A file that could not be used, with the reason.
 #[derive(Debug)]

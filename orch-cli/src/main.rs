@@ -244,7 +244,8 @@ fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) ->
 }
 
 fn json_diagnostic(d: &Diagnostic, path: &str, source: &str) -> String {
-    let (line, column, end_line, end_column) = match d.span {
+    let (line, column, end_line, end_column) = match d.span.and_then(orch_codegen::Span::byte_range)
+    {
         Some(s) => {
             let (l, c) = line_col(source, s.start);
             let (el, ec) = line_col(source, s.end);
@@ -263,6 +264,9 @@ fn json_diagnostic(d: &Diagnostic, path: &str, source: &str) -> String {
         "severity": d.severity().as_str(),
         "message": d.message,
         "help": d.help,
+        "step": d.subject.step,
+        "tool": d.subject.tool,
+        "position": d.subject.position,
     })
     .to_string()
 }

@@ -204,6 +204,84 @@ fn graph_mermaid_and_dot() {
     assert!(text(&o.stderr).contains("E015"));
 }
 
+/// A template with one step for each mark: unreachable (no conditions), shadowed (an
+/// earlier step matches whenever it does), and a sequence that never completes
+/// (recording its first tool activates an earlier step). Step names are chosen so that
+/// matching on message text would mark the wrong steps (`step `A`` is a prefix of
+/// `step `A B``), which a mark read from the diagnostics' subjects does not.
+const MARKS: &str = r#"{"agentId": "marks", "tools": ["search", "think", "audit"], "orchestration": {"steps": [
+  {"name": "Idle", "isDefault": true},
+  {"name": "A", "conditions": [{"type": "tool_used", "value": "audit"}]},
+  {"name": "A B", "conditions": [{"type": "tool_used", "value": "audit"}, {"type": "message_contains", "value": "x"}]},
+  {"name": "Lonely"},
+  {"name": "Plan", "conditions": [{"type": "message_contains", "value": "plan"}], "sequence": ["audit", "think"]},
+  {"name": "Fine", "conditions": [{"type": "message_contains", "value": "fine"}], "sequence": ["search", "think"]}
+]}}"#;
+
+#[test]
+fn graph_marks_every_kind_of_finding_by_subject() {
+    let file = tmp("marks.json", MARKS.as_bytes());
+    let o = orch(&["graph", &file]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let m = text(&o.stdout);
+    for line in [
+        "state \"Idle (default)\" as s0",
+        "state \"A\" as s1",
+        "state \"A B ⚠ shadowed\" as s2",
+        "state \"Lonely ⚠ unreachable\" as s3",
+        "state \"Plan ⚠ sequence never completes\" as s4",
+        "state \"Fine\" as s5",
+    ] {
+        assert!(m.contains(line), "{line:?} missing in:\n{m}");
+    }
+    let classes: Vec<&str> = m
+        .lines()
+        .filter(|l| l.trim_start().starts_with("class "))
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            "    class s2 warn",
+            "    class s3 warn",
+            "    class s4 warn"
+        ],
+        "{m}"
+    );
+
+    let d = text(&orch(&["graph", "--format", "dot", &file]).stdout);
+    for label in [
+        "label=\"A B\\n⚠ shadowed\"",
+        "label=\"Lonely\\n⚠ unreachable\"",
+        "label=\"Plan\\n⚠ sequence never completes\"",
+    ] {
+        assert!(d.contains(label), "{label:?} missing in:\n{d}");
+    }
+    assert_eq!(d.matches('⚠').count(), 3, "{d}");
+
+    // The same subjects are in `orch check --format json`.
+    let o = orch(&["check", "--format", "json", &file]);
+    let lines: Vec<serde_json::Value> = text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let subjects: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["code"].as_str().unwrap(),
+                l["step"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        subjects,
+        [("W002", "A B"), ("W001", "Lonely"), ("W006", "Plan")],
+        "{lines:?}"
+    );
+    assert_eq!(lines[2]["tool"], "audit");
+    assert_eq!(lines[2]["position"], 0);
+}
+
 #[test]
 fn gen_prints_the_module() {
     let o = orch(&["gen", CR]);

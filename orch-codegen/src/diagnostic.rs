@@ -100,6 +100,21 @@ impl fmt::Display for Code {
     }
 }
 
+/// What a diagnostic is about, as data: tools that act on diagnostics (`orch graph`
+/// marking steps, an editor, a verifier) read these fields, never the message text.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Subject {
+    /// The step the finding is about, by name.
+    pub step: Option<String>,
+    /// The tool the finding is about, by name as written (a pattern for W004).
+    pub tool: Option<String>,
+    /// The position in the step's sequence the finding is about (0-based).
+    pub position: Option<usize>,
+    /// Another step the finding involves: the earlier step that shadows `step` (W002),
+    /// or that wins when `step`'s sequence would go on (W006).
+    pub other_step: Option<String>,
+}
+
 /// One finding about a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -117,6 +132,8 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// Further context.
     pub notes: Vec<String>,
+    /// What it is about (step, tool, sequence position), for tools to read.
+    pub subject: Subject,
 }
 
 impl Diagnostic {
@@ -130,7 +147,36 @@ impl Diagnostic {
             related: Vec::new(),
             help: None,
             notes: Vec::new(),
+            subject: Subject::default(),
         }
+    }
+
+    /// Says which step the diagnostic is about.
+    #[must_use]
+    pub fn about_step(mut self, step: impl Into<String>) -> Self {
+        self.subject.step = Some(step.into());
+        self
+    }
+
+    /// Says which tool the diagnostic is about.
+    #[must_use]
+    pub fn about_tool(mut self, tool: impl Into<String>) -> Self {
+        self.subject.tool = Some(tool.into());
+        self
+    }
+
+    /// Says which sequence position the diagnostic is about.
+    #[must_use]
+    pub fn about_position(mut self, position: usize) -> Self {
+        self.subject.position = Some(position);
+        self
+    }
+
+    /// Names the other step the diagnostic involves.
+    #[must_use]
+    pub fn involving_step(mut self, step: impl Into<String>) -> Self {
+        self.subject.other_step = Some(step.into());
+        self
     }
 
     /// Adds the label under the main span.
@@ -185,10 +231,16 @@ pub fn line_col(source: &str, at: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// `path:line:column` of a span in a JSON source.
+/// `path:line:column` of a span in a JSON source (just `path` for a span that is not
+/// into the source).
 pub fn location(path: &str, source: &str, span: Span) -> String {
-    let (l, c) = line_col(source, span.start);
-    format!("{path}:{l}:{c}")
+    match span.byte_range() {
+        Some(r) => {
+            let (l, c) = line_col(source, r.start);
+            format!("{path}:{l}:{c}")
+        }
+        None => path.to_owned(),
+    }
 }
 
 /// Renders a diagnostic like rustc, with the offending JSON underlined. `color` adds
@@ -200,7 +252,7 @@ pub fn render(d: &Diagnostic, path: &str, source: &str, color: bool) -> String {
         Severity::Error => Level::ERROR,
         Severity::Warning => Level::WARNING,
     };
-    let clamp = |s: Span| {
+    let clamp = |s: core::ops::Range<usize>| {
         let mut start = s.start.min(source.len());
         let mut end = s.end.clamp(start, source.len());
         while !source.is_char_boundary(start) {
@@ -212,7 +264,7 @@ pub fn render(d: &Diagnostic, path: &str, source: &str, color: bool) -> String {
         start..end
     };
     let title = level.primary_title(d.message.as_str()).id(d.code.as_str());
-    let mut group = match d.span {
+    let mut group = match d.span.and_then(Span::byte_range) {
         Some(span) => {
             let mut snippet = Snippet::source(source).path(path).annotation(
                 AnnotationKind::Primary
@@ -220,11 +272,10 @@ pub fn render(d: &Diagnostic, path: &str, source: &str, color: bool) -> String {
                     .label(d.label.as_deref().unwrap_or("")),
             );
             for (s, label) in &d.related {
-                snippet = snippet.annotation(
-                    AnnotationKind::Context
-                        .span(clamp(*s))
-                        .label(label.as_str()),
-                );
+                if let Some(s) = s.byte_range() {
+                    snippet = snippet
+                        .annotation(AnnotationKind::Context.span(clamp(s)).label(label.as_str()));
+                }
             }
             Group::with_title(title).element(snippet)
         }
@@ -294,7 +345,7 @@ mod tests {
         let src = "{\n  \"x\": \"serch\"\n}\n";
         let d = Diagnostic::new(
             Code::UnknownTool,
-            Some(Span::new(9, 16)),
+            Some(Span::bytes(9, 16)),
             "unknown tool `serch`",
         )
         .label("not a declared tool")

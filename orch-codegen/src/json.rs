@@ -3,14 +3,14 @@
 //! ignored; wrong types are diagnostics (E002), never panics.
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::model::{Condition, SequenceEntry, Span, Spanned, Step, Template};
+use crate::model::{
+    Condition, ConditionKind, ConditionType, SequenceEntry, Span, Spanned, Step, Template,
+};
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
 
-/// The largest template accepted, in bytes (a guard against feeding the compiler a
-/// 50 MB file by mistake; real templates are a few KB).
-pub const MAX_TEMPLATE_BYTES: usize = 16 * 1024 * 1024;
+use crate::limits::MAX_TEMPLATE_BYTES;
 
 /// Parses a template. Returns the model when the JSON could be read (even with type
 /// errors in some fields, which are reported and skipped) and the diagnostics found.
@@ -52,7 +52,7 @@ pub fn parse(source: &str, fallback_name: Option<&str>) -> (Option<Template>, Ve
             diags.push(
                 Diagnostic::new(
                     Code::InvalidJson,
-                    Some(Span::new(r.start, r.end.max(r.start + 1))),
+                    Some(Span::bytes(r.start, r.end.max(r.start + 1))),
                     format!("invalid JSON: {}", e.kind()),
                 )
                 .label("here"),
@@ -63,7 +63,7 @@ pub fn parse(source: &str, fallback_name: Option<&str>) -> (Option<Template>, Ve
     let Some(root) = parsed.value else {
         diags.push(Diagnostic::new(
             Code::InvalidJson,
-            Some(Span::new(0, 0)),
+            Some(Span::bytes(0, 0)),
             "invalid JSON: the file is empty",
         ));
         return (None, diags);
@@ -75,7 +75,7 @@ pub fn parse(source: &str, fallback_name: Option<&str>) -> (Option<Template>, Ve
 
 fn span_of(v: &impl Ranged) -> Span {
     let r = v.range();
-    Span::new(r.start, r.end)
+    Span::bytes(r.start, r.end)
 }
 
 fn kind_of(v: &Value<'_>) -> &'static str {
@@ -186,7 +186,7 @@ impl Reader {
                 self.diags.push(
                     Diagnostic::new(
                         Code::MissingField,
-                        Some(Span::new(root_obj.range.start, root_obj.range.start + 1)),
+                        Some(Span::bytes(root_obj.range.start, root_obj.range.start + 1)),
                         "the template has no `orchestration` (and is not a bare orchestration object with `steps`)",
                     )
                     .help("add `\"orchestration\": {\"steps\": [...]}`"),
@@ -197,7 +197,7 @@ impl Reader {
         t.name = self
             .opt_string(root_obj, "agentId")
             .or_else(|| self.opt_string(root_obj, "name"))
-            .or_else(|| fallback_name.map(|n| Spanned::new(n.to_owned(), Span::new(0, 0))));
+            .or_else(|| fallback_name.map(|n| Spanned::new(n.to_owned(), Span::bytes(0, 0))));
         if let Some(v) = get(root_obj, "tools") {
             t.universe = self.strings(v, "tools");
         } else if let Some(v) = get(root_obj, "nodes") {
@@ -250,7 +250,7 @@ impl Reader {
             None => self.diags.push(
                 Diagnostic::new(
                     Code::MissingField,
-                    Some(Span::new(orch.range.start, orch.range.start + 1)),
+                    Some(Span::bytes(orch.range.start, orch.range.start + 1)),
                     "`orchestration` has no `steps`",
                 )
                 .help("add `\"steps\": [...]` (an empty list is allowed)"),
@@ -271,7 +271,7 @@ impl Reader {
             self.diags.push(
                 Diagnostic::new(
                     Code::MissingField,
-                    Some(Span::new(s.span.start, s.span.start + 1)),
+                    Some(s.span.first_byte()),
                     "a step has no `name`",
                 )
                 .label("this step")
@@ -342,11 +342,17 @@ impl Reader {
             span: span_of(v),
             ..Condition::default()
         };
-        c.kind = self.opt_string(o, "type");
+        c.kind = self
+            .opt_string(o, "type")
+            .map(|k| Spanned::new(ConditionType::parse(&k.value), k.span));
         if c.kind.is_none() && get(o, "type").is_none() {
             self.diags.push(
-                Diagnostic::new(Code::MissingField, Some(c.span), "a condition has no `type`")
-                    .help("valid types: tool_used, sequence_match, message_contains, message_regex, not_recently_used"),
+                Diagnostic::new(
+                    Code::MissingField,
+                    Some(c.span),
+                    "a condition has no `type`",
+                )
+                .help(format!("valid types: {}", ConditionKind::list())),
             );
         }
         c.value = self.opt_string(o, "value");
@@ -389,8 +395,13 @@ mod tests {
         assert_eq!(s.sequence.as_ref().unwrap().value.len(), 2);
         assert_eq!(s.conditions[0].value.as_ref().unwrap().value, "search");
         assert_eq!(
-            &src[s.conditions[0].value.as_ref().unwrap().span.start
-                ..s.conditions[0].value.as_ref().unwrap().span.end],
+            &src[s.conditions[0]
+                .value
+                .as_ref()
+                .unwrap()
+                .span
+                .byte_range()
+                .unwrap()],
             "\"search\""
         );
     }
@@ -425,7 +436,7 @@ mod tests {
         assert_eq!(d[0].code, Code::InvalidJson);
         let (line, _) = crate::diagnostic::line_col(
             "{\"steps\": [\n  {\"name\": \"a\",}\n]}",
-            d[0].span.unwrap().start,
+            d[0].span.unwrap().order().1,
         );
         assert_eq!(line, 2);
         let (t, d) = parse("", None);

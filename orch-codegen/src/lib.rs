@@ -44,11 +44,13 @@ pub mod explain;
 pub mod ident;
 pub mod ir;
 pub mod json;
+pub mod limits;
 pub mod model;
 
 pub use builder::{BuildError, Builder, Report};
-pub use diagnostic::{Code, Diagnostic, Severity};
+pub use diagnostic::{Code, Diagnostic, Severity, Subject};
 pub use ir::Ir;
+pub use model::Span;
 
 use orch_runtime::dynamic::DynMachine;
 use std::path::Path;
@@ -85,7 +87,7 @@ pub fn compile_json(source: &str, fallback_name: Option<&str>) -> Compiled {
         Some(t) => {
             let (ir, more) = check::check(&t);
             diagnostics.extend(more);
-            diagnostics.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+            diagnostics.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
             ir.filter(|_| !parse_failed)
         }
         None => None,

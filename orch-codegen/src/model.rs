@@ -2,20 +2,64 @@
 //! location of every value, before any rule is applied. Front ends fill it in; `check`
 //! judges it; nothing here knows about JSON or tokens.
 
-/// A location in the front end's source. For a JSON file: a byte range. For the DSL:
-/// whatever the front end maps back to its tokens (it only needs to be consistent).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Span {
-    /// Start (inclusive).
-    pub start: usize,
-    /// End (exclusive).
-    pub end: usize,
+/// Where a value was written: what a diagnostic underlines.
+///
+/// The two front ends point at different things, and the type says which: the JSON
+/// front end at bytes of the template file, the `orchestration!` macro at tokens of
+/// its input (an index into the front end's own token table, which maps it back to a
+/// `proc_macro2::Span`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Span {
+    /// Bytes `start..end` of a JSON source.
+    Bytes {
+        /// Start (inclusive).
+        start: usize,
+        /// End (exclusive).
+        end: usize,
+    },
+    /// The token with this index in the macro front end's token table.
+    Token(usize),
+}
+
+impl Default for Span {
+    fn default() -> Self {
+        Span::Bytes { start: 0, end: 0 }
+    }
 }
 
 impl Span {
-    /// The span `start..end`.
-    pub const fn new(start: usize, end: usize) -> Self {
-        Span { start, end }
+    /// Bytes `start..end` of a JSON source.
+    pub const fn bytes(start: usize, end: usize) -> Self {
+        Span::Bytes { start, end }
+    }
+
+    /// The first byte of this span, as an empty-ended one-byte span (for diagnostics
+    /// about a whole object: they point at its opening brace). Tokens stay as they are.
+    pub const fn first_byte(self) -> Self {
+        match self {
+            Span::Bytes { start, .. } => Span::Bytes {
+                start,
+                end: start + 1,
+            },
+            token => token,
+        }
+    }
+
+    /// The byte range, for a span into a JSON source.
+    pub fn byte_range(self) -> Option<core::ops::Range<usize>> {
+        match self {
+            Span::Bytes { start, end } => Some(start..end),
+            Span::Token(_) => None,
+        }
+    }
+
+    /// A key that orders spans of one source as they appear in it (byte spans before
+    /// token spans, which only mix in the file form's `allow` list).
+    pub fn order(self) -> (u8, usize) {
+        match self {
+            Span::Bytes { start, .. } => (0, start),
+            Span::Token(i) => (1, i),
+        }
     }
 }
 
@@ -110,15 +154,129 @@ impl SequenceEntry {
     }
 }
 
+/// The condition types of SPEC §7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConditionKind {
+    /// `tool_used`: a tool is in the used set.
+    ToolUsed,
+    /// `sequence_match`: the newest history entries match the step's own sequence.
+    SequenceMatch,
+    /// `message_contains`: the latest user message contains a text.
+    MessageContains,
+    /// `message_regex`: a regex matches the latest user message.
+    MessageRegex,
+    /// `not_recently_used`: a tool is not among the newest `window` history entries.
+    NotRecentlyUsed,
+}
+
+impl ConditionKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [ConditionKind; 5] = [
+        ConditionKind::ToolUsed,
+        ConditionKind::SequenceMatch,
+        ConditionKind::MessageContains,
+        ConditionKind::MessageRegex,
+        ConditionKind::NotRecentlyUsed,
+    ];
+
+    /// The `type` string of a template (and the DSL's keyword).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConditionKind::ToolUsed => "tool_used",
+            ConditionKind::SequenceMatch => "sequence_match",
+            ConditionKind::MessageContains => "message_contains",
+            ConditionKind::MessageRegex => "message_regex",
+            ConditionKind::NotRecentlyUsed => "not_recently_used",
+        }
+    }
+
+    /// The kind with this `type` string.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Does its `value` name a tool (rather than a text or a pattern)?
+    pub const fn names_tool(self) -> bool {
+        matches!(
+            self,
+            ConditionKind::ToolUsed | ConditionKind::NotRecentlyUsed
+        )
+    }
+
+    /// Does it need a `value`?
+    pub const fn needs_value(self) -> bool {
+        !matches!(self, ConditionKind::SequenceMatch)
+    }
+
+    /// The `type` strings of every kind, comma-separated (for messages).
+    pub fn list() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+}
+
+/// A condition's `type` as written: a kind of SPEC §7, or a string that names none
+/// (kept, so that the checks can report it and suggest the closest kind).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConditionType {
+    /// A known kind.
+    Known(ConditionKind),
+    /// Anything else.
+    Unknown(String),
+}
+
+impl ConditionType {
+    /// Reads a `type` string.
+    pub fn parse(s: &str) -> Self {
+        match ConditionKind::parse(s) {
+            Some(k) => ConditionType::Known(k),
+            None => ConditionType::Unknown(s.to_owned()),
+        }
+    }
+
+    /// The known kind, if it is one.
+    pub fn known(&self) -> Option<ConditionKind> {
+        match self {
+            ConditionType::Known(k) => Some(*k),
+            ConditionType::Unknown(_) => None,
+        }
+    }
+}
+
 /// One condition of a step.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Condition {
     /// The whole condition.
     pub span: Span,
     /// `type` (required).
-    pub kind: Option<Spanned<String>>,
+    pub kind: Option<Spanned<ConditionType>>,
     /// `value`.
     pub value: Option<Spanned<String>>,
     /// `window` (for `not_recently_used`).
     pub window: Option<Spanned<u64>>,
+}
+
+impl Condition {
+    /// The tool this condition names (`tool_used`, `not_recently_used`), if any.
+    pub fn tool(&self) -> Option<&Spanned<String>> {
+        let kind = self.kind.as_ref()?.value.known()?;
+        self.value.as_ref().filter(|_| kind.names_tool())
+    }
+}
+
+impl Step {
+    /// Every tool name the step mentions, in one fixed order: `allowed`, the sequence,
+    /// `denied`, then the conditions that name a tool. Patterns are included (callers
+    /// that want literal names skip them). This order is the order of first mention
+    /// that an undeclared universe takes (SPEC §2).
+    pub fn tool_mentions(&self) -> impl Iterator<Item = &Spanned<String>> + '_ {
+        let allowed = self.allowed.iter().flatten();
+        let sequence = self
+            .sequence
+            .iter()
+            .flat_map(|q| q.value.iter())
+            .flat_map(SequenceEntry::tools);
+        let denied = self.denied.iter().flatten();
+        let conditions = self.conditions.iter().filter_map(Condition::tool);
+        allowed.chain(sequence).chain(denied).chain(conditions)
+    }
 }

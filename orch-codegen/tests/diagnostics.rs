@@ -3,7 +3,12 @@
 //! workspace's `../shared/agentdock-templates/` is present.
 
 use orch_codegen::diagnostic::{line_col, render};
-use orch_codegen::{compile_json, Code, Compiled, Diagnostic};
+use orch_codegen::{compile_json, Code, Compiled, Diagnostic, Span};
+
+/// The byte range of a span into a JSON source.
+fn bytes(s: Span) -> std::ops::Range<usize> {
+    s.byte_range().expect("a byte span")
+}
 
 fn compile(src: &str) -> Compiled {
     compile_json(src, Some("test"))
@@ -19,12 +24,8 @@ fn find<'a>(c: &'a Compiled, src: &str, code: Code, snippet: &str) -> &'a Diagno
         c.diagnostics
     );
     let d = found[0];
-    let span = d.span.expect("a span");
-    assert_eq!(
-        &src[span.start..span.end],
-        snippet,
-        "span of {code}: {d:#?}"
-    );
+    let span = d.span.and_then(Span::byte_range).expect("a byte span");
+    assert_eq!(&src[span], snippet, "span of {code}: {d:#?}");
     d
 }
 
@@ -41,7 +42,7 @@ fn e001_invalid_json() {
     assert!(c.ir.is_none());
     let d = &c.diagnostics[0];
     assert_eq!(d.code, Code::InvalidJson);
-    assert_eq!(line_col(src, d.span.unwrap().start).0, 3);
+    assert_eq!(line_col(src, bytes(d.span.unwrap()).start).0, 3);
     let text = render(d, "bad.json", src, false);
     assert!(text.contains("bad.json:3:"), "{text}");
 }
@@ -81,7 +82,7 @@ fn e004_duplicate_step() {
         .unwrap();
     assert_eq!(d.message, "duplicate step name `A`");
     assert_eq!(d.related.len(), 1, "points at the first definition too");
-    assert!(d.span.unwrap().start > d.related[0].0.start);
+    assert!(d.span.unwrap().order() > d.related[0].0.order());
 }
 
 #[test]
@@ -221,7 +222,7 @@ fn e014_sequence_tool_not_permitted() {
         d.help.as_deref(),
         Some("remove `web_*` from `denied`, or from the sequence")
     );
-    assert_eq!(&src[d.related[0].0.start..d.related[0].0.end], "\"web_*\"");
+    assert_eq!(&src[bytes(d.related[0].0)], "\"web_*\"");
 }
 
 #[test]
@@ -279,7 +280,7 @@ fn e020_unknown_lint() {
         .unwrap();
     t.allow.push(orch_codegen::model::Spanned::new(
         "unreachable_stp".into(),
-        orch_codegen::model::Span::new(0, 1),
+        orch_codegen::model::Span::bytes(0, 1),
     ));
     let (ir, d) = orch_codegen::check::check(&t);
     assert!(ir.is_none());
@@ -432,8 +433,8 @@ fn real_agentdock_templates() {
         c.diagnostics
             .iter()
             .map(|d| {
-                let s = d.span.unwrap();
-                (d.code, src[s.start..s.end].trim_matches('"').to_owned())
+                let s = bytes(d.span.unwrap());
+                (d.code, src[s].trim_matches('"').to_owned())
             })
             .collect()
     };

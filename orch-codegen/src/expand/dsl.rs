@@ -1,5 +1,5 @@
 //! The inline DSL: tokens → `crate::model::Template`, keeping a table of token
-//! spans (a model `Span { start: i, end: i + 1 }` is `spans[i]`). No rule is checked
+//! spans (a model `Span::Token(i)` is `spans[i]`). No rule is checked
 //! here beyond the grammar; `crate::check` judges the template.
 //!
 //! ```text
@@ -18,7 +18,9 @@
 //! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
 //! ```
 
-use crate::model::{Condition, SequenceEntry, Span as MSpan, Spanned, Step, Template};
+use crate::model::{
+    Condition, ConditionType, SequenceEntry, Span as MSpan, Spanned, Step, Template,
+};
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
@@ -45,8 +47,15 @@ struct Lowering {
 impl Lowering {
     fn at(&mut self, span: Span) -> MSpan {
         self.spans.push(span);
-        let i = self.spans.len() - 1;
-        MSpan::new(i, i + 1)
+        MSpan::Token(self.spans.len() - 1)
+    }
+
+    /// The token behind a span this lowering made.
+    fn token(&self, span: MSpan) -> Span {
+        match span {
+            MSpan::Token(i) => self.spans.get(i).copied().unwrap_or_else(Span::call_site),
+            MSpan::Bytes { .. } => Span::call_site(),
+        }
     }
 
     fn spanned<T>(&mut self, value: T, span: Span) -> Spanned<T> {
@@ -153,7 +162,7 @@ impl Parse for Dsl {
             ));
         }
         let name = low.name(input)?;
-        let name_span = low.spans[name.span.start];
+        let name_span = low.token(name.span);
         template.span = name.span;
         template.name = Some(name);
 
@@ -250,7 +259,7 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
                 let kind = Ident::parse_any(input)?;
                 let mut c = Condition {
                     span: low.at(kind.span()),
-                    kind: Some(low.spanned(kind.to_string(), kind.span())),
+                    kind: Some(low.spanned(ConditionType::parse(&kind.to_string()), kind.span())),
                     ..Condition::default()
                 };
                 if first_when {

@@ -78,27 +78,23 @@ pub fn expand(input: &FileInput) -> TokenStream {
         .map(|e| e.to_compile_error())
         .unwrap_or_default();
     };
-    // The allow list's names point at the `allow = [...]` idents (span table below).
+    // The allow list's names are tokens of the macro input: `Span::Token(i)` is the
+    // i-th ident of `allow = [...]`; every other span is bytes of the file.
     t.allow = input
         .allow
         .iter()
         .enumerate()
-        .map(|(i, id)| {
-            Spanned::new(
-                id.to_string(),
-                ModelSpan::new(usize::MAX - i, usize::MAX - i),
-            )
-        })
+        .map(|(i, id)| Spanned::new(id.to_string(), ModelSpan::Token(i)))
         .collect();
     let (ir, more) = crate::check::check(&t);
     diags.extend(more);
     let allow_spans: Vec<proc_macro2::Span> = input.allow.iter().map(Ident::span).collect();
-    let span_of = |s: ModelSpan| {
-        let from_end = usize::MAX - s.start;
-        allow_spans.get(from_end).copied().unwrap_or(lit_span)
+    let span_of = |s: ModelSpan| match s {
+        ModelSpan::Token(i) => allow_spans.get(i).copied().unwrap_or(lit_span),
+        ModelSpan::Bytes { .. } => lit_span,
     };
     let loc = |d: &crate::Diagnostic| match d.span {
-        Some(s) if s.start <= source.len() => Some(location(&rel, &source, s)),
+        Some(s @ ModelSpan::Bytes { .. }) => Some(location(&rel, &source, s)),
         _ => None,
     };
     let errors =

@@ -34,7 +34,10 @@ pub fn orchestration(input: TokenStream) -> TokenStream {
 
 fn expand_dsl(d: dsl::Dsl) -> TokenStream {
     let (ir, diags) = crate::check::check(&d.template);
-    let span_of = |s: crate::model::Span| d.spans.get(s.start).copied().unwrap_or(d.name_span);
+    let span_of = |s: crate::model::Span| match s {
+        crate::model::Span::Token(i) => d.spans.get(i).copied().unwrap_or(d.name_span),
+        crate::model::Span::Bytes { .. } => d.name_span,
+    };
     let errors = to_errors(&diags, |_| None, span_of, Form::Dsl);
     let ir = ir.unwrap_or_else(|| crate::check::placeholder(&d.template));
     let items = crate::emit::items(&ir);

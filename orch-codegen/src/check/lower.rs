@@ -1,0 +1,142 @@
+//! Lowering: a checked template, its names resolved, to the [`Ir`]. Decides nothing:
+//! every rule has been applied by then.
+
+use super::{MachineName, StepInfo};
+use crate::ident;
+use crate::ir::{Ir, IrStep, IrTool};
+use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
+use crate::model::{Spanned, Step, Template};
+use orch_runtime::is_pattern;
+
+/// Everything the IR is made of.
+pub(super) struct Parts<'a, 't> {
+    pub machine: MachineName,
+    pub tools: &'a [&'t Spanned<String>],
+    pub tool_idents: Vec<String>,
+    pub steps: &'a [StepInfo<'t>],
+    pub step_names: &'a [&'t Spanned<String>],
+    pub step_idents: Vec<String>,
+    pub default_step: Option<usize>,
+    pub history: usize,
+    pub contains: Vec<String>,
+    pub regexes: Vec<String>,
+    pub max_steps: Option<u64>,
+    pub description: Vec<String>,
+}
+
+/// Builds the IR.
+pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
+    let step_ident = |name: &str| -> String {
+        p.step_names
+            .iter()
+            .position(|n| n.value == name)
+            .and_then(|i| p.step_idents.get(i).cloned())
+            .unwrap_or_default()
+    };
+    let patterns = |s: &StepInfo<'_>, allow: bool| -> Vec<String> {
+        s.patterns
+            .iter()
+            .filter(|(_, is_allow, _)| *is_allow == allow)
+            .map(|(p, _, _)| p.value.clone())
+            .collect()
+    };
+    Ir {
+        name: p.machine.name,
+        module: p.machine.module,
+        description: p.description,
+        tools: p
+            .tools
+            .iter()
+            .zip(p.tool_idents)
+            .map(|(t, ident)| IrTool {
+                name: t.value.clone(),
+                ident,
+            })
+            .collect(),
+        steps: p
+            .steps
+            .iter()
+            .map(|s| IrStep {
+                name: s.name.to_owned(),
+                ident: s
+                    .model
+                    .name
+                    .as_ref()
+                    .map(|n| step_ident(&n.value))
+                    .unwrap_or_default(),
+                description: s.model.description.clone(),
+                conditions: s.conditions.clone(),
+                static_set: s.static_set.clone(),
+                allow_all: s.allow_all,
+                allow_patterns: patterns(s, true),
+                deny_patterns: patterns(s, false),
+                sequence: s.sequence.clone(),
+                reset: s.reset,
+            })
+            .collect(),
+        default_step: p.default_step,
+        history: p.history,
+        contains: p.contains,
+        regexes: p.regexes,
+        max_steps: p.max_steps,
+    }
+}
+
+/// A machine with the template's tool and step names and no behaviour (every step
+/// without conditions, every tool allowed), for front ends to emit after an error, so
+/// that code using `Tool::X`/`Step::Y` does not produce a cascade of unrelated errors.
+pub fn placeholder(t: &Template) -> Ir {
+    let mut tools: Vec<IrTool> = Vec::new();
+    let mentions = t.steps.iter().flat_map(Step::tool_mentions);
+    for n in t.universe.iter().flatten().chain(mentions) {
+        let Some(ident) = ident::variant(&n.value) else {
+            continue;
+        };
+        if !is_pattern(&n.value) && !tools.iter().any(|t| t.ident == ident) {
+            tools.push(IrTool {
+                name: n.value.clone(),
+                ident,
+            });
+        }
+    }
+    let mut steps: Vec<IrStep> = Vec::new();
+    for s in &t.steps {
+        let Some(name) = &s.name else { continue };
+        let Some(ident) = ident::variant(&name.value) else {
+            continue;
+        };
+        if steps.iter().any(|x| x.ident == ident) {
+            continue;
+        }
+        steps.push(IrStep {
+            name: name.value.clone(),
+            ident,
+            description: s.description.clone(),
+            conditions: Vec::new(),
+            static_set: (0..tools.len()).collect(),
+            allow_all: true,
+            allow_patterns: Vec::new(),
+            deny_patterns: Vec::new(),
+            sequence: Vec::new(),
+            reset: 0,
+        });
+    }
+    let name = t
+        .name
+        .as_ref()
+        .map_or_else(|| "machine".to_owned(), |n| n.value.clone());
+    tools.truncate(MAX_TOOLS);
+    steps.truncate(MAX_TEMPLATE_STEPS);
+    Ir {
+        module: ident::module(&name).unwrap_or_else(|| "machine".to_owned()),
+        name,
+        description: t.description.clone(),
+        tools,
+        steps,
+        default_step: None,
+        history: 10,
+        contains: Vec::new(),
+        regexes: Vec::new(),
+        max_steps: None,
+    }
+}

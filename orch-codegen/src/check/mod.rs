@@ -1,0 +1,295 @@
+//! The checks of SPEC §3. Every front end calls [`check`]; no rule is implemented
+//! anywhere else.
+//!
+//! [`check`] reads as the list of rules it applies, in order. Each rule is a small
+//! function whose doc comment states it; the rules that resolve names (tools, steps,
+//! conditions) live in [`names`], [`tools`] and [`steps`], the warnings about a valid
+//! template in [`lints`], and building the [`Ir`] from the resolved template is a
+//! separate step, [`lower`].
+
+mod lints;
+mod lower;
+mod names;
+mod steps;
+mod tools;
+
+use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::ir::{Ir, IrCondition};
+use crate::limits::{MAX_HISTORY, MAX_MESSAGE_CONDITIONS, MAX_TEMPLATE_STEPS, MAX_TOOLS};
+use crate::model::{Span, Spanned, Step, Template};
+use std::collections::HashMap;
+
+pub use lower::placeholder;
+
+/// The `resetSequenceOn` triggers SPEC §7 defines.
+pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
+
+/// Checks a template. Returns the IR when there is no error, and every diagnostic
+/// (errors and the warnings that were not allowed), in source order.
+pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
+    let mut c = Checker::new(t);
+    c.check_allow_list();
+    let machine = c.machine_name();
+    let universe = c.universe();
+    let tool_names: Vec<&Spanned<String>> = universe.tools.clone();
+    let tool_idents = c.idents(&tool_names, "tool");
+    c.check_size(&universe);
+    let step_names = c.step_names();
+    let step_idents = c.idents(&step_names.unique, "step");
+    let default_step = c.default_step();
+    let steps: Vec<StepInfo<'_>> = t
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| c.step(s, &universe, default_step == Some(i), step_names.skip[i]))
+        .collect();
+    c.check_message_conditions();
+    let history = c.history_capacity(&steps);
+    let steps = steps::whole_history_windows(steps, history);
+    lints::run(&mut c, &steps, &universe, default_step);
+    let ir = lower::lower(lower::Parts {
+        machine,
+        tools: &universe.tools,
+        tool_idents,
+        steps: &steps,
+        step_names: &step_names.unique,
+        step_idents,
+        default_step,
+        history,
+        contains: c.contains.clone(),
+        regexes: c.regexes.clone(),
+        max_steps: t.max_steps.as_ref().map(|m| m.value),
+        description: t.description.clone(),
+    });
+    c.finish(ir)
+}
+
+/// The closest of `candidates` to `name`, if close enough to suggest.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The machine's name and its module name.
+struct MachineName {
+    name: String,
+    module: String,
+}
+
+/// The tool universe (SPEC §2), resolved.
+struct Universe<'t> {
+    /// The tools, in declaration (or first-mention) order; a tool's index is its
+    /// position here.
+    tools: Vec<&'t Spanned<String>>,
+    /// Was it declared (`tools`/`nodes`)? Only then is an unknown name an error.
+    declared: bool,
+    /// Tool name → index.
+    index: HashMap<&'t str, usize>,
+}
+
+impl Universe<'_> {
+    fn len(&self) -> usize {
+        self.tools.len()
+    }
+}
+
+/// The step names: the unique ones (in order), and which steps the lints leave alone
+/// (nameless and duplicate steps, already errors).
+struct StepNames<'t> {
+    unique: Vec<&'t Spanned<String>>,
+    skip: Vec<bool>,
+}
+
+/// A step with its names resolved: what [`lints`] judge and [`lower`] turns into IR.
+struct StepInfo<'t> {
+    /// The step as written.
+    model: &'t Step,
+    /// Its name (`<unnamed>` when it has none, which is an error).
+    name: &'t str,
+    /// Is it the default step?
+    is_default: bool,
+    /// Nameless or duplicate: left out of the reachability lints.
+    skip: bool,
+    /// Its static set (SPEC §2): tool indices, ascending.
+    static_set: Vec<usize>,
+    /// `allowed` absent or empty.
+    allow_all: bool,
+    /// The pattern entries of `allowed` then `denied`, each with whether it is an
+    /// `allowed` entry and how many tools it matched.
+    patterns: Vec<(&'t Spanned<String>, bool, usize)>,
+    /// The sequence: per position, the accepted tool indices (ascending).
+    sequence: Vec<Vec<usize>>,
+    /// Its conditions (empty for the default step).
+    conditions: Vec<IrCondition>,
+    /// The largest `window` its conditions give (the default step's included: H
+    /// counts every window written).
+    max_window: usize,
+    /// `resetSequenceOn`, as `orch_runtime` reset flags.
+    reset: u8,
+}
+
+impl StepInfo<'_> {
+    /// The span to underline for the step as a whole: its name, else the step.
+    fn name_span(&self) -> Span {
+        self.model.name.as_ref().map_or(self.model.span, |n| n.span)
+    }
+}
+
+/// The checker's state: the template, the diagnostics so far, and the message pools
+/// (`message_contains` needles and `message_regex` sources, interned).
+struct Checker<'t> {
+    t: &'t Template,
+    diags: Vec<Diagnostic>,
+    contains: Vec<String>,
+    regexes: Vec<String>,
+}
+
+impl<'t> Checker<'t> {
+    fn new(t: &'t Template) -> Self {
+        Checker {
+            t,
+            diags: Vec::new(),
+            contains: Vec::new(),
+            regexes: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    /// Drops the warnings the template allows, sorts the rest into source order, and
+    /// keeps the IR only when nothing is an error.
+    fn finish(self, ir: Ir) -> (Option<Ir>, Vec<Diagnostic>) {
+        let allowed: Vec<Code> = self
+            .t
+            .allow
+            .iter()
+            .filter_map(|a| Code::parse(&a.value))
+            .filter(|c| c.severity() == Severity::Warning)
+            .collect();
+        let mut diags: Vec<Diagnostic> = self
+            .diags
+            .into_iter()
+            .filter(|d| !(d.severity() == Severity::Warning && allowed.contains(&d.code)))
+            .collect();
+        diags.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
+        // A step without a name has been reported by the front end (E003); there is no
+        // IR without it.
+        let ok = !diags.iter().any(Diagnostic::is_error)
+            && self.t.steps.iter().all(|s| s.name.is_some());
+        (ok.then_some(ir), diags)
+    }
+
+    /// E020: every entry of an allow list names a warning.
+    fn check_allow_list(&mut self) {
+        let warnings: Vec<&str> = Code::ALL
+            .iter()
+            .filter(|c| c.severity() == Severity::Warning)
+            .map(|c| c.name())
+            .collect();
+        for a in &self.t.allow {
+            if Code::parse(&a.value).is_some_and(|c| c.severity() == Severity::Warning) {
+                continue;
+            }
+            let d = Diagnostic::new(
+                Code::UnknownLint,
+                Some(a.span),
+                format!("`{}` is not a warning that can be allowed", a.value),
+            )
+            .label("unknown warning");
+            let d = match closest(&a.value, warnings.iter().copied()) {
+                Some(s) => d.help(format!("did you mean `{s}`?")),
+                None => d.help(format!("warnings: {}", warnings.join(", "))),
+            };
+            self.push(d);
+        }
+    }
+
+    /// E019: at most [`MAX_TOOLS`] tools and [`MAX_TEMPLATE_STEPS`] steps.
+    fn check_size(&mut self, universe: &Universe<'_>) {
+        if universe.len() > MAX_TOOLS {
+            self.push(Diagnostic::new(
+                Code::LimitExceeded,
+                None,
+                format!(
+                    "the template has {} tools; the limit is {MAX_TOOLS}",
+                    universe.len()
+                ),
+            ));
+        }
+        if self.t.steps.len() > MAX_TEMPLATE_STEPS {
+            self.push(Diagnostic::new(
+                Code::LimitExceeded,
+                None,
+                format!(
+                    "the template has {} steps; the limit is {MAX_TEMPLATE_STEPS}",
+                    self.t.steps.len()
+                ),
+            ));
+        }
+    }
+
+    /// E019: at most [`MAX_MESSAGE_CONDITIONS`] distinct message conditions.
+    fn check_message_conditions(&mut self) {
+        let n = self.contains.len() + self.regexes.len();
+        if n > MAX_MESSAGE_CONDITIONS {
+            self.push(Diagnostic::new(
+                Code::LimitExceeded,
+                None,
+                format!(
+                    "the template has {n} distinct message conditions; the limit is {MAX_MESSAGE_CONDITIONS}"
+                ),
+            ));
+        }
+    }
+
+    /// SPEC §4: H = max(10, `historyLength`, the longest sequence, the largest
+    /// `window`). E019 when `historyLength` or a sequence exceeds [`MAX_HISTORY`]
+    /// (windows are checked where they are read).
+    fn history_capacity(&mut self, steps: &[StepInfo<'_>]) -> usize {
+        let longest = steps.iter().map(|s| s.sequence.len()).max().unwrap_or(0);
+        let max_window = steps.iter().map(|s| s.max_window).max().unwrap_or(0);
+        let asked = self.t.history_length.as_ref().map_or(0, |h| h.value);
+        if asked > MAX_HISTORY as u64 {
+            self.push(
+                Diagnostic::new(
+                    Code::LimitExceeded,
+                    self.t.history_length.as_ref().map(|h| h.span),
+                    format!("`historyLength` of {asked} exceeds the limit of {MAX_HISTORY}"),
+                )
+                .help("the history is stored inline in every session; keep it small"),
+            );
+        }
+        if longest > MAX_HISTORY {
+            self.push(Diagnostic::new(
+                Code::LimitExceeded,
+                None,
+                format!("a sequence of {longest} positions exceeds the limit of {MAX_HISTORY}"),
+            ));
+        }
+        10usize
+            .max(asked.min(MAX_HISTORY as u64) as usize)
+            .max(longest.min(MAX_HISTORY))
+            .max(max_window)
+    }
+}
+
+/// `a, b, c, …` — the first dozen names of a tool list, for notes.
+fn list_names(tools: &[&Spanned<String>]) -> String {
+    const SHOW: usize = 12;
+    let mut s: Vec<&str> = tools.iter().take(SHOW).map(|t| t.value.as_str()).collect();
+    if tools.len() > SHOW {
+        s.push("…");
+    }
+    if s.is_empty() {
+        "(none)".to_owned()
+    } else {
+        s.join(", ")
+    }
+}

@@ -1,0 +1,147 @@
+//! Rules about tools: the universe (SPEC §2), resolving a name against it, and a
+//! step's static set.
+
+use super::{closest, list_names, Checker, Universe};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::model::{Spanned, Step};
+use orch_runtime::{glob_match, is_pattern};
+use std::collections::HashMap;
+
+/// A step's static set, resolved: see [`super::StepInfo`].
+pub(super) struct StaticSet<'t> {
+    /// Which tools pass, by index.
+    pub permitted: Vec<bool>,
+    /// The `denied` entry that removed a tool, by index (for E014's hint).
+    pub denied_by: Vec<Option<&'t Spanned<String>>>,
+    /// `allowed` absent or empty.
+    pub allow_all: bool,
+    /// Pattern entries: (entry, is it in `allowed`, tools matched).
+    pub patterns: Vec<(&'t Spanned<String>, bool, usize)>,
+}
+
+impl<'t> Checker<'t> {
+    /// SPEC §2: the universe is the declared tools (`tools`, else `nodes` without
+    /// `llm.*`); with none declared, every literal tool name the steps mention, in
+    /// order of first mention. E006: a declared name is not empty. E013: a declared
+    /// name is not a pattern.
+    pub(super) fn universe(&mut self) -> Universe<'t> {
+        let t = self.t;
+        let mut tools: Vec<&'t Spanned<String>> = Vec::new();
+        let mut index: HashMap<&'t str, usize> = HashMap::new();
+        let mut add = |n: &'t Spanned<String>| {
+            if !n.value.is_empty() && !is_pattern(&n.value) && !index.contains_key(n.value.as_str())
+            {
+                index.insert(&n.value, tools.len());
+                tools.push(n);
+            }
+        };
+        let Some(declared) = &t.universe else {
+            t.steps.iter().flat_map(Step::tool_mentions).for_each(add);
+            return Universe {
+                tools,
+                declared: false,
+                index,
+            };
+        };
+        for n in declared {
+            if n.value.is_empty() {
+                self.push(Diagnostic::new(
+                    Code::InvalidName,
+                    Some(n.span),
+                    "an empty tool name",
+                ));
+            } else if is_pattern(&n.value) {
+                self.push(
+                    Diagnostic::new(
+                        Code::PatternNotAllowed,
+                        Some(n.span),
+                        format!("the pattern `{}` is not allowed in the tool list", n.value),
+                    )
+                    .label("the tool list declares tools by name")
+                    .help(
+                        "list every tool by its exact name; patterns belong in `allowed`/`denied`",
+                    )
+                    .about_tool(&n.value),
+                );
+            }
+            add(n);
+        }
+        Universe {
+            tools,
+            declared: true,
+            index,
+        }
+    }
+
+    /// E015: a tool name is in the declared universe (with the closest name as a
+    /// suggestion). `what` says where the name was written. `None` when unknown.
+    pub(super) fn resolve(
+        &mut self,
+        universe: &Universe<'_>,
+        r: &Spanned<String>,
+        what: &str,
+    ) -> Option<usize> {
+        if let Some(i) = universe.index.get(r.value.as_str()) {
+            return Some(*i);
+        }
+        if universe.declared {
+            let d = Diagnostic::new(
+                Code::UnknownTool,
+                Some(r.span),
+                format!("unknown tool `{}`", r.value),
+            )
+            .label(format!("not in the declared tools ({what})"))
+            .about_tool(&r.value);
+            let d = match closest(&r.value, universe.tools.iter().map(|t| t.value.as_str())) {
+                Some(s) => d.help(format!("did you mean `{s}`?")),
+                None => d.help("add it to the template's `tools` (or `nodes`)"),
+            };
+            self.push(d.note(format!("declared tools: {}", list_names(&universe.tools))));
+        }
+        None
+    }
+
+    /// SPEC §2: the static set is the tools matching any `allowed` entry (every tool
+    /// when `allowed` is absent or empty), minus those matching any `denied` entry.
+    /// E006: an entry is not empty. E015: a literal entry is a known tool.
+    pub(super) fn static_set(&mut self, s: &'t Step, universe: &Universe<'t>) -> StaticSet<'t> {
+        let allowed: &'t [Spanned<String>] = s.allowed.as_deref().unwrap_or(&[]);
+        let denied: &'t [Spanned<String>] = s.denied.as_deref().unwrap_or(&[]);
+        let allow_all = allowed.is_empty();
+        let mut set = StaticSet {
+            permitted: vec![allow_all; universe.len()],
+            denied_by: vec![None; universe.len()],
+            allow_all,
+            patterns: Vec::new(),
+        };
+        for (list, is_allow) in [(allowed, true), (denied, false)] {
+            for entry in list {
+                if entry.value.is_empty() {
+                    self.push(Diagnostic::new(
+                        Code::InvalidName,
+                        Some(entry.span),
+                        "an empty tool name",
+                    ));
+                    continue;
+                }
+                let hits: Vec<usize> = if is_pattern(&entry.value) {
+                    let hits: Vec<usize> = (0..universe.len())
+                        .filter(|&i| glob_match(&entry.value, &universe.tools[i].value))
+                        .collect();
+                    set.patterns.push((entry, is_allow, hits.len()));
+                    hits
+                } else {
+                    let what = if is_allow { "allowed" } else { "denied" };
+                    self.resolve(universe, entry, what).into_iter().collect()
+                };
+                for i in hits {
+                    set.permitted[i] = is_allow;
+                    if !is_allow {
+                        set.denied_by[i] = Some(entry);
+                    }
+                }
+            }
+        }
+        set
+    }
+}

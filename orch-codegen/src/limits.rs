@@ -1,0 +1,15 @@
+//! The limits of the compiled form. A template over one of them is rejected with
+//! E019 (`limit_exceeded`): every session and table is sized from these numbers.
+
+/// The largest template accepted, in bytes (a guard against feeding the compiler a
+/// 50 MB file by mistake; real templates are a few KB).
+pub const MAX_TEMPLATE_BYTES: usize = 16 * 1024 * 1024;
+/// The largest history capacity H a template may ask for (it sizes every session).
+pub const MAX_HISTORY: usize = 1024;
+/// The most tools a machine may have.
+pub const MAX_TOOLS: usize = 16_384;
+/// The most steps a template may have (not to be confused with `options.maxSteps`,
+/// the agent loop's cap on model calls per turn).
+pub const MAX_TEMPLATE_STEPS: usize = 16_384;
+/// The most distinct message conditions a machine may have.
+pub const MAX_MESSAGE_CONDITIONS: usize = 4096;
