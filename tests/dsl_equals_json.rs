@@ -2,7 +2,8 @@
 //! identical tables (fingerprint) and identical traces over many random event streams.
 
 mod common;
-use common::Rng;
+use common::Event;
+use proptest::prop_assert_eq;
 
 use orch::{Outcome, ToolEnum};
 
@@ -89,42 +90,64 @@ fn same_traces_for_random_events() {
         "nothing",
         "",
     ];
-    for seed in 1..=300u64 {
-        let mut rng = Rng::new(seed);
+    common::check(300, common::events(150), |events| {
         let (mut a, mut b) = (d::Session::new(), j::Session::new());
-        for event in 0..150 {
-            match rng.below(6) {
-                0 | 1 => {
-                    let m = messages[rng.below(messages.len())];
+        for (n, event) in events.iter().enumerate() {
+            match event {
+                Event::Message(i) => {
+                    let m = messages[i.index(messages.len())];
                     a.on_user_message(m);
                     b.on_user_message(m);
                 }
-                2 => {
+                Event::Reset => {
                     a.reset();
                     b.reset();
                 }
-                _ => {
-                    let i = rng.below(d::Tool::ALL.len());
-                    let (ta, tb) = (d::Tool::ALL[i], j::Tool::ALL[i]);
-                    assert_eq!(ta.name(), tb.name());
-                    assert_eq!(a.check(ta).is_ok(), b.check(tb).is_ok());
-                    assert_eq!(
-                        outcome(a.record(ta)),
-                        outcome(b.record(tb)),
-                        "seed {seed} event {event}"
+                Event::Available(mask) => {
+                    a.set_available(
+                        d::Tool::ALL
+                            .into_iter()
+                            .filter(|t| Event::keeps(mask, t.index())),
+                    );
+                    b.set_available(
+                        j::Tool::ALL
+                            .into_iter()
+                            .filter(|t| Event::keeps(mask, t.index())),
                     );
                 }
+                Event::Usage(p, c) => {
+                    a.record_usage(*p, *c);
+                    b.record_usage(*p, *c);
+                }
+                Event::Tool(_) | Event::Foreign => {
+                    let (ra, rb) = match event {
+                        Event::Tool(i) => {
+                            let i = i.index(d::Tool::ALL.len());
+                            let (ta, tb) = (d::Tool::ALL[i], j::Tool::ALL[i]);
+                            prop_assert_eq!(ta.name(), tb.name());
+                            prop_assert_eq!(
+                                a.check(ta).map_err(|e| e.to_string()),
+                                b.check(tb).map_err(|e| e.to_string())
+                            );
+                            (a.record(ta), b.record(tb))
+                        }
+                        _ => (a.record_name("foreign"), b.record_name("foreign")),
+                    };
+                    prop_assert_eq!(outcome(ra), outcome(rb), "event {}", n);
+                }
             }
-            assert_eq!(
+            prop_assert_eq!(
                 a.step().map(|s| s.name()),
                 b.step().map(|s| s.name()),
-                "seed {seed} event {event}"
+                "event {}",
+                n
             );
-            assert_eq!(a.sequence_index(), b.sequence_index());
-            assert_eq!(
+            prop_assert_eq!(a.sequence_index(), b.sequence_index());
+            prop_assert_eq!(
                 a.allowed().names().collect::<Vec<_>>(),
                 b.allowed().names().collect::<Vec<_>>()
             );
         }
-    }
+        Ok(())
+    });
 }

@@ -4,7 +4,8 @@
 //! malformed, truncated or hostile data is an error, never a panic.
 
 mod common;
-use common::Rng;
+use common::Event;
+use proptest::prelude::*;
 
 use orch::dynamic::{DynMachine, DynSession};
 use orch::{RestoreError, Snapshot};
@@ -13,8 +14,8 @@ orch::include_machine!("conformance");
 orch::include_machine!("support-triage");
 
 /// Through one of the two encodings and back.
-fn round_trip(s: &Snapshot, rng: &mut Rng) -> Snapshot {
-    if rng.below(2) == 0 {
+fn round_trip(s: &Snapshot, binary: bool) -> Snapshot {
+    if binary {
         Snapshot::from_bytes(&s.to_bytes()).expect("binary round trip")
     } else {
         Snapshot::from_json(&s.to_json()).expect("json round trip")
@@ -35,54 +36,66 @@ const MESSAGES: &[&str] = &[
     "",
 ];
 
-fn typed<M: orch::Machine>(seeds: u64) {
+/// Events, each followed (or not) by a snapshot through one encoding (`Some(binary)`).
+fn events_with_snapshots(max: usize) -> impl Strategy<Value = Vec<(Event, Option<bool>)>> {
+    prop::collection::vec(
+        (common::event(), prop::option::weighted(0.3, any::<bool>())),
+        0..=max,
+    )
+}
+
+fn typed<M: orch::Machine>(cases: u32) {
     use orch::ToolEnum;
-    for seed in 1..=seeds {
-        let mut rng = Rng::new(seed);
+    common::check(cases, events_with_snapshots(200), |events| {
         let mut plain = orch::Session::<M>::new();
         let mut restored = orch::Session::<M>::new();
-        for event in 0..200 {
-            match rng.below(8) {
-                0 | 1 => {
-                    let m = MESSAGES[rng.below(MESSAGES.len())];
+        for (n, (event, snapshot)) in events.iter().enumerate() {
+            match event {
+                Event::Message(i) => {
+                    let m = MESSAGES[i.index(MESSAGES.len())];
                     plain.on_user_message(m);
                     restored.on_user_message(m);
                 }
-                2 => {
+                Event::Available(mask) => {
                     let keep: Vec<M::Tool> = M::Tool::ALL
                         .iter()
                         .copied()
-                        .filter(|_| rng.below(3) > 0)
+                        .filter(|t| Event::keeps(mask, t.index()))
                         .collect();
                     plain.set_available(keep.iter().copied());
                     restored.set_available(keep);
                 }
-                3 => {
-                    plain.record_usage(7, 3);
-                    restored.record_usage(7, 3);
+                Event::Usage(p, c) => {
+                    plain.record_usage(*p, *c);
+                    restored.record_usage(*p, *c);
                 }
-                _ => {
-                    let name = if rng.below(10) == 0 {
-                        "foreign"
-                    } else {
-                        M::Tool::ALL[rng.below(M::Tool::ALL.len())].name()
+                Event::Reset => {
+                    plain.reset();
+                    restored.reset();
+                }
+                Event::Tool(_) | Event::Foreign => {
+                    let name = match event {
+                        Event::Tool(i) => M::Tool::ALL[i.index(M::Tool::ALL.len())].name(),
+                        _ => "foreign",
                     };
-                    assert_eq!(
+                    prop_assert_eq!(
                         plain.record_name(name),
                         restored.record_name(name),
-                        "seed {seed} event {event}"
+                        "event {}",
+                        n
                     );
                 }
             }
-            if rng.below(4) == 0 {
-                let snap = round_trip(&restored.snapshot(), &mut rng);
+            if let Some(binary) = snapshot {
+                let snap = round_trip(&restored.snapshot(), *binary);
                 let (s, report) = orch::Session::<M>::restore(&snap).expect("restores");
-                assert!(report.is_exact(), "{report:?}");
+                prop_assert!(report.is_exact(), "{:?}", report);
                 restored = s;
             }
-            assert_eq!(plain, restored, "seed {seed} event {event}");
+            prop_assert_eq!(plain, restored, "event {}", n);
         }
-    }
+        Ok(())
+    });
 }
 
 #[test]
@@ -91,100 +104,61 @@ fn typed_sessions_survive_snapshots() {
     typed::<support_triage::Machine>(60);
 }
 
-/// A random valid template: tools, steps with random conditions, sequences (with
-/// groups), allow/deny lists (with patterns) and resets.
-fn random_template(rng: &mut Rng) -> String {
-    let n_tools = 2 + rng.below(9);
-    let tools: Vec<String> = (0..n_tools).map(|i| format!("tool_{i}")).collect();
-    let pick = |rng: &mut Rng| tools[rng.below(tools.len())].clone();
-    let mut steps = vec![serde_json::json!({"name": "Default", "isDefault": true})];
-    for s in 0..1 + rng.below(6) {
-        let mut step = serde_json::json!({"name": format!("Step{s}")});
-        let mut seq: Vec<serde_json::Value> = Vec::new();
-        if rng.below(2) == 0 {
-            for _ in 0..1 + rng.below(3) {
-                if rng.below(4) == 0 {
-                    seq.push(serde_json::json!([pick(rng), pick(rng)]));
-                } else {
-                    seq.push(pick(rng).into());
-                }
-            }
-            step["sequence"] = seq.clone().into();
-        }
-        let mut conds = Vec::new();
-        for _ in 0..1 + rng.below(2) {
-            conds.push(match rng.below(5) {
-                0 => serde_json::json!({"type": "tool_used", "value": pick(rng)}),
-                1 if !seq.is_empty() => serde_json::json!({"type": "sequence_match"}),
-                2 => serde_json::json!({"type": "message_contains", "value": MESSAGES[rng.below(6)]}),
-                3 => serde_json::json!({"type": "message_regex", "value": format!("(?i)^{}", MESSAGES[rng.below(6)])}),
-                _ => serde_json::json!({"type": "not_recently_used", "value": pick(rng), "window": 1 + rng.below(4)}),
-            });
-        }
-        step["conditions"] = conds.into();
-        if rng.below(3) == 0 && seq.is_empty() {
-            step["availableTools"] =
-                serde_json::json!({"allowed": ["tool_*"], "denied": [pick(rng)]});
-        }
-        if rng.below(3) == 0 {
-            let trigger = ["user_message", "message_contains", "message_regex"][rng.below(3)];
-            step["resetSequenceOn"] = serde_json::json!([trigger]);
-        }
-        steps.push(step);
-    }
-    serde_json::json!({"agentId": "random", "tools": tools, "orchestration": {"steps": steps}})
-        .to_string()
-}
-
 #[test]
 fn random_templates_survive_snapshots() {
-    let mut compiled = 0;
-    for seed in 1..=150u64 {
-        let mut rng = Rng::new(seed);
-        let src = random_template(&mut rng);
+    let strategy = (common::template(), events_with_snapshots(120));
+    common::check(150, strategy, |(src, events)| {
         let c = orch_codegen::compile_json(&src, None);
-        let Some(machine) = c.to_machine() else {
-            continue;
-        };
-        compiled += 1;
+        prop_assert!(!c.has_errors(), "{:#?}", c.diagnostics);
+        let machine = c.to_machine().expect("compiles");
         let tools: Vec<String> = machine.tables().tools.clone();
         let mut plain: DynSession<'_> = machine.session();
         let mut restored = machine.session();
-        for event in 0..120 {
-            match rng.below(6) {
-                0 | 1 => {
-                    let m = MESSAGES[rng.below(MESSAGES.len())];
+        for (n, (event, snapshot)) in events.iter().enumerate() {
+            match event {
+                Event::Message(i) => {
+                    let m = MESSAGES[i.index(MESSAGES.len())];
                     plain.on_user_message(m);
                     restored.on_user_message(m);
                 }
-                2 if rng.below(4) == 0 => {
+                Event::Reset => {
                     plain.reset();
                     restored.reset();
                 }
-                _ => {
-                    let t = &tools[rng.below(tools.len())];
-                    assert_eq!(
-                        plain.record(t),
-                        restored.record(t),
-                        "seed {seed} event {event}\n{src}"
-                    );
+                Event::Usage(p, c) => {
+                    plain.record_usage(*p, *c);
+                    restored.record_usage(*p, *c);
+                }
+                Event::Available(mask) => {
+                    let keep: Vec<&str> = tools
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| Event::keeps(mask, *i))
+                        .map(|(_, t)| t.as_str())
+                        .chain(Some("foreign").filter(|_| Event::keeps(mask, tools.len())))
+                        .collect();
+                    plain.set_available(keep.iter().copied());
+                    restored.set_available(keep);
+                }
+                Event::Tool(_) | Event::Foreign => {
+                    let t = match event {
+                        Event::Tool(i) => tools[i.index(tools.len())].as_str(),
+                        _ => "foreign",
+                    };
+                    prop_assert_eq!(plain.record(t), restored.record(t), "event {}", n);
                 }
             }
-            if rng.below(3) == 0 {
-                let snap = round_trip(&restored.snapshot(), &mut rng);
+            if let Some(binary) = snapshot {
+                let snap = round_trip(&restored.snapshot(), *binary);
                 let (s, report) = DynSession::restore(&machine, &snap).expect("restores");
-                assert!(report.is_exact(), "{report:?}");
+                prop_assert!(report.is_exact(), "{:?}", report);
                 restored = s;
             }
-            assert_eq!(
-                plain.snapshot(),
-                restored.snapshot(),
-                "seed {seed} event {event}\n{src}"
-            );
-            assert_eq!(plain.allowed(), restored.allowed());
+            prop_assert_eq!(plain.snapshot(), restored.snapshot(), "event {}", n);
+            prop_assert_eq!(plain.allowed(), restored.allowed(), "event {}", n);
         }
-    }
-    assert!(compiled > 100, "only {compiled} random templates compiled");
+        Ok(())
+    });
 }
 
 fn dyn_machine(src: &str) -> DynMachine {

@@ -1,20 +1,15 @@
 //! `orch simulate` (a template loaded at run time) and the compiled machine (the same
 //! template through the macro) produce the same trace for the same events.
 
+use proptest::{prop_assert, prop_assert_eq};
 use std::process::Command;
 
 orch_macros::orchestration!(file = "../examples/agents/support-triage/template.json");
 orch_macros::orchestration!(file = "../tests/fixtures/machines/conformance.json");
 
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
+#[path = "../../tests/common/mod.rs"]
+mod common;
+use common::Event;
 
 /// The trace line of SPEC §10 for a compiled session.
 fn line<M: orch_runtime::Machine>(
@@ -43,59 +38,64 @@ fn line<M: orch_runtime::Machine>(
     v
 }
 
-fn agree<M: orch_runtime::Machine>(template: &str, messages: &[&str], seeds: u64) {
+fn agree<M: orch_runtime::Machine>(template: &str, messages: &[&str], cases: u32) {
     use orch_runtime::ToolEnum;
     let tools: Vec<&str> = M::Tool::ALL.iter().map(|t| t.name()).collect();
-    for seed in 1..=seeds {
-        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let dir = std::env::temp_dir().join(format!("orch-agree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tag = template.replace('/', "_");
+    let path = dir.join(format!("events-{tag}.jsonl"));
+    common::check(cases, common::events(60), |events| {
         let mut s = orch_runtime::Session::<M>::new();
-        let mut events = String::new();
+        let mut lines = String::new();
         let mut expected = vec![line(&s, None)];
-        for _ in 0..60 {
-            let (event, outcome) = match rng.below(9) {
-                0..=2 => {
-                    let m = messages[rng.below(messages.len())];
+        for event in &events {
+            let (json, outcome) = match event {
+                Event::Message(i) => {
+                    let m = messages[i.index(messages.len())];
                     s.on_user_message(m);
                     (serde_json::json!({"message": m}), None)
                 }
-                3..=6 => {
-                    let name = if rng.below(10) == 0 {
-                        "weather"
-                    } else {
-                        tools[rng.below(tools.len())]
+                Event::Tool(_) | Event::Foreign => {
+                    let name = match event {
+                        Event::Tool(i) => tools[i.index(tools.len())],
+                        _ => "weather",
                     };
                     (serde_json::json!({"tool": name}), Some(s.record_name(name)))
                 }
-                7 => {
+                Event::Available(mask) => {
                     let subset: Vec<M::Tool> = M::Tool::ALL
                         .iter()
                         .copied()
-                        .filter(|_| rng.below(3) != 0)
+                        .filter(|t| Event::keeps(mask, t.index()))
                         .collect();
                     let names: Vec<&str> = subset.iter().map(|t| t.name()).collect();
                     s.set_available(subset);
                     (serde_json::json!({"available": names}), None)
                 }
-                _ => {
+                Event::Usage(p, c) => {
+                    s.record_usage(*p, *c);
+                    (
+                        serde_json::json!({"usage": {"prompt": p, "completion": c}}),
+                        None,
+                    )
+                }
+                Event::Reset => {
                     s.reset();
                     (serde_json::json!({"reset": true}), None)
                 }
             };
-            events.push_str(&event.to_string());
-            events.push('\n');
+            lines.push_str(&json.to_string());
+            lines.push('\n');
             expected.push(line(&s, outcome.as_ref()));
         }
-        let dir = std::env::temp_dir().join(format!("orch-agree-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let tag = template.replace('/', "_");
-        let path = dir.join(format!("events-{tag}-{seed}.jsonl"));
-        std::fs::write(&path, &events).unwrap();
+        std::fs::write(&path, &lines).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_orch"))
             .args(["simulate", template, path.to_str().unwrap()])
             .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .output()
             .unwrap();
-        assert!(
+        prop_assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
@@ -104,11 +104,12 @@ fn agree<M: orch_runtime::Machine>(template: &str, messages: &[&str], seeds: u64
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(got.len(), expected.len());
+        prop_assert_eq!(got.len(), expected.len());
         for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
-            assert_eq!(g, e, "{template} seed {seed}, line {i}; events:\n{events}");
+            prop_assert_eq!(g, e, "{} line {}; events:\n{}", template, i, lines);
         }
-    }
+        Ok(())
+    });
 }
 
 const MESSAGES: &[&str] = &[

@@ -332,7 +332,7 @@ pub fn items(ir: &Ir) -> TokenStream {
         /// What recording a tool did.
         pub type Outcome = ::orch_runtime::Outcome<Tool>;
         /// Why a tool may not run now.
-        pub type Denied = ::orch_runtime::Denied<Step, Tool>;
+        pub type Denied = ::orch_runtime::Denied<Step, ToolSet>;
         /// An entry of a session's history.
         pub type HistoryEntry = ::orch_runtime::HistoryEntry<Tool>;
     }

@@ -4,7 +4,8 @@
 //! [`OwnedTables`] from a checked template (`Compiled::to_tables`).
 
 use crate::bits::{self, BitIter};
-use crate::state::{RawDenied, RawOutcome, State, Usage, FOREIGN};
+use crate::denied::Denied;
+use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
 use crate::tables::{Condition, StepTable, Tables};
 use crate::MessageRegex;
 
@@ -144,6 +145,9 @@ impl DynOutcome {
     }
 }
 
+/// The refusal of a [`DynSession`], by names (see [`Denied`]).
+pub type DynDenied<'m> = Denied<&'m str, Vec<&'m str>>;
+
 /// The state of a [`DynSession`]: the engine's state over boxed slices.
 type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>>;
 
@@ -185,7 +189,9 @@ impl<'m> DynSession<'m> {
         self.machine
     }
 
-    /// Sets the host's tool list; names the machine does not know are foreign tools.
+    /// Sets the host's tool list: the declared tools in it are the available set A
+    /// (SPEC §8); names the machine does not know are foreign tools, which
+    /// [`DynSession::allowed`] lists when the active step permits them.
     pub fn set_available<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
         let t = self.machine.tables.view();
         self.available.fill(0);
@@ -242,38 +248,44 @@ impl<'m> DynSession<'m> {
         Some(self.names(set))
     }
 
-    /// May `name` run now? `Err` carries a message saying why not.
-    pub fn check(&self, name: &str) -> Result<(), String> {
+    /// May `name` run now? The `Err` says why not, in the same words as a typed
+    /// session's. A name the machine does not know is a foreign tool, judged by the
+    /// active step alone (the rule of [`crate::Session::check_name`]).
+    pub fn check(&self, name: &str) -> Result<(), DynDenied<'m>> {
         let t = self.machine.tables.view();
-        let r = match t.tool_index(name) {
-            Some(i) => self.state.check(&t, &self.available, i),
-            None => {
-                if self.foreign_available.iter().any(|f| f == name) {
-                    self.state.check_foreign(&t, name)
-                } else {
-                    Err(RawDenied::Unavailable)
-                }
-            }
+        let step_name = |step: u16| {
+            self.machine
+                .tables
+                .step_names
+                .get(step as usize)
+                .map_or("", String::as_str)
         };
-        r.map_err(|d| match d {
-            RawDenied::NotInStep(step) => format!(
-                "`{name}` is not allowed in step `{}`",
-                t.step_names.get(step as usize).map_or("?", |s| s.as_str())
-            ),
-            RawDenied::SequenceExpects { step, index, group } => format!(
-                "the sequence of step `{}` expects {} at position {index}",
-                t.step_names.get(step as usize).map_or("?", |s| s.as_str()),
-                self.names(t.set_at(group)).join(" or ")
-            ),
-            RawDenied::Unavailable => format!("the host has not made `{name}` available"),
-        })
+        self.state
+            .check(&t, &self.available, self.tool_ref(name))
+            .map_err(|d| match d {
+                RawDenied::NotInStep(step) => Denied::NotInStep {
+                    step: step_name(step),
+                },
+                RawDenied::SequenceExpects { step, index, group } => Denied::SequenceExpects {
+                    step: step_name(step),
+                    index: index as usize,
+                    expected: self.names(t.set_at(group)),
+                },
+                RawDenied::Unavailable => Denied::Unavailable,
+            })
+    }
+
+    fn tool_ref<'n>(&self, name: &'n str) -> ToolRef<'n> {
+        match self.machine.tables.view().tool_index(name) {
+            Some(i) => ToolRef::Declared(i),
+            None => ToolRef::Foreign(name),
+        }
     }
 
     /// Records that the host ran the tool `name`.
     pub fn record(&mut self, name: &str) -> DynOutcome {
         let t = self.machine.tables.view();
-        let tool = t.tool_index(name);
-        match self.state.record(&t, &self.available, tool, name) {
+        match self.state.record(&t, &self.available, self.tool_ref(name)) {
             RawOutcome::Advanced(i) => DynOutcome::Advanced { index: i as usize },
             RawOutcome::Completed => DynOutcome::Completed,
             RawOutcome::Free => DynOutcome::Free,
@@ -325,7 +337,12 @@ impl<'m> DynSession<'m> {
 
     /// The session's state by names (see [`crate::Snapshot`]).
     pub fn snapshot(&self) -> crate::Snapshot {
-        crate::snapshot::take(&self.machine.tables.view(), &self.state, &self.available)
+        crate::snapshot::take(
+            &self.machine.tables.view(),
+            &self.state,
+            &self.available,
+            &self.foreign_available,
+        )
     }
 
     /// A session of `machine` from a snapshot (see [`crate::Session::restore`]).
@@ -339,6 +356,7 @@ impl<'m> DynSession<'m> {
             snapshot,
             &mut s.state,
             &mut s.available,
+            Some(&mut s.foreign_available),
         )?;
         Ok((s, report))
     }

@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 mod bits;
+mod denied;
 pub mod dynamic;
 mod machine;
 mod regexes;
@@ -40,10 +41,11 @@ pub mod tables;
 mod text;
 
 pub use bits::{BitIter, Entries, ToolEnum, ToolIter, ToolSet, Words};
+pub use denied::Denied;
 pub use machine::{Machine, StepEnum};
 pub use regex::Regex;
 pub use regexes::{MessageRegex, Regexes};
-pub use session::{Denied, HistoryEntry, Outcome, Session};
+pub use session::{HistoryEntry, Outcome, Session, SessionDenied};
 pub use snapshot::{AgentDockView, RestoreError, RestoreReport, Snapshot};
 pub use state::Usage;
 pub use tables::Tables;

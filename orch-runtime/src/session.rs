@@ -1,8 +1,9 @@
 //! The typed session over a generated machine.
 
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
+use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
-use crate::state::{RawDenied, RawOutcome, State, Usage, FOREIGN};
+use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -52,78 +53,6 @@ impl<T: ToolEnum> fmt::Display for Outcome<T> {
     }
 }
 
-/// Why a tool may not run now; the `Err` of [`Session::check`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Denied<S, T: ToolEnum> {
-    /// The active step does not allow the tool.
-    NotInStep {
-        /// The active step.
-        step: S,
-    },
-    /// The active step's sequence is waiting for another tool.
-    SequenceExpects {
-        /// The active step.
-        step: S,
-        /// The sequence position that is waiting.
-        index: usize,
-        /// The tools that position accepts.
-        expected: ToolSet<T>,
-    },
-    /// The orchestration allows it, but the host has not made it available.
-    Unavailable,
-}
-
-impl<S: fmt::Debug + Copy, T: ToolEnum> Denied<S, T> {
-    fn describe(
-        &self,
-        f: &mut fmt::Formatter<'_>,
-        step_name: impl Fn(S) -> &'static str,
-    ) -> fmt::Result {
-        match self {
-            Denied::NotInStep { step } => write!(f, "not allowed in step `{}`", step_name(*step)),
-            Denied::SequenceExpects {
-                step,
-                index,
-                expected,
-            } => write!(
-                f,
-                "the sequence of step `{}` expects {} at position {}",
-                step_name(*step),
-                OneOf(expected),
-                index
-            ),
-            Denied::Unavailable => f.write_str("the host has not made this tool available"),
-        }
-    }
-}
-
-impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, T> {
-    /// `not allowed in step `ResearchMode`` / `the sequence of step `ResearchMode` expects `think` at position 1`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.describe(f, S::name)
-    }
-}
-
-impl<S: StepEnum, T: ToolEnum> std::error::Error for Denied<S, T> {}
-
-/// `` `a` `` or `` one of `a`, `b` ``.
-struct OneOf<'a, T: ToolEnum>(&'a ToolSet<T>);
-
-impl<T: ToolEnum> fmt::Display for OneOf<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.len() > 1 {
-            f.write_str("one of ")?;
-        }
-        for (i, name) in self.0.names().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "`{name}`")?;
-        }
-        Ok(())
-    }
-}
-
 /// One entry of a session's history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HistoryEntry<T> {
@@ -132,6 +61,9 @@ pub enum HistoryEntry<T> {
     /// A tool the host ran that the machine does not know (SPEC §5).
     Foreign,
 }
+
+/// The refusal of a typed session over `M`.
+pub type SessionDenied<M> = Denied<<M as Machine>::Step, ToolSet<<M as Machine>::Tool>>;
 
 pub(crate) type StateOf<M> = State<
     <<M as Machine>::Tool as ToolEnum>::Words,
@@ -294,40 +226,47 @@ impl<M: Machine> Session<M> {
     }
 
     /// May `tool` run now? The `Err` says why not. Changes nothing.
-    pub fn check(&self, tool: M::Tool) -> Result<(), Denied<M::Step, M::Tool>> {
+    pub fn check(&self, tool: M::Tool) -> Result<(), SessionDenied<M>> {
+        self.check_ref(ToolRef::Declared(tool.index()))
+    }
+
+    /// [`Session::check`] by name. A name the machine does not know is a foreign tool:
+    /// the host names it, so it is available, and the active step judges it by its
+    /// `allowed`/`denied` patterns (a pending sequence position never accepts it).
+    pub fn check_name(&self, name: &str) -> Result<(), SessionDenied<M>> {
+        self.check_ref(Self::tool_ref(name))
+    }
+
+    fn check_ref(&self, tool: ToolRef<'_>) -> Result<(), SessionDenied<M>> {
         self.state
-            .check(M::tables(), self.available.as_ref(), tool.index())
+            .check(M::tables(), self.available.as_ref(), tool)
             .map_err(|d| self.denied(d))
     }
 
-    /// [`Session::check`] by name; a name the machine does not know is a foreign tool,
-    /// judged by the active step's patterns.
-    pub fn check_name(&self, name: &str) -> Result<(), Denied<M::Step, M::Tool>> {
+    fn tool_ref(name: &str) -> ToolRef<'_> {
         match <M::Tool as ToolEnum>::from_name(name) {
-            Some(tool) => self.check(tool),
-            None => self
-                .state
-                .check_foreign(M::tables(), name)
-                .map_err(|d| self.denied(d)),
+            Some(tool) => ToolRef::Declared(tool.index()),
+            None => ToolRef::Foreign(name),
         }
     }
 
     /// Records that the host ran `tool` (SPEC §5): history, used set, sequence, and the
     /// transitions it triggers, within this call.
     pub fn record(&mut self, tool: M::Tool) -> Outcome<M::Tool> {
-        let raw = self
-            .state
-            .record(M::tables(), self.available.as_ref(), Some(tool.index()), "");
+        let raw = self.state.record(
+            M::tables(),
+            self.available.as_ref(),
+            ToolRef::Declared(tool.index()),
+        );
         self.outcome(raw)
     }
 
     /// [`Session::record`] by name; a name the machine does not know is recorded as a
     /// foreign tool (it enters the history, never advances a sequence).
     pub fn record_name(&mut self, name: &str) -> Outcome<M::Tool> {
-        let tool = <M::Tool as ToolEnum>::from_name(name).map(ToolEnum::index);
         let raw = self
             .state
-            .record(M::tables(), self.available.as_ref(), tool, name);
+            .record(M::tables(), self.available.as_ref(), Self::tool_ref(name));
         self.outcome(raw)
     }
 
@@ -431,7 +370,7 @@ impl<M: Machine> Session<M> {
             .unwrap_or_else(|| unreachable!("a session with an active step has at least one step"))
     }
 
-    fn denied(&self, d: RawDenied) -> Denied<M::Step, M::Tool> {
+    fn denied(&self, d: RawDenied) -> SessionDenied<M> {
         match d {
             RawDenied::NotInStep(step) => Denied::NotInStep {
                 step: self.step_at(step),

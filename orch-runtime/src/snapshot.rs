@@ -49,7 +49,9 @@ pub struct Snapshot {
     pub matched: Vec<String>,
     /// Cumulative token usage.
     pub usage: Usage,
-    /// The host's available tools (`None`: every tool).
+    /// The host's available tools (`None`: every tool of the machine, and no foreign
+    /// tool listed). Names the template does not declare are the host's foreign tools
+    /// (a [`crate::dynamic::DynSession`] lists them in `allowed()`).
     pub available: Option<Vec<String>>,
 }
 
@@ -65,7 +67,8 @@ pub struct RestoreReport {
     /// set to its end.
     pub index_clamped: Option<(u32, u32)>,
     /// Tools that no longer exist: their history entries became foreign entries (they
-    /// did run), and they left the used set and the available set.
+    /// did run), and they left the used set. (In the available list, a name the
+    /// template does not declare is one of the host's foreign tools and is kept.)
     pub missing_tools: Vec<String>,
     /// Message conditions that no longer exist (dropped).
     pub missing_conditions: Vec<String>,
@@ -148,6 +151,7 @@ pub(crate) fn take<S, U, F, H>(
     t: &Tables<'_, S>,
     state: &State<U, F, H>,
     available: &[u64],
+    foreign_available: &[String],
 ) -> Snapshot
 where
     S: AsRef<str>,
@@ -181,17 +185,25 @@ where
             .map(|i| flag_name(t, i))
             .collect(),
         usage: state.usage,
-        available: (!all).then(|| names(available)),
+        available: (!all || !foreign_available.is_empty()).then(|| {
+            let mut list = names(available);
+            list.extend(foreign_available.iter().cloned());
+            list
+        }),
     }
 }
 
 /// Restores `snapshot` into a blank `state` and `available` (shared by typed and
-/// run-time sessions).
+/// run-time sessions). Names in the available list that the template does not declare
+/// are the host's foreign tools: they go to `foreign_available` (nothing is lost: the
+/// host still has them; a typed session, which judges a foreign tool available whenever
+/// the host names it, passes `None`).
 pub(crate) fn restore_into<S, U, F, H>(
     t: &Tables<'_, S>,
     snapshot: &Snapshot,
     state: &mut State<U, F, H>,
     available: &mut [u64],
+    mut foreign_available: Option<&mut Vec<String>>,
 ) -> Result<RestoreReport, RestoreError>
 where
     S: AsRef<str>,
@@ -266,9 +278,10 @@ where
         None => (0..t.tools.len()).for_each(|i| crate::bits::set(available, i)),
         Some(names) => {
             for name in names {
-                match t.tool_index(name) {
-                    Some(i) => crate::bits::set(available, i),
-                    None => missing_tool(name, &mut report),
+                match (t.tool_index(name), foreign_available.as_deref_mut()) {
+                    (Some(i), _) => crate::bits::set(available, i),
+                    (None, Some(foreign)) if !foreign.contains(name) => foreign.push(name.clone()),
+                    (None, _) => {}
                 }
             }
         }
@@ -291,6 +304,7 @@ impl<M: Machine> Session<M> {
             M::tables(),
             self.raw_state(),
             self.available().words().as_ref(),
+            &[],
         )
     }
 
@@ -304,7 +318,7 @@ impl<M: Machine> Session<M> {
             <M::History as Entries>::ZERO,
         );
         let mut available = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
-        let report = restore_into(M::tables(), snapshot, &mut state, available.as_mut())?;
+        let report = restore_into(M::tables(), snapshot, &mut state, available.as_mut(), None)?;
         Ok((Session::from_parts(state, available), report))
     }
 }

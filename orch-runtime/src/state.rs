@@ -45,6 +45,16 @@ pub(crate) enum RawOutcome {
     NotAllowed,
 }
 
+/// A tool as the engine sees it: one the template declares (its index), or a foreign
+/// one, by name (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ToolRef<'a> {
+    /// A tool of the universe.
+    Declared(usize),
+    /// A tool the template does not declare.
+    Foreign(&'a str),
+}
+
 /// Why a tool may not run now (SPEC §5 "check tool"), in table indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RawDenied {
@@ -229,27 +239,31 @@ where
         }
     }
 
-    /// Is the foreign tool `name` allowed now? (Judged by the active step's patterns; a
-    /// sequence position only ever names tools of the universe.)
+    /// Is the foreign tool `name` allowed now? (See [`State::check`].)
     pub fn foreign_allowed<S: AsRef<str>>(&self, t: &Tables<'_, S>, name: &str) -> bool {
-        match self.active() {
-            None => true,
-            Some(step) => self.expected(t).is_none() && t.foreign_permitted(step, name),
-        }
+        self.check(t, &[], ToolRef::Foreign(name)).is_ok()
     }
 
-    /// Check tool (SPEC §5): may the tool with index `tool` run now?
+    /// Check tool (SPEC §5): may `tool` run now? The one rule for every session type,
+    /// declared and foreign tools alike:
+    ///
+    /// 1. The active step decides whether the orchestration permits it: with no active
+    ///    step, every tool; while a sequence position is pending, only that position's
+    ///    tools (a sequence names declared tools only, so never a foreign one);
+    ///    otherwise the step's static set — for a foreign tool, the step's `allowed`
+    ///    patterns (every tool when `allowed` is empty) minus its `denied` patterns.
+    /// 2. Then the host's availability: a declared tool must be in `available`; a
+    ///    foreign tool is one the host itself names, so it is available.
     pub fn check<S: AsRef<str>>(
         &self,
         t: &Tables<'_, S>,
         available: &[u64],
-        tool: usize,
+        tool: ToolRef<'_>,
     ) -> Result<(), RawDenied> {
-        let permitted = match self.active() {
-            None => true,
-            Some(step) => match self.expected(t) {
-                Some((step, index, group)) => {
-                    if !bits::test(t.set_at(group), tool) {
+        if let Some(step) = self.active() {
+            let permitted = match (self.expected(t), tool) {
+                (Some((step, index, group)), tool) => {
+                    if !matches!(tool, ToolRef::Declared(i) if bits::test(t.set_at(group), i)) {
                         return Err(RawDenied::SequenceExpects {
                             step: step as u16,
                             index: index as u16,
@@ -258,66 +272,40 @@ where
                     }
                     true
                 }
-                None => bits::test(t.static_set(step), tool),
-            },
-        };
-        if !permitted {
-            let step = self.step;
-            return Err(RawDenied::NotInStep(step));
+                (None, ToolRef::Declared(i)) => bits::test(t.static_set(step), i),
+                (None, ToolRef::Foreign(name)) => t.foreign_permitted(step, name),
+            };
+            if !permitted {
+                return Err(RawDenied::NotInStep(step as u16));
+            }
         }
-        if bits::test(available, tool) {
-            Ok(())
-        } else {
-            Err(RawDenied::Unavailable)
-        }
-    }
-
-    /// Check a foreign tool by name.
-    pub fn check_foreign<S: AsRef<str>>(
-        &self,
-        t: &Tables<'_, S>,
-        name: &str,
-    ) -> Result<(), RawDenied> {
-        match self.active() {
-            None => Ok(()),
-            Some(step) => match self.expected(t) {
-                Some((step, index, group)) => Err(RawDenied::SequenceExpects {
-                    step: step as u16,
-                    index: index as u16,
-                    group,
-                }),
-                None if t.foreign_permitted(step, name) => Ok(()),
-                None => Err(RawDenied::NotInStep(step as u16)),
-            },
+        match tool {
+            ToolRef::Declared(i) if !bits::test(available, i) => Err(RawDenied::Unavailable),
+            _ => Ok(()),
         }
     }
 
-    /// Record tool (SPEC §5). `tool` is a tool index, or `None` for a foreign tool whose
-    /// name is `foreign`.
+    /// Record tool (SPEC §5).
     pub fn record<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
         available: &[u64],
-        tool: Option<usize>,
-        foreign: &str,
+        tool: ToolRef<'_>,
     ) -> RawOutcome {
         self.activate(t);
         // Was it allowed before it ran? (Judged on the state before the history changes.)
-        let was_allowed = match tool {
-            Some(i) => self.check(t, available, i).is_ok(),
-            None => self.check_foreign(t, foreign).is_ok(),
-        };
+        let was_allowed = self.check(t, available, tool).is_ok();
         let entry = match tool {
-            Some(i) => {
+            ToolRef::Declared(i) => {
                 bits::set(self.used.as_mut(), i);
                 i as u16
             }
-            None => FOREIGN,
+            ToolRef::Foreign(_) => FOREIGN,
         };
         self.push_history(entry);
         let outcome = match self.expected(t) {
             Some((step, index, group)) => match tool {
-                Some(i) if bits::test(t.set_at(group), i) => {
+                ToolRef::Declared(i) if bits::test(t.set_at(group), i) => {
                     self.index += 1;
                     let len = t.steps.get(step).map_or(0, |s| s.sequence.len as usize);
                     if index + 1 >= len {

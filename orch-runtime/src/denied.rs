@@ -1,0 +1,97 @@
+//! Why a tool may not run now: one type and one wording for every session type.
+
+use crate::bits::{ToolEnum, ToolSet};
+use crate::machine::StepEnum;
+use core::fmt;
+
+/// Why a tool may not run now: the `Err` of `check` on a typed [`crate::Session`]
+/// (`Denied<Step, ToolSet>`: generated code names it `Denied`) and on a run-time
+/// [`crate::dynamic::DynSession`] (`Denied<&str, Vec<&str>>`, by names). Both say it in
+/// the same words:
+///
+/// ```
+/// # orch_runtime::__doc_machine!();
+/// use demo::{Session, Tool};
+/// let mut s = Session::new();
+/// s.on_user_message("research this");
+/// let denied = s.check(Tool::Think).unwrap_err();
+/// assert_eq!(denied.to_string(), "the sequence of step `Research` expects `search` at position 0");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Denied<S, E> {
+    /// The active step does not allow the tool.
+    NotInStep {
+        /// The active step.
+        step: S,
+    },
+    /// The active step's sequence is waiting for another tool.
+    SequenceExpects {
+        /// The active step.
+        step: S,
+        /// The sequence position that is waiting.
+        index: usize,
+        /// The tools that position accepts.
+        expected: E,
+    },
+    /// The orchestration allows it, but the host has not made it available.
+    Unavailable,
+}
+
+impl<S: Copy, E> Denied<S, E> {
+    /// The active step that refused, if the step refused (not the host).
+    pub fn step(&self) -> Option<S> {
+        match self {
+            Denied::NotInStep { step } | Denied::SequenceExpects { step, .. } => Some(*step),
+            Denied::Unavailable => None,
+        }
+    }
+
+    /// The wording shared by every session type, given the step's name and the
+    /// expected tools' names.
+    fn write<'a, N: fmt::Display, I: Iterator<Item = N>>(
+        &'a self,
+        f: &mut fmt::Formatter<'_>,
+        step_name: impl Fn(&'a S) -> &'a str,
+        names: impl Fn(&'a E) -> I,
+    ) -> fmt::Result {
+        match self {
+            Denied::NotInStep { step } => write!(f, "not allowed in step `{}`", step_name(step)),
+            Denied::SequenceExpects {
+                step,
+                index,
+                expected,
+            } => {
+                write!(f, "the sequence of step `{}` expects ", step_name(step))?;
+                if names(expected).nth(1).is_some() {
+                    f.write_str("one of ")?;
+                }
+                for (i, name) in names(expected).enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "`{name}`")?;
+                }
+                write!(f, " at position {index}")
+            }
+            Denied::Unavailable => f.write_str("the host has not made this tool available"),
+        }
+    }
+}
+
+impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, ToolSet<T>> {
+    /// `` not allowed in step `Chat` ``, `` the sequence of step `Research` expects
+    /// `think` at position 1 ``, or `the host has not made this tool available`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, |s| s.name(), |e| e.names())
+    }
+}
+
+impl fmt::Display for Denied<&str, Vec<&str>> {
+    /// The same words as for a typed session.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, |s| s, |e| e.iter().copied())
+    }
+}
+
+impl<S: StepEnum, T: ToolEnum> std::error::Error for Denied<S, ToolSet<T>> {}
+impl std::error::Error for Denied<&str, Vec<&str>> {}
