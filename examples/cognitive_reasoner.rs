@@ -5,7 +5,7 @@
 //!
 //! The second half runs a whole research turn (search → think → reflect) through the
 //! orchestrated agent loop (`orch-agent`) in one user message, with a scripted model
-//! that first tries a tool out of order: per model step it prints the tools offered and
+//! that first tries a tool out of order: per round (model call) it prints the tools offered and
 //! the forced tool choice.
 //!
 //! Run: `cargo run --example cognitive_reasoner`
@@ -101,9 +101,9 @@ fn agent_loop_turn() {
         Planned::text("AI shifts tasks more than it removes jobs; see the analysis above.")
             .usage(640, 60),
     ]);
-    let mut agent = Agent::<Machine, _>::new(model, tools).on_step_finish(|step, session| {
+    let mut agent = Agent::<Machine, _>::new(model, tools).on_round_finish(|step, session| {
         println!(
-            "  model step {}: offered={:?} tool_choice={}",
+            "  round {}: offered={:?} tool_choice={}",
             step.number, step.offered, step.tool_choice
         );
         for c in &step.calls {
@@ -137,8 +137,8 @@ fn agent_loop_turn() {
         "Research the impact of AI on jobs",
     )) {
         Ok(turn) => println!(
-            "turn: {} model steps, stop={:?}, tokens {} + {}",
-            turn.steps.len(),
+            "turn: {} rounds, stop={:?}, tokens {} + {}",
+            turn.rounds.len(),
             turn.stop,
             turn.usage.prompt,
             turn.usage.completion

@@ -1,4 +1,4 @@
-//! An agent loop over a workflow written in the `orchestration!` DSL. Per model step the
+//! An agent loop over a workflow written in the `orchestration!` DSL. Per round (model call) the
 //! loop offers the LLM only the allowed tools, checks every call before running it, and
 //! records what ran, so the sequence advances within one user turn. The "LLM" here is a
 //! scripted stand-in (it sometimes asks for the wrong tool, to show enforcement); the
@@ -75,17 +75,17 @@ impl Workbench {
     }
 }
 
-/// The scripted "LLM": wants these tools in this order, one per model step, and stops
+/// The scripted "LLM": wants these tools in this order, one per round, and stops
 /// when its plan is empty.
 fn turn(s: &mut Session, bench: &mut Workbench, message: &str, mut plan: Vec<Tool>) {
     println!("\nuser: {message}");
     s.on_user_message(message);
-    let max_steps = analyst::MAX_STEPS.unwrap_or(10);
-    for step in 1..=max_steps {
+    let max_rounds = analyst::MAX_ROUNDS.unwrap_or(10);
+    for round in 1..=max_rounds {
         let offered = s.allowed();
         let forced = (offered.len() == 1).then(|| offered.first()).flatten();
         print!(
-            "  step {step}: [{}] offered={offered}",
+            "  round {round}: [{}] offered={offered}",
             s.step().map_or("-", |x| x.name())
         );
         if let Some(t) = forced {

@@ -506,7 +506,7 @@ mod lifecycle {
         assert_eq!(Tool::from_name("nope"), None);
         assert_eq!(Tool::CognitiveMap.name(), "cognitive_map");
         assert_eq!(conformance::NAME, "conformance");
-        assert_eq!(cognitive_reasoner::MAX_STEPS, Some(10));
+        assert_eq!(cognitive_reasoner::MAX_ROUNDS, Some(10));
         assert_eq!(
             cognitive_reasoner::Step::ResearchMode.description(),
             Some("Research-based cognitive flow: search, then think, then reflect")

@@ -111,7 +111,7 @@ fn random_templates_survive_snapshots() {
         let c = orch_codegen::compile_json(&src, None);
         prop_assert!(!c.has_errors(), "{:#?}", c.diagnostics);
         let machine = c.to_machine().expect("compiles");
-        let tools: Vec<String> = machine.tables().tools.clone();
+        let tools: Vec<String> = machine.tools().to_vec();
         let mut plain: DynSession<'_> = machine.session();
         let mut restored = machine.session();
         for (n, (event, snapshot)) in events.iter().enumerate() {

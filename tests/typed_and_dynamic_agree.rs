@@ -45,11 +45,7 @@ const FOREIGN: [&str; 2] = ["other_tool", "web_lookup"];
 
 fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
     let machine = dyn_machine(path);
-    assert_eq!(
-        machine.tables().fingerprint,
-        M::tables().fingerprint,
-        "same tables"
-    );
+    assert_eq!(machine.fingerprint(), M::fingerprint(), "same tables");
     let tools: Vec<&str> = M::Tool::ALL.iter().map(|t| t.name()).collect();
     common::check(cases, common::events(200), |events| {
         let mut typed = orch::Session::<M>::new();

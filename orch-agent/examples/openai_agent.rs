@@ -1,5 +1,5 @@
 //! The cognitive reasoner against any OpenAI-compatible chat-completions server (for
-//! instance a local one), under orchestration: per model step only the allowed tools are
+//! instance a local one), under orchestration: per round (model call) only the allowed tools are
 //! offered, the choice is forced when the sequence allows one tool, every call is
 //! checked before it runs, and usage is accounted.
 //!
@@ -290,9 +290,9 @@ fn main() {
     let instructions = cognitive_reasoner::DESCRIPTION.join("\n");
     let mut agent = Agent::<Machine, _>::new(model, tools(notes))
         .instructions(format!("You are the Cognitive Reasoner.\n{instructions}"))
-        .on_step_finish(|step, session| {
+        .on_round_finish(|step, session| {
             println!(
-                "model step {}: offered {:?}, tool choice {}",
+                "round {}: offered {:?}, tool choice {}",
                 step.number, step.offered, step.tool_choice
             );
             for c in &step.calls {
@@ -328,9 +328,9 @@ fn main() {
     match runtime.block_on(agent.run_turn(&mut session, &mut conversation, &message)) {
         Ok(turn) => {
             println!(
-                "\nanswer ({:?} after {} model steps, {} tokens):\n{}",
+                "\nanswer ({:?} after {} rounds, {} tokens):\n{}",
                 turn.stop,
-                turn.steps.len(),
+                turn.rounds.len(),
                 turn.usage.total(),
                 turn.final_text
             );

@@ -10,7 +10,7 @@ use std::fmt;
 
 /// What happened to one tool call the model made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallReport {
+pub struct ToolCallReport {
     /// The call.
     pub call: ToolCall,
     /// Whether it was executed (false: refused, unknown, or bad arguments).
@@ -21,9 +21,9 @@ pub struct CallReport {
     pub result: String,
 }
 
-/// One model step of a turn.
+/// One round of a turn: one model call and the tool calls it made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StepReport {
+pub struct RoundReport {
     /// 1-based, within the turn.
     pub number: usize,
     /// The tools offered.
@@ -33,12 +33,12 @@ pub struct StepReport {
     /// The text the model produced.
     pub text: String,
     /// Its tool calls and what became of them.
-    pub calls: Vec<CallReport>,
-    /// Tokens of this step.
+    pub calls: Vec<ToolCallReport>,
+    /// Tokens of this round.
     pub usage: Usage,
-    /// The active step after this model step (name).
-    pub step_after: Option<&'static str>,
-    /// The sequence index after this model step.
+    /// The active template step after this round (name).
+    pub active_step_after: Option<&'static str>,
+    /// The sequence index after this round.
     pub sequence_index_after: usize,
 }
 
@@ -47,16 +47,16 @@ pub struct StepReport {
 pub enum StopReason {
     /// The model answered without (further) tool calls.
     Answered,
-    /// The step limit was reached.
-    MaxSteps,
+    /// The round limit (`options.maxSteps`) was reached.
+    MaxRounds,
 }
 
 /// One user turn.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TurnReport {
-    /// Every model step.
-    pub steps: Vec<StepReport>,
-    /// The text of the last model step.
+    /// Every round.
+    pub rounds: Vec<RoundReport>,
+    /// The text of the last round.
     pub final_text: String,
     /// Tokens of the whole turn.
     pub usage: Usage,
@@ -81,15 +81,15 @@ impl fmt::Display for AgentError {
 
 impl std::error::Error for AgentError {}
 
-type StepCallback<M> = Box<dyn FnMut(&StepReport, &Session<M>) + Send>;
+type RoundCallback<M> = Box<dyn FnMut(&RoundReport, &Session<M>) + Send>;
 type TurnCallback<M> = Box<dyn FnMut(&TurnReport, &Session<M>) + Send>;
 
-/// The cap on model steps per turn when the template has no `options.maxSteps`.
-pub const DEFAULT_MAX_STEPS: usize = 10;
+/// The cap on rounds (model calls) per turn when the template has no `options.maxSteps`.
+pub const DEFAULT_MAX_ROUNDS: usize = 10;
 
 /// Drives a model under a compiled orchestration machine `M`.
 ///
-/// Per model step it recomputes the allowed tools from the session (so a sequence
+/// Per round it recomputes the allowed tools from the session (so a sequence
 /// advances between the steps of one turn), offers only those, and forces the tool
 /// choice when the sequence position allows exactly one tool. Every tool call is checked
 /// before it runs; a disallowed call is not executed and the model is told what is
@@ -99,25 +99,25 @@ pub struct Agent<M: Machine, Mo: Model> {
     model: Mo,
     tools: ToolRegistry,
     instructions: String,
-    max_steps: usize,
-    on_step: Option<StepCallback<M>>,
+    max_rounds: usize,
+    on_round: Option<RoundCallback<M>>,
     on_turn: Option<TurnCallback<M>>,
 }
 
 impl<M: Machine, Mo: Model> Agent<M, Mo> {
     /// An agent over `model` with `tools`. A turn has at most the template's
-    /// `options.maxSteps` model steps, or [`DEFAULT_MAX_STEPS`] when the template sets
-    /// none ([`Agent::max_steps`] overrides it).
+    /// `options.maxSteps` rounds, or [`DEFAULT_MAX_ROUNDS`] when the template sets
+    /// none ([`Agent::max_rounds`] overrides it).
     pub fn new(model: Mo, tools: ToolRegistry) -> Self {
         Agent {
             model,
             tools,
             instructions: String::new(),
-            max_steps: M::max_steps()
+            max_rounds: M::max_rounds()
                 .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or(DEFAULT_MAX_STEPS)
+                .unwrap_or(DEFAULT_MAX_ROUNDS)
                 .max(1),
-            on_step: None,
+            on_round: None,
             on_turn: None,
         }
     }
@@ -129,20 +129,20 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         self
     }
 
-    /// The cap on model steps per turn (at least 1).
+    /// The cap on rounds (model calls) per turn (at least 1).
     #[must_use]
-    pub fn max_steps(mut self, n: usize) -> Self {
-        self.max_steps = n.max(1);
+    pub fn max_rounds(mut self, n: usize) -> Self {
+        self.max_rounds = n.max(1);
         self
     }
 
-    /// Called after every model step with the session state after it.
+    /// Called after every round with the session state after it.
     #[must_use]
-    pub fn on_step_finish(
+    pub fn on_round_finish(
         mut self,
-        f: impl FnMut(&StepReport, &Session<M>) + Send + 'static,
+        f: impl FnMut(&RoundReport, &Session<M>) + Send + 'static,
     ) -> Self {
-        self.on_step = Some(Box::new(f));
+        self.on_round = Some(Box::new(f));
         self
     }
 
@@ -189,12 +189,12 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             content: message.to_owned(),
         });
         let mut turn = TurnReport {
-            steps: Vec::new(),
+            rounds: Vec::new(),
             final_text: String::new(),
             usage: Usage::default(),
-            stop: StopReason::MaxSteps,
+            stop: StopReason::MaxRounds,
         };
-        for number in 1..=self.max_steps {
+        for number in 1..=self.max_rounds {
             let offered = self.offered(session);
             let tool_choice = if offered.is_empty() {
                 ToolChoice::None
@@ -213,7 +213,11 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                 tools: self.tools.specs(offered.iter().map(String::as_str)),
                 tool_choice: tool_choice.clone(),
             };
-            let mut stream = self.model.step(request).await.map_err(AgentError::Model)?;
+            let mut stream = self
+                .model
+                .complete(request)
+                .await
+                .map_err(AgentError::Model)?;
             let mut text = String::new();
             let mut calls: Vec<ToolCall> = Vec::new();
             let mut usage = Usage::default();
@@ -254,20 +258,20 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                 ToolChoice::Tool(t) => Some(t.clone()),
                 _ => None,
             };
-            let step = StepReport {
+            let step = RoundReport {
                 number,
                 offered,
                 tool_choice,
                 text: text.clone(),
                 calls: reports,
                 usage,
-                step_after: session.step().map(StepEnum::name),
+                active_step_after: session.step().map(StepEnum::name),
                 sequence_index_after: session.sequence_index(),
             };
-            if let Some(f) = self.on_step.as_mut() {
+            if let Some(f) = self.on_round.as_mut() {
                 f(&step, session);
             }
-            turn.steps.push(step);
+            turn.rounds.push(step);
             turn.final_text = text;
             if no_calls {
                 match forced {
@@ -292,8 +296,8 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
     }
 
     /// Checks, executes and records one tool call.
-    async fn execute(&self, session: &mut Session<M>, call: ToolCall) -> CallReport {
-        let refuse = |call: ToolCall, why: String| CallReport {
+    async fn execute(&self, session: &mut Session<M>, call: ToolCall) -> ToolCallReport {
+        let refuse = |call: ToolCall, why: String| ToolCallReport {
             call,
             executed: false,
             outcome: None,
@@ -334,7 +338,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         };
         // It ran (even if it reported an error): record it.
         let outcome = session.record_name(&call.name).as_str();
-        CallReport {
+        ToolCallReport {
             call,
             executed: true,
             outcome: Some(outcome),

@@ -5,7 +5,7 @@
 //! were spent, and lets transitions happen within a turn. [`Agent`] does that over a
 //! compiled machine:
 //!
-//! - per model step it recomputes the allowed tools from the session, so a sequence
+//! - per round (model call) it recomputes the allowed tools from the session, so a sequence
 //!   advances between the steps of one user turn, and offers only those;
 //! - it forces the tool choice when the sequence position allows exactly one tool;
 //! - it checks every tool call before executing it: a disallowed or unknown call is not
@@ -37,7 +37,7 @@
 //! let turn = agent.run_turn(&mut session, &mut conversation, "research this").await.unwrap();
 //! assert_eq!(turn.final_text, "Here is what I found.");
 //! assert_eq!(session.sequence_index(), 3); // search → think → reflect, within one turn
-//! assert!(!turn.steps[0].calls[0].executed);
+//! assert!(!turn.rounds[0].calls[0].executed);
 //! # });
 //! ```
 #![deny(missing_docs)]
@@ -51,8 +51,8 @@ mod scripted;
 mod tools;
 
 pub use agent::{
-    orchestration_prompt, Agent, AgentError, CallReport, StepReport, StopReason, TurnReport,
-    DEFAULT_MAX_STEPS,
+    orchestration_prompt, Agent, AgentError, RoundReport, StopReason, ToolCallReport, TurnReport,
+    DEFAULT_MAX_ROUNDS,
 };
 pub use model::{
     ChatMessage, EventList, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream,

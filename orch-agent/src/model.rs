@@ -1,4 +1,4 @@
-//! The provider-agnostic model interface: one model step takes the conversation, the
+//! The provider-agnostic model interface: one round (a model call) takes the conversation, the
 //! tools to offer and a tool-choice setting, and yields a stream of events.
 
 use serde::{Deserialize, Serialize};
@@ -79,7 +79,7 @@ impl fmt::Display for ToolChoice {
     }
 }
 
-/// One model step's input.
+/// The input of one round (model call).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelRequest {
     /// The conversation, system message first.
@@ -103,25 +103,25 @@ pub enum FinishReason {
     Other(String),
 }
 
-/// What a model step yields, in order.
+/// What a model call yields, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelEvent {
     /// A piece of text.
     TextDelta(String),
     /// A complete tool call.
     ToolCall(ToolCall),
-    /// Tokens used by this step.
+    /// Tokens used by this model call.
     Usage {
         /// Prompt tokens.
         prompt: u64,
         /// Completion tokens.
         completion: u64,
     },
-    /// The step is over.
+    /// The model call is over.
     Finish(FinishReason),
 }
 
-/// A model step failed.
+/// A model call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelError(pub String);
 
@@ -133,18 +133,18 @@ impl fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
-/// The events of one model step, as they arrive.
+/// The events of one model call, as they arrive.
 pub trait ModelStream: Send {
-    /// The next event; `None` when the step is over.
+    /// The next event; `None` when the model call is over.
     fn next(&mut self) -> impl Future<Output = Option<Result<ModelEvent, ModelError>>> + Send;
 }
 
 /// A language model behind any provider.
 pub trait Model: Send + Sync {
-    /// The event stream of one step.
+    /// The event stream of one model call.
     type Stream: ModelStream;
-    /// Runs one model step.
-    fn step(
+    /// Runs one model call (one round of the agent loop).
+    fn complete(
         &self,
         request: ModelRequest,
     ) -> impl Future<Output = Result<Self::Stream, ModelError>> + Send;

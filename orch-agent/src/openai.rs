@@ -355,7 +355,7 @@ impl ModelStream for OpenAiStream {
 impl Model for OpenAiModel {
     type Stream = OpenAiStream;
 
-    async fn step(&self, request: ModelRequest) -> Result<OpenAiStream, ModelError> {
+    async fn complete(&self, request: ModelRequest) -> Result<OpenAiStream, ModelError> {
         let body = request_body(&self.model, &request, self.stream);
         let mut req = self
             .client

@@ -1,4 +1,4 @@
-//! A scripted model for tests and examples: it answers each model step with the next
+//! A scripted model for tests and examples: it answers each round (model call) with the next
 //! planned response and remembers every request it was sent.
 
 use crate::model::{
@@ -35,14 +35,14 @@ impl Planned {
         }
     }
 
-    /// Adds another tool call to the same model step.
+    /// Adds another tool call to the same round.
     #[must_use]
     pub fn and_call(mut self, tool: &str, arguments: &str) -> Self {
         self.calls.push((tool.to_owned(), arguments.to_owned()));
         self
     }
 
-    /// Sets the tokens this step reports.
+    /// Sets the tokens this round reports.
     #[must_use]
     pub fn usage(mut self, prompt: u64, completion: u64) -> Self {
         self.usage = (prompt, completion);
@@ -50,7 +50,7 @@ impl Planned {
     }
 }
 
-/// A model that plays back planned answers, one per step (and answers "(no more
+/// A model that plays back planned answers, one per round (and answers "(no more
 /// planned responses)" when the plan runs out).
 #[derive(Clone, Default)]
 pub struct ScriptedModel {
@@ -88,7 +88,7 @@ impl ScriptedModel {
 impl Model for ScriptedModel {
     type Stream = EventList;
 
-    async fn step(&self, request: ModelRequest) -> Result<EventList, ModelError> {
+    async fn complete(&self, request: ModelRequest) -> Result<EventList, ModelError> {
         self.requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())

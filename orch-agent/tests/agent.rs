@@ -42,8 +42,8 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
     let t = turns.clone();
     let mut agent = Agent::<Machine, _>::new(model, registry)
         .instructions("You are the Cognitive Reasoner.")
-        .max_steps(cognitive_reasoner::MAX_STEPS.unwrap_or(10) as usize)
-        .on_step_finish(move |report, session| {
+        .max_rounds(cognitive_reasoner::MAX_ROUNDS.unwrap_or(10) as usize)
+        .on_round_finish(move |report, session| {
             seen.lock()
                 .unwrap()
                 .push((report.number, session.step(), session.sequence_index()));
@@ -68,7 +68,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
         (1, 1, 1)
     );
     let executed: Vec<&str> = turn
-        .steps
+        .rounds
         .iter()
         .flat_map(|s| &s.calls)
         .filter(|c| c.executed)
@@ -101,7 +101,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
     assert_eq!(results[3], "search(AI jobs)");
     assert!(conversation.iter().any(|m| matches!(m, ChatMessage::System { content } if content.contains("requires calling `search` now"))));
 
-    // Offered tools and forced choices, per model step.
+    // Offered tools and forced choices, per round (model call).
     let requests = probe.requests();
     let choices: Vec<ToolChoice> = requests.iter().map(|r| r.tool_choice.clone()).collect();
     let forced = |t: &str| ToolChoice::Tool(t.to_owned());
@@ -159,7 +159,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
         (prompt, completion)
     );
     assert_eq!(
-        turn.steps.iter().map(|s| s.usage.total()).sum::<u64>(),
+        turn.rounds.iter().map(|s| s.usage.total()).sum::<u64>(),
         prompt + completion
     );
 
@@ -187,7 +187,7 @@ async fn several_calls_in_one_step_are_checked_one_after_the_other() {
         .run_turn(&mut session, &mut conv, "research it")
         .await
         .unwrap();
-    let calls = &turn.steps[0].calls;
+    let calls = &turn.rounds[0].calls;
     assert!(calls[0].executed && calls[1].executed && !calls[2].executed);
     assert_eq!(calls[1].outcome, Some("advanced"));
     assert!(
@@ -202,16 +202,16 @@ async fn several_calls_in_one_step_are_checked_one_after_the_other() {
 async fn the_step_cap_ends_a_turn() {
     let (registry, _) = tools(&[]);
     let model = ScriptedModel::new(std::iter::repeat_n(Planned::call("debate", "{}"), 20));
-    let mut agent = Agent::<Machine, _>::new(model, registry).max_steps(4);
+    let mut agent = Agent::<Machine, _>::new(model, registry).max_rounds(4);
     let mut session = Session::new();
     let turn = agent
         .run_turn(&mut session, &mut Vec::new(), "research it")
         .await
         .unwrap();
-    assert_eq!(turn.steps.len(), 4);
-    assert_eq!(turn.stop, StopReason::MaxSteps);
+    assert_eq!(turn.rounds.len(), 4);
+    assert_eq!(turn.stop, StopReason::MaxRounds);
     assert!(turn
-        .steps
+        .rounds
         .iter()
         .all(|s| s.calls.iter().all(|c| !c.executed)));
 }
@@ -220,13 +220,13 @@ async fn the_step_cap_ends_a_turn() {
 async fn bad_arguments_are_not_executed() {
     let (registry, counts) = tools(&[]);
     let model = ScriptedModel::new([Planned::call("search", "{not json"), Planned::text("sorry")]);
-    let mut agent = Agent::<Machine, _>::new(model, registry).max_steps(2);
+    let mut agent = Agent::<Machine, _>::new(model, registry).max_rounds(2);
     let mut session = Session::new();
     let turn = agent
         .run_turn(&mut session, &mut Vec::new(), "research it")
         .await
         .unwrap();
-    assert!(turn.steps[0].calls[0].result.contains("not valid JSON"));
+    assert!(turn.rounds[0].calls[0].result.contains("not valid JSON"));
     assert!(common::counts(&counts).is_empty());
     assert_eq!(session.sequence_index(), 0);
 }
@@ -265,7 +265,7 @@ async fn a_missing_tool_blocks_the_sequence_and_the_prompt_says_so() {
 #[tokio::test]
 async fn the_templates_max_steps_is_the_default_cap() {
     // The cognitive reasoner template says `"options": {"maxSteps": 10}`.
-    assert_eq!(cognitive_reasoner::MAX_STEPS, Some(10));
+    assert_eq!(cognitive_reasoner::MAX_ROUNDS, Some(10));
     let (registry, _) = tools(&[]);
     let model = ScriptedModel::new(std::iter::repeat_n(Planned::call("debate", "{}"), 30));
     let mut agent = Agent::<Machine, _>::new(model, registry);
@@ -273,6 +273,6 @@ async fn the_templates_max_steps_is_the_default_cap() {
         .run_turn(&mut Session::new(), &mut Vec::new(), "research it")
         .await
         .unwrap();
-    assert_eq!(turn.steps.len(), 10);
-    assert_eq!(turn.stop, StopReason::MaxSteps);
+    assert_eq!(turn.rounds.len(), 10);
+    assert_eq!(turn.stop, StopReason::MaxRounds);
 }

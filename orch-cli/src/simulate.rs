@@ -156,17 +156,11 @@ pub fn run(s: &mut DynSession<'_>, events: &[Event], out: &mut impl Write) -> st
 
 /// A human-readable summary of the state (interactive mode).
 fn describe(s: &DynSession<'_>) -> String {
-    let t = s.machine().tables();
     let step = s.step().unwrap_or("(none)");
     let mut out = format!("step: {step}");
-    if let Some(i) = s
-        .step()
-        .and_then(|n| t.step_names.iter().position(|x| x == n))
-    {
-        let len = t.steps[i].sequence.len as usize;
-        if len > 0 {
-            out.push_str(&format!("  sequence: {}/{len}", s.sequence_index()));
-        }
+    let len = s.sequence().len();
+    if len > 0 {
+        out.push_str(&format!("  sequence: {}/{len}", s.sequence_index()));
     }
     let mut allowed = s.allowed();
     allowed.sort_unstable();
@@ -208,7 +202,7 @@ pub fn interactive(
     input: impl BufRead,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    let name = &s.machine().tables().name;
+    let name = s.machine().name();
     writeln!(
         out,
         "orch simulate: {name} — /help for commands, /quit to leave"
@@ -248,7 +242,7 @@ pub fn interactive(
                 ("tool", _) => Some("usage: /tool NAME".to_owned()),
                 ("available", args) => {
                     if args.is_empty() {
-                        let all: Vec<String> = s.machine().tables().tools.clone();
+                        let all: Vec<String> = s.machine().tools().to_vec();
                         s.set_available(all.iter().map(String::as_str));
                     } else {
                         s.set_available(args.iter().copied());

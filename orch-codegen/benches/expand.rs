@@ -58,7 +58,7 @@ fn json_source() -> String {
 
 fn bench(c: &mut Criterion) {
     let dsl: proc_macro2::TokenStream = dsl_source().parse().expect("tokens");
-    let out = orch_codegen::expand::orchestration(dsl.clone()).to_string();
+    let out = orch_codegen::__private::orchestration(dsl.clone()).to_string();
     assert!(
         !out.contains("compile_error"),
         "the benchmark workflow must be valid: {}",
@@ -69,7 +69,11 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("expand_500_steps_200_tools");
     g.bench_function("dsl", |b| {
-        b.iter(|| black_box(orch_codegen::expand::orchestration(black_box(dsl.clone()))))
+        b.iter(|| {
+            black_box(orch_codegen::__private::orchestration(black_box(
+                dsl.clone(),
+            )))
+        })
     });
     g.bench_function("json", |b| {
         b.iter(|| {

@@ -2,7 +2,7 @@
 //! here decides semantics: the tables are [`Ir::to_tables`] written out as literals.
 
 use crate::ir::Ir;
-use orch_runtime::tables::{Condition, Span as TSpan};
+use orch_runtime::__private::{Condition, Span as TSpan};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 
@@ -26,7 +26,7 @@ fn tspan(s: TSpan) -> TokenStream {
         Literal::u32_unsuffixed(s.start),
         Literal::u32_unsuffixed(s.len),
     );
-    quote!(::orch_runtime::tables::Span::new(#start, #len))
+    quote!(::orch_runtime::__private::Span::new(#start, #len))
 }
 
 /// Which source the module was generated from, for its doc comment.
@@ -68,7 +68,7 @@ pub fn module(ir: &Ir, origin: Origin<'_>) -> TokenStream {
 
 /// The module's items, without the `mod` wrapper (the DSL emits them into a module the
 /// user named).
-pub fn items(ir: &Ir) -> TokenStream {
+pub(crate) fn items(ir: &Ir) -> TokenStream {
     let tables = ir.to_tables();
     let n_tools = ir.tools.len();
     let n_steps = ir.steps.len();
@@ -125,7 +125,7 @@ pub fn items(ir: &Ir) -> TokenStream {
     let fingerprint = Literal::u64_suffixed(tables.fingerprint);
     let name = &ir.name;
     let description = &ir.description;
-    let max_steps = match ir.max_steps {
+    let max_rounds = match ir.max_rounds {
         Some(m) => {
             let m = Literal::u64_unsuffixed(m);
             quote!(::core::option::Option::Some(#m))
@@ -144,7 +144,7 @@ pub fn items(ir: &Ir) -> TokenStream {
             let deny_patterns = tspan(s.deny_patterns);
             let reset = Literal::u8_unsuffixed(s.reset);
             quote! {
-                ::orch_runtime::tables::StepTable {
+                ::orch_runtime::__private::StepTable {
                     conditions: #conditions,
                     static_set: #static_set,
                     sequence: #sequence,
@@ -162,16 +162,16 @@ pub fn items(ir: &Ir) -> TokenStream {
         .map(|c| match *c {
             Condition::ToolUsed(t) => {
                 let t = Literal::u16_unsuffixed(t);
-                quote!(::orch_runtime::tables::Condition::ToolUsed(#t))
+                quote!(::orch_runtime::__private::Condition::ToolUsed(#t))
             }
-            Condition::SequenceMatch => quote!(::orch_runtime::tables::Condition::SequenceMatch),
+            Condition::SequenceMatch => quote!(::orch_runtime::__private::Condition::SequenceMatch),
             Condition::Message(f) => {
                 let f = Literal::u16_unsuffixed(f);
-                quote!(::orch_runtime::tables::Condition::Message(#f))
+                quote!(::orch_runtime::__private::Condition::Message(#f))
             }
             Condition::NotRecentlyUsed { tool, window } => {
                 let (tool, window) = (Literal::u16_unsuffixed(tool), Literal::u16_unsuffixed(window));
-                quote!(::orch_runtime::tables::Condition::NotRecentlyUsed { tool: #tool, window: #window })
+                quote!(::orch_runtime::__private::Condition::NotRecentlyUsed { tool: #tool, window: #window })
             }
         })
         .collect();
@@ -278,8 +278,8 @@ pub fn items(ir: &Ir) -> TokenStream {
         pub const NAME: &str = #name;
         /// `orchestration.description`.
         pub const DESCRIPTION: &[&str] = &[#(#description),*];
-        /// `options.maxSteps`: the cap on model steps per turn, if the template sets one.
-        pub const MAX_STEPS: ::core::option::Option<u64> = #max_steps;
+        /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn, if the template sets one.
+        pub const MAX_ROUNDS: ::core::option::Option<u64> = #max_rounds;
         /// Fingerprint of the compiled tables (changes whenever the behaviour can).
         pub const FINGERPRINT: u64 = #fingerprint;
 
@@ -287,10 +287,10 @@ pub fn items(ir: &Ir) -> TokenStream {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         pub struct Machine;
 
-        static REGEXES: ::orch_runtime::Regexes = ::orch_runtime::Regexes::new(&[#(#regexes),*]);
+        static REGEXES: ::orch_runtime::__private::Regexes = ::orch_runtime::__private::Regexes::new(&[#(#regexes),*]);
 
         /// The compiled transition and filter tables.
-        pub static TABLES: ::orch_runtime::Tables<'static> = ::orch_runtime::Tables {
+        pub static TABLES: ::orch_runtime::__private::Tables<'static> = ::orch_runtime::__private::Tables {
             name: #name,
             words: #words,
             history: #history,
@@ -311,17 +311,17 @@ pub fn items(ir: &Ir) -> TokenStream {
             type Step = Step;
             type Flags = [u64; #flag_words];
             type History = [u16; #history];
-            fn tables() -> &'static ::orch_runtime::Tables<'static> {
+            fn tables() -> &'static ::orch_runtime::__private::Tables<'static> {
                 &TABLES
             }
-            fn regexes() -> &'static [::core::option::Option<::orch_runtime::MessageRegex>] {
+            fn regexes() -> &'static [::core::option::Option<::orch_runtime::__private::MessageRegex>] {
                 REGEXES.get()
             }
             fn warm_up() {
                 REGEXES.warm_up()
             }
-            fn max_steps() -> ::core::option::Option<u64> {
-                MAX_STEPS
+            fn max_rounds() -> ::core::option::Option<u64> {
+                MAX_ROUNDS
             }
         }
 

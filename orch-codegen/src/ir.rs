@@ -3,8 +3,7 @@
 //! the run-time tables are both made from it, by [`Ir::to_tables`], so the generated
 //! statics and a template loaded at run time are the same data.
 
-use orch_runtime::dynamic::OwnedTables;
-use orch_runtime::tables::{reset, Condition, Span, StepTable};
+use orch_runtime::__private::{reset, Condition, OwnedTables, Span, StepTable};
 
 /// A compiled machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,8 +26,8 @@ pub struct Ir {
     pub contains: Vec<String>,
     /// Distinct `message_regex` sources; condition `Regex(i)` is `regexes[i]`.
     pub regexes: Vec<String>,
-    /// `options.maxSteps`.
-    pub max_steps: Option<u64>,
+    /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn.
+    pub max_rounds: Option<u64>,
 }
 
 /// A tool.
@@ -61,7 +60,7 @@ pub struct IrStep {
     pub deny_patterns: Vec<String>,
     /// The sequence: per position, the accepted tool indices (ascending).
     pub sequence: Vec<Vec<usize>>,
-    /// `resetSequenceOn`, as `orch_runtime::tables::reset` flags.
+    /// `resetSequenceOn`, as `orch_runtime` reset flags.
     pub reset: u8,
 }
 

@@ -211,7 +211,7 @@ impl Reader {
         if let Some(opts) = get(root_obj, "options") {
             if let Some(o) = self.object(opts, "options") {
                 if let Some(v) = get(o, "maxSteps") {
-                    t.max_steps = self.uint(v, "options.maxSteps");
+                    t.max_rounds = self.uint(v, "options.maxSteps");
                 }
             }
         }
@@ -389,7 +389,7 @@ mod tests {
         );
         assert_eq!(t.description, ["l1", "l2"]);
         assert_eq!(t.history_length.unwrap().value, 20);
-        assert_eq!(t.max_steps.unwrap().value, 5);
+        assert_eq!(t.max_rounds.unwrap().value, 5);
         assert_eq!(t.steps.len(), 2);
         let s = &t.steps[1];
         assert_eq!(s.sequence.as_ref().unwrap().value.len(), 2);

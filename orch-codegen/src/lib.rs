@@ -36,16 +36,30 @@
 #![forbid(unsafe_code)]
 
 mod builder;
-pub mod check;
+mod check;
 pub mod diagnostic;
 pub mod emit;
-pub mod expand;
+mod expand;
 pub mod explain;
-pub mod ident;
+mod ident;
 pub mod ir;
-pub mod json;
+mod json;
 pub mod limits;
-pub mod model;
+mod model;
+
+/// The pipeline's stages for the `orchestration!` macro crate and this crate's own
+/// tests and benchmarks. Not a public API: use [`compile_json`], [`Builder`] and the
+/// macro.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::check::{check, placeholder};
+    pub use crate::expand::orchestration;
+    pub use crate::json::parse;
+    /// The template model every front end fills in.
+    pub mod model {
+        pub use crate::model::*;
+    }
+}
 
 pub use builder::{BuildError, Builder, Report};
 pub use diagnostic::{Code, Diagnostic, Severity, Subject};

@@ -94,8 +94,8 @@ pub struct Template {
     pub default_step: Option<Spanned<String>>,
     /// `orchestration.historyLength` (extension, SPEC §4).
     pub history_length: Option<Spanned<u64>>,
-    /// `options.maxSteps`: the agent loop's cap on model steps per turn.
-    pub max_steps: Option<Spanned<u64>>,
+    /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn.
+    pub max_rounds: Option<Spanned<u64>>,
     /// The steps, in priority order.
     pub steps: Vec<Step>,
     /// Warnings the author allowed (lint names such as `unreachable_step`).

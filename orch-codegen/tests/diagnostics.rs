@@ -275,14 +275,14 @@ fn e019_limit_exceeded() {
 
 #[test]
 fn e020_unknown_lint() {
-    let mut t = orch_codegen::json::parse(&steps(r#"{"name": "A", "isDefault": true}"#), None)
+    let mut t = orch_codegen::__private::parse(&steps(r#"{"name": "A", "isDefault": true}"#), None)
         .0
         .unwrap();
-    t.allow.push(orch_codegen::model::Spanned::new(
+    t.allow.push(orch_codegen::__private::model::Spanned::new(
         "unreachable_stp".into(),
-        orch_codegen::model::Span::bytes(0, 1),
+        orch_codegen::__private::model::Span::bytes(0, 1),
     ));
-    let (ir, d) = orch_codegen::check::check(&t);
+    let (ir, d) = orch_codegen::__private::check(&t);
     assert!(ir.is_none());
     assert_eq!(d[0].code, Code::UnknownLint);
     assert_eq!(
@@ -373,19 +373,19 @@ fn w006_sequence_never_completes() {
 
 #[test]
 fn warnings_can_be_allowed() {
-    let mut t = orch_codegen::json::parse(
+    let mut t = orch_codegen::__private::parse(
         &steps(r#"{"name": "A", "isDefault": true}, {"name": "B"}"#),
         None,
     )
     .0
     .unwrap();
-    let (_, d) = orch_codegen::check::check(&t);
+    let (_, d) = orch_codegen::__private::check(&t);
     assert_eq!(d.len(), 1);
-    t.allow.push(orch_codegen::model::Spanned::new(
+    t.allow.push(orch_codegen::__private::model::Spanned::new(
         "W001".into(),
         Default::default(),
     ));
-    let (ir, d) = orch_codegen::check::check(&t);
+    let (ir, d) = orch_codegen::__private::check(&t);
     assert!(d.is_empty() && ir.is_some());
 }
 

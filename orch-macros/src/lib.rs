@@ -58,5 +58,5 @@
 /// See the crate documentation.
 #[proc_macro]
 pub fn orchestration(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
-    orch_codegen::expand::orchestration(input.into()).into()
+    orch_codegen::__private::orchestration(input.into()).into()
 }

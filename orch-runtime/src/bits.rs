@@ -122,6 +122,7 @@ impl Iterator for BitIter<'_> {
 /// enum (`Tool::name`, `Tool::from_name`, `Tool::ALL`), which mirror these.
 pub trait ToolEnum: Copy + Eq + Ord + Hash + fmt::Debug + Send + Sync + 'static {
     /// The bit-set storage for this machine's tools (`[u64; ceil(tools / 64)]`).
+    #[doc(hidden)]
     type Words: Words;
     /// Every tool, in declaration order (`ALL[t.index()] == t`).
     const ALL: &'static [Self];
@@ -169,6 +170,7 @@ impl<T: ToolEnum> ToolSet<T> {
         all
     }
 
+    #[doc(hidden)]
     /// A set from raw words (bit `i` is `T::ALL[i]`); bits past the last tool are cleared.
     pub fn from_words(words: T::Words) -> Self {
         let mut set: ToolSet<T> = ToolSet {
@@ -188,6 +190,7 @@ impl<T: ToolEnum> ToolSet<T> {
         set
     }
 
+    #[doc(hidden)]
     /// The raw words (bit `i` is `T::ALL[i]`).
     pub fn words(&self) -> &T::Words {
         &self.words

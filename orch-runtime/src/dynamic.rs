@@ -5,11 +5,14 @@
 
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
+use crate::regexes::MessageRegex;
 use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
 use crate::tables::{Condition, StepTable, Tables};
-use crate::MessageRegex;
 
-/// The owned form of [`Tables`]: the same fields, in `Vec`s.
+/// The owned form of [`Tables`]: the same fields, in `Vec`s. (Code-generation
+/// plumbing: `orch-codegen` builds it; hosts load templates with
+/// `orch_codegen::compile_json(..).to_machine()`.)
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnedTables {
     /// See [`Tables::name`].
@@ -85,7 +88,9 @@ impl std::fmt::Display for RegexError {
 impl std::error::Error for RegexError {}
 
 impl DynMachine {
-    /// Compiles the regexes of `tables`.
+    /// Compiles the regexes of `tables` (code-generation plumbing: hosts get a machine
+    /// from `orch_codegen::compile_json(..).to_machine()`).
+    #[doc(hidden)]
     pub fn new(tables: OwnedTables) -> Result<Self, RegexError> {
         let regexes = tables
             .regexes
@@ -100,9 +105,31 @@ impl DynMachine {
         Ok(DynMachine { tables, regexes })
     }
 
-    /// The tables.
+    /// The tables (code-generation plumbing).
+    #[doc(hidden)]
     pub fn tables(&self) -> &OwnedTables {
         &self.tables
+    }
+
+    /// The machine's name (`agentId`, else `name`).
+    pub fn name(&self) -> &str {
+        &self.tables.name
+    }
+
+    /// The fingerprint of the compiled template (equal to the generated module's
+    /// `FINGERPRINT` for the same template).
+    pub fn fingerprint(&self) -> u64 {
+        self.tables.fingerprint
+    }
+
+    /// The tool universe, in declaration order.
+    pub fn tools(&self) -> &[String] {
+        &self.tables.tools
+    }
+
+    /// The step names, in template order.
+    pub fn steps(&self) -> &[String] {
+        &self.tables.step_names
     }
 
     /// A fresh session over this machine.
@@ -217,6 +244,17 @@ impl<'m> DynSession<'m> {
     /// The sequence index.
     pub fn sequence_index(&self) -> usize {
         self.state.index as usize
+    }
+
+    /// The active step's sequence, position by position, as tool names (empty without
+    /// a sequence): the run-time form of [`crate::Session::sequence`].
+    pub fn sequence(&self) -> Vec<Vec<&'m str>> {
+        let t = self.machine.tables.view();
+        let Some(step) = self.state.active() else {
+            return Vec::new();
+        };
+        let len = t.steps.get(step).map_or(0, |s| s.sequence.len as usize);
+        (0..len).map(|pos| self.names(t.group(step, pos))).collect()
     }
 
     /// The allowed tools' names (machine tools in declaration order, then permitted

@@ -32,18 +32,32 @@ pub trait Machine: 'static {
     /// The generated `enum Step`.
     type Step: StepEnum;
     /// Message-flag storage: `[u64; ceil(message conditions / 64)]`.
+    #[doc(hidden)]
     type Flags: Words;
     /// History storage: `[u16; H]` (SPEC §4).
+    #[doc(hidden)]
     type History: Entries;
     /// The machine's tables.
+    #[doc(hidden)]
     fn tables() -> &'static Tables<'static>;
-    /// The machine's compiled `message_regex` patterns, in [`Tables::regexes`] order.
-    fn regexes() -> &'static [Option<crate::MessageRegex>];
-    /// The template's `options.maxSteps` (the cap on model steps per turn), if any.
-    fn max_steps() -> Option<u64> {
+    /// The machine's name (the template's `agentId`, else its `name`).
+    fn name() -> &'static str {
+        Self::tables().name
+    }
+    /// The fingerprint of the compiled template: equal for the same template however
+    /// it was compiled (build.rs, the macro, or loaded at run time).
+    fn fingerprint() -> u64 {
+        Self::tables().fingerprint
+    }
+    /// The machine's compiled `message_regex` patterns, in `Tables::regexes` order.
+    #[doc(hidden)]
+    fn regexes() -> &'static [Option<crate::regexes::MessageRegex>];
+    /// The template's `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn, if any.
+    fn max_rounds() -> Option<u64> {
         None
     }
     /// Prepares the regexes for allocation-free matching on this thread
-    /// (see [`crate::Regexes::warm_up`]). The default does nothing.
+    /// (see `Regexes::warm_up`). The default does nothing.
+    #[doc(hidden)]
     fn warm_up() {}
 }

@@ -8,12 +8,12 @@
 //! against the bytes that remain, so hostile input can never make it allocate more than
 //! the input's own size.
 
+use crate::bits::Entries;
 use crate::bits::{ToolEnum, Words};
 use crate::machine::{Machine, StepEnum};
 use crate::session::Session;
 use crate::state::{State, Usage, FOREIGN, NO_STEP};
 use crate::tables::Tables;
-use crate::Entries;
 use std::fmt;
 
 /// The snapshot format version this runtime writes and reads.

@@ -5,8 +5,8 @@
 //! both call the same methods here.
 
 use crate::bits;
+use crate::regexes::MessageRegex;
 use crate::tables::{reset, Condition, Tables};
-use crate::MessageRegex;
 
 /// Marks "no step is active" in [`State::step`].
 pub(crate) const NO_STEP: u16 = u16::MAX;
@@ -335,7 +335,7 @@ where
         flags.fill(0);
         let n_contains = t.contains.len();
         for (i, needle) in t.contains.iter().enumerate() {
-            if crate::contains_folded(message, needle.as_ref()) {
+            if crate::text::contains_folded(message, needle.as_ref()) {
                 bits::set(flags, i);
             }
         }

@@ -115,9 +115,9 @@ pub struct Tables<'a, S: 'a = &'static str> {
     pub bits: &'a [u64],
     /// The glob pool: allow/deny patterns for foreign tools.
     pub patterns: &'a [S],
-    /// `message_contains` needles, already lowercased ([`crate::fold_case`]).
+    /// `message_contains` needles, already lowercased (`fold_case`).
     pub contains: &'a [S],
-    /// `message_regex` sources (compiled separately; see [`crate::Regexes`]).
+    /// `message_regex` sources (compiled separately, into `Regexes`).
     pub regexes: &'a [S],
 }
 
@@ -180,7 +180,7 @@ impl<'a, S: AsRef<str>> Tables<'a, S> {
                 .get(span.range())
                 .unwrap_or(&[])
                 .iter()
-                .any(|p| crate::glob_match(p.as_ref(), name))
+                .any(|p| crate::text::glob_match(p.as_ref(), name))
         };
         (s.allow_all || pats(s.allow_patterns)) && !pats(s.deny_patterns)
     }

@@ -6,7 +6,7 @@ use crate::ident;
 use crate::ir::{Ir, IrStep, IrTool};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
 use crate::model::{Spanned, Step, Template};
-use orch_runtime::is_pattern;
+use orch_runtime::__private::is_pattern;
 
 /// Everything the IR is made of.
 pub(super) struct Parts<'a, 't> {
@@ -20,7 +20,7 @@ pub(super) struct Parts<'a, 't> {
     pub history: usize,
     pub contains: Vec<String>,
     pub regexes: Vec<String>,
-    pub max_steps: Option<u64>,
+    pub max_rounds: Option<u64>,
     pub description: Vec<String>,
 }
 
@@ -78,7 +78,7 @@ pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
         history: p.history,
         contains: p.contains,
         regexes: p.regexes,
-        max_steps: p.max_steps,
+        max_rounds: p.max_rounds,
     }
 }
 
@@ -137,6 +137,6 @@ pub fn placeholder(t: &Template) -> Ir {
         history: 10,
         contains: Vec::new(),
         regexes: Vec::new(),
-        max_steps: None,
+        max_rounds: None,
     }
 }

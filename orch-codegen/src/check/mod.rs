@@ -58,7 +58,7 @@ pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
         history,
         contains: c.contains.clone(),
         regexes: c.regexes.clone(),
-        max_steps: t.max_steps.as_ref().map(|m| m.value),
+        max_rounds: t.max_rounds.as_ref().map(|m| m.value),
         description: t.description.clone(),
     });
     c.finish(ir)

@@ -4,7 +4,7 @@
 use super::{closest, list_names, Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{Spanned, Step};
-use orch_runtime::{glob_match, is_pattern};
+use orch_runtime::__private::{glob_match, is_pattern};
 use std::collections::HashMap;
 
 /// A step's static set, resolved: see [`super::StepInfo`].

@@ -191,7 +191,7 @@ impl Parse for Dsl {
                 "max_steps" => {
                     body.parse::<Token![:]>()?;
                     let n: LitInt = body.parse()?;
-                    template.max_steps = Some(low.spanned(n.base10_parse()?, n.span()));
+                    template.max_rounds = Some(low.spanned(n.base10_parse()?, n.span()));
                     semi(&body)?;
                 }
                 "default" | "step" => {

@@ -5,8 +5,6 @@
 mod dsl;
 mod file;
 
-pub use dsl::Dsl;
-
 use crate::{Diagnostic, Severity};
 use proc_macro2::{Span, TokenStream};
 

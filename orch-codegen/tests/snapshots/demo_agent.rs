@@ -127,18 +127,18 @@ pub mod demo_agent {
     pub const NAME: &str = "demo-agent";
     /// `orchestration.description`.
     pub const DESCRIPTION: &[&str] = &["A small demo."];
-    /// `options.maxSteps`: the cap on model steps per turn, if the template sets one.
-    pub const MAX_STEPS: ::core::option::Option<u64> = ::core::option::Option::None;
+    /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn, if the template sets one.
+    pub const MAX_ROUNDS: ::core::option::Option<u64> = ::core::option::Option::None;
     /// Fingerprint of the compiled tables (changes whenever the behaviour can).
     pub const FINGERPRINT: u64 = 16091358638631241247u64;
     /// The machine type [`Session`] is generic over.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct Machine;
-    static REGEXES: ::orch_runtime::Regexes = ::orch_runtime::Regexes::new(
+    static REGEXES: ::orch_runtime::__private::Regexes = ::orch_runtime::__private::Regexes::new(
         &["(?i)research"],
     );
     /// The compiled transition and filter tables.
-    pub static TABLES: ::orch_runtime::Tables<'static> = ::orch_runtime::Tables {
+    pub static TABLES: ::orch_runtime::__private::Tables<'static> = ::orch_runtime::__private::Tables {
         name: "demo-agent",
         words: 1,
         history: 10,
@@ -147,35 +147,35 @@ pub mod demo_agent {
         tools: &["search", "think", "reflect"],
         step_names: &["Chat", "Research Mode", "Lonely"],
         steps: &[
-            ::orch_runtime::tables::StepTable {
-                conditions: ::orch_runtime::tables::Span::new(0, 0),
+            ::orch_runtime::__private::StepTable {
+                conditions: ::orch_runtime::__private::Span::new(0, 0),
                 static_set: 0,
-                sequence: ::orch_runtime::tables::Span::new(1, 0),
+                sequence: ::orch_runtime::__private::Span::new(1, 0),
                 allow_all: true,
-                allow_patterns: ::orch_runtime::tables::Span::new(0, 0),
-                deny_patterns: ::orch_runtime::tables::Span::new(0, 0),
+                allow_patterns: ::orch_runtime::__private::Span::new(0, 0),
+                deny_patterns: ::orch_runtime::__private::Span::new(0, 0),
                 reset: 0,
             },
-            ::orch_runtime::tables::StepTable {
-                conditions: ::orch_runtime::tables::Span::new(0, 1),
+            ::orch_runtime::__private::StepTable {
+                conditions: ::orch_runtime::__private::Span::new(0, 1),
                 static_set: 1,
-                sequence: ::orch_runtime::tables::Span::new(2, 2),
+                sequence: ::orch_runtime::__private::Span::new(2, 2),
                 allow_all: false,
-                allow_patterns: ::orch_runtime::tables::Span::new(0, 0),
-                deny_patterns: ::orch_runtime::tables::Span::new(0, 0),
+                allow_patterns: ::orch_runtime::__private::Span::new(0, 0),
+                deny_patterns: ::orch_runtime::__private::Span::new(0, 0),
                 reset: 0,
             },
-            ::orch_runtime::tables::StepTable {
-                conditions: ::orch_runtime::tables::Span::new(1, 0),
+            ::orch_runtime::__private::StepTable {
+                conditions: ::orch_runtime::__private::Span::new(1, 0),
                 static_set: 4,
-                sequence: ::orch_runtime::tables::Span::new(5, 0),
+                sequence: ::orch_runtime::__private::Span::new(5, 0),
                 allow_all: true,
-                allow_patterns: ::orch_runtime::tables::Span::new(0, 0),
-                deny_patterns: ::orch_runtime::tables::Span::new(0, 0),
+                allow_patterns: ::orch_runtime::__private::Span::new(0, 0),
+                deny_patterns: ::orch_runtime::__private::Span::new(0, 0),
                 reset: 0,
             },
         ],
-        conditions: &[::orch_runtime::tables::Condition::Message(0)],
+        conditions: &[::orch_runtime::__private::Condition::Message(0)],
         bits: &[7, 7, 1, 6, 7],
         patterns: &[],
         contains: &[],
@@ -186,17 +186,19 @@ pub mod demo_agent {
         type Step = Step;
         type Flags = [u64; 1];
         type History = [u16; 10];
-        fn tables() -> &'static ::orch_runtime::Tables<'static> {
+        fn tables() -> &'static ::orch_runtime::__private::Tables<'static> {
             &TABLES
         }
-        fn regexes() -> &'static [::core::option::Option<::orch_runtime::MessageRegex>] {
+        fn regexes() -> &'static [::core::option::Option<
+            ::orch_runtime::__private::MessageRegex,
+        >] {
             REGEXES.get()
         }
         fn warm_up() {
             REGEXES.warm_up()
         }
-        fn max_steps() -> ::core::option::Option<u64> {
-            MAX_STEPS
+        fn max_rounds() -> ::core::option::Option<u64> {
+            MAX_ROUNDS
         }
     }
     /// A session of this machine.

@@ -37,7 +37,7 @@ orchestration! {
 fn main() {
     use every_feature::{Session, Step, Tool};
     assert_eq!(every_feature::NAME, "every-feature");
-    assert_eq!(every_feature::MAX_STEPS, Some(7));
+    assert_eq!(every_feature::MAX_ROUNDS, Some(7));
     assert_eq!(Step::ResearchMode.name(), "Research Mode");
     assert_eq!(Tool::WebFetch.name(), "web-fetch");
     assert_eq!(Tool::Type.name(), "type");
