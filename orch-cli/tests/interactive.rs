@@ -69,7 +69,7 @@ fn interactive_session_in_a_real_terminal() {
         let screen = wait_for(&session, "step: ResearchMode  sequence: 0/3");
         assert!(screen.contains("allowed: search"), "{screen}");
         send(&session, "/tool think");
-        wait_for(&session, "think: out_of_sequence (the sequence of step `ResearchMode` expects search at position 0)");
+        wait_for(&session, "think: out_of_sequence (the sequence of step `ResearchMode` expects `search` at position 0)");
         send(&session, "/tool search");
         let screen = wait_for(&session, "search: advanced");
         assert!(screen.contains("sequence: 1/3"), "{screen}");
