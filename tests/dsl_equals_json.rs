@@ -80,16 +80,7 @@ fn outcome<T: ToolEnum>(o: Outcome<T>) -> String {
 fn same_traces_for_random_events() {
     use dsl::conformance as d;
     use json::conformance as j;
-    let messages = [
-        "research",
-        "critique it",
-        "EVALUATE",
-        "fresh",
-        "fetch",
-        "again",
-        "nothing",
-        "",
-    ];
+    let messages = common::MESSAGES;
     common::check(300, common::events(150), |events| {
         let (mut a, mut b) = (d::Session::new(), j::Session::new());
         for (n, event) in events.iter().enumerate() {

@@ -22,19 +22,7 @@ fn round_trip(s: &Snapshot, binary: bool) -> Snapshot {
     }
 }
 
-const MESSAGES: &[&str] = &[
-    "research",
-    "critique it",
-    "EVALUATE",
-    "fresh",
-    "fetch",
-    "again",
-    "refund",
-    "cancel",
-    "down",
-    "hi",
-    "",
-];
+use common::MESSAGES;
 
 /// Events, each followed (or not) by a snapshot through one encoding (`Some(binary)`).
 fn events_with_snapshots(max: usize) -> impl Strategy<Value = Vec<(Event, Option<bool>)>> {

@@ -6,7 +6,7 @@
 /// none); every other character matches itself. There is no other wildcard.
 ///
 /// ```
-/// use orch_runtime::glob_match;
+/// use orch_runtime::__private::glob_match;
 /// assert!(glob_match("*cognitive*", "my_cognitive_tool"));
 /// assert!(glob_match("pubmed_*", "pubmed_fetch"));
 /// assert!(!glob_match("pubmed_*", "arxiv_fetch"));
@@ -45,7 +45,7 @@ pub fn is_pattern(name: &str) -> bool {
 /// The form `message_contains` values are stored in: the Unicode lowercase of `value`.
 ///
 /// ```
-/// assert_eq!(orch_runtime::fold_case("ReSearch"), "research");
+/// assert_eq!(orch_runtime::__private::fold_case("ReSearch"), "research");
 /// ```
 pub fn fold_case(value: &str) -> String {
     value.chars().flat_map(char::to_lowercase).collect()
@@ -56,7 +56,7 @@ pub fn fold_case(value: &str) -> String {
 /// the fly (full Unicode lowercase mapping), so nothing is allocated.
 ///
 /// ```
-/// use orch_runtime::contains_folded;
+/// use orch_runtime::__private::contains_folded;
 /// assert!(contains_folded("Please RESEARCH this", "research"));
 /// assert!(contains_folded("ÜBER alles", "über"));
 /// assert!(!contains_folded("plan", "planning"));

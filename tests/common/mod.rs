@@ -74,16 +74,25 @@ where
     }
 }
 
-/// The words random templates' message conditions use (messages of the tests contain
-/// some of them).
-pub const TEMPLATE_WORDS: [&str; 6] = [
+/// User messages for the property tests: the words random templates' message conditions
+/// use (the first six), words of the example templates, and text that matches nothing.
+pub const MESSAGES: [&str; 12] = [
     "research",
     "critique it",
     "EVALUATE",
     "fresh",
     "fetch",
     "again",
+    "refund",
+    "cancel",
+    "down",
+    "hi",
+    "nothing",
+    "",
 ];
+
+/// The words random templates' message conditions use.
+pub const TEMPLATE_WORDS: &[&str] = MESSAGES.split_at(6).0;
 
 /// A condition of a random template, with tool indices.
 #[derive(Clone, Debug)]
