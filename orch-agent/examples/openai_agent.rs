@@ -9,7 +9,8 @@
 //! ```
 //!
 //! `OPENAI_BASE_URL` (default `https://api.openai.com/v1`), `OPENAI_API_KEY` (optional for
-//! local servers), `OPENAI_MODEL` (default `gpt-4o-mini`), `OPENAI_STREAM=1` to stream.
+//! local servers), `OPENAI_MODEL` (default `gpt-4o-mini`), `OPENAI_STREAM=1` to stream,
+//! `OPENAI_TIMEOUT_SECS` (the whole-request limit; default 600).
 //! The tools do real local work on a small bundled corpus (examples/corpus/): keyword
 //! search, outlining, reflection over what was gathered, comparison, critique,
 //! brainstorming and finding both sides of a claim.
@@ -283,7 +284,16 @@ fn main() {
         std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
     let model_name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
     let stream = std::env::var("OPENAI_STREAM").is_ok_and(|v| v == "1" || v == "true");
+    let mut timeouts = orch_agent::Timeouts::default();
+    if let Some(secs) = std::env::var("OPENAI_TIMEOUT_SECS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        timeouts.total = std::time::Duration::from_secs(secs.max(1));
+        timeouts.idle = timeouts.idle.min(timeouts.total);
+    }
     let model = OpenAiModel::new(&base, &model_name)
+        .timeouts(timeouts)
         .api_key(std::env::var("OPENAI_API_KEY").ok())
         .streaming(stream);
     let notes = Arc::new(Mutex::new(Vec::new()));

@@ -60,7 +60,8 @@ pub use model::{
 };
 #[cfg(feature = "openai")]
 pub use openai::{
-    parse_response, request_body, LiveStream, OpenAiModel, OpenAiStream, StreamParser,
+    parse_response, request_body, LiveStream, OpenAiModel, OpenAiStream, StreamParser, Timeouts,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RESPONSE_BYTES,
 };
 pub use scripted::{Planned, ScriptedModel};
 pub use tools::{Tool, ToolRegistry, ToolResult};

@@ -101,8 +101,13 @@ impl Model for ScriptedModel {
             .unwrap_or_else(|| Planned::text("(no more planned responses)"));
         let mut n = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         let mut events = Vec::new();
-        // Stream the text in two pieces, as a provider would.
-        let (a, b) = planned.text.split_at(planned.text.len() / 2);
+        // Stream the text in two pieces, as a provider would (split on a character
+        // boundary: text is not bytes).
+        let mut half = planned.text.len() / 2;
+        while !planned.text.is_char_boundary(half) {
+            half += 1;
+        }
+        let (a, b) = planned.text.split_at(half);
         for part in [a, b] {
             if !part.is_empty() {
                 events.push(ModelEvent::TextDelta(part.to_owned()));
@@ -127,5 +132,35 @@ impl Model for ScriptedModel {
             FinishReason::Stop
         }));
         Ok(EventList::new(events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn non_ascii_text_streams_in_two_whole_pieces() {
+        use crate::{Model, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for text in ["é", "日本語のテキスト", "a🚀b", "ÅÅÅ"] {
+            let model = super::ScriptedModel::new([super::Planned::text(text)]);
+            let request = ModelRequest {
+                messages: Vec::new(),
+                tools: Vec::new(),
+                tool_choice: ToolChoice::Auto,
+            };
+            let joined: String = rt.block_on(async {
+                let mut stream = model.complete(request).await.unwrap();
+                let mut out = String::new();
+                while let Some(Ok(e)) = stream.next().await {
+                    if let ModelEvent::TextDelta(t) = e {
+                        out.push_str(&t);
+                    }
+                }
+                out
+            });
+            assert_eq!(joined, text);
+        }
     }
 }

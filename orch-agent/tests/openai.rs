@@ -119,9 +119,9 @@ fn parse_stream(text: &str, piece: usize) -> Vec<ModelEvent> {
     let mut events = Vec::new();
     let bytes = text.as_bytes();
     for chunk in bytes.chunks(piece) {
-        events.extend(p.push(std::str::from_utf8(chunk).unwrap()).unwrap());
+        events.extend(p.push(chunk).unwrap());
     }
-    events.extend(p.finish());
+    events.extend(p.finish().unwrap());
     events
 }
 
@@ -162,7 +162,114 @@ fn recorded_streams_in_any_chunking() {
         completion: 3
     }));
     let mut p = StreamParser::new();
-    assert!(p.push("data: {not json}\n").is_err());
+    assert!(p.push(b"data: {not json}\n").is_err());
+}
+
+/// `data:` lines of chat-completion chunks, each ending in a newline.
+fn sse(chunks: &[Value]) -> String {
+    chunks.iter().map(|c| format!("data: {c}\n\n")).collect()
+}
+
+#[test]
+fn characters_split_across_reads_arrive_whole_in_text_and_arguments() {
+    let text = sse(&[
+        json!({"choices": [{"delta": {"content": "Ünïcödé — οδός 🚀"}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1",
+            "function": {"name": "search", "arguments": "{\"q\": \"Zürich 東京 🚀\"}"}}]}}]}),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]) + "data: [DONE]\n";
+    // Every split point, including inside every multi-byte character.
+    for piece in 1..=7 {
+        let events = parse_stream(&text, piece);
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("Ünïcödé — οδός 🚀".into()),
+                ModelEvent::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "search".into(),
+                    arguments: r#"{"q": "Zürich 東京 🚀"}"#.into()
+                }),
+                ModelEvent::Finish(FinishReason::ToolCalls),
+            ],
+            "chunks of {piece} bytes"
+        );
+    }
+    let mut p = StreamParser::new();
+    let err = p
+        .push(b"data: {\"choices\": [{\"delta\": {\"content\": \"\xff\"}}]}\n")
+        .unwrap_err();
+    assert!(err.0.contains("not valid UTF-8"), "{err}");
+}
+
+#[test]
+fn tool_calls_without_index_are_kept_apart_by_id() {
+    let text = sse(&[
+        json!({"choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "search", "arguments": "{\"q\":"}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": " \"x\"}"}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"id": "b", "function": {"name": "think", "arguments": "{}"}}]}}]}),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let calls: Vec<ToolCall> = parse_stream(&text, 9)
+        .into_iter()
+        .filter_map(|e| match e {
+            ModelEvent::ToolCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ToolCall {
+                id: "a".into(),
+                name: "search".into(),
+                arguments: r#"{"q": "x"}"#.into()
+            },
+            ToolCall {
+                id: "b".into(),
+                name: "think".into(),
+                arguments: "{}".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_stream_cut_short_is_an_error_not_a_shorter_answer() {
+    let cut = sse(&[json!({"choices": [{"delta": {"content": "Half a sen"}}]})]);
+    let mut p = StreamParser::new();
+    p.push(cut.as_bytes()).unwrap();
+    let err = p.finish().unwrap_err();
+    assert!(err.0.contains("incomplete"), "{err}");
+    // Cut in the middle of a line.
+    let mut p = StreamParser::new();
+    p.push(b"data: {\"choices\": [{\"delta\": {\"cont").unwrap();
+    let err = p.finish().unwrap_err();
+    assert!(err.0.contains("middle of a line"), "{err}");
+    // A finish_reason ends a stream even without [DONE]; so does [DONE] without a
+    // trailing newline.
+    let ok = sse(&[json!({"choices": [{"delta": {"content": "Done."}, "finish_reason": "stop"}]})]);
+    let mut p = StreamParser::new();
+    p.push(ok.as_bytes()).unwrap();
+    assert!(p.finish().is_ok());
+    let mut p = StreamParser::new();
+    p.push(b"data: {\"choices\": [{\"delta\": {\"content\": \"x\"}}]}\n\ndata: [DONE]")
+        .unwrap();
+    assert!(p.finish().is_ok());
+}
+
+#[test]
+fn a_line_longer_than_the_bound_is_an_error_before_it_is_buffered_whole() {
+    let mut p = StreamParser::with_max_line(1024);
+    let mut err = None;
+    for _ in 0..100 {
+        if let Err(e) = p.push(&[b'a'; 100]) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("the line was refused");
+    assert!(err.0.contains("longer than 1024 bytes"), "{err}");
 }
 
 /// A local chat-completions server: answers each request with the next planned reply
