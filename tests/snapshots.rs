@@ -232,16 +232,23 @@ fn malformed_and_hostile_data_is_an_error_never_a_panic() {
     for n in 0..bytes.len() {
         assert!(Snapshot::from_bytes(&bytes[..n]).is_err(), "prefix {n}");
     }
+    // The checksum makes every corruption an error: every bit of every byte, and
+    // every byte value at every position.
     for i in 0..bytes.len() {
-        for flip in [0x01u8, 0x80, 0xff] {
+        for flip in (0..8).map(|bit| 1u8 << bit).chain([0xffu8, 0x5a]) {
             let mut b = bytes.clone();
             b[i] ^= flip;
-            if let Ok(snap) = Snapshot::from_bytes(&b) {
-                // A corruption that still decodes must restore or fail cleanly.
-                let _ = support_triage::Session::restore(&snap);
-            }
+            assert!(
+                Snapshot::from_bytes(&b).is_err(),
+                "byte {i} ^ {flip:#x} decoded"
+            );
         }
     }
+    let mut b = bytes.clone();
+    let last = b.len() - 5;
+    b[last] ^= 1;
+    let err = Snapshot::from_bytes(&b).unwrap_err();
+    assert!(err.to_string().contains("checksum does not match"), "{err}");
     // A count far larger than the input.
     let mut hostile = b"orch\x01".to_vec();
     hostile.extend_from_slice(&[0; 8]);
@@ -264,6 +271,56 @@ fn malformed_and_hostile_data_is_an_error_never_a_panic() {
     trailing.push(0);
     assert!(Snapshot::from_bytes(&trailing).is_err());
 
+    // One long name referenced by every history entry: decoding stops at the bound
+    // instead of copying the name per entry (500 KB × 540k entries).
+    let mut hostile = b"orch\x01".to_vec();
+    hostile.extend_from_slice(&0u64.to_le_bytes());
+    hostile.extend_from_slice(&[1, b'm', 0, 0, 0, 0, 1]); // machine "m", no step, index/usage 0, one name
+    let name_len: u32 = 500_000;
+    let mut n = name_len;
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            hostile.push(byte);
+            break;
+        }
+        hostile.push(byte | 0x80);
+    }
+    hostile.extend(std::iter::repeat_n(b'x', name_len as usize));
+    let entries = (1 << 20) - hostile.len() - 16;
+    let mut n = entries as u32;
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            hostile.push(byte);
+            break;
+        }
+        hostile.push(byte | 0x80);
+    }
+    hostile.extend(std::iter::repeat_n(1u8, entries));
+    assert!(hostile.len() <= 1 << 20);
+    let err = Snapshot::from_bytes(&hostile).unwrap_err();
+    assert!(err.to_string().contains("decodes to more than"), "{err}");
+
+    // A snapshot of the checksum-less revision 1 of the encoding still decodes.
+    let v2 = s.snapshot().to_bytes();
+    let mut v1 = v2[..v2.len() - 4].to_vec();
+    v1[4] = 1;
+    assert_eq!(Snapshot::from_bytes(&v1).unwrap(), s.snapshot());
+
+    // JSON `version` of the wrong type says so.
+    let json = s.snapshot().to_json();
+    for (bad, says) in [
+        ("\"version\":-1", "found -1"),
+        ("\"version\":\"1\"", "found \"1\""),
+        ("\"version\":1.0", "found 1.0"),
+    ] {
+        let err = Snapshot::from_json(&json.replace("\"version\":1", bad)).unwrap_err();
+        assert!(err.to_string().contains(says), "{bad}: {err}");
+    }
+
     // JSON: wrong types, unknown fields, unknown version, huge input.
     let json = s.snapshot().to_json();
     for bad in [
@@ -284,6 +341,14 @@ fn malformed_and_hostile_data_is_an_error_never_a_panic() {
         Snapshot::from_json(&huge),
         Err(RestoreError::TooLarge(_))
     ));
+    // 100k unknown names restore in linear time (each reported once).
+    let mut snap = s.snapshot();
+    snap.used = (0..100_000).map(|i| format!("gone_{i}")).collect();
+    snap.matched = (0..100_000).map(|i| format!("contains:gone {i}")).collect();
+    let (_, report) = support_triage::Session::restore(&snap).unwrap();
+    assert_eq!(report.missing_tools.len(), 100_000);
+    assert_eq!(report.missing_conditions.len(), 100_000);
+
     // A long history is cut to the machine's capacity, oldest first, and reported.
     let mut snap = s.snapshot();
     snap.history = vec![Some("kb_search".to_owned()); 50];

@@ -14,6 +14,7 @@ use crate::machine::{Machine, StepEnum};
 use crate::session::Session;
 use crate::state::{State, Usage, FOREIGN, NO_STEP};
 use crate::tables::Tables;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// The snapshot format version this runtime writes and reads.
@@ -224,8 +225,18 @@ where
         fingerprint_changed: snapshot.fingerprint != t.fingerprint,
         ..RestoreReport::default()
     };
-    let missing_tool = |name: &str, report: &mut RestoreReport| {
-        if !report.missing_tools.iter().any(|m| m == name) {
+    // Names are looked up in hash maps built once, so restoring costs time linear in
+    // the snapshot, whatever it holds.
+    let tool_index: HashMap<&str, usize> = t
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_ref(), i))
+        .collect();
+    let tool_index = |name: &str| tool_index.get(name).copied();
+    let mut missing: HashSet<String> = HashSet::new();
+    let mut missing_tool = |name: &str, report: &mut RestoreReport| {
+        if missing.insert(name.to_owned()) {
             report.missing_tools.push(name.to_owned());
         }
     };
@@ -254,7 +265,7 @@ where
     for entry in &snapshot.history[skip..] {
         let i = match entry {
             None => FOREIGN,
-            Some(name) => match t.tool_index(name) {
+            Some(name) => match tool_index(name) {
                 Some(i) => i as u16,
                 None => {
                     missing_tool(name, &mut report);
@@ -268,7 +279,7 @@ where
         state.hist_len = (state.hist_len + 1).min(capacity as u16);
     }
     for name in &snapshot.used {
-        match t.tool_index(name) {
+        match tool_index(name) {
             Some(i) => crate::bits::set(state.used.as_mut(), i),
             None => missing_tool(name, &mut report),
         }
@@ -277,19 +288,24 @@ where
     match &snapshot.available {
         None => (0..t.tools.len()).for_each(|i| crate::bits::set(available, i)),
         Some(names) => {
+            let mut foreign_seen: HashSet<&str> = HashSet::new();
             for name in names {
-                match (t.tool_index(name), foreign_available.as_deref_mut()) {
+                match (tool_index(name), foreign_available.as_deref_mut()) {
                     (Some(i), _) => crate::bits::set(available, i),
-                    (None, Some(foreign)) if !foreign.contains(name) => foreign.push(name.clone()),
+                    (None, Some(foreign)) if foreign_seen.insert(name) => {
+                        foreign.push(name.clone())
+                    }
                     (None, _) => {}
                 }
             }
         }
     }
-    let flags = t.message_flags();
+    let flag_index: HashMap<String, usize> = (0..t.message_flags())
+        .map(|i| (flag_name(t, i), i))
+        .collect();
     for m in &snapshot.matched {
-        match (0..flags).find(|i| flag_name(t, *i) == *m) {
-            Some(i) => crate::bits::set(state.flags.as_mut(), i),
+        match flag_index.get(m.as_str()) {
+            Some(&i) => crate::bits::set(state.flags.as_mut(), i),
             None => report.missing_conditions.push(m.clone()),
         }
     }
@@ -389,6 +405,17 @@ impl<M: Machine> Session<M> {
 
 const MAGIC: &[u8; 4] = b"orch";
 
+/// The binary encoding's revision: 1 had no checksum; 2 ends with the CRC-32 (IEEE) of
+/// every byte before it, little-endian, so corruption is an error instead of a
+/// different session. Revision 1 is still read.
+const ENCODING: u64 = 2;
+
+/// The most bytes of text a binary snapshot may decode to. Names are written once and
+/// referenced by index, so a small input can name a long string many times; past this
+/// bound decoding stops with an error instead of copying it (the largest real session —
+/// 16,384 tools with long names and a full history — stays far below it).
+pub const MAX_DECODED_BYTES: usize = 64 << 20;
+
 fn put_varint(out: &mut Vec<u8>, mut x: u64) {
     loop {
         let byte = (x & 0x7f) as u8;
@@ -409,9 +436,22 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Bytes of text decoded so far.
+    decoded: usize,
 }
 
 impl<'a> Reader<'a> {
+    /// Accounts for `n` more bytes of decoded text.
+    fn decode(&mut self, n: usize) -> Result<(), RestoreError> {
+        self.decoded = self.decoded.saturating_add(n);
+        if self.decoded > MAX_DECODED_BYTES {
+            return Err(self.bad(&format!(
+                "the snapshot decodes to more than {MAX_DECODED_BYTES} bytes of names"
+            )));
+        }
+        Ok(())
+    }
+
     fn bad(&self, what: &str) -> RestoreError {
         RestoreError::Malformed(format!("{what} at byte {}", self.at))
     }
@@ -451,6 +491,7 @@ impl<'a> Reader<'a> {
 
     fn str(&mut self, what: &str) -> Result<&'a str, RestoreError> {
         let n = self.count(what)?;
+        self.decode(n)?;
         let s = &self.bytes[self.at..self.at + n];
         let s = std::str::from_utf8(s).map_err(|_| self.bad(&format!("{what} is not UTF-8")))?;
         self.at += n;
@@ -517,9 +558,9 @@ impl Snapshot {
             put_str(&mut body, m);
         }
 
-        let mut out = Vec::with_capacity(32 + body.len());
+        let mut out = Vec::with_capacity(36 + body.len());
         out.extend_from_slice(MAGIC);
-        put_varint(&mut out, u64::from(self.version));
+        put_varint(&mut out, ENCODING);
         out.extend_from_slice(&self.fingerprint.to_le_bytes());
         put_str(&mut out, &self.machine);
         match &self.step {
@@ -537,11 +578,14 @@ impl Snapshot {
             put_str(&mut out, n);
         }
         out.extend_from_slice(&body);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
-    /// Decodes [`Snapshot::to_bytes`]. Malformed, truncated or hostile input is an
-    /// error (never a panic, never an allocation larger than the input).
+    /// Decodes [`Snapshot::to_bytes`] (and the checksum-less revision 1 of the
+    /// encoding). Malformed, truncated, corrupted or hostile input is an error: never a
+    /// panic, and never more than [`MAX_DECODED_BYTES`] of text decoded.
     pub fn from_bytes(bytes: &[u8]) -> Result<Snapshot, RestoreError> {
         if bytes.len() > MAX_SNAPSHOT_BYTES {
             return Err(RestoreError::TooLarge(bytes.len()));
@@ -551,13 +595,34 @@ impl Snapshot {
                 "not an orch snapshot (bad magic bytes)".into(),
             ));
         }
-        let mut r = Reader { bytes, at: 4 };
-        let version = r.varint("the version")?;
-        if version != u64::from(FORMAT_VERSION) {
-            return Err(RestoreError::UnsupportedVersion(
-                version.min(u64::from(u32::MAX)) as u32,
-            ));
-        }
+        let mut r = Reader {
+            bytes,
+            at: 4,
+            decoded: 0,
+        };
+        let bytes = match r.varint("the version")? {
+            1 => bytes,
+            ENCODING => {
+                let Some(split) = bytes.len().checked_sub(4).filter(|n| *n >= r.at) else {
+                    return Err(r.bad("truncated: expected the checksum"));
+                };
+                let (content, crc) = bytes.split_at(split);
+                let mut le = [0u8; 4];
+                le.copy_from_slice(crc);
+                if crc32fast::hash(content) != u32::from_le_bytes(le) {
+                    return Err(RestoreError::Malformed(
+                        "the checksum does not match: the snapshot is corrupted".into(),
+                    ));
+                }
+                r.bytes = content;
+                content
+            }
+            other => {
+                return Err(RestoreError::UnsupportedVersion(
+                    other.min(u64::from(u32::MAX)) as u32,
+                ))
+            }
+        };
         let fingerprint = r.u64_le("the fingerprint")?;
         let machine = r.str("the machine name")?.to_owned();
         let step = match r.byte("the step flag")? {
@@ -574,25 +639,26 @@ impl Snapshot {
         for _ in 0..n_names {
             names.push(r.str("a tool name")?.to_owned());
         }
-        let name = |r: &Reader<'_>, i: u64| -> Result<String, RestoreError> {
-            names
+        let name = |r: &mut Reader<'_>, i: u64| -> Result<String, RestoreError> {
+            let n = names
                 .get(i as usize)
-                .cloned()
-                .ok_or_else(|| r.bad(&format!("name index {i} out of range")))
+                .ok_or_else(|| r.bad(&format!("name index {i} out of range")))?;
+            r.decode(n.len())?;
+            Ok(n.clone())
         };
         let n = r.count("the history")?;
         let mut history = Vec::with_capacity(n);
         for _ in 0..n {
             history.push(match r.varint("a history entry")? {
                 0 => None,
-                i => Some(name(&r, i - 1)?),
+                i => Some(name(&mut r, i - 1)?),
             });
         }
         let n = r.count("the used set")?;
         let mut used = Vec::with_capacity(n);
         for _ in 0..n {
             let i = r.varint("a used tool")?;
-            used.push(name(&r, i)?);
+            used.push(name(&mut r, i)?);
         }
         let available = match r.byte("the available flag")? {
             0 => None,
@@ -601,7 +667,7 @@ impl Snapshot {
                 let mut v = Vec::with_capacity(n);
                 for _ in 0..n {
                     let i = r.varint("an available tool")?;
-                    v.push(name(&r, i)?);
+                    v.push(name(&mut r, i)?);
                 }
                 Some(v)
             }
@@ -646,14 +712,23 @@ impl Snapshot {
         }
         let v: serde_json::Value =
             serde_json::from_str(json).map_err(|e| RestoreError::Malformed(e.to_string()))?;
-        match v.get("version").and_then(serde_json::Value::as_u64) {
-            Some(ver) if ver == u64::from(FORMAT_VERSION) => {}
-            Some(ver) => {
-                return Err(RestoreError::UnsupportedVersion(
-                    ver.min(u64::from(u32::MAX)) as u32,
-                ))
+        match v.get("version") {
+            None | Some(serde_json::Value::Null) => {
+                return Err(RestoreError::Malformed("missing `version`".into()))
             }
-            None => return Err(RestoreError::Malformed("missing `version`".into())),
+            Some(ver) => match ver.as_u64() {
+                Some(ver) if ver == u64::from(FORMAT_VERSION) => {}
+                Some(ver) => {
+                    return Err(RestoreError::UnsupportedVersion(
+                        ver.min(u64::from(u32::MAX)) as u32,
+                    ))
+                }
+                None => {
+                    return Err(RestoreError::Malformed(format!(
+                        "`version` must be a non-negative integer, found {ver}"
+                    )))
+                }
+            },
         }
         serde_json::from_value(v).map_err(|e| RestoreError::Malformed(e.to_string()))
     }
