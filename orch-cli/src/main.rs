@@ -9,7 +9,7 @@ mod input;
 mod simulate;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use orch_codegen::diagnostic::{self, line_col};
+use orch_codegen::diagnostic;
 use orch_codegen::{Code, Compiled, Diagnostic, Severity};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -165,17 +165,18 @@ fn with_template(path: &str, f: impl FnOnce(&Compiled) -> u8) -> u8 {
             return USAGE_OR_IO;
         }
     };
+    let text = diagnostic::SourceText::new(&source);
     if compiled.ir.is_none() {
         let color = std::io::stderr().is_terminal();
         for d in &compiled.diagnostics {
-            eprintln!("{}", diagnostic::render(d, path, &source, color));
+            eprintln!("{}", diagnostic::render(d, path, &text, color));
         }
         let n = compiled.diagnostics.iter().filter(|d| d.is_error()).count();
         eprintln!("error: {path} has {n} error(s); run `orch check {path}` for details");
         return FOUND_ERRORS;
     }
     for d in &compiled.diagnostics {
-        eprintln!("{}", diagnostic::one_line(d, path, &source));
+        eprintln!("{}", diagnostic::one_line(d, path, &text));
     }
     f(&compiled)
 }
@@ -197,6 +198,7 @@ fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) ->
                 continue;
             }
         };
+        let text = diagnostic::SourceText::new(&source);
         for d in &compiled.diagnostics {
             match d.severity() {
                 Severity::Error => errors += 1,
@@ -204,11 +206,11 @@ fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) ->
             }
             match format {
                 Format::Human => {
-                    out.push_str(&diagnostic::render(d, path, &source, color));
+                    out.push_str(&diagnostic::render(d, path, &text, color));
                     out.push_str("\n\n");
                 }
                 Format::Json => {
-                    out.push_str(&json_diagnostic(d, path, &source));
+                    out.push_str(&json_diagnostic(d, path, &text));
                     out.push('\n');
                 }
             }
@@ -243,12 +245,12 @@ fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) ->
     }
 }
 
-fn json_diagnostic(d: &Diagnostic, path: &str, source: &str) -> String {
+fn json_diagnostic(d: &Diagnostic, path: &str, source: &diagnostic::SourceText<'_>) -> String {
     let (line, column, end_line, end_column) = match d.span.and_then(orch_codegen::Span::byte_range)
     {
         Some(s) => {
-            let (l, c) = line_col(source, s.start);
-            let (el, ec) = line_col(source, s.end);
+            let (l, c) = source.line_col(s.start);
+            let (el, ec) = source.line_col(s.end);
             (l, c, el, ec)
         }
         None => (1, 1, 1, 1),

@@ -154,14 +154,15 @@ impl Builder {
             let fallback = crate::fallback_name(path);
             let compiled = crate::compile_json(&source, fallback.as_deref());
             let fallback = fallback.clone();
+            let text = diagnostic::SourceText::new(&source);
             for d in &compiled.diagnostics {
                 let fatal = d.is_error() || self.deny_warnings;
                 if fatal {
                     errors += 1;
-                    rendered.push_str(&diagnostic::render(d, &shown, &source, false));
+                    rendered.push_str(&diagnostic::render(d, &shown, &text, false));
                     rendered.push('\n');
                 } else {
-                    let line = diagnostic::one_line(d, &shown, &source);
+                    let line = diagnostic::one_line(d, &shown, &text);
                     if cargo {
                         println!("cargo:warning={line}");
                     }

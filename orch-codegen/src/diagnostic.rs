@@ -218,25 +218,100 @@ impl Diagnostic {
     }
 }
 
-/// 1-based line and column (in characters) of byte offset `at` in `source`.
-pub fn line_col(source: &str, at: usize) -> (usize, usize) {
-    let mut at = at.min(source.len());
-    while !source.is_char_boundary(at) {
-        at -= 1;
+/// A template's text with its line starts indexed once, so that locating and rendering
+/// many diagnostics costs time for the lines they touch, not for the whole file each.
+#[derive(Clone, Debug)]
+pub struct SourceText<'a> {
+    text: &'a str,
+    /// Byte offset of the start of every line.
+    line_starts: Vec<usize>,
+}
+
+/// Lines longer than this are cut around the underlined part when rendered.
+const LONG_LINE: usize = 4096;
+/// How much of a long line is shown on each side of the underlined part.
+const CONTEXT: usize = 256;
+
+impl<'a> SourceText<'a> {
+    /// Indexes `text`.
+    pub fn new(text: &'a str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        SourceText { text, line_starts }
     }
-    let before = &source[..at];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = source[line_start..at].chars().count() + 1;
-    (line, col)
+
+    /// The text.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// `at` moved back to a character boundary, within the text.
+    fn floor(&self, at: usize) -> usize {
+        let mut at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    }
+
+    /// `at` moved forward to a character boundary, within the text.
+    fn ceil(&self, at: usize) -> usize {
+        let mut at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at += 1;
+        }
+        at
+    }
+
+    /// The 0-based line of byte offset `at`.
+    fn line_of(&self, at: usize) -> usize {
+        self.line_starts
+            .partition_point(|s| *s <= at)
+            .saturating_sub(1)
+    }
+
+    /// Bytes of 0-based line `line`, without its newline.
+    fn line_range(&self, line: usize) -> std::ops::Range<usize> {
+        let start = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(line + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        start..end.max(start)
+    }
+
+    /// 1-based line and column (in characters) of byte offset `at`.
+    pub fn line_col(&self, at: usize) -> (usize, usize) {
+        let at = self.floor(at);
+        let line = self.line_of(at);
+        let start = self.line_range(line).start.min(at);
+        let before = &self.text[start..at];
+        let col = if before.is_ascii() {
+            before.len()
+        } else {
+            before.chars().count()
+        };
+        (line + 1, col + 1)
+    }
+}
+
+/// 1-based line and column (in characters) of byte offset `at` in `source` (for one
+/// look-up; index the text with [`SourceText`] for many).
+pub fn line_col(source: &str, at: usize) -> (usize, usize) {
+    SourceText::new(source).line_col(at)
 }
 
 /// `path:line:column` of a span in a JSON source (just `path` for a span that is not
 /// into the source).
-pub fn location(path: &str, source: &str, span: Span) -> String {
+pub fn location(path: &str, source: &SourceText<'_>, span: Span) -> String {
     match span.byte_range() {
         Some(r) => {
-            let (l, c) = line_col(source, r.start);
+            let (l, c) = source.line_col(r.start);
             format!("{path}:{l}:{c}")
         }
         None => path.to_owned(),
@@ -244,42 +319,80 @@ pub fn location(path: &str, source: &str, span: Span) -> String {
 }
 
 /// Renders a diagnostic like rustc, with the offending JSON underlined. `color` adds
-/// ANSI styles.
-pub fn render(d: &Diagnostic, path: &str, source: &str, color: bool) -> String {
-    use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+/// ANSI styles. Only the lines the diagnostic touches are handed to the renderer (and
+/// of a very long line, only the part around the underlined text).
+pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) -> String {
+    use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 
     let level = match d.severity() {
         Severity::Error => Level::ERROR,
         Severity::Warning => Level::WARNING,
     };
-    let clamp = |s: core::ops::Range<usize>| {
-        let mut start = s.start.min(source.len());
-        let mut end = s.end.clamp(start, source.len());
-        while !source.is_char_boundary(start) {
-            start -= 1;
-        }
-        while !source.is_char_boundary(end) {
-            end += 1;
-        }
-        start..end
-    };
     let title = level.primary_title(d.message.as_str()).id(d.code.as_str());
-    let mut group = match d.span.and_then(Span::byte_range) {
-        Some(span) => {
-            let mut snippet = Snippet::source(source).path(path).annotation(
-                AnnotationKind::Primary
-                    .span(clamp(span))
-                    .label(d.label.as_deref().unwrap_or("")),
-            );
-            for (s, label) in &d.related {
-                if let Some(s) = s.byte_range() {
-                    snippet = snippet
-                        .annotation(AnnotationKind::Context.span(clamp(s)).label(label.as_str()));
-                }
+    let mut header = None;
+    let primary = d.span.and_then(Span::byte_range).map(|r| {
+        let start = source.floor(r.start);
+        start..source.ceil(r.end).max(start)
+    });
+    let mut group = match primary {
+        Some(primary) => {
+            let related: Vec<(std::ops::Range<usize>, &str)> = d
+                .related
+                .iter()
+                .filter_map(|(s, label)| {
+                    let r = s.byte_range()?;
+                    let start = source.floor(r.start);
+                    Some((start..source.ceil(r.end).max(start), label.as_str()))
+                })
+                .collect();
+            // The window: whole lines from the first to the last annotated one.
+            let all = std::iter::once(&primary).chain(related.iter().map(|(r, _)| r));
+            let first = all
+                .clone()
+                .map(|r| source.line_of(r.start))
+                .min()
+                .unwrap_or(0);
+            let last = all.map(|r| source.line_of(r.end)).max().unwrap_or(first);
+            let mut from = source.line_range(first).start;
+            let mut to = source.line_range(last).end;
+            if first == last && to - from > LONG_LINE {
+                // One very long line: show the part around the annotations, and write
+                // the header ourselves (the renderer would count columns from the cut).
+                let lo = related
+                    .iter()
+                    .map(|(r, _)| r.start)
+                    .fold(primary.start, usize::min);
+                let hi = related
+                    .iter()
+                    .map(|(r, _)| r.end)
+                    .fold(primary.end, usize::max);
+                from = source.floor(lo.saturating_sub(CONTEXT).max(from));
+                to = source.ceil((hi + CONTEXT).min(to));
+                let (l, c) = source.line_col(primary.start);
+                header = Some(format!(
+                    "{}--> {path}:{l}:{c}",
+                    " ".repeat(digits(last + 1))
+                ));
+            }
+            let shift = |r: &std::ops::Range<usize>| {
+                r.start.clamp(from, to) - from..r.end.clamp(from, to) - from
+            };
+            let mut snippet = Snippet::source(&source.text[from..to])
+                .line_start(first + 1)
+                .annotation(
+                    AnnotationKind::Primary
+                        .span(shift(&primary))
+                        .label(d.label.as_deref().unwrap_or("")),
+                );
+            for (r, label) in &related {
+                snippet = snippet.annotation(AnnotationKind::Context.span(shift(r)).label(*label));
+            }
+            if header.is_none() {
+                snippet = snippet.path(path);
             }
             Group::with_title(title).element(snippet)
         }
-        None => Group::with_title(title).element(annotate_snippets::Origin::path(path)),
+        None => Group::with_title(title).element(Origin::path(path)),
     };
     for note in &d.notes {
         group = group.element(Level::NOTE.message(note.as_str()));
@@ -292,11 +405,47 @@ pub fn render(d: &Diagnostic, path: &str, source: &str, color: bool) -> String {
     } else {
         Renderer::plain()
     };
-    renderer.render(&[group])
+    let out = renderer.render(&[group]);
+    match header {
+        // Before the first gutter line (`  |`), where the renderer puts its own.
+        Some(header) => {
+            let mut lines: Vec<&str> = out.split('\n').collect();
+            let at = lines
+                .iter()
+                .position(|l| strip_ansi(l).trim() == "|")
+                .unwrap_or(lines.len().min(1));
+            lines.insert(at, &header);
+            lines.join("\n")
+        }
+        None => out,
+    }
+}
+
+/// Decimal digits of `n`.
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// `s` without ANSI escape sequences.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A one-line form: `path:line:col: warning[W001]: message` (for `cargo:warning=`).
-pub fn one_line(d: &Diagnostic, path: &str, source: &str) -> String {
+pub fn one_line(d: &Diagnostic, path: &str, source: &SourceText<'_>) -> String {
     let at = match d.span {
         Some(s) => location(path, source, s),
         None => path.to_owned(),
@@ -350,7 +499,7 @@ mod tests {
         )
         .label("not a declared tool")
         .help("did you mean `search`?");
-        let out = render(&d, "t.json", src, false);
+        let out = render(&d, "t.json", &SourceText::new(src), false);
         assert!(out.contains("error[E015]: unknown tool `serch`"), "{out}");
         assert!(out.contains("t.json:2:8"), "{out}");
         assert!(out.contains("^^^^^^^ not a declared tool"), "{out}");

@@ -21,12 +21,13 @@ fn ident(s: &str) -> Ident {
     ident_or(s, "machine".to_owned())
 }
 
+/// A span as the `(start, len)` pair `StepTable::new` takes.
 fn tspan(s: TSpan) -> TokenStream {
     let (start, len) = (
         Literal::u32_unsuffixed(s.start),
         Literal::u32_unsuffixed(s.len),
     );
-    quote!(::orch_runtime::__private::Span::new(#start, #len))
+    quote!((#start, #len))
 }
 
 /// Which source the module was generated from, for its doc comment.
@@ -144,15 +145,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             let deny_patterns = tspan(s.deny_patterns);
             let reset = Literal::u8_unsuffixed(s.reset);
             quote! {
-                ::orch_runtime::__private::StepTable {
-                    conditions: #conditions,
-                    static_set: #static_set,
-                    sequence: #sequence,
-                    allow_all: #allow_all,
-                    allow_patterns: #allow_patterns,
-                    deny_patterns: #deny_patterns,
-                    reset: #reset,
-                }
+                __rt::StepTable::new(#conditions, #static_set, #sequence, #allow_all, #allow_patterns, #deny_patterns, #reset)
             }
         })
         .collect();
@@ -162,16 +155,19 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         .map(|c| match *c {
             Condition::ToolUsed(t) => {
                 let t = Literal::u16_unsuffixed(t);
-                quote!(::orch_runtime::__private::Condition::ToolUsed(#t))
+                quote!(__rt::Condition::ToolUsed(#t))
             }
-            Condition::SequenceMatch => quote!(::orch_runtime::__private::Condition::SequenceMatch),
+            Condition::SequenceMatch => quote!(__rt::Condition::SequenceMatch),
             Condition::Message(f) => {
                 let f = Literal::u16_unsuffixed(f);
-                quote!(::orch_runtime::__private::Condition::Message(#f))
+                quote!(__rt::Condition::Message(#f))
             }
             Condition::NotRecentlyUsed { tool, window } => {
-                let (tool, window) = (Literal::u16_unsuffixed(tool), Literal::u16_unsuffixed(window));
-                quote!(::orch_runtime::__private::Condition::NotRecentlyUsed { tool: #tool, window: #window })
+                let (tool, window) = (
+                    Literal::u16_unsuffixed(tool),
+                    Literal::u16_unsuffixed(window),
+                );
+                quote!(__rt::Condition::NotRecentlyUsed { tool: #tool, window: #window })
             }
         })
         .collect();
@@ -195,12 +191,21 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             #( #[doc = #tool_docs] #tool_idents = #tool_discr, )*
         }
 
+        use ::orch_runtime::__private as __rt;
+
+        /// Tool names, by [`Tool::index`].
+        const TOOL_NAMES: [&str; #n_tools_lit] = [#(#tool_names),*];
+        /// Step names, by [`Step::index`].
+        const STEP_NAMES: [&str; #n_steps_lit] = [#(#step_names),*];
+        /// Step descriptions, by [`Step::index`].
+        const STEP_DESCRIPTIONS: [::core::option::Option<&str>; #n_steps_lit] = [#(#step_desc),*];
+
         impl Tool {
             /// Every tool, in declaration order.
             pub const ALL: [Tool; #n_tools_lit] = [#( Tool::#tool_idents ),*];
             /// The tool's name as written in the template.
             pub const fn name(self) -> &'static str {
-                match self { #( Tool::#tool_idents => #tool_names, )* }
+                TOOL_NAMES[self as usize]
             }
             /// The tool with this exact name.
             pub fn from_name(name: &str) -> ::core::option::Option<Tool> {
@@ -241,11 +246,11 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             pub const ALL: [Step; #n_steps_lit] = [#( Step::#step_idents ),*];
             /// The step's name as written in the template.
             pub const fn name(self) -> &'static str {
-                match self { #( Step::#step_idents => #step_names, )* }
+                STEP_NAMES[self as usize]
             }
             /// The step's `description`.
             pub const fn description(self) -> ::core::option::Option<&'static str> {
-                match self { #( Step::#step_idents => #step_desc, )* }
+                STEP_DESCRIPTIONS[self as usize]
             }
             /// The step with this exact name.
             pub fn from_name(name: &str) -> ::core::option::Option<Step> {
@@ -287,17 +292,17 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         pub struct Machine;
 
-        static REGEXES: ::orch_runtime::__private::Regexes = ::orch_runtime::__private::Regexes::new(&[#(#regexes),*]);
+        static REGEXES: __rt::Regexes = __rt::Regexes::new(&[#(#regexes),*]);
 
         /// The compiled transition and filter tables.
-        pub static TABLES: ::orch_runtime::__private::Tables<'static> = ::orch_runtime::__private::Tables {
+        pub static TABLES: __rt::Tables<'static> = __rt::Tables {
             name: #name,
             words: #words,
             history: #history,
             default_step: #default_step,
             fingerprint: #fingerprint,
-            tools: &[#(#tool_names),*],
-            step_names: &[#(#step_names),*],
+            tools: &TOOL_NAMES,
+            step_names: &STEP_NAMES,
             steps: &[#(#steps),*],
             conditions: &[#(#conditions),*],
             bits: &[#(#bits),*],
@@ -311,10 +316,10 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             type Step = Step;
             type Flags = [u64; #flag_words];
             type History = [u16; #history];
-            fn tables() -> &'static ::orch_runtime::__private::Tables<'static> {
+            fn tables() -> &'static __rt::Tables<'static> {
                 &TABLES
             }
-            fn regexes() -> &'static [::core::option::Option<::orch_runtime::__private::MessageRegex>] {
+            fn regexes() -> &'static [::core::option::Option<__rt::MessageRegex>] {
                 REGEXES.get()
             }
             fn warm_up() {

@@ -4,6 +4,7 @@
 //! statics and a template loaded at run time are the same data.
 
 use orch_runtime::__private::{reset, Condition, OwnedTables, Span, StepTable};
+use std::collections::HashMap;
 
 /// A compiled machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +51,8 @@ pub struct IrStep {
     pub description: Option<String>,
     /// Its conditions (empty for the default step: they are ignored).
     pub conditions: Vec<IrCondition>,
-    /// Its static set (SPEC §2): tool indices, ascending.
-    pub static_set: Vec<usize>,
+    /// Its static set (SPEC §2).
+    pub static_set: ToolBits,
     /// `allowed` absent or empty.
     pub allow_all: bool,
     /// Glob entries of `allowed` (for foreign tools).
@@ -62,6 +63,72 @@ pub struct IrStep {
     pub sequence: Vec<Vec<usize>>,
     /// `resetSequenceOn`, as `orch_runtime` reset flags.
     pub reset: u8,
+}
+
+/// A set of the universe's tools, one bit per tool (a step's static set is as large
+/// as the universe, so it is never a list of indices).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ToolBits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl ToolBits {
+    /// No tool of a universe of `len` tools.
+    pub fn empty(len: usize) -> Self {
+        ToolBits {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
+    }
+
+    /// Every tool of a universe of `len` tools.
+    pub fn full(len: usize) -> Self {
+        let mut set = ToolBits {
+            words: vec![u64::MAX; len.div_ceil(64)],
+            len,
+        };
+        if !len.is_multiple_of(64) {
+            if let Some(last) = set.words.last_mut() {
+                *last = (1u64 << (len % 64)) - 1;
+            }
+        }
+        set
+    }
+
+    /// Adds tool `i` (ignored past the universe).
+    pub fn insert(&mut self, i: usize) {
+        if i < self.len {
+            self.words[i / 64] |= 1 << (i % 64);
+        }
+    }
+
+    /// Removes tool `i`.
+    pub fn remove(&mut self, i: usize) {
+        if i < self.len {
+            self.words[i / 64] &= !(1 << (i % 64));
+        }
+    }
+
+    /// Is tool `i` in the set?
+    pub fn contains(&self, i: usize) -> bool {
+        i < self.len && self.words[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// Is it empty?
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
+    }
+
+    /// The tools in it, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        orch_runtime::BitIter::new(&self.words)
+    }
+
+    /// The words, bit `i % 64` of word `i / 64` for tool `i`.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
 }
 
 /// A resolved condition.
@@ -113,13 +180,33 @@ impl Ir {
             contains: self.contains.clone(),
             regexes: self.regexes.clone(),
         };
-        let push_set = |bits: &mut Vec<u64>, tools: &[usize]| -> u32 {
-            let at = bits.len();
-            bits.resize(at + words, 0);
-            for &i in tools {
-                bits[at + i / 64] |= 1 << (i % 64);
+        // Every run of words (a static set, a whole sequence) is stored once: steps
+        // with the same tools share it, so the pool grows with the distinct sets, not
+        // with steps × tools.
+        let mut runs: HashMap<Vec<u64>, u32> = HashMap::new();
+        let mut intern = |bits: &mut Vec<u64>, run: Vec<u64>| -> u32 {
+            if run.is_empty() {
+                return bits.len() as u32;
             }
-            at as u32
+            *runs.entry(run).or_insert_with_key(|run| {
+                let at = bits.len() as u32;
+                bits.extend_from_slice(run);
+                at
+            })
+        };
+        let set_words = |set: &ToolBits| -> Vec<u64> {
+            let mut run = set.words().to_vec();
+            run.resize(words, 0);
+            run
+        };
+        let sequence_words = |groups: &[Vec<usize>]| -> Vec<u64> {
+            let mut run = vec![0u64; groups.len() * words];
+            for (pos, group) in groups.iter().enumerate() {
+                for &i in group {
+                    run[pos * words + i / 64] |= 1 << (i % 64);
+                }
+            }
+            run
         };
         let n_contains = self.contains.len();
         for s in &self.steps {
@@ -134,11 +221,8 @@ impl Ir {
                     window: window as u16,
                 },
             }));
-            let static_set = push_set(&mut t.bits, &s.static_set);
-            let seq_start = t.bits.len() as u32;
-            for group in &s.sequence {
-                push_set(&mut t.bits, group);
-            }
+            let static_set = intern(&mut t.bits, set_words(&s.static_set));
+            let seq_start = intern(&mut t.bits, sequence_words(&s.sequence));
             let allow_start = t.patterns.len() as u32;
             t.patterns.extend(s.allow_patterns.iter().cloned());
             let deny_start = t.patterns.len() as u32;

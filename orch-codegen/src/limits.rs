@@ -13,3 +13,12 @@ pub const MAX_TOOLS: usize = 16_384;
 pub const MAX_TEMPLATE_STEPS: usize = 16_384;
 /// The most distinct message conditions a machine may have.
 pub const MAX_MESSAGE_CONDITIONS: usize = 4096;
+/// The most `u64` words the compiled tool sets may take (2 MiB): the static sets and
+/// sequence positions of all steps, each distinct set stored once. It bounds the
+/// generated tables (what rustc compiles) and every session's machine: steps that
+/// share their tools cost nothing, but many steps with distinct `availableTools` over
+/// a large universe multiply (16,384 tools take 256 words a set).
+pub const MAX_TABLE_WORDS: usize = 1 << 18;
+/// The most memory the `message_regex` patterns may compile to, all together (each
+/// pattern is also limited to `REGEX_SIZE_LIMIT`, 1 MiB of program).
+pub const MAX_REGEX_BYTES: usize = 64 << 20;

@@ -43,7 +43,12 @@ fn e001_invalid_json() {
     let d = &c.diagnostics[0];
     assert_eq!(d.code, Code::InvalidJson);
     assert_eq!(line_col(src, bytes(d.span.unwrap()).start).0, 3);
-    let text = render(d, "bad.json", src, false);
+    let text = render(
+        d,
+        "bad.json",
+        &orch_codegen::diagnostic::SourceText::new(src),
+        false,
+    );
     assert!(text.contains("bad.json:3:"), "{text}");
 }
 

@@ -55,7 +55,7 @@ pub use state::Usage;
 pub mod __private {
     pub use crate::bits::{Entries, Words};
     pub use crate::dynamic::OwnedTables;
-    pub use crate::regexes::{MessageRegex, Regexes};
+    pub use crate::regexes::{MessageRegex, Regexes, REGEX_SIZE_LIMIT};
     pub use crate::tables::{reset, Condition, Span, StepTable, Tables};
     pub use crate::text::{contains_folded, fold_case, glob_match, is_pattern};
 }

@@ -17,19 +17,31 @@ use std::sync::OnceLock;
 /// The largest DFA built for one pattern, in bytes.
 const DFA_SIZE_LIMIT: usize = 1 << 20;
 
+/// The largest compiled program (NFA) of one pattern, in bytes: a pattern over it is an
+/// error (`\w{200}`, with Unicode classes, needs megabytes), not megabytes per pattern.
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// The cache the fallback engine may grow per thread, in bytes.
+const LAZY_CACHE_LIMIT: usize = 1 << 18;
+
 /// One compiled `message_regex` pattern.
 #[derive(Clone)]
 pub struct MessageRegex {
     dfa: Option<dense::DFA<Vec<u32>>>,
     regex: Regex,
+    /// Bytes the compiled pattern takes (see [`MessageRegex::memory_usage`]).
+    memory: usize,
     /// A haystack as long as the shortest match (warms up the fallback engine).
     warm: Option<String>,
 }
 
 impl MessageRegex {
-    /// Compiles `pattern` (syntax of the `regex` crate).
+    /// Compiles `pattern` (syntax of the `regex` crate), within [`REGEX_SIZE_LIMIT`].
     pub fn new(pattern: &str) -> Result<Self, regex::Error> {
-        let regex = Regex::new(pattern)?;
+        let regex = regex::RegexBuilder::new(pattern)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(LAZY_CACHE_LIMIT)
+            .build()?;
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -43,7 +55,31 @@ impl MessageRegex {
             .ok()
             .and_then(|hir| hir.properties().minimum_len())
             .map(|min| " ".repeat(min));
-        Ok(MessageRegex { dfa, regex, warm })
+        // The fallback's program is about the size of its Thompson NFA (which compiled
+        // within the limit above, so this one does too); its cache is bounded.
+        let nfa = regex_automata::nfa::thompson::NFA::compiler()
+            .configure(
+                regex_automata::nfa::thompson::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)),
+            )
+            .build(pattern)
+            .map_or(REGEX_SIZE_LIMIT, |n| n.memory_usage());
+        // A pattern with a DFA uses the fallback only next to a non-ASCII `\b`.
+        let memory = match &dfa {
+            Some(d) => d.memory_usage() + nfa,
+            None => nfa + LAZY_CACHE_LIMIT,
+        };
+        Ok(MessageRegex {
+            dfa,
+            regex,
+            memory,
+            warm,
+        })
+    }
+
+    /// About how many bytes the compiled pattern takes: its DFA and its fallback
+    /// program (and, for a pattern without a DFA, the fallback's cache at its bound).
+    pub fn memory_usage(&self) -> usize {
+        self.memory
     }
 
     /// Does the pattern match somewhere in `haystack`?

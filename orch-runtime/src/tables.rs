@@ -87,6 +87,31 @@ pub struct StepTable {
     pub reset: u8,
 }
 
+impl StepTable {
+    /// A step from its fields in declaration order, spans as `(start, len)` (the
+    /// compact form generated code uses).
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        conditions: (u32, u32),
+        static_set: u32,
+        sequence: (u32, u32),
+        allow_all: bool,
+        allow_patterns: (u32, u32),
+        deny_patterns: (u32, u32),
+        reset: u8,
+    ) -> Self {
+        StepTable {
+            conditions: Span::new(conditions.0, conditions.1),
+            static_set,
+            sequence: Span::new(sequence.0, sequence.1),
+            allow_all,
+            allow_patterns: Span::new(allow_patterns.0, allow_patterns.1),
+            deny_patterns: Span::new(deny_patterns.0, deny_patterns.1),
+            reset,
+        }
+    }
+}
+
 /// A compiled machine: everything the engine reads, in flat pools.
 ///
 /// `S` is the string type of the name pools: `&'static str` in generated code,

@@ -112,14 +112,14 @@ fn shadowed_steps(
     steps: &[StepInfo<'_>],
     default_step: Option<usize>,
 ) -> Vec<bool> {
+    let index = ShadowIndex::new(steps, default_step, &c.contains);
     let mut shadowed = vec![false; steps.len()];
     for s in (0..steps.len()).filter(|&s| conditional(steps, default_step, s)) {
-        let earlier = (0..s).find(|&e| {
-            conditional(steps, default_step, e)
-                && steps[e]
-                    .conditions
-                    .iter()
-                    .all(|cond| implies(steps, &c.contains, s, e, *cond))
+        let earlier = index.candidates(steps, s).into_iter().find(|&e| {
+            steps[e]
+                .conditions
+                .iter()
+                .all(|cond| implies(steps, &c.contains, s, e, *cond))
         });
         let Some(e) = earlier else { continue };
         shadowed[s] = true;
@@ -139,6 +139,104 @@ fn shadowed_steps(
         );
     }
     shadowed
+}
+
+/// What a condition is about, for finding the earlier steps that could shadow a step
+/// without comparing every pair of steps.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Tool(usize),
+    Sequence,
+    Contains(usize),
+    Regex(usize),
+    NotRecentlyUsed(usize),
+}
+
+fn key(c: IrCondition) -> Key {
+    match c {
+        IrCondition::ToolUsed(x) => Key::Tool(x),
+        IrCondition::SequenceMatch => Key::Sequence,
+        IrCondition::Contains(a) => Key::Contains(a),
+        IrCondition::Regex(r) => Key::Regex(r),
+        IrCondition::NotRecentlyUsed { tool, .. } => Key::NotRecentlyUsed(tool),
+    }
+}
+
+/// The conditional steps filed under one key each: the key of their rarest condition.
+/// A step `e` can shadow `s` only if every condition of `e` — its filing key's
+/// included — is implied by `s`, so the candidates for `s` are the steps filed under
+/// the keys `s` implies.
+struct ShadowIndex {
+    by_key: std::collections::HashMap<Key, Vec<usize>>,
+    /// For each `message_contains` needle, the needles it contains.
+    substrings: Vec<Vec<usize>>,
+}
+
+impl ShadowIndex {
+    fn new(steps: &[StepInfo<'_>], default_step: Option<usize>, contains: &[String]) -> Self {
+        let mut count: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+        let conditional: Vec<usize> = (0..steps.len())
+            .filter(|&i| conditional(steps, default_step, i))
+            .collect();
+        for &i in &conditional {
+            for c in &steps[i].conditions {
+                *count.entry(key(*c)).or_default() += 1;
+            }
+        }
+        let mut by_key: std::collections::HashMap<Key, Vec<usize>> =
+            std::collections::HashMap::new();
+        for &i in &conditional {
+            let rarest = steps[i]
+                .conditions
+                .iter()
+                .map(|c| key(*c))
+                .min_by_key(|k| count[k]);
+            if let Some(k) = rarest {
+                by_key.entry(k).or_default().push(i);
+            }
+        }
+        let substrings = contains
+            .iter()
+            .map(|b| {
+                (0..contains.len())
+                    .filter(|&a| b.contains(contains[a].as_str()))
+                    .collect()
+            })
+            .collect();
+        ShadowIndex { by_key, substrings }
+    }
+
+    /// The steps before `s` that might shadow it, ascending.
+    fn candidates(&self, steps: &[StepInfo<'_>], s: usize) -> Vec<usize> {
+        let mut keys: Vec<Key> = Vec::new();
+        for c in &steps[s].conditions {
+            match *c {
+                IrCondition::Contains(b) => keys.extend(
+                    self.substrings
+                        .get(b)
+                        .into_iter()
+                        .flatten()
+                        .map(|a| Key::Contains(*a)),
+                ),
+                IrCondition::SequenceMatch => {
+                    keys.push(Key::Sequence);
+                    keys.extend(steps[s].sequence.iter().filter_map(|g| match g.as_slice() {
+                        [x] => Some(Key::Tool(*x)),
+                        _ => None,
+                    }));
+                }
+                other => keys.push(key(other)),
+            }
+        }
+        let mut out: Vec<usize> = keys
+            .iter()
+            .filter_map(|k| self.by_key.get(k))
+            .flat_map(|list| list.iter().copied().take_while(|&e| e < s))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 /// Does every state where step `s`'s conditions all hold satisfy condition `c` of
@@ -194,6 +292,13 @@ fn sequences_that_never_complete(
     default_step: Option<usize>,
     shadowed: &[bool],
 ) {
+    let mut by_first_tool: std::collections::HashMap<usize, Vec<usize>> =
+        std::collections::HashMap::new();
+    for e in (0..steps.len()).filter(|&e| conditional(steps, default_step, e)) {
+        if let Some(IrCondition::ToolUsed(x)) = steps[e].conditions.first() {
+            by_first_tool.entry(*x).or_default().push(e);
+        }
+    }
     for s in 0..steps.len() {
         let is_default = Some(s) == default_step;
         if steps[s].sequence.is_empty()
@@ -204,10 +309,17 @@ fn sequences_that_never_complete(
         }
         let used_at = used_before_last(&steps[s], is_default);
         // The default step is left whenever any conditional step matches; a
-        // conditional step only for one that is checked before it.
-        let earlier: Vec<usize> = (0..steps.len())
-            .filter(|&e| e != s && conditional(steps, default_step, e) && (is_default || e < s))
+        // conditional step only for one that is checked before it. Only steps whose
+        // first condition is a `tool_used` of a tool in `used_at` can qualify.
+        let mut earlier: Vec<usize> = used_at
+            .iter()
+            .filter_map(|(x, _)| by_first_tool.get(x))
+            .flatten()
+            .copied()
+            .filter(|&e| e != s && (is_default || e < s))
             .collect();
+        earlier.sort_unstable();
+        earlier.dedup();
         for e in earlier {
             let Some(pos) = position_that_activates(&steps[e], &used_at) else {
                 continue;

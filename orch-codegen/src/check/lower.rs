@@ -3,10 +3,11 @@
 
 use super::{MachineName, StepInfo};
 use crate::ident;
-use crate::ir::{Ir, IrStep, IrTool};
+use crate::ir::{Ir, IrStep, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
 use crate::model::{Spanned, Step, Template};
 use orch_runtime::__private::is_pattern;
+use std::collections::HashMap;
 
 /// Everything the IR is made of.
 pub(super) struct Parts<'a, 't> {
@@ -26,13 +27,14 @@ pub(super) struct Parts<'a, 't> {
 
 /// Builds the IR.
 pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
-    let step_ident = |name: &str| -> String {
-        p.step_names
-            .iter()
-            .position(|n| n.value == name)
-            .and_then(|i| p.step_idents.get(i).cloned())
-            .unwrap_or_default()
-    };
+    let idents: HashMap<&str, &String> = p
+        .step_names
+        .iter()
+        .map(|n| n.value.as_str())
+        .zip(&p.step_idents)
+        .collect();
+    let step_ident =
+        |name: &str| -> String { idents.get(name).map_or_else(String::new, |s| (*s).clone()) };
     let patterns = |s: &StepInfo<'_>, allow: bool| -> Vec<String> {
         s.patterns
             .iter()
@@ -113,7 +115,7 @@ pub fn placeholder(t: &Template) -> Ir {
             ident,
             description: s.description.clone(),
             conditions: Vec::new(),
-            static_set: (0..tools.len()).collect(),
+            static_set: ToolBits::full(tools.len().min(MAX_TOOLS)),
             allow_all: true,
             allow_patterns: Vec::new(),
             deny_patterns: Vec::new(),

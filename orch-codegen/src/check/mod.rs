@@ -14,8 +14,11 @@ mod steps;
 mod tools;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
-use crate::ir::{Ir, IrCondition};
-use crate::limits::{MAX_HISTORY, MAX_MESSAGE_CONDITIONS, MAX_TEMPLATE_STEPS, MAX_TOOLS};
+use crate::ir::{Ir, IrCondition, ToolBits};
+use crate::limits::{
+    MAX_HISTORY, MAX_MESSAGE_CONDITIONS, MAX_REGEX_BYTES, MAX_TABLE_WORDS, MAX_TEMPLATE_STEPS,
+    MAX_TOOLS,
+};
 use crate::model::{Span, Spanned, Step, Template};
 use std::collections::HashMap;
 
@@ -61,6 +64,7 @@ pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
         max_rounds: t.max_rounds.as_ref().map(|m| m.value),
         description: t.description.clone(),
     });
+    c.check_table_size(&ir);
     c.finish(ir)
 }
 
@@ -115,8 +119,8 @@ struct StepInfo<'t> {
     is_default: bool,
     /// Nameless or duplicate: left out of the reachability lints.
     skip: bool,
-    /// Its static set (SPEC §2): tool indices, ascending.
-    static_set: Vec<usize>,
+    /// Its static set (SPEC §2).
+    static_set: ToolBits,
     /// `allowed` absent or empty.
     allow_all: bool,
     /// The pattern entries of `allowed` then `denied`, each with whether it is an
@@ -147,6 +151,8 @@ struct Checker<'t> {
     diags: Vec<Diagnostic>,
     contains: Vec<String>,
     regexes: Vec<String>,
+    /// Bytes the compiled regexes take, all together.
+    regex_memory: usize,
 }
 
 impl<'t> Checker<'t> {
@@ -156,6 +162,7 @@ impl<'t> Checker<'t> {
             diags: Vec::new(),
             contains: Vec::new(),
             regexes: Vec::new(),
+            regex_memory: 0,
         }
     }
 
@@ -235,8 +242,24 @@ impl<'t> Checker<'t> {
         }
     }
 
-    /// E019: at most [`MAX_MESSAGE_CONDITIONS`] distinct message conditions.
+    /// E019: at most [`MAX_MESSAGE_CONDITIONS`] distinct message conditions, and
+    /// compiled regexes of at most [`MAX_REGEX_BYTES`] all together.
     fn check_message_conditions(&mut self) {
+        if self.regex_memory > MAX_REGEX_BYTES {
+            self.push(
+                Diagnostic::new(
+                    Code::LimitExceeded,
+                    None,
+                    format!(
+                        "the {} `message_regex` patterns compile to {} MiB; the limit is {} MiB",
+                        self.regexes.len(),
+                        self.regex_memory >> 20,
+                        MAX_REGEX_BYTES >> 20
+                    ),
+                )
+                .help("use fewer or simpler patterns (`message_contains` for plain words costs no regex)"),
+            );
+        }
         let n = self.contains.len() + self.regexes.len();
         if n > MAX_MESSAGE_CONDITIONS {
             self.push(Diagnostic::new(
@@ -246,6 +269,30 @@ impl<'t> Checker<'t> {
                     "the template has {n} distinct message conditions; the limit is {MAX_MESSAGE_CONDITIONS}"
                 ),
             ));
+        }
+    }
+
+    /// E019: the compiled tool sets fit in [`MAX_TABLE_WORDS`] words.
+    fn check_table_size(&mut self, ir: &Ir) {
+        let words = ir.to_tables().bits.len();
+        if words > MAX_TABLE_WORDS {
+            self.push(
+                Diagnostic::new(
+                    Code::LimitExceeded,
+                    None,
+                    format!(
+                        "the compiled tool sets take {words} words ({} KiB); the limit is {MAX_TABLE_WORDS} words ({} KiB)",
+                        words * 8 / 1024,
+                        MAX_TABLE_WORDS * 8 / 1024
+                    ),
+                )
+                .note(format!(
+                    "each distinct `availableTools` set or sequence takes {} words for {} tools; steps with the same tools share one",
+                    ir.words(),
+                    ir.tools.len()
+                ))
+                .help("give steps fewer distinct `availableTools` sets, or split the template"),
+            );
         }
     }
 

@@ -6,7 +6,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::IrCondition;
 use crate::limits::MAX_HISTORY;
 use crate::model::{Condition, ConditionKind, ConditionType, Spanned, Step};
-use orch_runtime::__private::{fold_case, is_pattern, reset};
+use orch_runtime::__private::{fold_case, is_pattern, reset, MessageRegex};
 
 impl<'t> Checker<'t> {
     /// Resolves one step, applying the rules of its parts in order: static set,
@@ -23,14 +23,15 @@ impl<'t> Checker<'t> {
         let sequence = self.sequence(s, name, universe, &set);
         let (conditions, max_window) = self.conditions(s, name, universe);
         let reset = self.reset_triggers(s, name);
+        let allow_all = set.allow_all;
         StepInfo {
             model: s,
             name,
             is_default,
             skip,
-            static_set: (0..universe.len()).filter(|&i| set.permitted[i]).collect(),
-            allow_all: set.allow_all,
+            allow_all,
             patterns: set.patterns,
+            static_set: set.permitted,
             sequence,
             // The default step's conditions are ignored (W003 says so).
             conditions: if is_default { Vec::new() } else { conditions },
@@ -126,7 +127,7 @@ impl<'t> Checker<'t> {
             return None;
         }
         let i = self.resolve(universe, tool, "sequence")?;
-        if !set.permitted[i] {
+        if !set.permitted.contains(i) {
             let d = Diagnostic::new(
                 Code::SequenceToolNotPermitted,
                 Some(tool.span),
@@ -332,22 +333,39 @@ impl<'t> Checker<'t> {
         Some(w.value as usize)
     }
 
-    /// E016: a `message_regex` compiles (syntax of the `regex` crate).
+    /// E016: a `message_regex` compiles (syntax of the `regex` crate), with the
+    /// run time's own builder and its size limit.
     fn regex(&mut self, v: &Spanned<String>, step: &str) -> Option<IrCondition> {
-        if let Err(e) = regex::Regex::new(&v.value) {
-            self.push(
-                Diagnostic::new(Code::InvalidRegex, Some(v.span), format!("invalid regex `{}`", v.value))
-                    .label("does not compile")
-                    .note(e.to_string().lines().last().unwrap_or("").trim().to_owned())
-                    .help("the syntax is that of the Rust `regex` crate; add `(?i)` for case-insensitive matching")
-                    .about_step(step),
-            );
-            return None;
+        if let Some(i) = self.regexes.iter().position(|r| *r == v.value) {
+            return Some(IrCondition::Regex(i));
         }
-        Some(IrCondition::Regex(intern(
-            &mut self.regexes,
-            v.value.clone(),
-        )))
+        let e = match MessageRegex::new(&v.value) {
+            Ok(re) => {
+                self.regex_memory += re.memory_usage();
+                self.regexes.push(v.value.clone());
+                return Some(IrCondition::Regex(self.regexes.len() - 1));
+            }
+            Err(e) => e,
+        };
+        let help = match e {
+            regex::Error::CompiledTooBig(limit) => format!(
+                "the pattern compiles to more than {} KiB: Unicode classes such as `\\w` repeated many times are large; use an ASCII class (`(?-u:\\w)`) or fewer repetitions",
+                limit / 1024
+            ),
+            _ => "the syntax is that of the Rust `regex` crate; add `(?i)` for case-insensitive matching".to_owned(),
+        };
+        self.push(
+            Diagnostic::new(
+                Code::InvalidRegex,
+                Some(v.span),
+                format!("invalid regex `{}`", v.value),
+            )
+            .label("does not compile")
+            .note(e.to_string().lines().last().unwrap_or("").trim().to_owned())
+            .help(help)
+            .about_step(step),
+        );
+        None
     }
 
     /// E018: every `resetSequenceOn` entry is a trigger of SPEC §7.

@@ -3,14 +3,15 @@
 
 use super::{closest, list_names, Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::ToolBits;
 use crate::model::{Spanned, Step};
 use orch_runtime::__private::{glob_match, is_pattern};
 use std::collections::HashMap;
 
 /// A step's static set, resolved: see [`super::StepInfo`].
 pub(super) struct StaticSet<'t> {
-    /// Which tools pass, by index.
-    pub permitted: Vec<bool>,
+    /// Which tools pass.
+    pub permitted: ToolBits,
     /// The `denied` entry that removed a tool, by index (for E014's hint).
     pub denied_by: Vec<Option<&'t Spanned<String>>>,
     /// `allowed` absent or empty.
@@ -109,7 +110,11 @@ impl<'t> Checker<'t> {
         let denied: &'t [Spanned<String>] = s.denied.as_deref().unwrap_or(&[]);
         let allow_all = allowed.is_empty();
         let mut set = StaticSet {
-            permitted: vec![allow_all; universe.len()],
+            permitted: if allow_all {
+                ToolBits::full(universe.len())
+            } else {
+                ToolBits::empty(universe.len())
+            },
             denied_by: vec![None; universe.len()],
             allow_all,
             patterns: Vec::new(),
@@ -135,8 +140,10 @@ impl<'t> Checker<'t> {
                     self.resolve(universe, entry, what).into_iter().collect()
                 };
                 for i in hits {
-                    set.permitted[i] = is_allow;
-                    if !is_allow {
+                    if is_allow {
+                        set.permitted.insert(i);
+                    } else {
+                        set.permitted.remove(i);
                         set.denied_by[i] = Some(entry);
                     }
                 }

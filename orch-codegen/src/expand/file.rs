@@ -67,11 +67,12 @@ pub fn expand(input: &FileInput) -> TokenStream {
         }
     };
     let fallback = crate::fallback_name(&full);
+    let text = crate::diagnostic::SourceText::new(&source);
     let (template, mut diags) = crate::json::parse(&source, fallback.as_deref());
     let Some(mut t) = template else {
         return super::to_errors(
             &diags,
-            |d| d.span.map(|s| location(&rel, &source, s)),
+            |d| d.span.map(|s| location(&rel, &text, s)),
             |_| lit_span,
             super::Form::File,
         )
@@ -94,7 +95,7 @@ pub fn expand(input: &FileInput) -> TokenStream {
         ModelSpan::Bytes { .. } => lit_span,
     };
     let loc = |d: &crate::Diagnostic| match d.span {
-        Some(s @ ModelSpan::Bytes { .. }) => Some(location(&rel, &source, s)),
+        Some(s @ ModelSpan::Bytes { .. }) => Some(location(&rel, &text, s)),
         _ => None,
     };
     let errors =

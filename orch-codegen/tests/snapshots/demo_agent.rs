@@ -16,16 +16,23 @@ pub mod demo_agent {
         /// `reflect`
         Reflect = 2,
     }
+    use ::orch_runtime::__private as __rt;
+    /// Tool names, by [`Tool::index`].
+    const TOOL_NAMES: [&str; 3] = ["search", "think", "reflect"];
+    /// Step names, by [`Step::index`].
+    const STEP_NAMES: [&str; 3] = ["Chat", "Research Mode", "Lonely"];
+    /// Step descriptions, by [`Step::index`].
+    const STEP_DESCRIPTIONS: [::core::option::Option<&str>; 3] = [
+        ::core::option::Option::None,
+        ::core::option::Option::Some("search, then think"),
+        ::core::option::Option::None,
+    ];
     impl Tool {
         /// Every tool, in declaration order.
         pub const ALL: [Tool; 3] = [Tool::Search, Tool::Think, Tool::Reflect];
         /// The tool's name as written in the template.
         pub const fn name(self) -> &'static str {
-            match self {
-                Tool::Search => "search",
-                Tool::Think => "think",
-                Tool::Reflect => "reflect",
-            }
+            TOOL_NAMES[self as usize]
         }
         /// The tool with this exact name.
         pub fn from_name(name: &str) -> ::core::option::Option<Tool> {
@@ -75,19 +82,11 @@ pub mod demo_agent {
         pub const ALL: [Step; 3] = [Step::Chat, Step::ResearchMode, Step::Lonely];
         /// The step's name as written in the template.
         pub const fn name(self) -> &'static str {
-            match self {
-                Step::Chat => "Chat",
-                Step::ResearchMode => "Research Mode",
-                Step::Lonely => "Lonely",
-            }
+            STEP_NAMES[self as usize]
         }
         /// The step's `description`.
         pub const fn description(self) -> ::core::option::Option<&'static str> {
-            match self {
-                Step::Chat => ::core::option::Option::None,
-                Step::ResearchMode => ::core::option::Option::Some("search, then think"),
-                Step::Lonely => ::core::option::Option::None,
-            }
+            STEP_DESCRIPTIONS[self as usize]
         }
         /// The step with this exact name.
         pub fn from_name(name: &str) -> ::core::option::Option<Step> {
@@ -130,53 +129,27 @@ pub mod demo_agent {
     /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn, if the template sets one.
     pub const MAX_ROUNDS: ::core::option::Option<u64> = ::core::option::Option::None;
     /// Fingerprint of the compiled tables (changes whenever the behaviour can).
-    pub const FINGERPRINT: u64 = 16091358638631241247u64;
+    pub const FINGERPRINT: u64 = 12116016629714497249u64;
     /// The machine type [`Session`] is generic over.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct Machine;
-    static REGEXES: ::orch_runtime::__private::Regexes = ::orch_runtime::__private::Regexes::new(
-        &["(?i)research"],
-    );
+    static REGEXES: __rt::Regexes = __rt::Regexes::new(&["(?i)research"]);
     /// The compiled transition and filter tables.
-    pub static TABLES: ::orch_runtime::__private::Tables<'static> = ::orch_runtime::__private::Tables {
+    pub static TABLES: __rt::Tables<'static> = __rt::Tables {
         name: "demo-agent",
         words: 1,
         history: 10,
         default_step: ::core::option::Option::Some(0),
-        fingerprint: 16091358638631241247u64,
-        tools: &["search", "think", "reflect"],
-        step_names: &["Chat", "Research Mode", "Lonely"],
+        fingerprint: 12116016629714497249u64,
+        tools: &TOOL_NAMES,
+        step_names: &STEP_NAMES,
         steps: &[
-            ::orch_runtime::__private::StepTable {
-                conditions: ::orch_runtime::__private::Span::new(0, 0),
-                static_set: 0,
-                sequence: ::orch_runtime::__private::Span::new(1, 0),
-                allow_all: true,
-                allow_patterns: ::orch_runtime::__private::Span::new(0, 0),
-                deny_patterns: ::orch_runtime::__private::Span::new(0, 0),
-                reset: 0,
-            },
-            ::orch_runtime::__private::StepTable {
-                conditions: ::orch_runtime::__private::Span::new(0, 1),
-                static_set: 1,
-                sequence: ::orch_runtime::__private::Span::new(2, 2),
-                allow_all: false,
-                allow_patterns: ::orch_runtime::__private::Span::new(0, 0),
-                deny_patterns: ::orch_runtime::__private::Span::new(0, 0),
-                reset: 0,
-            },
-            ::orch_runtime::__private::StepTable {
-                conditions: ::orch_runtime::__private::Span::new(1, 0),
-                static_set: 4,
-                sequence: ::orch_runtime::__private::Span::new(5, 0),
-                allow_all: true,
-                allow_patterns: ::orch_runtime::__private::Span::new(0, 0),
-                deny_patterns: ::orch_runtime::__private::Span::new(0, 0),
-                reset: 0,
-            },
+            __rt::StepTable::new((0, 0), 0, (1, 0), true, (0, 0), (0, 0), 0),
+            __rt::StepTable::new((0, 1), 0, (1, 2), false, (0, 0), (0, 0), 0),
+            __rt::StepTable::new((1, 0), 0, (3, 0), true, (0, 0), (0, 0), 0),
         ],
-        conditions: &[::orch_runtime::__private::Condition::Message(0)],
-        bits: &[7, 7, 1, 6, 7],
+        conditions: &[__rt::Condition::Message(0)],
+        bits: &[7, 1, 6],
         patterns: &[],
         contains: &[],
         regexes: &["(?i)research"],
@@ -186,12 +159,10 @@ pub mod demo_agent {
         type Step = Step;
         type Flags = [u64; 1];
         type History = [u16; 10];
-        fn tables() -> &'static ::orch_runtime::__private::Tables<'static> {
+        fn tables() -> &'static __rt::Tables<'static> {
             &TABLES
         }
-        fn regexes() -> &'static [::core::option::Option<
-            ::orch_runtime::__private::MessageRegex,
-        >] {
+        fn regexes() -> &'static [::core::option::Option<__rt::MessageRegex>] {
             REGEXES.get()
         }
         fn warm_up() {
