@@ -82,3 +82,18 @@ pub fn read_text(path: &str) -> Result<String, InputError> {
         )
     })
 }
+
+/// Opens a file to read as a stream (an events file): it must exist and not be a
+/// directory; its lines are checked as they are read.
+pub fn open_text(path: &str) -> Result<std::fs::File, InputError> {
+    let p = Path::new(path);
+    let meta = std::fs::metadata(p).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => err(path, "no such file"),
+        std::io::ErrorKind::PermissionDenied => err(path, "permission denied"),
+        _ => err(path, e.to_string()),
+    })?;
+    if meta.is_dir() {
+        return Err(err(path, "is a directory, not an events file"));
+    }
+    std::fs::File::open(p).map_err(|e| err(path, e.to_string()))
+}

@@ -295,47 +295,35 @@ fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {
         };
         let mut session = machine.session();
         let stdin = std::io::stdin();
-        let text = match events {
-            None if stdin.is_terminal() => {
-                let mut out = std::io::stdout();
-                return match simulate::interactive(&mut session, stdin.lock(), &mut out) {
-                    Ok(()) => OK,
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        USAGE_OR_IO
-                    }
-                };
-            }
-            None | Some("-") => {
-                let mut s = String::new();
-                match std::io::Read::read_to_string(&mut stdin.lock(), &mut s) {
-                    Ok(_) => ("<stdin>".to_owned(), s),
-                    Err(e) => {
-                        eprintln!("error: <stdin>: {e}");
-                        return USAGE_OR_IO;
-                    }
+        if events.is_none() && stdin.is_terminal() {
+            let mut out = std::io::stdout();
+            return match simulate::interactive(&mut session, stdin.lock(), &mut out) {
+                Ok(()) => OK,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    USAGE_OR_IO
                 }
-            }
-            Some(p) => match input::read_text(p) {
-                Ok(s) => (p.to_owned(), s),
+            };
+        }
+        let (name, mut input): (String, Box<dyn std::io::BufRead>) = match events {
+            None | Some("-") => ("<stdin>".to_owned(), Box::new(stdin.lock())),
+            Some(p) => match input::open_text(p) {
+                Ok(f) => (p.to_owned(), Box::new(std::io::BufReader::new(f))),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return USAGE_OR_IO;
                 }
             },
         };
-        let events = match simulate::parse_events(&text.0, &text.1) {
-            Ok(e) => e,
+        let mut out = std::io::stdout().lock();
+        match simulate::run(&mut session, &name, &mut input, &mut out) {
+            Ok(()) => OK,
+            // A closed pipe (`orch simulate t.json ev | head`) is not an error.
+            Err(simulate::RunError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => OK,
             Err(e) => {
                 eprintln!("error: {e}");
-                return USAGE_OR_IO;
+                USAGE_OR_IO
             }
-        };
-        let mut out = Vec::new();
-        if let Err(e) = simulate::run(&mut session, &events, &mut out) {
-            eprintln!("error: {e}");
-            return USAGE_OR_IO;
         }
-        print_out(&String::from_utf8_lossy(&out))
     })
 }

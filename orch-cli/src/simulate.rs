@@ -20,8 +20,85 @@ pub enum Event {
 
 const KINDS: &str = "message, tool, usage, available, reset";
 
+/// The longest event line read, in bytes (a message of a few MB is fine; an endless
+/// line is an error, not an endless allocation).
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Any JSON value, read only to find an object with a repeated key (which a plain JSON
+/// parser resolves silently by keeping one value).
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NoDuplicateKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "the key `{key}` appears twice"
+                        )));
+                    }
+                    map.next_value::<NoDuplicateKeys>()?;
+                }
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// A token count: a non-negative integer that fits in 64 bits.
+fn count(v: &serde_json::Value, what: &str) -> Result<u64, String> {
+    if let Some(n) = v.as_u64() {
+        return Ok(n);
+    }
+    match v.as_f64() {
+        Some(x) if x >= 0.0 && x.fract() == 0.0 => {
+            Err(format!("`{what}` is too large (at most {})", u64::MAX))
+        }
+        _ => Err(format!(
+            "`{what}` must be a non-negative integer, found {v}"
+        )),
+    }
+}
+
 /// Parses one line of an events file.
 pub fn parse_event(line: &str) -> Result<Event, String> {
+    serde_json::from_str::<NoDuplicateKeys>(line).map_err(|e| format!("not a JSON object: {e}"))?;
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
     let obj = v.as_object().ok_or_else(|| {
@@ -66,10 +143,9 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
             let o = value
                 .as_object()
                 .ok_or("`usage` must be {\"prompt\": n, \"completion\": n}")?;
-            let num = |k: &str| {
-                o.get(k)
-                    .and_then(serde_json::Value::as_u64)
-                    .ok_or_else(|| format!("`usage.{k}` must be a non-negative integer"))
+            let num = |k: &str| match o.get(k) {
+                Some(v) => count(v, &format!("usage.{k}")),
+                None => Err(format!("`usage.{k}` is missing")),
             };
             if let Some(extra) = o.keys().find(|k| *k != "prompt" && *k != "completion") {
                 return Err(format!(
@@ -132,24 +208,81 @@ pub fn apply(s: &mut DynSession<'_>, e: &Event) -> Option<DynOutcome> {
     None
 }
 
-/// Parses every line of an events text, reporting the first bad line by number.
-pub fn parse_events(name: &str, text: &str) -> Result<Vec<Event>, String> {
-    let mut events = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+/// Why a simulation stopped early.
+#[derive(Debug)]
+pub enum RunError {
+    /// An event line is wrong: `name:line: what`.
+    Event(String),
+    /// Reading the events or writing the trace failed.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Event(e) => f.write_str(e),
+            RunError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Reads one line of at most [`MAX_EVENT_BYTES`] into `buf` (without its newline);
+/// `false` at the end of the input.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, String> {
+    buf.clear();
+    loop {
+        let chunk = input.fill_buf().map_err(|e| e.to_string())?;
+        if chunk.is_empty() {
+            return Ok(!buf.is_empty());
+        }
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(nl) => (nl + 1, true),
+            None => (chunk.len(), false),
+        };
+        if buf.len() + take > MAX_EVENT_BYTES + 1 {
+            return Err(format!("the line is longer than {MAX_EVENT_BYTES} bytes"));
+        }
+        buf.extend_from_slice(&chunk[..take]);
+        input.consume(take);
+        if done {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(true);
+        }
+    }
+}
+
+/// Runs the events of `input` (JSON lines; `name` names it in errors) and writes the
+/// trace as it goes: the initial state first, then one line per event, each written
+/// (and flushed) before the next event is read. A bad event stops the run with its line
+/// number; the lines before it have been written.
+pub fn run(
+    s: &mut DynSession<'_>,
+    name: &str,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<(), RunError> {
+    writeln!(out, "{}", trace_line(s, None)).map_err(RunError::Io)?;
+    out.flush().map_err(RunError::Io)?;
+    let mut buf = Vec::new();
+    for number in 1.. {
+        let more = read_line(input, &mut buf)
+            .map_err(|e| RunError::Event(format!("{name}:{number}: {e}")))?;
+        if !more {
+            return Ok(());
+        }
+        let line = std::str::from_utf8(&buf)
+            .map_err(|e| RunError::Event(format!("{name}:{number}: not UTF-8 text ({e})")))?;
         if line.trim().is_empty() {
             continue;
         }
-        events.push(parse_event(line).map_err(|e| format!("{name}:{}: {e}", i + 1))?);
-    }
-    Ok(events)
-}
-
-/// Runs events and writes the trace: the initial state first, then one line per event.
-pub fn run(s: &mut DynSession<'_>, events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "{}", trace_line(s, None))?;
-    for e in events {
-        let outcome = apply(s, e);
-        writeln!(out, "{}", trace_line(s, outcome.as_ref()))?;
+        let event =
+            parse_event(line).map_err(|e| RunError::Event(format!("{name}:{number}: {e}")))?;
+        let outcome = apply(s, &event);
+        writeln!(out, "{}", trace_line(s, outcome.as_ref())).map_err(RunError::Io)?;
+        out.flush().map_err(RunError::Io)?;
     }
     Ok(())
 }
@@ -302,10 +435,19 @@ mod tests {
         assert!(parse_event(r#"{"usage": {"prompt": -1, "completion": 0}}"#).is_err());
         assert!(parse_event("[1]").is_err());
         assert!(parse_event("{").is_err());
-        let e = parse_events("ev.jsonl", "{\"reset\": true}\n\n{\"nope\": 1}\n").unwrap_err();
+        let machine =
+            orch_codegen::compile_json(r#"{"agentId": "m", "orchestration": {"steps": []}}"#, None)
+                .to_machine()
+                .unwrap();
+        let mut session = machine.session();
+        let mut input: &[u8] = b"{\"reset\": true}\r\n\n{\"nope\": 1}\n";
+        let mut out = Vec::new();
+        let e = run(&mut session, "ev.jsonl", &mut input, &mut out).unwrap_err();
         assert!(
-            e.starts_with("ev.jsonl:3: unknown event kind `nope`"),
+            e.to_string()
+                .starts_with("ev.jsonl:3: unknown event kind `nope`"),
             "{e}"
         );
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 2);
     }
 }

@@ -21,12 +21,8 @@ fn orch_stdin(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("orch runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // orch may stop reading early (a bad or overlong line): a broken pipe is expected.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     child.wait_with_output().unwrap()
 }
 
@@ -361,8 +357,87 @@ fn simulate_bad_events_name_the_line() {
         err.contains("bad-ev.jsonl:2: unknown event kind `teleport`"),
         "{err}"
     );
-    assert!(text(&o.stdout).is_empty(), "no partial trace");
+    // The trace streams: the initial state and the first event were written before
+    // the bad line was read.
+    assert_eq!(text(&o.stdout).lines().count(), 2, "{}", text(&o.stdout));
     let o = orch(&["simulate", CR, "missing.jsonl"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("missing.jsonl: no such file"));
+
+    for (events, says) in [
+        (
+            "{\"tool\": \"search\", \"tool\": \"think\"}\n",
+            "<stdin>:1: not a JSON object: the key `tool` appears twice",
+        ),
+        (
+            "{\"usage\": {\"prompt\": 18446744073709551616, \"completion\": 1}}\n",
+            "<stdin>:1: `usage.prompt` is too large (at most 18446744073709551615)",
+        ),
+        (
+            "{\"usage\": {\"prompt\": -1, \"completion\": 1}}\n",
+            "<stdin>:1: `usage.prompt` must be a non-negative integer, found -1",
+        ),
+        (
+            "{\"reset\": true}\n\u{fffd}",
+            "<stdin>:2: not a JSON object",
+        ),
+    ] {
+        let o = orch_stdin(&["simulate", CR, "-"], events);
+        assert_eq!(o.status.code(), Some(2), "{events}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{events}: {}",
+            text(&o.stderr)
+        );
+    }
+    // Bytes that are not UTF-8, and a line longer than the bound.
+    let bad = tmp(
+        "not-utf8.jsonl",
+        b"{\"reset\": true}\n{\"message\": \"\xff\"}\n",
+    );
+    let o = orch(&["simulate", CR, &bad]);
+    assert!(
+        text(&o.stderr).contains("not-utf8.jsonl:2: not UTF-8 text"),
+        "{}",
+        text(&o.stderr)
+    );
+    let mut long = b"{\"message\": \"".to_vec();
+    long.resize(17 * 1024 * 1024, b'a');
+    let o = orch_stdin(&["simulate", CR, "-"], std::str::from_utf8(&long).unwrap());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("<stdin>:1: the line is longer than 16777216 bytes"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn simulate_streams_the_trace_while_events_arrive() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orch"))
+        .args(["simulate", CR, "-"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("orch runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(
+        line.contains("DefaultMode"),
+        "the initial state comes first: {line}"
+    );
+    // One event in, its line out — while standard input is still open.
+    stdin
+        .write_all(b"{\"message\": \"Research the impact of AI on jobs\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("ResearchMode"), "{line}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }
