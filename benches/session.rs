@@ -110,12 +110,39 @@ fn wide(c: &mut Criterion) {
     g.finish();
 }
 
+/// `message_contains` is one pass over the message: a 2 MB message against a 20 KB
+/// needle (found at the very end) and against 40 needles.
+fn contains(c: &mut Criterion) {
+    let mut g = c.benchmark_group("contains");
+    let needle = "ab".repeat(10_000);
+    let src = format!(
+        r#"{{"agentId": "big-needle", "tools": ["t"], "orchestration": {{"steps": [
+            {{"name": "Idle", "isDefault": true}},
+            {{"name": "Found", "conditions": [{{"type": "message_contains", "value": "{needle}"}}]}}]}}}}"#
+    );
+    let machine = orch_codegen::compile_json(&src, None).to_machine().unwrap();
+    let message = format!(
+        "{}{}",
+        "AB".repeat(1_000_000 - 10_000),
+        needle.to_uppercase()
+    );
+    g.sample_size(10);
+    g.bench_function("2MB_message_20KB_needle", |b| {
+        b.iter(|| {
+            let mut s = machine.session();
+            s.on_user_message(black_box(&message));
+            assert_eq!(s.step(), Some("Found"));
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(50);
-    targets = cognitive, wide
+    targets = contains, cognitive, wide
 }
 criterion_main!(benches);

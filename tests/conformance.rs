@@ -168,6 +168,53 @@ mod conditions {
         assert_eq!(s.step(), Some(Step::Idle));
     }
 
+    /// Full Unicode case folding (not lowercasing): a final sigma equals a sigma, `ß`
+    /// equals `ss`, and the search is one pass over the message whatever the needles.
+    #[test]
+    fn message_contains_uses_full_case_folding() {
+        let src = r#"{"agentId": "fold", "tools": ["t"], "orchestration": {"steps": [
+            {"name": "Idle", "isDefault": true},
+            {"name": "Street", "conditions": [{"type": "message_contains", "value": "ΟΔΌΣ"}]},
+            {"name": "Strasse", "conditions": [{"type": "message_contains", "value": "straße"}]},
+            {"name": "Istanbul", "conditions": [{"type": "message_contains", "value": "İSTANBUL"}]},
+            {"name": "Empty", "conditions": [{"type": "message_contains", "value": "zz"}, {"type": "message_contains", "value": ""}]}
+        ]}}"#;
+        let machine = orch_codegen::compile_json(src, None).to_machine().unwrap();
+        for (message, step) in [
+            ("η οδός είναι κλειστή", "Street"),
+            ("Η ΟΔΌΣ", "Street"),
+            ("die STRASSE", "Strasse"),
+            ("die Straße", "Strasse"),
+            ("i̇stanbul'da", "Istanbul"),
+            ("buzz", "Empty"),
+            ("nothing", "Idle"),
+        ] {
+            let mut s = machine.session();
+            s.on_user_message(message);
+            assert_eq!(s.step(), Some(step), "{message:?}");
+        }
+        // Many overlapping needles, found in one pass.
+        let needles: Vec<String> = (1..=40).map(|n| "ab".repeat(n)).collect();
+        let steps: Vec<String> = needles
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!(r#"{{"name": "S{i}", "conditions": [{{"type": "message_contains", "value": "{n}"}}]}}"#))
+            .collect();
+        let src = format!(
+            r#"{{"agentId": "many", "tools": ["t"], "orchestration": {{"steps": [{{"name": "Idle", "isDefault": true}}, {}]}}}}"#,
+            steps.join(",")
+        );
+        let machine = orch_codegen::compile_json(&src, None).to_machine().unwrap();
+        for k in [1usize, 7, 40] {
+            let mut s = machine.session();
+            s.on_user_message(&format!("x{}y", "AB".repeat(k)));
+            // The first step whose needle the message contains: `ab`.
+            assert_eq!(s.step(), Some("S0"));
+            let snap = s.snapshot();
+            assert_eq!(snap.matched.len(), k, "needles `ab`..`ab`×{k} all matched");
+        }
+    }
+
     #[test]
     fn message_regex_follows_its_flags() {
         let mut s = Session::new();

@@ -292,7 +292,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         pub struct Machine;
 
-        static REGEXES: __rt::Regexes = __rt::Regexes::new(&[#(#regexes),*]);
+        static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(&[#(#contains),*], &[#(#regexes),*]);
 
         /// The compiled transition and filter tables.
         pub static TABLES: __rt::Tables<'static> = __rt::Tables {
@@ -319,11 +319,11 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             fn tables() -> &'static __rt::Tables<'static> {
                 &TABLES
             }
-            fn regexes() -> &'static [::core::option::Option<__rt::MessageRegex>] {
-                REGEXES.get()
+            fn matchers() -> &'static __rt::Matchers {
+                MATCHERS.get()
             }
             fn warm_up() {
-                REGEXES.warm_up()
+                MATCHERS.warm_up()
             }
             fn max_rounds() -> ::core::option::Option<u64> {
                 MAX_ROUNDS

@@ -5,7 +5,7 @@
 
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
-use crate::regexes::MessageRegex;
+use crate::regexes::{Matchers, MessageRegex};
 use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
 use crate::tables::{Condition, StepTable, Tables};
 
@@ -64,11 +64,11 @@ impl OwnedTables {
     }
 }
 
-/// A machine loaded at run time: its tables and compiled regexes.
+/// A machine loaded at run time: its tables and compiled message conditions.
 #[derive(Clone, Debug)]
 pub struct DynMachine {
     tables: OwnedTables,
-    regexes: Vec<Option<MessageRegex>>,
+    matchers: Matchers,
 }
 
 /// A `message_regex` source that does not compile.
@@ -88,21 +88,22 @@ impl std::fmt::Display for RegexError {
 impl std::error::Error for RegexError {}
 
 impl DynMachine {
-    /// Compiles the regexes of `tables` (code-generation plumbing: hosts get a machine
-    /// from `orch_codegen::compile_json(..).to_machine()`).
+    /// Compiles the message conditions of `tables` (code-generation plumbing: hosts get
+    /// a machine from `orch_codegen::compile_json(..).to_machine()`).
     #[doc(hidden)]
     pub fn new(tables: OwnedTables) -> Result<Self, RegexError> {
-        let regexes = tables
+        if let Some((src, e)) = tables
             .regexes
             .iter()
-            .map(|src| {
-                MessageRegex::new(src).map(Some).map_err(|e| RegexError {
-                    pattern: src.clone(),
-                    message: e.to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(DynMachine { tables, regexes })
+            .find_map(|src| MessageRegex::new(src).err().map(|e| (src, e)))
+        {
+            return Err(RegexError {
+                pattern: src.clone(),
+                message: e.to_string(),
+            });
+        }
+        let matchers = Matchers::new(&tables.contains, &tables.regexes);
+        Ok(DynMachine { tables, matchers })
     }
 
     /// The tables (code-generation plumbing).
@@ -341,7 +342,7 @@ impl<'m> DynSession<'m> {
     /// A new user message.
     pub fn on_user_message(&mut self, message: &str) {
         let t = self.machine.tables.view();
-        self.state.on_message(&t, &self.machine.regexes, message);
+        self.state.on_message(&t, &self.machine.matchers, message);
     }
 
     /// Adds token usage.

@@ -49,15 +49,15 @@ pub trait Machine: 'static {
     fn fingerprint() -> u64 {
         Self::tables().fingerprint
     }
-    /// The machine's compiled `message_regex` patterns, in `Tables::regexes` order.
+    /// The machine's compiled message conditions.
     #[doc(hidden)]
-    fn regexes() -> &'static [Option<crate::regexes::MessageRegex>];
+    fn matchers() -> &'static crate::regexes::Matchers;
     /// The template's `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn, if any.
     fn max_rounds() -> Option<u64> {
         None
     }
     /// Prepares the regexes for allocation-free matching on this thread
-    /// (see `Regexes::warm_up`). The default does nothing.
+    /// (see `MessageMatchers::warm_up`). The default does nothing.
     #[doc(hidden)]
     fn warm_up() {}
 }

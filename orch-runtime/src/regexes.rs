@@ -8,6 +8,7 @@
 //! instead — its lazy engine may allocate scratch space for states it has not seen yet.
 //! The syntax is always that of the `regex` crate.
 
+use crate::text::ContainsMatcher;
 use regex::Regex;
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::Input;
@@ -120,58 +121,94 @@ impl fmt::Debug for MessageRegex {
     }
 }
 
-/// The `message_regex` patterns of a generated machine, compiled on first use.
-///
-/// The compiler validated every pattern with the same `regex` crate, so compilation
-/// cannot fail in practice; should it ever (say, a different `regex` version with a
-/// different size limit), that pattern's slot is `None` and its condition never holds,
-/// and [`Regexes::failures`] names it — there is no panic.
-pub struct Regexes {
-    sources: &'static [&'static str],
-    compiled: OnceLock<Box<[Option<MessageRegex>]>>,
+/// The compiled message conditions of a machine: one automaton for every
+/// `message_contains` needle, and each `message_regex` pattern.
+#[derive(Clone, Debug)]
+pub struct Matchers {
+    pub(crate) contains: ContainsMatcher,
+    pub(crate) regexes: Box<[Option<MessageRegex>]>,
 }
 
-impl Regexes {
-    /// Patterns to compile on first use.
-    pub const fn new(sources: &'static [&'static str]) -> Self {
-        Regexes {
-            sources,
+impl Matchers {
+    /// Compiles the needles (already case-folded) and the patterns. The compiler has
+    /// validated both, so nothing fails in practice; should a pattern fail anyway, its
+    /// slot is `None` and its condition never holds (see [`MessageMatchers::failures`]).
+    pub fn new<S: AsRef<str>>(contains: &[S], regexes: &[S]) -> Self {
+        Matchers {
+            contains: ContainsMatcher::new(contains).unwrap_or(ContainsMatcher::none()),
+            regexes: regexes
+                .iter()
+                .map(|s| MessageRegex::new(s.as_ref()).ok())
+                .collect(),
+        }
+    }
+
+    /// Sets flag `i` in `flags` for every needle `i` the message contains, and flag
+    /// `n_contains + j` for every pattern `j` that matches it.
+    #[inline]
+    pub(crate) fn match_message(&self, message: &str, n_contains: usize, flags: &mut [u64]) {
+        self.contains
+            .for_each_match(message, |i| crate::bits::set(flags, i));
+        for (j, re) in self.regexes.iter().enumerate() {
+            if re.as_ref().is_some_and(|re| re.is_match(message)) {
+                crate::bits::set(flags, n_contains + j);
+            }
+        }
+    }
+
+    /// Lets every pattern that is not a DFA allocate its scratch space for the calling
+    /// thread now.
+    fn warm_up(&self) {
+        for re in self.regexes.iter().flatten() {
+            re.warm_up();
+        }
+    }
+}
+
+/// The message conditions of a generated machine, compiled on first use.
+pub struct MessageMatchers {
+    contains: &'static [&'static str],
+    regexes: &'static [&'static str],
+    compiled: OnceLock<Matchers>,
+}
+
+impl MessageMatchers {
+    /// Needles (case-folded) and patterns to compile on first use.
+    pub const fn new(contains: &'static [&'static str], regexes: &'static [&'static str]) -> Self {
+        MessageMatchers {
+            contains,
+            regexes,
             compiled: OnceLock::new(),
         }
     }
 
-    /// The compiled patterns (compiling them the first time).
-    pub fn get(&self) -> &[Option<MessageRegex>] {
-        self.compiled.get_or_init(|| {
-            self.sources
-                .iter()
-                .map(|s| MessageRegex::new(s).ok())
-                .collect()
-        })
+    /// The compiled matchers (compiling them the first time).
+    pub fn get(&self) -> &Matchers {
+        self.compiled
+            .get_or_init(|| Matchers::new(self.contains, self.regexes))
     }
 
-    /// Compiles the patterns if needed, and lets any pattern that is not a DFA allocate
+    /// Compiles the matchers if needed, and lets any pattern that is not a DFA allocate
     /// its scratch space for the calling thread now. [`crate::Session::new`] calls this.
     pub fn warm_up(&self) {
-        for re in self.get().iter().flatten() {
-            re.warm_up();
-        }
+        self.get().warm_up();
     }
 
-    /// The sources that did not compile (expected: none).
+    /// The patterns that did not compile (expected: none).
     pub fn failures(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.sources
+        self.regexes
             .iter()
-            .zip(self.get().iter())
+            .zip(self.get().regexes.iter())
             .filter(|(_, re)| re.is_none())
             .map(|(s, _)| *s)
     }
 }
 
-impl fmt::Debug for Regexes {
+impl fmt::Debug for MessageMatchers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Regexes")
-            .field("sources", &self.sources)
+        f.debug_struct("MessageMatchers")
+            .field("contains", &self.contains)
+            .field("regexes", &self.regexes)
             .finish_non_exhaustive()
     }
 }

@@ -272,7 +272,7 @@ impl<M: Machine> Session<M> {
 
     /// A new user message (SPEC §5): message conditions, `resetSequenceOn`, activation.
     pub fn on_user_message(&mut self, message: &str) {
-        self.state.on_message(M::tables(), M::regexes(), message);
+        self.state.on_message(M::tables(), M::matchers(), message);
     }
 
     /// Adds token usage (saturating).

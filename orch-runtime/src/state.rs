@@ -5,7 +5,7 @@
 //! both call the same methods here.
 
 use crate::bits;
-use crate::regexes::MessageRegex;
+use crate::regexes::Matchers;
 use crate::tables::{reset, Condition, Tables};
 
 /// Marks "no step is active" in [`State::step`].
@@ -324,26 +324,18 @@ where
     }
 
     /// User message (SPEC §5): evaluate message conditions, apply `resetSequenceOn`,
-    /// evaluate activation. `regexes[i]` is the compiled `t.regexes[i]`.
+    /// evaluate activation. `matchers` is the compiled form of `t.contains` and
+    /// `t.regexes`.
     pub fn on_message<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
-        regexes: &[Option<MessageRegex>],
+        matchers: &Matchers,
         message: &str,
     ) {
         let flags = self.flags.as_mut();
         flags.fill(0);
         let n_contains = t.contains.len();
-        for (i, needle) in t.contains.iter().enumerate() {
-            if crate::text::contains_folded(message, needle.as_ref()) {
-                bits::set(flags, i);
-            }
-        }
-        for (i, re) in regexes.iter().enumerate() {
-            if re.as_ref().is_some_and(|re| re.is_match(message)) {
-                bits::set(flags, n_contains + i);
-            }
-        }
+        matchers.match_message(message, n_contains, flags);
         if let Some(step) = self.active() {
             let rules = t.steps.get(step).map_or(0, |s| s.reset);
             let mut reset_now = rules & reset::USER_MESSAGE != 0;

@@ -142,7 +142,7 @@ pub struct Tables<'a, S: 'a = &'static str> {
     pub patterns: &'a [S],
     /// `message_contains` needles, already lowercased (`fold_case`).
     pub contains: &'a [S],
-    /// `message_regex` sources (compiled separately, into `Regexes`).
+    /// `message_regex` sources (compiled separately, into `Matchers`).
     pub regexes: &'a [S],
 }
 

@@ -42,97 +42,134 @@ pub fn is_pattern(name: &str) -> bool {
     name.contains('*')
 }
 
-/// The form `message_contains` values are stored in: the Unicode lowercase of `value`.
+/// The form `message_contains` values are stored in: the full Unicode case folding of
+/// `value` (Unicode 16 `CaseFolding.txt`, statuses C and F), so `"STRASSE"`, `"Straße"`
+/// and `"straße"` all fold to `"strasse"`, and `"ΟΔΌΣ"` and `"οδός"` to `"οδόσ"`.
 ///
 /// ```
-/// assert_eq!(orch_runtime::__private::fold_case("ReSearch"), "research");
+/// use orch_runtime::__private::fold_case;
+/// assert_eq!(fold_case("ReSearch"), "research");
+/// assert_eq!(fold_case("Straße"), "strasse");
+/// assert_eq!(fold_case("ΟΔΌΣ"), fold_case("οδός"));
 /// ```
 pub fn fold_case(value: &str) -> String {
-    value.chars().flat_map(char::to_lowercase).collect()
+    caseless::default_case_fold_str(value)
 }
 
-/// Does `haystack` contain `needle` case-insensitively? `needle` must already be
-/// lowercased with [`fold_case`]; the haystack is lowercased character by character on
-/// the fly (full Unicode lowercase mapping), so nothing is allocated.
+/// The characters of `text`, fully case-folded one by one, without allocating.
+pub(crate) fn folded_chars(text: &str) -> impl Iterator<Item = char> + '_ {
+    caseless::Caseless::default_case_fold(text.chars())
+}
+
+/// Does `haystack` contain `needle` case-insensitively (full case folding)? `needle`
+/// must already be folded with [`fold_case`]. A reference form of what sessions do in
+/// one pass for every needle at once (`ContainsMatcher`); this one allocates the folded
+/// haystack and runs in linear time.
 ///
 /// ```
-/// use orch_runtime::__private::contains_folded;
+/// use orch_runtime::__private::{contains_folded, fold_case};
 /// assert!(contains_folded("Please RESEARCH this", "research"));
 /// assert!(contains_folded("ÜBER alles", "über"));
+/// assert!(contains_folded("DIE STRASSE", &fold_case("Straße")));
 /// assert!(!contains_folded("plan", "planning"));
 /// ```
 pub fn contains_folded(haystack: &str, needle: &str) -> bool {
-    if needle.is_empty() {
-        return true;
-    }
-    if haystack.is_ascii() && needle.is_ascii() {
-        // Fast path: ASCII lowercase is the full Unicode lowercase for ASCII text.
-        let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-        return h.len() >= n.len()
-            && h.windows(n.len())
-                .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b));
-    }
-    let mut start = haystack.chars().flat_map(char::to_lowercase);
-    loop {
-        let mut probe = start.clone();
-        let mut want = needle.chars();
-        loop {
-            match want.next() {
-                None => return true,
-                Some(c) => match probe.next() {
-                    Some(h) if h == c => {}
-                    Some(_) => break,
-                    None => return false,
-                },
-            }
+    folded_chars(haystack).collect::<String>().contains(needle)
+}
+
+/// Needles of at most this many bytes in all get a DFA (one table lookup per byte);
+/// more get a compact NFA (memory linear in the needles).
+const DFA_NEEDLE_BYTES: usize = 64 * 1024;
+
+/// The automaton of a [`ContainsMatcher`].
+#[derive(Clone, Debug)]
+enum Needles {
+    None,
+    Dfa(aho_corasick::dfa::DFA),
+    Nfa(aho_corasick::nfa::contiguous::NFA),
+}
+
+/// Every `message_contains` needle of a machine, matched against a message in one pass:
+/// the message is case-folded character by character and fed to one Aho–Corasick
+/// automaton of the (folded) needles, so the time is linear in the message whatever the
+/// number and length of the needles, and nothing is allocated.
+#[derive(Clone, Debug)]
+pub struct ContainsMatcher {
+    needles: Needles,
+}
+
+impl ContainsMatcher {
+    /// The automaton of `needles` (already folded with [`fold_case`]); needle `i` is
+    /// reported as `i`.
+    pub fn new<S: AsRef<str>>(needles: &[S]) -> Result<Self, String> {
+        use aho_corasick::MatchKind;
+        if needles.is_empty() {
+            return Ok(Self::none());
         }
-        if start.next().is_none() {
-            return false;
+        let total: usize = needles.iter().map(|n| n.as_ref().len()).sum();
+        let needles = if total <= DFA_NEEDLE_BYTES {
+            aho_corasick::dfa::DFA::builder()
+                .match_kind(MatchKind::Standard)
+                .build(needles.iter().map(AsRef::as_ref))
+                .map(Needles::Dfa)
+        } else {
+            aho_corasick::nfa::contiguous::NFA::builder()
+                .match_kind(MatchKind::Standard)
+                .build(needles.iter().map(AsRef::as_ref))
+                .map(Needles::Nfa)
+        };
+        needles
+            .map(|needles| ContainsMatcher { needles })
+            .map_err(|e| e.to_string())
+    }
+
+    /// A matcher with no needles (it never reports one).
+    pub fn none() -> Self {
+        ContainsMatcher {
+            needles: Needles::None,
+        }
+    }
+
+    /// Calls `found(i)` for every needle `i` that `message` contains (once or more).
+    #[inline]
+    pub fn for_each_match(&self, message: &str, found: impl FnMut(usize)) {
+        match &self.needles {
+            Needles::None => {}
+            Needles::Dfa(a) => run(a, message, found),
+            Needles::Nfa(a) => run(a, message, found),
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn glob_cases() {
-        let cases = [
-            ("*", "", true),
-            ("*", "anything", true),
-            ("", "", true),
-            ("", "a", false),
-            ("a*", "a", true),
-            ("*a", "ba", true),
-            ("*a", "ab", false),
-            ("a*b*c", "axxbyyc", true),
-            ("a*b*c", "axxbyy", false),
-            ("*cognitive*", "cognitive", true),
-            ("**x", "yx", true),
-            ("se*ch", "search", true),
-            ("se*ch", "searches", false),
-            ("*é*", "café", true),
-            ("exact", "exact", true),
-            ("exact", "exacT", false),
-        ];
-        for (p, n, want) in cases {
-            assert_eq!(glob_match(p, n), want, "{p:?} vs {n:?}");
+/// Feeds the case-folded bytes of `message` to `a`, reporting every match.
+#[inline]
+fn run(a: &impl aho_corasick::automaton::Automaton, message: &str, mut found: impl FnMut(usize)) {
+    use aho_corasick::Anchored;
+    let Ok(mut sid) = a.start_state(Anchored::No) else {
+        return;
+    };
+    let mut report = |sid| {
+        if a.is_match(sid) {
+            for i in 0..a.match_len(sid) {
+                found(a.match_pattern(sid, i).as_usize());
+            }
         }
-    }
-
-    #[test]
-    fn contains_cases() {
-        assert!(contains_folded("", ""));
-        assert!(!contains_folded("", "a"));
-        assert!(contains_folded("abc", "c"));
-        assert!(
-            contains_folded("aab", "ab"),
-            "restart after a partial match"
-        );
-        assert!(contains_folded("Σίσυφος", "σίσυφος"));
-        // 'İ' lowercases to two chars ("i̇"); the stream handles the expansion.
-        assert!(contains_folded("İstanbul", &fold_case("İSTANBUL")));
-        assert!(!contains_folded("plan", "plans"));
+    };
+    // An empty needle matches at the start.
+    report(sid);
+    let mut buf = [0u8; 4];
+    for c in message.chars() {
+        if c.is_ascii() {
+            // ASCII folds to its lowercase, one byte.
+            sid = a.next_state(Anchored::No, sid, c.to_ascii_lowercase() as u8);
+            report(sid);
+            continue;
+        }
+        for f in caseless::Caseless::default_case_fold(core::iter::once(c)) {
+            for &b in f.encode_utf8(&mut buf).as_bytes() {
+                sid = a.next_state(Anchored::No, sid, b);
+                report(sid);
+            }
+        }
     }
 }

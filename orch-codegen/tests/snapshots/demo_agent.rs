@@ -133,7 +133,10 @@ pub mod demo_agent {
     /// The machine type [`Session`] is generic over.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct Machine;
-    static REGEXES: __rt::Regexes = __rt::Regexes::new(&["(?i)research"]);
+    static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(
+        &[],
+        &["(?i)research"],
+    );
     /// The compiled transition and filter tables.
     pub static TABLES: __rt::Tables<'static> = __rt::Tables {
         name: "demo-agent",
@@ -162,11 +165,11 @@ pub mod demo_agent {
         fn tables() -> &'static __rt::Tables<'static> {
             &TABLES
         }
-        fn regexes() -> &'static [::core::option::Option<__rt::MessageRegex>] {
-            REGEXES.get()
+        fn matchers() -> &'static __rt::Matchers {
+            MATCHERS.get()
         }
         fn warm_up() {
-            REGEXES.warm_up()
+            MATCHERS.warm_up()
         }
         fn max_rounds() -> ::core::option::Option<u64> {
             MAX_ROUNDS
