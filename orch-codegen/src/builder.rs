@@ -128,10 +128,11 @@ impl Builder {
         let mut errors = 0usize;
         let mut report = Report::default();
         let mut outputs: Vec<(Vec<String>, String, String, String)> = Vec::new();
+        let mut taken: std::collections::HashMap<String, String> = std::collections::HashMap::new();
         for path in &self.templates {
             let shown = path.display().to_string();
             if cargo {
-                println!("cargo:rerun-if-changed={shown}");
+                println!("cargo:rerun-if-changed={}", one_cargo_line(&shown));
             }
             let source = match std::fs::read(path) {
                 Ok(bytes) => match String::from_utf8(bytes) {
@@ -164,7 +165,7 @@ impl Builder {
                 } else {
                     let line = diagnostic::one_line(d, &shown, &text);
                     if cargo {
-                        println!("cargo:warning={line}");
+                        println!("cargo:warning={}", one_cargo_line(&line));
                     }
                     report.warnings.push(line);
                 }
@@ -185,6 +186,25 @@ impl Builder {
                 if let Some(key) = key.filter(|k| is_file_key(k) && !keys.contains(k)) {
                     keys.push(key);
                 }
+            }
+            // Two templates must not share a file (or `include_machine!` key): the second
+            // would silently replace the first.
+            let mut clash = None;
+            for key in &keys {
+                if let Some(other) = taken.get(key) {
+                    clash = Some((key.clone(), other.clone()));
+                    break;
+                }
+            }
+            if let Some((key, other)) = clash {
+                errors += 1;
+                rendered.push_str(&format!(
+                    "error: {other} and {shown} both compile to the machine `{key}` (`include_machine!(\"{key}\")` could not tell them apart)\n  = help: give one of them another `agentId`\n"
+                ));
+                continue;
+            }
+            for key in &keys {
+                taken.insert(key.clone(), shown.clone());
             }
             outputs.push((keys, code, ir.name.clone(), ir.module.clone()));
         }
@@ -212,6 +232,21 @@ impl Builder {
         }
         Ok(report)
     }
+}
+
+/// `text` as one line for a `cargo:` directive: a newline (or any control character)
+/// in a name or a path must not end the directive and start another one that cargo
+/// would obey (`cargo:rustc-cfg=...`), so each is written as an escape.
+fn one_cargo_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Can `name` be used as a file name in `$OUT_DIR/orch/`?

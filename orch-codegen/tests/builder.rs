@@ -141,3 +141,27 @@ fn generated_code_snapshot() {
         "generated code changed; review and run with UPDATE_SNAPSHOTS=1"
     );
 }
+
+#[test]
+fn two_templates_of_one_machine_are_an_error_naming_both() {
+    let dir = temp_dir("twice");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    std::fs::write(&a, DEMO).unwrap();
+    std::fs::write(&b, DEMO.replace("A small demo.", "Another demo.")).unwrap();
+    let err = Builder::new()
+        .templates([&a, &b])
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    assert_eq!(err.errors, 1);
+    assert!(
+        err.rendered.contains(&format!(
+            "error: {} and {} both compile to the machine `demo_agent`",
+            a.display(),
+            b.display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists(), "nothing is written");
+}

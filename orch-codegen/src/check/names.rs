@@ -117,19 +117,31 @@ impl<'t> Checker<'t> {
                 continue;
             };
             if let Some(first) = by_ident.get(&id) {
-                self.push(about(
-                    Diagnostic::new(
-                        Code::NameCollision,
-                        Some(n.span),
-                        format!(
-                            "the {what} names `{}` and `{}` both become `{id}` in Rust",
-                            first.value, n.value
-                        ),
-                    )
-                    .label(format!("becomes `{id}`"))
-                    .related(first.span, format!("also becomes `{id}`"))
-                    .help(format!("rename one of the {what}s")),
-                ));
+                let mut notes = Vec::new();
+                for name in [&first.value, &n.value] {
+                    if !name.is_ascii() {
+                        let points: Vec<String> = name
+                            .chars()
+                            .map(|c| format!("U+{:04X}", c as u32))
+                            .collect();
+                        notes.push(format!("`{name}` is {}", points.join(" ")));
+                    }
+                }
+                let mut d = Diagnostic::new(
+                    Code::NameCollision,
+                    Some(n.span),
+                    format!(
+                        "the {what} names `{}` and `{}` both become `{id}` in Rust",
+                        first.value, n.value
+                    ),
+                )
+                .label(format!("becomes `{id}`"))
+                .related(first.span, format!("also becomes `{id}`"))
+                .help(format!("rename one of the {what}s"));
+                for note in notes {
+                    d = d.note(note);
+                }
+                self.push(about(d));
             } else {
                 by_ident.insert(id.clone(), n);
             }
