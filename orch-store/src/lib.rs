@@ -70,8 +70,18 @@ pub enum StoreError {
         /// What was wrong.
         error: RestoreError,
     },
-    /// The backend failed (for Redis: connection refused, timeout, protocol error...).
+    /// The backend failed (for Redis: connection refused, timeout, protocol error...)
+    /// before anything was written: nothing changed.
     Backend(String),
+    /// A write was sent but its answer never came (a timeout, a dropped connection):
+    /// it may or may not have been applied. Read the session again before deciding
+    /// what to do; do not assume the update failed.
+    OutcomeUnknown {
+        /// The session id.
+        id: String,
+        /// What happened.
+        why: String,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -83,6 +93,10 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Snapshot { id, error } => write!(f, "session `{id}` cannot be restored: {error}"),
             StoreError::Backend(why) => write!(f, "session store error: {why}"),
+            StoreError::OutcomeUnknown { id, why } => write!(
+                f,
+                "the update of session `{id}` was sent but not confirmed ({why}): it may or may not have been applied"
+            ),
         }
     }
 }

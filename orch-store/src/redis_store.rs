@@ -55,15 +55,41 @@ fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(format!("redis: {e}"))
 }
 
+/// The error of a write: when the command may have reached the server (no answer in
+/// time, the connection dropped while waiting), its outcome is unknown; when it
+/// certainly did not (refused, could not connect) or the server answered with an
+/// error, nothing was written.
+fn written(id: &str, e: redis::RedisError) -> StoreError {
+    if e.is_timeout() || e.is_connection_dropped() || (e.is_io_error() && !e.is_connection_refusal()) {
+        StoreError::OutcomeUnknown {
+            id: id.to_owned(),
+            why: format!("redis: {e}"),
+        }
+    } else {
+        backend(e)
+    }
+}
+
 impl RedisStore {
     /// Connects to the server at `url` (`redis://host:port/db`). Namespace `orch`, TTL
     /// 30 minutes. A server that cannot be reached is an error, not a hang: the
     /// connection attempt is bounded.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with_timeouts(url, Duration::from_secs(2), Duration::from_secs(5)).await
+    }
+
+    /// [`RedisStore::connect`] with other time limits: `connect` to establish a
+    /// connection, `response` to wait for the answer to one command. A write whose
+    /// answer does not come in time is [`StoreError::OutcomeUnknown`].
+    pub async fn connect_with_timeouts(
+        url: &str,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(backend)?;
         let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Duration::from_secs(2))
-            .set_response_timeout(Duration::from_secs(5))
+            .set_connection_timeout(connect)
+            .set_response_timeout(response)
             .set_number_of_retries(1);
         let conn = ConnectionManager::new_with_config(client, config)
             .await
@@ -109,7 +135,7 @@ impl RedisStore {
             .arg(self.ttl_secs())
             .invoke_async(&mut conn)
             .await
-            .map_err(backend)
+            .map_err(|e| written(id, e))
     }
 }
 

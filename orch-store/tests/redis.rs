@@ -140,3 +140,82 @@ async fn a_missing_server_is_an_error() {
         Err(StoreError::Backend(_))
     ));
 }
+
+/// A write sent while the server stalls: the answer does not come in time, so the
+/// store cannot know whether it was applied — and it was. The error must say the
+/// outcome is unknown, not that the update failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_answer_never_came_is_reported_as_unknown_not_failed() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisStore::connect_with_timeouts(
+        &server.url,
+        Duration::from_secs(2),
+        Duration::from_millis(300),
+    )
+    .await
+    .unwrap()
+    .namespace("stall");
+    store.put("s", &Session::new()).await.unwrap();
+    let before = store.load("s").await.unwrap().unwrap();
+    let mut admin = redis::Client::open(server.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // Every other client waits 1.5 s for its next command.
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1500)
+        .arg("ALL")
+        .query_async::<()>(&mut admin)
+        .await
+        .unwrap();
+    let bytes = Session::new().snapshot().to_bytes();
+    let err = store
+        .compare_and_set("s", Some(before.version), bytes)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::OutcomeUnknown { .. }), "{err}");
+    assert!(
+        err.to_string().contains("may or may not have been applied"),
+        "{err}"
+    );
+    // Once the server goes on, the write turns out to have been applied.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let mut after = None;
+    for _ in 0..3 {
+        match store.load("s").await {
+            Ok(v) => {
+                after = v;
+                break;
+            }
+            // The connection that timed out may be re-established first.
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    let after = after.expect("the session is there");
+    assert_ne!(after.version, before.version, "the unconfirmed write was applied");
+
+    // The server goes away. A write on the connection that was open may have been
+    // sent in part (unknown); once the connection is refused, nothing can have been
+    // sent, and that is a plain failure.
+    drop(server);
+    let mut refused = false;
+    for _ in 0..5 {
+        match store
+            .compare_and_set("s", Some(after.version), Vec::new())
+            .await
+            .unwrap_err()
+        {
+            StoreError::Backend(_) => {
+                refused = true;
+                break;
+            }
+            StoreError::OutcomeUnknown { .. } => {}
+            other => panic!("{other}"),
+        }
+    }
+    assert!(refused, "a refused connection is reported as a failure");
+}
