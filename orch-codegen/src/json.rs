@@ -29,6 +29,16 @@ pub fn parse(source: &str, fallback_name: Option<&str>) -> (Option<Template>, Ve
         ));
         return (None, diags);
     }
+    // A byte order mark (editors on Windows write one) is accepted: it becomes
+    // whitespace of the same length, so every byte offset stays where it is.
+    let without_bom;
+    let source = match source.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            without_bom = format!("   {rest}");
+            without_bom.as_str()
+        }
+        None => source,
+    };
     let strict = ParseOptions {
         allow_comments: false,
         allow_loose_object_property_names: false,
@@ -89,13 +99,15 @@ fn kind_of(v: &Value<'_>) -> &'static str {
     }
 }
 
-/// The last property called `name` (as `JSON.parse` would keep it).
+/// The last property called `name` (as `JSON.parse` would keep it). A `null` value is
+/// the same as no property: every optional field may be written as `null`.
 fn get<'o, 'a>(obj: &'o Object<'a>, name: &str) -> Option<&'o Value<'a>> {
     obj.properties
         .iter()
         .rev()
         .find(|p| p.name.as_str() == name)
         .map(|p| &p.value)
+        .filter(|v| !matches!(v, Value::NullKeyword(_)))
 }
 
 struct Reader {
@@ -160,8 +172,29 @@ impl Reader {
         match v {
             Value::NumberLit(n) => match n.value.parse::<u64>() {
                 Ok(x) => Some(Spanned::new(x, span_of(n))),
+                Err(_) if n.value.bytes().all(|b| b.is_ascii_digit()) => {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::WrongType,
+                            Some(span_of(n)),
+                            format!("`{field}` of {} is too large", n.value),
+                        )
+                        .label(format!("at most {}", u64::MAX)),
+                    );
+                    None
+                }
                 Err(_) => {
-                    self.wrong(v, field, "a non-negative integer");
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::WrongType,
+                            Some(span_of(n)),
+                            format!(
+                                "`{field}` must be a non-negative integer, found {}",
+                                n.value
+                            ),
+                        )
+                        .label("expected a non-negative integer"),
+                    );
                     None
                 }
             },

@@ -491,3 +491,69 @@ fn real_agentdock_templates() {
         ])
     );
 }
+
+/// Messages say what is wrong: numbers too large, negative numbers, `null` (the same
+/// as absent), a byte order mark (accepted), `maxSteps: 0`, and the DSL's integers.
+#[test]
+fn messages_say_what_is_wrong() {
+    let one = |src: &str| -> Vec<String> {
+        compile_json(src, None)
+            .diagnostics
+            .iter()
+            .map(|d| format!("{}: {}", d.code, d.message))
+            .collect()
+    };
+    let wrap =
+        |orch: &str| format!(r#"{{"agentId": "m", "tools": ["a"], "orchestration": {orch}}}"#);
+    assert_eq!(
+        one(&wrap(
+            r#"{"historyLength": 18446744073709551616, "steps": []}"#
+        )),
+        ["E002: `orchestration.historyLength` of 18446744073709551616 is too large"]
+    );
+    assert_eq!(
+        one(&wrap(
+            r#"{"steps": [{"name": "A", "conditions": [{"type": "not_recently_used", "value": "a", "window": -1}]}]}"#
+        )),
+        ["E002: `window` must be a non-negative integer, found -1"]
+    );
+    assert_eq!(
+        one(&wrap(
+            r#"{"steps": [{"name": "A", "isDefault": true}, {"name": null}]}"#
+        )),
+        ["E003: a step has no `name`"],
+        "null is the same as absent"
+    );
+    assert!(one(r#"{"agentId": "m", "tools": null, "orchestration": {"description": null, "defaultStep": null, "steps": [{"name": "A", "isDefault": true, "sequence": null, "conditions": null}]}}"#).is_empty());
+    let bom = format!(
+        "\u{feff}{}",
+        wrap(r#"{"steps": [{"name": "A", "isDefault": true}]}"#)
+    );
+    assert!(
+        one(&bom).is_empty(),
+        "a byte order mark is accepted: {:?}",
+        one(&bom)
+    );
+    assert_eq!(
+        one(r#"{"agentId": "m", "options": {"maxSteps": 0}, "orchestration": {"steps": []}}"#),
+        ["E002: `options.maxSteps` must be at least 1"]
+    );
+    for (dsl, says) in [
+        (
+            "machine m { tools: [a]; step A { when not_recently_used(a, window = -1); } }",
+            "`window` must be a non-negative integer",
+        ),
+        (
+            "machine m { history: 18446744073709551616; }",
+            "`history` of 18446744073709551616 is too large",
+        ),
+        (
+            "machine m { max_steps: 0; }",
+            "`options.maxSteps` must be at least 1",
+        ),
+    ] {
+        let tokens: proc_macro2::TokenStream = dsl.parse().unwrap();
+        let out = orch_codegen::__private::orchestration(tokens).to_string();
+        assert!(out.contains(says), "{dsl}: {out}");
+    }
+}

@@ -60,7 +60,10 @@ fn backend(e: redis::RedisError) -> StoreError {
 /// certainly did not (refused, could not connect) or the server answered with an
 /// error, nothing was written.
 fn written(id: &str, e: redis::RedisError) -> StoreError {
-    if e.is_timeout() || e.is_connection_dropped() || (e.is_io_error() && !e.is_connection_refusal()) {
+    if e.is_timeout()
+        || e.is_connection_dropped()
+        || (e.is_io_error() && !e.is_connection_refusal())
+    {
         StoreError::OutcomeUnknown {
             id: id.to_owned(),
             why: format!("redis: {e}"),

@@ -196,7 +196,10 @@ async fn a_write_whose_answer_never_came_is_reported_as_unknown_not_failed() {
         }
     }
     let after = after.expect("the session is there");
-    assert_ne!(after.version, before.version, "the unconfirmed write was applied");
+    assert_ne!(
+        after.version, before.version,
+        "the unconfirmed write was applied"
+    );
 
     // The server goes away. A write on the connection that was open may have been
     // sent in part (unknown); once the connection is refused, nothing can have been

@@ -84,11 +84,17 @@ fn default_step_conditions(c: &mut Checker<'_>, s: &StepInfo<'_>) {
 }
 
 /// W001: a step that is not the default has conditions (else it can never become
-/// active). Not reported when `defaultStep` names no step (E008 says it once).
+/// active). Not reported when `defaultStep` names no step (E008 says it once), nor for
+/// a step without a name (E003 says it).
 fn unreachable_step(c: &mut Checker<'_>, s: &StepInfo<'_>, default_step: Option<usize>) {
     let default_unresolved = c.t.default_step.is_some() && default_step.is_none();
     let flagged_default = s.model.is_default.as_ref().is_some_and(|d| d.value);
-    if s.is_default || flagged_default || default_unresolved || !s.model.conditions.is_empty() {
+    if s.is_default
+        || flagged_default
+        || default_unresolved
+        || s.model.name.is_none()
+        || !s.model.conditions.is_empty()
+    {
         return;
     }
     c.push(

@@ -32,6 +32,7 @@ pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "mess
 pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
     let mut c = Checker::new(t);
     c.check_allow_list();
+    c.check_max_rounds();
     let machine = c.machine_name();
     let universe = c.universe();
     let tool_names: Vec<&Spanned<String>> = universe.tools.clone();
@@ -215,6 +216,21 @@ impl<'t> Checker<'t> {
                 None => d.help(format!("warnings: {}", warnings.join(", "))),
             };
             self.push(d);
+        }
+    }
+
+    /// E002: `options.maxSteps` (the agent loop's rounds per turn) is at least 1.
+    fn check_max_rounds(&mut self) {
+        if let Some(m) = self.t.max_rounds.as_ref().filter(|m| m.value == 0) {
+            self.push(
+                Diagnostic::new(
+                    Code::WrongType,
+                    Some(m.span),
+                    "`options.maxSteps` must be at least 1",
+                )
+                .label("the agent could never call the model")
+                .help("remove it for the default (10), or give the number of model calls a turn may take"),
+            );
         }
     }
 

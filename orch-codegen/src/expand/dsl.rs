@@ -98,6 +98,31 @@ impl Lowering {
     }
 }
 
+/// A non-negative integer literal, with its span: a minus sign or a number past `u64`
+/// is an error that says so (not `invalid digit`).
+fn uint(input: ParseStream, what: &str) -> syn::Result<(u64, Span)> {
+    if input.peek(Token![-]) {
+        let minus: Token![-] = input.parse()?;
+        return Err(syn::Error::new(
+            minus.span,
+            format!("`{what}` must be a non-negative integer"),
+        ));
+    }
+    let n: LitInt = input.parse()?;
+    match n.base10_parse::<u64>() {
+        Ok(v) => Ok((v, n.span())),
+        Err(_) if n.base10_digits().bytes().all(|b| b.is_ascii_digit()) => Err(syn::Error::new(
+            n.span(),
+            format!(
+                "`{what}` of {} is too large (at most {})",
+                n.base10_digits(),
+                u64::MAX
+            ),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// An optional `;` (or `,`) after an item.
 fn semi(input: ParseStream) -> syn::Result<()> {
     if input.parse::<Option<Token![;]>>()?.is_none() {
@@ -184,14 +209,14 @@ impl Parse for Dsl {
                 }
                 "history" => {
                     body.parse::<Token![:]>()?;
-                    let n: LitInt = body.parse()?;
-                    template.history_length = Some(low.spanned(n.base10_parse()?, n.span()));
+                    let (n, span) = uint(&body, "history")?;
+                    template.history_length = Some(low.spanned(n, span));
                     semi(&body)?;
                 }
                 "max_steps" => {
                     body.parse::<Token![:]>()?;
-                    let n: LitInt = body.parse()?;
-                    template.max_rounds = Some(low.spanned(n.base10_parse()?, n.span()));
+                    let (n, span) = uint(&body, "max_steps")?;
+                    template.max_rounds = Some(low.spanned(n, span));
                     semi(&body)?;
                 }
                 "default" | "step" => {
@@ -281,8 +306,8 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
                             return Err(syn::Error::new(k.span(), "expected `window = N`"));
                         }
                         args.parse::<Token![=]>()?;
-                        let n: LitInt = args.parse()?;
-                        c.window = Some(low.spanned(n.base10_parse()?, n.span()));
+                        let (n, span) = uint(&args, "window")?;
+                        c.window = Some(low.spanned(n, span));
                     }
                 }
                 semi(input)?;
