@@ -231,6 +231,9 @@ pub struct SourceText<'a> {
 const LONG_LINE: usize = 4096;
 /// How much of a long line is shown on each side of the underlined part.
 const CONTEXT: usize = 256;
+/// Related places within this many lines of the main one are drawn; farther ones are
+/// named in a note.
+const NEAR_LINES: usize = 40;
 
 impl<'a> SourceText<'a> {
     /// Indexes `text`.
@@ -330,13 +333,14 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
     };
     let title = level.primary_title(d.message.as_str()).id(d.code.as_str());
     let mut header = None;
+    let mut far_notes: Vec<String> = Vec::new();
     let primary = d.span.and_then(Span::byte_range).map(|r| {
         let start = source.floor(r.start);
         start..source.ceil(r.end).max(start)
     });
     let mut group = match primary {
         Some(primary) => {
-            let related: Vec<(std::ops::Range<usize>, &str)> = d
+            let mut related: Vec<(std::ops::Range<usize>, &str)> = d
                 .related
                 .iter()
                 .filter_map(|(s, label)| {
@@ -345,6 +349,16 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
                     Some((start..source.ceil(r.end).max(start), label.as_str()))
                 })
                 .collect();
+            // Related places far from the main one are named in a note instead of drawn,
+            // so that a diagnostic renders only the few lines around it.
+            let main_line = source.line_of(primary.start);
+            let near = |r: &std::ops::Range<usize>| {
+                let (a, b) = (source.line_of(r.start), source.line_of(r.end));
+                a + NEAR_LINES >= main_line && b <= main_line + NEAR_LINES
+            };
+            let far: Vec<(std::ops::Range<usize>, &str)> =
+                related.iter().filter(|(r, _)| !near(r)).cloned().collect();
+            related.retain(|(r, _)| near(r));
             // The window: whole lines from the first to the last annotated one.
             let all = std::iter::once(&primary).chain(related.iter().map(|(r, _)| r));
             let first = all
@@ -355,19 +369,24 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
             let last = all.map(|r| source.line_of(r.end)).max().unwrap_or(first);
             let mut from = source.line_range(first).start;
             let mut to = source.line_range(last).end;
+            let mut far = far;
             if first == last && to - from > LONG_LINE {
-                // One very long line: show the part around the annotations, and write
-                // the header ourselves (the renderer would count columns from the cut).
-                let lo = related
-                    .iter()
-                    .map(|(r, _)| r.start)
-                    .fold(primary.start, usize::min);
-                let hi = related
-                    .iter()
-                    .map(|(r, _)| r.end)
-                    .fold(primary.end, usize::max);
-                from = source.floor(lo.saturating_sub(CONTEXT).max(from));
-                to = source.ceil((hi + CONTEXT).min(to));
+                // One very long line: show the part around the underlined text (related
+                // places far from it are left out), and write the header ourselves (the
+                // renderer would count columns from the cut).
+                let lo = source.floor(primary.start.saturating_sub(CONTEXT).max(from));
+                let end = primary
+                    .end
+                    .clamp(primary.start + 1, primary.start + LONG_LINE);
+                let hi = source.ceil((end + CONTEXT).min(to));
+                far.extend(
+                    related
+                        .iter()
+                        .filter(|(r, _)| r.start < lo || r.end > hi)
+                        .cloned(),
+                );
+                related.retain(|(r, _)| r.start >= lo && r.end <= hi);
+                (from, to) = (lo, hi);
                 let (l, c) = source.line_col(primary.start);
                 header = Some(format!(
                     "{}--> {path}:{l}:{c}",
@@ -390,11 +409,15 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
             if header.is_none() {
                 snippet = snippet.path(path);
             }
+            for (r, label) in far {
+                let (l, c) = source.line_col(r.start);
+                far_notes.push(format!("{label}: {path}:{l}:{c}"));
+            }
             Group::with_title(title).element(snippet)
         }
         None => Group::with_title(title).element(Origin::path(path)),
     };
-    for note in &d.notes {
+    for note in far_notes.iter().chain(&d.notes) {
         group = group.element(Level::NOTE.message(note.as_str()));
     }
     if let Some(help) = &d.help {

@@ -557,3 +557,55 @@ fn messages_say_what_is_wrong() {
         assert!(out.contains(says), "{dsl}: {out}");
     }
 }
+
+/// A diagnostic renders the few lines around it: a related place far away (on the
+/// same very long line, or many lines up) is named in a note with its location.
+#[test]
+fn far_related_places_become_notes() {
+    use orch_codegen::diagnostic::{render, SourceText};
+    // One long line: `Step 400` is shadowed by `Step 0`, 30 KB before it.
+    let mut steps = vec![r#"{"name": "Idle", "isDefault": true}"#.to_owned()];
+    steps.push(
+        r#"{"name": "Step 0", "conditions": [{"type": "tool_used", "value": "a"}]}"#.to_owned(),
+    );
+    for i in 1..400 {
+        steps.push(format!(r#"{{"name": "Step {i}", "conditions": [{{"type": "message_contains", "value": "w{i}"}}]}}"#));
+    }
+    steps.push(
+        r#"{"name": "Step 400", "conditions": [{"type": "tool_used", "value": "a"}]}"#.to_owned(),
+    );
+    let src = format!(
+        r#"{{"agentId": "m", "tools": ["a"], "orchestration": {{"steps": [{}]}}}}"#,
+        steps.join(", ")
+    );
+    let c = compile_json(&src, None);
+    let d = c
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::ShadowedStep)
+        .expect("W002");
+    let out = render(d, "t.json", &SourceText::new(&src), false);
+    assert!(out.len() < 2000, "{} bytes:\n{out}", out.len());
+    assert!(
+        out.contains("note: this step is checked first and wins: t.json:1:"),
+        "{out}"
+    );
+    // Many lines apart: a duplicate step 300 lines after the first.
+    let pretty: String = std::iter::once("{\"agentId\": \"m\", \"orchestration\": {\"steps\": [\n".to_owned())
+        .chain(std::iter::once("{\"name\": \"A\", \"isDefault\": true},\n".to_owned()))
+        .chain((0..300).map(|i| format!("{{\"name\": \"S{i}\", \"conditions\": [{{\"type\": \"message_contains\", \"value\": \"w{i}\"}}]}},\n")))
+        .chain(std::iter::once("{\"name\": \"A\"}\n]}}\n".to_owned()))
+        .collect();
+    let c = compile_json(&pretty, None);
+    let d = c
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::DuplicateStep)
+        .expect("E004");
+    let out = render(d, "t.json", &SourceText::new(&pretty), false);
+    assert!(out.lines().count() < 15, "{out}");
+    assert!(
+        out.contains("note: first defined here: t.json:2:10"),
+        "{out}"
+    );
+}
