@@ -100,13 +100,7 @@ fn drive(machine: &orch::dynamic::DynMachine, events: &[(Event, String)]) {
                 s.record(text);
             }
             Event::Available(mask) => {
-                let keep: Vec<&str> = tools
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| Event::keeps(mask, *i))
-                    .map(|(_, t)| t.as_str())
-                    .chain([text.as_str()])
-                    .collect();
+                let keep: Vec<&str> = Event::kept(mask, &tools).chain([text.as_str()]).collect();
                 s.set_available(keep);
             }
             Event::Usage(p, c) => s.record_usage(*p, *c),

@@ -118,11 +118,7 @@ fn random_templates_survive_snapshots() {
                     restored.record_usage(*p, *c);
                 }
                 Event::Available(mask) => {
-                    let keep: Vec<&str> = tools
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| Event::keeps(mask, *i))
-                        .map(|(_, t)| t.as_str())
+                    let keep: Vec<&str> = Event::kept(mask, &tools)
                         .chain(Some("foreign").filter(|_| Event::keeps(mask, tools.len())))
                         .collect();
                     plain.set_available(keep.iter().copied());
@@ -219,6 +215,19 @@ fn restoring_into_a_changed_template_maps_by_name_and_reports() {
     ));
 }
 
+/// Appends `n` as the encoding's varint (7 bits a byte, low first).
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 #[test]
 fn malformed_and_hostile_data_is_an_error_never_a_panic() {
     let mut s = support_triage::Session::new();
@@ -277,28 +286,10 @@ fn malformed_and_hostile_data_is_an_error_never_a_panic() {
     hostile.extend_from_slice(&0u64.to_le_bytes());
     hostile.extend_from_slice(&[1, b'm', 0, 0, 0, 0, 1]); // machine "m", no step, index/usage 0, one name
     let name_len: u32 = 500_000;
-    let mut n = name_len;
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            hostile.push(byte);
-            break;
-        }
-        hostile.push(byte | 0x80);
-    }
+    varint(&mut hostile, u64::from(name_len));
     hostile.extend(std::iter::repeat_n(b'x', name_len as usize));
     let entries = (1 << 20) - hostile.len() - 16;
-    let mut n = entries as u32;
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            hostile.push(byte);
-            break;
-        }
-        hostile.push(byte | 0x80);
-    }
+    varint(&mut hostile, entries as u64);
     hostile.extend(std::iter::repeat_n(1u8, entries));
     assert!(hostile.len() <= 1 << 20);
     let err = Snapshot::from_bytes(&hostile).unwrap_err();

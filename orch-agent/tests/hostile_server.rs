@@ -111,12 +111,17 @@ async fn a_server_that_never_answers_times_out() {
     })
     .await;
     for streaming in [false, true] {
-        let model = OpenAiModel::new(&url, "m")
-            .timeouts(short())
-            .streaming(streaming);
-        let err = call(&model).await.unwrap_err();
-        assert!(err.0.contains("did not answer in time"), "{err}");
+        times_out(&url, streaming).await;
     }
+}
+
+/// A call to `url` with short time limits ends in a time-out error.
+async fn times_out(url: &str, streaming: bool) {
+    let model = OpenAiModel::new(url, "m")
+        .timeouts(short())
+        .streaming(streaming);
+    let err = call(&model).await.unwrap_err();
+    assert!(err.0.contains("did not answer in time"), "{err}");
 }
 
 #[tokio::test]
@@ -129,11 +134,7 @@ async fn a_stream_that_stalls_times_out() {
         tokio::time::sleep(Duration::from_secs(60)).await;
     })
     .await;
-    let model = OpenAiModel::new(&url, "m")
-        .timeouts(short())
-        .streaming(true);
-    let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("did not answer in time"), "{err}");
+    times_out(&url, true).await;
 }
 
 #[tokio::test]
@@ -149,11 +150,7 @@ async fn a_stream_that_never_ends_hits_the_total_limit() {
         }
     })
     .await;
-    let model = OpenAiModel::new(&url, "m")
-        .timeouts(short())
-        .streaming(true);
-    let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("did not answer in time"), "{err}");
+    times_out(&url, true).await;
 }
 
 /// A server that tries to send `total` bytes of `piece`s after `head`, counting what it

@@ -31,18 +31,25 @@ fn err(path: &str, reason: impl Into<String>) -> InputError {
     }
 }
 
-/// Reads a text file: it must exist, be a file, be at most [`MAX_FILE_BYTES`], contain
-/// no NUL byte and be UTF-8.
-pub fn read_text(path: &str) -> Result<String, InputError> {
-    let p = Path::new(path);
-    let meta = std::fs::metadata(p).map_err(|e| match e.kind() {
+/// The metadata of a file that must exist and not be a directory (`what` names what
+/// it should be, for the message).
+fn metadata(path: &str, what: &str) -> Result<std::fs::Metadata, InputError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => err(path, "no such file"),
         std::io::ErrorKind::PermissionDenied => err(path, "permission denied"),
         _ => err(path, e.to_string()),
     })?;
     if meta.is_dir() {
-        return Err(err(path, "is a directory, not a template file"));
+        return Err(err(path, format!("is a directory, not {what}")));
     }
+    Ok(meta)
+}
+
+/// Reads a text file: it must exist, be a file, be at most [`MAX_FILE_BYTES`], contain
+/// no NUL byte and be UTF-8.
+pub fn read_text(path: &str) -> Result<String, InputError> {
+    let p = Path::new(path);
+    let meta = metadata(path, "a template file")?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(err(
             path,
@@ -86,14 +93,6 @@ pub fn read_text(path: &str) -> Result<String, InputError> {
 /// Opens a file to read as a stream (an events file): it must exist and not be a
 /// directory; its lines are checked as they are read.
 pub fn open_text(path: &str) -> Result<std::fs::File, InputError> {
-    let p = Path::new(path);
-    let meta = std::fs::metadata(p).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => err(path, "no such file"),
-        std::io::ErrorKind::PermissionDenied => err(path, "permission denied"),
-        _ => err(path, e.to_string()),
-    })?;
-    if meta.is_dir() {
-        return Err(err(path, "is a directory, not an events file"));
-    }
-    std::fs::File::open(p).map_err(|e| err(path, e.to_string()))
+    metadata(path, "an events file")?;
+    std::fs::File::open(path).map_err(|e| err(path, e.to_string()))
 }

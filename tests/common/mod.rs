@@ -32,6 +32,15 @@ impl Event {
     pub fn keeps(mask: &[bool], i: usize) -> bool {
         mask.is_empty() || mask[i % mask.len()]
     }
+
+    /// The names an [`Event::Available`] mask keeps, in order.
+    pub fn kept<'a>(mask: &'a [bool], names: &'a [String]) -> impl Iterator<Item = &'a str> + 'a {
+        names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Event::keeps(mask, *i))
+            .map(|(_, n)| n.as_str())
+    }
 }
 
 /// One event, weighted as hosts produce them: mostly tools and messages.
