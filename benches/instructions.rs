@@ -1,0 +1,77 @@
+//! Instruction counts (callgrind, through gungraun): exact and repeatable, so a change
+//! in the hot path shows as a number, not as noise. Run with
+//! `cargo bench --bench instructions` (needs valgrind and `gungraun-runner` of the same
+//! version as the `gungraun` dev-dependency: `cargo install gungraun-runner --version 0.20.0`).
+//!
+//! - `turn`: one `allowed()` and one `record()` on the sequence-driven shape of
+//!   AgentDock's cognitive reasoner (`tests/fixtures/machines/sequence-shaped.json`:
+//!   a default step and six steps entered by `sequence_match`, 7 tools), on a session
+//!   that has been cycling its tools.
+//! - `message`: one 200-byte user message against 2, 10 and 40 message conditions
+//!   (`messages-{2,10,40}.json`, half `message_contains`, half `message_regex`).
+
+use gungraun::{library_benchmark, library_benchmark_group, main};
+use std::hint::black_box;
+
+orch::include_machine!("sequence-shaped");
+orch::include_machine!("messages-2");
+orch::include_machine!("messages-10");
+orch::include_machine!("messages-40");
+
+/// A session that has cycled through its tools for a while.
+fn cycling() -> sequence_shaped::Session {
+    use sequence_shaped::Tool;
+    let mut s = sequence_shaped::Session::new();
+    let cycle = [
+        Tool::Search,
+        Tool::Think,
+        Tool::Reflect,
+        Tool::Compare,
+        Tool::Critique,
+        Tool::Brainstorm,
+        Tool::Debate,
+    ];
+    for t in cycle.iter().cycle().take(23) {
+        s.record(*t);
+    }
+    s
+}
+
+#[library_benchmark]
+#[bench::cycling(cycling())]
+fn turn(mut s: sequence_shaped::Session) -> sequence_shaped::Session {
+    black_box(s.allowed());
+    black_box(s.record(black_box(sequence_shaped::Tool::Think)));
+    s
+}
+
+/// 200 bytes of an ordinary support message that matches one condition.
+const MESSAGE: &str = "Hello, I have a question about the invoice 3 you sent last week: the amounts do not add up and I would like to know whom to contact about it before the deadline 9 passes. Thanks, Ana Reference: A1B2C3";
+
+#[library_benchmark]
+#[bench::message(messages_2::Session::new())]
+fn message_2_conditions(mut s: messages_2::Session) -> messages_2::Session {
+    s.on_user_message(black_box(MESSAGE));
+    s
+}
+
+#[library_benchmark]
+#[bench::message(messages_10::Session::new())]
+fn message_10_conditions(mut s: messages_10::Session) -> messages_10::Session {
+    s.on_user_message(black_box(MESSAGE));
+    s
+}
+
+#[library_benchmark]
+#[bench::message(messages_40::Session::new())]
+fn message_40_conditions(mut s: messages_40::Session) -> messages_40::Session {
+    s.on_user_message(black_box(MESSAGE));
+    s
+}
+
+library_benchmark_group!(
+    name = hot_path;
+    benchmarks = turn, message_2_conditions, message_10_conditions, message_40_conditions
+);
+
+main!(library_benchmark_groups = hot_path);
