@@ -92,17 +92,16 @@ impl DynMachine {
     /// a machine from `orch_codegen::compile_json(..).to_machine()`).
     #[doc(hidden)]
     pub fn new(tables: OwnedTables) -> Result<Self, RegexError> {
-        if let Some((src, e)) = tables
-            .regexes
-            .iter()
-            .find_map(|src| MessageRegex::new(src).err().map(|e| (src, e)))
-        {
-            return Err(RegexError {
-                pattern: src.clone(),
-                message: e.to_string(),
-            });
-        }
         let matchers = Matchers::new(&tables.contains, &tables.regexes);
+        // Each pattern is compiled once; a slot that failed is compiled again only to
+        // say why.
+        if let Some(i) = matchers.regexes.iter().position(Option::is_none) {
+            let pattern = tables.regexes.get(i).cloned().unwrap_or_default();
+            let message = MessageRegex::new(&pattern)
+                .err()
+                .map_or_else(|| "does not compile".to_owned(), |e| e.to_string());
+            return Err(RegexError { pattern, message });
+        }
         Ok(DynMachine { tables, matchers })
     }
 
