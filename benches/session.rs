@@ -1,6 +1,6 @@
 //! ns per `allowed()`, `record`, `on_user_message` and host-list filtering, for the
-//! cognitive reasoner (7 tools) and a 200-tool machine, with 1 and 100 000 live
-//! sessions (the cost must not grow with the number of sessions: there is no shared
+//! cognitive reasoner (7 tools), its sequence-driven shape, a 200-tool machine and
+//! messages against 2, 10 and 40 conditions, with 1 and 100 000 live sessions (the cost must not grow with the number of sessions: there is no shared
 //! state). Run: `cargo bench --bench session`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
@@ -9,6 +9,10 @@ use std::time::Duration;
 
 orch::include_machine!("cognitive-reasoner");
 orch::include_machine!("wide");
+orch::include_machine!("sequence-shaped");
+orch::include_machine!("messages-2");
+orch::include_machine!("messages-10");
+orch::include_machine!("messages-40");
 
 const LIVE: [usize; 2] = [1, 100_000];
 
@@ -110,6 +114,60 @@ fn wide(c: &mut Criterion) {
     g.finish();
 }
 
+/// The sequence-driven shape of AgentDock's cognitive reasoner
+/// (`tests/fixtures/machines/sequence-shaped.json`: a default step and six steps entered
+/// by `sequence_match`, 7 tools): one `allowed()` + `record()` turn on sessions that
+/// cycle their tools (every lap completes a sequence and changes step).
+fn sequence_shaped(c: &mut Criterion) {
+    use sequence_shaped::{Session, Tool};
+    let cycle = [
+        Tool::Search,
+        Tool::Think,
+        Tool::Reflect,
+        Tool::Compare,
+        Tool::Critique,
+        Tool::Brainstorm,
+        Tool::Debate,
+    ];
+    let mut g = c.benchmark_group("sequence_shaped");
+    for live in LIVE {
+        let mut sessions = vec![Session::new(); live];
+        let (mut i, mut k) = (0usize, 0usize);
+        g.bench_function(format!("allowed_and_record/{live}_sessions"), |b| {
+            b.iter(|| {
+                i = (i + 1) % live;
+                if i == 0 {
+                    k = (k + 1) % cycle.len();
+                }
+                let s = &mut sessions[i];
+                black_box(s.allowed());
+                black_box(s.record(black_box(cycle[k])))
+            })
+        });
+    }
+    g.finish();
+}
+
+/// One 200-byte message against 2, 10 and 40 message conditions (half
+/// `message_contains`, half `message_regex`; `tests/fixtures/machines/messages-*.json`).
+fn messages(c: &mut Criterion) {
+    const MESSAGE: &str = "Hello, I have a question about the invoice 3 you sent last week: the amounts do not add up and I would like to know whom to contact about it before the deadline 9 passes. Thanks, Ana Reference: A1B2C3";
+    let mut g = c.benchmark_group("message_200_bytes");
+    let mut s2 = messages_2::Session::new();
+    g.bench_function("2_conditions", |b| {
+        b.iter(|| s2.on_user_message(black_box(MESSAGE)))
+    });
+    let mut s10 = messages_10::Session::new();
+    g.bench_function("10_conditions", |b| {
+        b.iter(|| s10.on_user_message(black_box(MESSAGE)))
+    });
+    let mut s40 = messages_40::Session::new();
+    g.bench_function("40_conditions", |b| {
+        b.iter(|| s40.on_user_message(black_box(MESSAGE)))
+    });
+    g.finish();
+}
+
 /// `message_contains` is one pass over the message: a 2 MB message against a 20 KB
 /// needle (found at the very end) and against 40 needles.
 fn contains(c: &mut Criterion) {
@@ -143,6 +201,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(50);
-    targets = contains, cognitive, wide
+    targets = contains, cognitive, wide, sequence_shaped, messages
 }
 criterion_main!(benches);

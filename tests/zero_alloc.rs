@@ -37,6 +37,9 @@ fn allocations_during(f: impl FnOnce()) -> usize {
 orch::include_machine!("cognitive-reasoner");
 orch::include_machine!("support-triage");
 orch::include_machine!("wide");
+orch::include_machine!("sequence-shaped");
+orch::include_machine!("messages-40");
+orch::include_machine!("conformance");
 
 #[test]
 fn the_hot_path_does_not_allocate() {
@@ -104,4 +107,43 @@ fn the_hot_path_does_not_allocate() {
         }
     });
     assert_eq!(n, 0, "200-tool hot path allocated {n} times");
+
+    // Incremental condition state: sequences that complete and change the step
+    // (shift-and matchers), `tool_used` and `not_recently_used` (counters), and messages
+    // against 40 conditions (the literal prefilter and the patterns it lets through).
+    let mut seq = sequence_shaped::Session::new();
+    let mut many = messages_40::Session::new();
+    let mut conf = conformance::Session::new();
+    let n = allocations_during(|| {
+        use sequence_shaped::Tool;
+        for _ in 0..50 {
+            for t in [
+                Tool::Search,
+                Tool::Think,
+                Tool::Reflect,
+                Tool::Search,
+                Tool::Search,
+                Tool::Reflect,
+                Tool::Think,
+                Tool::Debate,
+                Tool::Critique,
+            ] {
+                black_box(seq.allowed());
+                black_box(seq.record(t));
+            }
+            black_box(seq.record_name("some_foreign_tool"));
+            many.on_user_message(black_box(
+                "the invoice 7 is late and the deadline 3 passed: refunds? budget 0",
+            ));
+            many.on_user_message(black_box("nothing to see here"));
+            many.on_user_message(black_box("Naive budget 1, over deadline 3"));
+            black_box(many.step());
+            conf.on_user_message(black_box("start fresh please"));
+            black_box(conf.record_name("search"));
+            black_box(conf.record_name("think"));
+            conf.on_user_message(black_box("summarize it"));
+            black_box(conf.allowed());
+        }
+    });
+    assert_eq!(n, 0, "incremental condition state allocated {n} times");
 }

@@ -2,7 +2,7 @@
 //! here decides semantics: the tables are [`Ir::to_tables`] written out as literals.
 
 use crate::ir::Ir;
-use orch_runtime::__private::{Condition, Span as TSpan};
+use orch_runtime::__private::{Condition, OwnedPlan, Span as TSpan};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 
@@ -195,6 +195,9 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         .iter()
         .map(|b| Literal::u64_unsuffixed(*b))
         .collect();
+    let plan = plan_literal(&tables.plan);
+    let derived_words = lit(tables.plan.derived_words_owned());
+    let counters = lit(tables.plan.counters.len());
     let patterns = &tables.patterns;
     let contains = &tables.contains;
     let regexes = &tables.regexes;
@@ -328,6 +331,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             patterns: &[#(#patterns),*],
             contains: &[#(#contains),*],
             regexes: &[#(#regexes),*],
+            plan: #plan,
         };
 
         impl ::orch_runtime::Machine for Machine {
@@ -335,6 +339,8 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             type Step = Step;
             type Flags = [u64; #flag_words];
             type History = [u16; #history];
+            type Derived = [u64; #derived_words];
+            type Counters = [u16; #counters];
             fn tables() -> &'static __rt::Tables<'static> {
                 &TABLES
             }
@@ -359,6 +365,66 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         pub type Denied = ::orch_runtime::Denied<Step, ToolSet>;
         /// An entry of a session's history.
         pub type HistoryEntry = ::orch_runtime::HistoryEntry<Tool>;
+    }
+}
+
+/// The incremental plan as a `__rt::Plan` literal.
+fn plan_literal(p: &OwnedPlan) -> TokenStream {
+    let u64s = |v: &[u64]| {
+        let v = v.iter().map(|x| Literal::u64_unsuffixed(*x));
+        quote!(&[#(#v),*])
+    };
+    let u32s = |v: &[u32]| {
+        let v = v.iter().map(|x| Literal::u32_unsuffixed(*x));
+        quote!(&[#(#v),*])
+    };
+    let u32_of = |x: u32| Literal::u32_unsuffixed(x);
+    let (atom_words, step_words, seq_words) = (
+        u32_of(p.atom_words),
+        u32_of(p.step_words),
+        u32_of(p.seq_words),
+    );
+    let nru_atom_base = u32_of(p.nru_atom_base);
+    let masks = u64s(&p.masks);
+    let candidates = u64s(&p.candidates);
+    let atom_step_start = u32s(&p.atom_step_start);
+    let atom_steps = p.atom_steps.iter().map(|x| Literal::u16_unsuffixed(*x));
+    let used_atom = u32s(&p.used_atom);
+    let seq_first = u64s(&p.seq_first);
+    let seq_last = u64s(&p.seq_last);
+    let seq_atom = u32s(&p.seq_atom);
+    let seq_tool_start = u32s(&p.seq_tool_start);
+    let seq_cells = p.seq_cells.iter().map(|(w, m)| {
+        let (w, m) = (Literal::u32_unsuffixed(*w), Literal::u64_unsuffixed(*m));
+        quote!((#w, #m))
+    });
+    let counters = p.counters.iter().map(|(t, c)| {
+        let (t, c) = (Literal::u16_unsuffixed(*t), Literal::u16_unsuffixed(*c));
+        quote!((#t, #c))
+    });
+    let nru_atoms = p.nru_atoms.iter().map(|(k, w)| {
+        let (k, w) = (Literal::u32_unsuffixed(*k), Literal::u16_unsuffixed(*w));
+        quote!((#k, #w))
+    });
+    quote! {
+        __rt::Plan {
+            atom_words: #atom_words,
+            step_words: #step_words,
+            seq_words: #seq_words,
+            masks: #masks,
+            candidates: #candidates,
+            atom_step_start: #atom_step_start,
+            atom_steps: &[#(#atom_steps),*],
+            used_atom: #used_atom,
+            seq_first: #seq_first,
+            seq_last: #seq_last,
+            seq_atom: #seq_atom,
+            seq_tool_start: #seq_tool_start,
+            seq_cells: &[#(#seq_cells),*],
+            counters: &[#(#counters),*],
+            nru_atoms: &[#(#nru_atoms),*],
+            nru_atom_base: #nru_atom_base,
+        }
     }
 }
 

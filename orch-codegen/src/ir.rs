@@ -3,7 +3,7 @@
 //! the run-time tables are both made from it, by [`Ir::to_tables`], so the generated
 //! statics and a template loaded at run time are the same data.
 
-use orch_runtime::__private::{reset, Condition, OwnedTables, Span, StepTable};
+use orch_runtime::__private::{reset, Condition, OwnedPlan, OwnedTables, Span, StepTable};
 use std::collections::HashMap;
 
 /// A compiled machine.
@@ -179,6 +179,7 @@ impl Ir {
             patterns: Vec::new(),
             contains: self.contains.clone(),
             regexes: self.regexes.clone(),
+            plan: OwnedPlan::default(),
         };
         // Every run of words (a static set, a whole sequence) is stored once: steps
         // with the same tools share it, so the pool grows with the distinct sets, not
@@ -239,6 +240,8 @@ impl Ir {
             });
         }
         t.fingerprint = fingerprint(&t);
+        // Derived from the tables above (so not part of the fingerprint).
+        t.plan = OwnedPlan::derive(&t.view());
         t
     }
 }

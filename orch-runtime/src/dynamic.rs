@@ -5,6 +5,7 @@
 
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
+use crate::plan::OwnedPlan;
 use crate::regexes::{Matchers, MessageRegex};
 use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
 use crate::tables::{Condition, StepTable, Tables};
@@ -41,6 +42,8 @@ pub struct OwnedTables {
     pub contains: Vec<String>,
     /// See [`Tables::regexes`].
     pub regexes: Vec<String>,
+    /// See [`Tables::plan`]: [`OwnedPlan::derive`] of the fields above.
+    pub plan: OwnedPlan,
 }
 
 impl OwnedTables {
@@ -60,6 +63,7 @@ impl OwnedTables {
             patterns: &self.patterns,
             contains: &self.contains,
             regexes: &self.regexes,
+            plan: self.plan.view(),
         }
     }
 }
@@ -176,7 +180,7 @@ impl DynOutcome {
 pub type DynDenied<'m> = Denied<&'m str, Vec<&'m str>>;
 
 /// The state of a [`DynSession`]: the engine's state over boxed slices.
-type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>>;
+type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>, Box<[u64]>, Box<[u16]>>;
 
 /// A session over a [`DynMachine`], driven by names.
 #[derive(Clone, Debug)]
@@ -193,12 +197,14 @@ impl<'m> DynSession<'m> {
     pub fn new(machine: &'m DynMachine) -> Self {
         let t = machine.tables.view();
         let flag_words = t.message_flags().div_ceil(64);
-        let mut state = State::blank(
+        let state = State::fresh(
+            &t,
             vec![0u64; t.words].into_boxed_slice(),
             vec![0u64; flag_words].into_boxed_slice(),
             vec![0u16; t.history.max(1)].into_boxed_slice(),
+            vec![0u64; t.plan.derived_words()].into_boxed_slice(),
+            vec![0u16; t.plan.counters.len()].into_boxed_slice(),
         );
-        state.activate(&t);
         let mut available = vec![0u64; t.words].into_boxed_slice();
         for i in 0..t.tools.len() {
             bits::set(&mut available, i);
@@ -357,8 +363,7 @@ impl<'m> DynSession<'m> {
     /// Back to a fresh session (the host's tool list is kept).
     pub fn reset(&mut self) {
         let t = self.machine.tables.view();
-        self.state.clear();
-        self.state.activate(&t);
+        self.state.reset(&t);
     }
 
     /// The history, oldest first (`None` for a foreign tool).

@@ -31,6 +31,7 @@ mod bits;
 mod denied;
 pub mod dynamic;
 mod machine;
+mod plan;
 mod regexes;
 #[cfg(feature = "serde")]
 mod serde_impl;
@@ -55,6 +56,7 @@ pub use state::Usage;
 pub mod __private {
     pub use crate::bits::{Entries, Words};
     pub use crate::dynamic::OwnedTables;
+    pub use crate::plan::{OwnedPlan, Plan, NONE};
     pub use crate::regexes::{Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT};
     pub use crate::tables::{reset, Condition, Span, StepTable, Tables};
     pub use crate::text::{contains_folded, fold_case, glob_match, is_pattern, ContainsMatcher};
@@ -184,12 +186,36 @@ macro_rules! __doc_machine {
                 patterns: &[],
                 contains: &["research"],
                 regexes: &[],
+                plan: $crate::__private::Plan {
+                    atom_words: 1,
+                    step_words: 1,
+                    seq_words: 0,
+                    masks: &[0, 0b1],
+                    candidates: &[0b10],
+                    atom_step_start: &[0, 1],
+                    atom_steps: &[1],
+                    used_atom: &[
+                        $crate::__private::NONE,
+                        $crate::__private::NONE,
+                        $crate::__private::NONE,
+                    ],
+                    seq_first: &[],
+                    seq_last: &[],
+                    seq_atom: &[],
+                    seq_tool_start: &[0, 0, 0, 0],
+                    seq_cells: &[],
+                    counters: &[],
+                    nru_atoms: &[],
+                    nru_atom_base: 1,
+                },
             };
             impl $crate::Machine for Machine {
                 type Tool = Tool;
                 type Step = Step;
                 type Flags = [u64; 1];
                 type History = [u16; 10];
+                type Derived = [u64; 2];
+                type Counters = [u16; 0];
                 fn tables() -> &'static $crate::__private::Tables<'static> {
                     &TABLES
                 }

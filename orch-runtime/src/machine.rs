@@ -37,6 +37,12 @@ pub trait Machine: 'static {
     /// History storage: `[u16; H]` (SPEC §4).
     #[doc(hidden)]
     type History: Entries;
+    /// Derived condition state: `[u64; plan.derived_words()]` (see the runtime's `plan`).
+    #[doc(hidden)]
+    type Derived: Words;
+    /// `not_recently_used` counters: `[u16; plan.counters.len()]`.
+    #[doc(hidden)]
+    type Counters: Entries;
     /// The machine's tables.
     #[doc(hidden)]
     fn tables() -> &'static Tables<'static>;

@@ -86,12 +86,24 @@ impl MessageRegex {
     /// Does the pattern match somewhere in `haystack`?
     #[inline]
     pub fn is_match(&self, haystack: &str) -> bool {
+        self.is_match_from(haystack, 0)
+    }
+
+    /// Does the pattern match somewhere in `haystack` starting at or after byte `start`
+    /// (a character boundary)? The text before `start` is still context for `^`, `\b`
+    /// and the like.
+    #[inline]
+    pub fn is_match_from(&self, haystack: &str, start: usize) -> bool {
+        if start > haystack.len() {
+            return false;
+        }
         if let Some(dfa) = &self.dfa {
-            if let Ok(found) = dfa.try_search_fwd(&Input::new(haystack).earliest(true)) {
+            let input = Input::new(haystack).range(start..).earliest(true);
+            if let Ok(found) = dfa.try_search_fwd(&input) {
                 return found.is_some();
             }
         }
-        self.regex.is_match(haystack)
+        self.regex.is_match_at(haystack, start)
     }
 
     /// Is the pattern matched by a prebuilt DFA (no allocation, ever)?
@@ -121,48 +133,165 @@ impl fmt::Debug for MessageRegex {
     }
 }
 
-/// The compiled message conditions of a machine: one automaton for every
-/// `message_contains` needle, and each `message_regex` pattern.
+/// The compiled message conditions of a machine.
+///
+/// One pass over the message decides them all: the message is case-folded and fed to
+/// one Aho–Corasick automaton that holds every `message_contains` needle **and** the
+/// required literals of every `message_regex` pattern (the prefixes every match of the
+/// pattern must begin with, as the `regex` crate's literal extractor finds them, folded
+/// the same way). A needle found sets its flag; a literal found makes its pattern a
+/// candidate, checked once by the pattern's own DFA from just before the literal's
+/// first occurrence (every match starts at one). A pattern whose literal does not occur
+/// is never run; a pattern without a required literal (`\d{3}-\d{4}`) is run on
+/// every message.
 #[derive(Clone, Debug)]
 pub struct Matchers {
-    pub(crate) contains: ContainsMatcher,
+    /// The `message_contains` needles (ids `0..n_contains`), then the literals.
+    needles: ContainsMatcher,
+    n_contains: usize,
+    /// Per literal id (minus `n_contains`): the pattern it stands for, and the longest
+    /// folded literal of that pattern in bytes.
+    literals: Box<[(u32, u32)]>,
+    /// Every pattern on its own (`None`: did not compile).
     pub(crate) regexes: Box<[Option<MessageRegex>]>,
+    /// Patterns without a required literal: run on every message.
+    always: Box<[u32]>,
 }
+
+/// Patterns whose first candidate occurrence is remembered while matching (more are
+/// still exact, only checked again at later occurrences of their literals).
+const TRACKED_PATTERNS: usize = 256;
 
 impl Matchers {
     /// Compiles the needles (already case-folded) and the patterns. The compiler has
     /// validated both, so nothing fails in practice; should a pattern fail anyway, its
     /// slot is `None` and its condition never holds (see [`MessageMatchers::failures`]).
     pub fn new<S: AsRef<str>>(contains: &[S], regexes: &[S]) -> Self {
-        Matchers {
-            contains: ContainsMatcher::new(contains).unwrap_or(ContainsMatcher::none()),
-            regexes: regexes
-                .iter()
-                .map(|s| MessageRegex::new(s.as_ref()).ok())
-                .collect(),
+        let compiled: Box<[Option<MessageRegex>]> = regexes
+            .iter()
+            .map(|s| MessageRegex::new(s.as_ref()).ok())
+            .collect();
+        let mut needles: Vec<String> = contains.iter().map(|s| s.as_ref().to_owned()).collect();
+        let mut literals = Vec::new();
+        let mut always = Vec::new();
+        for (j, (re, src)) in compiled.iter().zip(regexes).enumerate() {
+            if re.is_none() {
+                continue;
+            }
+            match required_literals(src.as_ref()) {
+                Some(lits) => {
+                    let longest = lits.iter().map(String::len).max().unwrap_or(0) as u32;
+                    for lit in lits {
+                        needles.push(lit);
+                        literals.push((j as u32, longest));
+                    }
+                }
+                None => always.push(j as u32),
+            }
         }
+        let needles = ContainsMatcher::new(&needles).unwrap_or_else(|_| {
+            // Cannot happen (the needles are plain strings); stay exact regardless:
+            // the contains needles alone, and every pattern run on every message.
+            always = (0..compiled.len() as u32).collect();
+            literals.clear();
+            ContainsMatcher::new(contains).unwrap_or(ContainsMatcher::none())
+        });
+        Matchers {
+            needles,
+            n_contains: contains.len(),
+            literals: literals.into_boxed_slice(),
+            regexes: compiled,
+            always: always.into_boxed_slice(),
+        }
+    }
+
+    /// How many patterns have a required literal (are run only when it occurs).
+    pub fn prefiltered(&self) -> usize {
+        self.regexes.len() - self.always.len()
     }
 
     /// Sets flag `i` in `flags` for every needle `i` the message contains, and flag
     /// `n_contains + j` for every pattern `j` that matches it.
     #[inline]
     pub(crate) fn match_message(&self, message: &str, n_contains: usize, flags: &mut [u64]) {
-        self.contains
-            .for_each_match(message, |i| crate::bits::set(flags, i));
-        for (j, re) in self.regexes.iter().enumerate() {
-            if re.as_ref().is_some_and(|re| re.is_match(message)) {
+        let mut checked = [0u64; TRACKED_PATTERNS / 64];
+        self.needles.for_each_match_at(message, |id, end| {
+            if id < self.n_contains {
+                crate::bits::set(flags, id);
+                return;
+            }
+            let Some(&(j, longest)) = self.literals.get(id - self.n_contains) else {
+                return;
+            };
+            let j = j as usize;
+            if crate::bits::test(flags, n_contains + j) || crate::bits::test(&checked, j) {
+                return;
+            }
+            crate::bits::set(&mut checked, j);
+            // The occurrence is `longest` folded bytes at most, so at most that many
+            // characters of `message`, each of at most 4 bytes.
+            let mut start = end.saturating_sub(4 * longest as usize);
+            while !message.is_char_boundary(start) {
+                start -= 1;
+            }
+            if self.regex_matches_from(j, message, start) {
+                crate::bits::set(flags, n_contains + j);
+            }
+        });
+        for &j in self.always.iter() {
+            let j = j as usize;
+            if self.regex_matches_from(j, message, 0) {
                 crate::bits::set(flags, n_contains + j);
             }
         }
     }
 
-    /// Lets every pattern that is not a DFA allocate its scratch space for the calling
+    /// Does pattern `j` match `message` somewhere at or after byte `start` (with the
+    /// text before `start` still seen by `^` and `\b`)?
+    #[inline]
+    fn regex_matches_from(&self, j: usize, message: &str, start: usize) -> bool {
+        self.regexes
+            .get(j)
+            .and_then(Option::as_ref)
+            .is_some_and(|re| re.is_match_from(message, start))
+    }
+
+    /// Lets every pattern's fallback engine allocate its scratch space for the calling
     /// thread now.
     fn warm_up(&self) {
         for re in self.regexes.iter().flatten() {
             re.warm_up();
         }
     }
+}
+
+/// The literals every match of `pattern` begins with, case-folded (duplicates removed),
+/// or `None` when there is no such finite set of non-empty literals.
+fn required_literals(pattern: &str) -> Option<Vec<String>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let hir = regex_syntax::parse(pattern).ok()?;
+    let mut extractor = Extractor::new();
+    extractor.kind(ExtractKind::Prefix);
+    let mut seq = extractor.extract(&hir);
+    seq.optimize_for_prefix_by_preference();
+    let mut out: Vec<String> = Vec::new();
+    for lit in seq.literals()? {
+        let bytes = lit.as_bytes();
+        // A literal may be cut inside a character: keep its whole characters (a
+        // shorter prefix is still required).
+        let text = match core::str::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?,
+        };
+        let folded = crate::text::fold_case(text);
+        if folded.is_empty() {
+            return None;
+        }
+        if !out.contains(&folded) {
+            out.push(folded);
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The message conditions of a generated machine, compiled on first use.

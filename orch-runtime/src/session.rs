@@ -69,7 +69,21 @@ pub(crate) type StateOf<M> = State<
     <<M as Machine>::Tool as ToolEnum>::Words,
     <M as Machine>::Flags,
     <M as Machine>::History,
+    <M as Machine>::Derived,
+    <M as Machine>::Counters,
 >;
+
+/// A fresh engine state of machine `M` (activation evaluated).
+pub(crate) fn fresh_state<M: Machine>() -> StateOf<M> {
+    State::fresh(
+        M::tables(),
+        <<M::Tool as ToolEnum>::Words as Words>::ZERO,
+        <M::Flags as Words>::ZERO,
+        <M::History as Entries>::ZERO,
+        <M::Derived as Words>::ZERO,
+        <M::Counters as Entries>::ZERO,
+    )
+}
 
 /// One conversation's orchestration state over machine `M` (generated code names it
 /// `Session`). No heap memory, `Copy`, a few dozen bytes.
@@ -142,14 +156,8 @@ impl<M: Machine> Session<M> {
     /// thread, so the hot path does not allocate.
     pub fn new() -> Self {
         M::warm_up();
-        let mut state = State::blank(
-            <<M::Tool as ToolEnum>::Words as Words>::ZERO,
-            <M::Flags as Words>::ZERO,
-            <M::History as Entries>::ZERO,
-        );
-        state.activate(M::tables());
         Session {
-            state,
+            state: fresh_state::<M>(),
             available: ToolSet::<M::Tool>::all().words().to_owned(),
             _machine: PhantomData,
         }
@@ -226,6 +234,7 @@ impl<M: Machine> Session<M> {
     }
 
     /// May `tool` run now? The `Err` says why not. Changes nothing.
+    #[inline]
     pub fn check(&self, tool: M::Tool) -> Result<(), SessionDenied<M>> {
         self.check_ref(ToolRef::Declared(tool.index()))
     }
@@ -252,6 +261,7 @@ impl<M: Machine> Session<M> {
 
     /// Records that the host ran `tool` (SPEC §5): history, used set, sequence, and the
     /// transitions it triggers, within this call.
+    #[inline]
     pub fn record(&mut self, tool: M::Tool) -> Outcome<M::Tool> {
         let raw = self.state.record(
             M::tables(),
@@ -288,8 +298,7 @@ impl<M: Machine> Session<M> {
     /// Back to a fresh session (the host's available tools are kept: they describe the
     /// host, not the conversation).
     pub fn reset(&mut self) {
-        self.state.clear();
-        self.state.activate(M::tables());
+        self.state.reset(M::tables());
     }
 
     /// The history (the last H tool uses), oldest first.

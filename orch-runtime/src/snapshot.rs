@@ -8,7 +8,6 @@
 //! against the bytes that remain, so hostile input can never make it allocate more than
 //! the input's own size.
 
-use crate::bits::Entries;
 use crate::bits::{ToolEnum, Words};
 use crate::machine::{Machine, StepEnum};
 use crate::session::Session;
@@ -148,9 +147,9 @@ fn flag_name<S: AsRef<str>>(t: &Tables<'_, S>, i: usize) -> String {
 }
 
 /// The snapshot of an engine state (shared by typed and run-time sessions).
-pub(crate) fn take<S, U, F, H>(
+pub(crate) fn take<S, U, F, H, D, C>(
     t: &Tables<'_, S>,
-    state: &State<U, F, H>,
+    state: &State<U, F, H, D, C>,
     available: &[u64],
     foreign_available: &[String],
 ) -> Snapshot
@@ -159,6 +158,8 @@ where
     U: AsRef<[u64]> + AsMut<[u64]>,
     F: AsRef<[u64]> + AsMut<[u64]>,
     H: AsRef<[u16]> + AsMut<[u16]>,
+    D: AsRef<[u64]> + AsMut<[u64]>,
+    C: AsRef<[u16]> + AsMut<[u16]>,
 {
     let tool = |i: usize| t.tools.get(i).map(|n| n.as_ref().to_owned());
     let names = |bits: &[u64]| -> Vec<String> {
@@ -199,10 +200,10 @@ where
 /// are the host's foreign tools: they go to `foreign_available` (nothing is lost: the
 /// host still has them; a typed session, which judges a foreign tool available whenever
 /// the host names it, passes `None`).
-pub(crate) fn restore_into<S, U, F, H>(
+pub(crate) fn restore_into<S, U, F, H, D, C>(
     t: &Tables<'_, S>,
     snapshot: &Snapshot,
-    state: &mut State<U, F, H>,
+    state: &mut State<U, F, H, D, C>,
     available: &mut [u64],
     mut foreign_available: Option<&mut Vec<String>>,
 ) -> Result<RestoreReport, RestoreError>
@@ -211,6 +212,8 @@ where
     U: AsRef<[u64]> + AsMut<[u64]>,
     F: AsRef<[u64]> + AsMut<[u64]>,
     H: AsRef<[u16]> + AsMut<[u16]>,
+    D: AsRef<[u64]> + AsMut<[u64]>,
+    C: AsRef<[u16]> + AsMut<[u16]>,
 {
     if snapshot.version != FORMAT_VERSION {
         return Err(RestoreError::UnsupportedVersion(snapshot.version));
@@ -310,6 +313,8 @@ where
         }
     }
     state.usage = snapshot.usage;
+    // The derived condition state is a function of what was just restored.
+    state.rebuild(t);
     Ok(report)
 }
 
@@ -328,11 +333,7 @@ impl<M: Machine> Session<M> {
     /// mapped by name, with what could not be mapped in the report (a step that no
     /// longer exists falls back to the default step with index 0).
     pub fn restore(snapshot: &Snapshot) -> Result<(Self, RestoreReport), RestoreError> {
-        let mut state = State::blank(
-            <<M::Tool as ToolEnum>::Words as Words>::ZERO,
-            <M::Flags as Words>::ZERO,
-            <M::History as Entries>::ZERO,
-        );
+        let mut state = crate::session::fresh_state::<M>();
         let mut available = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
         let report = restore_into(M::tables(), snapshot, &mut state, available.as_mut(), None)?;
         Ok((Session::from_parts(state, available), report))

@@ -5,6 +5,7 @@
 //! both call the same methods here.
 
 use crate::bits;
+use crate::plan::{Plan, NONE};
 use crate::regexes::Matchers;
 use crate::tables::{reset, Condition, Tables};
 
@@ -67,9 +68,14 @@ pub(crate) enum RawDenied {
 }
 
 /// The state of one session. `U` holds the used set (tool words), `F` the message flags,
-/// `H` the history ring.
+/// `H` the history ring, `D` the derived condition state (holds, eligible and shift-and
+/// words, laid out by the machine's [`crate::plan::Plan`]), `C` the
+/// `not_recently_used` counters.
+///
+/// `D` and `C` are a function of the rest (see [`State::rebuild`]); the engine keeps
+/// them current event by event, so activation never walks the history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct State<U, F, H> {
+pub(crate) struct State<U, F, H, D, C> {
     /// Active step index, or [`NO_STEP`].
     pub step: u16,
     /// Position in the active step's sequence.
@@ -86,17 +92,32 @@ pub(crate) struct State<U, F, H> {
     pub hist: H,
     /// Cumulative token usage.
     pub usage: Usage,
+    /// Derived: which atoms hold, which steps are eligible, the sequences' shift-and bits.
+    pub derived: D,
+    /// Derived: per `not_recently_used` counter, entries recorded since its tool's
+    /// newest use (saturating at the counter's cap).
+    pub counters: C,
 }
 
-impl<U, F, H> State<U, F, H>
+impl<U, F, H, D, C> State<U, F, H, D, C>
 where
     U: AsRef<[u64]> + AsMut<[u64]>,
     F: AsRef<[u64]> + AsMut<[u64]>,
     H: AsRef<[u16]> + AsMut<[u16]>,
+    D: AsRef<[u64]> + AsMut<[u64]>,
+    C: AsRef<[u16]> + AsMut<[u16]>,
 {
-    /// A blank state over the given (zeroed) storage; call [`State::activate`] next.
-    pub fn blank(used: U, flags: F, hist: H) -> Self {
-        State {
+    /// A fresh state over the given (zeroed) storage: derived state built, activation
+    /// evaluated (SPEC §5: a session starts by evaluating activation).
+    pub fn fresh<S: AsRef<str>>(
+        t: &Tables<'_, S>,
+        used: U,
+        flags: F,
+        hist: H,
+        derived: D,
+        counters: C,
+    ) -> Self {
+        let mut state = State {
             step: NO_STEP,
             index: 0,
             hist_next: 0,
@@ -105,10 +126,15 @@ where
             flags,
             hist,
             usage: Usage::default(),
-        }
+            derived,
+            counters,
+        };
+        state.reset(t);
+        state
     }
 
-    /// Back to a blank state, keeping the storage.
+    /// Back to a blank state, keeping the storage; the derived state is stale until
+    /// [`State::rebuild`].
     pub fn clear(&mut self) {
         self.step = NO_STEP;
         self.index = 0;
@@ -120,14 +146,234 @@ where
         self.usage = Usage::default();
     }
 
+    /// Back to a fresh session (SPEC §5 "reset"), activation evaluated.
+    pub fn reset<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
+        self.clear();
+        self.rebuild(t);
+        self.activate(t);
+    }
+
+    /// Recomputes the derived state from the history, the used set and the message
+    /// flags (after [`State::clear`], or when a snapshot was restored).
+    pub fn rebuild<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
+        let p = &t.plan;
+        self.derived.as_mut().fill(0);
+        for (c, (_, cap)) in self.counters.as_mut().iter_mut().zip(p.counters) {
+            *c = *cap;
+        }
+        let len = self.hist_len as usize;
+        for k in (0..len).rev() {
+            let entry = self.recent(k);
+            self.shift_sequences(p, entry, |_, _| {});
+            self.count(p, entry);
+        }
+        let (atom_words, step_words) = (p.atom_words as usize, p.step_words as usize);
+        let derived = self.derived.as_mut();
+        let (holds, rest) = derived.split_at_mut(atom_words.min(derived.len()));
+        let (eligible, seq) = rest.split_at_mut(step_words.min(rest.len()));
+        let n_flags = t.message_flags();
+        for (w, (f, h)) in self.flags.as_ref().iter().zip(holds.iter_mut()).enumerate() {
+            *h = f & flag_mask(n_flags, w);
+        }
+        for (tool, atom) in p.used_atom.iter().enumerate() {
+            if *atom != NONE && bits::test(self.used.as_ref(), tool) {
+                bits::set(holds, *atom as usize);
+            }
+        }
+        for (w, d) in seq.iter().enumerate() {
+            let mut ends = d & p.seq_last.get(w).copied().unwrap_or(0);
+            while ends != 0 {
+                let bit = ends.trailing_zeros();
+                ends &= ends - 1;
+                let atom = seq_atom(p, w, bit);
+                if atom != NONE {
+                    bits::set(holds, atom as usize);
+                }
+            }
+        }
+        for (k, (counter, window)) in p.nru_atoms.iter().enumerate() {
+            if self
+                .counters
+                .as_ref()
+                .get(*counter as usize)
+                .copied()
+                .unwrap_or(0)
+                >= *window
+            {
+                bits::set(holds, (p.nru_atom_base as usize) + k);
+            }
+        }
+        for step in bits::BitIter::new(p.candidates) {
+            if covers(holds, p.mask(step)) {
+                bits::set(eligible, step);
+            }
+        }
+    }
+
+    /// Sets atom `atom` to `value`, and the eligibility of the steps that need it.
+    #[inline(always)]
+    fn set_atom(&mut self, p: &Plan<'_>, atom: usize, value: bool) {
+        let derived = self.derived.as_mut();
+        let atom_words = (p.atom_words as usize).min(derived.len());
+        let (holds, rest) = derived.split_at_mut(atom_words);
+        let Some(word) = holds.get_mut(atom / 64) else {
+            return;
+        };
+        let bit = 1u64 << (atom % 64);
+        if (*word & bit != 0) == value {
+            return;
+        }
+        *word ^= bit;
+        for &step in p.steps_of(atom) {
+            let step = step as usize;
+            let ok = value && covers(holds, p.mask(step));
+            if let Some(e) = rest.get_mut(step / 64) {
+                let b = 1u64 << (step % 64);
+                *e = if ok { *e | b } else { *e & !b };
+            }
+        }
+    }
+
+    /// Advances the shift-and bits by one recorded entry, reporting each sequence whose
+    /// match changed as `(atom, holds)`.
+    #[inline(always)]
+    fn shift_sequences(&mut self, p: &Plan<'_>, entry: u16, mut changed: impl FnMut(u32, bool)) {
+        let start = (p.atom_words + p.step_words) as usize;
+        let Some(seq) = self.derived.as_mut().get_mut(start..) else {
+            return;
+        };
+        let cells = if entry == FOREIGN {
+            &[][..]
+        } else {
+            p.cells_of(entry as usize)
+        };
+        let mut cells = cells.iter().peekable();
+        let mut carry = 0u64;
+        for (w, d) in seq.iter_mut().enumerate() {
+            let old = *d;
+            let new = match cells.next_if(|(cw, _)| *cw as usize == w) {
+                Some((_, positions)) => {
+                    ((old << 1) | carry | p.seq_first.get(w).copied().unwrap_or(0)) & positions
+                }
+                None => 0,
+            };
+            carry = old >> 63;
+            *d = new;
+            let mut flips = (old ^ new) & p.seq_last.get(w).copied().unwrap_or(0);
+            while flips != 0 {
+                let bit = flips.trailing_zeros();
+                flips &= flips - 1;
+                changed(seq_atom(p, w, bit), new >> bit & 1 == 1);
+            }
+        }
+    }
+
+    /// Advances the `not_recently_used` counters by one recorded entry.
+    #[inline(always)]
+    fn count(&mut self, p: &Plan<'_>, entry: u16) {
+        for (c, (tool, cap)) in self.counters.as_mut().iter_mut().zip(p.counters) {
+            *c = if *tool == entry {
+                0
+            } else {
+                (*c).saturating_add(1).min(*cap)
+            };
+        }
+    }
+
+    /// Brings the derived state up to date after `entry` was recorded (the used set and
+    /// the history already hold it).
+    #[inline(always)]
+    fn observe<S: AsRef<str>>(&mut self, t: &Tables<'_, S>, entry: u16) {
+        let p = &t.plan;
+        if entry != FOREIGN {
+            if let Some(&atom) = p.used_atom.get(entry as usize) {
+                if atom != NONE {
+                    self.set_atom(p, atom as usize, true);
+                }
+            }
+        }
+        if p.seq_words != 0 {
+            // Flips are collected first: `set_atom` needs the state mutably too. At
+            // most 64 per word, handled word by word.
+            let mut flips: [(u32, bool); 8] = [(0, false); 8];
+            let mut n = 0usize;
+            let mut overflow = false;
+            self.shift_sequences(p, entry, |atom, holds| {
+                if n < flips.len() {
+                    flips[n] = (atom, holds);
+                    n += 1;
+                } else {
+                    overflow = true;
+                }
+            });
+            if overflow {
+                self.sync_sequence_atoms(p);
+            } else {
+                for &(atom, holds) in &flips[..n] {
+                    self.set_atom(p, atom as usize, holds);
+                }
+            }
+        }
+        if !p.counters.is_empty() {
+            self.count(p, entry);
+            for (k, (counter, window)) in p.nru_atoms.iter().enumerate() {
+                let holds = self
+                    .counters
+                    .as_ref()
+                    .get(*counter as usize)
+                    .copied()
+                    .unwrap_or(0)
+                    >= *window;
+                self.set_atom(p, p.nru_atom_base as usize + k, holds);
+            }
+        }
+    }
+
+    /// Sets every sequence atom from the shift-and bits (when one entry changed more
+    /// sequences than [`State::observe`] tracks one by one).
+    #[cold]
+    fn sync_sequence_atoms(&mut self, p: &Plan<'_>) {
+        let start = (p.atom_words + p.step_words) as usize;
+        for w in 0..p.seq_words as usize {
+            let mut ends = p.seq_last.get(w).copied().unwrap_or(0);
+            while ends != 0 {
+                let bit = ends.trailing_zeros();
+                ends &= ends - 1;
+                let holds = self
+                    .derived
+                    .as_ref()
+                    .get(start + w)
+                    .is_some_and(|d| d >> bit & 1 == 1);
+                self.set_atom(p, seq_atom(p, w, bit) as usize, holds);
+            }
+        }
+    }
+
+    /// Copies the message flags into their atoms.
+    fn sync_message_atoms<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
+        let p = &t.plan;
+        let n_flags = t.message_flags();
+        for w in 0..n_flags.div_ceil(64) {
+            let valid = flag_mask(n_flags, w);
+            let flags = self.flags.as_ref().get(w).copied().unwrap_or(0);
+            let holds = self.derived.as_ref().get(w).copied().unwrap_or(0);
+            let mut diff = (flags ^ holds) & valid;
+            while diff != 0 {
+                let bit = diff.trailing_zeros() as usize;
+                diff &= diff - 1;
+                self.set_atom(p, w * 64 + bit, flags >> bit & 1 == 1);
+            }
+        }
+    }
+
     /// The active step, if any.
-    #[inline]
+    #[inline(always)]
     pub fn active(&self) -> Option<usize> {
         (self.step != NO_STEP).then_some(self.step as usize)
     }
 
     /// The `k`-th newest history entry (0 = newest). `k < hist_len`.
-    #[inline]
+    #[inline(always)]
     fn recent(&self, k: usize) -> u16 {
         let ring = self.hist.as_ref();
         let cap = ring.len();
@@ -141,64 +387,38 @@ where
     }
 
     /// Appends a tool to the history ring.
+    #[inline(always)]
     fn push_history(&mut self, tool: u16) {
         let ring = self.hist.as_mut();
         let cap = ring.len();
         if cap == 0 {
             return;
         }
-        ring[self.hist_next as usize % cap] = tool;
-        self.hist_next = ((self.hist_next as usize + 1) % cap) as u16;
+        // `hist_next < cap` always; the ring wraps without a division.
+        let next = self.hist_next as usize;
+        if let Some(slot) = ring.get_mut(next) {
+            *slot = tool;
+        }
+        self.hist_next = if next + 1 >= cap { 0 } else { next as u16 + 1 };
         if (self.hist_len as usize) < cap {
             self.hist_len += 1;
         }
     }
 
-    /// Does the condition hold for step `step` (SPEC §7)?
-    fn holds<S: AsRef<str>>(&self, t: &Tables<'_, S>, step: usize, c: Condition) -> bool {
-        match c {
-            Condition::ToolUsed(tool) => bits::test(self.used.as_ref(), tool as usize),
-            Condition::Message(flag) => bits::test(self.flags.as_ref(), flag as usize),
-            Condition::NotRecentlyUsed { tool, window } => {
-                let n = (window as usize).min(self.hist_len as usize);
-                (0..n).all(|k| self.recent(k) != tool)
-            }
-            Condition::SequenceMatch => {
-                let Some(s) = t.steps.get(step) else {
-                    return false;
-                };
-                let n = s.sequence.len as usize;
-                if n == 0 || n > self.hist_len as usize {
-                    return false;
-                }
-                (0..n).all(|pos| {
-                    let entry = self.recent(n - 1 - pos);
-                    entry != FOREIGN && bits::test(t.group(step, pos), entry as usize)
-                })
-            }
-        }
-    }
-
-    /// Step activation (SPEC §6): first matching conditional step wins; else keep the
-    /// active step; else the default. A change of step resets the index to 0.
+    /// Step activation (SPEC §6): the first eligible step in template order wins (the
+    /// lowest bit of *eligible*: candidates exclude the default step and steps without
+    /// conditions); else the active step stays; else the default. A change of step
+    /// resets the index to 0.
+    #[inline(always)]
     pub fn activate<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
-        let default = t.default_step.map_or(NO_STEP, |d| d);
-        let mut winner = NO_STEP;
-        for (i, s) in t.steps.iter().enumerate() {
-            if i as u16 == default || s.conditions.is_empty() {
-                continue;
-            }
-            if t.step_conditions(i).iter().all(|c| self.holds(t, i, *c)) {
-                winner = i as u16;
-                break;
-            }
-        }
-        if winner == NO_STEP {
-            if self.step != NO_STEP {
-                return;
-            }
-            winner = default;
-        }
+        let p = &t.plan;
+        let start = p.atom_words as usize;
+        let end = start + p.step_words as usize;
+        let winner = match self.derived.as_ref().get(start..end).and_then(bits::first) {
+            Some(step) => step as u16,
+            None if self.step != NO_STEP => return,
+            None => t.default_step.unwrap_or(NO_STEP),
+        };
         if winner != self.step {
             self.step = winner;
             self.index = 0;
@@ -206,7 +426,7 @@ where
     }
 
     /// The unfinished sequence position of the active step: `(step, index, group offset)`.
-    #[inline]
+    #[inline(always)]
     pub fn expected<S: AsRef<str>>(&self, t: &Tables<'_, S>) -> Option<(usize, usize, u32)> {
         let step = self.active()?;
         let s = t.steps.get(step)?;
@@ -216,7 +436,7 @@ where
     }
 
     /// `allowed()` (SPEC §8) given the host's available tools, written into `out`.
-    #[inline]
+    #[inline(always)]
     pub fn allowed_into<S: AsRef<str>>(
         &self,
         t: &Tables<'_, S>,
@@ -254,6 +474,7 @@ where
     ///    patterns (every tool when `allowed` is empty) minus its `denied` patterns.
     /// 2. Then the host's availability: a declared tool must be in `available`; a
     ///    foreign tool is one the host itself names, so it is available.
+    #[inline(always)]
     pub fn check<S: AsRef<str>>(
         &self,
         t: &Tables<'_, S>,
@@ -286,6 +507,7 @@ where
     }
 
     /// Record tool (SPEC §5).
+    #[inline(always)]
     pub fn record<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
@@ -293,16 +515,7 @@ where
         tool: ToolRef<'_>,
     ) -> RawOutcome {
         self.activate(t);
-        // Was it allowed before it ran? (Judged on the state before the history changes.)
-        let was_allowed = self.check(t, available, tool).is_ok();
-        let entry = match tool {
-            ToolRef::Declared(i) => {
-                bits::set(self.used.as_mut(), i);
-                i as u16
-            }
-            ToolRef::Foreign(_) => FOREIGN,
-        };
-        self.push_history(entry);
+        // The outcome is judged on the state before the tool enters the history.
         let outcome = match self.expected(t) {
             Some((step, index, group)) => match tool {
                 ToolRef::Declared(i) if bits::test(t.set_at(group), i) => {
@@ -316,9 +529,18 @@ where
                 }
                 _ => RawOutcome::OutOfSequence(group),
             },
-            None if was_allowed => RawOutcome::Free,
+            None if self.check(t, available, tool).is_ok() => RawOutcome::Free,
             None => RawOutcome::NotAllowed,
         };
+        let entry = match tool {
+            ToolRef::Declared(i) => {
+                bits::set(self.used.as_mut(), i);
+                i as u16
+            }
+            ToolRef::Foreign(_) => FOREIGN,
+        };
+        self.push_history(entry);
+        self.observe(t, entry);
         self.activate(t);
         outcome
     }
@@ -336,6 +558,7 @@ where
         flags.fill(0);
         let n_contains = t.contains.len();
         matchers.match_message(message, n_contains, flags);
+        self.sync_message_atoms(t);
         if let Some(step) = self.active() {
             let rules = t.steps.get(step).map_or(0, |s| s.reset);
             let mut reset_now = rules & reset::USER_MESSAGE != 0;
@@ -364,4 +587,31 @@ where
         self.usage.prompt = self.usage.prompt.saturating_add(prompt);
         self.usage.completion = self.usage.completion.saturating_add(completion);
     }
+}
+
+/// The atom of the sequence whose last position is bit `bit` of shift-and word `w`.
+#[inline(always)]
+fn seq_atom(p: &Plan<'_>, w: usize, bit: u32) -> u32 {
+    p.seq_atom
+        .get(w * 64 + bit as usize)
+        .copied()
+        .unwrap_or(NONE)
+}
+
+/// The bits of word `w` that are message flags, of `n_flags`.
+#[inline(always)]
+fn flag_mask(n_flags: usize, w: usize) -> u64 {
+    match n_flags.saturating_sub(w * 64) {
+        0 => 0,
+        n if n >= 64 => u64::MAX,
+        n => (1u64 << n) - 1,
+    }
+}
+
+/// Does `have` contain every bit of `need`?
+#[inline(always)]
+fn covers(have: &[u64], need: &[u64]) -> bool {
+    need.iter()
+        .enumerate()
+        .all(|(i, n)| have.get(i).is_some_and(|h| h & n == *n) || *n == 0)
 }

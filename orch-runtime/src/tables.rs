@@ -144,6 +144,9 @@ pub struct Tables<'a, S: 'a = &'static str> {
     pub contains: &'a [S],
     /// `message_regex` sources (compiled separately, into `Matchers`).
     pub regexes: &'a [S],
+    /// The incremental form of the conditions (derived from the fields above by
+    /// [`crate::plan::OwnedPlan::derive`]).
+    pub plan: crate::plan::Plan<'a>,
 }
 
 impl<S> Clone for Tables<'_, S> {

@@ -132,7 +132,15 @@ impl ContainsMatcher {
 
     /// Calls `found(i)` for every needle `i` that `message` contains (once or more).
     #[inline]
-    pub fn for_each_match(&self, message: &str, found: impl FnMut(usize)) {
+    pub fn for_each_match(&self, message: &str, mut found: impl FnMut(usize)) {
+        self.for_each_match_at(message, |i, _| found(i));
+    }
+
+    /// Calls `found(i, end)` for every occurrence of a needle `i` in `message`, in the
+    /// order they end; `end` is the byte offset in `message` just past the character
+    /// where the (folded) occurrence ends. An empty needle is reported at offset 0.
+    #[inline]
+    pub fn for_each_match_at(&self, message: &str, found: impl FnMut(usize, usize)) {
         match &self.needles {
             Needles::None => {}
             Needles::Dfa(a) => run(a, message, found),
@@ -141,34 +149,40 @@ impl ContainsMatcher {
     }
 }
 
-/// Feeds the case-folded bytes of `message` to `a`, reporting every match.
+/// Feeds the case-folded bytes of `message` to `a`, reporting every match with the
+/// offset in `message` just past the character it ends in.
 #[inline]
-fn run(a: &impl aho_corasick::automaton::Automaton, message: &str, mut found: impl FnMut(usize)) {
+fn run(
+    a: &impl aho_corasick::automaton::Automaton,
+    message: &str,
+    mut found: impl FnMut(usize, usize),
+) {
     use aho_corasick::Anchored;
     let Ok(mut sid) = a.start_state(Anchored::No) else {
         return;
     };
-    let mut report = |sid| {
+    let mut report = |sid, end| {
         if a.is_match(sid) {
             for i in 0..a.match_len(sid) {
-                found(a.match_pattern(sid, i).as_usize());
+                found(a.match_pattern(sid, i).as_usize(), end);
             }
         }
     };
     // An empty needle matches at the start.
-    report(sid);
+    report(sid, 0);
     let mut buf = [0u8; 4];
-    for c in message.chars() {
+    for (at, c) in message.char_indices() {
+        let end = at + c.len_utf8();
         if c.is_ascii() {
             // ASCII folds to its lowercase, one byte.
             sid = a.next_state(Anchored::No, sid, c.to_ascii_lowercase() as u8);
-            report(sid);
+            report(sid, end);
             continue;
         }
         for f in caseless::Caseless::default_case_fold(core::iter::once(c)) {
             for &b in f.encode_utf8(&mut buf).as_bytes() {
                 sid = a.next_state(Anchored::No, sid, b);
-                report(sid);
+                report(sid, end);
             }
         }
     }

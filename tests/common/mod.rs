@@ -85,7 +85,7 @@ where
 
 /// User messages for the property tests: the words random templates' message conditions
 /// use (the first six), words of the example templates, and text that matches nothing.
-pub const MESSAGES: [&str; 12] = [
+pub const MESSAGES: [&str; 16] = [
     "research",
     "critique it",
     "EVALUATE",
@@ -98,6 +98,10 @@ pub const MESSAGES: [&str; 12] = [
     "hi",
     "nothing",
     "",
+    "Naïve RESEARCH über fetch",
+    "re-evaluate: Fetch again, fresh 42",
+    "ÉFRESH critiques évaluation",
+    "researchers fetched 7",
 ];
 
 /// The words random templates' message conditions use.
@@ -109,7 +113,8 @@ pub enum CondSpec {
     ToolUsed(usize),
     SequenceMatch,
     Contains(usize),
-    Regex(usize),
+    /// A word and a pattern form (see [`regex_form`]).
+    Regex(usize, usize),
     NotRecentlyUsed(usize, u8),
 }
 
@@ -129,14 +134,22 @@ pub struct StepSpec {
 /// A random valid template: 2–10 tools, a default step and 1–6 steps with random
 /// conditions, sequences (with groups), allow/deny lists (with patterns) and resets.
 pub fn template() -> impl Strategy<Value = String> {
-    (2usize..11)
-        .prop_flat_map(|n| {
+    template_with(2..11, 1..=6)
+}
+
+/// A random valid template with `tools` tools and `steps` steps besides the default.
+pub fn template_with(
+    tools: std::ops::Range<usize>,
+    steps: std::ops::RangeInclusive<usize>,
+) -> impl Strategy<Value = String> {
+    tools
+        .prop_flat_map(move |n| {
             let tool = 0..n;
             let cond = prop_oneof![
                 tool.clone().prop_map(CondSpec::ToolUsed),
                 Just(CondSpec::SequenceMatch),
                 (0..TEMPLATE_WORDS.len()).prop_map(CondSpec::Contains),
-                (0..TEMPLATE_WORDS.len()).prop_map(CondSpec::Regex),
+                (0..TEMPLATE_WORDS.len(), 0..REGEX_FORMS).prop_map(|(w, f)| CondSpec::Regex(w, f)),
                 (tool.clone(), 1u8..5).prop_map(|(t, w)| CondSpec::NotRecentlyUsed(t, w)),
             ];
             let group = prop_oneof![
@@ -156,9 +169,28 @@ pub fn template() -> impl Strategy<Value = String> {
                     deny,
                     reset,
                 });
-            (Just(n), prop::collection::vec(step, 1..=6))
+            (Just(n), prop::collection::vec(step, steps.clone()))
         })
         .prop_map(|(n, steps)| template_json(n, &steps))
+}
+
+/// How many pattern forms [`regex_form`] knows.
+pub const REGEX_FORMS: usize = 6;
+
+/// A `message_regex` pattern about `TEMPLATE_WORDS[w]`, in form `f`: anchored and
+/// case-insensitive, between word boundaries, an alternation with the next word, a
+/// case-sensitive word, an accented variant, or one without any required literal.
+pub fn regex_form(w: usize, f: usize) -> String {
+    let word = TEMPLATE_WORDS[w % TEMPLATE_WORDS.len()];
+    let next = TEMPLATE_WORDS[(w + 1) % TEMPLATE_WORDS.len()];
+    match f % REGEX_FORMS {
+        0 => format!("(?i)^{word}"),
+        1 => format!(r"(?i)\b{word}\b"),
+        2 => format!("{word}|(?i:{next})"),
+        3 => word.to_owned(),
+        4 => format!("(?i)(ü|é)?{word}s?"),
+        _ => r"[a-z]{5}\s?[0-9]*$".to_owned(),
+    }
 }
 
 /// The JSON of a random template.
@@ -194,8 +226,8 @@ pub fn template_json(n_tools: usize, specs: &[StepSpec]) -> String {
                 CondSpec::Contains(w) => {
                     json!({"type": "message_contains", "value": TEMPLATE_WORDS[w]})
                 }
-                CondSpec::Regex(w) => {
-                    json!({"type": "message_regex", "value": format!("(?i)^{}", TEMPLATE_WORDS[w])})
+                CondSpec::Regex(w, f) => {
+                    json!({"type": "message_regex", "value": regex_form(w, f)})
                 }
                 CondSpec::NotRecentlyUsed(t, w) => {
                     json!({"type": "not_recently_used", "value": tool(t), "window": w})

@@ -156,12 +156,32 @@ pub mod demo_agent {
         patterns: &[],
         contains: &[],
         regexes: &["(?i)research"],
+        plan: __rt::Plan {
+            atom_words: 1,
+            step_words: 1,
+            seq_words: 0,
+            masks: &[0, 1, 0],
+            candidates: &[2],
+            atom_step_start: &[0, 1],
+            atom_steps: &[1],
+            used_atom: &[4294967295, 4294967295, 4294967295],
+            seq_first: &[],
+            seq_last: &[],
+            seq_atom: &[],
+            seq_tool_start: &[0, 0, 0, 0],
+            seq_cells: &[],
+            counters: &[],
+            nru_atoms: &[],
+            nru_atom_base: 1,
+        },
     };
     impl ::orch_runtime::Machine for Machine {
         type Tool = Tool;
         type Step = Step;
         type Flags = [u64; 1];
         type History = [u16; 10];
+        type Derived = [u64; 2];
+        type Counters = [u16; 0];
         fn tables() -> &'static __rt::Tables<'static> {
             &TABLES
         }

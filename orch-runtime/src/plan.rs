@@ -1,0 +1,344 @@
+//! The incremental form of a machine's activation conditions.
+//!
+//! Conditions (SPEC §7) are not re-evaluated over the history on every event. Each
+//! distinct condition is an **atom** with one bit in a session's *holds* bitset, kept
+//! up to date as events arrive; each step has the mask of the atoms it needs, and a
+//! second bitset says which steps have all of theirs (*eligible*). Step activation
+//! (SPEC §6) is then the lowest set bit of *eligible*.
+//!
+//! An event changes only the atoms it can change:
+//!
+//! - **message atoms** `0..flags` are the message flags themselves (atom `f` is flag
+//!   `f`): a user message copies the flags that changed;
+//! - **`tool_used` atoms**, one per tool some condition names: set when the tool is
+//!   recorded;
+//! - **`sequence_match` atoms**, one per step that has the condition: every such step's
+//!   sequence is a run of bits in one shift-and bitset (SPEC §7: the newest entries
+//!   match the sequence position by position; a group is any of its tools). Recording
+//!   entry `x` does `D = ((D << 1) | first) & positions(x)`; the step's atom is its last
+//!   position's bit. Only the words where `x` appears at some position are stored;
+//! - **`not_recently_used` atoms**, one per distinct `(tool, window)`: a saturating
+//!   counter per tool says how many entries were recorded since its newest use; the
+//!   atom holds when the counter has reached the window.
+//!
+//! All of it is a function of the history, the used set and the message flags, so a
+//! restored session rebuilds it from them ([`crate::state::State::rebuild`]).
+//!
+//! A [`Plan`] is derived from the rest of the [`Tables`] by [`OwnedPlan::derive`], in
+//! the runtime, for generated code (which writes it out as literals) and for machines
+//! loaded at run time alike.
+
+use crate::bits;
+use crate::tables::{Condition, Tables};
+use std::collections::HashMap;
+
+/// "No atom" / "no counter" in the per-tool maps of a [`Plan`].
+pub const NONE: u32 = u32::MAX;
+
+/// The incremental tables of a machine (borrowed form; see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Plan<'a> {
+    /// Words of the *holds* bitset (one bit per atom).
+    pub atom_words: u32,
+    /// Words of the *eligible* bitset (one bit per step).
+    pub step_words: u32,
+    /// Words of the shift-and bitset of the sequences.
+    pub seq_words: u32,
+    /// Step `i`'s atoms: `atom_words` words at `i * atom_words`.
+    pub masks: &'a [u64],
+    /// Steps activation may choose (with conditions, not the default): `step_words` words.
+    pub candidates: &'a [u64],
+    /// The candidate steps that need atom `a`: `atom_steps[atom_step_start[a] as usize..atom_step_start[a + 1] as usize]`.
+    pub atom_step_start: &'a [u32],
+    /// See [`Plan::atom_step_start`].
+    pub atom_steps: &'a [u16],
+    /// Per tool: its `tool_used` atom, or [`NONE`].
+    pub used_atom: &'a [u32],
+    /// Bits of the first position of every tracked sequence (`seq_words` words).
+    pub seq_first: &'a [u64],
+    /// Bits of the last position of every tracked sequence (`seq_words` words).
+    pub seq_last: &'a [u64],
+    /// Per bit of the shift-and bitset: the atom of the sequence whose last position it
+    /// is, else [`NONE`].
+    pub seq_atom: &'a [u32],
+    /// Per tool, its span of [`Plan::seq_cells`]: `seq_tool_start[t]..seq_tool_start[t + 1]`.
+    pub seq_tool_start: &'a [u32],
+    /// `(word, positions)`: the positions of the shift-and bitset, in word `word`, whose
+    /// group contains the tool. Sorted by word within each tool's span.
+    pub seq_cells: &'a [(u32, u64)],
+    /// Per counter: `(tool, cap)`. The counter saturates at `cap`, the tool's largest window.
+    pub counters: &'a [(u16, u16)],
+    /// Per `not_recently_used` atom, `(counter, window)`; the `k`-th is atom `nru_atom_base + k`.
+    pub nru_atoms: &'a [(u32, u16)],
+    /// The atom of the first `not_recently_used` condition.
+    pub nru_atom_base: u32,
+}
+
+impl<'a> Plan<'a> {
+    /// The atoms step `step` needs (`atom_words` words; empty when out of range).
+    #[inline]
+    pub fn mask(&self, step: usize) -> &'a [u64] {
+        let w = self.atom_words as usize;
+        self.masks.get(step * w..step * w + w).unwrap_or(&[])
+    }
+
+    /// The candidate steps that need atom `atom`.
+    #[inline]
+    pub fn steps_of(&self, atom: usize) -> &'a [u16] {
+        let (Some(&a), Some(&b)) = (
+            self.atom_step_start.get(atom),
+            self.atom_step_start.get(atom + 1),
+        ) else {
+            return &[];
+        };
+        self.atom_steps.get(a as usize..b as usize).unwrap_or(&[])
+    }
+
+    /// The shift-and cells of tool `tool`.
+    #[inline]
+    pub fn cells_of(&self, tool: usize) -> &'a [(u32, u64)] {
+        let (Some(&a), Some(&b)) = (
+            self.seq_tool_start.get(tool),
+            self.seq_tool_start.get(tool + 1),
+        ) else {
+            return &[];
+        };
+        self.seq_cells.get(a as usize..b as usize).unwrap_or(&[])
+    }
+
+    /// Words of a session's derived state: holds, eligible, shift-and.
+    pub fn derived_words(&self) -> usize {
+        (self.atom_words + self.step_words + self.seq_words) as usize
+    }
+}
+
+/// The owned form of [`Plan`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct OwnedPlan {
+    /// See [`Plan::atom_words`].
+    pub atom_words: u32,
+    /// See [`Plan::step_words`].
+    pub step_words: u32,
+    /// See [`Plan::seq_words`].
+    pub seq_words: u32,
+    /// See [`Plan::masks`].
+    pub masks: Vec<u64>,
+    /// See [`Plan::candidates`].
+    pub candidates: Vec<u64>,
+    /// See [`Plan::atom_step_start`].
+    pub atom_step_start: Vec<u32>,
+    /// See [`Plan::atom_steps`].
+    pub atom_steps: Vec<u16>,
+    /// See [`Plan::used_atom`].
+    pub used_atom: Vec<u32>,
+    /// See [`Plan::seq_first`].
+    pub seq_first: Vec<u64>,
+    /// See [`Plan::seq_last`].
+    pub seq_last: Vec<u64>,
+    /// See [`Plan::seq_atom`].
+    pub seq_atom: Vec<u32>,
+    /// See [`Plan::seq_tool_start`].
+    pub seq_tool_start: Vec<u32>,
+    /// See [`Plan::seq_cells`].
+    pub seq_cells: Vec<(u32, u64)>,
+    /// See [`Plan::counters`].
+    pub counters: Vec<(u16, u16)>,
+    /// See [`Plan::nru_atoms`].
+    pub nru_atoms: Vec<(u32, u16)>,
+    /// See [`Plan::nru_atom_base`].
+    pub nru_atom_base: u32,
+}
+
+impl OwnedPlan {
+    /// Words of a session's derived state (see [`Plan::derived_words`]).
+    pub fn derived_words_owned(&self) -> usize {
+        (self.atom_words + self.step_words + self.seq_words) as usize
+    }
+
+    /// Borrows the plan.
+    pub fn view(&self) -> Plan<'_> {
+        Plan {
+            atom_words: self.atom_words,
+            step_words: self.step_words,
+            seq_words: self.seq_words,
+            masks: &self.masks,
+            candidates: &self.candidates,
+            atom_step_start: &self.atom_step_start,
+            atom_steps: &self.atom_steps,
+            used_atom: &self.used_atom,
+            seq_first: &self.seq_first,
+            seq_last: &self.seq_last,
+            seq_atom: &self.seq_atom,
+            seq_tool_start: &self.seq_tool_start,
+            seq_cells: &self.seq_cells,
+            counters: &self.counters,
+            nru_atoms: &self.nru_atoms,
+            nru_atom_base: self.nru_atom_base,
+        }
+    }
+
+    /// The plan of `t`'s conditions (its own `plan` field is not read).
+    pub fn derive<S: AsRef<str>>(t: &Tables<'_, S>) -> Self {
+        let n_tools = t.tools.len();
+        let n_steps = t.steps.len();
+        let flags = t.message_flags();
+        let default = t.default_step.map(usize::from);
+        let is_candidate = |i: usize| {
+            Some(i) != default && t.steps.get(i).is_some_and(|s| !s.conditions.is_empty())
+        };
+
+        // Atoms, in order: message flags, tools used, sequences, not-recently-used.
+        let mut used_atom = vec![NONE; n_tools];
+        let mut n_atoms = flags as u32;
+        for i in (0..n_steps).filter(|&i| is_candidate(i)) {
+            for c in t.step_conditions(i) {
+                if let Condition::ToolUsed(tool) = *c {
+                    if let Some(slot) = used_atom.get_mut(tool as usize) {
+                        if *slot == NONE {
+                            *slot = n_atoms;
+                            n_atoms += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // Sequences: the steps with a `sequence_match` condition, in step order.
+        let mut seq_atom_of_step = vec![NONE; n_steps];
+        let mut seq_bits = 0usize;
+        let mut tracked: Vec<(usize, usize, usize)> = Vec::new(); // (step, first bit, len)
+        for i in (0..n_steps).filter(|&i| is_candidate(i)) {
+            let len = t.steps[i].sequence.len as usize;
+            let has = t
+                .step_conditions(i)
+                .iter()
+                .any(|c| matches!(c, Condition::SequenceMatch));
+            if has && len > 0 {
+                seq_atom_of_step[i] = n_atoms;
+                n_atoms += 1;
+                tracked.push((i, seq_bits, len));
+                seq_bits += len;
+            }
+        }
+        let seq_words = seq_bits.div_ceil(64);
+        let mut seq_first = vec![0u64; seq_words];
+        let mut seq_last = vec![0u64; seq_words];
+        // Per tool, the positions it can fill.
+        let mut positions: Vec<Vec<u64>> = vec![Vec::new(); n_tools];
+        for &(step, first, len) in &tracked {
+            bits::set(&mut seq_first, first);
+            bits::set(&mut seq_last, first + len - 1);
+            for pos in 0..len {
+                for tool in bits::BitIter::new(t.group(step, pos)) {
+                    if let Some(p) = positions.get_mut(tool) {
+                        if p.is_empty() {
+                            p.resize(seq_words, 0);
+                        }
+                        bits::set(p, first + pos);
+                    }
+                }
+            }
+        }
+        let mut seq_atom = vec![NONE; seq_bits];
+        for &(step, first, len) in &tracked {
+            seq_atom[first + len - 1] = seq_atom_of_step[step];
+        }
+        let mut seq_tool_start = Vec::with_capacity(n_tools + 1);
+        let mut seq_cells = Vec::new();
+        for p in &positions {
+            seq_tool_start.push(seq_cells.len() as u32);
+            for (w, m) in p.iter().enumerate() {
+                if *m != 0 {
+                    seq_cells.push((w as u32, *m));
+                }
+            }
+        }
+        seq_tool_start.push(seq_cells.len() as u32);
+
+        // Not recently used: a counter per tool, an atom per (tool, window).
+        let nru_atom_base = n_atoms;
+        let mut counters: Vec<(u16, u16)> = Vec::new();
+        let mut counter_of: HashMap<u16, usize> = HashMap::new();
+        let mut nru_atoms: Vec<(u32, u16)> = Vec::new();
+        let mut nru_atom_of: HashMap<(u16, u16), u32> = HashMap::new();
+        for i in (0..n_steps).filter(|&i| is_candidate(i)) {
+            for c in t.step_conditions(i) {
+                if let Condition::NotRecentlyUsed { tool, window } = *c {
+                    let k = *counter_of.entry(tool).or_insert_with(|| {
+                        counters.push((tool, 0));
+                        counters.len() - 1
+                    });
+                    counters[k].1 = counters[k].1.max(window);
+                    nru_atom_of.entry((tool, window)).or_insert_with(|| {
+                        nru_atoms.push((k as u32, window));
+                        n_atoms += 1;
+                        n_atoms - 1
+                    });
+                }
+            }
+        }
+
+        // Each candidate step's mask, and the inverse map. A step with a condition that
+        // can never hold (`sequence_match` without a sequence, which the compiler
+        // rejects) is never a candidate.
+        let atom_words = (n_atoms as usize).div_ceil(64);
+        let step_words = n_steps.div_ceil(64);
+        let mut masks = vec![0u64; n_steps * atom_words];
+        let mut candidates = vec![0u64; step_words];
+        let mut needs: Vec<Vec<u16>> = vec![Vec::new(); n_atoms as usize];
+        for i in (0..n_steps).filter(|&i| is_candidate(i)) {
+            let atoms: Vec<u32> = t
+                .step_conditions(i)
+                .iter()
+                .map(|c| match *c {
+                    Condition::Message(f) if (f as usize) < flags => u32::from(f),
+                    Condition::Message(_) => NONE,
+                    Condition::ToolUsed(tool) => {
+                        used_atom.get(tool as usize).copied().unwrap_or(NONE)
+                    }
+                    Condition::SequenceMatch => seq_atom_of_step[i],
+                    Condition::NotRecentlyUsed { tool, window } => {
+                        nru_atom_of.get(&(tool, window)).copied().unwrap_or(NONE)
+                    }
+                })
+                .collect();
+            if atoms.contains(&NONE) {
+                continue;
+            }
+            bits::set(&mut candidates, i);
+            let mask = &mut masks[i * atom_words..(i + 1) * atom_words];
+            for atom in atoms {
+                bits::set(mask, atom as usize);
+                let list = &mut needs[atom as usize];
+                if list.last() != Some(&(i as u16)) {
+                    list.push(i as u16);
+                }
+            }
+        }
+        let mut atom_step_start = Vec::with_capacity(n_atoms as usize + 1);
+        let mut atom_steps = Vec::new();
+        for list in &needs {
+            atom_step_start.push(atom_steps.len() as u32);
+            atom_steps.extend_from_slice(list);
+        }
+        atom_step_start.push(atom_steps.len() as u32);
+
+        OwnedPlan {
+            atom_words: atom_words as u32,
+            step_words: step_words as u32,
+            seq_words: seq_words as u32,
+            masks,
+            candidates,
+            atom_step_start,
+            atom_steps,
+            used_atom,
+            seq_first,
+            seq_last,
+            seq_atom,
+            seq_tool_start,
+            seq_cells,
+            counters,
+            nru_atoms,
+            nru_atom_base,
+        }
+    }
+}
