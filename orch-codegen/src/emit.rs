@@ -201,13 +201,31 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
     let patterns = &tables.patterns;
     let contains = &tables.contains;
     let regexes = &tables.regexes;
+    // Name lookups are binary searches over sorted tables (a match over thousands of
+    // string arms is slow for rustc to compile); `Debug` prints the variant's identifier
+    // from a table (a derived one is a match with an arm per variant).
+    let by_name = |names: &[&str]| -> (Vec<String>, Vec<Literal>) {
+        let mut sorted: Vec<(usize, &str)> = names.iter().copied().enumerate().collect();
+        sorted.sort_by(|a, b| a.1.as_bytes().cmp(b.1.as_bytes()));
+        (
+            sorted.iter().map(|(_, n)| (*n).to_owned()).collect(),
+            sorted
+                .iter()
+                .map(|(i, _)| Literal::u16_unsuffixed(*i as u16))
+                .collect(),
+        )
+    };
+    let (tools_by_name, tools_by_name_index) = by_name(&tool_names);
+    let (steps_by_name, steps_by_name_index) = by_name(&step_names);
+    let tool_ident_strs: Vec<String> = tool_idents.iter().map(|i| i.to_string()).collect();
+    let step_ident_strs: Vec<String> = step_idents.iter().map(|i| i.to_string()).collect();
     // `repr` is not allowed on an enum without variants.
     let tool_repr = (n_tools > 0).then(|| quote!(#[repr(u16)]));
     let step_repr = (n_steps > 0).then(|| quote!(#[repr(u16)]));
 
     quote! {
         /// The machine's tools, in declaration order.
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #tool_repr
         pub enum Tool {
             #( #[doc = #tool_docs] #tool_idents = #tool_discr, )*
@@ -219,6 +237,24 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         const TOOL_NAMES: [&str; #n_tools_lit] = [#(#tool_names),*];
         /// Step names, by [`Step::index`].
         const STEP_NAMES: [&str; #n_steps_lit] = [#(#step_names),*];
+        /// Tool names in byte order, with their index (for [`Tool::from_name`]).
+        static TOOLS_BY_NAME: [(&str, u16); #n_tools_lit] = [#( (#tools_by_name, #tools_by_name_index) ),*];
+        /// Step names in byte order, with their index (for [`Step::from_name`]).
+        static STEPS_BY_NAME: [(&str, u16); #n_steps_lit] = [#( (#steps_by_name, #steps_by_name_index) ),*];
+        /// Tool variants' identifiers, by [`Tool::index`] (for `Debug`).
+        const TOOL_IDENTS: [&str; #n_tools_lit] = [#(#tool_ident_strs),*];
+        /// Step variants' identifiers, by [`Step::index`] (for `Debug`).
+        const STEP_IDENTS: [&str; #n_steps_lit] = [#(#step_ident_strs),*];
+        impl ::core::fmt::Debug for Tool {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(TOOL_IDENTS[*self as usize])
+            }
+        }
+        impl ::core::fmt::Debug for Step {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(STEP_IDENTS[*self as usize])
+            }
+        }
         /// Step descriptions, by [`Step::index`].
         const STEP_DESCRIPTIONS: [::core::option::Option<&str>; #n_steps_lit] = [#(#step_desc),*];
 
@@ -231,9 +267,9 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             }
             /// The tool with this exact name.
             pub fn from_name(name: &str) -> ::core::option::Option<Tool> {
-                match name {
-                    #( #tool_names => ::core::option::Option::Some(Tool::#tool_idents), )*
-                    _ => ::core::option::Option::None,
+                match TOOLS_BY_NAME.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())) {
+                    ::core::result::Result::Ok(at) => ::core::option::Option::Some(Tool::ALL[TOOLS_BY_NAME[at].1 as usize]),
+                    ::core::result::Result::Err(_) => ::core::option::Option::None,
                 }
             }
             /// The tool's position in [`Tool::ALL`].
@@ -257,7 +293,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         }
 
         /// The machine's steps, in template (priority) order.
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #step_repr
         pub enum Step {
             #( #[doc = #step_docs] #step_idents = #step_discr, )*
@@ -276,9 +312,9 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             }
             /// The step with this exact name.
             pub fn from_name(name: &str) -> ::core::option::Option<Step> {
-                match name {
-                    #( #step_names => ::core::option::Option::Some(Step::#step_idents), )*
-                    _ => ::core::option::Option::None,
+                match STEPS_BY_NAME.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())) {
+                    ::core::result::Result::Ok(at) => ::core::option::Option::Some(Step::ALL[STEPS_BY_NAME[at].1 as usize]),
+                    ::core::result::Result::Err(_) => ::core::option::Option::None,
                 }
             }
             /// The step's position in [`Step::ALL`].
@@ -385,7 +421,8 @@ fn plan_literal(p: &OwnedPlan) -> TokenStream {
         u32_of(p.seq_words),
     );
     let nru_atom_base = u32_of(p.nru_atom_base);
-    let masks = u64s(&p.masks);
+    let step_atom_start = u32s(&p.step_atom_start);
+    let step_atoms = u32s(&p.step_atoms);
     let candidates = u64s(&p.candidates);
     let atom_step_start = u32s(&p.atom_step_start);
     let atom_steps = p.atom_steps.iter().map(|x| Literal::u16_unsuffixed(*x));
@@ -411,7 +448,8 @@ fn plan_literal(p: &OwnedPlan) -> TokenStream {
             atom_words: #atom_words,
             step_words: #step_words,
             seq_words: #seq_words,
-            masks: #masks,
+            step_atom_start: #step_atom_start,
+            step_atoms: #step_atoms,
             candidates: #candidates,
             atom_step_start: #atom_step_start,
             atom_steps: &[#(#atom_steps),*],

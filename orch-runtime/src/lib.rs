@@ -56,7 +56,7 @@ pub use state::Usage;
 pub mod __private {
     pub use crate::bits::{Entries, Words};
     pub use crate::dynamic::OwnedTables;
-    pub use crate::plan::{OwnedPlan, Plan, NONE};
+    pub use crate::plan::{OwnedPlan, Plan, NONE, SOLE};
     pub use crate::regexes::{Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT};
     pub use crate::tables::{reset, Condition, Span, StepTable, Tables};
     pub use crate::text::{contains_folded, fold_case, glob_match, is_pattern, ContainsMatcher};
@@ -190,7 +190,8 @@ macro_rules! __doc_machine {
                     atom_words: 1,
                     step_words: 1,
                     seq_words: 0,
-                    masks: &[0, 0b1],
+                    step_atom_start: &[0, 0, 1],
+                    step_atoms: &[0],
                     candidates: &[0b10],
                     atom_step_start: &[0, 1],
                     atom_steps: &[1],

@@ -2,7 +2,7 @@
 //!
 //! Conditions (SPEC §7) are not re-evaluated over the history on every event. Each
 //! distinct condition is an **atom** with one bit in a session's *holds* bitset, kept
-//! up to date as events arrive; each step has the mask of the atoms it needs, and a
+//! up to date as events arrive; each step has the list of the atoms it needs, and a
 //! second bitset says which steps have all of theirs (*eligible*). Step activation
 //! (SPEC §6) is then the lowest set bit of *eligible*.
 //!
@@ -35,6 +35,9 @@ use std::collections::HashMap;
 /// "No atom" / "no counter" in the per-tool maps of a [`Plan`].
 pub const NONE: u32 = u32::MAX;
 
+/// Flag of an [`Plan::atom_steps`] entry: the step needs this atom and no other.
+pub const SOLE: u16 = 1 << 15;
+
 /// The incremental tables of a machine (borrowed form; see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Plan<'a> {
@@ -44,11 +47,14 @@ pub struct Plan<'a> {
     pub step_words: u32,
     /// Words of the shift-and bitset of the sequences.
     pub seq_words: u32,
-    /// Step `i`'s atoms: `atom_words` words at `i * atom_words`.
-    pub masks: &'a [u64],
+    /// Step `i`'s atoms: `step_atoms[step_atom_start[i] as usize..step_atom_start[i + 1] as usize]`.
+    pub step_atom_start: &'a [u32],
+    /// See [`Plan::step_atom_start`].
+    pub step_atoms: &'a [u32],
     /// Steps activation may choose (with conditions, not the default): `step_words` words.
     pub candidates: &'a [u64],
-    /// The candidate steps that need atom `a`: `atom_steps[atom_step_start[a] as usize..atom_step_start[a + 1] as usize]`.
+    /// The candidate steps that need atom `a`: `atom_steps[atom_step_start[a] as usize..atom_step_start[a + 1] as usize]`,
+    /// each with [`SOLE`] set when the step needs no other atom.
     pub atom_step_start: &'a [u32],
     /// See [`Plan::atom_step_start`].
     pub atom_steps: &'a [u16],
@@ -75,11 +81,16 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// The atoms step `step` needs (`atom_words` words; empty when out of range).
+    /// The atoms step `step` needs (empty when out of range).
     #[inline]
-    pub fn mask(&self, step: usize) -> &'a [u64] {
-        let w = self.atom_words as usize;
-        self.masks.get(step * w..step * w + w).unwrap_or(&[])
+    pub fn atoms_of(&self, step: usize) -> &'a [u32] {
+        let (Some(&a), Some(&b)) = (
+            self.step_atom_start.get(step),
+            self.step_atom_start.get(step + 1),
+        ) else {
+            return &[];
+        };
+        self.step_atoms.get(a as usize..b as usize).unwrap_or(&[])
     }
 
     /// The candidate steps that need atom `atom`.
@@ -121,8 +132,10 @@ pub struct OwnedPlan {
     pub step_words: u32,
     /// See [`Plan::seq_words`].
     pub seq_words: u32,
-    /// See [`Plan::masks`].
-    pub masks: Vec<u64>,
+    /// See [`Plan::step_atom_start`].
+    pub step_atom_start: Vec<u32>,
+    /// See [`Plan::step_atoms`].
+    pub step_atoms: Vec<u32>,
     /// See [`Plan::candidates`].
     pub candidates: Vec<u64>,
     /// See [`Plan::atom_step_start`].
@@ -161,7 +174,8 @@ impl OwnedPlan {
             atom_words: self.atom_words,
             step_words: self.step_words,
             seq_words: self.seq_words,
-            masks: &self.masks,
+            step_atom_start: &self.step_atom_start,
+            step_atoms: &self.step_atoms,
             candidates: &self.candidates,
             atom_step_start: &self.atom_step_start,
             atom_steps: &self.atom_steps,
@@ -282,11 +296,16 @@ impl OwnedPlan {
         // rejects) is never a candidate.
         let atom_words = (n_atoms as usize).div_ceil(64);
         let step_words = n_steps.div_ceil(64);
-        let mut masks = vec![0u64; n_steps * atom_words];
+        let mut step_atom_start = Vec::with_capacity(n_steps + 1);
+        let mut step_atoms: Vec<u32> = Vec::new();
         let mut candidates = vec![0u64; step_words];
         let mut needs: Vec<Vec<u16>> = vec![Vec::new(); n_atoms as usize];
-        for i in (0..n_steps).filter(|&i| is_candidate(i)) {
-            let atoms: Vec<u32> = t
+        for (i, &seq_atom) in seq_atom_of_step.iter().enumerate() {
+            step_atom_start.push(step_atoms.len() as u32);
+            if !is_candidate(i) {
+                continue;
+            }
+            let mut atoms: Vec<u32> = t
                 .step_conditions(i)
                 .iter()
                 .map(|c| match *c {
@@ -295,7 +314,7 @@ impl OwnedPlan {
                     Condition::ToolUsed(tool) => {
                         used_atom.get(tool as usize).copied().unwrap_or(NONE)
                     }
-                    Condition::SequenceMatch => seq_atom_of_step[i],
+                    Condition::SequenceMatch => seq_atom,
                     Condition::NotRecentlyUsed { tool, window } => {
                         nru_atom_of.get(&(tool, window)).copied().unwrap_or(NONE)
                     }
@@ -304,16 +323,20 @@ impl OwnedPlan {
             if atoms.contains(&NONE) {
                 continue;
             }
+            atoms.sort_unstable();
+            atoms.dedup();
             bits::set(&mut candidates, i);
-            let mask = &mut masks[i * atom_words..(i + 1) * atom_words];
+            step_atoms.extend_from_slice(&atoms);
+            let entry = if atoms.len() == 1 && i < SOLE as usize {
+                i as u16 | SOLE
+            } else {
+                i as u16
+            };
             for atom in atoms {
-                bits::set(mask, atom as usize);
-                let list = &mut needs[atom as usize];
-                if list.last() != Some(&(i as u16)) {
-                    list.push(i as u16);
-                }
+                needs[atom as usize].push(entry);
             }
         }
+        step_atom_start.push(step_atoms.len() as u32);
         let mut atom_step_start = Vec::with_capacity(n_atoms as usize + 1);
         let mut atom_steps = Vec::new();
         for list in &needs {
@@ -326,7 +349,8 @@ impl OwnedPlan {
             atom_words: atom_words as u32,
             step_words: step_words as u32,
             seq_words: seq_words as u32,
-            masks,
+            step_atom_start,
+            step_atoms,
             candidates,
             atom_step_start,
             atom_steps,

@@ -5,7 +5,7 @@
 //! both call the same methods here.
 
 use crate::bits;
-use crate::plan::{Plan, NONE};
+use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
 use crate::tables::{reset, Condition, Tables};
 
@@ -164,13 +164,11 @@ where
         let len = self.hist_len as usize;
         for k in (0..len).rev() {
             let entry = self.recent(k);
-            self.shift_sequences(p, entry, |_, _| {});
+            let (_, _, seq) = split(self.derived.as_mut(), p);
+            shift_sequences(seq, p, entry, |_, _| {});
             self.count(p, entry);
         }
-        let (atom_words, step_words) = (p.atom_words as usize, p.step_words as usize);
-        let derived = self.derived.as_mut();
-        let (holds, rest) = derived.split_at_mut(atom_words.min(derived.len()));
-        let (eligible, seq) = rest.split_at_mut(step_words.min(rest.len()));
+        let (holds, eligible, seq) = split(self.derived.as_mut(), p);
         let n_flags = t.message_flags();
         for (w, (f, h)) in self.flags.as_ref().iter().zip(holds.iter_mut()).enumerate() {
             *h = f & flag_mask(n_flags, w);
@@ -204,66 +202,8 @@ where
             }
         }
         for step in bits::BitIter::new(p.candidates) {
-            if covers(holds, p.mask(step)) {
+            if covers(holds, p.atoms_of(step)) {
                 bits::set(eligible, step);
-            }
-        }
-    }
-
-    /// Sets atom `atom` to `value`, and the eligibility of the steps that need it.
-    #[inline(always)]
-    fn set_atom(&mut self, p: &Plan<'_>, atom: usize, value: bool) {
-        let derived = self.derived.as_mut();
-        let atom_words = (p.atom_words as usize).min(derived.len());
-        let (holds, rest) = derived.split_at_mut(atom_words);
-        let Some(word) = holds.get_mut(atom / 64) else {
-            return;
-        };
-        let bit = 1u64 << (atom % 64);
-        if (*word & bit != 0) == value {
-            return;
-        }
-        *word ^= bit;
-        for &step in p.steps_of(atom) {
-            let step = step as usize;
-            let ok = value && covers(holds, p.mask(step));
-            if let Some(e) = rest.get_mut(step / 64) {
-                let b = 1u64 << (step % 64);
-                *e = if ok { *e | b } else { *e & !b };
-            }
-        }
-    }
-
-    /// Advances the shift-and bits by one recorded entry, reporting each sequence whose
-    /// match changed as `(atom, holds)`.
-    #[inline(always)]
-    fn shift_sequences(&mut self, p: &Plan<'_>, entry: u16, mut changed: impl FnMut(u32, bool)) {
-        let start = (p.atom_words + p.step_words) as usize;
-        let Some(seq) = self.derived.as_mut().get_mut(start..) else {
-            return;
-        };
-        let cells = if entry == FOREIGN {
-            &[][..]
-        } else {
-            p.cells_of(entry as usize)
-        };
-        let mut cells = cells.iter().peekable();
-        let mut carry = 0u64;
-        for (w, d) in seq.iter_mut().enumerate() {
-            let old = *d;
-            let new = match cells.next_if(|(cw, _)| *cw as usize == w) {
-                Some((_, positions)) => {
-                    ((old << 1) | carry | p.seq_first.get(w).copied().unwrap_or(0)) & positions
-                }
-                None => 0,
-            };
-            carry = old >> 63;
-            *d = new;
-            let mut flips = (old ^ new) & p.seq_last.get(w).copied().unwrap_or(0);
-            while flips != 0 {
-                let bit = flips.trailing_zeros();
-                flips &= flips - 1;
-                changed(seq_atom(p, w, bit), new >> bit & 1 == 1);
             }
         }
     }
@@ -288,63 +228,24 @@ where
         if entry != FOREIGN {
             if let Some(&atom) = p.used_atom.get(entry as usize) {
                 if atom != NONE {
-                    self.set_atom(p, atom as usize, true);
+                    let (holds, eligible, _) = split(self.derived.as_mut(), p);
+                    set_atom(holds, eligible, p, atom as usize, true);
                 }
             }
         }
         if p.seq_words != 0 {
-            // Flips are collected first: `set_atom` needs the state mutably too. At
-            // most 64 per word, handled word by word.
-            let mut flips: [(u32, bool); 8] = [(0, false); 8];
-            let mut n = 0usize;
-            let mut overflow = false;
-            self.shift_sequences(p, entry, |atom, holds| {
-                if n < flips.len() {
-                    flips[n] = (atom, holds);
-                    n += 1;
-                } else {
-                    overflow = true;
-                }
+            let (holds, eligible, seq) = split(self.derived.as_mut(), p);
+            shift_sequences(seq, p, entry, |atom, value| {
+                set_atom(holds, eligible, p, atom as usize, value)
             });
-            if overflow {
-                self.sync_sequence_atoms(p);
-            } else {
-                for &(atom, holds) in &flips[..n] {
-                    self.set_atom(p, atom as usize, holds);
-                }
-            }
         }
         if !p.counters.is_empty() {
             self.count(p, entry);
+            let (holds, eligible, _) = split(self.derived.as_mut(), p);
+            let counters = self.counters.as_ref();
             for (k, (counter, window)) in p.nru_atoms.iter().enumerate() {
-                let holds = self
-                    .counters
-                    .as_ref()
-                    .get(*counter as usize)
-                    .copied()
-                    .unwrap_or(0)
-                    >= *window;
-                self.set_atom(p, p.nru_atom_base as usize + k, holds);
-            }
-        }
-    }
-
-    /// Sets every sequence atom from the shift-and bits (when one entry changed more
-    /// sequences than [`State::observe`] tracks one by one).
-    #[cold]
-    fn sync_sequence_atoms(&mut self, p: &Plan<'_>) {
-        let start = (p.atom_words + p.step_words) as usize;
-        for w in 0..p.seq_words as usize {
-            let mut ends = p.seq_last.get(w).copied().unwrap_or(0);
-            while ends != 0 {
-                let bit = ends.trailing_zeros();
-                ends &= ends - 1;
-                let holds = self
-                    .derived
-                    .as_ref()
-                    .get(start + w)
-                    .is_some_and(|d| d >> bit & 1 == 1);
-                self.set_atom(p, seq_atom(p, w, bit) as usize, holds);
+                let value = counters.get(*counter as usize).copied().unwrap_or(0) >= *window;
+                set_atom(holds, eligible, p, p.nru_atom_base as usize + k, value);
             }
         }
     }
@@ -356,12 +257,12 @@ where
         for w in 0..n_flags.div_ceil(64) {
             let valid = flag_mask(n_flags, w);
             let flags = self.flags.as_ref().get(w).copied().unwrap_or(0);
-            let holds = self.derived.as_ref().get(w).copied().unwrap_or(0);
-            let mut diff = (flags ^ holds) & valid;
+            let (holds, eligible, _) = split(self.derived.as_mut(), p);
+            let mut diff = (flags ^ holds.get(w).copied().unwrap_or(0)) & valid;
             while diff != 0 {
                 let bit = diff.trailing_zeros() as usize;
                 diff &= diff - 1;
-                self.set_atom(p, w * 64 + bit, flags >> bit & 1 == 1);
+                set_atom(holds, eligible, p, w * 64 + bit, flags >> bit & 1 == 1);
             }
         }
     }
@@ -589,6 +490,69 @@ where
     }
 }
 
+/// The derived state's parts: holds (atom bits), eligible (step bits), shift-and bits.
+#[inline(always)]
+fn split<'d>(
+    derived: &'d mut [u64],
+    p: &Plan<'_>,
+) -> (&'d mut [u64], &'d mut [u64], &'d mut [u64]) {
+    let (holds, rest) = derived.split_at_mut((p.atom_words as usize).min(derived.len()));
+    let (eligible, seq) = rest.split_at_mut((p.step_words as usize).min(rest.len()));
+    (holds, eligible, seq)
+}
+
+/// Sets atom `atom` to `value`, and the eligibility of the steps that need it. An entry
+/// of `atom_steps` with [`SOLE`] set is a step that needs this atom only.
+#[inline(always)]
+fn set_atom(holds: &mut [u64], eligible: &mut [u64], p: &Plan<'_>, atom: usize, value: bool) {
+    let Some(word) = holds.get_mut(atom / 64) else {
+        return;
+    };
+    let bit = 1u64 << (atom % 64);
+    if (*word & bit != 0) == value {
+        return;
+    }
+    *word ^= bit;
+    for &entry in p.steps_of(atom) {
+        let step = (entry & !SOLE) as usize;
+        let ok = value && (entry & SOLE != 0 || covers(holds, p.atoms_of(step)));
+        if let Some(e) = eligible.get_mut(step / 64) {
+            let b = 1u64 << (step % 64);
+            *e = if ok { *e | b } else { *e & !b };
+        }
+    }
+}
+
+/// Advances the shift-and bits by one recorded entry, reporting each sequence whose
+/// match changed as `(atom, holds)`.
+#[inline(always)]
+fn shift_sequences(seq: &mut [u64], p: &Plan<'_>, entry: u16, mut changed: impl FnMut(u32, bool)) {
+    let cells = if entry == FOREIGN {
+        &[][..]
+    } else {
+        p.cells_of(entry as usize)
+    };
+    let mut cells = cells.iter().peekable();
+    let mut carry = 0u64;
+    for (w, d) in seq.iter_mut().enumerate() {
+        let old = *d;
+        let new = match cells.next_if(|(cw, _)| *cw as usize == w) {
+            Some((_, positions)) => {
+                ((old << 1) | carry | p.seq_first.get(w).copied().unwrap_or(0)) & positions
+            }
+            None => 0,
+        };
+        carry = old >> 63;
+        *d = new;
+        let mut flips = (old ^ new) & p.seq_last.get(w).copied().unwrap_or(0);
+        while flips != 0 {
+            let bit = flips.trailing_zeros();
+            flips &= flips - 1;
+            changed(seq_atom(p, w, bit), new >> bit & 1 == 1);
+        }
+    }
+}
+
 /// The atom of the sequence whose last position is bit `bit` of shift-and word `w`.
 #[inline(always)]
 fn seq_atom(p: &Plan<'_>, w: usize, bit: u32) -> u32 {
@@ -608,10 +572,8 @@ fn flag_mask(n_flags: usize, w: usize) -> u64 {
     }
 }
 
-/// Does `have` contain every bit of `need`?
+/// Are all the `atoms` set in `holds`?
 #[inline(always)]
-fn covers(have: &[u64], need: &[u64]) -> bool {
-    need.iter()
-        .enumerate()
-        .all(|(i, n)| have.get(i).is_some_and(|h| h & n == *n) || *n == 0)
+fn covers(holds: &[u64], atoms: &[u32]) -> bool {
+    atoms.iter().all(|&a| bits::test(holds, a as usize))
 }

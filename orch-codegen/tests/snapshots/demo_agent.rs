@@ -6,7 +6,7 @@
 #[allow(dead_code, non_camel_case_types, clippy::all)]
 pub mod demo_agent {
     /// The machine's tools, in declaration order.
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
     #[repr(u16)]
     pub enum Tool {
         /// `search`
@@ -21,6 +21,32 @@ pub mod demo_agent {
     const TOOL_NAMES: [&str; 3] = ["search", "think", "reflect"];
     /// Step names, by [`Step::index`].
     const STEP_NAMES: [&str; 3] = ["Chat", "Research Mode", "Lonely"];
+    /// Tool names in byte order, with their index (for [`Tool::from_name`]).
+    static TOOLS_BY_NAME: [(&str, u16); 3] = [
+        ("reflect", 2),
+        ("search", 0),
+        ("think", 1),
+    ];
+    /// Step names in byte order, with their index (for [`Step::from_name`]).
+    static STEPS_BY_NAME: [(&str, u16); 3] = [
+        ("Chat", 0),
+        ("Lonely", 2),
+        ("Research Mode", 1),
+    ];
+    /// Tool variants' identifiers, by [`Tool::index`] (for `Debug`).
+    const TOOL_IDENTS: [&str; 3] = ["Search", "Think", "Reflect"];
+    /// Step variants' identifiers, by [`Step::index`] (for `Debug`).
+    const STEP_IDENTS: [&str; 3] = ["Chat", "ResearchMode", "Lonely"];
+    impl ::core::fmt::Debug for Tool {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.write_str(TOOL_IDENTS[*self as usize])
+        }
+    }
+    impl ::core::fmt::Debug for Step {
+        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            f.write_str(STEP_IDENTS[*self as usize])
+        }
+    }
     /// Step descriptions, by [`Step::index`].
     const STEP_DESCRIPTIONS: [::core::option::Option<&str>; 3] = [
         ::core::option::Option::None,
@@ -36,11 +62,13 @@ pub mod demo_agent {
         }
         /// The tool with this exact name.
         pub fn from_name(name: &str) -> ::core::option::Option<Tool> {
-            match name {
-                "search" => ::core::option::Option::Some(Tool::Search),
-                "think" => ::core::option::Option::Some(Tool::Think),
-                "reflect" => ::core::option::Option::Some(Tool::Reflect),
-                _ => ::core::option::Option::None,
+            match TOOLS_BY_NAME
+                .binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes()))
+            {
+                ::core::result::Result::Ok(at) => {
+                    ::core::option::Option::Some(Tool::ALL[TOOLS_BY_NAME[at].1 as usize])
+                }
+                ::core::result::Result::Err(_) => ::core::option::Option::None,
             }
         }
         /// The tool's position in [`Tool::ALL`].
@@ -67,7 +95,7 @@ pub mod demo_agent {
         }
     }
     /// The machine's steps, in template (priority) order.
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
     #[repr(u16)]
     pub enum Step {
         /// `Chat`
@@ -90,11 +118,13 @@ pub mod demo_agent {
         }
         /// The step with this exact name.
         pub fn from_name(name: &str) -> ::core::option::Option<Step> {
-            match name {
-                "Chat" => ::core::option::Option::Some(Step::Chat),
-                "Research Mode" => ::core::option::Option::Some(Step::ResearchMode),
-                "Lonely" => ::core::option::Option::Some(Step::Lonely),
-                _ => ::core::option::Option::None,
+            match STEPS_BY_NAME
+                .binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes()))
+            {
+                ::core::result::Result::Ok(at) => {
+                    ::core::option::Option::Some(Step::ALL[STEPS_BY_NAME[at].1 as usize])
+                }
+                ::core::result::Result::Err(_) => ::core::option::Option::None,
             }
         }
         /// The step's position in [`Step::ALL`].
@@ -160,10 +190,11 @@ pub mod demo_agent {
             atom_words: 1,
             step_words: 1,
             seq_words: 0,
-            masks: &[0, 1, 0],
+            step_atom_start: &[0, 0, 1, 1],
+            step_atoms: &[0],
             candidates: &[2],
             atom_step_start: &[0, 1],
-            atom_steps: &[1],
+            atom_steps: &[32769],
             used_atom: &[4294967295, 4294967295, 4294967295],
             seq_first: &[],
             seq_last: &[],
