@@ -6,6 +6,7 @@ orch::include_machine!("conformance");
 orch::include_machine!("sequence-modes");
 orch::include_machine!("cognitive-reasoner");
 orch::include_machine!("no-default");
+orch::include_machine!("sequence-shaped");
 
 use orch::{HistoryEntry, Outcome};
 
@@ -541,6 +542,10 @@ mod lifecycle {
         {
             assert_eq!(std::mem::size_of::<cognitive_reasoner::Session>(), 88);
             assert_eq!(std::mem::size_of::<Session>(), 88);
+            // The sequence-driven shape (six `sequence_match` steps, 7 tools, no message
+            // condition): no flag word, one word each of atoms, eligible steps and
+            // shift-and bits (19 positions).
+            assert_eq!(std::mem::size_of::<sequence_shaped::Session>(), 88);
         }
     }
 

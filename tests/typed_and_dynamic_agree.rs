@@ -12,6 +12,8 @@ orch::include_machine!("conformance");
 orch::include_machine!("support-triage");
 orch::include_machine!("cognitive-reasoner");
 orch::include_machine!("wide");
+orch::include_machine!("sequence-shaped");
+orch::include_machine!("messages-40");
 
 fn dyn_machine(path: &str) -> DynMachine {
     let src = std::fs::read_to_string(path).unwrap();
@@ -167,6 +169,8 @@ const MESSAGES: &[&str] = &[
     "how can cities solve traffic?",
     "tail",
     "hundreds",
+    "the invoice 7 is late and the deadline 3 passed",
+    "budget 0, refunds 5 — über login 11",
     "",
 ];
 
@@ -196,4 +200,18 @@ fn cognitive_reasoner_machine() {
 #[test]
 fn wide_machine() {
     agree::<wide::Machine>("tests/fixtures/machines/wide.json", MESSAGES, 60);
+}
+
+#[test]
+fn sequence_shaped_machine() {
+    agree::<sequence_shaped::Machine>(
+        "tests/fixtures/machines/sequence-shaped.json",
+        MESSAGES,
+        100,
+    );
+}
+
+#[test]
+fn forty_message_conditions_machine() {
+    agree::<messages_40::Machine>("tests/fixtures/machines/messages-40.json", MESSAGES, 60);
 }

@@ -201,22 +201,26 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
     let patterns = &tables.patterns;
     let contains = &tables.contains;
     let regexes = &tables.regexes;
-    // Name lookups are binary searches over sorted tables (a match over thousands of
-    // string arms is slow for rustc to compile); `Debug` prints the variant's identifier
-    // from a table (a derived one is a match with an arm per variant).
-    let by_name = |names: &[&str]| -> (Vec<String>, Vec<Literal>) {
-        let mut sorted: Vec<(usize, &str)> = names.iter().copied().enumerate().collect();
-        sorted.sort_by(|a, b| a.1.as_bytes().cmp(b.1.as_bytes()));
-        (
-            sorted.iter().map(|(_, n)| (*n).to_owned()).collect(),
-            sorted
-                .iter()
-                .map(|(i, _)| Literal::u16_unsuffixed(*i as u16))
-                .collect(),
-        )
-    };
-    let (tools_by_name, tools_by_name_index) = by_name(&tool_names);
-    let (steps_by_name, steps_by_name_index) = by_name(&step_names);
+    // Name lookups: a `match` for a few names (the fastest), a binary search over a
+    // sorted table for many (a `match` with thousands of string arms is slow for rustc
+    // to compile). `Debug` prints the variant's identifier from a table (a derived one
+    // is a match with an arm per variant).
+    let tool_from_name = name_lookup(
+        &tool_names,
+        &tool_idents,
+        quote!(Tool),
+        quote!(TOOLS_BY_NAME),
+    );
+    let step_from_name = name_lookup(
+        &step_names,
+        &step_idents,
+        quote!(Step),
+        quote!(STEPS_BY_NAME),
+    );
+    let by_name_tables = [
+        by_name_table(&tool_names, quote!(TOOLS_BY_NAME), "Tool"),
+        by_name_table(&step_names, quote!(STEPS_BY_NAME), "Step"),
+    ];
     let tool_ident_strs: Vec<String> = tool_idents.iter().map(|i| i.to_string()).collect();
     let step_ident_strs: Vec<String> = step_idents.iter().map(|i| i.to_string()).collect();
     // `repr` is not allowed on an enum without variants.
@@ -237,10 +241,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         const TOOL_NAMES: [&str; #n_tools_lit] = [#(#tool_names),*];
         /// Step names, by [`Step::index`].
         const STEP_NAMES: [&str; #n_steps_lit] = [#(#step_names),*];
-        /// Tool names in byte order, with their index (for [`Tool::from_name`]).
-        static TOOLS_BY_NAME: [(&str, u16); #n_tools_lit] = [#( (#tools_by_name, #tools_by_name_index) ),*];
-        /// Step names in byte order, with their index (for [`Step::from_name`]).
-        static STEPS_BY_NAME: [(&str, u16); #n_steps_lit] = [#( (#steps_by_name, #steps_by_name_index) ),*];
+        #(#by_name_tables)*
         /// Tool variants' identifiers, by [`Tool::index`] (for `Debug`).
         const TOOL_IDENTS: [&str; #n_tools_lit] = [#(#tool_ident_strs),*];
         /// Step variants' identifiers, by [`Step::index`] (for `Debug`).
@@ -267,10 +268,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             }
             /// The tool with this exact name.
             pub fn from_name(name: &str) -> ::core::option::Option<Tool> {
-                match TOOLS_BY_NAME.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())) {
-                    ::core::result::Result::Ok(at) => ::core::option::Option::Some(Tool::ALL[TOOLS_BY_NAME[at].1 as usize]),
-                    ::core::result::Result::Err(_) => ::core::option::Option::None,
-                }
+                #tool_from_name
             }
             /// The tool's position in [`Tool::ALL`].
             pub const fn index(self) -> usize {
@@ -312,10 +310,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
             }
             /// The step with this exact name.
             pub fn from_name(name: &str) -> ::core::option::Option<Step> {
-                match STEPS_BY_NAME.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())) {
-                    ::core::result::Result::Ok(at) => ::core::option::Option::Some(Step::ALL[STEPS_BY_NAME[at].1 as usize]),
-                    ::core::result::Result::Err(_) => ::core::option::Option::None,
-                }
+                #step_from_name
             }
             /// The step's position in [`Step::ALL`].
             pub const fn index(self) -> usize {
@@ -401,6 +396,52 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         pub type Denied = ::orch_runtime::Denied<Step, ToolSet>;
         /// An entry of a session's history.
         pub type HistoryEntry = ::orch_runtime::HistoryEntry<Tool>;
+    }
+}
+
+/// Enums with more names than this find a name by binary search, not by `match`.
+const MATCH_NAMES_UP_TO: usize = 64;
+
+/// The body of `from_name` for an enum `ty` with these names and variants.
+fn name_lookup(
+    names: &[&str],
+    idents: &[Ident],
+    ty: TokenStream,
+    table: TokenStream,
+) -> TokenStream {
+    if names.len() <= MATCH_NAMES_UP_TO {
+        quote! {
+            match name {
+                #( #names => ::core::option::Option::Some(#ty::#idents), )*
+                _ => ::core::option::Option::None,
+            }
+        }
+    } else {
+        quote! {
+            match #table.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())) {
+                ::core::result::Result::Ok(at) => ::core::option::Option::Some(#ty::ALL[#table[at].1 as usize]),
+                ::core::result::Result::Err(_) => ::core::option::Option::None,
+            }
+        }
+    }
+}
+
+/// The sorted name table `table` of a large enum (nothing for a small one).
+fn by_name_table(names: &[&str], table: TokenStream, ty: &str) -> TokenStream {
+    if names.len() <= MATCH_NAMES_UP_TO {
+        return TokenStream::new();
+    }
+    let mut sorted: Vec<(usize, &str)> = names.iter().copied().enumerate().collect();
+    sorted.sort_by(|a, b| a.1.as_bytes().cmp(b.1.as_bytes()));
+    let n = Literal::usize_unsuffixed(names.len());
+    let keys = sorted.iter().map(|(_, k)| *k);
+    let index = sorted
+        .iter()
+        .map(|(i, _)| Literal::u16_unsuffixed(*i as u16));
+    let doc = format!(" {ty} names in byte order, with their index (for `{ty}::from_name`).");
+    quote! {
+        #[doc = #doc]
+        static #table: [(&str, u16); #n] = [#( (#keys, #index) ),*];
     }
 }
 

@@ -21,18 +21,6 @@ pub mod demo_agent {
     const TOOL_NAMES: [&str; 3] = ["search", "think", "reflect"];
     /// Step names, by [`Step::index`].
     const STEP_NAMES: [&str; 3] = ["Chat", "Research Mode", "Lonely"];
-    /// Tool names in byte order, with their index (for [`Tool::from_name`]).
-    static TOOLS_BY_NAME: [(&str, u16); 3] = [
-        ("reflect", 2),
-        ("search", 0),
-        ("think", 1),
-    ];
-    /// Step names in byte order, with their index (for [`Step::from_name`]).
-    static STEPS_BY_NAME: [(&str, u16); 3] = [
-        ("Chat", 0),
-        ("Lonely", 2),
-        ("Research Mode", 1),
-    ];
     /// Tool variants' identifiers, by [`Tool::index`] (for `Debug`).
     const TOOL_IDENTS: [&str; 3] = ["Search", "Think", "Reflect"];
     /// Step variants' identifiers, by [`Step::index`] (for `Debug`).
@@ -62,13 +50,11 @@ pub mod demo_agent {
         }
         /// The tool with this exact name.
         pub fn from_name(name: &str) -> ::core::option::Option<Tool> {
-            match TOOLS_BY_NAME
-                .binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes()))
-            {
-                ::core::result::Result::Ok(at) => {
-                    ::core::option::Option::Some(Tool::ALL[TOOLS_BY_NAME[at].1 as usize])
-                }
-                ::core::result::Result::Err(_) => ::core::option::Option::None,
+            match name {
+                "search" => ::core::option::Option::Some(Tool::Search),
+                "think" => ::core::option::Option::Some(Tool::Think),
+                "reflect" => ::core::option::Option::Some(Tool::Reflect),
+                _ => ::core::option::Option::None,
             }
         }
         /// The tool's position in [`Tool::ALL`].
@@ -118,13 +104,11 @@ pub mod demo_agent {
         }
         /// The step with this exact name.
         pub fn from_name(name: &str) -> ::core::option::Option<Step> {
-            match STEPS_BY_NAME
-                .binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes()))
-            {
-                ::core::result::Result::Ok(at) => {
-                    ::core::option::Option::Some(Step::ALL[STEPS_BY_NAME[at].1 as usize])
-                }
-                ::core::result::Result::Err(_) => ::core::option::Option::None,
+            match name {
+                "Chat" => ::core::option::Option::Some(Step::Chat),
+                "Research Mode" => ::core::option::Option::Some(Step::ResearchMode),
+                "Lonely" => ::core::option::Option::Some(Step::Lonely),
+                _ => ::core::option::Option::None,
             }
         }
         /// The step's position in [`Step::ALL`].
