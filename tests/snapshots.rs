@@ -389,3 +389,34 @@ fn encoded_sizes() {
     assert!(bin < json / 2, "binary {bin} vs json {json}");
     assert!(bin < 200, "{bin}");
 }
+
+/// Snapshots hold names, not engine internals: one written before conditions became
+/// incremental state restores with that state rebuilt from its history and used set.
+#[test]
+fn condition_state_is_rebuilt_from_a_snapshot() {
+    // The sequence-driven shape: `search, think, reflect` enters `Investigate`.
+    let m = dyn_machine(
+        &std::fs::read_to_string("tests/fixtures/machines/sequence-shaped.json").unwrap(),
+    );
+    let json = r#"{"version":1,"machine":"sequence-shaped","fingerprint":0,"step":"Open Chat","sequenceIndex":0,"history":["debate","search","think"],"used":["debate","search","think"],"matched":[],"usage":{"prompt":0,"completion":0}}"#;
+    let (mut s, report) = DynSession::restore(&m, &Snapshot::from_json(json).unwrap()).unwrap();
+    assert!(report.fingerprint_changed && report.missing_tools.is_empty());
+    assert_eq!(s.step(), Some("Open Chat"));
+    s.record("reflect");
+    assert_eq!(
+        s.step(),
+        Some("Investigate"),
+        "the two entries before the snapshot count"
+    );
+
+    // `not_recently_used search, window 2`: `search` one entry ago still blocks `Fresh`.
+    let m =
+        dyn_machine(&std::fs::read_to_string("tests/fixtures/machines/conformance.json").unwrap());
+    let json = r#"{"version":1,"machine":"conformance","fingerprint":0,"step":"Idle","sequenceIndex":0,"history":["search","think"],"used":["search","think"],"matched":[],"usage":{"prompt":0,"completion":0}}"#;
+    let (mut s, _) = DynSession::restore(&m, &Snapshot::from_json(json).unwrap()).unwrap();
+    s.on_user_message("something fresh");
+    assert_eq!(s.step(), Some("Idle"));
+    s.record("think");
+    s.on_user_message("something fresh");
+    assert_eq!(s.step(), Some("Fresh"));
+}
