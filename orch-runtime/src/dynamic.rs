@@ -350,6 +350,26 @@ impl<'m> DynSession<'m> {
         self.state.on_message(&t, &self.machine.matchers, message);
     }
 
+    /// A user message that satisfied exactly the message conditions whose flags are
+    /// set in `flags` (flag `i < contains` is the `i`-th `message_contains` value, then
+    /// the `message_regex` patterns, as in the machine's tables): stores them, applies
+    /// `resetSequenceOn` and activation, as [`DynSession::on_user_message`] does after
+    /// matching a message. For analyses that enumerate what messages can do
+    /// (verification plumbing).
+    #[doc(hidden)]
+    pub fn on_message_flags(&mut self, flags: &[u64]) {
+        let t = self.machine.tables.view();
+        self.state.on_message_flags(&t, flags);
+    }
+
+    /// Everything this session's future depends on, with the host's tools fixed (see
+    /// the engine's `behaviour_key`): equal keys, identical answers to every future
+    /// event. Verification plumbing.
+    #[doc(hidden)]
+    pub fn behaviour_key(&self, out: &mut Vec<u64>) {
+        self.state.behaviour_key(out);
+    }
+
     /// Adds token usage.
     pub fn record_usage(&mut self, prompt: u64, completion: u64) {
         self.state.add_usage(prompt, completion);

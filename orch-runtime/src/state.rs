@@ -457,8 +457,25 @@ where
     ) {
         let flags = self.flags.as_mut();
         flags.fill(0);
+        matchers.match_message(message, t.contains.len(), flags);
+        self.after_message(t);
+    }
+
+    /// A user message that satisfied exactly the message conditions whose flags are set
+    /// in `flags` (bits past the machine's flags are ignored): the rest of SPEC §5
+    /// "user message" — the flags are stored, `resetSequenceOn` applies, activation
+    /// runs. What [`State::on_message`] does once it has matched the message.
+    pub fn on_message_flags<S: AsRef<str>>(&mut self, t: &Tables<'_, S>, flags: &[u64]) {
+        let n_flags = t.message_flags();
+        for (w, f) in self.flags.as_mut().iter_mut().enumerate() {
+            *f = flags.get(w).copied().unwrap_or(0) & flag_mask(n_flags, w);
+        }
+        self.after_message(t);
+    }
+
+    /// The end of a user message, its flags stored.
+    fn after_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         let n_contains = t.contains.len();
-        matchers.match_message(message, n_contains, flags);
         self.sync_message_atoms(t);
         if let Some(step) = self.active() {
             let rules = t.steps.get(step).map_or(0, |s| s.reset);
@@ -481,6 +498,24 @@ where
             }
         }
         self.activate(t);
+    }
+
+    /// Everything the session's future behaviour depends on, for a host whose available
+    /// tools are fixed: the step, the index, and the derived condition state (which
+    /// holds the message flags, the `tool_used` atoms, the sequences' shift-and bits and
+    /// the `not_recently_used` counters). Two states with equal keys answer every
+    /// future event identically; the history ring, the used set beyond the `tool_used`
+    /// atoms and the usage do not matter for that.
+    pub fn behaviour_key(&self, out: &mut Vec<u64>) {
+        out.clear();
+        out.push(u64::from(self.step) << 16 | u64::from(self.index));
+        out.extend_from_slice(self.derived.as_ref());
+        let counters = self.counters.as_ref();
+        out.extend(counters.chunks(4).map(|c| {
+            c.iter()
+                .rev()
+                .fold(0u64, |acc, x| acc << 16 | u64::from(*x))
+        }));
     }
 
     /// Usage (SPEC §5): add to the cumulative token usage, saturating.
