@@ -46,6 +46,7 @@ pub mod ir;
 mod json;
 pub mod limits;
 mod model;
+pub mod verify;
 
 /// The pipeline's stages for the `orchestration!` macro crate and this crate's own
 /// tests and benchmarks. Not a public API: use [`compile_json`], [`Builder`] and the

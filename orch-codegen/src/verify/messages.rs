@@ -1,0 +1,505 @@
+//! Which combinations of message conditions a single user message can satisfy, decided
+//! exactly, each with a shortest witness message.
+//!
+//! A message is a sequence of characters; every condition is a small machine over it:
+//!
+//! - `message_contains n` (SPEC §7: Unicode full case folding) is a KMP automaton over
+//!   the *folded* characters of the message — each character feeds its whole folding
+//!   (`ß` feeds `s`, `s`);
+//! - all `message_regex` patterns together are one Thompson NFA (the `regex` crate's
+//!   own compiler, so the syntax and semantics are the runtime's), simulated as a set
+//!   of NFA states; look-around (`^`, `$`, `\b`, …) is decided by the `regex` crate's
+//!   own look matcher on the actual neighbouring characters.
+//!
+//! The characters are grouped into classes that no condition can tell apart: two
+//! characters are in one class when every character class of every pattern (with `\w`,
+//! `\n` and `\r` for look-around) contains both or neither, and their foldings are the
+//! same once characters that occur in no needle are blotted out. A breadth-first search
+//! over (NFA states, previous character's class, KMP states, conditions matched so far),
+//! one representative character per class, visits every state a message can lead to; at
+//! each one the message may end, which decides the final combination. Breadth first
+//! means the first witness found for a combination is a shortest one.
+//!
+//! The search is exhaustive unless it meets its state limit, in which case the result
+//! says it is incomplete (and nothing may be concluded from a combination's absence).
+
+use regex_automata::nfa::thompson::{State as NfaState, NFA};
+use regex_automata::util::primitives::StateID;
+use regex_syntax::hir::{Class, Hir, HirKind};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// The message conditions of a template, in the order of the machine's message flags:
+/// `contains` (already case-folded, as the tables store them), then `regexes`.
+#[derive(Clone, Debug)]
+pub struct MessageConditions<'a> {
+    /// `message_contains` values, folded.
+    pub contains: &'a [String],
+    /// `message_regex` patterns.
+    pub regexes: &'a [String],
+}
+
+/// One combination of message flags a single message can produce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Combination {
+    /// The flags (bit `i` = message condition `i` holds), `ceil(flags / 64)` words.
+    pub flags: Vec<u64>,
+    /// A shortest message that produces exactly these flags.
+    pub witness: String,
+}
+
+/// What the analysis found.
+#[derive(Clone, Debug)]
+pub struct Combinations {
+    /// Every combination found, the empty one (no condition holds) included when some
+    /// message produces it.
+    pub combinations: Vec<Combination>,
+    /// Did the search visit every state? When `false`, a combination that is not listed
+    /// may still be possible.
+    pub complete: bool,
+}
+
+/// Why the analysis could not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MessageError {
+    /// A pattern does not compile (the checks report it first).
+    Regex(String),
+    /// A pattern can match bytes that are not UTF-8 text (`(?-u:\xFF)`): messages are
+    /// text, and this analysis works on characters.
+    NotText(String),
+}
+
+/// The closing sentinel of a KMP state: the needle was found.
+const FOUND: u32 = u32::MAX;
+
+/// The character classes of an analysis: a representative per class, and each class's
+/// folding signature.
+struct Alphabet {
+    /// Representative characters, one per class.
+    reps: Vec<char>,
+}
+
+impl<'a> MessageConditions<'a> {
+    /// How many message flags there are.
+    pub fn len(&self) -> usize {
+        self.contains.len() + self.regexes.len()
+    }
+
+    /// Are there none?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every combination of these conditions that one message can satisfy, with a
+    /// shortest witness each; at most `max_states` search states are visited.
+    pub fn combinations(&self, max_states: usize) -> Result<Combinations, MessageError> {
+        let nfa = if self.regexes.is_empty() {
+            None
+        } else {
+            let mut hirs = Vec::new();
+            for p in self.regexes {
+                let hir =
+                    regex_syntax::parse(p).map_err(|e| MessageError::Regex(format!("{p}: {e}")))?;
+                if !hir.properties().is_utf8() {
+                    return Err(MessageError::NotText(p.clone()));
+                }
+                hirs.push(hir);
+            }
+            let nfa = NFA::compiler()
+                .configure(NFA::config().shrink(false))
+                .build_many_from_hir(&hirs)
+                .map_err(|e| MessageError::Regex(e.to_string()))?;
+            Some((nfa, hirs))
+        };
+        let needles: Vec<Vec<char>> = self.contains.iter().map(|n| n.chars().collect()).collect();
+        let alphabet = alphabet(
+            nfa.as_ref().map(|(_, h)| h.as_slice()).unwrap_or(&[]),
+            &needles,
+        );
+        let kmp: Vec<Vec<u32>> = needles.iter().map(|n| failure(n)).collect();
+        let mut search = Search {
+            nfa: nfa.as_ref().map(|(n, _)| n),
+            needles: &needles,
+            kmp: &kmp,
+            n_contains: self.contains.len(),
+            words: self.len().div_ceil(64).max(1),
+        };
+        Ok(search.run(&alphabet, max_states))
+    }
+}
+
+/// A state of the search: what the message so far leaves behind.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Node {
+    /// NFA states reached by the last byte (before their epsilon closure).
+    seeds: Vec<StateID>,
+    /// The previous character (`None` at the start of the message).
+    prev: Option<char>,
+    /// KMP state per needle ([`FOUND`] once found).
+    kmp: Vec<u32>,
+    /// Flags already decided true (needles found, patterns matched).
+    matched: Vec<u64>,
+}
+
+struct Search<'s> {
+    nfa: Option<&'s NFA>,
+    needles: &'s [Vec<char>],
+    kmp: &'s [Vec<u32>],
+    n_contains: usize,
+    words: usize,
+}
+
+impl Search<'_> {
+    fn run(&mut self, alphabet: &Alphabet, max_states: usize) -> Combinations {
+        let start = Node {
+            seeds: self
+                .nfa
+                .map(|n| vec![n.start_unanchored()])
+                .unwrap_or_default(),
+            prev: None,
+            kmp: self
+                .needles
+                .iter()
+                .map(|n| if n.is_empty() { FOUND } else { 0 })
+                .collect(),
+            matched: self.initial_matched(),
+        };
+        let mut seen: HashMap<Node, ()> = HashMap::new();
+        let mut queue: VecDeque<(Node, String)> = VecDeque::new();
+        let mut found: Vec<Combination> = Vec::new();
+        let mut combos: BTreeSet<Vec<u64>> = BTreeSet::new();
+        seen.insert(start.clone(), ());
+        queue.push_back((start, String::new()));
+        let mut complete = true;
+        while let Some((node, text)) = queue.pop_front() {
+            // The message may end here.
+            let flags = self.at_end(&node);
+            if combos.insert(flags.clone()) {
+                found.push(Combination {
+                    flags,
+                    witness: text.clone(),
+                });
+            }
+            for &c in &alphabet.reps {
+                let next = self.step(&node, c);
+                if seen.contains_key(&next) {
+                    continue;
+                }
+                if seen.len() >= max_states {
+                    complete = false;
+                    continue;
+                }
+                seen.insert(next.clone(), ());
+                let mut t = text.clone();
+                t.push(c);
+                queue.push_back((next, t));
+            }
+        }
+        Combinations {
+            combinations: found,
+            complete,
+        }
+    }
+
+    fn initial_matched(&self) -> Vec<u64> {
+        let mut m = vec![0u64; self.words];
+        for (i, n) in self.needles.iter().enumerate() {
+            if n.is_empty() {
+                m[i / 64] |= 1 << (i % 64);
+            }
+        }
+        m
+    }
+
+    /// The flags if the message ends after `node`.
+    fn at_end(&self, node: &Node) -> Vec<u64> {
+        let mut flags = node.matched.clone();
+        if let Some(nfa) = self.nfa {
+            let mut hay = Vec::new();
+            if let Some(p) = node.prev {
+                push_utf8(&mut hay, p);
+            }
+            let at = hay.len();
+            self.closure(nfa, &node.seeds, &hay, at, &mut flags);
+        }
+        flags
+    }
+
+    /// The node after character `c`.
+    fn step(&self, node: &Node, c: char) -> Node {
+        let mut matched = node.matched.clone();
+        // Needles: feed the folding of `c`.
+        let mut kmp = node.kmp.clone();
+        let folded = orch_runtime::__private::fold_case(c.encode_utf8(&mut [0u8; 4]));
+        for (i, state) in kmp.iter_mut().enumerate() {
+            if *state == FOUND {
+                continue;
+            }
+            let needle = &self.needles[i];
+            let fail = &self.kmp[i];
+            let mut j = *state as usize;
+            for x in folded.chars() {
+                while j > 0 && needle[j] != x {
+                    j = fail[j - 1] as usize;
+                }
+                if needle[j] == x {
+                    j += 1;
+                }
+                if j == needle.len() {
+                    break;
+                }
+            }
+            if j == needle.len() {
+                *state = FOUND;
+                matched[i / 64] |= 1 << (i % 64);
+            } else {
+                *state = j as u32;
+            }
+        }
+        // Patterns: the closure at the boundary before `c`, then `c`'s bytes.
+        let seeds = match self.nfa {
+            None => Vec::new(),
+            Some(nfa) => {
+                let mut hay = Vec::new();
+                if let Some(p) = node.prev {
+                    push_utf8(&mut hay, p);
+                }
+                let at = hay.len();
+                push_utf8(&mut hay, c);
+                let mut current = self.closure(nfa, &node.seeds, &hay, at, &mut matched);
+                for pos in at..hay.len() {
+                    let byte = hay[pos];
+                    let mut next: Vec<StateID> = Vec::new();
+                    for &s in &current {
+                        if let Some(t) = byte_step(nfa, s, byte) {
+                            next.push(t);
+                        }
+                    }
+                    next.sort_unstable();
+                    next.dedup();
+                    if pos + 1 < hay.len() {
+                        current = self.closure(nfa, &next, &hay, pos + 1, &mut matched);
+                    } else {
+                        current = next;
+                    }
+                }
+                current
+            }
+        };
+        Node {
+            seeds,
+            prev: Some(c),
+            kmp,
+            matched,
+        }
+    }
+
+    /// The epsilon closure of `seeds` at position `at` of `hay` (look-around decided on
+    /// it): the byte-consuming states, sorted. Patterns whose match state is reached are
+    /// marked in `matched`.
+    fn closure(
+        &self,
+        nfa: &NFA,
+        seeds: &[StateID],
+        hay: &[u8],
+        at: usize,
+        matched: &mut [u64],
+    ) -> Vec<StateID> {
+        let mut out = Vec::new();
+        let mut seen: BTreeSet<StateID> = BTreeSet::new();
+        let mut stack: Vec<StateID> = seeds.to_vec();
+        while let Some(s) = stack.pop() {
+            if !seen.insert(s) {
+                continue;
+            }
+            match nfa.state(s) {
+                NfaState::ByteRange { .. } | NfaState::Sparse(_) | NfaState::Dense(_) => {
+                    out.push(s)
+                }
+                NfaState::Look { look, next } => {
+                    if nfa.look_matcher().matches(*look, hay, at) {
+                        stack.push(*next);
+                    }
+                }
+                NfaState::Union { alternates } => stack.extend(alternates.iter().rev()),
+                NfaState::BinaryUnion { alt1, alt2 } => {
+                    stack.push(*alt2);
+                    stack.push(*alt1);
+                }
+                NfaState::Capture { next, .. } => stack.push(*next),
+                NfaState::Fail => {}
+                NfaState::Match { pattern_id } => {
+                    let i = self.n_contains + pattern_id.as_usize();
+                    if let Some(w) = matched.get_mut(i / 64) {
+                        *w |= 1 << (i % 64);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The state a byte-consuming NFA state moves to on `byte`.
+fn byte_step(nfa: &NFA, s: StateID, byte: u8) -> Option<StateID> {
+    match nfa.state(s) {
+        NfaState::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
+        NfaState::Sparse(t) => t.matches_byte(byte),
+        NfaState::Dense(t) => t.matches_byte(byte),
+        _ => None,
+    }
+}
+
+fn push_utf8(out: &mut Vec<u8>, c: char) {
+    out.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes());
+}
+
+/// KMP failure function of `needle`.
+fn failure(needle: &[char]) -> Vec<u32> {
+    let mut f = vec![0u32; needle.len()];
+    let mut k = 0usize;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = f[k - 1] as usize;
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        f[i] = k as u32;
+    }
+    f
+}
+
+/// Every character range some pattern's character classes or literals distinguish.
+fn class_ranges(hir: &Hir, out: &mut Vec<(char, char)>) {
+    match hir.kind() {
+        HirKind::Literal(lit) => {
+            if let Ok(s) = std::str::from_utf8(&lit.0) {
+                out.extend(s.chars().map(|c| (c, c)));
+            }
+        }
+        HirKind::Class(Class::Unicode(cls)) => {
+            out.extend(cls.ranges().iter().map(|r| (r.start(), r.end())))
+        }
+        HirKind::Class(Class::Bytes(cls)) => out.extend(
+            cls.ranges()
+                .iter()
+                .filter(|r| r.start() < 0x80)
+                .map(|r| (char::from(r.start()), char::from(r.end().min(0x7f)))),
+        ),
+        HirKind::Repetition(r) => class_ranges(&r.sub, out),
+        HirKind::Capture(c) => class_ranges(&c.sub, out),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().for_each(|h| class_ranges(h, out)),
+        HirKind::Empty | HirKind::Look(_) => {}
+    }
+}
+
+/// The character classes of the search.
+fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
+    // Sets each character's membership depends on: the patterns' classes and literals,
+    // the word classes and line terminators that look-around reads.
+    let mut sets: Vec<Vec<(char, char)>> = Vec::new();
+    for hir in hirs {
+        let mut ranges = Vec::new();
+        class_ranges(hir, &mut ranges);
+        // Each range is its own set (membership in each one matters).
+        sets.extend(ranges.into_iter().map(|r| vec![r]));
+    }
+    for extra in [r"\w", r"(?-u:\w)"] {
+        if let Ok(hir) = regex_syntax::parse(extra) {
+            let mut ranges = Vec::new();
+            class_ranges(&hir, &mut ranges);
+            sets.push(ranges);
+        }
+    }
+    sets.push(vec![('\n', '\n')]);
+    sets.push(vec![('\r', '\r')]);
+    // Characters whose folding holds a needle character are told apart one by one.
+    let needle_chars: BTreeSet<char> = needles.iter().flatten().copied().collect();
+    let mut special: BTreeSet<char> = needle_chars.clone();
+    for (c, folded) in foldings() {
+        if folded.chars().any(|x| needle_chars.contains(&x)) {
+            special.insert(*c);
+        }
+    }
+    // Cut the code points where any membership changes.
+    let mut cuts: BTreeSet<u32> = BTreeSet::new();
+    cuts.insert(0);
+    for set in &sets {
+        for (a, b) in set {
+            cuts.insert(*a as u32);
+            cuts.insert(*b as u32 + 1);
+        }
+    }
+    for c in &special {
+        cuts.insert(*c as u32);
+        cuts.insert(*c as u32 + 1);
+    }
+    let cuts: Vec<u32> = cuts.into_iter().filter(|c| *c <= 0x10FFFF).collect();
+    // Each interval's signature; intervals with equal signatures are one class.
+    let mut classes: HashMap<(Vec<bool>, String), char> = HashMap::new();
+    let mut order: Vec<(Vec<bool>, String)> = Vec::new();
+    for (k, &lo) in cuts.iter().enumerate() {
+        let hi = cuts.get(k + 1).map_or(0x10FFFF, |n| n - 1);
+        // A representative: the first scalar value of the interval, printable if one is.
+        let Some(rep) = representative(lo, hi) else {
+            continue;
+        };
+        let membership: Vec<bool> = sets
+            .iter()
+            .map(|set| set.iter().any(|(a, b)| *a <= rep && rep <= *b))
+            .collect();
+        let fold_sig = if special.contains(&rep) {
+            let folded = orch_runtime::__private::fold_case(rep.encode_utf8(&mut [0u8; 4]));
+            folded
+                .chars()
+                .map(|x| if needle_chars.contains(&x) { x } else { '\0' })
+                .collect()
+        } else {
+            "\0".to_owned()
+        };
+        let key = (membership, fold_sig);
+        if !classes.contains_key(&key) {
+            classes.insert(key.clone(), rep);
+            order.push(key);
+        }
+    }
+    Alphabet {
+        reps: order.iter().map(|k| classes[k]).collect(),
+    }
+}
+
+/// Every character whose full case folding is not itself, with its folding (computed
+/// once per process; no character past U+1F000 has one).
+fn foldings() -> &'static [(char, String)] {
+    static TABLE: std::sync::OnceLock<Vec<(char, String)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0u32..0x1F000)
+            .filter_map(char::from_u32)
+            .filter_map(|c| {
+                let mut buf = [0u8; 4];
+                let folded = orch_runtime::__private::fold_case(c.encode_utf8(&mut buf));
+                (folded.chars().ne(std::iter::once(c))).then_some((c, folded))
+            })
+            .collect()
+    })
+}
+
+/// The first scalar value in `lo..=hi`, preferring a printable one (not a control
+/// character, not whitespace other than a space) to make witnesses readable.
+fn representative(lo: u32, hi: u32) -> Option<char> {
+    let scan_end = hi.min(lo.saturating_add(256));
+    let mut first = None;
+    for v in lo..=scan_end {
+        if let Some(c) = char::from_u32(v) {
+            if first.is_none() {
+                first = Some(c);
+            }
+            if !c.is_control() && (c == ' ' || !c.is_whitespace()) {
+                return Some(c);
+            }
+        }
+    }
+    // Past the scanned part (surrogates, long control runs), any scalar value.
+    first.or_else(|| (scan_end..=hi).find_map(char::from_u32))
+}
