@@ -74,8 +74,8 @@ const FOUND: u32 = u32::MAX;
 /// The character classes of an analysis: a representative per class, and each class's
 /// folding signature.
 struct Alphabet {
-    /// Representative characters, one per class.
-    reps: Vec<char>,
+    /// Representative characters, one per class, with their full case folding.
+    reps: Vec<(char, String)>,
 }
 
 impl<'a> MessageConditions<'a> {
@@ -116,8 +116,13 @@ impl<'a> MessageConditions<'a> {
             &needles,
         );
         let kmp: Vec<Vec<u32>> = needles.iter().map(|n| failure(n)).collect();
+        let owner = nfa.as_ref().map_or_else(Vec::new, |(n, _)| owners(n));
+        let canonical = canonical_prev(&alphabet);
         let mut search = Search {
             nfa: nfa.as_ref().map(|(n, _)| n),
+            owner,
+            canonical,
+            memo: std::cell::RefCell::new(HashMap::new()),
             needles: &needles,
             kmp: &kmp,
             n_contains: self.contains.len(),
@@ -140,8 +145,19 @@ struct Node {
     matched: Vec<u64>,
 }
 
+/// See [`Search::memo`].
+type Memo = HashMap<(Vec<StateID>, Option<char>, char), (Vec<StateID>, Vec<u64>)>;
+
 struct Search<'s> {
     nfa: Option<&'s NFA>,
+    /// Per NFA state, the pattern it belongs to (`None`: the shared unanchored prefix).
+    owner: Vec<Option<usize>>,
+    /// Per look-around context of a previous character, the character standing for
+    /// every character with that context (look-around reads nothing else of it).
+    canonical: HashMap<u8, char>,
+    /// The patterns' step: (seeds, previous character, character) → (seeds, patterns
+    /// that matched on the way).
+    memo: std::cell::RefCell<Memo>,
     needles: &'s [Vec<char>],
     kmp: &'s [Vec<u32>],
     n_contains: usize,
@@ -179,8 +195,9 @@ impl Search<'_> {
                     witness: text.clone(),
                 });
             }
-            for &c in &alphabet.reps {
-                let next = self.step(&node, c);
+            for (c, folded) in &alphabet.reps {
+                let c = *c;
+                let next = self.step(&node, c, folded);
                 if seen.contains_key(&next) {
                     continue;
                 }
@@ -225,11 +242,10 @@ impl Search<'_> {
     }
 
     /// The node after character `c`.
-    fn step(&self, node: &Node, c: char) -> Node {
+    fn step(&self, node: &Node, c: char, folded: &str) -> Node {
         let mut matched = node.matched.clone();
         // Needles: feed the folding of `c`.
         let mut kmp = node.kmp.clone();
-        let folded = orch_runtime::__private::fold_case(c.encode_utf8(&mut [0u8; 4]));
         for (i, state) in kmp.iter_mut().enumerate() {
             if *state == FOUND {
                 continue;
@@ -259,35 +275,64 @@ impl Search<'_> {
         let seeds = match self.nfa {
             None => Vec::new(),
             Some(nfa) => {
-                let mut hay = Vec::new();
-                if let Some(p) = node.prev {
-                    push_utf8(&mut hay, p);
-                }
-                let at = hay.len();
-                push_utf8(&mut hay, c);
-                let mut current = self.closure(nfa, &node.seeds, &hay, at, &mut matched);
-                for pos in at..hay.len() {
-                    let byte = hay[pos];
-                    let mut next: Vec<StateID> = Vec::new();
-                    for &s in &current {
-                        if let Some(t) = byte_step(nfa, s, byte) {
-                            next.push(t);
+                // The patterns' part moves independently of the needles': memoized.
+                let memo_key = (node.seeds.clone(), node.prev, c);
+                let known = self.memo.borrow().get(&memo_key).cloned();
+                if let Some((seeds, hits)) = known {
+                    for (m, h) in matched.iter_mut().zip(&hits) {
+                        *m |= h;
+                    }
+                    seeds
+                } else {
+                    let mut hits = vec![0u64; matched.len()];
+                    let mut hay = Vec::new();
+                    if let Some(p) = node.prev {
+                        push_utf8(&mut hay, p);
+                    }
+                    let at = hay.len();
+                    push_utf8(&mut hay, c);
+                    let mut current = self.closure(nfa, &node.seeds, &hay, at, &mut hits);
+                    for pos in at..hay.len() {
+                        let byte = hay[pos];
+                        let mut next: Vec<StateID> = Vec::new();
+                        for &s in &current {
+                            if let Some(t) = byte_step(nfa, s, byte) {
+                                next.push(t);
+                            }
+                        }
+                        next.sort_unstable();
+                        next.dedup();
+                        if pos + 1 < hay.len() {
+                            current = self.closure(nfa, &next, &hay, pos + 1, &mut hits);
+                        } else {
+                            current = next;
                         }
                     }
-                    next.sort_unstable();
-                    next.dedup();
-                    if pos + 1 < hay.len() {
-                        current = self.closure(nfa, &next, &hay, pos + 1, &mut matched);
-                    } else {
-                        current = next;
+                    for (m, h) in matched.iter_mut().zip(&hits) {
+                        *m |= h;
                     }
+                    self.memo
+                        .borrow_mut()
+                        .insert(memo_key, (current.clone(), hits));
+                    current
                 }
-                current
             }
         };
+        // States of patterns that have matched can change nothing any more.
+        let seeds: Vec<StateID> = seeds
+            .into_iter()
+            .filter(|s| match self.owner.get(s.as_usize()).copied().flatten() {
+                Some(pid) => {
+                    let i = self.n_contains + pid;
+                    matched.get(i / 64).is_none_or(|w| w >> (i % 64) & 1 == 0)
+                }
+                None => true,
+            })
+            .collect();
+        let prev = self.canonical.get(&look_context(c)).copied().unwrap_or(c);
         Node {
             seeds,
-            prev: Some(c),
+            prev: Some(prev),
             kmp,
             matched,
         }
@@ -340,6 +385,55 @@ impl Search<'_> {
     }
 }
 
+/// Per NFA state, the pattern whose anchored start reaches it (the unanchored prefix
+/// belongs to none).
+fn owners(nfa: &NFA) -> Vec<Option<usize>> {
+    let mut owner = vec![None; nfa.states().len()];
+    for pid in 0..nfa.pattern_len() {
+        let Some(start) = regex_automata::PatternID::new(pid)
+            .ok()
+            .and_then(|p| nfa.start_pattern(p))
+        else {
+            continue;
+        };
+        let mut stack = vec![start];
+        while let Some(s) = stack.pop() {
+            let slot = &mut owner[s.as_usize()];
+            if slot.is_some() {
+                continue;
+            }
+            *slot = Some(pid);
+            match nfa.state(s) {
+                NfaState::ByteRange { trans } => stack.push(trans.next),
+                NfaState::Sparse(t) => stack.extend(t.transitions.iter().map(|t| t.next)),
+                NfaState::Dense(t) => stack.extend(t.transitions.iter().copied()),
+                NfaState::Look { next, .. } | NfaState::Capture { next, .. } => stack.push(*next),
+                NfaState::Union { alternates } => stack.extend(alternates.iter().copied()),
+                NfaState::BinaryUnion { alt1, alt2 } => stack.extend([*alt1, *alt2]),
+                NfaState::Fail | NfaState::Match { .. } => {}
+            }
+        }
+    }
+    owner
+}
+
+/// What look-around can see of a character: Unicode and ASCII word character, `\n`,
+/// `\r`.
+fn look_context(c: char) -> u8 {
+    let word_u = regex_syntax::is_word_character(c);
+    let word_a = c.is_ascii_alphanumeric() || c == '_';
+    u8::from(word_u) | u8::from(word_a) << 1 | u8::from(c == '\n') << 2 | u8::from(c == '\r') << 3
+}
+
+/// The first representative of each look-around context.
+fn canonical_prev(alphabet: &Alphabet) -> HashMap<u8, char> {
+    let mut map = HashMap::new();
+    for (c, _) in &alphabet.reps {
+        map.entry(look_context(*c)).or_insert(*c);
+    }
+    map
+}
+
 /// The state a byte-consuming NFA state moves to on `byte`.
 fn byte_step(nfa: &NFA, s: StateID, byte: u8) -> Option<StateID> {
     match nfa.state(s) {
@@ -370,26 +464,28 @@ fn failure(needle: &[char]) -> Vec<u32> {
     f
 }
 
-/// Every character range some pattern's character classes or literals distinguish.
-fn class_ranges(hir: &Hir, out: &mut Vec<(char, char)>) {
+/// The character sets a pattern distinguishes: each character class (all its ranges
+/// together: what matters is being in the class or not) and each literal character.
+fn class_sets(hir: &Hir, out: &mut Vec<Vec<(char, char)>>) {
     match hir.kind() {
         HirKind::Literal(lit) => {
             if let Ok(s) = std::str::from_utf8(&lit.0) {
-                out.extend(s.chars().map(|c| (c, c)));
+                out.extend(s.chars().map(|c| vec![(c, c)]));
             }
         }
         HirKind::Class(Class::Unicode(cls)) => {
-            out.extend(cls.ranges().iter().map(|r| (r.start(), r.end())))
+            out.push(cls.ranges().iter().map(|r| (r.start(), r.end())).collect())
         }
-        HirKind::Class(Class::Bytes(cls)) => out.extend(
+        HirKind::Class(Class::Bytes(cls)) => out.push(
             cls.ranges()
                 .iter()
                 .filter(|r| r.start() < 0x80)
-                .map(|r| (char::from(r.start()), char::from(r.end().min(0x7f)))),
+                .map(|r| (char::from(r.start()), char::from(r.end().min(0x7f))))
+                .collect(),
         ),
-        HirKind::Repetition(r) => class_ranges(&r.sub, out),
-        HirKind::Capture(c) => class_ranges(&c.sub, out),
-        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().for_each(|h| class_ranges(h, out)),
+        HirKind::Repetition(r) => class_sets(&r.sub, out),
+        HirKind::Capture(c) => class_sets(&c.sub, out),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().for_each(|h| class_sets(h, out)),
         HirKind::Empty | HirKind::Look(_) => {}
     }
 }
@@ -400,18 +496,15 @@ fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
     // the word classes and line terminators that look-around reads.
     let mut sets: Vec<Vec<(char, char)>> = Vec::new();
     for hir in hirs {
-        let mut ranges = Vec::new();
-        class_ranges(hir, &mut ranges);
-        // Each range is its own set (membership in each one matters).
-        sets.extend(ranges.into_iter().map(|r| vec![r]));
+        class_sets(hir, &mut sets);
     }
     for extra in [r"\w", r"(?-u:\w)"] {
         if let Ok(hir) = regex_syntax::parse(extra) {
-            let mut ranges = Vec::new();
-            class_ranges(&hir, &mut ranges);
-            sets.push(ranges);
+            class_sets(&hir, &mut sets);
         }
     }
+    sets.sort();
+    sets.dedup();
     sets.push(vec![('\n', '\n')]);
     sets.push(vec![('\r', '\r')]);
     // Characters whose folding holds a needle character are told apart one by one.
@@ -445,10 +538,7 @@ fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
         let Some(rep) = representative(lo, hi) else {
             continue;
         };
-        let membership: Vec<bool> = sets
-            .iter()
-            .map(|set| set.iter().any(|(a, b)| *a <= rep && rep <= *b))
-            .collect();
+        let membership: Vec<bool> = sets.iter().map(|set| in_set(set, rep)).collect();
         let fold_sig = if special.contains(&rep) {
             let folded = orch_runtime::__private::fold_case(rep.encode_utf8(&mut [0u8; 4]));
             folded
@@ -465,8 +555,23 @@ fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
         }
     }
     Alphabet {
-        reps: order.iter().map(|k| classes[k]).collect(),
+        reps: order
+            .iter()
+            .map(|k| {
+                let c = classes[k];
+                (
+                    c,
+                    orch_runtime::__private::fold_case(c.encode_utf8(&mut [0u8; 4])),
+                )
+            })
+            .collect(),
     }
+}
+
+/// Is `c` in the set (ranges sorted by start, as the `regex` crate keeps them)?
+fn in_set(set: &[(char, char)], c: char) -> bool {
+    let i = set.partition_point(|(a, _)| *a <= c);
+    i > 0 && set[i - 1].1 >= c
 }
 
 /// Every character whose full case folding is not itself, with its folding (computed

@@ -1,7 +1,10 @@
 //! Verification of a template's reachable behaviour (work in progress towards
 //! `orch verify`): what the engine can do from a fresh session, decided exactly.
 //!
+//! - [`explore`]: every state a session can reach (the runtime's engine, states told
+//!   apart by its behaviour key), with shortest witnesses;
 //! - [`messages`]: which combinations of message conditions a single user message can
 //!   satisfy, with a shortest witness message each.
 
+pub mod explore;
 pub mod messages;

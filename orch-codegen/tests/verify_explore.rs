@@ -1,0 +1,158 @@
+//! The explorer of the verifier: every witness it prints replays through the run-time
+//! engine to the claimed state, recording only tools that were allowed at that point
+//! (unless permissive); and a bounded brute-force search over the concrete engine never
+//! reaches a step the explorer called unreachable.
+
+use orch_codegen::verify::explore::{explore, Event, Exploration, Options};
+use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
+
+fn machine(src: &str) -> DynMachine {
+    let compiled = orch_codegen::compile_json(src, None);
+    assert!(!compiled.has_errors(), "{:?}", compiled.diagnostics);
+    compiled.to_machine().unwrap()
+}
+
+/// Replays `witness`; returns the session and the last record's outcome.
+fn replay<'m>(
+    m: &'m DynMachine,
+    witness: &[Event],
+    permissive: bool,
+) -> (DynSession<'m>, Option<DynOutcome>) {
+    let mut s = m.session();
+    let mut last = None;
+    for e in witness {
+        match e {
+            Event::Available(list) => s.set_available(list.iter().map(String::as_str)),
+            Event::Message(text) => s.on_user_message(text),
+            Event::Tool(name) => {
+                assert!(
+                    permissive || s.check(name).is_ok(),
+                    "{name} is allowed at that point"
+                );
+                last = Some(s.record(name));
+            }
+            Event::Reset => s.reset(),
+        }
+    }
+    (s, last)
+}
+
+fn check_witnesses(m: &DynMachine, found: &Exploration, permissive: bool) {
+    for step in &found.steps {
+        if let Some(w) = &step.reachable {
+            let (s, _) = replay(m, w, permissive);
+            assert_eq!(
+                s.step(),
+                Some(step.name.as_str()),
+                "witness of {} {:?}",
+                step.name,
+                w
+            );
+        }
+        if let Some(w) = &step.completes {
+            let (before, _) = replay(m, &w[..w.len() - 1], permissive);
+            assert_eq!(before.step(), Some(step.name.as_str()));
+            let (_, outcome) = replay(m, w, permissive);
+            assert_eq!(
+                outcome,
+                Some(DynOutcome::Completed),
+                "{} completes: {:?}",
+                step.name,
+                w
+            );
+        }
+    }
+    if let Some(w) = &found.blocked {
+        assert!(replay(m, w, permissive).0.blocked_on().is_some());
+    }
+    if let Some(w) = &found.no_tools {
+        assert!(replay(m, w, permissive).0.allowed().is_empty());
+    }
+}
+
+#[test]
+fn witnesses_replay_on_the_project_templates() {
+    for path in [
+        "../examples/agents/cognitive-reasoner/template.json",
+        "../examples/agents/support-triage/template.json",
+        "../tests/fixtures/machines/conformance.json",
+        "../tests/fixtures/machines/sequence-shaped.json",
+        "../tests/fixtures/machines/sequence-modes.json",
+        "../tests/fixtures/machines/no-default.json",
+    ] {
+        let m = machine(&std::fs::read_to_string(path).unwrap());
+        for permissive in [false, true] {
+            let found = explore(
+                &m,
+                &Options {
+                    permissive,
+                    ..Options::default()
+                },
+            )
+            .unwrap();
+            assert!(found.complete, "{path}: {} states", found.states);
+            check_witnesses(&m, &found, permissive);
+            // Every step of these templates can become active.
+            for s in &found.steps {
+                assert!(s.reachable.is_some(), "{path}: {} unreachable", s.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn finds_dead_steps_and_sequences_that_never_complete() {
+    let src = r#"{"agentId": "dead", "tools": ["search", "audit", "answer"],
+      "orchestration": {"steps": [
+        {"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search", "answer"]}},
+        {"name": "Audit Desk", "conditions": [{"type": "message_regex", "value": "^a"}, {"type": "message_regex", "value": "^b"}],
+         "availableTools": {"allowed": ["audit"]}},
+        {"name": "Review", "conditions": [{"type": "tool_used", "value": "audit"}]},
+        {"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}],
+         "sequence": ["search", "answer"], "availableTools": {"allowed": ["search", "answer"]}}
+      ]}}"#;
+    let m = machine(src);
+    let found = explore(&m, &Options::default()).unwrap();
+    assert!(found.complete);
+    check_witnesses(&m, &found, false);
+    let by = |n: &str| found.steps.iter().find(|s| s.name == n).unwrap();
+    assert!(
+        by("Audit Desk").reachable.is_none(),
+        "`^a` and `^b` never hold together"
+    );
+    assert!(
+        by("Review").reachable.is_none(),
+        "`audit` is allowed only in a dead step"
+    );
+    assert!(by("Research").completes.is_some());
+    // A host that does not enforce can run `audit` anywhere.
+    let permissive = explore(
+        &m,
+        &Options {
+            permissive: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    check_witnesses(&m, &permissive, true);
+    assert!(permissive
+        .steps
+        .iter()
+        .find(|s| s.name == "Review")
+        .unwrap()
+        .reachable
+        .is_some());
+    // Without `answer` available, Research's sequence never completes and blocks.
+    let narrow = Options {
+        available: Some(vec!["search".into(), "audit".into()]),
+        ..Options::default()
+    };
+    let found = explore(&m, &narrow).unwrap();
+    check_witnesses(&m, &found, false);
+    assert!(by_name(&found, "Research").completes.is_none());
+    assert!(found.blocked.is_some());
+}
+
+fn by_name<'a>(found: &'a Exploration, n: &str) -> &'a orch_codegen::verify::explore::StepFinding {
+    found.steps.iter().find(|s| s.name == n).unwrap()
+}
