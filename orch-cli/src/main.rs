@@ -7,6 +7,7 @@
 mod graph;
 mod input;
 mod simulate;
+mod verify;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use orch_codegen::diagnostic;
@@ -65,6 +66,30 @@ enum Command {
         file: String,
         /// The events file (JSON lines), or `-` for standard input.
         events: Option<String>,
+    },
+    /// Explore every state a session of each template can reach, and report, with a
+    /// shortest witness (events `orch simulate` replays), which steps can become active
+    /// and which sequences can complete. Exit 0 when every step is reachable and every
+    /// sequence can complete, 1 otherwise (or when the exploration stopped early), 2 on
+    /// usage or I/O errors.
+    Verify {
+        /// Template files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<String>,
+        /// Output format: `human` or `json` (one object per finding per line).
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// The host may record any tool of the universe, allowed or not (AgentDock's
+        /// hosts do not enforce); by default it records only tools `allowed()` admits.
+        #[arg(long)]
+        permissive: bool,
+        /// The host's tools, comma-separated (default: every tool of the template).
+        #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+        available: Option<Vec<String>>,
+        /// Stop after this many distinct states (undecided steps are then reported
+        /// as unknown, never as unreachable).
+        #[arg(long, value_name = "N", default_value_t = 200_000)]
+        max_states: usize,
     },
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
@@ -132,6 +157,13 @@ fn main() -> ExitCode {
             ))
         }),
         Command::Simulate { file, events } => simulate_cmd(&file, events.as_deref()),
+        Command::Verify {
+            files,
+            format,
+            permissive,
+            available,
+            max_states,
+        } => verify_cmd(&files, format, permissive, available, max_states),
     };
     ExitCode::from(code)
 }
@@ -285,6 +317,44 @@ fn explain(code: &str) -> u8 {
             USAGE_OR_IO
         }
     }
+}
+
+fn verify_cmd(
+    files: &[String],
+    format: Format,
+    permissive: bool,
+    available: Option<Vec<String>>,
+    max_states: usize,
+) -> u8 {
+    let mut worst = OK;
+    for path in files {
+        let code = with_template(path, |compiled| {
+            let Some(machine) = compiled.to_machine() else {
+                eprintln!("error: {path}: the template could not be loaded");
+                return FOUND_ERRORS;
+            };
+            let found = match verify::run(&machine, permissive, available.clone(), max_states) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {path}: {e}");
+                    return FOUND_ERRORS;
+                }
+            };
+            let text = match format {
+                Format::Json => verify::json_lines(path, &found).join("\n") + "\n",
+                Format::Human => {
+                    let source = input::read_text(path).unwrap_or_default();
+                    verify::human(path, &source, &found)
+                }
+            };
+            match print_out(&text) {
+                OK if verify::has_findings(&found) => FOUND_ERRORS,
+                code => code,
+            }
+        });
+        worst = worst.max(code);
+    }
+    worst
 }
 
 fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {

@@ -1,0 +1,205 @@
+//! `orch verify`: every state a template's session can reach, explored exhaustively
+//! (`orch_codegen::verify`), reported per step and per sequence with a shortest
+//! witness — a list of `orch simulate` events from a fresh session.
+
+use orch_codegen::diagnostic::SourceText;
+use orch_codegen::verify::explore::{explore, Event, Exploration, Options};
+use serde_json::{json, Value};
+
+/// The findings of one file, as JSON lines (`--format json`).
+pub fn json_lines(file: &str, found: &Exploration) -> Vec<String> {
+    let mut out = Vec::new();
+    let decided = |w: &Option<Vec<Event>>| match (w, found.complete) {
+        (Some(_), _) => Value::Bool(true),
+        (None, true) => Value::Bool(false),
+        (None, false) => Value::Null,
+    };
+    for step in &found.steps {
+        let mut line = json!({
+            "file": file,
+            "kind": "step",
+            "step": step.name,
+            "reachable": decided(&step.reachable),
+        });
+        if let Some(w) = &step.reachable {
+            line["witness"] = witness_json(w);
+        }
+        out.push(line.to_string());
+        if step.has_sequence && step.reachable.is_some() {
+            let mut line = json!({
+                "file": file,
+                "kind": "sequence",
+                "step": step.name,
+                "completes": decided(&step.completes),
+            });
+            if let Some(w) = &step.completes {
+                line["witness"] = witness_json(w);
+            }
+            out.push(line.to_string());
+        }
+    }
+    if let Some(w) = &found.blocked {
+        out.push(json!({"file": file, "kind": "blocked", "witness": witness_json(w)}).to_string());
+    }
+    if let Some(w) = &found.no_tools {
+        out.push(json!({"file": file, "kind": "no_tools", "witness": witness_json(w)}).to_string());
+    }
+    out.push(
+        json!({"file": file, "kind": "summary", "states": found.states, "complete": found.complete})
+            .to_string(),
+    );
+    out
+}
+
+/// A witness as SPEC §10 event objects.
+pub fn witness_json(w: &[Event]) -> Value {
+    Value::Array(w.iter().map(event_json).collect())
+}
+
+fn event_json(e: &Event) -> Value {
+    match e {
+        Event::Available(list) => json!({ "available": list }),
+        Event::Message(m) => json!({ "message": m }),
+        Event::Tool(t) => json!({ "tool": t }),
+        Event::Reset => json!({ "reset": true }),
+    }
+}
+
+/// Where each step's name is in the source (for human output), by step index.
+pub fn step_locations(source: &str) -> Vec<Option<(usize, usize)>> {
+    let (template, _) = orch_codegen::__private::parse(source, None);
+    let text = SourceText::new(source);
+    template.map_or_else(Vec::new, |t| {
+        t.steps
+            .iter()
+            .map(|s| {
+                s.name
+                    .as_ref()
+                    .and_then(|n| n.span.byte_range())
+                    .map(|r| text.line_col(r.start))
+            })
+            .collect()
+    })
+}
+
+/// The findings of one file, rustc-style.
+pub fn human(file: &str, source: &str, found: &Exploration) -> String {
+    let places = step_locations(source);
+    let lines: Vec<&str> = source.lines().collect();
+    let at = |i: usize| -> String {
+        match places.get(i).copied().flatten() {
+            Some((l, c)) => {
+                let text = lines.get(l - 1).copied().unwrap_or("");
+                let shown: String = text.chars().take(160).collect();
+                format!(
+                    "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
+                    " ".repeat(c.saturating_sub(1).min(160))
+                )
+            }
+            None => format!("  --> {file}"),
+        }
+    };
+    let mut out = String::new();
+    let mut findings = 0;
+    for (i, step) in found.steps.iter().enumerate() {
+        match (&step.reachable, found.complete) {
+            (None, true) => {
+                findings += 1;
+                out.push_str(&format!(
+                    "warning: step `{}` can never become active\n{}\n   = note: no sequence of messages and {} tool calls from a fresh session activates it\n\n",
+                    step.name,
+                    at(i),
+                    "allowed"
+                ));
+            }
+            (None, false) => {
+                out.push_str(&format!(
+                    "note: step `{}`: undecided (the exploration stopped at its state limit)\n{}\n\n",
+                    step.name,
+                    at(i)
+                ));
+            }
+            (Some(_), _) => {}
+        }
+        if step.has_sequence && step.reachable.is_some() && step.completes.is_none() {
+            if found.complete {
+                findings += 1;
+                out.push_str(&format!(
+                    "warning: the sequence of step `{}` can never complete\n{}\n   = note: the step becomes active (witness: {}), but no continuation records its last tool in order\n\n",
+                    step.name,
+                    at(i),
+                    inline(step.reachable.as_deref().unwrap_or(&[]))
+                ));
+            } else {
+                out.push_str(&format!(
+                    "note: whether the sequence of step `{}` completes is undecided\n{}\n\n",
+                    step.name,
+                    at(i)
+                ));
+            }
+        }
+    }
+    if let Some(w) = &found.blocked {
+        out.push_str(&format!(
+            "note: a session can be blocked: a sequence waits for a tool the host does not have\n  = witness: {}\n\n",
+            inline(w)
+        ));
+    }
+    if let Some(w) = &found.no_tools {
+        out.push_str(&format!(
+            "note: a session can reach a state where no tool is allowed\n  = witness: {}\n\n",
+            inline(w)
+        ));
+    }
+    out.push_str(&format!(
+        "{file}: {} step{} reachable of {}, {findings} finding{}, {} states explored{}\n",
+        found.steps.iter().filter(|s| s.reachable.is_some()).count(),
+        if found.steps.len() == 1 { "" } else { "s" },
+        found.steps.len(),
+        if findings == 1 { "" } else { "s" },
+        found.states,
+        if found.complete {
+            ""
+        } else {
+            " (stopped at the state limit: incomplete)"
+        }
+    ));
+    out
+}
+
+fn inline(w: &[Event]) -> String {
+    if w.is_empty() {
+        return "(a fresh session)".to_owned();
+    }
+    w.iter()
+        .map(|e| event_json(e).to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Does the file have findings (or is it undecided)?
+pub fn has_findings(found: &Exploration) -> bool {
+    !found.complete
+        || found
+            .steps
+            .iter()
+            .any(|s| s.reachable.is_none() || (s.has_sequence && s.completes.is_none()))
+}
+
+/// Explores with the CLI's options.
+pub fn run(
+    machine: &orch_runtime::dynamic::DynMachine,
+    permissive: bool,
+    available: Option<Vec<String>>,
+    max_states: usize,
+) -> Result<Exploration, String> {
+    explore(
+        machine,
+        &Options {
+            permissive,
+            available,
+            max_states,
+        },
+    )
+    .map_err(|e| format!("{e:?}"))
+}

@@ -1,0 +1,168 @@
+//! `orch verify` through the built binary: the JSON contract, exit codes, and every
+//! witness replayed through `orch simulate` to the claimed state.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn orch(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orch"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("orch runs");
+    let input = stdin.unwrap_or("");
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+fn tmp(name: &str, content: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("orch-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p.display().to_string()
+}
+
+const DEAD: &str = r#"{"agentId": "dead", "tools": ["search", "audit", "answer"],
+  "orchestration": {"steps": [
+    {"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search", "answer"]}},
+    {"name": "Audit Desk", "conditions": [{"type": "message_regex", "value": "^a"}, {"type": "message_regex", "value": "^b"}],
+     "availableTools": {"allowed": ["audit"]}},
+    {"name": "Review", "conditions": [{"type": "tool_used", "value": "audit"}]},
+    {"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}],
+     "sequence": ["search", "answer"], "availableTools": {"allowed": ["search", "answer"]}}
+  ]}}"#;
+
+fn lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
+/// Replays a witness with `orch simulate`; returns the last trace line.
+fn simulate(file: &str, witness: &serde_json::Value) -> serde_json::Value {
+    let events: String = witness
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{e}\n"))
+        .collect();
+    let out = orch(&["simulate", file, "-"], Some(&events));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = lines(&out);
+    trace.last().cloned().unwrap()
+}
+
+#[test]
+fn json_contract_exit_codes_and_witnesses() {
+    let file = tmp("dead.json", DEAD);
+    let out = orch(&["verify", "--format", "json", &file], None);
+    assert_eq!(out.status.code(), Some(1), "findings: exit 1");
+    let found = lines(&out);
+    let step = |name: &str| {
+        found
+            .iter()
+            .find(|l| l["kind"] == "step" && l["step"] == name)
+            .unwrap_or_else(|| panic!("a line for {name}"))
+            .clone()
+    };
+    assert_eq!(step("Audit Desk")["reachable"], false);
+    assert_eq!(step("Review")["reachable"], false);
+    assert_eq!(step("Chat")["reachable"], true);
+    assert_eq!(step("Research")["reachable"], true);
+    for l in &found {
+        if l["kind"] == "step" && l["reachable"] == true {
+            let last = simulate(&file, &l["witness"]);
+            assert_eq!(last["step"], l["step"], "witness {}", l["witness"]);
+        }
+        if l["kind"] == "sequence" {
+            assert_eq!(l["completes"], true);
+            let last = simulate(&file, &l["witness"]);
+            assert_eq!(last["outcome"], "completed", "witness {}", l["witness"]);
+        }
+    }
+    // Permissive: `audit` can run anywhere, so `Review` is reachable.
+    let out = orch(&["verify", "--format", "json", "--permissive", &file], None);
+    let found = lines(&out);
+    let review = found
+        .iter()
+        .find(|l| l["step"] == "Review" && l["kind"] == "step")
+        .unwrap();
+    assert_eq!(review["reachable"], true);
+    // Without `answer`, Research's sequence never completes.
+    let out = orch(
+        &[
+            "verify",
+            "--format",
+            "json",
+            "--available",
+            "search,audit",
+            &file,
+        ],
+        None,
+    );
+    let found = lines(&out);
+    let seq = found.iter().find(|l| l["kind"] == "sequence").unwrap();
+    assert_eq!(seq["completes"], false);
+    assert!(found.iter().any(|l| l["kind"] == "blocked"));
+    // A state limit too small: undecided, never "unreachable".
+    let out = orch(
+        &["verify", "--format", "json", "--max-states", "2", &file],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let found = lines(&out);
+    assert!(found
+        .iter()
+        .filter(|l| l["kind"] == "step")
+        .all(|l| l["reachable"] != false));
+    assert!(found
+        .iter()
+        .any(|l| l["kind"] == "summary" && l["complete"] == false));
+}
+
+#[test]
+fn clean_templates_exit_0_and_human_output_points_at_the_step() {
+    let out = orch(
+        &["verify", "examples/agents/cognitive-reasoner/template.json"],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let file = tmp("dead2.json", DEAD);
+    let out = orch(&["verify", &file], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("warning: step `Audit Desk` can never become active"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{file}:4:14")), "{text}");
+    // Usage and I/O errors: exit 2.
+    assert_eq!(
+        orch(&["verify", "/nonexistent.json"], None).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        orch(&["verify", "--max-states", "x", &file], None)
+            .status
+            .code(),
+        Some(2)
+    );
+}
