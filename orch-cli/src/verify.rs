@@ -24,6 +24,9 @@ pub fn json_lines(file: &str, found: &Exploration) -> Vec<String> {
         if let Some(w) = &step.reachable {
             line["witness"] = witness_json(w);
         }
+        if let Some(r) = &step.reason {
+            line["reason"] = Value::String(r.clone());
+        }
         out.push(line.to_string());
         if step.has_sequence && step.reachable.is_some() {
             let mut line = json!({
@@ -106,10 +109,12 @@ pub fn human(file: &str, source: &str, found: &Exploration) -> String {
             (None, true) => {
                 findings += 1;
                 out.push_str(&format!(
-                    "warning: step `{}` can never become active\n{}\n   = note: no sequence of messages and {} tool calls from a fresh session activates it\n\n",
+                    "warning: step `{}` can never become active\n{}\n   = note: {}\n\n",
                     step.name,
                     at(i),
-                    "allowed"
+                    step.reason
+                        .as_deref()
+                        .unwrap_or("no events from a fresh session activate it")
                 ));
             }
             (None, false) => {

@@ -462,6 +462,7 @@ fn plan_literal(p: &OwnedPlan) -> TokenStream {
         u32_of(p.seq_words),
     );
     let nru_atom_base = u32_of(p.nru_atom_base);
+    let cond_atom = u32s(&p.cond_atom);
     let step_atom_start = u32s(&p.step_atom_start);
     let step_atoms = u32s(&p.step_atoms);
     let candidates = u64s(&p.candidates);
@@ -503,6 +504,7 @@ fn plan_literal(p: &OwnedPlan) -> TokenStream {
             counters: &[#(#counters),*],
             nru_atoms: &[#(#nru_atoms),*],
             nru_atom_base: #nru_atom_base,
+            cond_atom: #cond_atom,
         }
     }
 }

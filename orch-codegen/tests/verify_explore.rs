@@ -156,3 +156,26 @@ fn finds_dead_steps_and_sequences_that_never_complete() {
 fn by_name<'a>(found: &'a Exploration, n: &str) -> &'a orch_codegen::verify::explore::StepFinding {
     found.steps.iter().find(|s| s.name == n).unwrap()
 }
+
+#[test]
+fn reasons_name_the_earlier_step_that_wins() {
+    let src = r#"{"agentId": "shadow", "tools": ["search", "think"],
+      "orchestration": {"steps": [
+        {"name": "Chat", "isDefault": true},
+        {"name": "Broad", "conditions": [{"type": "message_regex", "value": "(?i)plan"}]},
+        {"name": "Narrow", "conditions": [{"type": "message_contains", "value": "planning"}]},
+        {"name": "Bare"}
+      ]}}"#;
+    let m = machine(src);
+    let found = explore(&m, &Options::default()).unwrap();
+    let by = |n: &str| found.steps.iter().find(|s| s.name == n).unwrap();
+    assert_eq!(
+        by("Narrow").reason.as_deref(),
+        Some("its conditions hold together, but an earlier step wins then (for example `Broad`)")
+    );
+    assert_eq!(
+        by("Bare").reason.as_deref(),
+        Some("it has no conditions and is not the default step")
+    );
+    assert!(by("Broad").reason.is_none());
+}

@@ -370,6 +370,14 @@ impl<'m> DynSession<'m> {
         self.state.behaviour_key(out);
     }
 
+    /// Does condition `k` (in template order) of step `step` hold now? `None` for a
+    /// step activation never chooses. Verification plumbing.
+    #[doc(hidden)]
+    pub fn condition_holds(&self, step: usize, k: usize) -> Option<bool> {
+        let t = self.machine.tables.view();
+        self.state.condition_holds(&t, step, k)
+    }
+
     /// Adds token usage.
     pub fn record_usage(&mut self, prompt: u64, completion: u64) {
         self.state.add_usage(prompt, completion);

@@ -208,6 +208,7 @@ macro_rules! __doc_machine {
                     counters: &[],
                     nru_atoms: &[],
                     nru_atom_base: 1,
+                    cond_atom: &[0],
                 },
             };
             impl $crate::Machine for Machine {

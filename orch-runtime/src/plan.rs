@@ -78,6 +78,9 @@ pub struct Plan<'a> {
     pub nru_atoms: &'a [(u32, u16)],
     /// The atom of the first `not_recently_used` condition.
     pub nru_atom_base: u32,
+    /// Per condition of the tables' pool: its atom ([`NONE`] for a step activation never
+    /// chooses).
+    pub cond_atom: &'a [u32],
 }
 
 impl<'a> Plan<'a> {
@@ -160,6 +163,8 @@ pub struct OwnedPlan {
     pub nru_atoms: Vec<(u32, u16)>,
     /// See [`Plan::nru_atom_base`].
     pub nru_atom_base: u32,
+    /// See [`Plan::cond_atom`].
+    pub cond_atom: Vec<u32>,
 }
 
 impl OwnedPlan {
@@ -188,6 +193,7 @@ impl OwnedPlan {
             counters: &self.counters,
             nru_atoms: &self.nru_atoms,
             nru_atom_base: self.nru_atom_base,
+            cond_atom: &self.cond_atom,
         }
     }
 
@@ -296,6 +302,7 @@ impl OwnedPlan {
         // rejects) is never a candidate.
         let atom_words = (n_atoms as usize).div_ceil(64);
         let step_words = n_steps.div_ceil(64);
+        let mut cond_atom = vec![NONE; t.conditions.len()];
         let mut step_atom_start = Vec::with_capacity(n_steps + 1);
         let mut step_atoms: Vec<u32> = Vec::new();
         let mut candidates = vec![0u64; step_words];
@@ -322,6 +329,13 @@ impl OwnedPlan {
                 .collect();
             if atoms.contains(&NONE) {
                 continue;
+            }
+            if let Some(s) = t.steps.get(i) {
+                for (k, atom) in atoms.iter().enumerate() {
+                    if let Some(slot) = cond_atom.get_mut(s.conditions.start as usize + k) {
+                        *slot = *atom;
+                    }
+                }
             }
             atoms.sort_unstable();
             atoms.dedup();
@@ -363,6 +377,7 @@ impl OwnedPlan {
             counters,
             nru_atoms,
             nru_atom_base,
+            cond_atom,
         }
     }
 }

@@ -518,6 +518,22 @@ where
         }));
     }
 
+    /// Does condition `k` of step `step` hold now? `None` for a step activation never
+    /// chooses (the default step, a step without conditions) or out of range.
+    pub fn condition_holds<S: AsRef<str>>(
+        &self,
+        t: &Tables<'_, S>,
+        step: usize,
+        k: usize,
+    ) -> Option<bool> {
+        let s = t.steps.get(step)?;
+        if k >= s.conditions.len as usize {
+            return None;
+        }
+        let atom = *t.plan.cond_atom.get(s.conditions.start as usize + k)?;
+        (atom != NONE).then(|| bits::test(self.derived.as_ref(), atom as usize))
+    }
+
     /// Usage (SPEC §5): add to the cumulative token usage, saturating.
     pub fn add_usage(&mut self, prompt: u64, completion: u64) {
         self.usage.prompt = self.usage.prompt.saturating_add(prompt);

@@ -14,6 +14,7 @@
 //! Breadth first, so every witness is a shortest list of events.
 
 use super::messages::{Combinations, MessageConditions, MessageError};
+use orch_runtime::__private::Condition;
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
 use std::collections::HashMap;
 
@@ -65,6 +66,8 @@ pub struct StepFinding {
     pub has_sequence: bool,
     /// A shortest witness that completes the step's sequence, if it can.
     pub completes: Option<Witness>,
+    /// For a step found unreachable: why, in the template's terms.
+    pub reason: Option<String>,
 }
 
 /// Everything the exploration found.
@@ -148,8 +151,14 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
             reachable: None,
             has_sequence: t.steps.get(i).is_some_and(|s| s.sequence.len > 0),
             completes: None,
+            reason: None,
         })
         .collect();
+    // Per step and condition: did it ever hold in a reachable state? And the first state
+    // where all of a step's conditions held at once.
+    let n_conditions: Vec<usize> = t.steps.iter().map(|s| s.conditions.len as usize).collect();
+    let mut ever: Vec<Vec<bool>> = n_conditions.iter().map(|n| vec![false; *n]).collect();
+    let mut all_at: Vec<Option<usize>> = vec![None; n_conditions.len()];
     let mut blocked = None;
     let mut no_tools = None;
     let mut complete = combos.complete;
@@ -171,6 +180,17 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
             }
             if no_tools.is_none() && s.allowed().is_empty() {
                 no_tools = Some(witness(&nodes, at));
+            }
+            for (i, seen) in ever.iter_mut().enumerate() {
+                let mut all = !seen.is_empty();
+                for (k, e) in seen.iter_mut().enumerate() {
+                    let holds = s.condition_holds(i, k) == Some(true);
+                    *e |= holds;
+                    all &= holds;
+                }
+                if all && all_at[i].is_none() {
+                    all_at[i] = Some(at);
+                }
             }
         }
         // Every event the host model allows here.
@@ -220,6 +240,15 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
             nodes.push((next, at, Some(event)));
         }
     }
+    if complete {
+        let reachable: Vec<bool> = steps.iter().map(|s| s.reachable.is_some()).collect();
+        for (i, step) in steps.iter_mut().enumerate() {
+            if step.reachable.is_none() {
+                let winner = all_at[i].and_then(|at| nodes[at].0.step().map(str::to_owned));
+                step.reason = Some(reason(machine, options, i, &ever[i], winner, &reachable));
+            }
+        }
+    }
     Ok(Exploration {
         steps,
         blocked,
@@ -227,4 +256,124 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
         states: nodes.len(),
         complete,
     })
+}
+
+/// A condition in the template's words.
+fn describe(machine: &DynMachine, c: Condition) -> String {
+    let t = machine.tables();
+    let tool = |i: u16| t.tools.get(i as usize).cloned().unwrap_or_default();
+    match c {
+        Condition::ToolUsed(x) => format!("`tool_used {}`", tool(x)),
+        Condition::SequenceMatch => "`sequence_match`".to_owned(),
+        Condition::Message(f) if (f as usize) < t.contains.len() => {
+            format!("`message_contains {:?}`", t.contains[f as usize])
+        }
+        Condition::Message(f) => format!(
+            "`message_regex {:?}`",
+            t.regexes
+                .get(f as usize - t.contains.len())
+                .cloned()
+                .unwrap_or_default()
+        ),
+        Condition::NotRecentlyUsed { tool: x, window } => {
+            format!("`not_recently_used {} (window {window})`", tool(x))
+        }
+    }
+}
+
+/// Why step `i` never becomes active, from what held in the reachable states.
+fn reason(
+    machine: &DynMachine,
+    options: &Options,
+    i: usize,
+    ever: &[bool],
+    winner: Option<String>,
+    reachable: &[bool],
+) -> String {
+    let t = machine.tables();
+    let view = t.view();
+    let conditions = view.step_conditions(i);
+    if conditions.is_empty() {
+        return "it has no conditions and is not the default step".to_owned();
+    }
+    if t.default_step == Some(i as u16) {
+        return "it is the default step of a template whose default never becomes active"
+            .to_owned();
+    }
+    let never: Vec<String> = conditions
+        .iter()
+        .zip(ever)
+        .filter(|(_, e)| !**e)
+        .map(|(c, _)| {
+            let mut text = format!("{} never holds", describe(machine, *c));
+            if let Condition::ToolUsed(x) = c {
+                text.push_str(&tool_note(machine, options, *x as usize, reachable));
+            }
+            text
+        })
+        .collect();
+    if !never.is_empty() {
+        return never.join("; ");
+    }
+    match winner {
+        Some(w) => format!(
+            "its conditions hold together, but an earlier step wins then (for example `{w}`)"
+        ),
+        None => format!(
+            "its conditions never hold together: {}",
+            conditions
+                .iter()
+                .map(|c| describe(machine, *c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Why a tool is never used: not available, or allowed only in dead steps.
+fn tool_note(machine: &DynMachine, options: &Options, tool: usize, reachable: &[bool]) -> String {
+    let t = machine.tables();
+    let name = t.tools.get(tool).cloned().unwrap_or_default();
+    if let Some(list) = &options.available {
+        if !list.contains(&name) {
+            return format!(": the host does not have `{name}`");
+        }
+    }
+    if options.permissive {
+        return String::new();
+    }
+    let view = t.view();
+    let allowing: Vec<&str> = (0..t.steps.len())
+        .filter(|&s| {
+            let set = view.static_set(s);
+            set.get(tool / 64)
+                .is_some_and(|w| w >> (tool % 64) & 1 == 1)
+        })
+        .map(|s| machine.steps()[s].as_str())
+        .collect();
+    let dead: Vec<&str> = allowing
+        .iter()
+        .copied()
+        .filter(|n| {
+            machine
+                .steps()
+                .iter()
+                .position(|s| s == n)
+                .is_some_and(|s| !reachable[s])
+        })
+        .collect();
+    if allowing.is_empty() {
+        format!(": no step allows `{name}`")
+    } else if dead.len() == allowing.len() {
+        format!(
+            ": `{name}` is allowed only in {}, which never become{} active",
+            dead.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if dead.len() == 1 { "s" } else { "" }
+        )
+    } else {
+        String::new()
+    }
 }

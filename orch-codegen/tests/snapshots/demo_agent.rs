@@ -188,6 +188,7 @@ pub mod demo_agent {
             counters: &[],
             nru_atoms: &[],
             nru_atom_base: 1,
+            cond_atom: &[0],
         },
     };
     impl ::orch_runtime::Machine for Machine {
