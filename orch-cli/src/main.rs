@@ -88,7 +88,7 @@ enum Command {
         available: Option<Vec<String>>,
         /// Stop after this many distinct states (undecided steps are then reported
         /// as unknown, never as unreachable).
-        #[arg(long, value_name = "N", default_value_t = 200_000)]
+        #[arg(long, value_name = "N", default_value_t = 20_000)]
         max_states: usize,
     },
     /// Print the Rust module that build.rs would generate for a template.

@@ -34,7 +34,7 @@ impl Default for Options {
         Options {
             permissive: false,
             available: None,
-            max_states: 200_000,
+            max_states: 20_000,
         }
     }
 }
@@ -165,7 +165,8 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     let step_index = |name: Option<&str>| name.and_then(|n| step_names.iter().position(|s| s == n));
 
     let mut head = 0;
-    while head < nodes.len() {
+    let mut stopped = false;
+    while head < nodes.len() && !stopped {
         let at = head;
         head += 1;
         {
@@ -233,8 +234,10 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
                 continue;
             }
             if nodes.len() >= options.max_states {
+                // Stop: what is known stays known, the rest is undecided.
                 complete = false;
-                continue;
+                stopped = true;
+                break;
             }
             seen.insert(key.clone(), nodes.len());
             nodes.push((next, at, Some(event)));
