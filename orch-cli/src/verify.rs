@@ -41,6 +41,13 @@ pub fn json_lines(file: &str, found: &Exploration) -> Vec<String> {
             out.push(line.to_string());
         }
     }
+    for step in found.steps.iter().filter(|s| s.traps) {
+        let mut line = json!({"file": file, "kind": "trap", "step": step.name});
+        if let Some(w) = &step.reachable {
+            line["witness"] = witness_json(w);
+        }
+        out.push(line.to_string());
+    }
     if let Some(w) = &found.blocked {
         out.push(json!({"file": file, "kind": "blocked", "witness": witness_json(w)}).to_string());
     }
@@ -143,6 +150,13 @@ pub fn human(file: &str, source: &str, found: &Exploration) -> String {
                 ));
             }
         }
+    }
+    for (i, step) in found.steps.iter().enumerate().filter(|(_, s)| s.traps) {
+        out.push_str(&format!(
+            "note: step `{}` traps the session: once it is active, only `reset` leaves it\n{}\n\n",
+            step.name,
+            at(i)
+        ));
     }
     if let Some(w) = &found.blocked {
         out.push_str(&format!(

@@ -125,6 +125,10 @@ fn finds_dead_steps_and_sequences_that_never_complete() {
         "`audit` is allowed only in a dead step"
     );
     assert!(by("Research").completes.is_some());
+    // Once `Research` is active nothing but `reset` leaves it (the default never comes
+    // back, the other steps are dead); `Chat` is left by a message.
+    assert!(by("Research").traps);
+    assert!(!by("Chat").traps);
     // A host that does not enforce can run `audit` anywhere.
     let permissive = explore(
         &m,

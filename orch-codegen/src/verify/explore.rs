@@ -68,6 +68,9 @@ pub struct StepFinding {
     pub completes: Option<Witness>,
     /// For a step found unreachable: why, in the template's terms.
     pub reason: Option<String>,
+    /// The step traps the session: once it is active, no event but `reset` ever makes
+    /// another step active (informational; decided only by a complete exploration).
+    pub traps: bool,
 }
 
 /// Everything the exploration found.
@@ -152,8 +155,11 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
             has_sequence: t.steps.get(i).is_some_and(|s| s.sequence.len > 0),
             completes: None,
             reason: None,
+            traps: false,
         })
         .collect();
+    // Transitions other than `reset`, for the trap analysis.
+    let mut edges: Vec<Vec<u32>> = Vec::new();
     // Per step and condition: did it ever hold in a reachable state? And the first state
     // where all of a step's conditions held at once.
     let n_conditions: Vec<usize> = t.steps.iter().map(|s| s.conditions.len as usize).collect();
@@ -230,7 +236,11 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
                 Event::Available(_) => {}
             }
             next.behaviour_key(&mut key);
-            if seen.contains_key(&key) {
+            let is_reset = event == Event::Reset;
+            if let Some(&to) = seen.get(&key) {
+                if !is_reset {
+                    edges_push(&mut edges, at, to);
+                }
                 continue;
             }
             if nodes.len() >= options.max_states {
@@ -240,7 +250,19 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
                 break;
             }
             seen.insert(key.clone(), nodes.len());
+            if !is_reset {
+                edges_push(&mut edges, at, nodes.len());
+            }
             nodes.push((next, at, Some(event)));
+        }
+    }
+    if complete {
+        let active: Vec<Option<usize>> =
+            nodes.iter().map(|(s, _, _)| step_index(s.step())).collect();
+        for (i, step) in steps.iter_mut().enumerate() {
+            if step.reachable.is_some() {
+                step.traps = traps(&edges, &active, i);
+            }
         }
     }
     if complete {
@@ -259,6 +281,42 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
         states: nodes.len(),
         complete,
     })
+}
+
+fn edges_push(edges: &mut Vec<Vec<u32>>, from: usize, to: usize) {
+    if edges.len() <= from {
+        edges.resize(from + 1, Vec::new());
+    }
+    edges[from].push(to as u32);
+}
+
+/// Does step `step` trap the session: from no state where it is active does a path
+/// (without `reset`) lead to a state where another step is active?
+fn traps(edges: &[Vec<u32>], active: &[Option<usize>], step: usize) -> bool {
+    // Backwards from every state with another step: the states that can escape.
+    let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); active.len()];
+    for (from, tos) in edges.iter().enumerate() {
+        for &to in tos {
+            reverse[to as usize].push(from as u32);
+        }
+    }
+    let mut escapes = vec![false; active.len()];
+    let mut stack: Vec<usize> = (0..active.len())
+        .filter(|&n| active[n] != Some(step))
+        .collect();
+    for &n in &stack {
+        escapes[n] = true;
+    }
+    while let Some(n) = stack.pop() {
+        for &p in &reverse[n] {
+            if !escapes[p as usize] {
+                escapes[p as usize] = true;
+                stack.push(p as usize);
+            }
+        }
+    }
+    (0..active.len()).any(|n| active[n] == Some(step))
+        && (0..active.len()).all(|n| active[n] != Some(step) || !escapes[n])
 }
 
 /// A condition in the template's words.
