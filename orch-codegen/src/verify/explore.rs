@@ -89,10 +89,10 @@ pub struct Exploration {
     pub complete: bool,
 }
 
-/// A foreign tool name that `pattern` admits (a `*` filled in), if it names no tool
-/// of the template.
-fn foreign_name(pattern: &str, tools: &[String]) -> Option<String> {
-    let name = pattern.replace('*', "foreign");
+/// A foreign tool name that `pattern` admits (each `*` filled with `fill`), if it names
+/// no tool of the template.
+fn foreign_name(pattern: &str, fill: &str, tools: &[String]) -> Option<String> {
+    let name = pattern.replace('*', fill);
     (!tools.contains(&name)).then_some(name)
 }
 
@@ -105,13 +105,18 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     }
     .combinations(options.max_states)?;
     let tools: Vec<String> = machine.tools().to_vec();
-    // Foreign tools: one name per distinct admitting pattern (all foreign names act
-    // alike on the state; which ones a step admits is what differs).
-    let mut foreign: Vec<String> = vec!["foreign_tool".to_owned()];
+    // Foreign tools: all foreign names act alike on the state; which ones a step admits
+    // is what differs. Candidates: for every pattern, its `*` filled with a word (for
+    // readable witnesses) and with a control character (which no realistic `denied`
+    // pattern matches unless it denies every fill), and two names for steps that allow
+    // every tool.
+    let mut foreign: Vec<String> = vec!["foreign_tool".to_owned(), "\u{1}".to_owned()];
     for p in &t.patterns {
-        if let Some(name) = foreign_name(p, &tools) {
-            if !foreign.contains(&name) {
-                foreign.push(name);
+        for fill in ["foreign", "\u{1}"] {
+            if let Some(name) = foreign_name(p, fill, &tools) {
+                if !foreign.contains(&name) {
+                    foreign.push(name);
+                }
             }
         }
     }
