@@ -92,6 +92,8 @@ codes! {
     UnmatchedPattern = "W004", "unmatched_pattern", Warning, "a pattern that matches no tool";
     EmptyToolSet = "W005", "empty_tool_set", Warning, "a step that allows no tool";
     SequenceNeverCompletes = "W006", "sequence_never_completes", Warning, "a sequence that can never complete";
+    DeadStep = "W007", "dead_step", Warning, "a step no reachable state activates (found by exploring every state)";
+    SequenceCannotComplete = "W008", "sequence_cannot_complete", Warning, "a sequence no reachable state completes (found by exploring every state)";
 }
 
 impl fmt::Display for Code {

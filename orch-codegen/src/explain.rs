@@ -202,6 +202,20 @@ pub fn explain(code: Code) -> Explanation {
             json!(r#"{"name": "Deep", "conditions": [{"type": "tool_used", "value": "think"}], "sequence": ["search", "think", "reflect"]},
   {"name": "Basic", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
         ),
+        DeadStep => (
+            "Every state a session can reach was explored (messages: every combination of message conditions one message can satisfy; tools: those `allowed()` admits), and none activates this step. The message says why: a condition that never holds (for `tool_used x`, because `x` is allowed only in steps that never become active), conditions that never hold together, or the earlier step that wins whenever they do. `orch verify` prints a witness for every reachable step. Reported for templates of up to 256 steps, 256 tools and 32 message conditions whose exploration finishes within 5,000 states; larger ones: run `orch verify`.",
+            Lang::Json,
+            json!(r#"{"name": "Audit", "conditions": [{"type": "message_regex", "value": "^audit"}, {"type": "message_regex", "value": "^review"}]}"#),
+            json!(r#"{"name": "Audit", "conditions": [{"type": "message_regex", "value": "^audit"}, {"type": "message_regex", "value": "review"}]}"#),
+        ),
+        SequenceCannotComplete => (
+            "The step can become active, but no continuation that records only allowed tools ever completes its sequence: for example, recording one of its tools activates another step first, or a message condition that keeps it active can never hold again. Same exploration and limits as W007.",
+            Lang::Json,
+            json!(r#"{"name": "Plan", "conditions": [{"type": "not_recently_used", "value": "search", "window": 3}, {"type": "message_contains", "value": "plan"}], "sequence": ["search", "think"]},
+  {"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+            json!(r#"{"name": "Plan", "conditions": [{"type": "not_recently_used", "value": "search", "window": 3}, {"type": "message_contains", "value": "plan"}], "sequence": ["think", "search"]},
+  {"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
     };
     Explanation {
         text,

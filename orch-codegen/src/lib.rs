@@ -7,7 +7,7 @@
 //! ```text
 //! template.json ─ json::parse ─┐
 //!                              ├─> model::Template ─ check::check ─> ir::Ir ─┬─ emit::module  (Rust)
-//! orchestration! { .. } ───────┘        (diagnostics: E001–E020, W001–W006)   └─ Ir::to_tables (run time)
+//! orchestration! { .. } ───────┘        (diagnostics: E001–E020, W001–W008)   └─ Ir::to_tables (run time)
 //! ```
 //!
 //! In build.rs:

@@ -377,6 +377,54 @@ fn w006_sequence_never_completes() {
 }
 
 #[test]
+fn w007_dead_step() {
+    // `audit` is allowed only in `Audit Desk`, whose two patterns never hold together.
+    let src = steps(
+        r#"{"name": "Idle", "isDefault": true, "availableTools": {"allowed": ["search", "think"]}},
+           {"name": "Audit Desk", "conditions": [{"type": "message_regex", "value": "^a"}, {"type": "message_regex", "value": "^b"}], "availableTools": {"allowed": ["reflect"]}},
+           {"name": "Review", "conditions": [{"type": "tool_used", "value": "reflect"}], "availableTools": {"allowed": ["think"]}}"#,
+    );
+    let c = compile(&src);
+    let dead: Vec<&Diagnostic> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::DeadStep)
+        .collect();
+    assert_eq!(dead.len(), 2, "{:#?}", c.diagnostics);
+    assert_eq!(
+        dead[0].message,
+        r#"step `Audit Desk` can never become active: its conditions never hold together: `message_regex "^a"`, `message_regex "^b"`"#
+    );
+    assert_eq!(
+        dead[1].message,
+        "step `Review` can never become active: `tool_used reflect` never holds: `reflect` is allowed only in `Audit Desk`, which never becomes active"
+    );
+    let span = dead[1].span.and_then(Span::byte_range).unwrap();
+    assert_eq!(&src[span], "\"Review\"");
+    // Steps the syntactic lints already report are not reported twice.
+    let src = steps(r#"{"name": "A", "isDefault": true}, {"name": "B"}"#);
+    let codes: Vec<Code> = compile(&src).diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, [Code::UnreachableStep]);
+}
+
+#[test]
+fn w008_sequence_cannot_complete() {
+    // Recording `search` ends `Plan`'s `not_recently_used` and the later `Research` wins:
+    // W006 looks at earlier steps only; the exploration sees it.
+    let src = steps(
+        r#"{"name": "Idle", "isDefault": true},
+           {"name": "Plan", "conditions": [{"type": "not_recently_used", "value": "search", "window": 3}, {"type": "message_contains", "value": "plan"}], "sequence": ["search", "think"]},
+           {"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}]}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::SequenceCannotComplete, "\"Plan\"");
+    assert_eq!(
+        d.message,
+        "the sequence of step `Plan` can never complete: the step becomes active, but no continuation records its tools to the end"
+    );
+}
+
+#[test]
 fn warnings_can_be_allowed() {
     let mut t = orch_codegen::__private::parse(
         &steps(r#"{"name": "A", "isDefault": true}, {"name": "B"}"#),

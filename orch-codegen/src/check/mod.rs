@@ -66,7 +66,101 @@ pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
         description: t.description.clone(),
     });
     c.check_table_size(&ir);
+    c.verified_lints(&ir, &steps);
     c.finish(ir)
+}
+
+/// The verifier-backed lints run on templates up to these sizes (and stop, saying
+/// nothing, past [`VERIFY_STATES`] explored states): `orch verify` has no such bound.
+const VERIFY_MAX_STEPS: usize = 256;
+/// See [`VERIFY_MAX_STEPS`].
+const VERIFY_MAX_TOOLS: usize = 256;
+/// See [`VERIFY_MAX_STEPS`].
+const VERIFY_MAX_MESSAGE_CONDITIONS: usize = 32;
+/// See [`VERIFY_MAX_STEPS`].
+const VERIFY_STATES: usize = 5_000;
+
+impl Checker<'_> {
+    /// W007 and W008: explores every reachable state (the default host model of
+    /// `orch verify`) and reports the steps that never become active and the sequences
+    /// that never complete, except where W001, W002 or W006 already said so. Only when
+    /// the exploration is complete: nothing is claimed from a partial one.
+    fn verified_lints(&mut self, ir: &Ir, steps: &[StepInfo<'_>]) {
+        if self.diags.iter().any(Diagnostic::is_error)
+            || self.t.steps.iter().any(|s| s.name.is_none())
+            || ir.steps.len() > VERIFY_MAX_STEPS
+            || ir.tools.len() > VERIFY_MAX_TOOLS
+            || ir.contains.len() + ir.regexes.len() > VERIFY_MAX_MESSAGE_CONDITIONS
+        {
+            return;
+        }
+        let Ok(machine) = orch_runtime::dynamic::DynMachine::new(ir.to_tables()) else {
+            return;
+        };
+        let options = crate::verify::explore::Options {
+            max_states: VERIFY_STATES,
+            ..Default::default()
+        };
+        let Ok(found) = crate::verify::explore::explore(&machine, &options) else {
+            return;
+        };
+        if !found.complete {
+            return;
+        }
+        let already = |diags: &[Diagnostic], codes: &[Code], step: &str| {
+            diags
+                .iter()
+                .any(|d| codes.contains(&d.code) && d.subject.step.as_deref() == Some(step))
+        };
+        for (i, finding) in found.steps.iter().enumerate() {
+            let Some(info) = steps.get(i) else { continue };
+            // The default step is left to `orch verify`: a default that a condition
+            // pre-empts from the first event on is common and deliberate.
+            if finding.reachable.is_none() && ir.default_step != Some(i) {
+                if already(
+                    &self.diags,
+                    &[Code::UnreachableStep, Code::ShadowedStep],
+                    &finding.name,
+                ) {
+                    continue;
+                }
+                let mut d = Diagnostic::new(
+                    Code::DeadStep,
+                    Some(info.name_span()),
+                    format!(
+                        "step `{}` can never become active: {}",
+                        finding.name,
+                        finding
+                            .reason
+                            .as_deref()
+                            .unwrap_or("no reachable state activates it")
+                    ),
+                );
+                d.label = Some("never active".to_owned());
+                d.help = Some("run `orch verify` on the template for witnesses of the steps that are reachable".to_owned());
+                d.subject.step = Some(finding.name.clone());
+                self.push(d);
+            } else if finding.has_sequence
+                && finding.completes.is_none()
+                && !already(&self.diags, &[Code::SequenceNeverCompletes], &finding.name)
+            {
+                let mut d = Diagnostic::new(
+                    Code::SequenceCannotComplete,
+                    Some(info.name_span()),
+                    format!(
+                        "the sequence of step `{}` can never complete: the step becomes active, but no continuation records its tools to the end",
+                        finding.name
+                    ),
+                );
+                d.label = Some("sequence never completes".to_owned());
+                d.help = Some(
+                    "run `orch verify` for a witness of how the step becomes active".to_owned(),
+                );
+                d.subject.step = Some(finding.name.clone());
+                self.push(d);
+            }
+        }
+    }
 }
 
 /// The closest of `candidates` to `name`, if close enough to suggest.
