@@ -120,3 +120,65 @@ fn brute_force_never_beats_the_explorer() {
         },
     );
 }
+
+orch::include_machine!("conformance");
+orch::include_machine!("cognitive-reasoner");
+orch::include_machine!("support-triage");
+orch::include_machine!("sequence-shaped");
+
+/// Replays every witness of `path` through the generated (typed) machine `M`.
+fn typed_replay<M: orch::Machine>(path: &str) {
+    use orch::{StepEnum, ToolEnum};
+    let m = machine(&std::fs::read_to_string(path).unwrap());
+    for permissive in [false, true] {
+        let found = explore(
+            &m,
+            &Options {
+                permissive,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert!(found.complete, "{path}");
+        let replay = |w: &[Event]| {
+            let mut s = orch::Session::<M>::new();
+            let mut last = None;
+            for e in w {
+                match e {
+                    Event::Message(t) => s.on_user_message(t),
+                    Event::Tool(t) => {
+                        assert!(permissive || s.check_name(t).is_ok(), "{path}: {t} allowed");
+                        last = Some(s.record_name(t));
+                    }
+                    Event::Reset => s.reset(),
+                    Event::Available(l) => s.set_available(
+                        l.iter().filter_map(|n| <M::Tool as ToolEnum>::from_name(n)),
+                    ),
+                }
+            }
+            (s, last)
+        };
+        for step in &found.steps {
+            if let Some(w) = &step.reachable {
+                let (s, _) = replay(w);
+                assert_eq!(
+                    s.step().map(|x| x.name()),
+                    Some(step.name.as_str()),
+                    "{path}: {w:?}"
+                );
+            }
+            if let Some(w) = &step.completes {
+                let (_, last) = replay(w);
+                assert_eq!(last.map(|o| o.as_str()), Some("completed"), "{path}: {w:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn witnesses_replay_through_the_typed_api() {
+    typed_replay::<conformance::Machine>("tests/fixtures/machines/conformance.json");
+    typed_replay::<cognitive_reasoner::Machine>("examples/agents/cognitive-reasoner/template.json");
+    typed_replay::<support_triage::Machine>("examples/agents/support-triage/template.json");
+    typed_replay::<sequence_shaped::Machine>("tests/fixtures/machines/sequence-shaped.json");
+}
