@@ -18,6 +18,15 @@ fn machine(src: &str) -> DynMachine {
     compiled.to_machine().unwrap()
 }
 
+/// Explores `m` with the default options and the given host model.
+fn explore_with(m: &DynMachine, permissive: bool) -> orch_codegen::verify::explore::Exploration {
+    let options = Options {
+        permissive,
+        ..Options::default()
+    };
+    explore(m, &options).expect("the patterns are text")
+}
+
 #[test]
 fn brute_force_never_beats_the_explorer() {
     common::check(
@@ -25,14 +34,7 @@ fn brute_force_never_beats_the_explorer() {
         (common::template(), any::<bool>()),
         |(src, permissive)| {
             let m = machine(&src);
-            let found = explore(
-                &m,
-                &Options {
-                    permissive,
-                    ..Options::default()
-                },
-            )
-            .unwrap();
+            let found = explore_with(&m, permissive);
             prop_assert!(found.complete);
             // Witnesses replay.
             for step in &found.steps {
@@ -131,14 +133,7 @@ fn typed_replay<M: orch::Machine>(path: &str) {
     use orch::{StepEnum, ToolEnum};
     let m = machine(&std::fs::read_to_string(path).unwrap());
     for permissive in [false, true] {
-        let found = explore(
-            &m,
-            &Options {
-                permissive,
-                ..Options::default()
-            },
-        )
-        .unwrap();
+        let found = explore_with(&m, permissive);
         assert!(found.complete, "{path}");
         let replay = |w: &[Event]| {
             let mut s = orch::Session::<M>::new();
