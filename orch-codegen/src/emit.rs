@@ -196,7 +196,7 @@ pub(crate) fn items(ir: &Ir) -> TokenStream {
         .map(|b| Literal::u64_unsuffixed(*b))
         .collect();
     let plan = plan_literal(&tables.plan);
-    let derived_words = lit(tables.plan.derived_words_owned());
+    let derived_words = lit(tables.plan.view().derived_words());
     let counters = lit(tables.plan.counters.len());
     let patterns = &tables.patterns;
     let contains = &tables.contains;

@@ -87,42 +87,34 @@ impl<'a> Plan<'a> {
     /// The atoms step `step` needs (empty when out of range).
     #[inline]
     pub fn atoms_of(&self, step: usize) -> &'a [u32] {
-        let (Some(&a), Some(&b)) = (
-            self.step_atom_start.get(step),
-            self.step_atom_start.get(step + 1),
-        ) else {
-            return &[];
-        };
-        self.step_atoms.get(a as usize..b as usize).unwrap_or(&[])
+        run(self.step_atom_start, self.step_atoms, step)
     }
 
     /// The candidate steps that need atom `atom`.
     #[inline]
     pub fn steps_of(&self, atom: usize) -> &'a [u16] {
-        let (Some(&a), Some(&b)) = (
-            self.atom_step_start.get(atom),
-            self.atom_step_start.get(atom + 1),
-        ) else {
-            return &[];
-        };
-        self.atom_steps.get(a as usize..b as usize).unwrap_or(&[])
+        run(self.atom_step_start, self.atom_steps, atom)
     }
 
     /// The shift-and cells of tool `tool`.
     #[inline]
     pub fn cells_of(&self, tool: usize) -> &'a [(u32, u64)] {
-        let (Some(&a), Some(&b)) = (
-            self.seq_tool_start.get(tool),
-            self.seq_tool_start.get(tool + 1),
-        ) else {
-            return &[];
-        };
-        self.seq_cells.get(a as usize..b as usize).unwrap_or(&[])
+        run(self.seq_tool_start, self.seq_cells, tool)
     }
 
     /// Words of a session's derived state: holds, eligible, shift-and.
     pub fn derived_words(&self) -> usize {
         (self.atom_words + self.step_words + self.seq_words) as usize
+    }
+}
+
+/// Entry `i` of a list of runs: `items[starts[i]..starts[i + 1]]` (empty when out of
+/// range).
+#[inline]
+fn run<'a, T>(starts: &[u32], items: &'a [T], i: usize) -> &'a [T] {
+    match (starts.get(i), starts.get(i + 1)) {
+        (Some(&a), Some(&b)) => items.get(a as usize..b as usize).unwrap_or(&[]),
+        _ => &[],
     }
 }
 
@@ -168,11 +160,6 @@ pub struct OwnedPlan {
 }
 
 impl OwnedPlan {
-    /// Words of a session's derived state (see [`Plan::derived_words`]).
-    pub fn derived_words_owned(&self) -> usize {
-        (self.atom_words + self.step_words + self.seq_words) as usize
-    }
-
     /// Borrows the plan.
     pub fn view(&self) -> Plan<'_> {
         Plan {

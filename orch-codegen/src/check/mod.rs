@@ -65,8 +65,8 @@ pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
         max_rounds: t.max_rounds.as_ref().map(|m| m.value),
         description: t.description.clone(),
     });
-    c.check_table_size(&ir);
-    c.verified_lints(&ir, &steps);
+    let tables = c.check_table_size(&ir);
+    c.verified_lints(&ir, tables, &steps);
     c.finish(ir)
 }
 
@@ -85,7 +85,12 @@ impl Checker<'_> {
     /// `orch verify`) and reports the steps that never become active and the sequences
     /// that never complete, except where W001, W002 or W006 already said so. Only when
     /// the exploration is complete: nothing is claimed from a partial one.
-    fn verified_lints(&mut self, ir: &Ir, steps: &[StepInfo<'_>]) {
+    fn verified_lints(
+        &mut self,
+        ir: &Ir,
+        tables: orch_runtime::__private::OwnedTables,
+        steps: &[StepInfo<'_>],
+    ) {
         if self.diags.iter().any(Diagnostic::is_error)
             || self.t.steps.iter().any(|s| s.name.is_none())
             || ir.steps.len() > VERIFY_MAX_STEPS
@@ -94,7 +99,7 @@ impl Checker<'_> {
         {
             return;
         }
-        let Ok(machine) = orch_runtime::dynamic::DynMachine::new(ir.to_tables()) else {
+        let Ok(machine) = orch_runtime::dynamic::DynMachine::new(tables) else {
             return;
         };
         let options = crate::verify::explore::Options {
@@ -383,8 +388,10 @@ impl<'t> Checker<'t> {
     }
 
     /// E019: the compiled tool sets fit in [`MAX_TABLE_WORDS`] words.
-    fn check_table_size(&mut self, ir: &Ir) {
-        let words = ir.to_tables().bits.len();
+    /// Returns the tables it built, for the checks that run them.
+    fn check_table_size(&mut self, ir: &Ir) -> orch_runtime::__private::OwnedTables {
+        let tables = ir.to_tables();
+        let words = tables.bits.len();
         if words > MAX_TABLE_WORDS {
             self.push(
                 Diagnostic::new(
@@ -404,6 +411,7 @@ impl<'t> Checker<'t> {
                 .help("give steps fewer distinct `availableTools` sets, or split the template"),
             );
         }
+        tables
     }
 
     /// SPEC §4: H = max(10, `historyLength`, the longest sequence, the largest

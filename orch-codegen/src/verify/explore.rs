@@ -173,7 +173,13 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     let mut blocked = None;
     let mut no_tools = None;
     let mut complete = combos.complete;
-    let step_index = |name: Option<&str>| name.and_then(|n| step_names.iter().position(|s| s == n));
+    // Names to indices once (looked up for every state and every transition).
+    let index_of: HashMap<&str, usize> = step_names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let step_index = |name: Option<&str>| name.and_then(|n| index_of.get(n).copied());
 
     let mut head = 0;
     let mut stopped = false;
@@ -409,24 +415,17 @@ fn tool_note(machine: &DynMachine, options: &Options, tool: usize, reachable: &[
         return String::new();
     }
     let view = t.view();
-    let allowing: Vec<&str> = (0..t.steps.len())
+    let allowing: Vec<usize> = (0..t.steps.len())
         .filter(|&s| {
             let set = view.static_set(s);
             set.get(tool / 64)
                 .is_some_and(|w| w >> (tool % 64) & 1 == 1)
         })
-        .map(|s| machine.steps()[s].as_str())
         .collect();
     let dead: Vec<&str> = allowing
         .iter()
-        .copied()
-        .filter(|n| {
-            machine
-                .steps()
-                .iter()
-                .position(|s| s == n)
-                .is_some_and(|s| !reachable[s])
-        })
+        .filter(|&&s| !reachable[s])
+        .map(|&s| machine.steps()[s].as_str())
         .collect();
     if allowing.is_empty() {
         format!(": no step allows `{name}`")
