@@ -21,7 +21,7 @@ fn json_files(dir: &str, nested: bool) -> Vec<PathBuf> {
 fn main() {
     let mut templates = json_files("examples/agents", true);
     templates.extend(json_files("tests/fixtures/machines", false));
-    orch_codegen::Builder::new()
+    orch_build::Builder::new()
         .templates(&templates)
         .compile()
         .expect("orchestration templates");

@@ -12,7 +12,7 @@
 
 orch::include_machine!("cognitive-reasoner");
 use cognitive_reasoner::{Machine, Session, Tool};
-use orch_agent::{Agent, Planned, ScriptedModel, ToolRegistry};
+use orch::agent::{Agent, Planned, ScriptedModel, ToolRegistry};
 
 fn show(s: &Session, what: &str) {
     let step = s.step().map_or("none", |st| st.name());

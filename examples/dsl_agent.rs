@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo run --example dsl_agent`
 
-use orch_macros::orchestration;
+use orch::orchestration;
 
 orchestration! {
     /// A data analyst: statistics requests force load → (mean | median) → stddev → report.

@@ -23,9 +23,9 @@ fn hostile_names_neither_break_the_build_nor_inject_directives() {
     std::fs::write(
         project.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"hostile-names\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\norch-runtime = {{ path = {:?} }}\n\n[build-dependencies]\norch-codegen = {{ path = {:?} }}\n\n[workspace]\n",
-            root.join("orch-runtime"),
-            root.join("orch-codegen")
+            "[package]\nname = \"hostile-names\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n[dependencies]\norch = {{ path = {:?} }}\n\n[build-dependencies]\norch-build = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("orch"),
+            root.join("orch-build")
         ),
     )
     .unwrap();
@@ -34,7 +34,7 @@ fn hostile_names_neither_break_the_build_nor_inject_directives() {
     std::fs::write(
         project.join("build.rs"),
         // `pwned` is a cfg the build may know; only an injected directive would set it.
-        "fn main() {\n    println!(\"cargo::rustc-check-cfg=cfg(pwned)\");\n    orch_codegen::Builder::new().template(\"template.json\").compile().expect(\"templates\");\n}\n",
+        "fn main() {\n    println!(\"cargo::rustc-check-cfg=cfg(pwned)\");\n    orch_build::Builder::new().template(\"template.json\").compile().expect(\"templates\");\n}\n",
     )
     .unwrap();
     std::fs::write(
@@ -42,7 +42,7 @@ fn hostile_names_neither_break_the_build_nor_inject_directives() {
         r#"#![deny(warnings)]
 #[cfg(pwned)]
 compile_error!("a build directive was injected through a template name");
-orch_runtime::include_machine!("gen");
+orch::include_machine!("gen");
 fn main() {
     let mut s = gen_::Session::new();
     s.record(gen_::Tool::I);

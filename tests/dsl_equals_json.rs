@@ -12,7 +12,7 @@ mod json {
 }
 
 mod dsl {
-    orch_macros::orchestration! {
+    orch::orchestration! {
         /// tests/fixtures/machines/conformance.json, written in the DSL.
         pub machine "conformance" {
             tools: [search, think, reflect, critique, debate, compare, summarize,

@@ -49,16 +49,15 @@ fn editing_the_template_rebuilds_the_crate() {
     std::fs::write(
         project.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"rebuild-check\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\norch-macros = {{ path = {:?} }}\norch-runtime = {{ path = {:?} }}\n\n[workspace]\n",
-            root.join("orch-macros"),
-            root.join("orch-runtime")
+            "[package]\nname = \"rebuild-check\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\norch = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("orch"),
         ),
     )
     .unwrap();
     std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
     std::fs::write(
         project.join("src/main.rs"),
-        "orch_macros::orchestration!(file = \"agent.json\");\n\
+        "orch::orchestration!(file = \"agent.json\");\n\
          fn main() {\n    let names: Vec<&str> = agent::Step::ALL.iter().map(|s| s.name()).collect();\n    println!(\"{}\", names.join(\",\"));\n}\n",
     )
     .unwrap();

@@ -1,6 +1,6 @@
 //! `orchestration!(file = ...)` generates the same machine as build.rs.
 
-orch_macros::orchestration!(file = "tests/fixtures/machines/sequence-modes.json");
+orch::orchestration!(file = "tests/fixtures/machines/sequence-modes.json");
 
 mod via_build_rs {
     orch::include_machine!("sequence-modes");

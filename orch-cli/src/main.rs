@@ -1,4 +1,5 @@
-//! `orch`: check, explain, graph, simulate and generate orchestration templates.
+//! `orch`: check, explain, graph, simulate, verify and generate orchestration
+//! templates; print their JSON Schema; serve them to editors (`orch lsp`).
 //!
 //! Exit status: 0 clean, 1 errors in a template (or warnings under `--deny-warnings`,
 //! or a template that cannot be compiled for graph/simulate/gen), 2 usage or I/O
@@ -6,6 +7,7 @@
 
 mod graph;
 mod input;
+mod report;
 mod simulate;
 mod verify;
 
@@ -31,9 +33,11 @@ enum Command {
         /// Template files (template.json, or a bare {"steps": [...]} object).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
-        /// Output format: `human` (snippets) or `json` (one object per diagnostic per line).
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        /// Output format: `human` (snippets), `json` (one object per diagnostic per
+        /// line), `sarif` (SARIF 2.1.0, for code scanning) or `github` (GitHub Actions
+        /// annotations).
+        #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+        format: CheckFormat,
         /// Treat warnings as errors (exit status 1).
         #[arg(long)]
         deny_warnings: bool,
@@ -91,17 +95,46 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 20_000)]
         max_states: usize,
     },
+    /// Print the JSON Schema (draft 2020-12) of template.json, for editors and CI
+    /// validators: `"$schema"` in a template, or a schema mapping in the editor.
+    Schema,
+    /// Run the language server over standard input and output (for editors):
+    /// diagnostics as you type, hover on step names, go to definition.
+    Lsp,
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
         /// The template file.
         file: String,
+        /// The path the generated code names the runtime by: `::orch` for a crate that
+        /// depends on `orch`, `::orch_runtime` for one that depends on the runtime crate
+        /// alone.
+        #[arg(long, default_value = orch_codegen::emit::DEFAULT_RUNTIME, value_parser = parse_runtime_path)]
+        runtime_path: String,
     },
+}
+
+/// `--runtime-path`: a Rust path, or an error clap reports.
+fn parse_runtime_path(s: &str) -> Result<String, String> {
+    match orch_codegen::emit::runtime_path(s) {
+        Some(_) => Ok(s.to_owned()),
+        None => Err(format!(
+            "`{s}` is not a Rust path (expected something like `::orch`)"
+        )),
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
     Human,
     Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum CheckFormat {
+    Human,
+    Json,
+    Sarif,
+    Github,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,16 +180,27 @@ fn main() -> ExitCode {
             };
             print_out(&text)
         }),
-        Command::Gen { file } => with_template(&file, |c| {
+        Command::Gen { file, runtime_path } => with_template(&file, |c| {
             let ir =
                 c.ir.as_ref()
                     .expect("with_template passes compiled templates only");
+            let rt = orch_codegen::emit::runtime_path(&runtime_path)
+                .expect("clap checked the runtime path");
             print_out(&orch_codegen::emit::pretty(
                 ir,
                 orch_codegen::emit::Origin::File(&file),
+                &rt,
             ))
         }),
         Command::Simulate { file, events } => simulate_cmd(&file, events.as_deref()),
+        Command::Schema => print_out(orch_codegen::TEMPLATE_SCHEMA),
+        Command::Lsp => match orch_cli::lsp::run_stdio() {
+            Ok(()) => OK,
+            Err(e) => {
+                eprintln!("error: orch lsp: {e}");
+                USAGE_OR_IO
+            }
+        },
         Command::Verify {
             files,
             format,
@@ -213,40 +257,56 @@ fn with_template(path: &str, f: impl FnOnce(&Compiled) -> u8) -> u8 {
     f(&compiled)
 }
 
-fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) -> u8 {
+fn check(files: &[String], format: CheckFormat, deny_warnings: bool, color: Color) -> u8 {
     let color = match color {
         Color::Always => true,
         Color::Never => false,
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
     let (mut errors, mut warnings, mut unreadable) = (0usize, 0usize, 0usize);
-    let mut out = String::new();
+    let mut compiled_files: Vec<(&str, String, Compiled)> = Vec::new();
     for path in files {
-        let (source, compiled) = match compile_file(path) {
-            Ok(x) => x,
+        match compile_file(path) {
+            Ok((source, compiled)) => compiled_files.push((path, source, compiled)),
             Err(e) => {
                 unreadable += 1;
                 eprintln!("error: {e}");
-                continue;
             }
-        };
-        let text = diagnostic::SourceText::new(&source);
+        }
+    }
+    let mut out = String::new();
+    for (path, source, compiled) in &compiled_files {
+        let text = diagnostic::SourceText::new(source);
         for d in &compiled.diagnostics {
             match d.severity() {
                 Severity::Error => errors += 1,
                 Severity::Warning => warnings += 1,
             }
             match format {
-                Format::Human => {
+                CheckFormat::Human => {
                     out.push_str(&diagnostic::render(d, path, &text, color));
                     out.push_str("\n\n");
                 }
-                Format::Json => {
+                CheckFormat::Json => {
                     out.push_str(&json_diagnostic(d, path, &text));
                     out.push('\n');
                 }
+                CheckFormat::Sarif | CheckFormat::Github => {}
             }
         }
+    }
+    let checked: Vec<report::Checked<'_>> = compiled_files
+        .iter()
+        .map(|(path, source, compiled)| report::Checked {
+            path,
+            source,
+            diagnostics: &compiled.diagnostics,
+        })
+        .collect();
+    match format {
+        CheckFormat::Sarif => out = report::sarif(&checked),
+        CheckFormat::Github => out = report::github(&checked),
+        CheckFormat::Human | CheckFormat::Json => {}
     }
     let summary = format!(
         "checked {} file{}: {errors} error{}, {warnings} warning{}{}",
@@ -261,11 +321,11 @@ fn check(files: &[String], format: Format, deny_warnings: bool, color: Color) ->
         }
     );
     match format {
-        Format::Human => {
+        CheckFormat::Human => {
             out.push_str(&summary);
             out.push('\n');
         }
-        Format::Json => eprintln!("{summary}"),
+        _ => eprintln!("{summary}"),
     }
     let written = print_out(&out);
     if unreadable > 0 || written != OK {

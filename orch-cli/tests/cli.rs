@@ -54,7 +54,9 @@ const WARN: &str = r#"{"agentId": "warn", "tools": ["search"], "orchestration": 
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in ["check", "explain", "graph", "simulate", "gen"] {
+    for sub in [
+        "check", "explain", "graph", "simulate", "verify", "gen", "schema", "lsp",
+    ] {
         let o = orch(&[sub, "--help"]);
         assert!(o.status.success(), "{sub}");
         assert!(text(&o.stdout).contains("Usage: orch"), "{sub}");
@@ -284,7 +286,16 @@ fn gen_prints_the_module() {
     assert!(o.status.success());
     let code = text(&o.stdout);
     assert!(code.contains("pub mod cognitive_reasoner {"));
-    assert!(code.contains("pub type Session = ::orch_runtime::Session<Machine>;"));
+    assert!(code.contains("pub type Session = ::orch::Session<Machine>;"));
+    let o = orch(&["gen", CR, "--runtime-path", "::orch_runtime"]);
+    assert!(text(&o.stdout).contains("pub type Session = ::orch_runtime::Session<Machine>;"));
+    let o = orch(&["gen", CR, "--runtime-path", "not a path"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("is not a Rust path"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

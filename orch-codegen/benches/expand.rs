@@ -67,6 +67,7 @@ fn bench(c: &mut Criterion) {
     let json = json_source();
     assert!(!orch_codegen::compile_json(&json, None).has_errors());
 
+    let rt = orch_codegen::emit::runtime_path(orch_codegen::emit::DEFAULT_RUNTIME).expect("a path");
     let mut g = c.benchmark_group("expand_500_steps_200_tools");
     g.bench_function("dsl", |b| {
         b.iter(|| {
@@ -83,6 +84,7 @@ fn bench(c: &mut Criterion) {
             black_box(orch_codegen::emit::module(
                 &ir,
                 orch_codegen::emit::Origin::Dsl,
+                &rt,
             ))
         })
     });

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Compiles templates to Rust modules in `$OUT_DIR/orch/`, for
-/// `orch_runtime::include_machine!`.
+/// `orch::include_machine!`.
 ///
 /// ```no_run
 /// // build.rs
@@ -26,6 +26,7 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     deny_warnings: bool,
     cargo: Option<bool>,
+    runtime: Option<String>,
 }
 
 /// What [`Builder::compile`] produced.
@@ -109,8 +110,26 @@ impl Builder {
         self
     }
 
+    /// The path the generated code names the runtime by (default
+    /// [`emit::DEFAULT_RUNTIME`], `::orch`): `"::orch_runtime"` for a crate that
+    /// depends on the runtime crate alone, or a re-export such as `"crate::orch"`.
+    #[must_use]
+    pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
+        self.runtime = Some(path.into());
+        self
+    }
+
     /// Compiles every template; writes nothing unless all succeed.
     pub fn compile(self) -> Result<Report, BuildError> {
+        let runtime = self.runtime.as_deref().unwrap_or(emit::DEFAULT_RUNTIME);
+        let Some(rt) = emit::runtime_path(runtime) else {
+            return Err(BuildError {
+                rendered: format!(
+                    "error: `runtime_path(\"{runtime}\")` is not a Rust path (expected something like `::orch`)\n"
+                ),
+                errors: 1,
+            });
+        };
         let cargo = self
             .cargo
             .unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some());
@@ -178,7 +197,7 @@ impl Builder {
             {
                 continue;
             }
-            let code = emit::pretty(&ir, Origin::File(&shown));
+            let code = emit::pretty(&ir, Origin::File(&shown), &rt);
             // `include_machine!` finds it by module name, by machine name, or by the
             // template's file name (its directory for `template.json`).
             let mut keys = vec![ir.module.clone()];

@@ -110,6 +110,57 @@ fn get<'o, 'a>(obj: &'o Object<'a>, name: &str) -> Option<&'o Value<'a>> {
         .filter(|v| !matches!(v, Value::NullKeyword(_)))
 }
 
+/// A number literal's value is an integer above `u64::MAX`.
+struct TooLarge;
+
+/// The value of a JSON number literal when it is a non-negative integer (exactly, in
+/// any notation: `12`, `12.0`, `1.2e1`, `120e-1`, `-0`); `Some(Err)` when it is one but
+/// exceeds `u64::MAX`; `None` when it is negative, has a fractional part, or is not a
+/// JSON number.
+fn integer_value(lit: &str) -> Option<Result<u64, TooLarge>> {
+    let (negative, rest) = match lit.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, lit),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // The value is `digits × 10^(exponent − frac.len())`, digits without leading zeros.
+    let digits = format!("{int}{frac}");
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return Some(Ok(0)); // zero, also `-0` and `0.0e5`
+    }
+    if negative {
+        return None;
+    }
+    let shift = exponent.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    let (kept, dropped) = if shift >= 0 {
+        (digits, "")
+    } else {
+        let cut = usize::try_from(shift.unsigned_abs()).ok()?;
+        if cut >= digits.len() {
+            return None; // 0 < value < 1
+        }
+        digits.split_at(digits.len() - cut)
+    };
+    if !dropped.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    let zeros = usize::try_from(shift.max(0)).ok()?;
+    // u64::MAX has 20 digits: anything longer is too large (without building it).
+    if kept.len() + zeros > 20 {
+        return Some(Err(TooLarge));
+    }
+    let text = format!("{kept}{}", "0".repeat(zeros));
+    Some(text.parse::<u64>().map_err(|_| TooLarge))
+}
+
 struct Reader {
     diags: Vec<Diagnostic>,
 }
@@ -168,38 +219,41 @@ impl Reader {
         }
     }
 
+    /// A non-negative integer: any JSON number whose value is one (`10`, `10.0`, `1e1`,
+    /// `-0`), as JSON Schema's `integer` and `JSON.parse` see it; at most `u64::MAX`.
     fn uint(&mut self, v: &Value<'_>, field: &str) -> Option<Spanned<u64>> {
-        match v {
-            Value::NumberLit(n) => match n.value.parse::<u64>() {
-                Ok(x) => Some(Spanned::new(x, span_of(n))),
-                Err(_) if n.value.bytes().all(|b| b.is_ascii_digit()) => {
-                    self.diags.push(
-                        Diagnostic::new(
-                            Code::WrongType,
-                            Some(span_of(n)),
-                            format!("`{field}` of {} is too large", n.value),
-                        )
-                        .label(format!("at most {}", u64::MAX)),
-                    );
-                    None
-                }
-                Err(_) => {
-                    self.diags.push(
-                        Diagnostic::new(
-                            Code::WrongType,
-                            Some(span_of(n)),
-                            format!(
-                                "`{field}` must be a non-negative integer, found {}",
-                                n.value
-                            ),
-                        )
-                        .label("expected a non-negative integer"),
-                    );
-                    None
-                }
-            },
+        let n = match v {
+            Value::NumberLit(n) => n,
             other => {
                 self.wrong(other, field, "a non-negative integer");
+                return None;
+            }
+        };
+        match integer_value(n.value) {
+            Some(Ok(x)) => Some(Spanned::new(x, span_of(n))),
+            Some(Err(TooLarge)) => {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::WrongType,
+                        Some(span_of(n)),
+                        format!("`{field}` of {} is too large", n.value),
+                    )
+                    .label(format!("at most {}", u64::MAX)),
+                );
+                None
+            }
+            None => {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::WrongType,
+                        Some(span_of(n)),
+                        format!(
+                            "`{field}` must be a non-negative integer, found {}",
+                            n.value
+                        ),
+                    )
+                    .label("expected a non-negative integer"),
+                );
                 None
             }
         }
@@ -227,20 +281,25 @@ impl Reader {
                 return None;
             }
         };
-        t.name = self
-            .opt_string(root_obj, "agentId")
-            .or_else(|| self.opt_string(root_obj, "name"))
+        // Both are read (and so type-checked); `agentId` wins.
+        let agent_id = self.opt_string(root_obj, "agentId");
+        let name = self.opt_string(root_obj, "name");
+        t.name = agent_id
+            .or(name)
             .or_else(|| fallback_name.map(|n| Spanned::new(n.to_owned(), Span::bytes(0, 0))));
-        if let Some(v) = get(root_obj, "tools") {
-            t.universe = self.strings(v, "tools");
-        } else if let Some(v) = get(root_obj, "nodes") {
-            t.universe = self.strings(v, "nodes").map(|nodes| {
+        // `nodes` is read (and so type-checked) even when `tools` decides.
+        let tools = get(root_obj, "tools").map(|v| self.strings(v, "tools"));
+        let nodes = get(root_obj, "nodes").map(|v| self.strings(v, "nodes"));
+        t.universe = match (tools, nodes) {
+            (Some(tools), _) => tools,
+            (None, Some(nodes)) => nodes.map(|nodes| {
                 nodes
                     .into_iter()
                     .filter(|n| !n.value.starts_with("llm."))
                     .collect()
-            });
-        }
+            }),
+            (None, None) => None,
+        };
         if let Some(opts) = get(root_obj, "options") {
             if let Some(o) = self.object(opts, "options") {
                 if let Some(v) = get(o, "maxSteps") {
@@ -399,6 +458,25 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_in_any_notation() {
+        let ok = |s: &str| integer_value(s).map(|r| r.ok());
+        assert_eq!(ok("12"), Some(Some(12)));
+        assert_eq!(ok("12.0"), Some(Some(12)));
+        assert_eq!(ok("1.2e1"), Some(Some(12)));
+        assert_eq!(ok("120E-1"), Some(Some(12)));
+        assert_eq!(ok("1200e-2"), Some(Some(12)));
+        assert_eq!(ok("-0"), Some(Some(0)));
+        assert_eq!(ok("0.0e5"), Some(Some(0)));
+        assert_eq!(ok("18446744073709551615"), Some(Some(u64::MAX)));
+        assert_eq!(ok("1.8446744073709551615e19"), Some(Some(u64::MAX)));
+        assert_eq!(ok("18446744073709551616"), Some(None));
+        assert_eq!(ok("1e400"), Some(None));
+        for not in ["-1", "1.5", "12e-1", "0.5", "1e-400", "-1e3"] {
+            assert_eq!(integer_value(not).map(|r| r.ok()), None, "{not}");
+        }
+    }
 
     #[test]
     fn reads_agent_wrapper_and_ignores_unknown_fields() {

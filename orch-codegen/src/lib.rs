@@ -125,3 +125,9 @@ pub fn fallback_name(path: &Path) -> Option<String> {
     }
     Some(stem.to_owned())
 }
+
+/// The JSON Schema (draft 2020-12) of `template.json`: what `orch schema` prints. A
+/// template is valid against it exactly when the compiler finds no shape error (E001
+/// invalid JSON aside: E002 wrong type, E003 missing field, E009 unknown condition
+/// type). Fields the compiler does not read are allowed.
+pub const TEMPLATE_SCHEMA: &str = include_str!("template.schema.json");

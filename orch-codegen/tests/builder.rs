@@ -129,6 +129,7 @@ fn generated_code_snapshot() {
     let code = orch_codegen::emit::pretty(
         compiled.ir.as_ref().unwrap(),
         orch_codegen::emit::Origin::File("demo/template.json"),
+        &orch_codegen::emit::runtime_path(orch_codegen::emit::DEFAULT_RUNTIME).unwrap(),
     );
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/demo_agent.rs");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {

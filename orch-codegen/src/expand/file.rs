@@ -50,7 +50,7 @@ impl Parse for FileInput {
 }
 
 /// Expands the file form: the module, or errors naming `file:line:column`.
-pub fn expand(input: &FileInput) -> TokenStream {
+pub fn expand(input: &FileInput, rt: &TokenStream) -> TokenStream {
     let lit_span = input.path.span();
     let rel = input.path.value();
     // `ORCH_MANIFEST_DIR` overrides the base (trybuild runs the macro from a copy of
@@ -101,7 +101,7 @@ pub fn expand(input: &FileInput) -> TokenStream {
     let errors =
         super::to_errors(&diags, loc, span_of, super::Form::File).map(|e| e.to_compile_error());
     let ir = ir.unwrap_or_else(|| crate::check::placeholder(&t));
-    let module = emit::module(&ir, Origin::File(&rel));
+    let module = emit::module(&ir, Origin::File(&rel), rt);
     let track = full.display().to_string();
     quote! {
         #errors

@@ -11,7 +11,12 @@ use proc_macro2::{Span, TokenStream};
 /// Expands the input of `orchestration!` (inline DSL or `file = "..."`): the module,
 /// or `compile_error!`s on the offending tokens (plus a placeholder module, so code that
 /// uses the machine reports nothing else).
+///
+/// The input may begin with `crate = PATH;`: the path the generated code names the
+/// runtime by (`orch::orchestration!` passes `$crate`); without it, `::orch_runtime`
+/// (`orch-macros` used on its own).
 pub fn orchestration(input: TokenStream) -> TokenStream {
+    let (rt, input) = runtime_prefix(input);
     let is_file_form = {
         let mut it = input.clone().into_iter();
         matches!((it.next(), it.next()),
@@ -20,17 +25,35 @@ pub fn orchestration(input: TokenStream) -> TokenStream {
     };
     if is_file_form {
         return match syn::parse2::<file::FileInput>(input) {
-            Ok(f) => file::expand(&f),
+            Ok(f) => file::expand(&f, &rt),
             Err(e) => e.to_compile_error(),
         };
     }
     match syn::parse2::<dsl::Dsl>(input) {
-        Ok(d) => expand_dsl(d),
+        Ok(d) => expand_dsl(d, &rt),
         Err(e) => e.to_compile_error(),
     }
 }
 
-fn expand_dsl(d: dsl::Dsl) -> TokenStream {
+/// Splits a leading `crate = PATH;` off the input: (the runtime path, the rest).
+fn runtime_prefix(input: TokenStream) -> (TokenStream, TokenStream) {
+    use proc_macro2::TokenTree;
+    let tokens: Vec<TokenTree> = input.clone().into_iter().collect();
+    let prefixed = matches!(tokens.as_slice(),
+        [TokenTree::Ident(k), TokenTree::Punct(eq), ..] if k == "crate" && eq.as_char() == '=');
+    let end = tokens
+        .iter()
+        .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ';'));
+    match (prefixed, end) {
+        (true, Some(end)) if end > 2 => (
+            tokens[2..end].iter().cloned().collect(),
+            tokens[end + 1..].iter().cloned().collect(),
+        ),
+        _ => (quote::quote!(::orch_runtime), input),
+    }
+}
+
+fn expand_dsl(d: dsl::Dsl, rt: &TokenStream) -> TokenStream {
     let (ir, diags) = crate::check::check(&d.template);
     let span_of = |s: crate::model::Span| match s {
         crate::model::Span::Token(i) => d.spans.get(i).copied().unwrap_or(d.name_span),
@@ -38,7 +61,7 @@ fn expand_dsl(d: dsl::Dsl) -> TokenStream {
     };
     let errors = to_errors(&diags, |_| None, span_of, Form::Dsl);
     let ir = ir.unwrap_or_else(|| crate::check::placeholder(&d.template));
-    let items = crate::emit::items(&ir);
+    let items = crate::emit::items(&ir, rt);
     let module = syn::Ident::new(&ir.module, d.name_span);
     let vis = &d.vis;
     let docs = &d.docs;

@@ -1,3 +1,3 @@
-orch_macros::orchestration!(file = "tests/ui/fixtures/e001.json");
+orch::orchestration!(file = "tests/ui/fixtures/e001.json");
 
 fn main() {}

@@ -1,3 +1,3 @@
-orch_macros::orchestration!(file = "tests/ui/fixtures/e003.json");
+orch::orchestration!(file = "tests/ui/fixtures/e003.json");
 
 fn main() {}

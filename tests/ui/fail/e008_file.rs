@@ -1,3 +1,3 @@
-orch_macros::orchestration!(file = "tests/ui/fixtures/e008.json");
+orch::orchestration!(file = "tests/ui/fixtures/e008.json");
 
 fn main() {}

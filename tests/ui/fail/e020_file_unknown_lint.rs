@@ -1,3 +1,3 @@
-orch_macros::orchestration!(file = "tests/ui/fixtures/lonely.json", allow = [unreachable_stp]);
+orch::orchestration!(file = "tests/ui/fixtures/lonely.json", allow = [unreachable_stp]);
 
 fn main() {}

@@ -1,4 +1,4 @@
 // In the file form, warnings are errors too unless listed in `allow = [...]`.
-orch_macros::orchestration!(file = "tests/ui/fixtures/lonely.json");
+orch::orchestration!(file = "tests/ui/fixtures/lonely.json");
 
 fn main() {}

@@ -1,4 +1,4 @@
-use orch_macros::orchestration;
+use orch::orchestration;
 
 orchestration! {
     machine demo {

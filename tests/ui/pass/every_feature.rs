@@ -1,4 +1,4 @@
-use orch_macros::orchestration;
+use orch::orchestration;
 
 orchestration! {
     /// Every feature of the template format, in the DSL.

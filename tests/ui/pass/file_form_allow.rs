@@ -1,4 +1,4 @@
-orch_macros::orchestration!(file = "tests/ui/fixtures/lonely.json", allow = [unreachable_step]);
+orch::orchestration!(file = "tests/ui/fixtures/lonely.json", allow = [unreachable_step]);
 
 fn main() {
     let s = lonely::Session::new();

@@ -1,5 +1,5 @@
 // The DSL example of the README, verbatim: it must compile.
-use orch_macros::orchestration;
+use orch::orchestration;
 
 orchestration! {
     #![allow(unreachable_step)]            // warnings are errors unless allowed

@@ -1,0 +1,534 @@
+//! `orch lsp`: a language server for template.json files, over stdio (or any
+//! [`Connection`], e.g. an in-memory pair in tests).
+//!
+//! - **Diagnostics** as the user types: every check `orch check` runs, with its code,
+//!   severity, exact range and help; an empty list once fixed, or when the file closes.
+//! - **Hover** on a step's name (in `steps[].name` or `defaultStep`): its conditions,
+//!   effective allowed tools and sequence.
+//! - **Go to definition** from `defaultStep` to the step, and from a tool name (in a
+//!   sequence, `availableTools`, or a condition's `value`) to its declaration in
+//!   `tools`/`nodes` (or, with no declared tools, its first mention).
+//!
+//! Positions are UTF-8 when the client offers it (`general.positionEncodings`), UTF-16
+//! otherwise, as LSP requires. Documents are synced whole (`TextDocumentSyncKind::Full`).
+
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+use lsp_types::{
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    GotoDefinitionParams, HoverParams,
+};
+use orch_codegen::__private::model::{ConditionType, SequenceEntry, Span, Spanned, Template};
+use orch_codegen::ir::Ir;
+use orch_codegen::{Compiled, Diagnostic, Severity};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Any error that ends the server (a broken connection or protocol).
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs the server on standard input and output until the client says `exit`.
+pub fn run_stdio() -> Result<(), Error> {
+    let (connection, io_threads) = Connection::stdio();
+    serve(&connection)?;
+    drop(connection);
+    io_threads.join()?;
+    Ok(())
+}
+
+/// Serves one client on `connection`: the initialize handshake, then requests and
+/// notifications until `shutdown` and `exit`.
+pub fn serve(connection: &Connection) -> Result<(), Error> {
+    let (id, params) = connection.initialize_start()?;
+    let utf8 = params
+        .pointer("/capabilities/general/positionEncodings")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|e| e == "utf-8"));
+    let capabilities = json!({
+        "positionEncoding": if utf8 { "utf-8" } else { "utf-16" },
+        "textDocumentSync": {"openClose": true, "change": 1},
+        "hoverProvider": true,
+        "definitionProvider": true,
+    });
+    connection.initialize_finish(
+        id,
+        json!({
+            "capabilities": capabilities,
+            "serverInfo": {"name": "orch", "version": env!("CARGO_PKG_VERSION")},
+        }),
+    )?;
+    let mut server = Server {
+        docs: HashMap::new(),
+        utf8,
+    };
+    for message in &connection.receiver {
+        match message {
+            Message::Request(req) => {
+                if connection.handle_shutdown(&req)? {
+                    return Ok(());
+                }
+                connection.sender.send(server.request(req).into())?;
+            }
+            Message::Notification(n) => {
+                for out in server.notification(n) {
+                    connection.sender.send(out.into())?;
+                }
+            }
+            Message::Response(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// An open document, compiled.
+struct Doc {
+    text: String,
+    lines: Lines,
+    template: Option<Template>,
+    compiled: Compiled,
+}
+
+impl Doc {
+    fn new(uri: &str, text: String) -> Doc {
+        let fallback = orch_codegen::fallback_name(&file_path(uri));
+        let compiled = orch_codegen::compile_json(&text, fallback.as_deref());
+        let (template, _) = orch_codegen::__private::parse(&text, fallback.as_deref());
+        let lines = Lines::new(&text);
+        Doc {
+            text,
+            lines,
+            template,
+            compiled,
+        }
+    }
+}
+
+struct Server {
+    docs: HashMap<String, Doc>,
+    utf8: bool,
+}
+
+impl Server {
+    fn request(&mut self, req: Request) -> Response {
+        let id = req.id.clone();
+        let result = match req.method.as_str() {
+            "textDocument/hover" => serde_json::from_value::<HoverParams>(req.params).map(|p| {
+                let at = &p.text_document_position_params;
+                self.hover(at.text_document.uri.as_str(), at.position)
+            }),
+            "textDocument/definition" => serde_json::from_value::<GotoDefinitionParams>(req.params)
+                .map(|p| {
+                    let at = &p.text_document_position_params;
+                    self.definition(at.text_document.uri.as_str(), at.position)
+                }),
+            other => {
+                return Response::new_err(
+                    id,
+                    ErrorCode::MethodNotFound as i32,
+                    format!("orch lsp does not handle `{other}`"),
+                )
+            }
+        };
+        match result {
+            Ok(value) => Response::new_ok(id, value),
+            Err(e) => Response::new_err(
+                id,
+                ErrorCode::InvalidParams as i32,
+                format!("invalid params: {e}"),
+            ),
+        }
+    }
+
+    /// Handles a notification; returns the notifications to send (diagnostics).
+    fn notification(&mut self, n: Notification) -> Vec<Notification> {
+        let (uri, text) = match n.method.as_str() {
+            "textDocument/didOpen" => {
+                match serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
+                    Ok(p) => (
+                        p.text_document.uri.as_str().to_owned(),
+                        Some(p.text_document.text),
+                    ),
+                    Err(_) => return Vec::new(),
+                }
+            }
+            "textDocument/didChange" => {
+                match serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
+                    // Full sync: the last change holds the whole text.
+                    Ok(mut p) => match p.content_changes.pop() {
+                        Some(c) => (p.text_document.uri.as_str().to_owned(), Some(c.text)),
+                        None => return Vec::new(),
+                    },
+                    Err(_) => return Vec::new(),
+                }
+            }
+            "textDocument/didClose" => {
+                match serde_json::from_value::<DidCloseTextDocumentParams>(n.params) {
+                    Ok(p) => (p.text_document.uri.as_str().to_owned(), None),
+                    Err(_) => return Vec::new(),
+                }
+            }
+            _ => return Vec::new(),
+        };
+        let diagnostics: Vec<Value> = match text {
+            Some(text) => {
+                let doc = Doc::new(&uri, text);
+                let out = doc
+                    .compiled
+                    .diagnostics
+                    .iter()
+                    .map(|d| self.diagnostic(&doc, d))
+                    .collect();
+                self.docs.insert(uri.clone(), doc);
+                out
+            }
+            None => {
+                self.docs.remove(&uri);
+                Vec::new()
+            }
+        };
+        vec![Notification::new(
+            "textDocument/publishDiagnostics".to_owned(),
+            json!({"uri": uri, "diagnostics": diagnostics}),
+        )]
+    }
+
+    fn range(&self, doc: &Doc, span: Option<Span>) -> Value {
+        let (start, end) = span
+            .and_then(Span::byte_range)
+            .map_or((0, 0), |r| (r.start, r.end));
+        json!({
+            "start": doc.lines.position(&doc.text, start, self.utf8),
+            "end": doc.lines.position(&doc.text, end, self.utf8),
+        })
+    }
+
+    fn diagnostic(&self, doc: &Doc, d: &Diagnostic) -> Value {
+        let mut message = d.message.clone();
+        if let Some(help) = &d.help {
+            message.push_str("\nhelp: ");
+            message.push_str(help);
+        }
+        json!({
+            "range": self.range(doc, d.span),
+            "severity": match d.severity() { Severity::Error => 1, Severity::Warning => 2 },
+            "code": d.code.as_str(),
+            "source": "orch",
+            "message": message,
+        })
+    }
+
+    fn hover(&self, uri: &str, at: lsp_types::Position) -> Value {
+        let Some(doc) = self.docs.get(uri) else {
+            return Value::Null;
+        };
+        let Some(t) = &doc.template else {
+            return Value::Null;
+        };
+        let offset = doc.lines.offset(&doc.text, at, self.utf8);
+        let hit = t
+            .steps
+            .iter()
+            .filter_map(|s| s.name.as_ref())
+            .chain(t.default_step.as_ref())
+            .find(|n| contains(n.span, offset));
+        let Some(hit) = hit else {
+            return Value::Null;
+        };
+        match step_summary(t, doc.compiled.ir.as_ref(), &hit.value) {
+            Some(text) => json!({
+                "contents": {"kind": "markdown", "value": text},
+                "range": self.range(doc, Some(hit.span)),
+            }),
+            None => Value::Null,
+        }
+    }
+
+    fn definition(&self, uri: &str, at: lsp_types::Position) -> Value {
+        let Some(doc) = self.docs.get(uri) else {
+            return Value::Null;
+        };
+        let Some(t) = &doc.template else {
+            return Value::Null;
+        };
+        let offset = doc.lines.offset(&doc.text, at, self.utf8);
+        let target = if let Some(d) = t.default_step.as_ref().filter(|d| contains(d.span, offset)) {
+            t.steps
+                .iter()
+                .filter_map(|s| s.name.as_ref())
+                .find(|n| n.value == d.value)
+        } else {
+            t.steps
+                .iter()
+                .flat_map(tool_references)
+                .find(|r| contains(r.span, offset))
+                .and_then(|r| tool_declaration(t, &r.value))
+        };
+        match target {
+            Some(name) => json!({"uri": uri, "range": self.range(doc, Some(name.span))}),
+            None => Value::Null,
+        }
+    }
+}
+
+/// Does `span` (a JSON value, quotes included) hold byte `offset`?
+fn contains(span: Span, offset: usize) -> bool {
+    span.byte_range()
+        .is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1))
+}
+
+/// The places a step names a tool: its sequence, `availableTools` (plain names, not
+/// patterns) and the conditions whose value is a tool.
+fn tool_references(s: &orch_codegen::__private::model::Step) -> Vec<&Spanned<String>> {
+    s.tool_mentions()
+        .filter(|m| !orch_runtime::__private::is_pattern(&m.value))
+        .collect()
+}
+
+/// Where `tool` is declared: its entry in `tools`/`nodes`, or without a declared
+/// universe, its first mention.
+fn tool_declaration<'t>(t: &'t Template, tool: &str) -> Option<&'t Spanned<String>> {
+    match &t.universe {
+        Some(universe) => universe.iter().find(|u| u.value == tool),
+        None => t
+            .steps
+            .iter()
+            .flat_map(|s| s.tool_mentions())
+            .find(|m| m.value == tool),
+    }
+}
+
+fn code(s: &str) -> String {
+    let ticks = if s.contains('`') { "`` " } else { "`" };
+    let close = if s.contains('`') { " ``" } else { "`" };
+    format!("{ticks}{s}{close}")
+}
+
+/// The hover text of step `name`: description, conditions, effective allowed tools (from
+/// the compiled machine, when the template compiles) and sequence.
+fn step_summary(t: &Template, ir: Option<&Ir>, name: &str) -> Option<String> {
+    let (index, step) = t
+        .steps
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.name.as_ref().is_some_and(|n| n.value == name))?;
+    let is_default = step.is_default.as_ref().is_some_and(|d| d.value)
+        || t.default_step.as_ref().is_some_and(|d| d.value == name);
+    let mut out = format!(
+        "**Step {}** ({} of {})",
+        code(name),
+        index + 1,
+        t.steps.len()
+    );
+    if let Some(d) = &step.description {
+        out.push_str(&format!("\n\n{d}"));
+    }
+    out.push_str("\n\n**Conditions**: ");
+    if is_default {
+        out.push_str("the default step: active when no other step's conditions hold");
+        if !step.conditions.is_empty() {
+            out.push_str(" (its own conditions are ignored)");
+        }
+    } else if step.conditions.is_empty() {
+        out.push_str("none, so it never becomes active");
+    } else {
+        out.push_str("all of");
+        for c in &step.conditions {
+            let kind = match c.kind.as_ref().map(|k| &k.value) {
+                Some(ConditionType::Known(k)) => k.as_str().to_owned(),
+                Some(ConditionType::Unknown(u)) => format!("{u} (unknown)"),
+                None => "(no type)".to_owned(),
+            };
+            out.push_str(&format!("\n- `{kind}`"));
+            if let Some(v) = &c.value {
+                out.push_str(&format!(" {}", code(&v.value)));
+            }
+            if let Some(w) = &c.window {
+                out.push_str(&format!(" within the last {} tools", w.value));
+            }
+        }
+    }
+    out.push_str("\n\n**Allowed tools**: ");
+    match ir.and_then(|ir| ir.steps.get(index).map(|s| (ir, s))) {
+        Some((ir, s)) if s.name == name => {
+            let tools: Vec<String> = s
+                .static_set
+                .iter()
+                .filter_map(|i| ir.tools.get(i))
+                .map(|t| code(&t.name))
+                .collect();
+            if tools.is_empty() {
+                out.push_str("none");
+            } else if s.allow_all && s.deny_patterns.is_empty() && tools.len() == ir.tools.len() {
+                out.push_str(&format!("all {} ({})", tools.len(), tools.join(", ")));
+            } else {
+                out.push_str(&tools.join(", "));
+            }
+            if !s.allow_patterns.is_empty() || !s.deny_patterns.is_empty() {
+                let list = |p: &[String]| p.iter().map(|p| code(p)).collect::<Vec<_>>().join(", ");
+                out.push_str("; tools the template does not declare are judged by");
+                if !s.allow_patterns.is_empty() {
+                    out.push_str(&format!(" allowed {}", list(&s.allow_patterns)));
+                }
+                if !s.deny_patterns.is_empty() {
+                    out.push_str(&format!(" denied {}", list(&s.deny_patterns)));
+                }
+            }
+        }
+        _ => out.push_str("(fix the template's errors to see them)"),
+    }
+    match &step.sequence {
+        Some(seq) if !seq.value.is_empty() => {
+            let entries: Vec<String> = seq
+                .value
+                .iter()
+                .map(|e| match e {
+                    SequenceEntry::Tool(t) => code(&t.value),
+                    SequenceEntry::Group(g) => format!(
+                        "({})",
+                        g.value
+                            .iter()
+                            .map(|t| code(&t.value))
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    ),
+                })
+                .collect();
+            out.push_str(&format!(
+                "\n\n**Sequence**: {} (while it runs, only the tool at the current position)",
+                entries.join(" → ")
+            ));
+            if !step.reset_sequence_on.is_empty() {
+                let on: Vec<String> = step
+                    .reset_sequence_on
+                    .iter()
+                    .map(|r| code(&r.value))
+                    .collect();
+                out.push_str(&format!("; restarts on {}", on.join(", ")));
+            }
+        }
+        _ => out.push_str("\n\n**Sequence**: none"),
+    }
+    Some(out)
+}
+
+/// The file a `file:` URI names (for the machine's fallback name); other URIs give
+/// their last path segment.
+fn file_path(uri: &str) -> std::path::PathBuf {
+    let path = uri.strip_prefix("file://").unwrap_or(uri);
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Path::new(&String::from_utf8_lossy(&out).into_owned()).to_path_buf()
+}
+
+/// Line starts of a text, for byte offset ⇄ LSP position.
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines { starts }
+    }
+
+    /// The position of byte `offset` (clamped to the text, rounded down to a
+    /// character): its line, and its column in UTF-8 bytes or UTF-16 code units.
+    fn position(&self, text: &str, offset: usize, utf8: bool) -> Value {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self
+            .starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1);
+        let start = self.starts.get(line).copied().unwrap_or(0).min(offset);
+        let before = &text[start..offset];
+        let character = if utf8 {
+            before.len()
+        } else {
+            before.encode_utf16().count()
+        };
+        json!({"line": line, "character": character})
+    }
+
+    /// The byte offset of an LSP position (a column past the line's end is its end).
+    fn offset(&self, text: &str, at: lsp_types::Position, utf8: bool) -> usize {
+        let Some(&start) = self.starts.get(at.line as usize) else {
+            return text.len();
+        };
+        let end = self
+            .starts
+            .get(at.line as usize + 1)
+            .map_or(text.len(), |next| next - 1);
+        let line = &text[start..end.max(start)];
+        let want = at.character as usize;
+        let mut units = 0;
+        for (i, c) in line.char_indices() {
+            if units >= want {
+                return start + i;
+            }
+            units += if utf8 { c.len_utf8() } else { c.len_utf16() };
+        }
+        start + line.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_in_utf16_and_utf8() {
+        let text = "{\n  \"𝄞é\": \"x\"\n}";
+        let lines = Lines::new(text);
+        let x = text.find('x').unwrap();
+        assert_eq!(
+            lines.position(text, x, false),
+            json!({"line": 1, "character": 9})
+        );
+        assert_eq!(
+            lines.position(text, x, true),
+            json!({"line": 1, "character": 12})
+        );
+        let back = |line, character, utf8| {
+            lines.offset(text, lsp_types::Position { line, character }, utf8)
+        };
+        assert_eq!(back(1, 9, false), x);
+        assert_eq!(back(1, 12, true), x);
+        assert_eq!(back(1, 99, false), text.find("\n}").unwrap());
+        assert_eq!(back(9, 0, false), text.len());
+    }
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            file_path("file:///tmp/my%20agent/template.json"),
+            Path::new("/tmp/my agent/template.json")
+        );
+        assert_eq!(
+            file_path("untitled:Untitled-1"),
+            Path::new("untitled:Untitled-1")
+        );
+    }
+}
