@@ -1,4 +1,4 @@
-//! The cognitive reasoner of the seeds, compiled by build.rs from
+//! The cognitive reasoner of AgentDock's documentation, compiled by build.rs from
 //! `examples/agents/cognitive-reasoner/template.json`. A scripted conversation: each user
 //! message picks a mode, the "LLM" calls tools (some of them out of order), and every turn
 //! prints the active step, the sequence index and the tools the LLM may use.

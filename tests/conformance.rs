@@ -1,4 +1,4 @@
-//! Conformance: SPEC §2–§8 and the seed narratives, on machines compiled by build.rs
+//! Conformance: semantics §2–§8 and the seed narratives, on machines compiled by build.rs
 //! (tests/fixtures/machines/ and examples/agents/). Each test reads as "the user says X,
 //! the agent may use only Y".
 
@@ -107,7 +107,7 @@ mod evaluation_flow {
         assert_eq!(names(s.allowed()), ["critique"]);
     }
 
-    /// A step that is already active and matches again keeps its index (SPEC §6.4).
+    /// A step that is already active and matches again keeps its index (semantics §6.4).
     #[test]
     fn reactivation_does_not_reset() {
         let mut s = Session::new();
@@ -230,7 +230,7 @@ mod conditions {
         s.on_user_message("research");
         assert_eq!(s.step(), Some(Step::Research));
         s.on_user_message("ok thanks");
-        // No step matches: the active step stays (SPEC §6.2).
+        // No step matches: the active step stays (semantics §6.2).
         assert_eq!(s.step(), Some(Step::Research));
     }
 

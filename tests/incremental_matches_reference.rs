@@ -1,7 +1,7 @@
 //! The engine keeps conditions as incremental state (a bitset of holding conditions,
 //! shift-and sequence matchers, `not_recently_used` counters, one-pass message matching
 //! with a literal prefilter). This test compares it, event by event, with the reference
-//! model in `common/reference.rs`, which evaluates SPEC §4–§8 the straightforward way:
+//! model in `common/reference.rs`, which evaluates semantics §4–§8 the straightforward way:
 //! random templates × random event streams; after every event the step, the sequence
 //! index, `allowed()`, `blocked_on()`, the outcome of a record and `check` of every tool
 //! (and of foreign ones) must agree. Every few events the session is also replaced by

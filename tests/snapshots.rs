@@ -1,4 +1,4 @@
-//! Snapshots (SPEC §9): snapshot → restore → continue is indistinguishable from never
+//! Snapshots (semantics §9): snapshot → restore → continue is indistinguishable from never
 //! snapshotting (random events on compiled machines, and on random templates loaded at
 //! run time); restoring into a changed template maps by name and reports the rest;
 //! malformed, truncated or hostile data is an error, never a panic.

@@ -177,7 +177,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         conversation: &mut Vec<ChatMessage>,
         message: &str,
     ) -> Result<TurnReport, AgentError> {
-        // The host's tools are the available set A of the session (SPEC §8).
+        // The host's tools are the available set A of the session (semantics §8).
         session.set_available(
             M::Tool::ALL
                 .iter()

@@ -1,6 +1,6 @@
 //! Driving an LLM under **orch** orchestration.
 //!
-//! The seeds' "LLM orchestration service" sits between the agent and the model: it
+//! AgentDock's "LLM orchestration service" sits between the agent and the model: it
 //! hands the model only the allowed tools, tracks which tools ran and how many tokens
 //! were spent, and lets transitions happen within a turn. [`Agent`] does that over a
 //! compiled machine:

@@ -505,17 +505,17 @@ mod tests {
         let x = text.find('x').unwrap();
         assert_eq!(
             lines.position(text, x, false),
-            json!({"line": 1, "character": 9})
+            json!({"line": 1, "character": 10})
         );
         assert_eq!(
             lines.position(text, x, true),
-            json!({"line": 1, "character": 12})
+            json!({"line": 1, "character": 13})
         );
         let back = |line, character, utf8| {
             lines.offset(text, lsp_types::Position { line, character }, utf8)
         };
-        assert_eq!(back(1, 9, false), x);
-        assert_eq!(back(1, 12, true), x);
+        assert_eq!(back(1, 10, false), x);
+        assert_eq!(back(1, 13, true), x);
         assert_eq!(back(1, 99, false), text.find("\n}").unwrap());
         assert_eq!(back(9, 0, false), text.len());
     }

@@ -59,7 +59,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
         format: GraphFormat,
     },
-    /// Run events through a template and print the trace as JSON lines (SPEC §10).
+    /// Run events through a template and print the trace as JSON lines (docs/semantics.md §10).
     ///
     /// EVENTS holds one event per line: {"message": "..."}, {"tool": "name"},
     /// {"usage": {"prompt": n, "completion": n}}, {"available": ["name", ...]},

@@ -1,4 +1,4 @@
-//! `orch simulate`: the trace contract of SPEC §10, and an interactive session.
+//! `orch simulate`: the trace contract of semantics §10, and an interactive session.
 
 use orch_runtime::dynamic::{DynOutcome, DynSession};
 use std::io::{BufRead, Write};

@@ -61,7 +61,7 @@ pub fn json_lines(file: &str, found: &Exploration) -> Vec<String> {
     out
 }
 
-/// A witness as SPEC §10 event objects.
+/// A witness as semantics §10 event objects.
 pub fn witness_json(w: &[Event]) -> Value {
     Value::Array(w.iter().map(event_json).collect())
 }

@@ -11,7 +11,7 @@ orch_macros::orchestration!(file = "../tests/fixtures/machines/conformance.json"
 mod common;
 use common::Event;
 
-/// The trace line of SPEC §10 for a compiled session.
+/// The trace line of semantics §10 for a compiled session.
 fn line<M: orch_runtime::Machine>(
     s: &orch_runtime::Session<M>,
     outcome: Option<&orch_runtime::Outcome<M::Tool>>,

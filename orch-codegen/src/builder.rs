@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// `orch::include_machine!`.
 ///
 /// ```no_run
-/// // build.rs
+/// // build.rs (as `orch_build::Builder`)
 /// orch_codegen::Builder::new()
 ///     .template("agents/cognitive-reasoner/template.json")
 ///     .compile()

@@ -21,7 +21,7 @@ pub struct Ir {
     pub steps: Vec<IrStep>,
     /// The default step.
     pub default_step: Option<usize>,
-    /// History capacity H (SPEC §4).
+    /// History capacity H (semantics §4).
     pub history: usize,
     /// Distinct `message_contains` needles, lowercased; condition `Contains(i)` is `contains[i]`.
     pub contains: Vec<String>,
@@ -51,7 +51,7 @@ pub struct IrStep {
     pub description: Option<String>,
     /// Its conditions (empty for the default step: they are ignored).
     pub conditions: Vec<IrCondition>,
-    /// Its static set (SPEC §2).
+    /// Its static set (semantics §2).
     pub static_set: ToolBits,
     /// `allowed` absent or empty.
     pub allow_all: bool,

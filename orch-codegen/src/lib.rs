@@ -10,7 +10,7 @@
 //! orchestration! { .. } ───────┘        (diagnostics: E001–E020, W001–W008)   └─ Ir::to_tables (run time)
 //! ```
 //!
-//! In build.rs:
+//! In build.rs (users reach this through the `orch-build` crate, which re-exports it):
 //!
 //! ```no_run
 //! orch_codegen::Builder::new()

@@ -79,7 +79,7 @@ impl<T> Spanned<T> {
     }
 }
 
-/// A whole template (SPEC §1).
+/// A whole template (semantics §1).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Template {
     /// The machine's name: `agentId`, else `name` (else the front end's fallback).
@@ -92,7 +92,7 @@ pub struct Template {
     pub description: Vec<String>,
     /// `orchestration.defaultStep`.
     pub default_step: Option<Spanned<String>>,
-    /// `orchestration.historyLength` (extension, SPEC §4).
+    /// `orchestration.historyLength` (extension, semantics §4).
     pub history_length: Option<Spanned<u64>>,
     /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn.
     pub max_rounds: Option<Spanned<u64>>,
@@ -154,7 +154,7 @@ impl SequenceEntry {
     }
 }
 
-/// The condition types of SPEC §7.
+/// The condition types of semantics §7.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConditionKind {
     /// `tool_used`: a tool is in the used set.
@@ -214,7 +214,7 @@ impl ConditionKind {
     }
 }
 
-/// A condition's `type` as written: a kind of SPEC §7, or a string that names none
+/// A condition's `type` as written: a kind of semantics §7, or a string that names none
 /// (kept, so that the checks can report it and suggest the closest kind).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConditionType {
@@ -267,7 +267,7 @@ impl Step {
     /// Every tool name the step mentions, in one fixed order: `allowed`, the sequence,
     /// `denied`, then the conditions that name a tool. Patterns are included (callers
     /// that want literal names skip them). This order is the order of first mention
-    /// that an undeclared universe takes (SPEC §2).
+    /// that an undeclared universe takes (semantics §2).
     pub fn tool_mentions(&self) -> impl Iterator<Item = &Spanned<String>> + '_ {
         let allowed = self.allowed.iter().flatten();
         let sequence = self

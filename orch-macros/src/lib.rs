@@ -6,6 +6,10 @@
 //! to tokens; checking and code generation are `orch-codegen`'s, shared with build.rs
 //! and the CLI.
 //!
+//! Use it as `orch::orchestration!` (the `orch` crate's default `macros` feature): the
+//! generated code then names the `orch` crate. Used directly, as below, it names
+//! `::orch_runtime`.
+//!
 //! # Inline form
 //!
 //! ```
@@ -35,7 +39,7 @@
 //! assert_eq!(s.step(), Some(cognitive_reasoner::Step::EvaluationMode));
 //! ```
 //!
-//! The grammar is documented on the project README ("The `orchestration!` DSL"). Every
+//! The grammar is documented in the repository's `docs/macro-and-build.md`. Every
 //! error of the compiler is a compile error on the exact token (the unknown tool in the
 //! sequence, the duplicate step name, ...), with `help:` where a fix is known. Stable
 //! Rust has no macro warnings, so warnings are errors unless allowed with

@@ -223,7 +223,7 @@ impl<'m> DynSession<'m> {
     }
 
     /// Sets the host's tool list: the declared tools in it are the available set A
-    /// (SPEC §8); names the machine does not know are foreign tools, which
+    /// (semantics §8); names the machine does not know are foreign tools, which
     /// [`DynSession::allowed`] lists when the active step permits them.
     pub fn set_available<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
         let t = self.machine.tables.view();
@@ -281,7 +281,7 @@ impl<'m> DynSession<'m> {
         names
     }
 
-    /// The tools the sequence waits for when none of them is available (SPEC §8).
+    /// The tools the sequence waits for when none of them is available (semantics §8).
     pub fn blocked_on(&self) -> Option<Vec<&'m str>> {
         let t = self.machine.tables.view();
         let (_, _, group) = self.state.expected(&t)?;

@@ -34,7 +34,7 @@ pub trait Machine: 'static {
     /// Message-flag storage: `[u64; ceil(message conditions / 64)]`.
     #[doc(hidden)]
     type Flags: Words;
-    /// History storage: `[u16; H]` (SPEC §4).
+    /// History storage: `[u16; H]` (semantics §4).
     #[doc(hidden)]
     type History: Entries;
     /// Derived condition state: `[u64; plan.derived_words()]` (see the runtime's `plan`).

@@ -1,10 +1,10 @@
 //! The incremental form of a machine's activation conditions.
 //!
-//! Conditions (SPEC §7) are not re-evaluated over the history on every event. Each
+//! Conditions (semantics §7) are not re-evaluated over the history on every event. Each
 //! distinct condition is an **atom** with one bit in a session's *holds* bitset, kept
 //! up to date as events arrive; each step has the list of the atoms it needs, and a
 //! second bitset says which steps have all of theirs (*eligible*). Step activation
-//! (SPEC §6) is then the lowest set bit of *eligible*.
+//! (semantics §6) is then the lowest set bit of *eligible*.
 //!
 //! An event changes only the atoms it can change:
 //!
@@ -13,7 +13,7 @@
 //! - **`tool_used` atoms**, one per tool some condition names: set when the tool is
 //!   recorded;
 //! - **`sequence_match` atoms**, one per step that has the condition: every such step's
-//!   sequence is a run of bits in one shift-and bitset (SPEC §7: the newest entries
+//!   sequence is a run of bits in one shift-and bitset (semantics §7: the newest entries
 //!   match the sequence position by position; a group is any of its tools). Recording
 //!   entry `x` does `D = ((D << 1) | first) & positions(x)`; the step's atom is its last
 //!   position's bit. Only the words where `x` appears at some position are stored;

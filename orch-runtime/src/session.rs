@@ -7,7 +7,7 @@ use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
 use core::fmt;
 use core::marker::PhantomData;
 
-/// What recording a tool did (SPEC §5).
+/// What recording a tool did (semantics §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome<T: ToolEnum> {
     /// It was the expected tool of an unfinished sequence; the index is now `index`.
@@ -30,7 +30,7 @@ pub enum Outcome<T: ToolEnum> {
 
 impl<T: ToolEnum> Outcome<T> {
     /// The trace name of the outcome: `advanced`, `completed`, `free`,
-    /// `out_of_sequence` or `not_allowed` (SPEC §10).
+    /// `out_of_sequence` or `not_allowed` (semantics §10).
     pub fn as_str(&self) -> &'static str {
         match self {
             Outcome::Advanced { .. } => "advanced",
@@ -58,7 +58,7 @@ impl<T: ToolEnum> fmt::Display for Outcome<T> {
 pub enum HistoryEntry<T> {
     /// A tool of the machine.
     Tool(T),
-    /// A tool the host ran that the machine does not know (SPEC §5).
+    /// A tool the host ran that the machine does not know (semantics §5).
     Foreign,
 }
 
@@ -163,7 +163,7 @@ impl<M: Machine> Session<M> {
         }
     }
 
-    /// The same session with the host's available tools set to `tools` (SPEC §8: `A`).
+    /// The same session with the host's available tools set to `tools` (semantics §8: `A`).
     #[must_use]
     pub fn with_available(mut self, tools: impl IntoIterator<Item = M::Tool>) -> Self {
         self.set_available(tools);
@@ -216,7 +216,7 @@ impl<M: Machine> Session<M> {
 
     /// When the sequence waits for tools none of which the host made available, those
     /// tools: `allowed()` is then empty, and stays so until the host provides one
-    /// (SPEC §8 — it never silently widens).
+    /// (semantics §8 — it never silently widens).
     pub fn blocked_on(&self) -> Option<ToolSet<M::Tool>> {
         let t = M::tables();
         let (_, _, group) = self.state.expected(t)?;
@@ -224,7 +224,7 @@ impl<M: Machine> Session<M> {
         (!bits::intersects(set, self.available.as_ref())).then(|| self.set_from(set))
     }
 
-    /// The tools the LLM may use now (SPEC §8). A copy of a few words; no allocation.
+    /// The tools the LLM may use now (semantics §8). A copy of a few words; no allocation.
     #[inline]
     pub fn allowed(&self) -> ToolSet<M::Tool> {
         let mut out = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
@@ -259,7 +259,7 @@ impl<M: Machine> Session<M> {
         }
     }
 
-    /// Records that the host ran `tool` (SPEC §5): history, used set, sequence, and the
+    /// Records that the host ran `tool` (semantics §5): history, used set, sequence, and the
     /// transitions it triggers, within this call.
     #[inline]
     pub fn record(&mut self, tool: M::Tool) -> Outcome<M::Tool> {
@@ -280,7 +280,7 @@ impl<M: Machine> Session<M> {
         self.outcome(raw)
     }
 
-    /// A new user message (SPEC §5): message conditions, `resetSequenceOn`, activation.
+    /// A new user message (semantics §5): message conditions, `resetSequenceOn`, activation.
     pub fn on_user_message(&mut self, message: &str) {
         self.state.on_message(M::tables(), M::matchers(), message);
     }

@@ -1,4 +1,4 @@
-//! Snapshots (SPEC §9): a session's whole state by *names*, with a format version and
+//! Snapshots (semantics §9): a session's whole state by *names*, with a format version and
 //! the fingerprint of the compiled template, so it can be stored anywhere and restored
 //! into the same template — or into a changed one, mapping by name and reporting what
 //! could not be mapped.

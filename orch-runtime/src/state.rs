@@ -1,4 +1,4 @@
-//! Session state (SPEC §4) and the engine that applies events to it (SPEC §5–§8).
+//! Session state (semantics §4) and the engine that applies events to it (semantics §5–§8).
 //!
 //! The engine is written once, over slices: the typed [`crate::Session`] keeps its state
 //! in fixed arrays, a run-time loaded [`crate::dynamic::DynSession`] in boxed slices, and
@@ -31,7 +31,7 @@ impl Usage {
     }
 }
 
-/// What recording a tool did (SPEC §5), in table indices.
+/// What recording a tool did (semantics §5), in table indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RawOutcome {
     /// Advanced the sequence to this index (not yet complete).
@@ -47,7 +47,7 @@ pub(crate) enum RawOutcome {
 }
 
 /// A tool as the engine sees it: one the template declares (its index), or a foreign
-/// one, by name (SPEC §5).
+/// one, by name (semantics §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ToolRef<'a> {
     /// A tool of the universe.
@@ -56,7 +56,7 @@ pub(crate) enum ToolRef<'a> {
     Foreign(&'a str),
 }
 
-/// Why a tool may not run now (SPEC §5 "check tool"), in table indices.
+/// Why a tool may not run now (semantics §5 "check tool"), in table indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RawDenied {
     /// Not in the active step's static set.
@@ -108,7 +108,7 @@ where
     C: AsRef<[u16]> + AsMut<[u16]>,
 {
     /// A fresh state over the given (zeroed) storage: derived state built, activation
-    /// evaluated (SPEC §5: a session starts by evaluating activation).
+    /// evaluated (semantics §5: a session starts by evaluating activation).
     pub fn fresh<S: AsRef<str>>(
         t: &Tables<'_, S>,
         used: U,
@@ -146,7 +146,7 @@ where
         self.usage = Usage::default();
     }
 
-    /// Back to a fresh session (SPEC §5 "reset"), activation evaluated.
+    /// Back to a fresh session (semantics §5 "reset"), activation evaluated.
     pub fn reset<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         self.clear();
         self.rebuild(t);
@@ -306,7 +306,7 @@ where
         }
     }
 
-    /// Step activation (SPEC §6): the first eligible step in template order wins (the
+    /// Step activation (semantics §6): the first eligible step in template order wins (the
     /// lowest bit of *eligible*: candidates exclude the default step and steps without
     /// conditions); else the active step stays; else the default. A change of step
     /// resets the index to 0.
@@ -336,7 +336,7 @@ where
             .then(|| (step, index, s.sequence.start + (index * t.words) as u32))
     }
 
-    /// `allowed()` (SPEC §8) given the host's available tools, written into `out`.
+    /// `allowed()` (semantics §8) given the host's available tools, written into `out`.
     #[inline(always)]
     pub fn allowed_into<S: AsRef<str>>(
         &self,
@@ -365,7 +365,7 @@ where
         self.check(t, &[], ToolRef::Foreign(name)).is_ok()
     }
 
-    /// Check tool (SPEC §5): may `tool` run now? The one rule for every session type,
+    /// Check tool (semantics §5): may `tool` run now? The one rule for every session type,
     /// declared and foreign tools alike:
     ///
     /// 1. The active step decides whether the orchestration permits it: with no active
@@ -407,7 +407,7 @@ where
         }
     }
 
-    /// Record tool (SPEC §5).
+    /// Record tool (semantics §5).
     #[inline(always)]
     pub fn record<S: AsRef<str>>(
         &mut self,
@@ -446,7 +446,7 @@ where
         outcome
     }
 
-    /// User message (SPEC §5): evaluate message conditions, apply `resetSequenceOn`,
+    /// User message (semantics §5): evaluate message conditions, apply `resetSequenceOn`,
     /// evaluate activation. `matchers` is the compiled form of `t.contains` and
     /// `t.regexes`.
     pub fn on_message<S: AsRef<str>>(
@@ -462,7 +462,7 @@ where
     }
 
     /// A user message that satisfied exactly the message conditions whose flags are set
-    /// in `flags` (bits past the machine's flags are ignored): the rest of SPEC §5
+    /// in `flags` (bits past the machine's flags are ignored): the rest of semantics §5
     /// "user message" — the flags are stored, `resetSequenceOn` applies, activation
     /// runs. What [`State::on_message`] does once it has matched the message.
     pub fn on_message_flags<S: AsRef<str>>(&mut self, t: &Tables<'_, S>, flags: &[u64]) {
@@ -534,7 +534,7 @@ where
         (atom != NONE).then(|| bits::test(self.derived.as_ref(), atom as usize))
     }
 
-    /// Usage (SPEC §5): add to the cumulative token usage, saturating.
+    /// Usage (semantics §5): add to the cumulative token usage, saturating.
     pub fn add_usage(&mut self, prompt: u64, completion: u64) {
         self.usage.prompt = self.usage.prompt.saturating_add(prompt);
         self.usage.completion = self.usage.completion.saturating_add(completion);

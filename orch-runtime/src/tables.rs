@@ -34,7 +34,7 @@ impl Span {
     }
 }
 
-/// One activation condition (SPEC §7), with names resolved to indices.
+/// One activation condition (semantics §7), with names resolved to indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Condition {
     /// `tool_used`: the tool (an index into [`Tables::tools`]) is in the used set.
@@ -122,7 +122,7 @@ pub struct Tables<'a, S: 'a = &'static str> {
     pub name: &'a str,
     /// `u64` words per tool set: `ceil(tools / 64)`, at least 1.
     pub words: usize,
-    /// History capacity H (SPEC §4).
+    /// History capacity H (semantics §4).
     pub history: usize,
     /// The default step, if any (index into [`Tables::steps`]).
     pub default_step: Option<u16>,

@@ -1,6 +1,6 @@
 //! The two string tests of the semantics, shared by the compiler and the runtime so
-//! both judge names and messages identically: `*` globs (SPEC §2) and Unicode
-//! case-insensitive substring search (`message_contains`, SPEC §7). Neither allocates.
+//! both judge names and messages identically: `*` globs (semantics §2) and Unicode
+//! case-insensitive substring search (`message_contains`, semantics §7). Neither allocates.
 
 /// Does `name` match the glob `pattern`? `*` matches any run of characters (also
 /// none); every other character matches itself. There is no other wildcard.

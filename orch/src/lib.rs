@@ -41,8 +41,8 @@
 //!
 //! # A template compiled in build.rs
 //!
-//! ```no_run
-//! // build.rs
+//! ```ignore
+//! // build.rs (orch-build is a build-dependency)
 //! orch_build::Builder::new()
 //!     .template("agents/cognitive-reasoner/template.json")
 //!     .compile()
@@ -66,6 +66,7 @@
 //! | `serde` | serde for sessions, tool sets and snapshots |
 //! | `store` | [`store`]: session stores with compare-and-set updates |
 //! | `redis` | `store::RedisStore` |
+//! | `compiler` | [`compiler`]: compile templates at run time into a [`DynMachine`] |
 //! | `agent` | [`agent`]: the agent loop over any model |
 //! | `openai` | `agent::OpenAiModel`, an OpenAI-compatible client |
 //!
@@ -81,6 +82,14 @@ pub use orch_runtime::*;
 #[cfg(feature = "store")]
 pub mod store {
     pub use orch_store::*;
+}
+
+/// The compiler, for templates loaded at run time: `compile_json(src, None)` gives the
+/// diagnostics and, via `.to_machine()`, a [`DynMachine`]; also the verifier (re-exports
+/// `orch-codegen`).
+#[cfg(feature = "compiler")]
+pub mod compiler {
+    pub use orch_codegen::*;
 }
 
 /// Driving an LLM under the orchestration (re-exports `orch-agent`).

@@ -1,4 +1,4 @@
-//! The reference model of a session: SPEC §4–§8 written out the straightforward way,
+//! The reference model of a session: semantics §4–§8 written out the straightforward way,
 //! over the compiled tables of a [`DynMachine`], with nothing precomputed. Every
 //! condition is evaluated over the history each time activation runs (the engine did
 //! exactly this before conditions became incremental state), and message conditions are
@@ -138,7 +138,7 @@ impl<'m> Reference<'m> {
             .then(|| (step, self.index, self.group(step, self.index)))
     }
 
-    /// SPEC §7, evaluated from scratch.
+    /// semantics §7, evaluated from scratch.
     fn holds(&self, step: usize, c: Condition) -> bool {
         let newest = |k: usize| self.history[self.history.len() - 1 - k];
         match c {
@@ -160,7 +160,7 @@ impl<'m> Reference<'m> {
         }
     }
 
-    /// SPEC §6.
+    /// semantics §6.
     fn activate(&mut self) {
         let default = self.t.default_step.map(usize::from);
         let winner = (0..self.t.steps.len()).find(|&i| {
@@ -179,7 +179,7 @@ impl<'m> Reference<'m> {
         }
     }
 
-    /// SPEC §5 "user message".
+    /// semantics §5 "user message".
     pub fn on_user_message(&mut self, message: &str) {
         let n_contains = self.t.contains.len();
         for (i, needle) in self.t.contains.iter().enumerate() {
@@ -213,7 +213,7 @@ impl<'m> Reference<'m> {
         self.activate();
     }
 
-    /// SPEC §5 "check tool", §8.
+    /// semantics §5 "check tool", §8.
     pub fn check(&self, name: &str) -> Result<(), RefDenied> {
         let tool = self.tool(name);
         if let Some(step) = self.step {
@@ -252,7 +252,7 @@ impl<'m> Reference<'m> {
         (s.allow_all || any(s.allow_patterns)) && !any(s.deny_patterns)
     }
 
-    /// SPEC §8: declared tools in order, then the host's foreign tools that pass.
+    /// semantics §8: declared tools in order, then the host's foreign tools that pass.
     pub fn allowed(&self) -> Vec<String> {
         let mut out: Vec<String> = (0..self.t.tools.len())
             .filter(|&i| self.check(&self.t.tools[i]).is_ok())
@@ -267,14 +267,14 @@ impl<'m> Reference<'m> {
         out
     }
 
-    /// SPEC §8: the pending position's tools when none is available.
+    /// semantics §8: the pending position's tools when none is available.
     pub fn blocked_on(&self) -> Option<Vec<String>> {
         let (_, _, group) = self.expected()?;
         (!group.iter().any(|&i| self.available[i]))
             .then(|| group.iter().map(|&i| self.name(i)).collect())
     }
 
-    /// SPEC §5 "record tool": the outcome as `advanced N`, `completed`, `free`,
+    /// semantics §5 "record tool": the outcome as `advanced N`, `completed`, `free`,
     /// `not_allowed` or `out_of_sequence [names]`.
     pub fn record(&mut self, name: &str) -> String {
         self.activate();

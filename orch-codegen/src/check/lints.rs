@@ -288,7 +288,7 @@ fn implies(
 }
 
 /// W006: no step's sequence is cut short because one of its tools satisfies the
-/// `tool_used` conditions of a step that is checked first, which then wins (SPEC §3;
+/// `tool_used` conditions of a step that is checked first, which then wins (semantics §3;
 /// the real `dr-house` template has this). Conservative: only tools certainly in the
 /// used set before the sequence's last position are considered.
 fn sequences_that_never_complete(

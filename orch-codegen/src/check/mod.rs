@@ -1,4 +1,4 @@
-//! The checks of SPEC §3. Every front end calls [`check`]; no rule is implemented
+//! The checks of semantics §3. Every front end calls [`check`]; no rule is implemented
 //! anywhere else.
 //!
 //! [`check`] reads as the list of rules it applies, in order. Each rule is a small
@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 pub use lower::placeholder;
 
-/// The `resetSequenceOn` triggers SPEC §7 defines.
+/// The `resetSequenceOn` triggers semantics §7 defines.
 pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
 
 /// Checks a template. Returns the IR when there is no error, and every diagnostic
@@ -185,7 +185,7 @@ struct MachineName {
     module: String,
 }
 
-/// The tool universe (SPEC §2), resolved.
+/// The tool universe (semantics §2), resolved.
 struct Universe<'t> {
     /// The tools, in declaration (or first-mention) order; a tool's index is its
     /// position here.
@@ -219,7 +219,7 @@ struct StepInfo<'t> {
     is_default: bool,
     /// Nameless or duplicate: left out of the reachability lints.
     skip: bool,
-    /// Its static set (SPEC §2).
+    /// Its static set (semantics §2).
     static_set: ToolBits,
     /// `allowed` absent or empty.
     allow_all: bool,
@@ -414,7 +414,7 @@ impl<'t> Checker<'t> {
         tables
     }
 
-    /// SPEC §4: H = max(10, `historyLength`, the longest sequence, the largest
+    /// semantics §4: H = max(10, `historyLength`, the longest sequence, the largest
     /// `window`). E019 when `historyLength` or a sequence exceeds [`MAX_HISTORY`]
     /// (windows are checked where they are read).
     fn history_capacity(&mut self, steps: &[StepInfo<'_>]) -> usize {

@@ -150,7 +150,7 @@ impl<'t> Checker<'t> {
         out
     }
 
-    /// SPEC §1/§6: at most one default step. E008: `defaultStep` names a step.
+    /// semantics §1/§6: at most one default step. E008: `defaultStep` names a step.
     /// E007: `defaultStep` and `isDefault` agree, and at most one step says
     /// `isDefault: true`.
     pub(super) fn default_step(&mut self) -> Option<usize> {

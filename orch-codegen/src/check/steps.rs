@@ -175,7 +175,7 @@ impl<'t> Checker<'t> {
         (out, max_window)
     }
 
-    /// E009: a condition's type is one of SPEC §7 (the valid ones listed). E010: it
+    /// E009: a condition's type is one of semantics §7 (the valid ones listed). E010: it
     /// has the `value` its type needs. Then the rules of its kind.
     fn condition(
         &mut self,
@@ -368,7 +368,7 @@ impl<'t> Checker<'t> {
         None
     }
 
-    /// E018: every `resetSequenceOn` entry is a trigger of SPEC §7.
+    /// E018: every `resetSequenceOn` entry is a trigger of semantics §7.
     fn reset_triggers(&mut self, s: &Step, step: &str) -> u8 {
         let mut flags = 0u8;
         for r in &s.reset_sequence_on {

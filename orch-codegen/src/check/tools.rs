@@ -1,4 +1,4 @@
-//! Rules about tools: the universe (SPEC §2), resolving a name against it, and a
+//! Rules about tools: the universe (semantics §2), resolving a name against it, and a
 //! step's static set.
 
 use super::{closest, list_names, Checker, Universe};
@@ -21,7 +21,7 @@ pub(super) struct StaticSet<'t> {
 }
 
 impl<'t> Checker<'t> {
-    /// SPEC §2: the universe is the declared tools (`tools`, else `nodes` without
+    /// semantics §2: the universe is the declared tools (`tools`, else `nodes` without
     /// `llm.*`); with none declared, every literal tool name the steps mention, in
     /// order of first mention. E006: a declared name is not empty. E013: a declared
     /// name is not a pattern.
@@ -102,7 +102,7 @@ impl<'t> Checker<'t> {
         None
     }
 
-    /// SPEC §2: the static set is the tools matching any `allowed` entry (every tool
+    /// semantics §2: the static set is the tools matching any `allowed` entry (every tool
     /// when `allowed` is absent or empty), minus those matching any `denied` entry.
     /// E006: an entry is not empty. E015: a literal entry is a known tool.
     pub(super) fn static_set(&mut self, s: &'t Step, universe: &Universe<'t>) -> StaticSet<'t> {

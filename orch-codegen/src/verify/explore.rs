@@ -39,7 +39,7 @@ impl Default for Options {
     }
 }
 
-/// One event of a witness (SPEC §10 event objects).
+/// One event of a witness (semantics §10 event objects).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// `{"available": [...]}`.

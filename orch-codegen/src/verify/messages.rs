@@ -3,7 +3,7 @@
 //!
 //! A message is a sequence of characters; every condition is a small machine over it:
 //!
-//! - `message_contains n` (SPEC §7: Unicode full case folding) is a KMP automaton over
+//! - `message_contains n` (semantics §7: Unicode full case folding) is a KMP automaton over
 //!   the *folded* characters of the message — each character feeds its whole folding
 //!   (`ß` feeds `s`, `s`);
 //! - all `message_regex` patterns together are one Thompson NFA (the `regex` crate's

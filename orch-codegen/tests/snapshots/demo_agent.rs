@@ -16,7 +16,7 @@ pub mod demo_agent {
         /// `reflect`
         Reflect = 2,
     }
-    use ::orch_runtime::__private as __rt;
+    use ::orch::__private as __rt;
     /// Tool names, by [`Tool::index`].
     const TOOL_NAMES: [&str; 3] = ["search", "think", "reflect"];
     /// Step names, by [`Step::index`].
@@ -62,7 +62,7 @@ pub mod demo_agent {
             self as usize
         }
     }
-    impl ::orch_runtime::ToolEnum for Tool {
+    impl ::orch::ToolEnum for Tool {
         type Words = [u64; 1];
         const ALL: &'static [Self] = &Tool::ALL;
         fn index(self) -> usize {
@@ -116,7 +116,7 @@ pub mod demo_agent {
             self as usize
         }
     }
-    impl ::orch_runtime::StepEnum for Step {
+    impl ::orch::StepEnum for Step {
         const ALL: &'static [Self] = &Step::ALL;
         fn index(self) -> usize {
             self as usize
@@ -191,7 +191,7 @@ pub mod demo_agent {
             cond_atom: &[0],
         },
     };
-    impl ::orch_runtime::Machine for Machine {
+    impl ::orch::Machine for Machine {
         type Tool = Tool;
         type Step = Step;
         type Flags = [u64; 1];
@@ -212,13 +212,13 @@ pub mod demo_agent {
         }
     }
     /// A session of this machine.
-    pub type Session = ::orch_runtime::Session<Machine>;
+    pub type Session = ::orch::Session<Machine>;
     /// A set of this machine's tools.
-    pub type ToolSet = ::orch_runtime::ToolSet<Tool>;
+    pub type ToolSet = ::orch::ToolSet<Tool>;
     /// What recording a tool did.
-    pub type Outcome = ::orch_runtime::Outcome<Tool>;
+    pub type Outcome = ::orch::Outcome<Tool>;
     /// Why a tool may not run now.
-    pub type Denied = ::orch_runtime::Denied<Step, ToolSet>;
+    pub type Denied = ::orch::Denied<Step, ToolSet>;
     /// An entry of a session's history.
-    pub type HistoryEntry = ::orch_runtime::HistoryEntry<Tool>;
+    pub type HistoryEntry = ::orch::HistoryEntry<Tool>;
 }
