@@ -347,3 +347,86 @@ fn a_client_that_hangs_up_ends_the_server() {
     assert!(err.starts_with("error: orch lsp: "), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+impl Pipe {
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn finish(mut self) -> (Option<i32>, String) {
+        drop(self.stdin);
+        let status = self.child.wait().unwrap();
+        let mut err = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (status.code(), err)
+    }
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut v = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn malformed_messages_get_json_rpc_errors_and_the_server_goes_on() {
+    let mut pipe = spawn();
+    pipe.send(json!({"id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+    response(&mut pipe, 1, &mut Vec::new());
+    pipe.send(json!({"method": "initialized", "params": {}}));
+
+    pipe.send_raw(&frame(b"{\"id\": 2, \"method\": "));
+    let reply = pipe.recv();
+    assert_eq!(reply["id"], Value::Null);
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+
+    pipe.send_raw(&frame(b"[1, 2, 3]"));
+    let reply = pipe.recv();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+
+    pipe.send_raw(&frame(&[0xff, 0xfe, b'{']));
+    assert_eq!(pipe.recv()["error"]["code"], -32700);
+
+    // Still serving.
+    pipe.send(json!({"id": 3, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}}));
+    assert_eq!(
+        response(&mut pipe, 3, &mut Vec::new())["result"],
+        Value::Null
+    );
+    pipe.send(json!({"id": 4, "method": "shutdown"}));
+    response(&mut pipe, 4, &mut Vec::new());
+    pipe.send(json!({"method": "exit"}));
+    let (code, err) = pipe.finish();
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn broken_framing_ends_the_server_with_a_clear_error() {
+    let cases: [(&[u8], &str); 4] = [
+        (b"Content-Length: 99999999999\r\n\r\n", "over the limit"),
+        (b"Content-Length: ten\r\n\r\n", "bad Content-Length"),
+        (b"Content-Type: x\r\n\r\n{}", "without Content-Length"),
+        (b"Content-Length: 10\n\n{}", "CRLF"),
+    ];
+    for (bytes, says) in cases {
+        let mut pipe = spawn();
+        pipe.send(json!({"id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+        response(&mut pipe, 1, &mut Vec::new());
+        pipe.send(json!({"method": "initialized", "params": {}}));
+        pipe.send_raw(bytes);
+        let (code, err) = pipe.finish();
+        assert_eq!(code, Some(2), "{says}: {err}");
+        assert!(
+            err.contains(says) && err.starts_with("error: orch lsp: "),
+            "{says}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
