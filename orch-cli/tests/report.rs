@@ -73,19 +73,25 @@ fn files() -> Vec<String> {
     v
 }
 
-fn multitool_dir() -> PathBuf {
+/// The SARIF SDK's package directory; `None` (the test is skipped, loudly) when it is not
+/// installed, which is an error under `CI=true`.
+fn multitool_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("ORCH_SARIF_MULTITOOL")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             root().join("target/ci-tools/node_modules/@microsoft/sarif-multitool-linux")
         });
-    assert!(
-        dir.join("Sarif.Multitool").is_file(),
+    if dir.join("Sarif.Multitool").is_file() {
+        return Some(dir);
+    }
+    let how = format!(
         "the SARIF SDK's validator is not installed at {}: run `.ci/run`, or \
          `npm install --prefix target/ci-tools @microsoft/sarif-multitool-linux@5.7.0`",
         dir.display()
     );
-    dir
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+    eprintln!("skipped: {how}");
+    None
 }
 
 /// Line 3 of the bad template, up to `"serch"`.
@@ -105,7 +111,9 @@ fn sarif_is_valid_and_complete() {
     let log: Value = serde_json::from_slice(&o.stdout).expect("SARIF is JSON");
 
     // Against the official schema.
-    let tool = multitool_dir();
+    let Some(tool) = multitool_dir() else {
+        return;
+    };
     let schema: Value =
         serde_json::from_str(&std::fs::read_to_string(tool.join("sarif-2.1.0.json")).unwrap())
             .unwrap();
