@@ -82,6 +82,20 @@ pub enum StoreError {
         /// What happened.
         why: String,
     },
+    /// The write was applied by the primary, but fewer replicas than asked for
+    /// (`RedisStore::wait_for_replicas`) confirmed it in time: if the primary fails now,
+    /// the write may be lost. The session holds the new value for as long as the primary
+    /// lives.
+    NotDurable {
+        /// The session id.
+        id: String,
+        /// The version that was written.
+        version: u64,
+        /// How many replicas confirmed it.
+        replicas: u64,
+        /// How many were asked for.
+        wanted: u64,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -96,6 +110,10 @@ impl fmt::Display for StoreError {
             StoreError::OutcomeUnknown { id, why } => write!(
                 f,
                 "the update of session `{id}` was sent but not confirmed ({why}): it may or may not have been applied"
+            ),
+            StoreError::NotDurable { id, version, replicas, wanted } => write!(
+                f,
+                "the update of session `{id}` (version {version}) was applied but only {replicas} of {wanted} replicas confirmed it in time: it may not be durable"
             ),
         }
     }
@@ -131,6 +149,14 @@ pub trait SessionStore: Send + Sync {
 
     /// Deletes `id`. Returns whether something was stored.
     fn remove(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The value this store instance last saw under `id` (read or written by it), if it
+    /// keeps such a cache; [`update`](SessionStore::update) then tries a compare-and-set
+    /// against it first and reads only on a conflict (the default: no cache).
+    fn cached(&self, id: &str) -> Option<Versioned> {
+        let _ = id;
+        None
+    }
 
     /// Waits before retry `attempt` (1-based) of a conflicting [`update`](SessionStore::update).
     /// The default yields to the executor once.
@@ -205,7 +231,11 @@ pub trait SessionStore: Send + Sync {
         async move {
             let max_attempts = max_attempts.max(1);
             for attempt in 1..=max_attempts {
-                let (mut session, expected, report) = match self.load(id).await? {
+                let current = match self.cached(id) {
+                    Some(v) => Some(v),
+                    None => self.load(id).await?,
+                };
+                let (mut session, expected, report) = match current {
                     Some(v) => {
                         let (s, report) = decode::<M>(id, &v.bytes)?;
                         (s, Some(v.version), report)

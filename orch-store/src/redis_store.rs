@@ -1,36 +1,60 @@
-//! A Redis-backed store (feature `redis`): namespaced keys, TTL with `EX` (refreshed on
-//! every access), and compare-and-set as a Lua script, so concurrent servers never lose
-//! each other's updates.
+//! A Redis-backed store (feature `redis`), on one server or a Redis Cluster: namespaced
+//! keys, TTL with `EX` (refreshed on every access), compare-and-set as a Lua script on
+//! the session's own key (so it works on any cluster slot and no key is hot), and an
+//! optional `WAIT` for replicas.
+//!
+//! A stored value is a 20-digit decimal version followed by the snapshot bytes. A
+//! version is a random 32-bit *epoch*, chosen when the session is created (or blindly
+//! overwritten), above a 32-bit counter that each compare-and-set increments: versions
+//! are never reused, even after a delete and a re-creation, so a writer holding an old
+//! version never overwrites a newer session. The store computes the next version and
+//! the script only compares and sets, so the script touches one key.
 
 use crate::{SessionStore, StoreError, Versioned};
 use redis::aio::ConnectionManager;
-use redis::{AsyncCommands, Script};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, Value};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Width of the decimal version prefix of every stored value.
 const VERSION_WIDTH: usize = 20;
 
-/// Compare-and-set. KEYS[1] the session, KEYS[2] the namespace's version counter.
-/// ARGV[1]: the expected version prefix, `""` for "must not exist", `"*"` for "any";
-/// ARGV[2]: the snapshot bytes; ARGV[3]: TTL in seconds (0: none).
-/// Returns the new version, or 0 on a conflict.
+/// Compare-and-set on one key. KEYS[1] the session. ARGV[1]: the expected version prefix,
+/// `""` for "must not exist", `"*"` for "any"; ARGV[2]: the new value (version prefix and
+/// snapshot); ARGV[3]: TTL in seconds (0: none). Returns `{1}` when written, `{0, value}`
+/// on a conflict with the current value (`false` when there is none), so a retry needs
+/// no read.
 const CAS: &str = r"
 local cur = redis.call('GET', KEYS[1])
 if ARGV[1] == '' then
-  if cur then return 0 end
+  if cur then return {0, cur} end
 elseif ARGV[1] ~= '*' then
-  if (not cur) or string.sub(cur, 1, 20) ~= ARGV[1] then return 0 end
+  if (not cur) or string.sub(cur, 1, 20) ~= ARGV[1] then return {0, cur} end
 end
-local v = redis.call('INCR', KEYS[2])
-local value = string.format('%020d', v) .. ARGV[2]
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
-  redis.call('SET', KEYS[1], value, 'EX', ttl)
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ttl)
 else
-  redis.call('SET', KEYS[1], value)
+  redis.call('SET', KEYS[1], ARGV[2])
 end
-return v
+return {1}
 ";
+
+/// How many sessions a store instance remembers for one-round-trip updates.
+const DEFAULT_CACHE: usize = 10_000;
+
+/// The connection: one server (multiplexed, reconnecting) or a cluster (slot-aware,
+/// following MOVED/ASK redirections and failovers).
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
 
 /// Sessions in Redis, shared by every server that uses the same namespace.
 ///
@@ -41,14 +65,60 @@ return v
 ///     .await?
 ///     .namespace("my-agent")
 ///     .ttl(Some(Duration::from_secs(3600)));
+/// let cluster = orch_store::RedisStore::connect_cluster(&[
+///     "redis://10.0.0.1:7000/",
+///     "redis://10.0.0.2:7000/",
+/// ])
+/// .await?
+/// .wait_for_replicas(1, Duration::from_millis(200));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: Conn,
     namespace: String,
     ttl: Option<Duration>,
-    cas: Script,
+    durability: Option<(u64, Duration)>,
+    cache: Arc<Cache>,
+    stats: Arc<Stats>,
+}
+
+/// The last value this instance saw per session, bounded.
+#[derive(Default)]
+struct Cache {
+    capacity: usize,
+    entries: Mutex<HashMap<String, Versioned>>,
+}
+
+impl Cache {
+    fn get(&self, id: &str) -> Option<Versioned> {
+        self.entries.lock().ok()?.get(id).cloned()
+    }
+
+    fn put(&self, id: &str, value: Option<Versioned>) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        match value {
+            Some(v) if self.capacity > 0 => {
+                if entries.len() >= self.capacity && !entries.contains_key(id) {
+                    // Bounded: forget everything rather than track recency; the cache
+                    // only saves a read.
+                    entries.clear();
+                }
+                entries.insert(id.to_owned(), v);
+            }
+            _ => {
+                entries.remove(id);
+            }
+        }
+    }
+}
+
+/// Round trips (commands or pipelines sent to Redis) made by a store instance.
+#[derive(Default)]
+struct Stats {
+    round_trips: AtomicU64,
 }
 
 fn backend(e: redis::RedisError) -> StoreError {
@@ -58,7 +128,8 @@ fn backend(e: redis::RedisError) -> StoreError {
 /// The error of a write: when the command may have reached the server (no answer in
 /// time, the connection dropped while waiting), its outcome is unknown; when it
 /// certainly did not (refused, could not connect) or the server answered with an
-/// error, nothing was written.
+/// error (a cluster redirection the client could not follow within its retries
+/// included: a node that answers MOVED did not run the command), nothing was written.
 fn written(id: &str, e: redis::RedisError) -> StoreError {
     if e.is_timeout()
         || e.is_connection_dropped()
@@ -71,6 +142,85 @@ fn written(id: &str, e: redis::RedisError) -> StoreError {
     } else {
         backend(e)
     }
+}
+
+/// A random 32-bit epoch in the high half of a version, counter 1.
+fn fresh_version() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    let epoch = h.finish() >> 32;
+    (epoch << 32) | 1
+}
+
+/// `version` as the stored prefix.
+fn prefix(version: u64) -> String {
+    format!("{version:020}")
+}
+
+/// A stored value: its version and snapshot bytes.
+fn parse_value(key: &str, value: &[u8]) -> Result<Versioned, StoreError> {
+    let version = value
+        .get(..VERSION_WIDTH)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| {
+            StoreError::Backend(format!(
+                "redis: the value of `{key}` is not an orch session"
+            ))
+        })?;
+    Ok(Versioned {
+        bytes: value[VERSION_WIDTH..].to_vec(),
+        version,
+    })
+}
+
+/// A script reply: `Ok(None)` written, `Ok(Some(current))` a conflict.
+fn parse_cas_reply(key: &str, reply: &Value) -> Result<Option<Option<Versioned>>, StoreError> {
+    let unexpected = || {
+        StoreError::Backend(format!(
+            "redis: unexpected reply to the compare-and-set of `{key}`: {reply:?}"
+        ))
+    };
+    let Value::Array(items) = reply else {
+        return Err(unexpected());
+    };
+    match items.as_slice() {
+        [Value::Int(1)] => Ok(None),
+        [Value::Int(0)] | [Value::Int(0), Value::Nil] => Ok(Some(None)),
+        [Value::Int(0), Value::BulkString(cur)] => Ok(Some(Some(parse_value(key, cur)?))),
+        _ => Err(unexpected()),
+    }
+}
+
+/// The Redis Cluster hash slot of `key` (CRC16/XMODEM of the key, or of its `{tag}`).
+fn slot(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            let close = rest.iter().position(|&b| b == b'}')?;
+            (close > 0).then(|| &rest[..close])
+        })
+        .unwrap_or(key);
+    let mut crc: u16 = 0;
+    for &b in tagged {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16_384
 }
 
 impl RedisStore {
@@ -97,12 +247,55 @@ impl RedisStore {
         let conn = ConnectionManager::new_with_config(client, config)
             .await
             .map_err(backend)?;
-        Ok(RedisStore {
+        Ok(Self::with(Conn::Single(conn)))
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes (`redis://host:port/`);
+    /// the client learns the slot map from them. Sessions spread over every slot (no
+    /// hash tag pins a namespace to one node); MOVED and ASK redirections and failovers
+    /// are followed, with bounded retries. Same namespaces, TTL and compare-and-set as
+    /// [`RedisStore::connect`].
+    pub async fn connect_cluster(seeds: &[&str]) -> Result<Self, StoreError> {
+        Self::connect_cluster_with_timeouts(seeds, Duration::from_secs(2), Duration::from_secs(5))
+            .await
+    }
+
+    /// [`RedisStore::connect_cluster`] with other time limits (see
+    /// [`RedisStore::connect_with_timeouts`]).
+    pub async fn connect_cluster_with_timeouts(
+        seeds: &[&str],
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Self, StoreError> {
+        if seeds.is_empty() {
+            return Err(StoreError::Backend(
+                "redis: connect_cluster needs at least one node".to_owned(),
+            ));
+        }
+        let client = redis::cluster::ClusterClientBuilder::new(seeds.to_vec())
+            .connection_timeout(connect)
+            .response_timeout(response)
+            .retries(10)
+            .min_retry_wait(50)
+            .max_retry_wait(1_000)
+            .build()
+            .map_err(backend)?;
+        let conn = client.get_async_connection().await.map_err(backend)?;
+        Ok(Self::with(Conn::Cluster(conn)))
+    }
+
+    fn with(conn: Conn) -> Self {
+        RedisStore {
             conn,
             namespace: "orch".to_owned(),
             ttl: Some(Duration::from_secs(30 * 60)),
-            cas: Script::new(CAS),
-        })
+            durability: None,
+            cache: Arc::new(Cache {
+                capacity: DEFAULT_CACHE,
+                entries: Mutex::default(),
+            }),
+            stats: Arc::default(),
+        }
     }
 
     /// Keys are `<namespace>:session:<id>`.
@@ -120,6 +313,34 @@ impl RedisStore {
         self
     }
 
+    /// After every write, wait (Redis `WAIT`, in the same round trip) until `replicas`
+    /// replicas of the session's primary have it, for at most `timeout`. A write that
+    /// fewer replicas confirm is [`StoreError::NotDurable`], never a silent success.
+    /// (Redis replication stays asynchronous: this bounds what a failover can lose to
+    /// writes that returned an error.)
+    #[must_use]
+    pub fn wait_for_replicas(mut self, replicas: u64, timeout: Duration) -> Self {
+        self.durability = (replicas > 0).then_some((replicas, timeout));
+        self
+    }
+
+    /// How many sessions this instance remembers, so that an update of a session it
+    /// last wrote or read is one round trip (default 10,000; 0: always read first).
+    #[must_use]
+    pub fn cache_capacity(mut self, sessions: usize) -> Self {
+        self.cache = Arc::new(Cache {
+            capacity: sessions,
+            entries: Mutex::default(),
+        });
+        self
+    }
+
+    /// Round trips to Redis made by this instance and its clones so far (a pipeline of
+    /// a compare-and-set and a `WAIT` is one).
+    pub fn round_trips(&self) -> u64 {
+        self.stats.round_trips.load(Ordering::Relaxed)
+    }
+
     fn key(&self, id: &str) -> String {
         format!("{}:session:{id}", self.namespace)
     }
@@ -128,43 +349,134 @@ impl RedisStore {
         self.ttl.map_or(0, |t| t.as_secs().max(1))
     }
 
-    async fn cas(&self, id: &str, expected: &str, bytes: Vec<u8>) -> Result<u64, StoreError> {
-        let mut conn = self.conn.clone();
-        self.cas
-            .key(self.key(id))
-            .key(format!("{}:version", self.namespace))
+    async fn query(&self, cmd: &Cmd) -> redis::RedisResult<Value> {
+        self.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+        match &self.conn {
+            Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
+        }
+    }
+
+    /// Writes `bytes` at version `new` if the stored prefix is `expected`; with
+    /// durability, `WAIT` in the same pipeline (routed to the key's primary).
+    async fn cas(
+        &self,
+        id: &str,
+        expected: &str,
+        new: u64,
+        bytes: &[u8],
+    ) -> Result<Option<Option<Versioned>>, StoreError> {
+        let key = self.key(id);
+        let mut value = prefix(new).into_bytes();
+        value.extend_from_slice(bytes);
+        let mut eval = redis::cmd("EVAL");
+        eval.arg(CAS)
+            .arg(1)
+            .arg(&key)
             .arg(expected)
-            .arg(bytes)
-            .arg(self.ttl_secs())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| written(id, e))
+            .arg(&value)
+            .arg(self.ttl_secs());
+        let (reply, acked) = match self.durability {
+            None => (self.query(&eval).await.map_err(|e| written(id, e))?, None),
+            Some((replicas, timeout)) => {
+                let mut wait = redis::cmd("WAIT");
+                wait.arg(replicas).arg(
+                    u64::try_from(timeout.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .max(1),
+                );
+                let (reply, acked) = match &self.conn {
+                    // One server: both in one pipeline, one round trip.
+                    Conn::Single(c) => {
+                        let mut pipe = redis::pipe();
+                        pipe.add_command(eval).add_command(wait);
+                        self.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+                        let mut replies: Vec<Value> = pipe
+                            .query_async(&mut c.clone())
+                            .await
+                            .map_err(|e| written(id, e))?;
+                        let acked = replies.pop();
+                        (replies.pop(), acked)
+                    }
+                    // A cluster: `WAIT` has no key, so it is routed explicitly to the
+                    // primary that owns the session's slot, on the connection the write
+                    // went through.
+                    Conn::Cluster(c) => {
+                        let reply = self.query(&eval).await.map_err(|e| written(id, e))?;
+                        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                            Route::new(slot(key.as_bytes()), SlotAddr::Master),
+                        ));
+                        self.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+                        let acked = c.clone().route_command(&wait, route).await;
+                        (Some(reply), Some(acked.map_err(|e| written(id, e))?))
+                    }
+                };
+                let acked = match acked {
+                    Some(Value::Int(n)) => u64::try_from(n).unwrap_or(0),
+                    other => {
+                        return Err(StoreError::OutcomeUnknown {
+                            id: id.to_owned(),
+                            why: format!("redis: unexpected reply to WAIT: {other:?}"),
+                        })
+                    }
+                };
+                let reply = reply.ok_or_else(|| StoreError::OutcomeUnknown {
+                    id: id.to_owned(),
+                    why: "redis: no reply to the compare-and-set".to_owned(),
+                })?;
+                (reply, Some((acked, replicas)))
+            }
+        };
+        let outcome = parse_cas_reply(&key, &reply)?;
+        match &outcome {
+            None => {
+                self.cache.put(
+                    id,
+                    Some(Versioned {
+                        bytes: bytes.to_vec(),
+                        version: new,
+                    }),
+                );
+                if let Some((acked, wanted)) = acked.filter(|(a, w)| a < w) {
+                    return Err(StoreError::NotDurable {
+                        id: id.to_owned(),
+                        version: new,
+                        replicas: acked,
+                        wanted,
+                    });
+                }
+            }
+            Some(current) => self.cache.put(id, current.clone()),
+        }
+        Ok(outcome)
     }
 }
 
 impl SessionStore for RedisStore {
     async fn load(&self, id: &str) -> Result<Option<Versioned>, StoreError> {
-        let mut conn = self.conn.clone();
         let key = self.key(id);
-        let value: Option<Vec<u8>> = match self.ttl_secs() {
-            0 => conn.get(&key).await,
-            secs => conn.get_ex(&key, redis::Expiry::EX(secs)).await,
+        let mut cmd = match self.ttl_secs() {
+            0 => redis::cmd("GET"),
+            secs => {
+                let mut c = redis::cmd("GETEX");
+                c.arg(&key).arg("EX").arg(secs);
+                c
+            }
+        };
+        if self.ttl_secs() == 0 {
+            cmd.arg(&key);
         }
-        .map_err(backend)?;
-        let Some(value) = value else { return Ok(None) };
-        let version = value
-            .get(..VERSION_WIDTH)
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|v| v.parse::<u64>().ok())
-            .ok_or_else(|| {
-                StoreError::Backend(format!(
-                    "redis: the value of `{key}` is not an orch session"
-                ))
-            })?;
-        Ok(Some(Versioned {
-            bytes: value[VERSION_WIDTH..].to_vec(),
-            version,
-        }))
+        let value = match self.query(&cmd).await.map_err(backend)? {
+            Value::Nil => None,
+            Value::BulkString(v) => Some(parse_value(&key, &v)?),
+            other => {
+                return Err(StoreError::Backend(format!(
+                    "redis: unexpected reply to reading `{key}`: {other:?}"
+                )))
+            }
+        };
+        self.cache.put(id, value.clone());
+        Ok(value)
     }
 
     async fn compare_and_set(
@@ -173,13 +485,24 @@ impl SessionStore for RedisStore {
         expected: Option<u64>,
         bytes: Vec<u8>,
     ) -> Result<Option<u64>, StoreError> {
-        let expected = expected.map_or_else(String::new, |v| format!("{v:020}"));
-        let v = self.cas(id, &expected, bytes).await?;
-        Ok((v != 0).then_some(v))
+        let (expected, new) = match expected {
+            Some(v) => (prefix(v), v.wrapping_add(1)),
+            None => (String::new(), fresh_version()),
+        };
+        Ok(match self.cas(id, &expected, new, &bytes).await? {
+            None => Some(new),
+            Some(_) => None,
+        })
     }
 
     async fn store(&self, id: &str, bytes: Vec<u8>) -> Result<u64, StoreError> {
-        self.cas(id, "*", bytes).await
+        let new = fresh_version();
+        self.cas(id, "*", new, &bytes).await?;
+        Ok(new)
+    }
+
+    fn cached(&self, id: &str) -> Option<Versioned> {
+        self.cache.get(id)
     }
 
     /// Exponential backoff with jitter (50 µs doubling to about 3 ms), so that many
@@ -197,8 +520,37 @@ impl SessionStore for RedisStore {
     }
 
     async fn remove(&self, id: &str) -> Result<bool, StoreError> {
-        let mut conn = self.conn.clone();
-        let n: u64 = conn.del(self.key(id)).await.map_err(backend)?;
-        Ok(n > 0)
+        self.cache.put(id, None);
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(self.key(id));
+        match self.query(&cmd).await.map_err(|e| written(id, e))? {
+            Value::Int(n) => Ok(n > 0),
+            other => Err(StoreError::Backend(format!(
+                "redis: unexpected reply to DEL: {other:?}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_slots_match_redis() {
+        // `CLUSTER KEYSLOT` of a real server.
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"bar"), 5061);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        assert_eq!(slot(b"{}x"), 10595);
+        assert_eq!(slot(b"user1000"), 3443);
+    }
+
+    #[test]
+    fn fresh_versions_differ_and_count_from_one() {
+        let a = fresh_version();
+        let b = fresh_version();
+        assert_ne!(a, b);
+        assert_eq!(a & 0xffff_ffff, 1);
     }
 }

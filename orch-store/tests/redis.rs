@@ -100,6 +100,36 @@ async fn redis_store_against_a_real_server() {
     assert!(store.delete("a").await.unwrap());
     assert!(!store.delete("a").await.unwrap());
 
+    // A server without replicas cannot confirm `WAIT 1`: the write is applied, and the
+    // update says it may not be durable instead of succeeding silently.
+    let durable = RedisStore::connect(&server.url)
+        .await
+        .unwrap()
+        .namespace("durable")
+        .wait_for_replicas(1, Duration::from_millis(50));
+    match durable
+        .update::<Machine, _>("d", |s| s.record(Tool::Search))
+        .await
+    {
+        Err(StoreError::NotDurable {
+            id,
+            replicas: 0,
+            wanted: 1,
+            ..
+        }) => assert_eq!(id, "d"),
+        other => panic!("expected NotDurable, got {other:?}"),
+    }
+    let err = durable
+        .put("d", &Session::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("may not be durable"), "{err}");
+    assert!(
+        durable.get::<Machine>("d").await.unwrap().is_some(),
+        "the write itself was applied"
+    );
+
     // Foreign data under our key is an error, not a panic.
     let _: () = redis::cmd("SET")
         .arg("t1:session:junk")

@@ -2,6 +2,8 @@
 //! `redis-server` started on a free loopback port.
 #![allow(dead_code, unused_imports)]
 
+pub mod cluster;
+
 use orch_store::SessionStore;
 use std::sync::Arc;
 
@@ -101,9 +103,15 @@ pub async fn store_contract<S: SessionStore>(store: &S) {
     assert!(store.delete("a").await.unwrap());
     assert!(!store.delete("a").await.unwrap());
     assert!(store.get::<Machine>("a").await.unwrap().is_none());
-    // Versions are never reused, even after a delete.
+    // Versions are never reused, even after a delete: a writer still holding the old
+    // version cannot overwrite the re-created session.
     let v2 = store.put("a", &s).await.unwrap();
-    assert!(v2 > v1);
+    assert_ne!(v2, v1);
+    assert_eq!(
+        store.compare_and_set("a", Some(v1), vec![9]).await.unwrap(),
+        None,
+        "an old writer after delete and re-create"
+    );
 }
 
 /// A `redis-server` on a free loopback port, stopped on drop. `None` (with a note)

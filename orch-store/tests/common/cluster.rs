@@ -1,0 +1,237 @@
+//! A real Redis Cluster for tests and benchmarks: six `redis-server` processes on free
+//! loopback ports (three primaries, three replicas) joined by `redis-cli --cluster
+//! create`, stopped by their process ids on drop.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running cluster.
+pub struct Cluster {
+    nodes: Vec<Node>,
+    dir: std::path::PathBuf,
+}
+
+/// One `redis-server` of the cluster.
+pub struct Node {
+    /// Its port.
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// Its process id (while it runs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+fn cli(port: u16, args: &[&str]) -> Option<String> {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `n` ports `p` such that `p` and its cluster bus port `p + 10000` are free.
+fn free_ports(n: usize) -> Vec<u16> {
+    let mut ports = Vec::new();
+    let mut held = Vec::new();
+    while ports.len() < n {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = l.local_addr().unwrap().port();
+        if port < 55_000 && !ports.contains(&port) {
+            if let Ok(bus) = std::net::TcpListener::bind(("127.0.0.1", port + 10_000)) {
+                ports.push(port);
+                held.push(bus);
+            }
+        }
+        held.push(l);
+    }
+    ports
+}
+
+impl Cluster {
+    /// Starts the cluster and waits until every node says `cluster_state:ok`. `None`
+    /// (with a note) when `redis-server` or `redis-cli` is missing, except under
+    /// `CI=true`, where that is a failure.
+    pub fn start() -> Option<Cluster> {
+        let have = |bin: &str| Command::new(bin).arg("--version").output().is_ok();
+        if !have("redis-server") || !have("redis-cli") {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "redis-server and redis-cli are required under CI=true (.ci/run installs them)"
+            );
+            eprintln!("skipped: redis-server or redis-cli is not installed");
+            return None;
+        }
+        let ports = free_ports(6);
+        let dir =
+            std::env::temp_dir().join(format!("orch-cluster-{}-{}", std::process::id(), ports[0]));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cluster = Cluster {
+            nodes: Vec::new(),
+            dir: dir.clone(),
+        };
+        for &port in &ports {
+            let child = spawn(&dir, port);
+            cluster.nodes.push(Node {
+                port,
+                child: Some(child),
+            });
+        }
+        for &port in &ports {
+            wait_until(Duration::from_secs(10), || {
+                cli(port, &["PING"]).is_some_and(|o| o.contains("PONG"))
+            })
+            .unwrap_or_else(|| panic!("redis-server on {port} did not start"));
+        }
+        let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("redis-cli runs");
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&created.stdout)
+        );
+        cluster.wait_ok(Duration::from_secs(30));
+        // Every primary's replica is linked and in sync (so `WAIT 1` can succeed).
+        wait_until(Duration::from_secs(30), || {
+            cluster.primaries().iter().all(|&p| {
+                cli(p, &["INFO", "replication"])
+                    .is_some_and(|i| i.contains("connected_slaves:1") && i.contains("state=online"))
+            })
+        })
+        .expect("the replicas are in sync");
+        Some(cluster)
+    }
+
+    /// Seed URLs of every node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("redis://127.0.0.1:{}/", n.port))
+            .collect()
+    }
+
+    /// The nodes.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The ports of the running nodes that are primaries now.
+    pub fn primaries(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .filter(|n| n.child.is_some())
+            .filter(|n| cli(n.port, &["ROLE"]).is_some_and(|r| r.starts_with("master")))
+            .map(|n| n.port)
+            .collect()
+    }
+
+    /// Keys stored on the node at `port`.
+    pub fn keys_on(&self, port: u16) -> u64 {
+        cli(port, &["DBSIZE"])
+            .and_then(|o| o.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Kills the node at `port` (SIGKILL, by its process id).
+    pub fn kill(&mut self, port: u16) {
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .expect("a node of the cluster");
+        if let Some(mut child) = node.child.take() {
+            let _ = Command::new("kill")
+                .args(["-9", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the killed node at `port` again: it rejoins (its `nodes.conf` is kept) as a
+    /// replica of the primary that replaced it.
+    pub fn restart(&mut self, port: u16) {
+        let dir = self.dir.clone();
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .expect("a node of the cluster");
+        if node.child.is_none() {
+            node.child = Some(spawn(&dir, port));
+        }
+    }
+
+    /// Waits until every running node reports `cluster_state:ok` and three primaries
+    /// serve all slots.
+    pub fn wait_ok(&self, limit: Duration) {
+        wait_until(limit, || {
+            self.nodes.iter().filter(|n| n.child.is_some()).all(|n| {
+                cli(n.port, &["CLUSTER", "INFO"]).is_some_and(|i| i.contains("cluster_state:ok"))
+            }) && self.primaries().len() == 3
+        })
+        .expect("the cluster becomes ok");
+    }
+}
+
+/// A cluster-enabled `redis-server` on `port`, its files (`nodes.conf`) in `dir/port`.
+fn spawn(dir: &std::path::Path, port: u16) -> Child {
+    let node_dir = dir.join(port.to_string());
+    std::fs::create_dir_all(&node_dir).unwrap();
+    Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ])
+        .args([
+            "--cluster-node-timeout",
+            "1000",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(&node_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server starts")
+}
+
+fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> Option<()> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ok() {
+            return Some(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
