@@ -1,6 +1,6 @@
 //! Session stores for **orch**: keep each conversation's orchestration state between
 //! requests, on one server ([`MemoryStore`], the embedded default) or many
-//! ([`RedisStore`], feature `redis`).
+//! ([`RedisStore`], feature `redis`: one Redis server or a Redis Cluster).
 //!
 //! Sessions are stored as binary [`orch_runtime::Snapshot`]s (by names, versioned,
 //! fingerprinted), so a changed template restores by name. Every stored value carries a
