@@ -94,19 +94,25 @@ fn multitool_dir() -> Option<PathBuf> {
     None
 }
 
-/// Line 3 of the bad template, up to `"serch"`.
-const LINE3: &str = "  {\"name\": \"Rëcherche\", \"conditions\": [{\"type\": \"message_contains\", \"value\": \"r\"}], \"sequence\": [";
-
-#[test]
-fn sarif_is_valid_and_complete() {
+/// `orch check --format FORMAT` on every template of [`files`], in [`templates`]'s directory.
+fn check_all(format: &str) -> (PathBuf, Output) {
     let dir = templates();
-    let args: Vec<String> = ["check", "--format", "sarif"]
+    let args: Vec<String> = ["check", "--format", format]
         .iter()
         .map(|s| s.to_string())
         .chain(files())
         .collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = orch(&args, &dir);
+    (dir, o)
+}
+
+/// Line 3 of the bad template, up to `"serch"`.
+const LINE3: &str = "  {\"name\": \"Rëcherche\", \"conditions\": [{\"type\": \"message_contains\", \"value\": \"r\"}], \"sequence\": [";
+
+#[test]
+fn sarif_is_valid_and_complete() {
+    let (dir, o) = check_all("sarif");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let log: Value = serde_json::from_slice(&o.stdout).expect("SARIF is JSON");
 
@@ -222,14 +228,7 @@ fn sarif_is_valid_and_complete() {
 
 #[test]
 fn github_annotations() {
-    let dir = templates();
-    let args: Vec<String> = ["check", "--format", "github"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(files())
-        .collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = orch(&args, &dir);
+    let (dir, o) = check_all("github");
     assert_eq!(o.status.code(), Some(1));
     let out = text(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
