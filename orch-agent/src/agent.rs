@@ -4,8 +4,9 @@ use crate::model::{
     ChatMessage, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream, ToolCall,
     ToolChoice,
 };
+use crate::policy::{Policy, RoundPlan};
 use crate::tools::ToolRegistry;
-use orch_runtime::{Machine, Session, StepEnum, ToolEnum, Usage};
+use orch_runtime::{Machine, Session, StepEnum, Usage};
 use std::fmt;
 
 /// What happened to one tool call the model made.
@@ -98,6 +99,7 @@ pub const DEFAULT_MAX_ROUNDS: usize = 10;
 pub struct Agent<M: Machine, Mo: Model> {
     model: Mo,
     tools: ToolRegistry,
+    policy: Policy,
     instructions: String,
     max_rounds: usize,
     on_round: Option<RoundCallback<M>>,
@@ -111,6 +113,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
     pub fn new(model: Mo, tools: ToolRegistry) -> Self {
         Agent {
             model,
+            policy: Policy::new(tools.names()),
             tools,
             instructions: String::new(),
             max_rounds: M::max_rounds()
@@ -161,12 +164,10 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         &self.model
     }
 
-    /// The tools the session allows now that the host has registered.
-    fn offered(&self, session: &Session<M>) -> Vec<String> {
-        session
-            .filter_names(self.tools.names())
-            .map(str::to_owned)
-            .collect()
+    /// The orchestration rules this agent applies (offered tools, forced choice,
+    /// refusals, recording).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 
     /// Runs one user turn: `message` is appended to `conversation`, and so is everything
@@ -178,12 +179,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         message: &str,
     ) -> Result<TurnReport, AgentError> {
         // The host's tools are the available set A of the session (semantics §8).
-        session.set_available(
-            M::Tool::ALL
-                .iter()
-                .copied()
-                .filter(|t| self.tools.get(t.name()).is_some()),
-        );
+        self.policy.prepare(session);
         session.on_user_message(message);
         conversation.push(ChatMessage::User {
             content: message.to_owned(),
@@ -195,14 +191,10 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             stop: StopReason::MaxRounds,
         };
         for number in 1..=self.max_rounds {
-            let offered = self.offered(session);
-            let tool_choice = if offered.is_empty() {
-                ToolChoice::None
-            } else if offered.len() == 1 && session.expected().is_some() {
-                ToolChoice::Tool(offered[0].clone())
-            } else {
-                ToolChoice::Auto
-            };
+            let RoundPlan {
+                offered,
+                tool_choice,
+            } = self.policy.plan(session);
             let mut messages = Vec::with_capacity(conversation.len() + 1);
             messages.push(ChatMessage::System {
                 content: self.system_prompt(session),
@@ -278,9 +270,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                     // The one allowed tool was required and the model answered instead:
                     // tell it, and give it another step.
                     Some(t) => conversation.push(ChatMessage::System {
-                        content: format!(
-                            "The orchestration requires calling `{t}` now; no other action is possible at this point of the sequence."
-                        ),
+                        content: Policy::forced_reminder(&t),
                     }),
                     None => {
                         turn.stop = StopReason::Answered;
@@ -303,24 +293,17 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             outcome: None,
             result: why,
         };
+        if let Err(refusal) = self.policy.admit(session, &call.name) {
+            return refuse(call, refusal.reason);
+        }
         let Some(tool) = self.tools.get(&call.name) else {
             let why = format!(
                 "error: there is no tool `{}`. {}",
                 call.name,
-                self.what_now(session, true)
+                self.policy.what_now(session, true)
             );
             return refuse(call, why);
         };
-        if let Err(denied) = session.check_name(&call.name) {
-            // A sequence denial already names what the sequence expects.
-            let mention = !matches!(denied, orch_runtime::Denied::SequenceExpects { .. });
-            let why = format!(
-                "error: `{}` was not run: {denied}. {}",
-                call.name,
-                self.what_now(session, mention)
-            );
-            return refuse(call, why);
-        }
         let arguments = if call.arguments.trim().is_empty() {
             serde_json::Value::Object(Default::default())
         } else {
@@ -337,34 +320,13 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             Err(e) => format!("error: {e}"),
         };
         // It ran (even if it reported an error): record it.
-        let outcome = session.record_name(&call.name).as_str();
+        let outcome = self.policy.record(session, &call.name);
         ToolCallReport {
             call,
             executed: true,
             outcome: Some(outcome),
             result,
         }
-    }
-
-    /// "Allowed now: a, b. The sequence of step `S` expects `x` next."
-    fn what_now(&self, session: &Session<M>, mention_sequence: bool) -> String {
-        let offered = self.offered(session);
-        let mut s = if offered.is_empty() {
-            "No tool is allowed now.".to_owned()
-        } else {
-            format!("Allowed now: {}.", offered.join(", "))
-        };
-        if let (true, Some(step), Some(expected)) =
-            (mention_sequence, session.step(), session.expected())
-        {
-            let names: Vec<&str> = expected.names().collect();
-            s.push_str(&format!(
-                " The sequence of step `{}` expects `{}` next.",
-                step.name(),
-                names.join("` or `")
-            ));
-        }
-        s
     }
 
     /// The system prompt: the instructions, then the orchestration state after the
@@ -374,7 +336,10 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         if !out.is_empty() {
             out.push_str("\n\n");
         }
-        out.push_str(&orchestration_prompt(session, &self.offered(session)));
+        out.push_str(&orchestration_prompt(
+            session,
+            &self.policy.offered(session),
+        ));
         out
     }
 }
