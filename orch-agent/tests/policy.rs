@@ -3,7 +3,6 @@
 //! adapter for another agent framework, apply.
 
 use orch_agent::{Policy, ToolChoice};
-use orch_runtime::StepEnum;
 
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
 use cognitive_reasoner::{Session, Step};
