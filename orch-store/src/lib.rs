@@ -222,48 +222,70 @@ pub trait SessionStore: Send + Sync {
         &self,
         id: &str,
         max_attempts: u32,
-        mut change: impl FnMut(&mut Session<M>) -> R + Send,
+        change: impl FnMut(&mut Session<M>) -> R + Send,
     ) -> impl Future<Output = Result<Updated<M, R>, StoreError>> + Send
     where
         M: Machine,
         R: Send,
     {
-        async move {
-            let max_attempts = max_attempts.max(1);
-            for attempt in 1..=max_attempts {
-                let current = match self.cached(id) {
-                    Some(v) => Some(v),
-                    None => self.load(id).await?,
-                };
-                let (mut session, expected, report) = match current {
-                    Some(v) => {
-                        let (s, report) = decode::<M>(id, &v.bytes)?;
-                        (s, Some(v.version), report)
-                    }
-                    None => (Session::<M>::new(), None, RestoreReport::default()),
-                };
-                let value = change(&mut session);
-                let bytes = session.snapshot().to_bytes();
-                if let Some(version) = self.compare_and_set(id, expected, bytes).await? {
-                    return Ok(Updated {
-                        session,
-                        value,
-                        version,
-                        attempts: attempt,
-                        report,
-                    });
-                }
-                // Someone else wrote in between: let them finish, then try again.
-                if attempt < max_attempts {
-                    self.backoff(attempt).await;
-                }
+        update_loop(self, id, max_attempts, true, change)
+    }
+}
+
+/// The optimistic read–modify–write of [`SessionStore::update_with_limit`], for stores
+/// that wrap it (a store that serializes its own tasks per session first, say). With
+/// `cache_first` false, the first attempt reads instead of trusting
+/// [`SessionStore::cached`] (later attempts use what a conflict left there).
+pub(crate) async fn update_loop<S, M, R>(
+    store: &S,
+    id: &str,
+    max_attempts: u32,
+    cache_first: bool,
+    mut change: impl FnMut(&mut Session<M>) -> R + Send,
+) -> Result<Updated<M, R>, StoreError>
+where
+    S: SessionStore + ?Sized,
+    M: Machine,
+    R: Send,
+{
+    let max_attempts = max_attempts.max(1);
+    for attempt in 1..=max_attempts {
+        let cached = if attempt == 1 && cache_first {
+            store.cached(id)
+        } else {
+            None
+        };
+        let current = match cached {
+            Some(v) => Some(v),
+            None => store.load(id).await?,
+        };
+        let (mut session, expected, report) = match current {
+            Some(v) => {
+                let (s, report) = decode::<M>(id, &v.bytes)?;
+                (s, Some(v.version), report)
             }
-            Err(StoreError::Conflict {
-                id: id.to_owned(),
-                attempts: max_attempts,
-            })
+            None => (Session::<M>::new(), None, RestoreReport::default()),
+        };
+        let value = change(&mut session);
+        let bytes = session.snapshot().to_bytes();
+        if let Some(version) = store.compare_and_set(id, expected, bytes).await? {
+            return Ok(Updated {
+                session,
+                value,
+                version,
+                attempts: attempt,
+                report,
+            });
+        }
+        // Someone else wrote in between: let them finish, then try again.
+        if attempt < max_attempts {
+            store.backoff(attempt).await;
         }
     }
+    Err(StoreError::Conflict {
+        id: id.to_owned(),
+        attempts: max_attempts,
+    })
 }
 
 /// A session read from a store.

@@ -81,6 +81,35 @@ pub struct RedisStore {
     durability: Option<(u64, Duration)>,
     cache: Arc<Cache>,
     stats: Arc<Stats>,
+    turns: Arc<Turns>,
+}
+
+/// One lock per session being updated through this instance (and its clones), so its
+/// own tasks take turns, fairly and without spending round trips on conflicts among
+/// themselves; other instances are still met by the compare-and-set.
+#[derive(Default)]
+struct Turns {
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Turns {
+    fn lock_for(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        match self.locks.lock() {
+            Ok(mut locks) => locks.entry(id.to_owned()).or_default().clone(),
+            // A poisoned map only loses the fairness, never correctness.
+            Err(_) => Arc::default(),
+        }
+    }
+
+    /// Forgets the lock of `id` when nobody else holds or waits for it.
+    fn release(&self, id: &str, lock: Arc<tokio::sync::Mutex<()>>) {
+        if let Ok(mut locks) = self.locks.lock() {
+            // The map's reference and `lock`.
+            if Arc::strong_count(&lock) == 2 {
+                locks.remove(id);
+            }
+        }
+    }
 }
 
 /// The last value this instance saw per session, bounded.
@@ -101,6 +130,13 @@ impl Cache {
         };
         match value {
             Some(v) if self.capacity > 0 => {
+                // Tasks sharing this instance race: never replace a value with an older
+                // one of the same epoch (a slow reply must not undo a newer write).
+                if let Some(known) = entries.get(id) {
+                    if known.version >> 32 == v.version >> 32 && known.version > v.version {
+                        return;
+                    }
+                }
                 if entries.len() >= self.capacity && !entries.contains_key(id) {
                     // Bounded: forget everything rather than track recency; the cache
                     // only saves a read.
@@ -295,6 +331,7 @@ impl RedisStore {
                 entries: Mutex::default(),
             }),
             stats: Arc::default(),
+            turns: Arc::default(),
         }
     }
 
@@ -505,10 +542,42 @@ impl SessionStore for RedisStore {
         self.cache.get(id)
     }
 
-    /// Exponential backoff with jitter (50 µs doubling to about 3 ms), so that many
-    /// servers updating one session do not keep colliding.
+    /// The optimistic update, with this instance's own tasks taking turns per session
+    /// first (see [`RedisStore`]).
+    async fn update_with_limit<M, R>(
+        &self,
+        id: &str,
+        max_attempts: u32,
+        change: impl FnMut(&mut orch_runtime::Session<M>) -> R + Send,
+    ) -> Result<crate::Updated<M, R>, StoreError>
+    where
+        M: orch_runtime::Machine,
+        R: Send,
+    {
+        let lock = self.turns.lock_for(id);
+        let result = {
+            // A task that had to wait for its turn reads first: the session is busy, and
+            // going at once with the version this instance just wrote would keep
+            // winning against other instances (whose retries arrive later) and starve
+            // them. An update with no queue is one round trip.
+            let (turn, waited) = match lock.try_lock() {
+                Ok(turn) => (turn, false),
+                Err(_) => (lock.lock().await, true),
+            };
+            let result = crate::update_loop(self, id, max_attempts, !waited, change).await;
+            drop(turn);
+            result
+        };
+        self.turns.release(id, lock);
+        result
+    }
+
+    /// A short random pause (up to 25 µs × the attempt, at most 400 µs). A conflict's
+    /// reply already carries the current value, so the retry is as fresh as a read: a
+    /// long backoff would only hand the session to the instance that just wrote it
+    /// (whose next task goes at once) and starve the others.
     async fn backoff(&self, attempt: u32) {
-        let base = 50u64 << attempt.min(6);
+        let base = 25u64 * u64::from(attempt.clamp(1, 16));
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -516,7 +585,7 @@ impl SessionStore for RedisStore {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        tokio::time::sleep(Duration::from_micros(base / 2 + x % base)).await;
+        tokio::time::sleep(Duration::from_micros(x % base)).await;
     }
 
     async fn remove(&self, id: &str) -> Result<bool, StoreError> {

@@ -131,5 +131,5 @@ async fn bounded_retries_give_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_lost_updates_with_16_writers() {
-    common::no_lost_updates(Arc::new(MemoryStore::new()), "shared").await;
+    common::no_lost_updates(vec![Arc::new(MemoryStore::new())], "shared").await;
 }

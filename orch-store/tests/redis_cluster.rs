@@ -32,12 +32,16 @@ async fn concurrent_updates_on_a_cluster_are_exact() {
 
     const TASKS: usize = 32;
     const UPDATES: usize = 200;
-    let store = Arc::new(connect(&cluster).await.namespace("exact"));
+    // Four instances (four application servers); task i uses instance i % 4.
+    let mut stores = Vec::new();
+    for _ in 0..4 {
+        stores.push(Arc::new(connect(&cluster).await.namespace("exact")));
+    }
     let expected: Arc<Vec<AtomicU64>> =
         Arc::new((0..SESSIONS).map(|_| AtomicU64::new(0)).collect());
     let mut handles = Vec::new();
     for task in 0..TASKS {
-        let (store, expected) = (store.clone(), expected.clone());
+        let (store, expected) = (stores[task % 4].clone(), expected.clone());
         handles.push(tokio::spawn(async move {
             for i in 0..UPDATES {
                 let session = (task * 7 + i * 13) % SESSIONS;
@@ -55,6 +59,8 @@ async fn concurrent_updates_on_a_cluster_are_exact() {
     for h in handles {
         h.await.expect("no task panics");
     }
+    let trips: u64 = stores.iter().map(|s| s.round_trips()).sum();
+    let store = &stores[0];
     for (session, count) in expected.iter().enumerate() {
         let s = store
             .get::<Machine>(&format!("s{session}"))
@@ -77,12 +83,22 @@ async fn concurrent_updates_on_a_cluster_are_exact() {
             "no session on the primary at {port}"
         );
     }
-    // Most updates are one round trip: a compare-and-set against the version this
-    // instance last saw (conflicts return the current value, so a retry needs no read).
-    let updates = (TASKS * UPDATES) as f64;
-    let per_update = store.round_trips() as f64 / updates;
-    eprintln!("round trips per update: {per_update:.3}");
-    assert!(per_update < 1.6, "{per_update} round trips per update");
+    // Under this contention (four instances, 32 tasks, 64 sessions) conflicts and
+    // queued tasks read first; reported, not a property.
+    let per_update = trips as f64 / (TASKS * UPDATES) as f64;
+    eprintln!("round trips per update under contention: {per_update:.3}");
+
+    // Without contention an update of a session the instance has seen is exactly one
+    // round trip; the first update of a session reads it first.
+    let solo = connect(&cluster).await.namespace("solo");
+    for session in 0..SESSIONS {
+        for _ in 0..10 {
+            solo.update::<Machine, _>(&format!("p{session}"), |s| s.record_usage(1, 0))
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(solo.round_trips(), (SESSIONS * (2 + 9)) as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

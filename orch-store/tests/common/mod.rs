@@ -25,12 +25,14 @@ pub use store_test::{Machine, Session, Tool};
 pub const TASKS: usize = 16;
 pub const RECORDS: usize = 500;
 
-/// 16 tasks each record 500 tool uses and usage on one session through `update`;
-/// afterwards every count is exact.
-pub async fn no_lost_updates<S: SessionStore + 'static>(store: Arc<S>, id: &str) {
+/// 16 tasks each record 500 tool uses and usage on one session through `update`, task
+/// `i` through `stores[i % stores.len()]` (several instances stand for several servers,
+/// which only the compare-and-set keeps apart); afterwards every count is exact.
+pub async fn no_lost_updates<S: SessionStore + 'static>(stores: Vec<Arc<S>>, id: &str) {
+    let store = stores[0].clone();
     let mut handles = Vec::new();
     for task in 0..TASKS {
-        let store = store.clone();
+        let store = stores[task % stores.len()].clone();
         let id = id.to_owned();
         handles.push(tokio::spawn(async move {
             let tool = Tool::ALL[task];
