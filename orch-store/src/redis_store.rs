@@ -492,16 +492,10 @@ impl RedisStore {
 impl SessionStore for RedisStore {
     async fn load(&self, id: &str) -> Result<Option<Versioned>, StoreError> {
         let key = self.key(id);
-        let mut cmd = match self.ttl_secs() {
-            0 => redis::cmd("GET"),
-            secs => {
-                let mut c = redis::cmd("GETEX");
-                c.arg(&key).arg("EX").arg(secs);
-                c
-            }
-        };
-        if self.ttl_secs() == 0 {
-            cmd.arg(&key);
+        let mut cmd = redis::cmd(if self.ttl.is_some() { "GETEX" } else { "GET" });
+        cmd.arg(&key);
+        if self.ttl.is_some() {
+            cmd.arg("EX").arg(self.ttl_secs());
         }
         let value = match self.query(&cmd).await.map_err(backend)? {
             Value::Nil => None,
