@@ -239,8 +239,8 @@ struct Doc {
 impl Doc {
     fn new(uri: &str, text: String) -> Doc {
         let fallback = orch_codegen::fallback_name(&file_path(uri));
-        let compiled = orch_codegen::compile_json(&text, fallback.as_deref());
-        let (template, _) = orch_codegen::__private::parse(&text, fallback.as_deref());
+        let (template, compiled) =
+            orch_codegen::compile_json_keeping_model(&text, fallback.as_deref());
         let lines = Lines::new(&text);
         Doc {
             text,

@@ -54,6 +54,7 @@ pub mod verify;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::check::{check, placeholder};
+
     pub use crate::expand::orchestration;
     pub use crate::json::parse;
     /// The template model every front end fills in.
@@ -96,18 +97,28 @@ impl Compiled {
 /// Parses and checks a JSON template. `fallback_name` names the machine when the
 /// template has neither `agentId` nor `name` (see [`fallback_name`]).
 pub fn compile_json(source: &str, fallback_name: Option<&str>) -> Compiled {
+    compile_json_keeping_model(source, fallback_name).1
+}
+
+/// [`compile_json`], also returning the parsed model (for tools that map positions back
+/// to the template, such as the language server), parsed once.
+#[doc(hidden)]
+pub fn compile_json_keeping_model(
+    source: &str,
+    fallback_name: Option<&str>,
+) -> (Option<model::Template>, Compiled) {
     let (template, mut diagnostics) = json::parse(source, fallback_name);
     let parse_failed = diagnostics.iter().any(Diagnostic::is_error);
-    let ir = match template {
+    let ir = match &template {
         Some(t) => {
-            let (ir, more) = check::check(&t);
+            let (ir, more) = check::check(t);
             diagnostics.extend(more);
             diagnostics.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
             ir.filter(|_| !parse_failed)
         }
         None => None,
     };
-    Compiled { ir, diagnostics }
+    (template, Compiled { ir, diagnostics })
 }
 
 /// The name a template file gets when it has no `agentId`/`name`: its file stem, or its
