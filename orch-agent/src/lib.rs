@@ -64,6 +64,6 @@ pub use openai::{
     parse_response, request_body, LiveStream, OpenAiModel, OpenAiStream, StreamParser, Timeouts,
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RESPONSE_BYTES,
 };
-pub use policy::{Policy, Refusal, RoundPlan};
+pub use policy::{Orchestrated, Policy, Refusal, RoundPlan};
 pub use scripted::{Planned, ScriptedModel};
 pub use tools::{Tool, ToolRegistry, ToolResult};

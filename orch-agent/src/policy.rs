@@ -5,6 +5,7 @@
 //! framework.
 
 use crate::model::ToolChoice;
+use orch_runtime::dynamic::DynSession;
 use orch_runtime::{Denied, Machine, Session, StepEnum, ToolEnum};
 
 /// What to offer the model for its next call.
@@ -55,6 +56,80 @@ pub struct Policy {
     host_tools: Vec<String>,
 }
 
+/// A session the [`Policy`] can drive by tool names: a typed [`Session`] (generated
+/// code) or a run-time [`DynSession`] (a template loaded at run time, as `orch mcp`
+/// does). The rules of [`Policy`] are written once, over this trait.
+pub trait Orchestrated {
+    /// Sets the session's available tools from the host's tool names (names the
+    /// template does not declare are foreign tools, judged by its patterns).
+    fn set_host_tools(&mut self, host_tools: &[String]);
+    /// May the tool `name` run now? `Err` says why not, and whether the reason names
+    /// what the sequence expects.
+    fn check_tool(&self, name: &str) -> Result<(), (String, bool)>;
+    /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
+    /// `free`, `out_of_sequence`, `not_allowed`).
+    fn record_tool(&mut self, name: &str) -> &'static str;
+    /// The active step's name.
+    fn step_name(&self) -> Option<&str>;
+    /// The tools the active step's unfinished sequence accepts next, if any.
+    fn expected_tools(&self) -> Option<Vec<&str>>;
+}
+
+impl<M: Machine> Orchestrated for Session<M> {
+    fn set_host_tools(&mut self, host_tools: &[String]) {
+        self.set_available(
+            M::Tool::ALL
+                .iter()
+                .copied()
+                .filter(|t| host_tools.iter().any(|h| h == t.name())),
+        );
+    }
+
+    fn check_tool(&self, name: &str) -> Result<(), (String, bool)> {
+        self.check_name(name).map_err(|denied| {
+            let names_expected = matches!(denied, Denied::SequenceExpects { .. });
+            (denied.to_string(), names_expected)
+        })
+    }
+
+    fn record_tool(&mut self, name: &str) -> &'static str {
+        self.record_name(name).as_str()
+    }
+
+    fn step_name(&self) -> Option<&str> {
+        self.step().map(|s| s.name())
+    }
+
+    fn expected_tools(&self) -> Option<Vec<&str>> {
+        self.expected().map(|set| set.names().collect())
+    }
+}
+
+impl Orchestrated for DynSession<'_> {
+    fn set_host_tools(&mut self, host_tools: &[String]) {
+        self.set_available(host_tools.iter().map(String::as_str));
+    }
+
+    fn check_tool(&self, name: &str) -> Result<(), (String, bool)> {
+        self.check(name).map_err(|denied| {
+            let names_expected = matches!(denied, Denied::SequenceExpects { .. });
+            (denied.to_string(), names_expected)
+        })
+    }
+
+    fn record_tool(&mut self, name: &str) -> &'static str {
+        self.record(name).as_str()
+    }
+
+    fn step_name(&self) -> Option<&str> {
+        self.step()
+    }
+
+    fn expected_tools(&self) -> Option<Vec<&str>> {
+        self.expected()
+    }
+}
+
 impl Policy {
     /// The rules for a host that can run `host_tools`.
     pub fn new<S: Into<String>>(host_tools: impl IntoIterator<Item = S>) -> Self {
@@ -70,29 +145,25 @@ impl Policy {
 
     /// Tells the session which of its tools the host has (its available set), before a
     /// turn.
-    pub fn prepare<M: Machine>(&self, session: &mut Session<M>) {
-        session.set_available(
-            M::Tool::ALL
-                .iter()
-                .copied()
-                .filter(|t| self.host_tools.iter().any(|h| h == t.name())),
-        );
+    pub fn prepare<S: Orchestrated + ?Sized>(&self, session: &mut S) {
+        session.set_host_tools(&self.host_tools);
     }
 
-    /// The tools the session allows now, among the host's.
-    pub fn offered<M: Machine>(&self, session: &Session<M>) -> Vec<String> {
-        session
-            .filter_names(self.host_tools.iter().map(String::as_str))
-            .map(str::to_owned)
+    /// The tools the session allows now, among the host's (in the host's order).
+    pub fn offered<S: Orchestrated + ?Sized>(&self, session: &S) -> Vec<String> {
+        self.host_tools
+            .iter()
+            .filter(|name| session.check_tool(name).is_ok())
+            .cloned()
             .collect()
     }
 
     /// What to offer the model for its next call.
-    pub fn plan<M: Machine>(&self, session: &Session<M>) -> RoundPlan {
+    pub fn plan<S: Orchestrated + ?Sized>(&self, session: &S) -> RoundPlan {
         let offered = self.offered(session);
         let tool_choice = if offered.is_empty() {
             ToolChoice::None
-        } else if offered.len() == 1 && session.expected().is_some() {
+        } else if offered.len() == 1 && session.expected_tools().is_some() {
             ToolChoice::Tool(offered[0].clone())
         } else {
             ToolChoice::Auto
@@ -106,7 +177,7 @@ impl Policy {
     /// Admits a call of `tool`, or refuses it with the reason: the host has no such
     /// tool, or the orchestration does not allow it now (not in the step, out of
     /// sequence, unavailable). Changes nothing.
-    pub fn admit<M: Machine>(&self, session: &Session<M>, tool: &str) -> Result<(), Refusal> {
+    pub fn admit<S: Orchestrated + ?Sized>(&self, session: &S, tool: &str) -> Result<(), Refusal> {
         if !self.host_tools.iter().any(|h| h == tool) {
             return Err(Refusal {
                 tool: tool.to_owned(),
@@ -116,41 +187,44 @@ impl Policy {
                 ),
             });
         }
-        session.check_name(tool).map_err(|denied| {
-            // A sequence denial already names what the sequence expects.
-            let mention = !matches!(denied, Denied::SequenceExpects { .. });
-            Refusal {
+        session
+            .check_tool(tool)
+            .map_err(|(denied, names_expected)| Refusal {
                 tool: tool.to_owned(),
+                // A sequence denial already names what the sequence expects.
                 reason: format!(
                     "error: `{tool}` was not run: {denied}. {}",
-                    self.what_now(session, mention)
+                    self.what_now(session, !names_expected)
                 ),
-            }
-        })
+            })
     }
 
     /// Records that `tool` ran (whatever it returned): the outcome (`advanced`,
     /// `completed`, `free`, `out_of_sequence`, `not_allowed`).
-    pub fn record<M: Machine>(&self, session: &mut Session<M>, tool: &str) -> &'static str {
-        session.record_name(tool).as_str()
+    pub fn record<S: Orchestrated + ?Sized>(&self, session: &mut S, tool: &str) -> &'static str {
+        session.record_tool(tool)
     }
 
     /// "Allowed now: a, b. The sequence of step `S` expects `x` next."
-    pub fn what_now<M: Machine>(&self, session: &Session<M>, mention_sequence: bool) -> String {
+    pub fn what_now<S: Orchestrated + ?Sized>(
+        &self,
+        session: &S,
+        mention_sequence: bool,
+    ) -> String {
         let offered = self.offered(session);
         let mut s = if offered.is_empty() {
             "No tool is allowed now.".to_owned()
         } else {
             format!("Allowed now: {}.", offered.join(", "))
         };
-        if let (true, Some(step), Some(expected)) =
-            (mention_sequence, session.step(), session.expected())
-        {
-            let names: Vec<&str> = expected.names().collect();
+        if let (true, Some(step), Some(expected)) = (
+            mention_sequence,
+            session.step_name(),
+            session.expected_tools(),
+        ) {
             s.push_str(&format!(
-                " The sequence of step `{}` expects `{}` next.",
-                step.name(),
-                names.join("` or `")
+                " The sequence of step `{step}` expects `{}` next.",
+                expected.join("` or `")
             ));
         }
         s

@@ -281,6 +281,14 @@ impl<'m> DynSession<'m> {
         names
     }
 
+    /// The tools the active step's unfinished sequence accepts next, if any (the
+    /// run-time form of [`crate::Session::expected`]).
+    pub fn expected(&self) -> Option<Vec<&'m str>> {
+        let t = self.machine.tables.view();
+        let (_, _, group) = self.state.expected(&t)?;
+        Some(self.names(t.set_at(group)))
+    }
+
     /// The tools the sequence waits for when none of them is available (semantics §8).
     pub fn blocked_on(&self) -> Option<Vec<&'m str>> {
         let t = self.machine.tables.view();

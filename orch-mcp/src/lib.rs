@@ -1,0 +1,349 @@
+//! An orchestrating MCP gateway: it sits between an MCP client (an editor, a desktop
+//! app, an agent framework in any language) and a real MCP server, and enforces an orch
+//! template on the way.
+//!
+//! - `tools/list` returns the upstream's tools that the session's orchestration allows
+//!   now (upstream tools the template does not declare are foreign tools, judged by its
+//!   patterns);
+//! - a `tools/call` the orchestration does not allow now is answered with a tool result
+//!   whose `isError` is true and whose text says why and what is allowed or expected
+//!   next; it never reaches the upstream;
+//! - an allowed call is forwarded; when the upstream answers with a result that is not
+//!   an error, the tool is recorded (an `isError` result or a JSON-RPC error is not: the
+//!   tool did not do its job, and the model may call it again);
+//! - when the allowed tools change, the client gets `notifications/tools/list_changed`;
+//! - prompts, resources, completion and logging pass through unchanged.
+//!
+//! One orchestration session per MCP session: the connection over stdio, the
+//! `Mcp-Session-Id` over Streamable HTTP, kept in any [`orch_store::SessionStore`] (a
+//! Redis store lets several gateway instances share sessions). The `orch mcp` command
+//! of the `orch` CLI is a thin face over this crate; see `docs/mcp.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), orch_mcp::GatewayError> {
+//! use orch_mcp::{Gateway, Options, Upstream};
+//! let compiled = orch_codegen::compile_json(
+//!     r#"{"name": "research", "tools": ["search", "summarize"],
+//!         "steps": [{"name": "research", "isDefault": true,
+//!                    "sequence": ["search", "summarize"]}]}"#,
+//!     None,
+//! );
+//! let machine = compiled.to_machine().expect("a valid template");
+//! let upstream = Upstream::Command { program: "my-mcp-server".into(), args: vec![] };
+//! let gateway = Gateway::start(machine, &upstream, orch_store::MemoryStore::new(), &Options::default()).await?;
+//! gateway.serve_stdio().await
+//! # }
+//! ```
+
+mod framing;
+mod handler;
+mod http;
+mod upstream;
+
+pub use upstream::Upstream;
+
+use handler::{Downstream, Shared};
+use orch_codegen::ir::{Ir, IrCondition};
+use orch_runtime::dynamic::DynMachine;
+use orch_store::SessionStore;
+use rmcp::model::{InitializeResult, ServerCapabilities, ServerPeerInfo, ToolsCapability};
+use rmcp::service::{QuitReason, RunningServiceCancellationToken};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use upstream::Relay;
+
+/// What went wrong with a gateway. `orch mcp` exits with status 2 on any of them.
+#[derive(Debug)]
+pub enum GatewayError {
+    /// The upstream MCP server could not be started or reached, failed its handshake,
+    /// or went away while the gateway was serving.
+    Upstream(String),
+    /// The client's side: the handshake failed, or the address could not be served.
+    Client(String),
+}
+
+impl std::fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GatewayError::Upstream(why) | GatewayError::Client(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for GatewayError {}
+
+/// How the gateway starts.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long the upstream may take to start and answer the MCP handshake.
+    pub startup_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            startup_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How the gateway serves Streamable HTTP.
+#[derive(Clone, Debug, Default)]
+pub struct HttpOptions {
+    /// `Host` values accepted besides the loopback names (`localhost`, `127.0.0.1`,
+    /// `::1`), which protect a local server from DNS rebinding: add the names clients
+    /// use to reach a public deployment.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// A gateway connected to its upstream, ready to serve clients.
+pub struct Gateway<S> {
+    shared: Arc<Shared<S>>,
+    gone: watch::Receiver<Option<String>>,
+    upstream_ct: RunningServiceCancellationToken,
+}
+
+impl<S: SessionStore + 'static> Gateway<S> {
+    /// Starts (or reaches) the upstream MCP server, completes its handshake within
+    /// [`Options::startup_timeout`], and reads its tool list. Sessions are kept in
+    /// `store`.
+    pub async fn start(
+        machine: DynMachine,
+        upstream: &Upstream,
+        store: S,
+        options: &Options,
+    ) -> Result<Self, GatewayError> {
+        let relay = Arc::new(Relay::default());
+        let running =
+            upstream::connect(upstream, Arc::clone(&relay), options.startup_timeout).await?;
+        Self::started(machine, running, upstream.to_string(), relay, store).await
+    }
+
+    /// [`Gateway::start`] with an upstream already at the other end of `transport` (an
+    /// in-process server, a socket): `what` names it in errors.
+    pub async fn start_on<T, E, A>(
+        machine: DynMachine,
+        transport: T,
+        what: &str,
+        store: S,
+        options: &Options,
+    ) -> Result<Self, GatewayError>
+    where
+        T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let relay = Arc::new(Relay::default());
+        let running =
+            upstream::connect_on(transport, what, Arc::clone(&relay), options.startup_timeout)
+                .await?;
+        Self::started(machine, running, what.to_owned(), relay, store).await
+    }
+
+    async fn started(
+        machine: DynMachine,
+        running: upstream::Running,
+        what: String,
+        relay: Arc<Relay>,
+        store: S,
+    ) -> Result<Self, GatewayError> {
+        let upstream = what.clone();
+        let peer = running.peer().clone();
+        let upstream_info = peer.peer_info().map(|info| (*info).clone());
+        let upstream_ct = running.cancellation_token();
+        let (gone_tx, gone) = watch::channel(None);
+        tokio::spawn(async move {
+            let reason = match running.waiting().await {
+                Ok(QuitReason::Cancelled) => return,
+                Ok(_) => format!("the upstream MCP server {what} closed the connection"),
+                Err(e) => format!("the upstream MCP server {what} failed: {e}"),
+            };
+            let _ = gone_tx.send(Some(reason));
+        });
+        let info = gateway_info(upstream_info);
+        let shared = Arc::new(Shared::new(machine, store, peer, info, relay));
+        // Fail now, not at the first client request, if the upstream cannot list tools.
+        shared.upstream_tools().await.map_err(|e| {
+            GatewayError::Upstream(format!(
+                "the upstream MCP server {upstream} cannot list its tools: {}",
+                e.message
+            ))
+        })?;
+        Ok(Gateway {
+            shared,
+            gone,
+            upstream_ct,
+        })
+    }
+
+    /// Serves one client over this process's standard input and output (see
+    /// [`Gateway::serve_io`]).
+    pub async fn serve_stdio(self) -> Result<(), GatewayError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one client, one JSON-RPC message per line, over `input` and `output`.
+    /// Returns `Ok` when the client hangs up, an error when the upstream goes away
+    /// (tool calls in flight are answered with an error first) or the handshake fails.
+    pub async fn serve_io<R, W>(mut self, input: R, output: W) -> Result<(), GatewayError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (ours, sdk) = tokio::io::duplex(1 << 16);
+        let pump = tokio::spawn(framing::pump(input, output, ours));
+        let downstream = Downstream {
+            shared: Arc::clone(&self.shared),
+            fixed_id: Some(format!("stdio-{}", std::process::id())),
+        };
+        let outcome = tokio::select! {
+            served = rmcp::serve_server(downstream, sdk) => match served {
+                Err(e) => Err(GatewayError::Client(format!("the MCP client's handshake failed: {e}"))),
+                Ok(running) => {
+                    let ct = running.cancellation_token();
+                    tokio::select! {
+                        _ = running.waiting() => Ok(()),
+                        reason = upstream_gone(&mut self.gone) => {
+                            self.drain().await;
+                            ct.cancel();
+                            Err(GatewayError::Upstream(reason))
+                        }
+                    }
+                }
+            },
+            reason = upstream_gone(&mut self.gone) => Err(GatewayError::Upstream(reason)),
+        };
+        self.upstream_ct.cancel();
+        // Let the replies already written reach the client.
+        let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
+        outcome
+    }
+
+    /// Serves Streamable HTTP at `/mcp` on `listener`, one orchestration session per
+    /// MCP session. `handshakes`, when given, keeps each session's handshake so that
+    /// another gateway instance sharing the same stores can serve its requests (give
+    /// both a store on the same Redis, under a different namespace than `store`'s).
+    /// Returns an error when the upstream goes away.
+    pub async fn serve_http<H: SessionStore + 'static>(
+        mut self,
+        listener: tokio::net::TcpListener,
+        options: &HttpOptions,
+        handshakes: Option<H>,
+    ) -> Result<(), GatewayError> {
+        let mut config = StreamableHttpServerConfig::default();
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        config = config.with_allowed_hosts(hosts);
+        if let Some(h) = handshakes {
+            config.session_store = Some(Arc::new(http::Handshakes(h)));
+        }
+        let ct = config.cancellation_token.clone();
+        let shared = Arc::clone(&self.shared);
+        let service = StreamableHttpService::new(
+            move || {
+                Ok(Downstream {
+                    shared: Arc::clone(&shared),
+                    fixed_id: None,
+                })
+            },
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(http::guard));
+        let mut gone = self.gone.clone();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<String>();
+        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let reason = upstream_gone(&mut gone).await;
+            let _ = stop_tx.send(reason);
+        });
+        let served = server.await;
+        self.drain().await;
+        ct.cancel();
+        self.upstream_ct.cancel();
+        match (served, stop_rx.await) {
+            (_, Ok(reason)) => Err(GatewayError::Upstream(reason)),
+            (Err(e), _) => Err(GatewayError::Client(format!("cannot serve HTTP: {e}"))),
+            (Ok(()), Err(_)) => Ok(()),
+        }
+    }
+
+    /// Waits (at most two seconds) for the tool calls in flight to be answered.
+    async fn drain(&mut self) {
+        for _ in 0..100 {
+            if self.shared.in_flight.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Resolves when the upstream has gone away, with the reason.
+async fn upstream_gone(gone: &mut watch::Receiver<Option<String>>) -> String {
+    loop {
+        if let Some(reason) = gone.borrow_and_update().clone() {
+            return reason;
+        }
+        if gone.changed().await.is_err() {
+            // The watcher ended without a reason: the gateway itself stopped it.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// What the gateway advertises: the upstream's identity, instructions and capabilities
+/// for prompts, resources, completion and logging, and tools with `listChanged` (the
+/// allowed tools change as the workflow advances).
+fn gateway_info(upstream: Option<ServerPeerInfo>) -> InitializeResult {
+    let mut info = InitializeResult::default();
+    let mut tools = ToolsCapability::default();
+    tools.list_changed = Some(true);
+    let mut capabilities = ServerCapabilities::default();
+    if let Some(up) = upstream {
+        capabilities.prompts = up.capabilities.prompts;
+        capabilities.resources = up.capabilities.resources;
+        capabilities.completions = up.capabilities.completions;
+        capabilities.logging = up.capabilities.logging;
+        if let Some(server_info) = up.server_info {
+            info.server_info = server_info;
+        }
+        info.instructions = up.instructions;
+    }
+    capabilities.tools = Some(tools);
+    info.capabilities = capabilities;
+    info
+}
+
+/// What a template's message conditions become through the gateway. MCP carries no
+/// user messages, so `message_contains` and `message_regex` conditions never hold and
+/// `resetSequenceOn` message events never happen: one line per step that has them, for
+/// `orch mcp` to warn with at start (empty when the template has none).
+pub fn message_warnings(ir: &Ir) -> Vec<String> {
+    let mut out = Vec::new();
+    for step in &ir.steps {
+        let message_conditions = step
+            .conditions
+            .iter()
+            .filter(|c| matches!(c, IrCondition::Contains(_) | IrCondition::Regex(_)))
+            .count();
+        if message_conditions > 0 {
+            out.push(format!(
+                "step `{}` has {message_conditions} message condition(s), which never hold through `orch mcp`: MCP carries no user messages",
+                step.name
+            ));
+        }
+        if step.reset != 0 {
+            out.push(format!(
+                "step `{}` resets its sequence on user messages, which never arrive through `orch mcp`",
+                step.name
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,197 @@
+//! The connection to the upstream MCP server: started as a child process or reached
+//! over Streamable HTTP, with a client handler that relays its notifications to the
+//! gateway's clients.
+
+// Logging and resources/subscribe are deprecated by the 2026-07-28 revision only; the
+// gateway speaks the handshake revisions, where they are current.
+#![allow(deprecated)]
+
+use crate::GatewayError;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotification,
+    LoggingMessageNotificationParam, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    ServerNotification,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::IntoTransport;
+use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Where the upstream MCP server is.
+#[derive(Clone, Debug)]
+pub enum Upstream {
+    /// Start this program with these arguments and speak MCP over its standard input
+    /// and output. It inherits the gateway's environment and standard error.
+    Command {
+        /// The program.
+        program: OsString,
+        /// Its arguments.
+        args: Vec<OsString>,
+    },
+    /// An MCP server speaking Streamable HTTP at this URL.
+    Url(String),
+}
+
+impl std::fmt::Display for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Upstream::Command { program, args } => {
+                write!(f, "`{}", program.to_string_lossy())?;
+                for a in args {
+                    write!(f, " {}", a.to_string_lossy())?;
+                }
+                f.write_str("`")
+            }
+            Upstream::Url(url) => write!(f, "{url}"),
+        }
+    }
+}
+
+/// The gateway's clients, to which upstream notifications are relayed, and whether the
+/// upstream's tool list must be fetched again.
+#[derive(Default)]
+pub(crate) struct Relay {
+    clients: Mutex<Vec<Peer<RoleServer>>>,
+    pub(crate) tools_stale: AtomicBool,
+}
+
+impl Relay {
+    /// Adds a client that finished its handshake.
+    pub(crate) fn add(&self, peer: Peer<RoleServer>) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|p| !p.is_transport_closed());
+        clients.push(peer);
+    }
+
+    /// The clients still connected.
+    pub(crate) fn clients(&self) -> Vec<Peer<RoleServer>> {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|p| !p.is_transport_closed());
+        clients.clone()
+    }
+
+    async fn broadcast(&self, notification: ServerNotification) {
+        for peer in self.clients() {
+            // A client that went away meanwhile is no reason to stop the others.
+            let _ = peer.send_notification(notification.clone()).await;
+        }
+    }
+}
+
+/// The gateway's side of the upstream connection.
+pub(crate) struct UpstreamClient {
+    pub(crate) relay: Arc<Relay>,
+}
+
+impl ClientHandler for UpstreamClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("orch-mcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay.tools_stale.store(true, Ordering::SeqCst);
+        // Each client's filtered view may change with the upstream's list.
+        self.relay
+            .broadcast(ServerNotification::ToolListChangedNotification(
+                Default::default(),
+            ))
+            .await;
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay
+            .broadcast(ServerNotification::PromptListChangedNotification(
+                Default::default(),
+            ))
+            .await;
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay
+            .broadcast(ServerNotification::ResourceListChangedNotification(
+                Default::default(),
+            ))
+            .await;
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relay
+            .broadcast(ServerNotification::ResourceUpdatedNotification(
+                ResourceUpdatedNotification::new(params),
+            ))
+            .await;
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relay
+            .broadcast(ServerNotification::LoggingMessageNotification(
+                LoggingMessageNotification::new(params),
+            ))
+            .await;
+    }
+}
+
+/// A running upstream connection.
+pub(crate) type Running = RunningService<RoleClient, UpstreamClient>;
+
+/// Starts (or reaches) the upstream and completes the MCP handshake within `timeout`.
+pub(crate) async fn connect(
+    upstream: &Upstream,
+    relay: Arc<Relay>,
+    timeout: Duration,
+) -> Result<Running, GatewayError> {
+    let what = upstream.to_string();
+    match upstream {
+        Upstream::Command { program, args } => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            let transport = rmcp::transport::TokioChildProcess::new(command).map_err(|e| {
+                GatewayError::Upstream(format!("cannot start the upstream MCP server {what}: {e}"))
+            })?;
+            connect_on(transport, &what, relay, timeout).await
+        }
+        Upstream::Url(url) => {
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            connect_on(transport, &what, relay, timeout).await
+        }
+    }
+}
+
+/// Completes the MCP handshake with the upstream at the end of `transport` within
+/// `timeout`; `what` names it in errors.
+pub(crate) async fn connect_on<T, E, A>(
+    transport: T,
+    what: &str,
+    relay: Arc<Relay>,
+    timeout: Duration,
+) -> Result<Running, GatewayError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let handler = UpstreamClient { relay };
+    match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
+        Err(_) => Err(GatewayError::Upstream(format!(
+            "the upstream MCP server {what} did not complete the MCP handshake within {} s",
+            timeout.as_secs_f64()
+        ))),
+        Ok(Err(e)) => Err(GatewayError::Upstream(format!(
+            "the upstream MCP server {what} failed the MCP handshake: {e}"
+        ))),
+        Ok(Ok(running)) => Ok(running),
+    }
+}
