@@ -142,3 +142,51 @@ fn a_host_without_the_expected_tool_offers_nothing() {
         refused.reason
     );
 }
+
+/// The same rules over a template loaded at run time (a `DynSession`, as `orch mcp`
+/// uses): every plan, admission, refusal text and outcome equals the typed session's,
+/// on a long deterministic mix of messages and tool calls, allowed or not.
+#[test]
+fn run_time_sessions_get_the_same_answers() {
+    let source = include_str!("../../examples/agents/cognitive-reasoner/template.json");
+    let compiled = orch_codegen::compile_json(source, None);
+    let machine = compiled.to_machine().expect("the template compiles");
+    let policy = policy();
+    let mut typed = Session::new();
+    let mut dynamic = orch_runtime::dynamic::DynSession::new(&machine);
+    policy.prepare(&mut typed);
+    policy.prepare(&mut dynamic);
+    let messages = [
+        "Research the impact of AI on jobs",
+        "let us brainstorm",
+        "compare these two",
+        "debate it",
+        "hello",
+    ];
+    let tools = policy.host_tools().to_vec();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for round in 0..2_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        assert_eq!(policy.plan(&typed), policy.plan(&dynamic), "round {round}");
+        if x.is_multiple_of(5) {
+            let m = messages[(x / 5) as usize % messages.len()];
+            typed.on_user_message(m);
+            dynamic.on_user_message(m);
+            continue;
+        }
+        let tool = &tools[(x >> 8) as usize % tools.len()];
+        let (a, b) = (policy.admit(&typed, tool), policy.admit(&dynamic, tool));
+        assert_eq!(a, b, "round {round}: {tool}");
+        // Admitted calls run; a refused one runs one time in four (a host that does not
+        // enforce), so recording sees out-of-order tools too.
+        if a.is_ok() || (x >> 20).is_multiple_of(4) {
+            assert_eq!(
+                policy.record(&mut typed, tool),
+                policy.record(&mut dynamic, tool),
+                "round {round}: {tool}"
+            );
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! `orch mcp` against real MCP implementations nobody here wrote: the official Python
 //! SDK (PyPI `mcp`) as the client (`tests/mcp/client.py`) and as the upstream server
-//! (`tests/mcp/upstream_server.py`, which logs every tool it executes), over stdio and
+//! (`examples/mcp/research_tools.py`, which logs every tool it executes), over stdio and
 //! Streamable HTTP, with a real `redis-server` for two gateway instances sharing
 //! sessions; plus raw JSON-RPC over the gateway's stdio for what an SDK would never
 //! send. `.ci/run` installs the SDK into `target/ci-tools/venv`; elsewhere set
@@ -20,6 +20,15 @@ const ORCH: &str = env!("CARGO_BIN_EXE_orch");
 fn here(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp")
+        .join(file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The walkthrough's files (docs/mcp.md): the template and the Python tool server.
+fn example(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/mcp")
         .join(file)
         .to_string_lossy()
         .into_owned()
@@ -133,9 +142,9 @@ fn free_port() -> u16 {
 /// `orch mcp --listen 127.0.0.1:0 ...`: the process and its URL (from its stderr).
 fn http_gateway(extra: &[&str], python: &str, log: &Path) -> (Guard, String) {
     let mut child = Command::new(ORCH)
-        .args(["mcp", &here("research.json"), "--listen", "127.0.0.1:0"])
+        .args(["mcp", &example("research.json"), "--listen", "127.0.0.1:0"])
         .args(extra)
-        .args(["--", python, &here("upstream_server.py"), "--log"])
+        .args(["--", python, &example("research_tools.py"), "--log"])
         .arg(log)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -168,8 +177,8 @@ fn stdio_workflow_through_the_python_sdk() {
         &[
             "stdio",
             ORCH,
-            &here("research.json"),
-            &here("upstream_server.py"),
+            &example("research.json"),
+            &example("research_tools.py"),
             log.to_str().expect("utf-8 path"),
         ],
     );
@@ -196,7 +205,7 @@ fn upstream_over_streamable_http() {
     let port = free_port();
     let _upstream = Guard(
         Command::new(&python)
-            .args([&here("upstream_server.py"), "--log"])
+            .args([&example("research_tools.py"), "--log"])
             .arg(&log)
             .args(["--http", &port.to_string()])
             .stdout(Stdio::null())
@@ -213,7 +222,10 @@ fn upstream_over_streamable_http() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    scenario(&python, &["stdio-url", ORCH, &here("research.json"), &url]);
+    scenario(
+        &python,
+        &["stdio-url", ORCH, &example("research.json"), &url],
+    );
     assert_eq!(
         executed(&log),
         [
@@ -237,8 +249,8 @@ fn upstream_crash_is_answered_and_ends_the_gateway() {
         &[
             "crash",
             ORCH,
-            &here("research.json"),
-            &here("upstream_server.py"),
+            &example("research.json"),
+            &example("research_tools.py"),
             log.to_str().expect("utf-8 path"),
         ],
     );
@@ -247,7 +259,7 @@ fn upstream_crash_is_answered_and_ends_the_gateway() {
     // The same over raw stdio, for the exit status and the message.
     let mut gw = RawGateway::start(&[
         &python,
-        &here("upstream_server.py"),
+        &example("research_tools.py"),
         "--log",
         log.to_str().expect("utf-8"),
     ]);
@@ -285,6 +297,18 @@ fn upstream_crash_is_answered_and_ends_the_gateway() {
         "{err}"
     );
     assert!(err.contains("closed the connection"), "{err}");
+}
+
+#[test]
+fn upstream_crash_over_http_is_answered_and_ends_the_gateway() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("crash-http");
+    let log = dir.join("executed.log");
+    let (mut gateway, url) = http_gateway(&[], &python, &log);
+    scenario(&python, &["crash-http", &url]);
+    let status = wait(&mut gateway.0, Duration::from_secs(20)).expect("the gateway exits");
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(executed(&log), ["search", "fetch", "summarize", "crash"]);
 }
 
 #[test]
@@ -364,7 +388,7 @@ impl RawGateway {
 
     fn start_with(options: &[&str], upstream: &[&str]) -> Self {
         let mut child = Command::new(ORCH)
-            .args(["mcp", &here("research.json")])
+            .args(["mcp", &example("research.json")])
             .args(options)
             .arg("--")
             .args(upstream)
@@ -454,7 +478,7 @@ fn malformed_json_rpc_over_stdio_is_answered_and_the_gateway_goes_on() {
     let log = dir.join("executed.log");
     let mut gw = RawGateway::start(&[
         &python,
-        &here("upstream_server.py"),
+        &example("research_tools.py"),
         "--log",
         log.to_str().expect("utf-8"),
     ]);
@@ -556,17 +580,17 @@ fn bad_templates_and_upstreams_fail_clearly() {
     );
 
     // An upstream that cannot be started, that exits at once, that never answers.
-    let (code, err) = run_briefly(&[&here("research.json"), "--", "/nonexistent/mcp-server"]);
+    let (code, err) = run_briefly(&[&example("research.json"), "--", "/nonexistent/mcp-server"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("cannot start the upstream MCP server `/nonexistent/mcp-server`"),
         "{err}"
     );
-    let (code, err) = run_briefly(&[&here("research.json"), "--", "false"]);
+    let (code, err) = run_briefly(&[&example("research.json"), "--", "false"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("failed the MCP handshake"), "{err}");
     let (code, err) = run_briefly(&[
-        &here("research.json"),
+        &example("research.json"),
         "--startup-timeout",
         "1",
         "--",
@@ -580,7 +604,7 @@ fn bad_templates_and_upstreams_fail_clearly() {
     );
     // An upstream that speaks something else than JSON-RPC.
     let (code, err) = run_briefly(&[
-        &here("research.json"),
+        &example("research.json"),
         "--startup-timeout",
         "5",
         "--",
@@ -590,7 +614,7 @@ fn bad_templates_and_upstreams_fail_clearly() {
     ]);
     assert_eq!(code, Some(2), "{err}");
     // No upstream at all.
-    let (code, err) = run_briefly(&[&here("research.json")]);
+    let (code, err) = run_briefly(&[&example("research.json")]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("name the upstream MCP server"), "{err}");
 

@@ -259,7 +259,15 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // A result with `isError` says the tool failed: the orchestration does not
         // count it (docs/mcp.md), so the model may call it again.
         if result.is_error != Some(true) {
-            let changed = self.shared.record(&id, &policy, &tool).await?;
+            let changed = self.shared.record(&id, &policy, &tool).await.map_err(|e| {
+                McpError::internal_error(
+                    format!(
+                        "`{tool}` ran, but the orchestration could not record it: {}",
+                        e.message
+                    ),
+                    None,
+                )
+            })?;
             if changed {
                 // The client may have hung up meanwhile; the call itself succeeded.
                 let _ = context.peer.notify_tool_list_changed().await;
@@ -338,8 +346,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let mut forwarded = ListPromptsRequest::default();
-        forwarded.params = request;
+        let forwarded = ListPromptsRequest {
+            params: request,
+            ..Default::default()
+        };
         match self
             .forward(ClientRequest::ListPromptsRequest(forwarded))
             .await?
@@ -370,8 +380,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let mut forwarded = ListResourcesRequest::default();
-        forwarded.params = request;
+        let forwarded = ListResourcesRequest {
+            params: request,
+            ..Default::default()
+        };
         match self
             .forward(ClientRequest::ListResourcesRequest(forwarded))
             .await?
@@ -386,8 +398,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let mut forwarded = ListResourceTemplatesRequest::default();
-        forwarded.params = request;
+        let forwarded = ListResourceTemplatesRequest {
+            params: request,
+            ..Default::default()
+        };
         match self
             .forward(ClientRequest::ListResourceTemplatesRequest(forwarded))
             .await?

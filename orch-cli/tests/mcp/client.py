@@ -6,6 +6,7 @@ log of executed tools.
     python client.py stdio ORCH TEMPLATE UPSTREAM_PY LOG
     python client.py stdio-url ORCH TEMPLATE UPSTREAM_URL
     python client.py crash ORCH TEMPLATE UPSTREAM_PY LOG
+    python client.py crash-http URL
     python client.py http URL
     python client.py share URL_A URL_B
 """
@@ -61,7 +62,7 @@ def stdio_params(orch, template, upstream, log):
 
 
 async def workflow(client, seen):
-    """The research workflow of tests/mcp/research.json, misbehaving on the way."""
+    """The research workflow of examples/mcp/research.json, misbehaving on the way."""
     expect(client.session.initialize_result.protocol_version, "2025-11-25", "negotiated revision")
     caps = client.session.initialize_result.capabilities
     assert caps.tools is not None and caps.tools.list_changed, "advertises tools.listChanged"
@@ -125,7 +126,15 @@ async def stdio_url(orch, template, url):
 
 
 async def crash(orch, template, upstream, log):
-    async with Client(stdio_params(orch, template, upstream, log), cache=None) as client:
+    await crash_through(stdio_params(orch, template, upstream, log))
+
+
+async def crash_http(url):
+    await crash_through(url)
+
+
+async def crash_through(server):
+    async with Client(server, cache=None) as client:
         for tool, arguments in [("search", {"query": "q"}), ("fetch", {"url": "u"}), ("summarize", {"text": "t"})]:
             assert not (await client.call_tool(tool, arguments)).is_error
         try:
@@ -185,7 +194,7 @@ async def share(url_a, url_b):
 
 def main():
     mode, rest = sys.argv[1], sys.argv[2:]
-    scenario = {"stdio": stdio, "stdio-url": stdio_url, "crash": crash, "http": http, "share": share}[mode]
+    scenario = {"stdio": stdio, "stdio-url": stdio_url, "crash": crash, "crash-http": crash_http, "http": http, "share": share}[mode]
     asyncio.run(scenario(*rest))
     print(f"{mode}: ok")
 

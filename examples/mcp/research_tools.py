@@ -1,9 +1,10 @@
-"""A small MCP tool server for the `orch mcp` tests, written with the official Python
-SDK (PyPI `mcp`). Every tool it executes is appended, one JSON line per call, to the
-file given by --log, so a test can prove what reached it and what did not.
+"""A small MCP tool server for a research workflow, written with the official Python
+SDK (PyPI `mcp`): the upstream of the `orch mcp` walkthrough (docs/mcp.md) and tests.
+Every tool it executes is appended, one JSON line per call, to the file given by --log,
+so you can see what reached it and what the gateway refused.
 
-    python upstream_server.py --log FILE            # stdio
-    python upstream_server.py --log FILE --http PORT  # Streamable HTTP at /mcp
+    python research_tools.py --log FILE              # stdio
+    python research_tools.py --log FILE --http PORT  # Streamable HTTP at /mcp
 """
 
 import argparse
