@@ -107,37 +107,7 @@ enum Command {
     /// the workflow allows now, refuse out-of-order calls before they reach the server
     /// (docs/mcp.md). Over stdio to one client by default, over Streamable HTTP with
     /// `--listen`. The upstream server is COMMAND (after `--`), or `--upstream-url`.
-    Mcp {
-        /// The template file.
-        file: String,
-        /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8080), one
-        /// orchestration session per MCP session, instead of stdio.
-        #[arg(long, value_name = "ADDR")]
-        listen: Option<String>,
-        /// The upstream MCP server speaks Streamable HTTP at this URL (instead of COMMAND).
-        #[arg(long, value_name = "URL", conflicts_with = "command")]
-        upstream_url: Option<String>,
-        /// Keep sessions in Redis (with --listen), so that several gateway instances
-        /// behind a load balancer share them.
-        #[arg(long, value_name = "URL", requires = "listen")]
-        redis: Option<String>,
-        /// The Redis key prefix.
-        #[arg(long, value_name = "NS", default_value = "orch-mcp")]
-        namespace: String,
-        /// Forget a session this long after its last change.
-        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
-        session_ttl: u64,
-        /// A `Host` name HTTP clients may use besides the loopback names (repeatable).
-        #[arg(long = "allowed-host", value_name = "NAME")]
-        allowed_hosts: Vec<String>,
-        /// How long the upstream may take to start and answer the MCP handshake.
-        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-        startup_timeout: u64,
-        /// The upstream MCP server's command and arguments, after `--`. It inherits
-        /// this process's environment.
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<std::ffi::OsString>,
-    },
+    Mcp(mcp::Args),
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
         /// The template file.
@@ -238,27 +208,7 @@ fn main() -> ExitCode {
                 USAGE_OR_IO
             }
         },
-        Command::Mcp {
-            file,
-            listen,
-            upstream_url,
-            redis,
-            namespace,
-            session_ttl,
-            allowed_hosts,
-            startup_timeout,
-            command,
-        } => mcp::run(mcp::Args {
-            file,
-            listen,
-            upstream_url,
-            redis,
-            namespace,
-            session_ttl,
-            allowed_hosts,
-            startup_timeout,
-            command,
-        }),
+        Command::Mcp(args) => mcp::run(args),
         Command::Verify {
             files,
             format,

@@ -7,15 +7,36 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The command line of `orch mcp`.
+#[derive(clap::Args, Debug)]
 pub(crate) struct Args {
+    /// The template file.
     pub(crate) file: String,
+    /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8080), one
+    /// orchestration session per MCP session, instead of stdio.
+    #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<String>,
+    /// The upstream MCP server speaks Streamable HTTP at this URL (instead of COMMAND).
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub(crate) upstream_url: Option<String>,
+    /// Keep sessions in Redis (with --listen), so that several gateway instances
+    /// behind a load balancer share them.
+    #[arg(long, value_name = "URL", requires = "listen")]
     pub(crate) redis: Option<String>,
+    /// The Redis key prefix.
+    #[arg(long, value_name = "NS", default_value = "orch-mcp")]
     pub(crate) namespace: String,
+    /// Forget a session this long after its last change.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     pub(crate) session_ttl: u64,
+    /// A `Host` name HTTP clients may use besides the loopback names (repeatable).
+    #[arg(long = "allowed-host", value_name = "NAME")]
     pub(crate) allowed_hosts: Vec<String>,
+    /// How long the upstream may take to start and answer the MCP handshake.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub(crate) startup_timeout: u64,
+    /// The upstream MCP server's command and arguments, after `--`. It inherits
+    /// this process's environment.
+    #[arg(last = true, value_name = "COMMAND")]
     pub(crate) command: Vec<OsString>,
 }
 

@@ -17,6 +17,26 @@ use std::time::{Duration, Instant};
 
 const ORCH: &str = env!("CARGO_BIN_EXE_orch");
 
+/// What the upstream executes in client.py's workflow: refused calls (`summarize` out of
+/// order, `delete_all`, an unknown tool) never reach it; the failing `fetch` does.
+const WORKFLOW_EXECUTES: [&str; 6] = [
+    "search",
+    "fetch",
+    "fetch",
+    "summarize",
+    "lookup_weather",
+    "note",
+];
+
+/// Waits until something listens on `port` (at most `limit`).
+fn wait_for_port(port: u16, limit: Duration, what: &str) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < limit, "{what} never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn here(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp")
@@ -182,19 +202,7 @@ fn stdio_workflow_through_the_python_sdk() {
             log.to_str().expect("utf-8 path"),
         ],
     );
-    // Refused calls (summarize out of order, delete_all, an unknown tool) never reached
-    // the upstream; the failed fetch did (and was not counted).
-    assert_eq!(
-        executed(&log),
-        [
-            "search",
-            "fetch",
-            "fetch",
-            "summarize",
-            "lookup_weather",
-            "note"
-        ]
-    );
+    assert_eq!(executed(&log), WORKFLOW_EXECUTES);
 }
 
 #[test]
@@ -214,29 +222,12 @@ fn upstream_over_streamable_http() {
             .expect("start the upstream"),
     );
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the upstream never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_port(port, Duration::from_secs(60), "the upstream");
     scenario(
         &python,
         &["stdio-url", ORCH, &example("research.json"), &url],
     );
-    assert_eq!(
-        executed(&log),
-        [
-            "search",
-            "fetch",
-            "fetch",
-            "summarize",
-            "lookup_weather",
-            "note"
-        ]
-    );
+    assert_eq!(executed(&log), WORKFLOW_EXECUTES);
 }
 
 #[test]
@@ -354,14 +345,7 @@ fn two_instances_share_a_session_through_redis() {
             .spawn()
             .expect("start redis-server"),
     );
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", redis)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "redis-server never listened"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_port(redis, Duration::from_secs(20), "redis-server");
     let dir = temp_dir("share");
     let redis_url = format!("redis://127.0.0.1:{redis}");
     let extra = ["--redis", redis_url.as_str(), "--namespace", "share-test"];
