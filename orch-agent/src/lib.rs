@@ -44,6 +44,8 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+#[cfg(feature = "genai")]
+mod genai_model;
 mod model;
 #[cfg(feature = "openai")]
 mod openai;
@@ -55,6 +57,8 @@ pub use agent::{
     orchestration_prompt, Agent, AgentError, RoundReport, StopReason, ToolCallReport, TurnReport,
     DEFAULT_MAX_ROUNDS,
 };
+#[cfg(feature = "genai")]
+pub use genai_model::GenaiModel;
 pub use model::{
     ChatMessage, EventList, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream,
     ToolCall, ToolChoice, ToolSpec,

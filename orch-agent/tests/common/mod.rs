@@ -1,6 +1,8 @@
 //! Shared by the agent tests: the cognitive reasoner's tools, logging what ran.
 #![allow(dead_code)]
 
+pub mod fake;
+
 use orch_agent::ToolRegistry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
