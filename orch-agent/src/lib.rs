@@ -50,6 +50,8 @@ mod model;
 #[cfg(feature = "openai")]
 mod openai;
 mod policy;
+#[cfg(feature = "rig")]
+pub mod rig_hook;
 mod scripted;
 mod tools;
 
@@ -69,5 +71,7 @@ pub use openai::{
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RESPONSE_BYTES,
 };
 pub use policy::{Orchestrated, Policy, Refusal, RoundPlan};
+#[cfg(feature = "rig")]
+pub use rig_hook::{HookEvent, OrchHook};
 pub use scripted::{Planned, ScriptedModel};
 pub use tools::{Tool, ToolRegistry, ToolResult};
