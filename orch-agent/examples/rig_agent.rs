@@ -90,7 +90,7 @@ fn main() {
     let notes = Arc::new(Mutex::new(Vec::new()));
     let instructions = cognitive_reasoner::DESCRIPTION.join("\n");
     let agent = AgentBuilder::new(model)
-        .preamble(&format!("You are the Cognitive Reasoner.\n{instructions}"))
+        .preamble(format!("You are the Cognitive Reasoner.\n{instructions}"))
         .dynamic_tools(rig_tools(&notes))
         .add_hook(hook)
         .build();

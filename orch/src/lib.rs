@@ -69,6 +69,8 @@
 //! | `compiler` | [`compiler`]: compile templates at run time into a [`DynMachine`] |
 //! | `agent` | [`agent`]: the agent loop over any model |
 //! | `openai` | `agent::OpenAiModel`, an OpenAI-compatible client |
+//! | `genai` | `agent::GenaiModel`: the agent loop over any genai provider |
+//! | `rig` | `agent::OrchHook`: orchestration inside a rig agent (rig-agent 0.44, Rust 1.95) |
 //!
 //! The semantics (activation, conditions, sequences, allowed tools, snapshots) are
 //! documented in the repository's `docs/`.
