@@ -82,6 +82,8 @@ async fn misbehaving_model(kind: AdapterKind) {
         call("search", r#"{"input": "AI jobs"}"#),
         call("think", r#"{"input": "analysis"}"#),
         call("reflect", r#"{"input": "summary"}"#),
+        // The sequence is complete; `debate` is not a tool of this step.
+        call("debate", r#"{"input": "jobs"}"#),
         text("AI changes jobs: see the analysis."),
     ]);
     let base = fake.start().await;
@@ -108,7 +110,7 @@ async fn misbehaving_model(kind: AdapterKind) {
     assert_eq!(turn.final_text, "AI changes jobs: see the analysis.");
 
     let requests = fake.requests();
-    assert_eq!(requests.len(), 8);
+    assert_eq!(requests.len(), 9);
     let choices: Vec<Option<String>> = requests.iter().map(|r| forced(r, kind)).collect();
     let s = Some("search".to_owned());
     assert_eq!(
@@ -121,6 +123,7 @@ async fn misbehaving_model(kind: AdapterKind) {
             s,
             Some("think".into()),
             Some("reflect".into()),
+            None,
             None
         ]
     );
@@ -128,7 +131,7 @@ async fn misbehaving_model(kind: AdapterKind) {
     assert_eq!(offered(&requests[5], kind), ["think"]);
     assert_eq!(offered(&requests[7], kind), ["search", "think", "reflect"]);
     // The model was told why, in the tool results of the next requests.
-    let results = tool_results(&requests[7], kind);
+    let results = tool_results(&requests[8], kind);
     assert_eq!(
         results[0],
         "error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0. Allowed now: search."
@@ -144,6 +147,11 @@ async fn misbehaving_model(kind: AdapterKind) {
         results[2]
     );
     assert_eq!(results[3], "search(AI jobs)");
+    assert!(
+        results[6].starts_with("error: `debate` was not run: not allowed in step `ResearchMode`."),
+        "{}",
+        results[6]
+    );
     // The text answered while `search` was forced got the reminder.
     let reminded = requests[2]
         .to_string()
@@ -153,8 +161,8 @@ async fn misbehaving_model(kind: AdapterKind) {
     assert_eq!(
         (session.usage().prompt, session.usage().completion),
         (
-            (1..=8).map(|n| 100 + n).sum(),
-            (1..=8).map(|n| 10 + n).sum()
+            (1..=9).map(|n| 100 + n).sum(),
+            (1..=9).map(|n| 10 + n).sum()
         )
     );
 }

@@ -114,6 +114,8 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
         call("search", r#"{"input": "AI jobs"}"#),
         call("think", r#"{"input": "analysis"}"#),
         call("reflect", r#"{"input": "summary"}"#),
+        // The sequence is complete; `debate` is not a tool of this step.
+        call("debate", r#"{"input": "jobs"}"#),
         text("AI changes jobs: see the analysis."),
     ]);
     let run = run(fake, "Research the impact of AI on jobs").await;
@@ -129,7 +131,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
     );
 
     // Every model call offered only the allowed tools and forced the expected one.
-    assert_eq!(run.requests.len(), 8);
+    assert_eq!(run.requests.len(), 9);
     let choices: Vec<Option<String>> = run.requests.iter().map(forced).collect();
     let s = Some("search".to_owned());
     assert_eq!(
@@ -142,6 +144,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
             s,
             Some("think".into()),
             Some("reflect".into()),
+            None,
             None
         ]
     );
@@ -154,7 +157,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
     assert_eq!(run.requests[7]["tool_choice"], "auto");
 
     // The model was told why.
-    let results = fake::tool_results_openai(&run.requests[7]);
+    let results = fake::tool_results_openai(&run.requests[8]);
     assert!(
         results[0].contains("`think` was not run: the sequence of step `ResearchMode` expects `search` at position 0. Allowed now: search."),
         "{results:?}"
@@ -165,6 +168,10 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
         "{results:?}"
     );
     assert!(results[3].contains("search(AI jobs)"), "{results:?}");
+    assert!(
+        results[6].contains("`debate` was not run: not allowed in step `ResearchMode`."),
+        "{results:?}"
+    );
     assert!(
         run.requests[2]
             .to_string()
@@ -182,7 +189,7 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
             _ => None,
         })
         .collect();
-    assert_eq!(refused, ["think", "debate", "teleport"]);
+    assert_eq!(refused, ["think", "debate", "teleport", "debate"]);
     assert!(run.events.contains(&HookEvent::Reminded {
         tool: "search".into()
     }));
