@@ -18,7 +18,8 @@ use genai::chat::{
 /// use orch_agent::GenaiModel;
 /// // Provider chosen from the model name, key from the provider's usual variable
 /// // (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...): genai's defaults.
-/// let model = GenaiModel::new(genai::Client::default(), "claude-sonnet-4-5");
+/// let client = genai::Client::new().expect("a genai client");
+/// let model = GenaiModel::new(client, "claude-sonnet-4-5");
 /// ```
 ///
 /// To reach a particular server (a local OpenAI-compatible one, a proxy), give genai a
