@@ -9,7 +9,7 @@ use crate::upstream::Relay;
 use orch_agent::{Orchestrated, Policy};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Snapshot;
-use orch_store::{SessionStore, StoreError};
+use orch_store::{SessionStore, StoreError, Versioned};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
     CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequest,
@@ -113,6 +113,11 @@ impl<S: SessionStore + 'static> Shared<S> {
         Ok(session)
     }
 
+    /// What is stored under session `id`.
+    async fn load(&self, id: &str) -> Result<Option<Versioned>, McpError> {
+        self.store.load(id).await.map_err(store_error)
+    }
+
     /// Runs `f` on the current state of session `id` (read only).
     async fn read<R>(
         &self,
@@ -120,16 +125,25 @@ impl<S: SessionStore + 'static> Shared<S> {
         policy: &Policy,
         f: impl FnOnce(&DynSession<'_>) -> R,
     ) -> Result<R, McpError> {
-        let stored = self.store.load(id).await.map_err(store_error)?;
+        let stored = self.load(id).await?;
         let session = self.restore(id, stored.as_ref().map(|v| v.bytes.as_slice()), policy)?;
         Ok(f(&session))
     }
 
-    /// Records that `tool` ran in session `id`; returns whether the tools the session
-    /// allows changed.
-    async fn record(&self, id: &str, policy: &Policy, tool: &str) -> Result<bool, McpError> {
-        for _ in 0..RECORD_ATTEMPTS {
-            let stored = self.store.load(id).await.map_err(store_error)?;
+    /// Records that `tool` ran in session `id`, starting from `stored` (what the call was
+    /// admitted against: one store read per call); reads again only after a conflict.
+    /// Returns whether the tools the session allows changed.
+    async fn record(
+        &self,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+        mut stored: Option<Versioned>,
+    ) -> Result<bool, McpError> {
+        for attempt in 0..RECORD_ATTEMPTS {
+            if attempt > 0 {
+                stored = self.load(id).await?;
+            }
             let mut session =
                 self.restore(id, stored.as_ref().map(|v| v.bytes.as_slice()), policy)?;
             let before = policy.offered(&session);
@@ -138,7 +152,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             let bytes = session.snapshot().to_bytes();
             let written = self
                 .store
-                .compare_and_set(id, stored.map(|v| v.version), bytes)
+                .compare_and_set(id, stored.as_ref().map(|v| v.version), bytes)
                 .await
                 .map_err(store_error)?;
             if written.is_some() {
@@ -235,10 +249,11 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let _turn = lock.lock().await;
         let (_, policy) = self.policy().await?;
         let tool = params.name.to_string();
+        let stored = self.shared.load(&id).await?;
         let admitted = self
             .shared
-            .read(&id, &policy, |session| policy.admit(session, &tool))
-            .await?;
+            .restore(&id, stored.as_ref().map(|v| v.bytes.as_slice()), &policy)
+            .map(|session| policy.admit(&session, &tool))?;
         if let Err(refusal) = admitted {
             return Ok(CallToolResult::error(vec![ContentBlock::text(
                 refusal.reason,
@@ -259,15 +274,19 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // A result with `isError` says the tool failed: the orchestration does not
         // count it (docs/mcp.md), so the model may call it again.
         if result.is_error != Some(true) {
-            let changed = self.shared.record(&id, &policy, &tool).await.map_err(|e| {
-                McpError::internal_error(
-                    format!(
-                        "`{tool}` ran, but the orchestration could not record it: {}",
-                        e.message
-                    ),
-                    None,
-                )
-            })?;
+            let changed = self
+                .shared
+                .record(&id, &policy, &tool, stored)
+                .await
+                .map_err(|e| {
+                    McpError::internal_error(
+                        format!(
+                            "`{tool}` ran, but the orchestration could not record it: {}",
+                            e.message
+                        ),
+                        None,
+                    )
+                })?;
             if changed {
                 // The client may have hung up meanwhile; the call itself succeeded.
                 let _ = context.peer.notify_tool_list_changed().await;
