@@ -66,6 +66,15 @@ pub trait Orchestrated {
     /// May the tool `name` run now? `Err` says why not, and whether the reason names
     /// what the sequence expects.
     fn check_tool(&self, name: &str) -> Result<(), (String, bool)>;
+    /// The names among `host_tools` that may run now, in their order. The default asks
+    /// [`check_tool`](Orchestrated::check_tool) name by name.
+    fn allowed_among(&self, host_tools: &[String]) -> Vec<String> {
+        host_tools
+            .iter()
+            .filter(|name| self.check_tool(name).is_ok())
+            .cloned()
+            .collect()
+    }
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
@@ -90,6 +99,13 @@ impl<M: Machine> Orchestrated for Session<M> {
             let names_expected = matches!(denied, Denied::SequenceExpects { .. });
             (denied.to_string(), names_expected)
         })
+    }
+
+    /// The allowed set is computed once, then each name is a bit test.
+    fn allowed_among(&self, host_tools: &[String]) -> Vec<String> {
+        self.filter_names(host_tools.iter().map(String::as_str))
+            .map(str::to_owned)
+            .collect()
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -151,11 +167,7 @@ impl Policy {
 
     /// The tools the session allows now, among the host's (in the host's order).
     pub fn offered<S: Orchestrated + ?Sized>(&self, session: &S) -> Vec<String> {
-        self.host_tools
-            .iter()
-            .filter(|name| session.check_tool(name).is_ok())
-            .cloned()
-            .collect()
+        session.allowed_among(&self.host_tools)
     }
 
     /// What to offer the model for its next call.
