@@ -17,11 +17,11 @@
 mod cognitive;
 
 use genai::adapter::AdapterKind;
-use orch_agent::{Agent, ChatMessage, GenaiModel};
+use orch_agent::{Agent, GenaiModel};
 use std::sync::{Arc, Mutex};
 
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
-use cognitive_reasoner::{Machine, Session};
+use cognitive_reasoner::Machine;
 
 fn main() {
     let message = cognitive::message_or_exit("genai_agent");
@@ -50,21 +50,6 @@ fn main() {
     let mut agent = Agent::<Machine, _>::new(model, cognitive::registry(notes))
         .instructions(format!("You are the Cognitive Reasoner.\n{instructions}"))
         .on_round_finish(|report, _| cognitive::print_round(report));
-    let runtime = cognitive::runtime_or_exit();
-    let mut session = Session::new();
-    let mut conversation: Vec<ChatMessage> = Vec::new();
     println!("user: {message}\nmodel: {model_name} at {base} ({adapter}, through genai)\n");
-    match runtime.block_on(agent.run_turn(&mut session, &mut conversation, &message)) {
-        Ok(turn) => println!(
-            "\nanswer ({:?} after {} rounds, {} tokens):\n{}",
-            turn.stop,
-            turn.rounds.len(),
-            turn.usage.total(),
-            turn.final_text
-        ),
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
+    cognitive::run_turn_and_print(&mut agent, &message);
 }

@@ -18,11 +18,11 @@
 #[path = "common/cognitive.rs"]
 mod cognitive;
 
-use orch_agent::{Agent, ChatMessage, OpenAiModel};
+use orch_agent::{Agent, OpenAiModel};
 use std::sync::{Arc, Mutex};
 
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
-use cognitive_reasoner::{Machine, Session};
+use cognitive_reasoner::Machine;
 
 fn main() {
     let message = cognitive::message_or_exit("openai_agent");
@@ -54,23 +54,6 @@ fn main() {
                 session.usage().completion
             );
         });
-    let runtime = cognitive::runtime_or_exit();
-    let mut session = Session::new();
-    let mut conversation: Vec<ChatMessage> = Vec::new();
     println!("user: {message}\nmodel: {model_name} at {base}\n");
-    match runtime.block_on(agent.run_turn(&mut session, &mut conversation, &message)) {
-        Ok(turn) => {
-            println!(
-                "\nanswer ({:?} after {} rounds, {} tokens):\n{}",
-                turn.stop,
-                turn.rounds.len(),
-                turn.usage.total(),
-                turn.final_text
-            );
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
+    cognitive::run_turn_and_print(&mut agent, &message);
 }

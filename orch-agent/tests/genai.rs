@@ -74,18 +74,7 @@ fn tool_results(body: &Value, kind: AdapterKind) -> Vec<String> {
 }
 
 async fn misbehaving_model(kind: AdapterKind) {
-    let fake = Fake::new([
-        call("think", r#"{"input": "too early"}"#),
-        text("I think the answer is obvious."),
-        call("debate", "{}"),
-        call("teleport", "{}"),
-        call("search", r#"{"input": "AI jobs"}"#),
-        call("think", r#"{"input": "analysis"}"#),
-        call("reflect", r#"{"input": "summary"}"#),
-        // The sequence is complete; `debate` is not a tool of this step.
-        call("debate", r#"{"input": "jobs"}"#),
-        text("AI changes jobs: see the analysis."),
-    ]);
+    let fake = fake::misbehaving();
     let base = fake.start().await;
     let model =
         GenaiModel::at(kind, &base, Some("sk-test".into()), "fake-model").expect("a client");
@@ -112,20 +101,9 @@ async fn misbehaving_model(kind: AdapterKind) {
     let requests = fake.requests();
     assert_eq!(requests.len(), 9);
     let choices: Vec<Option<String>> = requests.iter().map(|r| forced(r, kind)).collect();
-    let s = Some("search".to_owned());
     assert_eq!(
         choices,
-        [
-            s.clone(),
-            s.clone(),
-            s.clone(),
-            s.clone(),
-            s,
-            Some("think".into()),
-            Some("reflect".into()),
-            None,
-            None
-        ]
+        fake::MISBEHAVING_FORCED.map(|t| t.map(str::to_owned))
     );
     assert_eq!(offered(&requests[0], kind), ["search"]);
     assert_eq!(offered(&requests[5], kind), ["think"]);

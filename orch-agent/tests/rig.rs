@@ -17,19 +17,9 @@ use std::sync::{Arc, Mutex};
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
 use cognitive_reasoner::Session;
 
-const TOOLS: [&str; 7] = [
-    "search",
-    "think",
-    "reflect",
-    "compare",
-    "critique",
-    "brainstorm",
-    "debate",
-];
-
 /// The cognitive tools as rig tools; each logs its run and returns `name(input)`.
 fn rig_tools(log: &Arc<Mutex<Vec<String>>>) -> Vec<DynamicTool> {
-    TOOLS
+    common::TOOLS
         .iter()
         .map(|name| {
             let log = Arc::clone(log);
@@ -73,7 +63,7 @@ async fn run(fake: Fake, prompt: &str) -> Run {
     let session = Arc::new(Mutex::new(Session::new()));
     session.lock().expect("lock").on_user_message(prompt);
     let seen = Arc::clone(&events);
-    let hook = OrchHook::new(Policy::new(TOOLS), Arc::clone(&session))
+    let hook = OrchHook::new(Policy::new(common::TOOLS), Arc::clone(&session))
         .on_event(move |e| seen.lock().expect("lock").push(e.clone()));
     let agent = AgentBuilder::new(model)
         .preamble("You are the Cognitive Reasoner.")
@@ -106,18 +96,7 @@ fn forced(body: &Value) -> Option<String> {
 
 #[tokio::test]
 async fn a_misbehaving_model_cannot_break_the_sequence() {
-    let fake = Fake::new([
-        call("think", r#"{"input": "too early"}"#),
-        text("I think the answer is obvious."),
-        call("debate", "{}"),
-        call("teleport", "{}"),
-        call("search", r#"{"input": "AI jobs"}"#),
-        call("think", r#"{"input": "analysis"}"#),
-        call("reflect", r#"{"input": "summary"}"#),
-        // The sequence is complete; `debate` is not a tool of this step.
-        call("debate", r#"{"input": "jobs"}"#),
-        text("AI changes jobs: see the analysis."),
-    ]);
+    let fake = fake::misbehaving();
     let run = run(fake, "Research the impact of AI on jobs").await;
     assert_eq!(
         run.answer.as_deref(),
@@ -133,20 +112,9 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
     // Every model call offered only the allowed tools and forced the expected one.
     assert_eq!(run.requests.len(), 9);
     let choices: Vec<Option<String>> = run.requests.iter().map(forced).collect();
-    let s = Some("search".to_owned());
     assert_eq!(
         choices,
-        [
-            s.clone(),
-            s.clone(),
-            s.clone(),
-            s.clone(),
-            s,
-            Some("think".into()),
-            Some("reflect".into()),
-            None,
-            None
-        ]
+        fake::MISBEHAVING_FORCED.map(|t| t.map(str::to_owned))
     );
     assert_eq!(fake::offered_openai(&run.requests[0]), ["search"]);
     assert_eq!(fake::offered_openai(&run.requests[5]), ["think"]);

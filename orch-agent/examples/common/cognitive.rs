@@ -348,3 +348,27 @@ pub fn runtime_or_exit() -> tokio::runtime::Runtime {
         }
     }
 }
+
+/// Runs one user turn of `agent` on a fresh session and prints the answer (or exits
+/// with the error).
+pub fn run_turn_and_print<M: orch_runtime::Machine, Mo: orch_agent::Model>(
+    agent: &mut orch_agent::Agent<M, Mo>,
+    message: &str,
+) {
+    let runtime = runtime_or_exit();
+    let mut session = orch_runtime::Session::<M>::new();
+    let mut conversation: Vec<orch_agent::ChatMessage> = Vec::new();
+    match runtime.block_on(agent.run_turn(&mut session, &mut conversation, message)) {
+        Ok(turn) => println!(
+            "\nanswer ({:?} after {} rounds, {} tokens):\n{}",
+            turn.stop,
+            turn.rounds.len(),
+            turn.usage.total(),
+            turn.final_text
+        ),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+}

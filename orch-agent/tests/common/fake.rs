@@ -195,3 +195,34 @@ pub fn tool_results_openai(body: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The misbehaving research turn of the cognitive reasoner: a call out of order, text
+/// while `search` is forced, a call the sequence does not expect, an unknown tool, the
+/// sequence, a tool the step does not allow, the answer.
+pub fn misbehaving() -> Fake {
+    Fake::new([
+        call("think", r#"{"input": "too early"}"#),
+        text("I think the answer is obvious."),
+        call("debate", "{}"),
+        call("teleport", "{}"),
+        call("search", r#"{"input": "AI jobs"}"#),
+        call("think", r#"{"input": "analysis"}"#),
+        call("reflect", r#"{"input": "summary"}"#),
+        // The sequence is complete; `debate` is not a tool of this step.
+        call("debate", r#"{"input": "jobs"}"#),
+        text("AI changes jobs: see the analysis."),
+    ])
+}
+
+/// The tool each request of [`misbehaving`] must force (`None`: the model chooses).
+pub const MISBEHAVING_FORCED: [Option<&str>; 9] = [
+    Some("search"),
+    Some("search"),
+    Some("search"),
+    Some("search"),
+    Some("search"),
+    Some("think"),
+    Some("reflect"),
+    None,
+    None,
+];

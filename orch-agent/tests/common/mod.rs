@@ -10,19 +10,22 @@ use std::sync::{Arc, Mutex};
 /// The names of the tools that ran, in order.
 pub type Log = Arc<Mutex<Vec<String>>>;
 
+/// The cognitive reasoner's tools.
+pub const TOOLS: [&str; 7] = [
+    "search",
+    "think",
+    "reflect",
+    "compare",
+    "critique",
+    "brainstorm",
+    "debate",
+];
+
 /// Every cognitive tool except `skip`; each returns `name(input)` and logs its run.
 pub fn tools(skip: &[&str]) -> (ToolRegistry, Log) {
     let log: Log = Arc::default();
     let mut reg = ToolRegistry::new();
-    for name in [
-        "search",
-        "think",
-        "reflect",
-        "compare",
-        "critique",
-        "brainstorm",
-        "debate",
-    ] {
+    for name in TOOLS {
         if skip.contains(&name) {
             continue;
         }
