@@ -107,7 +107,7 @@ enum Command {
     /// the workflow allows now, refuse out-of-order calls before they reach the server
     /// (docs/mcp.md). Over stdio to one client by default, over Streamable HTTP with
     /// `--listen`. The upstream server is COMMAND (after `--`), or `--upstream-url`.
-    Mcp(mcp::Args),
+    Mcp(Box<mcp::Args>),
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
         /// The template file.
@@ -208,7 +208,7 @@ fn main() -> ExitCode {
                 USAGE_OR_IO
             }
         },
-        Command::Mcp(args) => mcp::run(args),
+        Command::Mcp(args) => mcp::run(*args),
         Command::Verify {
             files,
             format,

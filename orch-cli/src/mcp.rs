@@ -20,20 +20,62 @@ pub(crate) struct Args {
     pub(crate) upstream_url: Option<String>,
     /// Keep sessions in Redis (with --listen), so that several gateway instances
     /// behind a load balancer share them.
-    #[arg(long, value_name = "URL", requires = "listen")]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "listen",
+        conflicts_with = "redis_cluster"
+    )]
     pub(crate) redis: Option<String>,
+    /// Keep sessions in a Redis Cluster (with --listen): a seed node's URL
+    /// (repeatable).
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub(crate) redis_cluster: Vec<String>,
     /// The Redis key prefix.
     #[arg(long, value_name = "NS", default_value = "orch-mcp")]
     pub(crate) namespace: String,
-    /// Forget a session this long after its last change.
+    /// A session ends after this long without a request (HTTP; a stdio session lasts
+    /// as long as the process).
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     pub(crate) session_ttl: u64,
     /// A `Host` name HTTP clients may use besides the loopback names (repeatable).
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub(crate) allowed_hosts: Vec<String>,
+    /// A browser `Origin` accepted besides the loopback ones, e.g.
+    /// https://app.example.com (repeatable).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub(crate) allowed_origins: Vec<String>,
+    /// Require `Authorization: Bearer <token>` on every HTTP request, the token read
+    /// from this file (surrounding whitespace ignored). The environment variable
+    /// ORCH_MCP_TOKEN is the other way to give it.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub(crate) auth_token_file: Option<String>,
+    /// Serve a non-loopback address without a bearer token (anyone who reaches the
+    /// port can drive the upstream's tools).
+    #[arg(long, requires = "listen")]
+    pub(crate) insecure_no_auth: bool,
     /// How long the upstream may take to start and answer the MCP handshake.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub(crate) startup_timeout: u64,
+    /// How long any request to the upstream may take (a tool call, a re-fetch of its
+    /// tools); a call past it is answered with an error, cancelled and not recorded.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub(crate) call_timeout: u64,
+    /// Client requests handled at once; one more is refused at once.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub(crate) max_in_flight: usize,
+    /// Sessions held at once (HTTP); a new one beyond it is refused with 503.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) max_sessions: usize,
+    /// HTTP connections open at once; one more is closed at once.
+    #[arg(long, value_name = "N", default_value_t = 1_024)]
+    pub(crate) max_connections: usize,
+    /// How long an HTTP client may take to send a request's headers.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub(crate) header_timeout: u64,
+    /// How long an HTTP client may take to send a request's body.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub(crate) body_timeout: u64,
     /// The upstream MCP server's command and arguments, after `--`. It inherits
     /// this process's environment.
     #[arg(last = true, value_name = "COMMAND")]
@@ -96,6 +138,31 @@ pub(crate) fn run(args: Args) -> u8 {
     }
 }
 
+/// The bearer token from `--auth-token-file` or `ORCH_MCP_TOKEN`, if any.
+fn bearer_token(args: &Args) -> Result<Option<String>, GatewayError> {
+    let (token, from) = match &args.auth_token_file {
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(text) => (text, format!("the token file {file}")),
+            Err(e) => {
+                return Err(GatewayError::Client(format!(
+                    "cannot read the token file {file}: {e}"
+                )))
+            }
+        },
+        None => match std::env::var("ORCH_MCP_TOKEN") {
+            Ok(text) => (text, "ORCH_MCP_TOKEN".to_owned()),
+            Err(_) => return Ok(None),
+        },
+    };
+    let token = token.trim();
+    if token.len() < 16 || token.chars().any(|c| !c.is_ascii_graphic()) {
+        return Err(GatewayError::Client(format!(
+            "{from} must hold a token of at least 16 printable ASCII characters without spaces"
+        )));
+    }
+    Ok(Some(token.to_owned()))
+}
+
 async fn serve(
     machine: orch_runtime::dynamic::DynMachine,
     upstream: Upstream,
@@ -103,46 +170,78 @@ async fn serve(
 ) -> Result<(), GatewayError> {
     let options = Options {
         startup_timeout: Duration::from_secs(args.startup_timeout),
+        call_timeout: Duration::from_secs(args.call_timeout.max(1)),
+        max_in_flight: args.max_in_flight.max(1),
     };
-    let ttl = Duration::from_secs(args.session_ttl);
+    let ttl = Duration::from_secs(args.session_ttl.max(1));
     let Some(addr) = &args.listen else {
-        let store = MemoryStore::builder().ttl(ttl).build();
+        // One client for the life of the process: its session never expires.
+        let store = MemoryStore::builder().no_ttl().build();
         let gateway = Gateway::start(machine, &upstream, store, &options).await?;
         return gateway.serve_stdio().await;
     };
+    let bearer_token = bearer_token(args)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| GatewayError::Client(format!("cannot listen on {addr}: {e}")))?;
-    let http = HttpOptions {
-        allowed_hosts: args.allowed_hosts.clone(),
-    };
     let local = listener
         .local_addr()
         .map_err(|e| GatewayError::Client(format!("cannot listen on {addr}: {e}")))?;
-    match &args.redis {
-        None => {
-            let store = MemoryStore::builder().ttl(ttl).build();
-            let gateway = Gateway::start(machine, &upstream, store, &options).await?;
-            eprintln!("orch mcp: serving http://{local}/mcp (sessions in memory)");
-            gateway
-                .serve_http(listener, &http, None::<MemoryStore>)
-                .await
+    if !local.ip().is_loopback() && bearer_token.is_none() && !args.insecure_no_auth {
+        return Err(GatewayError::Client(format!(
+            "refusing to serve {local} without authentication: anyone who reaches it could drive the upstream's tools. \
+             Give a token with --auth-token-file FILE or ORCH_MCP_TOKEN, listen on a loopback address, \
+             or pass --insecure-no-auth if something in front of the gateway authenticates clients"
+        )));
+    }
+    let http = HttpOptions {
+        allowed_hosts: args.allowed_hosts.clone(),
+        allowed_origins: args.allowed_origins.clone(),
+        bearer_token,
+        max_sessions: args.max_sessions.max(1),
+        max_connections: args.max_connections.max(1),
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+        session_ttl: ttl,
+    };
+    let auth = if http.bearer_token.is_some() {
+        ", bearer token required"
+    } else {
+        ""
+    };
+    let redis = match (&args.redis, args.redis_cluster.as_slice()) {
+        (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),
+        (None, []) => None,
+        (None, seeds) => {
+            let refs: Vec<&str> = seeds.iter().map(String::as_str).collect();
+            Some((
+                RedisStore::connect_cluster(&refs).await,
+                format!("the Redis Cluster at {}", seeds.join(", ")),
+            ))
         }
-        Some(url) => {
-            let connect = |namespace: String| async move {
-                RedisStore::connect(url)
-                    .await
-                    .map(|s| s.namespace(&namespace).ttl(Some(ttl)))
-                    .map_err(|e| GatewayError::Client(format!("cannot use Redis at {url}: {e}")))
-            };
-            let store = connect(args.namespace.clone()).await?;
-            let handshakes = connect(format!("{}:handshake", args.namespace)).await?;
+    };
+    match redis {
+        None => {
+            // The gateway caps the sessions itself (`--max-sessions`): the store never
+            // evicts one.
+            let store = MemoryStore::builder()
+                .ttl(ttl)
+                .max_sessions(usize::MAX)
+                .build();
+            let gateway = Gateway::start(machine, &upstream, store, &options).await?;
+            eprintln!("orch mcp: serving http://{local}/mcp (sessions in memory{auth})");
+            gateway.serve_http(listener, &http).await
+        }
+        Some((connected, what)) => {
+            let store = connected
+                .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
+                .map_err(|e| GatewayError::Client(format!("cannot use {what}: {e}")))?;
             let gateway = Gateway::start(machine, &upstream, store, &options).await?;
             eprintln!(
-                "orch mcp: serving http://{local}/mcp (sessions in Redis at {url}, namespace `{}`)",
+                "orch mcp: serving http://{local}/mcp (sessions in {what}, namespace `{}`{auth})",
                 args.namespace
             );
-            gateway.serve_http(listener, &http, Some(handshakes)).await
+            gateway.serve_http(listener, &http).await
         }
     }
 }

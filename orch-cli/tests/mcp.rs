@@ -8,14 +8,16 @@
 //! `redis-server`) the tests that need it say so and pass, except under `CI=true`,
 //! where they fail.
 
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+mod support;
 
-const ORCH: &str = env!("CARGO_BIN_EXE_orch");
+use serde_json::{json, Value};
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::{
+    free_port, here, python, redis, temp_dir, wait, wait_for_port, Guard, RawGateway, ORCH,
+};
 
 /// What the upstream executes in client.py's workflow: refused calls (`summarize` out of
 /// order, `delete_all`, an unknown tool) never reach it; the failing `fetch` does.
@@ -28,23 +30,6 @@ const WORKFLOW_EXECUTES: [&str; 6] = [
     "note",
 ];
 
-/// Waits until something listens on `port` (at most `limit`).
-fn wait_for_port(port: u16, limit: Duration, what: &str) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < limit, "{what} never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn here(file: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/mcp")
-        .join(file)
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// The walkthrough's files (docs/mcp.md): the template and the Python tool server.
 fn example(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -52,57 +37,6 @@ fn example(file: &str) -> String {
         .join(file)
         .to_string_lossy()
         .into_owned()
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// A Python with the MCP SDK, or `None` (the test is skipped) outside CI.
-fn python() -> Option<String> {
-    let candidate = std::env::var("ORCH_TEST_PYTHON").unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/ci-tools/venv/bin/python")
-            .to_string_lossy()
-            .into_owned()
-    });
-    let works = Command::new(&candidate)
-        .args(["-c", "import mcp, httpx2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if works {
-        return Some(candidate);
-    }
-    assert!(
-        !in_ci(),
-        "CI=true but {candidate} cannot import the MCP SDK (.ci/run installs it)"
-    );
-    eprintln!("skipped: no Python with the MCP SDK at {candidate} (set ORCH_TEST_PYTHON)");
-    None
-}
-
-/// A child process killed when the test ends, however it ends.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Waits for `child` to exit, at most `limit`.
-fn wait(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 /// Runs a scenario of client.py; panics with its output unless it passes.
@@ -144,47 +78,12 @@ fn executed(log: &Path) -> Vec<String> {
         .collect()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("orch-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// A free loopback port (bound and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// `orch mcp --listen 127.0.0.1:0 ...`: the process and its URL (from its stderr).
+/// `orch mcp --listen 127.0.0.1:0 ...` on the walkthrough: the process and its URL.
 fn http_gateway(extra: &[&str], python: &str, log: &Path) -> (Guard, String) {
-    let mut child = Command::new(ORCH)
-        .args(["mcp", &example("research.json"), "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .args(["--", python, &example("research_tools.py"), "--log"])
-        .arg(log)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start orch mcp");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(i) = line.find("http://") {
-                let url = line[i..].split_whitespace().next().unwrap_or("").to_owned();
-                let _ = tx.send(url);
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("orch mcp says where it serves");
-    (Guard(child), url)
+    let log = log.to_str().expect("utf-8 path");
+    let upstream = [python, &example("research_tools.py"), "--log", log];
+    let gateway = support::Gateway::http(&example("research.json"), extra, &[], &upstream);
+    (gateway.child, gateway.url)
 }
 
 #[test]
@@ -248,12 +147,16 @@ fn upstream_crash_is_answered_and_ends_the_gateway() {
     assert_eq!(executed(&log), ["search", "fetch", "summarize", "crash"]);
 
     // The same over raw stdio, for the exit status and the message.
-    let mut gw = RawGateway::start(&[
-        &python,
-        &example("research_tools.py"),
-        "--log",
-        log.to_str().expect("utf-8"),
-    ]);
+    let mut gw = RawGateway::start(
+        &example("research.json"),
+        &[],
+        &[
+            &python,
+            &example("research_tools.py"),
+            "--log",
+            log.to_str().expect("utf-8"),
+        ],
+    );
     gw.initialize();
     for (i, (tool, args)) in [
         ("search", json!({"query": "q"})),
@@ -321,34 +224,11 @@ fn http_sessions_are_kept_apart_and_malformed_bodies_get_json_rpc_errors() {
 #[test]
 fn two_instances_share_a_session_through_redis() {
     let Some(python) = python() else { return };
-    let redis = match Command::new("redis-server").arg("--version").output() {
-        Ok(_) => free_port(),
-        Err(_) => {
-            assert!(!in_ci(), "CI=true but redis-server is missing");
-            eprintln!("skipped: no redis-server");
-            return;
-        }
+    let Some((_redis, redis_url)) = redis() else {
+        return;
     };
-    let _redis = Guard(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &redis.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start redis-server"),
-    );
-    wait_for_port(redis, Duration::from_secs(20), "redis-server");
     let dir = temp_dir("share");
-    let redis_url = format!("redis://127.0.0.1:{redis}");
-    let extra = ["--redis", redis_url.as_str(), "--namespace", "share-test"];
+    let extra = ["--redis", redis_url.as_str(), "--namespace", "share:test"];
     let (_a, url_a) = http_gateway(&extra, &python, &dir.join("a.log"));
     let (_b, url_b) = http_gateway(&extra, &python, &dir.join("b.log"));
     scenario(&python, &["share", &url_a, &url_b]);
@@ -357,115 +237,21 @@ fn two_instances_share_a_session_through_redis() {
     assert_eq!(executed(&dir.join("b.log")), ["fetch"]);
 }
 
-/// `orch mcp` driven line by line, for what an SDK never sends.
-struct RawGateway {
-    child: Guard,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<String>,
-}
-
-impl RawGateway {
-    fn start(upstream: &[&str]) -> Self {
-        Self::start_with(&[], upstream)
-    }
-
-    fn start_with(options: &[&str], upstream: &[&str]) -> Self {
-        let mut child = Command::new(ORCH)
-            .args(["mcp", &example("research.json")])
-            .args(options)
-            .arg("--")
-            .args(upstream)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start orch mcp");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout: ChildStdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let (etx, stderr_rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut all = String::new();
-            let _ = BufReader::new(stderr).read_to_string(&mut all);
-            let _ = etx.send(all);
-        });
-        RawGateway {
-            child: Guard(child),
-            stdin,
-            lines,
-            stderr: stderr_rx,
-        }
-    }
-
-    fn send(&mut self, line: &[u8]) {
-        self.stdin.write_all(line).expect("write");
-        self.stdin.write_all(b"\n").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// The next message from the gateway.
-    fn next(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the gateway answers");
-        serde_json::from_str(&line).expect("a JSON line")
-    }
-
-    /// Sends a request and returns its response (skipping notifications).
-    fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send(msg.to_string().as_bytes());
-        loop {
-            let v = self.next();
-            if v.get("id") == Some(&json!(id)) {
-                return v;
-            }
-        }
-    }
-
-    fn initialize(&mut self) {
-        let r = self.call(
-            1,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
-        );
-        assert_eq!(r["result"]["protocolVersion"], "2025-06-18", "{r}");
-        assert_eq!(
-            r["result"]["capabilities"]["tools"]["listChanged"], true,
-            "{r}"
-        );
-        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    }
-
-    /// Everything the gateway wrote to stderr (after it exited).
-    fn stderr(&mut self) -> String {
-        self.stderr
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_default()
-    }
-}
-
 #[test]
 fn malformed_json_rpc_over_stdio_is_answered_and_the_gateway_goes_on() {
     let Some(python) = python() else { return };
     let dir = temp_dir("malformed");
     let log = dir.join("executed.log");
-    let mut gw = RawGateway::start(&[
-        &python,
-        &example("research_tools.py"),
-        "--log",
-        log.to_str().expect("utf-8"),
-    ]);
+    let mut gw = RawGateway::start(
+        &example("research.json"),
+        &[],
+        &[
+            &python,
+            &example("research_tools.py"),
+            "--log",
+            log.to_str().expect("utf-8"),
+        ],
+    );
 
     gw.send(b"{this is not json");
     let r = gw.next();

@@ -5,35 +5,71 @@
 //! gateway goes on with the next line. Replies and the SDK's own output share one
 //! writer, a line at a time, so they never interleave.
 
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest};
 use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
 /// The longest line read from the client (as the MCP SDK's own limit).
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// Why a line was refused, as a JSON-RPC error response.
-fn refusal(code: i64, message: String, id: Value) -> Vec<u8> {
-    let mut line = json!({
+/// The methods of the MCP revisions the gateway speaks: a request for one of them whose
+/// params do not fit is an invalid-params error (-32602), not an unknown method.
+const KNOWN_METHODS: [&str; 15] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "server/discover",
+    "subscriptions/listen",
+];
+
+/// Why a message was refused: a JSON-RPC error's code, message and the request's id
+/// (`null` when it has none or it cannot be read).
+#[derive(Debug)]
+pub(crate) struct Refused {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) id: Value,
+}
+
+/// A JSON-RPC error response.
+pub(crate) fn jsonrpc_error_body(code: i64, message: String, id: Value) -> String {
+    json!({
         "jsonrpc": "2.0",
         "id": id,
         "error": { "code": code, "message": message },
     })
     .to_string()
-    .into_bytes();
+}
+
+/// Why a line was refused, as a JSON-RPC error response line.
+fn refusal(code: i64, message: String, id: Value) -> Vec<u8> {
+    let mut line = jsonrpc_error_body(code, message, id).into_bytes();
     line.push(b'\n');
     line
 }
 
-/// Checks one line from the client: `Ok` to pass it on, `Err` with the reply.
-fn check(line: &[u8]) -> Result<(), Vec<u8>> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| {
-        refusal(
-            -32700,
-            format!("Parse error: the line is not JSON ({e})"),
-            Value::Null,
-        )
+/// Reads one message from the client (a stdio line, an HTTP body): a JSON-RPC message
+/// an MCP client may send, or why not — not JSON (-32700), not such a message
+/// (-32600, with its `id` when it has one), a known method with params that do not fit
+/// (-32602).
+pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| Refused {
+        code: -32700,
+        message: format!("Parse error: not JSON ({e})"),
+        id: Value::Null,
     })?;
     let id = match &value {
         Value::Object(o) => match o.get("id") {
@@ -42,14 +78,76 @@ fn check(line: &[u8]) -> Result<(), Vec<u8>> {
         },
         _ => Value::Null,
     };
-    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(refusal(
-            -32600,
-            format!("Invalid Request: not a JSON-RPC message an MCP client may send ({e})"),
-            id,
-        )),
+    let method = value
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let message = serde_json::from_value::<ClientJsonRpcMessage>(value).map_err(|e| Refused {
+        code: -32600,
+        message: format!("Invalid Request: not a JSON-RPC message an MCP client may send ({e})"),
+        id: id.clone(),
+    })?;
+    // The SDK reads a request it cannot type as a custom one: for a method it knows,
+    // that means the params are wrong.
+    if let ClientJsonRpcMessage::Request(r) = &message {
+        if let (ClientRequest::CustomRequest(_), Some(method)) = (&r.request, &method) {
+            if KNOWN_METHODS.contains(&method.as_str()) {
+                return Err(Refused {
+                    code: -32602,
+                    message: format!(
+                        "Invalid params: the params of `{method}` do not have the shape the MCP specification gives them"
+                    ),
+                    id,
+                });
+            }
+        }
     }
+    Ok(message)
+}
+
+/// Checks one line from the client: `Ok` with what it is, to pass it on; `Err` with the
+/// reply.
+fn check(line: &[u8]) -> Result<Checked, Vec<u8>> {
+    match classify(line) {
+        Ok(ClientJsonRpcMessage::Request(r)) => Ok(Checked::Request(id_key(&r.id))),
+        Ok(ClientJsonRpcMessage::Notification(n)) => match &n.notification {
+            ClientNotification::CancelledNotification(c) => {
+                Ok(Checked::Cancels(c.params.request_id.as_ref().map(id_key)))
+            }
+            _ => Ok(Checked::Other),
+        },
+        Ok(_) => Ok(Checked::Other),
+        Err(refused) => Err(refusal(refused.code, refused.message, refused.id)),
+    }
+}
+
+/// What a line that passed is.
+#[derive(Debug)]
+enum Checked {
+    /// A request with this id.
+    Request(String),
+    /// The cancellation of the request with this id (the SDK will not answer it).
+    Cancels(Option<String>),
+    /// Anything else.
+    Other,
+}
+
+/// A request id as a key (`1` and `"1"` differ).
+fn id_key(id: &rmcp::model::RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+/// The id of a response the SDK wrote (a line with an `id` and a `result` or `error`).
+fn response_id(line: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let object = value.as_object()?;
+    if object.contains_key("method") {
+        return None;
+    }
+    if !(object.contains_key("result") || object.contains_key("error")) {
+        return None;
+    }
+    serde_json::to_string(object.get("id")?).ok()
 }
 
 /// Connects the client's `input` and `output` to `sdk` (the SDK's end of an in-memory
@@ -62,6 +160,10 @@ where
 {
     let (sdk_read, mut sdk_write) = tokio::io::split(sdk);
     let (replies, mut replies_rx) = mpsc::channel::<Vec<u8>>(64);
+    // The ids of the client's requests not answered yet: a second request with one of
+    // them is refused (its answer could not be told from the first's).
+    let pending: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let answered = Arc::clone(&pending);
 
     let writer = tokio::spawn(async move {
         let mut output = output;
@@ -74,6 +176,9 @@ where
                     match read {
                         Ok(0) | Err(_) => sdk_open = false,
                         Ok(_) => {
+                            if let Some(id) = response_id(&line) {
+                                answered.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                            }
                             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                                 return;
                             }
@@ -126,7 +231,28 @@ where
                 if body.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                match check(body) {
+                let checked = check(body).and_then(|checked| match checked {
+                    Checked::Request(id) => {
+                        let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+                        if pending.insert(id.clone()) {
+                            Ok(())
+                        } else {
+                            Err(refusal(
+                                -32600,
+                                format!("Invalid Request: the id {id} is already used by a request that has not been answered yet"),
+                                serde_json::from_str(&id).unwrap_or(Value::Null),
+                            ))
+                        }
+                    }
+                    Checked::Cancels(id) => {
+                        if let Some(id) = id {
+                            pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                        }
+                        Ok(())
+                    }
+                    Checked::Other => Ok(()),
+                });
+                match checked {
                     Ok(()) => {
                         if sdk_write.write_all(body).await.is_err()
                             || sdk_write.write_all(b"\n").await.is_err()
@@ -221,5 +347,14 @@ mod tests {
         assert_eq!(r["error"]["code"], -32600);
         let r = reply("\"just a string\"");
         assert_eq!(r["error"]["code"], -32600);
+        // A known method whose params do not fit: invalid params, with the id.
+        let r = reply(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":7}}"#);
+        assert_eq!(r["error"]["code"], -32602);
+        assert_eq!(r["id"], "a");
+        let r =
+            reply(r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"arguments":{}}}"#);
+        assert_eq!(r["error"]["code"], -32602);
+        // An unknown method passes (the SDK answers it with -32601).
+        assert!(check(br#"{"jsonrpc":"2.0","id":3,"method":"vendor/thing","params":{}}"#).is_ok());
     }
 }

@@ -1,18 +1,28 @@
 //! The gateway's MCP server side: one [`Downstream`] per client session, sharing the
 //! gateway's [`Shared`] state.
+//!
+//! A tool call goes through three steps, each a compare-and-set on the session's
+//! [`Record`]: *reserve* (admit the call against the stored state and write a lease in
+//! the same compare-and-set; a call that finds another call's lease waits for it),
+//! *forward* (bounded by the call timeout, cancelled with the client's cancellation),
+//! then *finish* (record the tool and drop the lease) or *release* (drop the lease,
+//! record nothing).
 
 // Logging and resources/subscribe are deprecated by the 2026-07-28 revision only; the
 // gateway speaks the handshake revisions, where they are current.
 #![allow(deprecated)]
 
+use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::upstream::Relay;
+use crate::Limits;
 use orch_agent::{Orchestrated, Policy};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Snapshot;
-use orch_store::{SessionStore, StoreError, Versioned};
+use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequest,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, GetPromptRequest,
     GetPromptRequestParams, GetPromptResponse, InitializeResult, ListPromptsRequest,
     ListPromptsResult, ListResourceTemplatesRequest, ListResourceTemplatesResult,
     ListResourcesRequest, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -20,16 +30,24 @@ use rmcp::model::{
     ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
     Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, ServiceError};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
-/// How many times a recording is retried when another gateway instance changed the same
-/// session in between.
-const RECORD_ATTEMPTS: u32 = 50;
+/// How many compare-and-set attempts one change of a record makes before it gives up
+/// (each conflict means another writer succeeded).
+const MODIFY_ATTEMPTS: u32 = 100;
+
+/// How much longer than the call timeout a lease lasts: time to record the result.
+const LEASE_MARGIN: Duration = Duration::from_secs(10);
+
+/// The longest pause between two looks at a session whose call is in flight.
+const MAX_WAIT_PAUSE: Duration = Duration::from_millis(50);
 
 /// The state every client session of one gateway shares.
 pub(crate) struct Shared<S> {
@@ -39,13 +57,32 @@ pub(crate) struct Shared<S> {
     /// What the gateway says of itself in `initialize`.
     pub(crate) info: InitializeResult,
     pub(crate) relay: Arc<Relay>,
-    /// The upstream's tools, fetched when first needed and again after the upstream said
-    /// its list changed.
-    tools: tokio::sync::Mutex<Option<Arc<Vec<Tool>>>>,
-    /// One lock per session with a call in progress on this instance.
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    pub(crate) limits: Limits,
+    /// The upstream's tools: the last list it gave (read without waiting; replaced
+    /// whole when a re-fetch succeeds).
+    tools: RwLock<Arc<Vec<Tool>>>,
+    /// Permits for requests being handled (a request that finds none is refused).
+    requests: Arc<Semaphore>,
     /// Tool calls being forwarded now.
     pub(crate) in_flight: AtomicUsize,
+}
+
+/// What one look at a session decided for a tool call.
+enum Admission {
+    /// The lease with this token was written at this version.
+    Reserved(u64),
+    /// The orchestration refuses the call: the reason.
+    Refused(String),
+    /// Another call of the session is in flight: its tool.
+    Busy(String),
+}
+
+/// What a change of a record does.
+pub(crate) enum Change<R> {
+    /// Write this record, then return the value.
+    Write(Record, R),
+    /// Write nothing and return the value.
+    Keep(R),
 }
 
 impl<S: SessionStore + 'static> Shared<S> {
@@ -55,6 +92,8 @@ impl<S: SessionStore + 'static> Shared<S> {
         upstream: Peer<RoleClient>,
         info: InitializeResult,
         relay: Arc<Relay>,
+        limits: Limits,
+        tools: Vec<Tool>,
     ) -> Self {
         Shared {
             machine,
@@ -62,38 +101,63 @@ impl<S: SessionStore + 'static> Shared<S> {
             upstream,
             info,
             relay,
-            tools: tokio::sync::Mutex::new(None),
-            locks: Mutex::new(HashMap::new()),
+            requests: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+            limits,
+            tools: RwLock::new(Arc::new(tools)),
             in_flight: AtomicUsize::new(0),
         }
     }
 
-    /// The upstream's tools (all pages).
-    pub(crate) async fn upstream_tools(&self) -> Result<Arc<Vec<Tool>>, McpError> {
-        let mut cached = self.tools.lock().await;
-        let stale = self.relay.tools_stale.swap(false, Ordering::SeqCst);
-        if let (Some(tools), false) = (cached.as_ref(), stale) {
-            return Ok(Arc::clone(tools));
-        }
-        let tools = Arc::new(
-            self.upstream
-                .list_all_tools()
-                .await
-                .map_err(upstream_error)?,
-        );
-        *cached = Some(Arc::clone(&tools));
-        Ok(tools)
+    /// The upstream's tools as last fetched.
+    pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
+        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// The session `id` as stored (a fresh session if nothing is stored), with the
-    /// upstream's tools as its host tools, and the stored version.
+    /// Fetches the upstream's tool list again (after it said the list changed), within
+    /// the call timeout. On success the new list replaces the old and every client is
+    /// told; on failure the last good list stays, and stderr says so. Nothing waits for
+    /// this: requests meanwhile use the last good list.
+    pub(crate) async fn refresh_tools(&self) {
+        let limit = self.limits.call_timeout;
+        let fetched = tokio::time::timeout(limit, self.upstream.list_all_tools()).await;
+        let why = match fetched {
+            Ok(Ok(tools)) => {
+                *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+                self.relay.tools_changed().await;
+                return;
+            }
+            Ok(Err(e)) => upstream_error(e, "tools/list", limit).message.into_owned(),
+            Err(_) => format!("no answer within {} s", limit.as_secs_f64()),
+        };
+        eprintln!(
+            "orch mcp: warning: the upstream MCP server said its tools changed, but listing them again failed ({why}); still serving the last list ({} tools)",
+            self.tools().len()
+        );
+    }
+
+    /// A permit to handle one request, or the error that says the gateway is full.
+    fn permit(&self) -> Result<OwnedSemaphorePermit, McpError> {
+        Arc::clone(&self.requests).try_acquire_owned().map_err(|_| {
+            McpError::new(
+                ErrorCode(-32000),
+                format!(
+                    "orch mcp is handling its maximum of {} requests at once; try again shortly",
+                    self.limits.max_in_flight
+                ),
+                None,
+            )
+        })
+    }
+
+    /// The session as its record stores it (a fresh session if it has no snapshot),
+    /// with the upstream's tools as its host tools.
     fn restore(
         &self,
         id: &str,
-        stored: Option<&[u8]>,
+        snapshot: Option<&[u8]>,
         policy: &Policy,
     ) -> Result<DynSession<'_>, McpError> {
-        let mut session = match stored {
+        let mut session = match snapshot {
             None => DynSession::new(&self.machine),
             Some(bytes) => {
                 let restored = Snapshot::from_bytes(bytes)
@@ -113,76 +177,202 @@ impl<S: SessionStore + 'static> Shared<S> {
         Ok(session)
     }
 
-    /// What is stored under session `id`.
-    async fn load(&self, id: &str) -> Result<Option<Versioned>, McpError> {
-        self.store.load(id).await.map_err(store_error)
+    /// The record stored under `id`, if any.
+    pub(crate) async fn record(&self, id: &str) -> Result<Option<Record>, McpError> {
+        match self.store.load(id).await.map_err(store_error)? {
+            None => Ok(None),
+            Some(v) => Record::decode(&v.bytes)
+                .map(Some)
+                .map_err(|e| corrupt(id, &e)),
+        }
     }
 
-    /// Runs `f` on the current state of session `id` (read only).
-    async fn read<R>(
+    /// Applies `f` to the record of `id` with compare-and-set, reading again after a
+    /// conflict. `f` sees `None` when nothing is stored, and may run more than once.
+    pub(crate) async fn modify<R>(
         &self,
         id: &str,
-        policy: &Policy,
-        f: impl FnOnce(&DynSession<'_>) -> R,
+        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError>,
     ) -> Result<R, McpError> {
-        let stored = self.load(id).await?;
-        let session = self.restore(id, stored.as_ref().map(|v| v.bytes.as_slice()), policy)?;
-        Ok(f(&session))
-    }
-
-    /// Records that `tool` ran in session `id`, starting from `stored` (what the call was
-    /// admitted against: one store read per call); reads again only after a conflict.
-    /// Returns whether the tools the session allows changed.
-    async fn record(
-        &self,
-        id: &str,
-        policy: &Policy,
-        tool: &str,
-        mut stored: Option<Versioned>,
-    ) -> Result<bool, McpError> {
-        for attempt in 0..RECORD_ATTEMPTS {
-            if attempt > 0 {
-                stored = self.load(id).await?;
+        for attempt in 1..=MODIFY_ATTEMPTS {
+            let stored = self.store.load(id).await.map_err(store_error)?;
+            let record = match &stored {
+                None => None,
+                Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(id, &e))?),
+            };
+            match f(record)? {
+                Change::Keep(value) => return Ok(value),
+                Change::Write(record, value) => {
+                    let expected = stored.map(|v| v.version);
+                    let written = self
+                        .store
+                        .compare_and_set(id, expected, record.encode())
+                        .await
+                        .map_err(store_error)?;
+                    if written.is_some() {
+                        return Ok(value);
+                    }
+                }
             }
-            let mut session =
-                self.restore(id, stored.as_ref().map(|v| v.bytes.as_slice()), policy)?;
-            let before = policy.offered(&session);
-            policy.record(&mut session, tool);
-            let changed = policy.offered(&session) != before;
-            let bytes = session.snapshot().to_bytes();
-            let written = self
-                .store
-                .compare_and_set(id, stored.as_ref().map(|v| v.version), bytes)
-                .await
-                .map_err(store_error)?;
-            if written.is_some() {
-                return Ok(changed);
-            }
+            self.store.backoff(attempt).await;
         }
         Err(McpError::internal_error(
             format!(
-                "`{tool}` ran, but orchestration session `{id}` could not be updated: \
-                 {RECORD_ATTEMPTS} attempts conflicted with concurrent updates"
+                "orchestration session `{id}` could not be updated: {MODIFY_ATTEMPTS} attempts conflicted with concurrent updates"
             ),
             None,
         ))
     }
 
-    /// The lock that serializes the tool calls of session `id` on this instance.
-    fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
-        // Forget the locks nobody holds or waits for.
-        locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-        Arc::clone(locks.entry(id.to_owned()).or_default())
+    /// One look at session `id` for a call of `tool`: refuse it, find it busy, or admit
+    /// it and write its lease in the same compare-and-set.
+    async fn try_reserve(
+        &self,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+    ) -> Result<Admission, McpError> {
+        let lease_for = self.limits.call_timeout + LEASE_MARGIN;
+        self.modify(id, |record| {
+            let mut record = record.unwrap_or_default();
+            if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
+                return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
+            }
+            let session = self.restore(id, record.snapshot.as_deref(), policy)?;
+            if let Err(refusal) = policy.admit(&session, tool) {
+                return Ok(Change::Keep(Admission::Refused(refusal.reason)));
+            }
+            let token = token();
+            record.lease = Some(Lease {
+                token,
+                tool: tool.to_owned(),
+                expires_ms: ms_after(lease_for),
+            });
+            Ok(Change::Write(record, Admission::Reserved(token)))
+        })
+        .await
+    }
+
+    /// Reserves session `id` for a call of `tool`: the lease's token, or the refusal.
+    /// While another call of the session is in flight this waits (at most the call
+    /// timeout, and not past `ct`'s cancellation), then looks again: the second call is
+    /// judged against the state the first one left.
+    async fn reserve(
+        &self,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+        ct: &CancellationToken,
+    ) -> Result<Result<u64, String>, McpError> {
+        let limit = self.limits.call_timeout;
+        let deadline = Instant::now() + limit;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let busy = match self.try_reserve(id, policy, tool).await? {
+                Admission::Reserved(token) => return Ok(Ok(token)),
+                Admission::Refused(reason) => return Ok(Err(reason)),
+                Admission::Busy(other) => other,
+            };
+            if Instant::now() >= deadline {
+                return Ok(Err(format!(
+                    "error: `{tool}` was not run: a call of `{busy}` in the same session has been running for more than {} s; try again when it has finished.",
+                    limit.as_secs_f64()
+                )));
+            }
+            // A little randomness, so that waiters on several instances do not look
+            // at the session in lockstep.
+            let jitter = Duration::from_micros(token() % 1000);
+            tokio::select! {
+                () = tokio::time::sleep(pause + jitter) => {}
+                () = ct.cancelled() => return Err(cancelled(tool)),
+            }
+            pause = (pause * 2).min(MAX_WAIT_PAUSE);
+        }
+    }
+
+    /// Records that `tool` ran in session `id` and drops the lease `token` (if the lease
+    /// lapsed and another call holds the session now, its lease stays). Returns whether
+    /// the tools the session allows changed. A session deleted meanwhile stays deleted.
+    async fn finish(
+        &self,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+        token: u64,
+    ) -> Result<bool, McpError> {
+        self.modify(id, |record| {
+            let Some(mut record) = record else {
+                return Ok(Change::Keep(false));
+            };
+            let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
+            let before = policy.offered(&session);
+            policy.record(&mut session, tool);
+            let changed = policy.offered(&session) != before;
+            record.snapshot = Some(session.snapshot().to_bytes());
+            if record.lease.as_ref().is_some_and(|l| l.token == token) {
+                record.lease = None;
+            }
+            Ok(Change::Write(record, changed))
+        })
+        .await
+    }
+
+    /// Drops the lease `token` of session `id`, recording nothing.
+    pub(crate) async fn release(&self, id: &str, token: u64) -> Result<(), McpError> {
+        self.modify(id, |record| match record {
+            Some(mut record) if record.lease.as_ref().is_some_and(|l| l.token == token) => {
+                record.lease = None;
+                Ok(Change::Write(record, ()))
+            }
+            _ => Ok(Change::Keep(())),
+        })
+        .await
+    }
+
+    /// Sends `request` to the upstream and waits for its answer, at most the call
+    /// timeout; when `ct` is cancelled first (the client cancelled, or went away), the
+    /// upstream is told to cancel too.
+    async fn forward(
+        &self,
+        request: ClientRequest,
+        method: &str,
+        ct: &CancellationToken,
+    ) -> Result<ServerResult, McpError> {
+        let limit = self.limits.call_timeout;
+        let handle = self
+            .upstream
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit))
+            .await
+            .map_err(|e| upstream_error(e, method, limit))?;
+        let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
+        tokio::select! {
+            answer = handle.await_response() => answer.map_err(|e| upstream_error(e, method, limit)),
+            () = ct.cancelled() => {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("the gateway's client cancelled the request".into()),
+                ));
+                // The upstream may be gone; the client is answered either way.
+                let _ = peer.send_notification(notification.into()).await;
+                Err(cancelled(method))
+            }
+        }
     }
 }
 
-/// A JSON-RPC error for the client from a failed upstream request: the upstream's own
-/// error as it is, anything else (the connection is gone, a timeout) as an internal
-/// error that says so.
-pub(crate) fn upstream_error(e: ServiceError) -> McpError {
+/// A JSON-RPC error for the client from a failed upstream request of `method`: the
+/// upstream's own error as it is, a timeout as one that says so, anything else (the
+/// connection is gone) as an internal error that says so.
+pub(crate) fn upstream_error(e: ServiceError, method: &str, limit: Duration) -> McpError {
     match e {
         ServiceError::McpError(e) => e,
+        ServiceError::Timeout { .. } => McpError::internal_error(
+            format!(
+                "the upstream MCP server did not answer `{method}` within {} s (the call timeout); the request was cancelled",
+                limit.as_secs_f64()
+            ),
+            None,
+        ),
         other => McpError::internal_error(
             format!("the upstream MCP server is unavailable: {other}"),
             None,
@@ -190,8 +380,63 @@ pub(crate) fn upstream_error(e: ServiceError) -> McpError {
     }
 }
 
+fn cancelled(what: &str) -> McpError {
+    McpError::new(
+        ErrorCode(-32800),
+        format!("`{what}` was cancelled by the client"),
+        None,
+    )
+}
+
 fn store_error(e: StoreError) -> McpError {
     McpError::internal_error(format!("orchestration session store: {e}"), None)
+}
+
+fn corrupt(id: &str, why: &str) -> McpError {
+    McpError::internal_error(
+        format!("the stored record of session `{id}` is corrupt ({why}); it was left as it is"),
+        None,
+    )
+}
+
+/// Holds a session's lease while a call is forwarded: dropped without
+/// [`LeaseGuard::disarm`] (the request's task was dropped: the client went away, the
+/// gateway stops), it releases the lease from a task of its own.
+struct LeaseGuard<S: SessionStore + 'static> {
+    shared: Arc<Shared<S>>,
+    id: String,
+    token: u64,
+    armed: bool,
+}
+
+impl<S: SessionStore + 'static> LeaseGuard<S> {
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    async fn release(mut self) {
+        self.armed = false;
+        if let Err(e) = self.shared.release(&self.id, self.token).await {
+            eprintln!(
+                "orch mcp: warning: the lease of session `{}` could not be released ({}); it lapses by itself",
+                self.id, e.message
+            );
+        }
+    }
+}
+
+impl<S: SessionStore + 'static> Drop for LeaseGuard<S> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (shared, id, token) = (Arc::clone(&self.shared), self.id.clone(), self.token);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = shared.release(&id, token).await;
+            });
+        }
+    }
 }
 
 /// One client session.
@@ -225,18 +470,21 @@ impl<S> Downstream<S> {
 }
 
 impl<S: SessionStore + 'static> Downstream<S> {
-    async fn forward(&self, request: ClientRequest) -> Result<ServerResult, McpError> {
-        self.shared
-            .upstream
-            .send_request(request)
-            .await
-            .map_err(upstream_error)
+    /// Forwards a request that the orchestration does not judge, holding a permit.
+    async fn pass(
+        &self,
+        request: ClientRequest,
+        method: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let _permit = self.shared.permit()?;
+        self.shared.forward(request, method, &context.ct).await
     }
 
-    async fn policy(&self) -> Result<(Arc<Vec<Tool>>, Policy), McpError> {
-        let tools = self.shared.upstream_tools().await?;
+    fn policy(&self) -> (Arc<Vec<Tool>>, Policy) {
+        let tools = self.shared.tools();
         let policy = Policy::new(tools.iter().map(|t| t.name.to_string()));
-        Ok((tools, policy))
+        (tools, policy)
     }
 
     async fn call(
@@ -244,53 +492,70 @@ impl<S: SessionStore + 'static> Downstream<S> {
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        let _permit = self.shared.permit()?;
         let id = self.session_id(&context)?;
-        let lock = self.shared.session_lock(&id);
-        let _turn = lock.lock().await;
-        let (_, policy) = self.policy().await?;
+        let (_, policy) = self.policy();
         let tool = params.name.to_string();
-        let stored = self.shared.load(&id).await?;
-        let admitted = self
+        let token = match self
             .shared
-            .restore(&id, stored.as_ref().map(|v| v.bytes.as_slice()), &policy)
-            .map(|session| policy.admit(&session, &tool))?;
-        if let Err(refusal) = admitted {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(
-                refusal.reason,
-            )]));
-        }
+            .reserve(&id, &policy, &tool, &context.ct)
+            .await?
+        {
+            Ok(token) => token,
+            Err(reason) => return Ok(CallToolResult::error(vec![ContentBlock::text(reason)])),
+        };
+        let mut lease = LeaseGuard {
+            shared: Arc::clone(&self.shared),
+            id: id.clone(),
+            token,
+            armed: true,
+        };
         let forwarded = self
-            .forward(ClientRequest::CallToolRequest(CallToolRequest::new(params)))
-            .await?;
+            .shared
+            .forward(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                "tools/call",
+                &context.ct,
+            )
+            .await;
         let result = match forwarded {
-            ServerResult::CallToolResult(result) => result,
-            _ => {
+            Ok(ServerResult::CallToolResult(result)) => result,
+            Ok(_) => {
+                lease.release().await;
                 return Err(McpError::internal_error(
                     format!("the upstream MCP server answered `tools/call` of `{tool}` with something other than a tool result"),
                     None,
-                ))
+                ));
+            }
+            Err(e) => {
+                lease.release().await;
+                return Err(e);
             }
         };
         // A result with `isError` says the tool failed: the orchestration does not
         // count it (docs/mcp.md), so the model may call it again.
-        if result.is_error != Some(true) {
-            let changed = self
-                .shared
-                .record(&id, &policy, &tool, stored)
-                .await
-                .map_err(|e| {
-                    McpError::internal_error(
-                        format!(
-                            "`{tool}` ran, but the orchestration could not record it: {}",
-                            e.message
-                        ),
-                        None,
-                    )
-                })?;
-            if changed {
-                // The client may have hung up meanwhile; the call itself succeeded.
-                let _ = context.peer.notify_tool_list_changed().await;
+        if result.is_error == Some(true) {
+            lease.release().await;
+            return Ok(result);
+        }
+        let recorded = self.shared.finish(&id, &policy, &tool, token).await;
+        let changed = match recorded {
+            Ok(changed) => changed,
+            Err(e) => {
+                lease.release().await;
+                return Err(McpError::internal_error(
+                    format!(
+                        "`{tool}` ran, but the orchestration could not record it: {}",
+                        e.message
+                    ),
+                    None,
+                ));
             }
+        };
+        lease.disarm();
+        if changed {
+            // The client may have hung up meanwhile; the call itself succeeded.
+            let _ = context.peer.notify_tool_list_changed().await;
         }
         Ok(result)
     }
@@ -334,18 +599,18 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let _permit = self.shared.permit()?;
         let id = self.session_id(&context)?;
-        let (tools, policy) = self.policy().await?;
-        let allowed: Vec<Tool> = self
+        let (tools, policy) = self.policy();
+        let record = self.shared.record(&id).await?.unwrap_or_default();
+        let session = self
             .shared
-            .read(&id, &policy, |session| {
-                tools
-                    .iter()
-                    .filter(|t| session.check_tool(&t.name).is_ok())
-                    .cloned()
-                    .collect()
-            })
-            .await?;
+            .restore(&id, record.snapshot.as_deref(), &policy)?;
+        let allowed: Vec<Tool> = tools
+            .iter()
+            .filter(|t| session.check_tool(&t.name).is_ok())
+            .cloned()
+            .collect();
         Ok(ListToolsResult::with_all_items(allowed))
     }
 
@@ -363,14 +628,18 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let forwarded = ListPromptsRequest {
             params: request,
             ..Default::default()
         };
         match self
-            .forward(ClientRequest::ListPromptsRequest(forwarded))
+            .pass(
+                ClientRequest::ListPromptsRequest(forwarded),
+                "prompts/list",
+                &context,
+            )
             .await?
         {
             ServerResult::ListPromptsResult(r) => Ok(r),
@@ -381,14 +650,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        match self
-            .forward(ClientRequest::GetPromptRequest(GetPromptRequest::new(
-                request,
-            )))
-            .await?
-        {
+        let forwarded = ClientRequest::GetPromptRequest(GetPromptRequest::new(request));
+        match self.pass(forwarded, "prompts/get", &context).await? {
             ServerResult::GetPromptResult(r) => Ok(r.into()),
             _ => Err(unexpected("prompts/get")),
         }
@@ -397,14 +662,18 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let forwarded = ListResourcesRequest {
             params: request,
             ..Default::default()
         };
         match self
-            .forward(ClientRequest::ListResourcesRequest(forwarded))
+            .pass(
+                ClientRequest::ListResourcesRequest(forwarded),
+                "resources/list",
+                &context,
+            )
             .await?
         {
             ServerResult::ListResourcesResult(r) => Ok(r),
@@ -415,14 +684,18 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let forwarded = ListResourceTemplatesRequest {
             params: request,
             ..Default::default()
         };
         match self
-            .forward(ClientRequest::ListResourceTemplatesRequest(forwarded))
+            .pass(
+                ClientRequest::ListResourceTemplatesRequest(forwarded),
+                "resources/templates/list",
+                &context,
+            )
             .await?
         {
             ServerResult::ListResourceTemplatesResult(r) => Ok(r),
@@ -433,54 +706,45 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        match self
-            .forward(ClientRequest::ReadResourceRequest(
-                ReadResourceRequest::new(request),
-            ))
-            .await?
-        {
+        let forwarded = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request));
+        match self.pass(forwarded, "resources/read", &context).await? {
             ServerResult::ReadResourceResult(r) => Ok(r.into()),
             _ => Err(unexpected("resources/read")),
         }
     }
 
-    #[allow(deprecated)]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.forward(ClientRequest::SubscribeRequest(SubscribeRequest::new(
-            request,
-        )))
-        .await
-        .map(|_| ())
+        let forwarded = ClientRequest::SubscribeRequest(SubscribeRequest::new(request));
+        self.pass(forwarded, "resources/subscribe", &context)
+            .await
+            .map(|_| ())
     }
 
-    #[allow(deprecated)]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.forward(ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
-            request,
-        )))
-        .await
-        .map(|_| ())
+        let forwarded = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(request));
+        self.pass(forwarded, "resources/unsubscribe", &context)
+            .await
+            .map(|_| ())
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
+        let forwarded = ClientRequest::CompleteRequest(CompleteRequest::new(request));
         match self
-            .forward(ClientRequest::CompleteRequest(CompleteRequest::new(
-                request,
-            )))
+            .pass(forwarded, "completion/complete", &context)
             .await?
         {
             ServerResult::CompleteResult(r) => Ok(r),
@@ -491,13 +755,12 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.forward(ClientRequest::SetLevelRequest(SetLevelRequest::new(
-            request,
-        )))
-        .await
-        .map(|_| ())
+        let forwarded = ClientRequest::SetLevelRequest(SetLevelRequest::new(request));
+        self.pass(forwarded, "logging/setLevel", &context)
+            .await
+            .map(|_| ())
     }
 }
 

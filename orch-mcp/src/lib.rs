@@ -38,6 +38,7 @@
 mod framing;
 mod handler;
 mod http;
+mod record;
 mod upstream;
 
 pub use upstream::Upstream;
@@ -48,7 +49,7 @@ use orch_runtime::dynamic::DynMachine;
 use orch_store::SessionStore;
 use rmcp::model::{InitializeResult, ServerCapabilities, ServerPeerInfo, ToolsCapability};
 use rmcp::service::{QuitReason, RunningServiceCancellationToken};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -77,28 +78,86 @@ impl std::fmt::Display for GatewayError {
 
 impl std::error::Error for GatewayError {}
 
-/// How the gateway starts.
+/// How the gateway starts and bounds its work (for stdio and HTTP alike).
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// How long the upstream may take to start and answer the MCP handshake.
+    /// How long the upstream may take to start and answer the MCP handshake
+    /// (default 30 s).
     pub startup_timeout: Duration,
+    /// How long any request to the upstream may take: a tool call, a re-fetch of its
+    /// tool list, a forwarded prompt or resource request (default 120 s). A tool call
+    /// that runs out of time is answered with an error, cancelled upstream, recorded
+    /// nowhere, and its session is free again.
+    pub call_timeout: Duration,
+    /// How many client requests the gateway handles at once (default 256); one more is
+    /// answered with a JSON-RPC error (-32000) at once.
+    pub max_in_flight: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             startup_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(120),
+            max_in_flight: 256,
         }
     }
 }
 
+/// The bounds the gateway's request handling keeps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) call_timeout: Duration,
+    pub(crate) max_in_flight: usize,
+}
+
 /// How the gateway serves Streamable HTTP.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HttpOptions {
     /// `Host` values accepted besides the loopback names (`localhost`, `127.0.0.1`,
     /// `::1`), which protect a local server from DNS rebinding: add the names clients
     /// use to reach a public deployment.
     pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted besides the loopback ones (`http://localhost`,
+    /// `http://127.0.0.1`, `http://[::1]`, any port), e.g. `https://app.example.com`.
+    /// A request with any other `Origin` header is refused with 403; requests without
+    /// one (every non-browser client) are not affected.
+    pub allowed_origins: Vec<String>,
+    /// When set, every request must carry `Authorization: Bearer <token>` (401
+    /// otherwise).
+    pub bearer_token: Option<String>,
+    /// How many sessions the gateway holds at once (default 10,000): an `initialize`
+    /// beyond it is refused with 503 and `Retry-After`, never by evicting a session.
+    /// Counted as this instance's session workers, and the sessions in the store when
+    /// the store can count them (in memory).
+    pub max_sessions: usize,
+    /// How many connections are open at once (default 1,024); one more is closed at
+    /// once.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers (default 10 s).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body (default 30 s; 408 after).
+    pub body_timeout: Duration,
+    /// The session TTL the store was built with (default 24 hours). The MCP SDK's
+    /// in-memory worker of a session is let go after half of it idle (at most five
+    /// minutes); the session itself lives in the store, and the next request restores
+    /// it. Only the store's TTL ends a session.
+    pub session_ttl: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            bearer_token: None,
+            max_sessions: 10_000,
+            max_connections: 1_024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            session_ttl: Duration::from_secs(86_400),
+        }
+    }
 }
 
 /// A gateway connected to its upstream, ready to serve clients.
@@ -106,6 +165,8 @@ pub struct Gateway<S> {
     shared: Arc<Shared<S>>,
     gone: watch::Receiver<Option<String>>,
     upstream_ct: RunningServiceCancellationToken,
+    /// Stops the task that re-fetches the upstream's tools when the gateway is dropped.
+    _refresher: tokio_util::sync::DropGuard,
 }
 
 impl<S: SessionStore + 'static> Gateway<S> {
@@ -121,7 +182,15 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let relay = Arc::new(Relay::default());
         let running =
             upstream::connect(upstream, Arc::clone(&relay), options.startup_timeout).await?;
-        Self::started(machine, running, upstream.to_string(), relay, store).await
+        Self::started(
+            machine,
+            running,
+            upstream.to_string(),
+            relay,
+            store,
+            options,
+        )
+        .await
     }
 
     /// [`Gateway::start`] with an upstream already at the other end of `transport` (an
@@ -141,7 +210,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let running =
             upstream::connect_on(transport, what, Arc::clone(&relay), options.startup_timeout)
                 .await?;
-        Self::started(machine, running, what.to_owned(), relay, store).await
+        Self::started(machine, running, what.to_owned(), relay, store, options).await
     }
 
     async fn started(
@@ -150,6 +219,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         what: String,
         relay: Arc<Relay>,
         store: S,
+        options: &Options,
     ) -> Result<Self, GatewayError> {
         let upstream = what.clone();
         let peer = running.peer().clone();
@@ -164,19 +234,57 @@ impl<S: SessionStore + 'static> Gateway<S> {
             };
             let _ = gone_tx.send(Some(reason));
         });
-        let info = gateway_info(upstream_info);
-        let shared = Arc::new(Shared::new(machine, store, peer, info, relay));
         // Fail now, not at the first client request, if the upstream cannot list tools.
-        shared.upstream_tools().await.map_err(|e| {
-            GatewayError::Upstream(format!(
-                "the upstream MCP server {upstream} cannot list its tools: {}",
-                e.message
-            ))
-        })?;
+        let limit = options.startup_timeout;
+        let tools = match tokio::time::timeout(limit, peer.list_all_tools()).await {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                return Err(GatewayError::Upstream(format!(
+                    "the upstream MCP server {upstream} cannot list its tools: {}",
+                    handler::upstream_error(e, "tools/list", limit).message
+                )))
+            }
+            Err(_) => {
+                return Err(GatewayError::Upstream(format!(
+                    "the upstream MCP server {upstream} did not list its tools within {} s",
+                    limit.as_secs_f64()
+                )))
+            }
+        };
+        let info = gateway_info(upstream_info);
+        let limits = Limits {
+            call_timeout: options.call_timeout,
+            max_in_flight: options.max_in_flight,
+        };
+        let shared = Arc::new(Shared::new(
+            machine,
+            store,
+            peer,
+            info,
+            Arc::clone(&relay),
+            limits,
+            tools,
+        ));
+        // Re-fetch the upstream's tools when it says they changed: one task, so a
+        // re-fetch that hangs (bounded by the call timeout) blocks no request.
+        let weak = Arc::downgrade(&shared);
+        let refresher = tokio_util::sync::CancellationToken::new();
+        let stop = refresher.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = relay.upstream_tools_changed.notified() => {}
+                    () = stop.cancelled() => return,
+                }
+                let Some(shared) = weak.upgrade() else { return };
+                shared.refresh_tools().await;
+            }
+        });
         Ok(Gateway {
             shared,
             gone,
             upstream_ct,
+            _refresher: refresher.drop_guard(),
         })
     }
 
@@ -224,24 +332,40 @@ impl<S: SessionStore + 'static> Gateway<S> {
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener`, one orchestration session per
-    /// MCP session. `handshakes`, when given, keeps each session's handshake so that
-    /// another gateway instance sharing the same stores can serve its requests (give
-    /// both a store on the same Redis, under a different namespace than `store`'s).
-    /// Returns an error when the upstream goes away.
-    pub async fn serve_http<H: SessionStore + 'static>(
+    /// MCP session, each kept (handshake, workflow state, call in flight) in the
+    /// gateway's store: another gateway instance on the same store (Redis) serves the
+    /// same sessions. Returns an error when the upstream goes away.
+    pub async fn serve_http(
         mut self,
         listener: tokio::net::TcpListener,
         options: &HttpOptions,
-        handshakes: Option<H>,
     ) -> Result<(), GatewayError> {
         let mut config = StreamableHttpServerConfig::default();
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
         hosts.extend(options.allowed_hosts.iter().cloned());
-        config = config.with_allowed_hosts(hosts);
-        if let Some(h) = handshakes {
-            config.session_store = Some(Arc::new(http::Handshakes(h)));
-        }
+        let mut origins: Vec<String> = [
+            "http://localhost:*",
+            "http://127.0.0.1:*",
+            "http://[::1]:*",
+            "https://localhost:*",
+            "https://127.0.0.1:*",
+            "https://[::1]:*",
+        ]
+        .map(String::from)
+        .into();
+        origins.extend(options.allowed_origins.iter().cloned());
+        config = config
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(origins)
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(http::MAX_BODY);
+        config.session_store = Some(Arc::new(http::Handshakes(Arc::clone(&self.shared))));
         let ct = config.cancellation_token.clone();
+        let mut session_config = SessionConfig::default();
+        session_config.keep_alive = Some(worker_idle(options.session_ttl));
+        let mut manager = LocalSessionManager::default();
+        manager.session_config = session_config;
+        let manager = Arc::new(manager);
         let shared = Arc::clone(&self.shared);
         let service = StreamableHttpService::new(
             move || {
@@ -250,19 +374,30 @@ impl<S: SessionStore + 'static> Gateway<S> {
                     fixed_id: None,
                 })
             },
-            Arc::new(LocalSessionManager::default()),
+            Arc::clone(&manager),
             config,
         );
-        let app = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(http::guard));
+        let guarded = Arc::new(http::Guarded {
+            shared: Arc::clone(&self.shared),
+            manager,
+            options: options.clone(),
+        });
+        let app = axum::Router::new().nest_service("/mcp", service).layer(
+            axum::middleware::from_fn_with_state(guarded, http::guard::<S>),
+        );
         let mut gone = self.gone.clone();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<String>();
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-            let reason = upstream_gone(&mut gone).await;
-            let _ = stop_tx.send(reason);
-        });
-        let served = server.await;
+        let served = http::serve(
+            listener,
+            app,
+            options.max_connections,
+            options.header_timeout,
+            async move {
+                let reason = upstream_gone(&mut gone).await;
+                let _ = stop_tx.send(reason);
+            },
+        )
+        .await;
         self.drain().await;
         ct.cancel();
         self.upstream_ct.cancel();
@@ -282,6 +417,13 @@ impl<S: SessionStore + 'static> Gateway<S> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// How long the MCP SDK keeps an idle session's worker in memory: half the session TTL,
+/// at most five minutes, at least one second. The session outlives its worker (it is
+/// restored from the store at its next request).
+fn worker_idle(session_ttl: Duration) -> Duration {
+    (session_ttl / 2).clamp(Duration::from_secs(1), Duration::from_secs(300))
 }
 
 /// Resolves when the upstream has gone away, with the reason.

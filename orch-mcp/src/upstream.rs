@@ -16,7 +16,6 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
 use std::ffi::OsString;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -50,12 +49,14 @@ impl std::fmt::Display for Upstream {
     }
 }
 
-/// The gateway's clients, to which upstream notifications are relayed, and whether the
-/// upstream's tool list must be fetched again.
+/// The gateway's clients, to which upstream notifications are relayed, and the signal
+/// that the upstream's tool list must be fetched again.
 #[derive(Default)]
 pub(crate) struct Relay {
     clients: Mutex<Vec<Peer<RoleServer>>>,
-    pub(crate) tools_stale: AtomicBool,
+    /// Notified when the upstream says its tool list changed (several notifications
+    /// before the re-fetch starts make one re-fetch).
+    pub(crate) upstream_tools_changed: tokio::sync::Notify,
 }
 
 impl Relay {
@@ -71,6 +72,14 @@ impl Relay {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         clients.retain(|p| !p.is_transport_closed());
         clients.clone()
+    }
+
+    /// Tells every client that the tools changed (the upstream's list was fetched again).
+    pub(crate) async fn tools_changed(&self) {
+        self.broadcast(ServerNotification::ToolListChangedNotification(
+            Default::default(),
+        ))
+        .await;
     }
 
     async fn broadcast(&self, notification: ServerNotification) {
@@ -95,13 +104,9 @@ impl ClientHandler for UpstreamClient {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relay.tools_stale.store(true, Ordering::SeqCst);
-        // Each client's filtered view may change with the upstream's list.
-        self.relay
-            .broadcast(ServerNotification::ToolListChangedNotification(
-                Default::default(),
-            ))
-            .await;
+        // The gateway fetches the list again in a task of its own, then tells its
+        // clients (each client's filtered view may change with the upstream's list).
+        self.relay.upstream_tools_changed.notify_one();
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -150,6 +150,12 @@ pub trait SessionStore: Send + Sync {
     /// Deletes `id`. Returns whether something was stored.
     fn remove(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// How many sessions the store holds, when it can tell without a scan (the
+    /// in-memory store can; the default, for stores that cannot, is `None`).
+    fn count(&self) -> Option<usize> {
+        None
+    }
+
     /// The value this store instance last saw under `id` (read or written by it), if it
     /// keeps such a cache; [`update`](SessionStore::update) then tries a compare-and-set
     /// against it first and reads only on a conflict (the default: no cache).

@@ -204,6 +204,10 @@ impl MemoryStore {
 }
 
 impl SessionStore for MemoryStore {
+    fn count(&self) -> Option<usize> {
+        Some(self.len())
+    }
+
     async fn load(&self, id: &str) -> Result<Option<Versioned>, StoreError> {
         let mut inner = self.lock();
         self.expire(&mut inner);

@@ -335,7 +335,9 @@ impl RedisStore {
         }
     }
 
-    /// Keys are `<namespace>:session:<id>`.
+    /// Keys are `<namespace>:session:<id>`, the namespace escaped (`%` as `%25`, `:` as
+    /// `%3A`) so that no namespace and id can make another's key: namespace `a` with
+    /// id `b:session:c` and namespace `a:session:b` with id `c` are two keys.
     #[must_use]
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.namespace = namespace.to_owned();
@@ -379,7 +381,17 @@ impl RedisStore {
     }
 
     fn key(&self, id: &str) -> String {
-        format!("{}:session:{id}", self.namespace)
+        let mut key = String::with_capacity(self.namespace.len() + 9 + id.len());
+        for c in self.namespace.chars() {
+            match c {
+                '%' => key.push_str("%25"),
+                ':' => key.push_str("%3A"),
+                c => key.push(c),
+            }
+        }
+        key.push_str(":session:");
+        key.push_str(id);
+        key
     }
 
     fn ttl_secs(&self) -> u64 {

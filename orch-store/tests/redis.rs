@@ -30,6 +30,30 @@ async fn redis_store_against_a_real_server() {
         .namespace("t2");
     assert!(other_ns.get::<Machine>("a").await.unwrap().is_none());
 
+    // No namespace and id make another's key: `a` + `b:session:c` and `a:session:b` +
+    // `c` were both `a:session:b:session:c` once.
+    let plain = RedisStore::connect(&server.url)
+        .await
+        .unwrap()
+        .namespace("a");
+    let colons = RedisStore::connect(&server.url)
+        .await
+        .unwrap()
+        .namespace("a:session:b");
+    plain.store("b:session:c", b"plain".to_vec()).await.unwrap();
+    assert!(colons.load("c").await.unwrap().is_none());
+    colons.store("c", b"colons".to_vec()).await.unwrap();
+    assert_eq!(
+        plain.load("b:session:c").await.unwrap().unwrap().bytes,
+        b"plain"
+    );
+    assert_eq!(colons.load("c").await.unwrap().unwrap().bytes, b"colons");
+    let percent = RedisStore::connect(&server.url)
+        .await
+        .unwrap()
+        .namespace("a%3Asession%3Ab");
+    assert!(percent.load("c").await.unwrap().is_none());
+
     // Two store instances (two servers) share sessions.
     let server_a = RedisStore::connect(&server.url)
         .await

@@ -1,0 +1,542 @@
+//! `orch mcp` under concurrency, hung peers and hostile clients, with real components:
+//! the official Python MCP SDK's server as a controllable upstream
+//! (`tests/mcp/shop_tools.py`, which logs every tool it starts), a real `redis-server`
+//! and a real Redis Cluster shared by several gateway processes, and raw HTTP/1.1 and
+//! raw stdio as the client, for what an SDK would never send.
+//!
+//! The workflow (`tests/mcp/shop.json`) allows `pay` once per run and `receipt` only
+//! after it. Every test's promise is checked on the upstream's own log: a call the
+//! workflow refuses never reaches it.
+
+mod support;
+
+#[allow(dead_code)]
+#[path = "../../orch-store/tests/common/cluster.rs"]
+mod cluster;
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use support::http::{self, succeeded, Client};
+use support::{eventually, here, python, redis, temp_dir, Gateway, RawGateway};
+
+/// A guard against a hang (not a measurement): far longer than any answer here takes.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// One event of the upstream's log.
+#[derive(Debug, Clone)]
+struct Executed {
+    tool: String,
+    run: String,
+    event: String,
+}
+
+fn executed(log: &Path) -> Vec<Executed> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a log line");
+            Executed {
+                tool: v["tool"].as_str().unwrap_or_default().to_owned(),
+                run: v["run"].as_str().unwrap_or_default().to_owned(),
+                event: v["event"].as_str().unwrap_or_default().to_owned(),
+            }
+        })
+        .collect()
+}
+
+fn shop(python: &str, log: &Path) -> Vec<String> {
+    vec![
+        python.to_owned(),
+        here("shop_tools.py"),
+        "--log".to_owned(),
+        log.to_string_lossy().into_owned(),
+    ]
+}
+
+fn gateway(python: &str, log: &Path, extra: &[&str]) -> Gateway {
+    gateway_env(python, log, extra, &[])
+}
+
+fn gateway_env(python: &str, log: &Path, extra: &[&str], env: &[(&str, &str)]) -> Gateway {
+    let upstream = shop(python, log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    Gateway::http(&here("shop.json"), extra, env, &upstream)
+}
+
+fn text(response: &Value) -> String {
+    response["result"]["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// Is `log` (restricted to `run`) a serial order the shop workflow allows: at most one
+/// `pay`, no `receipt` before it?
+fn allowed_order(log: &[Executed], run: &str) -> Result<(), String> {
+    let mut paid = false;
+    for e in log.iter().filter(|e| e.run == run && e.event == "start") {
+        match e.tool.as_str() {
+            "pay" if paid => return Err(format!("run {run}: a second pay reached the upstream")),
+            "pay" => paid = true,
+            "receipt" if !paid => return Err(format!("run {run}: receipt before pay")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `instances` gateways share runs through one store (`store_args`); per round, each of
+/// `runs` runs gets `calls` concurrent calls (pay and receipt alternating) spread over
+/// the instances. Every time, the upstreams' shared log must be a serial order the
+/// workflow allows, with exactly one pay per run, and what the clients were told must
+/// agree with it.
+fn admission_is_atomic(store_args: &[&str], instances: usize, runs: usize, calls: usize) {
+    let Some(python) = python() else { return };
+    let dir = temp_dir(&format!("atomic-{}", store_args.join("-").len()));
+    let log = dir.join("executed.log");
+    let gateways: Vec<Gateway> = (0..instances)
+        .map(|_| gateway(&python, &log, store_args))
+        .collect();
+    let addrs: Vec<String> = gateways.iter().map(|g| g.addr.clone()).collect();
+    for round in 0..3 {
+        let clients: Vec<Arc<Client>> = (0..runs)
+            .map(|r| Arc::new(Client::connect(&addrs[r % instances], None).expect("a session")))
+            .collect();
+        let mut threads = Vec::new();
+        for (r, client) in clients.iter().enumerate() {
+            for c in 0..calls {
+                let client = client.via(&addrs[(r + c) % instances]);
+                let tool = if c % 2 == 0 { "pay" } else { "receipt" };
+                let run = format!("round{round}-run{r}");
+                threads.push(std::thread::spawn(move || {
+                    let response = client.call(tool, json!({"run": run}));
+                    (run, tool, response)
+                }));
+            }
+        }
+        let mut told: HashMap<(String, &str), usize> = HashMap::new();
+        for t in threads {
+            let (run, tool, response) = t.join().expect("a client thread");
+            assert!(response["result"].is_object(), "{response}");
+            if succeeded(&response) {
+                *told.entry((run, tool)).or_default() += 1;
+            } else {
+                let why = text(&response);
+                assert!(
+                    why.contains("was not run") || why.contains("not allowed"),
+                    "a refusal says why: {why}"
+                );
+            }
+        }
+        let log = executed(&log);
+        for r in 0..runs {
+            let run = format!("round{round}-run{r}");
+            allowed_order(&log, &run).unwrap_or_else(|e| panic!("{e}\n{log:#?}"));
+            for tool in ["pay", "receipt"] {
+                let ran = log
+                    .iter()
+                    .filter(|e| e.run == run && e.tool == tool && e.event == "start")
+                    .count();
+                let ok = told.get(&(run.clone(), tool)).copied().unwrap_or(0);
+                assert_eq!(
+                    ran, ok,
+                    "{run}: {tool} ran {ran} times, {ok} clients were told it ran"
+                );
+            }
+            assert_eq!(
+                told.get(&(run.clone(), "pay")).copied(),
+                Some(1),
+                "{run}: exactly one pay"
+            );
+        }
+    }
+}
+
+#[test]
+fn admission_is_atomic_across_instances_sharing_redis() {
+    let Some((_redis, url)) = redis() else { return };
+    admission_is_atomic(&["--redis", &url, "--namespace", "atomic"], 3, 3, 6);
+}
+
+#[test]
+fn admission_is_atomic_across_instances_sharing_a_redis_cluster() {
+    let Some(cluster) = cluster::Cluster::start() else {
+        return;
+    };
+    let urls = cluster.urls();
+    let mut args = Vec::new();
+    for url in &urls {
+        args.push("--redis-cluster");
+        args.push(url.as_str());
+    }
+    admission_is_atomic(&args, 2, 3, 6);
+}
+
+#[test]
+fn admission_is_atomic_between_the_tasks_of_one_instance() {
+    admission_is_atomic(&[], 1, 2, 8);
+}
+
+#[test]
+fn sessions_are_capped_never_evicted_and_delete_frees_them() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("cap");
+    let log = dir.join("executed.log");
+    let gw = gateway(&python, &log, &["--max-sessions", "3"]);
+    let victim = Client::connect(&gw.addr, None).expect("a session");
+    assert!(succeeded(&victim.call("pay", json!({"run": "victim"}))));
+    let others: Vec<Client> = (0..2)
+        .map(|_| Client::connect(&gw.addr, None).expect("a session under the cap"))
+        .collect();
+    // At the cap: refused with a clear error, nobody evicted.
+    let refused = Client::connect(&gw.addr, None)
+        .err()
+        .expect("refused at the cap");
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert!(refused.header("retry-after").is_some());
+    assert!(
+        refused.text().contains("maximum of 3 sessions"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(
+        victim.tools(),
+        ["receipt", "browse", "slow", "change_tools"],
+        "the victim's progress is kept"
+    );
+    // DELETE frees a place, and the deleted session is gone.
+    assert_eq!(others[0].delete().status, 202);
+    let after = others[0].post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}));
+    assert_eq!(after.status, 404, "{}", after.text());
+    Client::connect(&gw.addr, None).expect("a place was freed");
+    assert!(!succeeded(&victim.call("pay", json!({"run": "victim"}))));
+    let pays = executed(&log).iter().filter(|e| e.tool == "pay").count();
+    assert_eq!(pays, 1);
+}
+
+#[test]
+fn a_call_past_its_timeout_is_answered_and_frees_the_session() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("timeout");
+    let log = dir.join("executed.log");
+    let gw = gateway(&python, &log, &["--call-timeout", "2"]);
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    let slow = client.call("slow", json!({"run": "t", "seconds": 3600}));
+    let message = slow["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not answer `tools/call` within 2 s"),
+        "{slow}"
+    );
+    // Nothing recorded, the session is free: pay is admitted and runs.
+    assert!(succeeded(&client.call("pay", json!({"run": "t"}))));
+    // The upstream was told to cancel the call.
+    eventually(PATIENCE, "the upstream cancels `slow`", || {
+        executed(&log)
+            .iter()
+            .any(|e| e.tool == "slow" && e.event == "cancelled")
+    });
+}
+
+/// Starts `slow` in a thread over its own connection; returns when the upstream has
+/// started it.
+fn start_slow(client: &Client, log: &Path, run: &str) -> (TcpStream, i64) {
+    let id = client.id();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"run": run, "seconds": 3600}}})
+    .to_string();
+    let mut stream = TcpStream::connect(&client.addr).expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n{body}",
+        client.addr,
+        client.session,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("send");
+    eventually(PATIENCE, "the upstream starts `slow`", || {
+        executed(log)
+            .iter()
+            .any(|e| e.tool == "slow" && e.run == run)
+    });
+    (stream, id)
+}
+
+#[test]
+fn cancellation_and_disconnects_free_the_session() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("cancel");
+    let log = dir.join("executed.log");
+    // A call timeout far beyond the test's patience: only the cancellation can free the
+    // session in time.
+    let gw = gateway(&python, &log, &["--call-timeout", "600"]);
+
+    // notifications/cancelled.
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    let (_stream, id) = start_slow(&client, &log, "cancelled");
+    let cancel = client.post(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "changed my mind"}}),
+    );
+    assert_eq!(cancel.status, 202, "{}", cancel.text());
+    assert!(succeeded(&client.call("pay", json!({"run": "cancelled"}))));
+
+    // The client's connection closes mid-call.
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    let (stream, _) = start_slow(&client, &log, "gone");
+    drop(stream);
+    assert!(succeeded(&client.call("pay", json!({"run": "gone"}))));
+    eventually(PATIENCE, "the upstream cancels both", || {
+        executed(&log)
+            .iter()
+            .filter(|e| e.tool == "slow" && e.event == "cancelled")
+            .count()
+            == 2
+    });
+}
+
+#[test]
+fn a_hung_tool_list_refetch_blocks_nobody_and_the_last_list_stays() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("refetch");
+    let log = dir.join("executed.log");
+    let gw = gateway(&python, &log, &["--call-timeout", "2"]);
+    let a = Client::connect(&gw.addr, None).expect("a session");
+    let b = Client::connect(&gw.addr, None).expect("a session");
+    // From now on the upstream never answers tools/list.
+    assert!(succeeded(&a.call("change_tools", json!({"run": "a"}))));
+    // Both sessions are served meanwhile, with the last good list.
+    assert_eq!(b.tools(), ["pay", "browse", "slow", "change_tools"]);
+    assert!(succeeded(&b.call("pay", json!({"run": "b"}))));
+    assert!(succeeded(&a.call("browse", json!({"run": "a"}))));
+    eventually(PATIENCE, "the failed re-fetch on stderr", || {
+        gw.stderr()
+            .contains("still serving the last list (5 tools)")
+    });
+    assert_eq!(a.tools(), ["pay", "browse", "slow", "change_tools"]);
+    assert_eq!(b.tools(), ["receipt", "browse", "slow", "change_tools"]);
+}
+
+/// Opens `n` connections that send half a request's headers and stall.
+fn stall(addr: &str, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .filter_map(|_| {
+            let mut s = TcpStream::connect(addr).ok()?;
+            let _ = s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+            Some(s)
+        })
+        .collect()
+}
+
+/// Has the server closed `s` (read gives end of file or a reset)?
+fn closed(s: &mut TcpStream) -> bool {
+    let _ = s.set_read_timeout(Some(Duration::from_millis(10)));
+    let mut buf = [0u8; 512];
+    match s.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => closed(s),
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+#[test]
+fn stalled_connections_are_cut_and_a_real_client_is_answered() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("slowloris");
+    let log = dir.join("executed.log");
+    let gw = gateway(
+        &python,
+        &log,
+        &[
+            "--max-connections",
+            "40",
+            "--header-timeout",
+            "2",
+            "--body-timeout",
+            "2",
+        ],
+    );
+    let mut stalled = stall(&gw.addr, 300);
+    // A real client gets through: the stalled connections lose their place when their
+    // headers run out of time.
+    let mut client = None;
+    eventually(PATIENCE, "a real client is answered", || {
+        client = Client::try_connect(&gw.addr, None);
+        client.is_some()
+    });
+    let client = client.expect("connected");
+    assert!(succeeded(&client.call("browse", json!({"run": "real"}))));
+    eventually(PATIENCE, "every stalled connection is closed", || {
+        stalled.iter_mut().all(closed)
+    });
+    // A body that stops coming: 408.
+    let mut s = TcpStream::connect(&gw.addr).expect("connect");
+    s.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"",
+    )
+    .expect("send");
+    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let reply = http::parse(&raw).expect("an HTTP reply");
+    assert_eq!(reply.status, 408, "{}", reply.text());
+}
+
+#[test]
+fn the_session_ttl_is_the_one_that_ends_a_session() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("ttl");
+    let log = dir.join("executed.log");
+    // TTL 4 s: the SDK's in-memory worker is let go after 2 s idle, the session lives on.
+    let gw = gateway(&python, &log, &["--session-ttl", "4"]);
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    assert!(succeeded(&client.call("pay", json!({"run": "ttl"}))));
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_secs(3));
+        // Idle past the worker's keep-alive, within the TTL: progress kept.
+        assert_eq!(
+            client.tools(),
+            ["receipt", "browse", "slow", "change_tools"]
+        );
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    let after = client.post(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}));
+    assert_eq!(after.status, 404, "{}", after.text());
+    assert!(after.text().contains("expired"), "{}", after.text());
+}
+
+#[test]
+fn malformed_params_and_duplicate_ids() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("params");
+    let log = dir.join("executed.log");
+    let upstream = shop(&python, &log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let mut raw = RawGateway::start(&here("shop.json"), &[], &upstream);
+    raw.initialize();
+    // A name that is not a string: invalid params.
+    let r = raw.call(2, "tools/call", json!({"name": 7, "arguments": {}}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // Two requests with one id: the second is refused, the first answered.
+    let slow = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"run": "dup", "seconds": 1}}});
+    let twin = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "browse", "arguments": {"run": "dup"}}});
+    raw.send(slow.to_string().as_bytes());
+    raw.send(twin.to_string().as_bytes());
+    let first = raw.next();
+    assert_eq!(first["id"], 3, "{first}");
+    assert_eq!(first["error"]["code"], -32600, "{first}");
+    assert!(
+        first["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("already used")),
+        "{first}"
+    );
+    let second = raw.next();
+    assert_eq!(second["id"], 3, "{second}");
+    assert!(succeeded(&second), "{second}");
+    // Once answered, the id may be used again.
+    let again = raw.call(
+        3,
+        "tools/call",
+        json!({"name": "browse", "arguments": {"run": "dup"}}),
+    );
+    assert!(succeeded(&again), "{again}");
+    let browses = executed(&log).iter().filter(|e| e.tool == "browse").count();
+    assert_eq!(browses, 1, "the refused twin never ran");
+
+    // Over HTTP too.
+    let gw = gateway(&python, &log, &[]);
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    let (reply, id) = client.send("tools/call", json!({"name": ["x"], "arguments": {}}));
+    assert_eq!(reply.status, 400, "{}", reply.text());
+    let r = reply.messages().pop().expect("an error");
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["id"], id, "{r}");
+}
+
+#[test]
+fn origins_are_checked() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("origin");
+    let log = dir.join("executed.log");
+    let gw = gateway(
+        &python,
+        &log,
+        &["--allowed-origin", "https://app.example.com"],
+    );
+    let body = http::initialize_body(1);
+    let with = |origin: &str| {
+        http::post(&gw.addr, None, None, &[("Origin", origin)], &body).expect("a reply")
+    };
+    assert_eq!(with("http://evil.example").status, 403);
+    assert_eq!(with("http://localhost.evil.example:80").status, 403);
+    assert_eq!(with("http://localhost:5173").status, 200);
+    assert_eq!(with("https://app.example.com").status, 200);
+    // No Origin (not a browser): served.
+    assert_eq!(
+        http::post(&gw.addr, None, None, &[], &body)
+            .expect("a reply")
+            .status,
+        200
+    );
+}
+
+#[test]
+fn a_public_address_needs_a_token() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("auth");
+    let log = dir.join("executed.log");
+    let upstream = shop(&python, &log);
+    // 0.0.0.0 without a token: refused before anything starts.
+    let out = std::process::Command::new(support::ORCH)
+        .args(["mcp", &here("shop.json"), "--listen", "0.0.0.0:0", "--"])
+        .args(&upstream)
+        .env_remove("ORCH_MCP_TOKEN")
+        .output()
+        .expect("run orch mcp");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without authentication"), "{err}");
+    assert!(err.contains("--insecure-no-auth"), "{err}");
+
+    // A token that is too short is refused too.
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, "short\n").expect("write");
+    let out = std::process::Command::new(support::ORCH)
+        .args(["mcp", &here("shop.json"), "--listen", "127.0.0.1:0"])
+        .arg("--auth-token-file")
+        .arg(&token_file)
+        .arg("--")
+        .args(&upstream)
+        .output()
+        .expect("run orch mcp");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
+
+    // With a token from the environment, every request must carry it.
+    let token = "s3cret-token-0123456789";
+    let gw = gateway_env(&python, &log, &[], &[("ORCH_MCP_TOKEN", token)]);
+    let none = Client::connect(&gw.addr, None).err().expect("no token");
+    assert_eq!(none.status, 401);
+    assert!(none.header("www-authenticate").is_some());
+    let wrong = Client::connect(&gw.addr, Some("s3cret-token-0123456780"))
+        .err()
+        .expect("a wrong token");
+    assert_eq!(wrong.status, 401);
+    let client = Client::connect(&gw.addr, Some(token)).expect("the right token");
+    assert!(succeeded(&client.call("browse", json!({"run": "auth"}))));
+}

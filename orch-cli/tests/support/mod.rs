@@ -1,0 +1,309 @@
+//! What the `orch mcp` tests share: finding the real components (a Python with the
+//! official MCP SDK, `redis-server`), starting gateways and servers that are killed
+//! however a test ends, and a raw HTTP/1.1 client for what an SDK would never send.
+
+#![allow(dead_code)]
+
+pub mod http;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const ORCH: &str = env!("CARGO_BIN_EXE_orch");
+
+/// A file of the tests' own (`orch-cli/tests/mcp/`).
+pub fn here(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp")
+        .join(file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A Python with the MCP SDK, or `None` (the test is skipped) outside CI.
+pub fn python() -> Option<String> {
+    let candidate = std::env::var("ORCH_TEST_PYTHON").unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/ci-tools/venv/bin/python")
+            .to_string_lossy()
+            .into_owned()
+    });
+    let works = Command::new(&candidate)
+        .args(["-c", "import mcp, httpx2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if works {
+        return Some(candidate);
+    }
+    assert!(
+        !in_ci(),
+        "CI=true but {candidate} cannot import the MCP SDK (.ci/run installs it)"
+    );
+    eprintln!("skipped: no Python with the MCP SDK at {candidate} (set ORCH_TEST_PYTHON)");
+    None
+}
+
+/// A child process killed when the test ends, however it ends.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for `child` to exit, at most `limit`.
+pub fn wait(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Waits until something listens on `port` (at most `limit`).
+pub fn wait_for_port(port: u16, limit: Duration, what: &str) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < limit, "{what} never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `f` every 20 ms until it holds (at most `limit`; a guard against a hang, not
+/// a measurement).
+pub fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("orch-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A free loopback port (bound and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A `redis-server` on a free loopback port, or `None` (skipped) outside CI.
+pub fn redis() -> Option<(Guard, String)> {
+    if Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(!in_ci(), "CI=true but redis-server is missing");
+        eprintln!("skipped: no redis-server");
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start redis-server");
+    let guard = Guard(child);
+    wait_for_port(port, Duration::from_secs(20), "redis-server");
+    Some((guard, format!("redis://127.0.0.1:{port}")))
+}
+
+/// An `orch mcp --listen` process.
+pub struct Gateway {
+    pub child: Guard,
+    /// `http://ADDR/mcp`.
+    pub url: String,
+    /// `ADDR`.
+    pub addr: String,
+    /// Everything it wrote to stderr so far.
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl Gateway {
+    /// `orch mcp TEMPLATE --listen 127.0.0.1:0 EXTRA... -- UPSTREAM...` with `env` set.
+    pub fn http(template: &str, extra: &[&str], env: &[(&str, &str)], upstream: &[&str]) -> Self {
+        let mut child = Command::new(ORCH)
+            .args(["mcp", template, "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .envs(env.iter().copied())
+            .arg("--")
+            .args(upstream)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start orch mcp");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        let seen = Arc::new(Mutex::new(String::new()));
+        let all = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(i) = line.find("http://") {
+                    let url = line[i..].split_whitespace().next().unwrap_or("").to_owned();
+                    let _ = tx.send(url);
+                }
+                let mut all = all.lock().unwrap_or_else(|p| p.into_inner());
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        let child = Guard(child);
+        let url = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(url) => url,
+            Err(_) => panic!(
+                "orch mcp never said where it serves; stderr:\n{}",
+                seen.lock().unwrap_or_else(|p| p.into_inner())
+            ),
+        };
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        Gateway {
+            child,
+            url,
+            addr,
+            stderr: seen,
+        }
+    }
+
+    /// Its stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Its resident memory in KiB (Linux `/proc`).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.0.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// `orch mcp` over stdio, driven line by line, for what an SDK never sends.
+pub struct RawGateway {
+    pub child: Guard,
+    pub stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl RawGateway {
+    /// `orch mcp TEMPLATE OPTIONS... -- UPSTREAM...`.
+    pub fn start(template: &str, options: &[&str], upstream: &[&str]) -> Self {
+        let mut child = Command::new(ORCH)
+            .args(["mcp", template])
+            .args(options)
+            .arg("--")
+            .args(upstream)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start orch mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (etx, stderr_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut all = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut all);
+            let _ = etx.send(all);
+        });
+        RawGateway {
+            child: Guard(child),
+            stdin,
+            lines,
+            stderr: stderr_rx,
+        }
+    }
+
+    pub fn send(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).expect("write");
+        self.stdin.write_all(b"\n").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The next message from the gateway.
+    pub fn next(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the gateway answers");
+        serde_json::from_str(&line).expect("a JSON line")
+    }
+
+    /// Sends a request and returns its response (skipping notifications).
+    pub fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(msg.to_string().as_bytes());
+        loop {
+            let v = self.next();
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+        }
+    }
+
+    pub fn initialize(&mut self) {
+        let r = self.call(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        assert_eq!(r["result"]["protocolVersion"], "2025-06-18", "{r}");
+        assert_eq!(
+            r["result"]["capabilities"]["tools"]["listChanged"], true,
+            "{r}"
+        );
+        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    }
+
+    /// Everything the gateway wrote to stderr (after it exited).
+    pub fn stderr(&mut self) -> String {
+        self.stderr
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_default()
+    }
+}

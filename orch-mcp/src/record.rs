@@ -1,0 +1,243 @@
+//! What the gateway keeps per session, under one key of its [`orch_store::SessionStore`]:
+//! the client's MCP handshake (so that any gateway instance can serve the session), the
+//! orchestration snapshot, and the *lease* of the tool call in flight, if any.
+//!
+//! The lease is what makes admission atomic across tasks and instances: a call is
+//! admitted against a stored version and the lease written with a compare-and-set on
+//! that same version before the call is forwarded, so no second call can be admitted
+//! against the state the first one was. The lease names its holder (a random token), the
+//! tool, and when it expires (wall-clock milliseconds, so that every instance agrees):
+//! a lease whose instance died mid-call stops blocking the session at that time.
+//!
+//! One record is one value, so the handshake, the workflow state and the lease expire
+//! together, under the one session TTL.
+//!
+//! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
+//! bit 1 snapshot, bit 2 lease), then for each present field in that order: handshake
+//! and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64` expiry,
+//! `u16` length and the tool's name in UTF-8.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const MAGIC: &[u8; 4] = b"OMR1";
+const HANDSHAKE: u8 = 1;
+const SNAPSHOT: u8 = 2;
+const LEASE: u8 = 4;
+
+/// A call in flight: who holds the session, for which tool, until when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Lease {
+    /// The holder's random token.
+    pub(crate) token: u64,
+    /// The tool being called.
+    pub(crate) tool: String,
+    /// When the lease lapses, in milliseconds since the Unix epoch.
+    pub(crate) expires_ms: u64,
+}
+
+impl Lease {
+    /// Does the lease still hold at `now_ms`?
+    pub(crate) fn holds(&self, now_ms: u64) -> bool {
+        self.expires_ms > now_ms
+    }
+}
+
+/// One session's record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// The client's `initialize` parameters (JSON), as the MCP SDK keeps them.
+    pub(crate) handshake: Option<Vec<u8>>,
+    /// The orchestration session's snapshot (`None`: it has not changed since it began).
+    pub(crate) snapshot: Option<Vec<u8>>,
+    /// The call in flight.
+    pub(crate) lease: Option<Lease>,
+}
+
+impl Record {
+    /// The bytes stored.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut flags = 0;
+        let mut out = Vec::with_capacity(
+            16 + self.handshake.as_ref().map_or(0, Vec::len)
+                + self.snapshot.as_ref().map_or(0, Vec::len),
+        );
+        out.extend_from_slice(MAGIC);
+        out.push(0);
+        for (bit, field) in [(HANDSHAKE, &self.handshake), (SNAPSHOT, &self.snapshot)] {
+            if let Some(bytes) = field {
+                flags |= bit;
+                // Fields come from this process (a handshake the SDK accepted, a
+                // snapshot): far below 4 GiB.
+                let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+                out.extend_from_slice(&len.to_be_bytes());
+                out.extend_from_slice(&bytes[..len as usize]);
+            }
+        }
+        if let Some(lease) = &self.lease {
+            flags |= LEASE;
+            out.extend_from_slice(&lease.token.to_be_bytes());
+            out.extend_from_slice(&lease.expires_ms.to_be_bytes());
+            let name = lease.tool.as_bytes();
+            let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(&name[..len as usize]);
+        }
+        out[MAGIC.len()] = flags;
+        out
+    }
+
+    /// Reads stored bytes back; an error says what is wrong with them.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(MAGIC.len())? != MAGIC {
+            return Err("not a gateway session record (no `OMR1` magic)".into());
+        }
+        let flags = r.take(1)?[0];
+        if flags & !(HANDSHAKE | SNAPSHOT | LEASE) != 0 {
+            return Err(format!("unknown flags {flags:#04x}"));
+        }
+        let mut record = Record::default();
+        if flags & HANDSHAKE != 0 {
+            record.handshake = Some(r.field()?.to_vec());
+        }
+        if flags & SNAPSHOT != 0 {
+            record.snapshot = Some(r.field()?.to_vec());
+        }
+        if flags & LEASE != 0 {
+            let token = u64::from_be_bytes(r.array()?);
+            let expires_ms = u64::from_be_bytes(r.array()?);
+            let len = u16::from_be_bytes(r.array()?);
+            let tool = std::str::from_utf8(r.take(usize::from(len))?)
+                .map_err(|_| "the lease's tool name is not UTF-8".to_owned())?
+                .to_owned();
+            record.lease = Some(Lease {
+                token,
+                tool,
+                expires_ms,
+            });
+        }
+        if r.at != bytes.len() {
+            return Err(format!("{} trailing bytes", bytes.len() - r.at));
+        }
+        Ok(record)
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(format!(
+                "cut off: {n} bytes needed at offset {}, {} there",
+                self.at,
+                self.bytes.len() - self.at
+            ));
+        };
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let mut out = [0; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn field(&mut self) -> Result<&'a [u8], String> {
+        let len = u32::from_be_bytes(self.array()?);
+        self.take(len as usize)
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch (the clock leases are measured with, shared
+/// by every instance).
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `now_ms() + d`, saturating.
+pub(crate) fn ms_after(d: Duration) -> u64 {
+    now_ms().saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A fresh lease token: random per process (the standard library's hasher keys), mixed
+/// with a counter and the clock, so that no two holders share one.
+pub(crate) fn token() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = KEYS
+        .get_or_init(std::collections::hash_map::RandomState::new)
+        .build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_bad_bytes_are_errors() {
+        let full = Record {
+            handshake: Some(br#"{"protocolVersion":"2025-06-18"}"#.to_vec()),
+            snapshot: Some(vec![0, 1, 2, 255]),
+            lease: Some(Lease {
+                token: 42,
+                tool: "pay".into(),
+                expires_ms: 1_700_000_000_000,
+            }),
+        };
+        for record in [
+            full.clone(),
+            Record::default(),
+            Record {
+                lease: None,
+                ..full.clone()
+            },
+            Record {
+                handshake: None,
+                ..full.clone()
+            },
+        ] {
+            assert_eq!(Record::decode(&record.encode()), Ok(record));
+        }
+        let bytes = full.encode();
+        for cut in 0..bytes.len() {
+            assert!(Record::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(Record::decode(&extra)
+            .unwrap_err()
+            .contains("trailing bytes"));
+        assert!(Record::decode(b"XXXX\0").unwrap_err().contains("magic"));
+        assert!(Record::decode(b"OMR1\x80").unwrap_err().contains("flags"));
+        // A length that points past the end.
+        assert!(Record::decode(b"OMR1\x01\xff\xff\xff\xff")
+            .unwrap_err()
+            .contains("cut off"));
+    }
+
+    #[test]
+    fn tokens_differ() {
+        let a: std::collections::HashSet<u64> = (0..10_000).map(|_| token()).collect();
+        assert_eq!(a.len(), 10_000);
+    }
+}
