@@ -86,6 +86,13 @@ fn http_gateway(extra: &[&str], python: &str, log: &Path) -> (Guard, String) {
     (gateway.child, gateway.url)
 }
 
+/// `orch mcp` on the walkthrough over raw stdio.
+fn research_over_stdio(python: &str, log: &Path) -> RawGateway {
+    let log = log.to_str().expect("utf-8");
+    let upstream = [python, &example("research_tools.py"), "--log", log];
+    RawGateway::start(&example("research.json"), &[], &upstream)
+}
+
 #[test]
 fn stdio_workflow_through_the_python_sdk() {
     let Some(python) = python() else { return };
@@ -147,16 +154,7 @@ fn upstream_crash_is_answered_and_ends_the_gateway() {
     assert_eq!(executed(&log), ["search", "fetch", "summarize", "crash"]);
 
     // The same over raw stdio, for the exit status and the message.
-    let mut gw = RawGateway::start(
-        &example("research.json"),
-        &[],
-        &[
-            &python,
-            &example("research_tools.py"),
-            "--log",
-            log.to_str().expect("utf-8"),
-        ],
-    );
+    let mut gw = research_over_stdio(&python, &log);
     gw.initialize();
     for (i, (tool, args)) in [
         ("search", json!({"query": "q"})),
@@ -242,16 +240,7 @@ fn malformed_json_rpc_over_stdio_is_answered_and_the_gateway_goes_on() {
     let Some(python) = python() else { return };
     let dir = temp_dir("malformed");
     let log = dir.join("executed.log");
-    let mut gw = RawGateway::start(
-        &example("research.json"),
-        &[],
-        &[
-            &python,
-            &example("research_tools.py"),
-            "--log",
-            log.to_str().expect("utf-8"),
-        ],
-    );
+    let mut gw = research_over_stdio(&python, &log);
 
     gw.send(b"{this is not json");
     let r = gw.next();
@@ -309,23 +298,8 @@ fn malformed_json_rpc_over_stdio_is_answered_and_the_gateway_goes_on() {
     assert!(executed(&log).is_empty());
 }
 
-/// `orch mcp FILE -- COMMAND...` with nothing on stdin: its status and stderr.
 fn run_briefly(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(ORCH)
-        .arg("mcp")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start orch mcp");
-    let status = wait(&mut child, Duration::from_secs(30));
-    let _ = child.kill();
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    (status.and_then(|s| s.code()), err)
+    support::run_briefly(args, &[])
 }
 
 #[test]

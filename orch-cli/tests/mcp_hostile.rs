@@ -495,6 +495,17 @@ fn origins_are_checked() {
     );
 }
 
+/// `orch mcp shop.json ARGS -- UPSTREAM` expected to stop at start: its exit status
+/// and stderr.
+fn refused_at_start(args: &[&str], upstream: &[String]) -> (Option<i32>, String) {
+    let shop = here("shop.json");
+    let mut all: Vec<&str> = vec![&shop];
+    all.extend_from_slice(args);
+    all.push("--");
+    all.extend(upstream.iter().map(String::as_str));
+    support::run_briefly(&all, &[])
+}
+
 #[test]
 fn a_public_address_needs_a_token() {
     let Some(python) = python() else { return };
@@ -502,30 +513,21 @@ fn a_public_address_needs_a_token() {
     let log = dir.join("executed.log");
     let upstream = shop(&python, &log);
     // 0.0.0.0 without a token: refused before anything starts.
-    let out = std::process::Command::new(support::ORCH)
-        .args(["mcp", &here("shop.json"), "--listen", "0.0.0.0:0", "--"])
-        .args(&upstream)
-        .env_remove("ORCH_MCP_TOKEN")
-        .output()
-        .expect("run orch mcp");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = refused_at_start(&["--listen", "0.0.0.0:0"], &upstream);
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("without authentication"), "{err}");
     assert!(err.contains("--insecure-no-auth"), "{err}");
 
     // A token that is too short is refused too.
     let token_file = dir.join("token");
     std::fs::write(&token_file, "short\n").expect("write");
-    let out = std::process::Command::new(support::ORCH)
-        .args(["mcp", &here("shop.json"), "--listen", "127.0.0.1:0"])
-        .arg("--auth-token-file")
-        .arg(&token_file)
-        .arg("--")
-        .args(&upstream)
-        .output()
-        .expect("run orch mcp");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
+    let token_arg = token_file.to_string_lossy().into_owned();
+    let (code, err) = refused_at_start(
+        &["--listen", "127.0.0.1:0", "--auth-token-file", &token_arg],
+        &upstream,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at least 16"), "{err}");
 
     // With a token from the environment, every request must carry it.
     let token = "s3cret-token-0123456789";
@@ -539,4 +541,27 @@ fn a_public_address_needs_a_token() {
     assert_eq!(wrong.status, 401);
     let client = Client::connect(&gw.addr, Some(token)).expect("the right token");
     assert!(succeeded(&client.call("browse", json!({"run": "auth"}))));
+}
+
+#[test]
+fn requests_in_flight_are_capped() {
+    let Some(python) = python() else { return };
+    let dir = temp_dir("in-flight");
+    let log = dir.join("executed.log");
+    let gw = gateway(&python, &log, &["--max-in-flight", "2"]);
+    let a = Client::connect(&gw.addr, None).expect("a session");
+    let b = Client::connect(&gw.addr, None).expect("a session");
+    let c = Client::connect(&gw.addr, None).expect("a session");
+    let _slow_a = start_slow(&a, &log, "a");
+    let _slow_b = start_slow(&b, &log, "b");
+    // Two calls hold both places: a third request is refused at once, not queued.
+    let refused = c.call("browse", json!({"run": "c"}));
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("maximum of 2 requests")),
+        "{refused}"
+    );
+    assert!(!executed(&log).iter().any(|e| e.run == "c"));
 }

@@ -231,10 +231,17 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
+        may_create: bool,
     ) -> Result<Admission, McpError> {
         let lease_for = self.limits.call_timeout + LEASE_MARGIN;
         self.modify(id, |record| {
-            let mut record = record.unwrap_or_default();
+            let mut record = match record {
+                Some(record) => record,
+                None if may_create => Record::default(),
+                // An HTTP session's record is made at its handshake: none means it
+                // ended (DELETE, TTL) meanwhile. Do not bring it back.
+                None => return Err(ended(id)),
+            };
             if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
                 return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
             }
@@ -262,13 +269,14 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
+        may_create: bool,
         ct: &CancellationToken,
     ) -> Result<Result<u64, String>, McpError> {
         let limit = self.limits.call_timeout;
         let deadline = Instant::now() + limit;
         let mut pause = Duration::from_millis(1);
         loop {
-            let busy = match self.try_reserve(id, policy, tool).await? {
+            let busy = match self.try_reserve(id, policy, tool, may_create).await? {
                 Admission::Reserved(token) => return Ok(Ok(token)),
                 Admission::Refused(reason) => return Ok(Err(reason)),
                 Admission::Busy(other) => other,
@@ -388,6 +396,13 @@ fn cancelled(what: &str) -> McpError {
     )
 }
 
+fn ended(id: &str) -> McpError {
+    McpError::invalid_request(
+        format!("session `{id}` has ended (DELETE, or its TTL passed); initialize a new one"),
+        None,
+    )
+}
+
 fn store_error(e: StoreError) -> McpError {
     McpError::internal_error(format!("orchestration session store: {e}"), None)
 }
@@ -496,11 +511,13 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let id = self.session_id(&context)?;
         let (_, policy) = self.policy();
         let tool = params.name.to_string();
-        let token = match self
+        // Over stdio the one session's record is made by its first call.
+        let may_create = self.fixed_id.is_some();
+        let reserved = self
             .shared
-            .reserve(&id, &policy, &tool, &context.ct)
-            .await?
-        {
+            .reserve(&id, &policy, &tool, may_create, &context.ct)
+            .await?;
+        let token = match reserved {
             Ok(token) => token,
             Err(reason) => return Ok(CallToolResult::error(vec![ContentBlock::text(reason)])),
         };

@@ -133,29 +133,30 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
             axum::body::to_bytes(body, MAX_BODY),
         )
         .await;
-        let bytes =
-            match read {
-                Err(_) => {
-                    return error_response(
-                        http::StatusCode::REQUEST_TIMEOUT,
-                        -32600,
-                        format!(
-                            "Invalid Request: the body did not arrive within {} s",
-                            guarded.options.body_timeout.as_secs_f64()
-                        ),
-                        Value::Null,
-                    )
-                }
-                Ok(Err(_)) => return error_response(
+        let bytes = match read {
+            Err(_) => {
+                return error_response(
+                    http::StatusCode::REQUEST_TIMEOUT,
+                    -32600,
+                    format!(
+                        "Invalid Request: the body did not arrive within {} s",
+                        guarded.options.body_timeout.as_secs_f64()
+                    ),
+                    Value::Null,
+                )
+            }
+            Ok(Err(_)) => {
+                return error_response(
                     http::StatusCode::PAYLOAD_TOO_LARGE,
                     -32600,
                     format!(
                         "Invalid Request: the body is larger than {MAX_BODY} bytes or was cut off"
                     ),
                     Value::Null,
-                ),
-                Ok(Ok(bytes)) => bytes,
-            };
+                )
+            }
+            Ok(Ok(bytes)) => bytes,
+        };
         let message = match classify(&bytes) {
             Ok(message) => message,
             Err(refused) => {

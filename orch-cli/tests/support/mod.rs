@@ -213,6 +213,29 @@ impl Gateway {
     }
 }
 
+/// `orch mcp ARGS...` expected to stop by itself (a bad template, an upstream that
+/// cannot start, an option refused), stdin left open: its exit status (`None` when it
+/// still ran after a minute) and stderr. `ORCH_MCP_TOKEN` is unset, then `env` set.
+pub fn run_briefly(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut child = Command::new(ORCH)
+        .arg("mcp")
+        .args(args)
+        .env_remove("ORCH_MCP_TOKEN")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start orch mcp");
+    let status = wait(&mut child, Duration::from_secs(60));
+    let _ = child.kill();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.and_then(|s| s.code()), err)
+}
+
 /// `orch mcp` over stdio, driven line by line, for what an SDK never sends.
 pub struct RawGateway {
     pub child: Guard,
