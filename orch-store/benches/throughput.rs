@@ -73,10 +73,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let Some(server) = RedisServer::start() else {
+    let Some(server) = RedisServer::try_start() else {
         return;
     };
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = Cluster::try_start() else {
         return;
     };
     let urls = cluster.urls();

@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
                 .expect("update");
         })
     });
-    match RedisServer::start() {
+    match RedisServer::try_start() {
         Some(server) => {
             let redis = rt
                 .block_on(RedisStore::connect(&server.url))

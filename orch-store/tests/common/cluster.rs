@@ -56,19 +56,26 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 impl Cluster {
-    /// Starts the cluster and waits until every node says `cluster_state:ok`. `None`
-    /// (with a note) when `redis-server` or `redis-cli` is missing, except under
-    /// `CI=true`, where that is a failure.
-    pub fn start() -> Option<Cluster> {
+    /// [`Cluster::start`], or `None` (with a note) when `redis-server` or `redis-cli` is
+    /// not installed (for the benchmarks, which measure what they can).
+    pub fn try_start() -> Option<Cluster> {
         let have = |bin: &str| Command::new(bin).arg("--version").output().is_ok();
         if !have("redis-server") || !have("redis-cli") {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "redis-server and redis-cli are required under CI=true (.ci/run installs them)"
-            );
-            eprintln!("skipped: redis-server or redis-cli is not installed");
+            eprintln!("redis-server or redis-cli is not installed: the cluster is left out");
             return None;
         }
+        Some(Cluster::start())
+    }
+
+    /// Starts the cluster and waits until every node says `cluster_state:ok`. The tests
+    /// that need it are ignored under plain `cargo test`; run, they fail without
+    /// `redis-server` and `redis-cli`.
+    pub fn start() -> Cluster {
+        let have = |bin: &str| Command::new(bin).arg("--version").output().is_ok();
+        assert!(
+            have("redis-server") && have("redis-cli"),
+            "redis-server and redis-cli are not installed: `cargo xtask test` installs them"
+        );
         let ports = free_ports(6);
         let dir =
             std::env::temp_dir().join(format!("orch-cluster-{}-{}", std::process::id(), ports[0]));
@@ -111,7 +118,7 @@ impl Cluster {
             })
         })
         .expect("the replicas are in sync");
-        Some(cluster)
+        cluster
     }
 
     /// Seed URLs of every node.

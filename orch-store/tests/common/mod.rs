@@ -132,26 +132,36 @@ impl Drop for TempDir {
 }
 
 impl RedisServer {
-    pub fn start() -> Option<RedisServer> {
+    /// [`RedisServer::start`], or `None` (with a note) when `redis-server` is not
+    /// installed (for the benchmarks, which measure what they can).
+    pub fn try_start() -> Option<RedisServer> {
         if std::process::Command::new("redis-server")
             .arg("--version")
             .output()
             .is_err()
         {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "redis-server is required under CI=true (.ci/run installs it)"
-            );
-            eprintln!("skipped: redis-server is not installed");
+            eprintln!("redis-server is not installed: the Redis measurements are left out");
             return None;
         }
+        Some(RedisServer::start())
+    }
+
+    /// A `redis-server` on a free loopback port. The tests that need it are ignored
+    /// under plain `cargo test`; run, they fail without it.
+    pub fn start() -> RedisServer {
+        assert!(
+            std::process::Command::new("redis-server")
+                .arg("--version")
+                .output()
+                .is_ok(),
+            "redis-server is not installed: `cargo xtask test` installs it"
+        );
         let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
             .port();
         let dir = std::env::temp_dir().join(format!("orch-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
         let child = std::process::Command::new("redis-server")
             .args([
                 "--port",
@@ -177,7 +187,7 @@ impl RedisServer {
         // Wait (bounded) until it accepts connections.
         for _ in 0..200 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(server);
+                return server;
             }
             std::thread::sleep(std::time::Duration::from_millis(25));
         }

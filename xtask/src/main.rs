@@ -1,0 +1,212 @@
+//! `cargo xtask test [CARGO TEST ARGS...]`: runs every test of the workspace against its
+//! real component.
+//!
+//! Some tests need programs outside Rust: `redis-server` and `redis-cli` (the Redis and
+//! Redis Cluster stores, gateways sharing sessions), `tmux` (the interactive simulator),
+//! the official MCP Python SDK (the `orch mcp` gateway's client and upstream) and the
+//! SARIF SDK's validator. Plain `cargo test` reports those tests as *ignored*, with what
+//! they need. This command installs what is missing where it can — `apt-get` when it
+//! runs as root, a venv under `target/ci-tools/venv` for the Python SDK, `npm` for the
+//! SARIF validator — and otherwise stops with one line per missing piece and how to get
+//! it. Then it runs `cargo test --workspace --lib --bins --tests --examples --
+//! --include-ignored` (every test, those included; run, a test whose component is
+//! missing fails: nothing is reported as passed that did not run) and `cargo test
+//! --workspace --doc` (the doc examples; the ones marked `ignore` are illustrations that
+//! cannot compile on their own).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+/// The MCP Python SDK the gateway tests are written against.
+const MCP_SDK: &str = "mcp==2.3.0";
+/// The SARIF SDK's validator (a self-contained binary in an npm package).
+const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask test [CARGO TEST ARGS...]");
+            eprintln!(
+                "  installs what the tests need (or says what is missing), then runs every test"
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Does `program args...` run and succeed?
+fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs a command, its output shown; whether it succeeded.
+fn run(program: &str, args: &[&str]) -> bool {
+    eprintln!("xtask: {program} {}", args.join(" "));
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+/// One thing the tests need.
+struct Component {
+    /// What it is, for the message.
+    name: &'static str,
+    /// Is it there?
+    present: fn(&Path) -> bool,
+    /// Tries to install it; whether it tried.
+    install: fn(&Path) -> bool,
+    /// How a person gets it, when this command cannot.
+    how: &'static str,
+}
+
+fn apt(packages: &[&str]) -> bool {
+    if !is_root() || !runs("apt-get", &["--version"]) {
+        return false;
+    }
+    let mut args = vec!["install", "-y", "-q"];
+    args.extend_from_slice(packages);
+    run("apt-get", &args) || (run("apt-get", &["update", "-q"]) && run("apt-get", &args))
+}
+
+fn venv_python(root: &Path) -> PathBuf {
+    match std::env::var_os("ORCH_TEST_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => root.join("target/ci-tools/venv/bin/python"),
+    }
+}
+
+fn sarif_tool(root: &Path) -> PathBuf {
+    root.join("target/ci-tools/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool")
+}
+
+fn components() -> Vec<Component> {
+    vec![
+        Component {
+            name: "redis-server and redis-cli",
+            present: |_| runs("redis-server", &["--version"]) && runs("redis-cli", &["--version"]),
+            install: |_| apt(&["redis-server", "redis-tools"]),
+            how: "install Redis (Debian/Ubuntu: `sudo apt-get install redis-server redis-tools`; macOS: `brew install redis`)",
+        },
+        Component {
+            name: "tmux",
+            present: |_| runs("tmux", &["-V"]),
+            install: |_| apt(&["tmux"]),
+            how: "install tmux (`sudo apt-get install tmux`, `brew install tmux`)",
+        },
+        Component {
+            name: "the MCP Python SDK",
+            present: |root| {
+                let python = venv_python(root);
+                runs(&python.to_string_lossy(), &["-c", "import mcp, httpx2"])
+            },
+            install: |root| {
+                let venv = root.join("target/ci-tools/venv");
+                let venv_s = venv.to_string_lossy().into_owned();
+                let made = venv.join("bin/python").exists()
+                    || run("python3", &["-m", "venv", &venv_s])
+                    || (apt(&["python3-venv"]) && run("python3", &["-m", "venv", &venv_s]));
+                if !made {
+                    return false;
+                }
+                let python = venv.join("bin/python").to_string_lossy().into_owned();
+                run(&python, &["-m", "pip", "install", "--quiet", "--disable-pip-version-check", MCP_SDK])
+            },
+            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/venv && target/ci-tools/venv/bin/pip install mcp==2.3.0` (or point ORCH_TEST_PYTHON at a Python that has `mcp`)",
+        },
+        Component {
+            name: "the SARIF SDK's validator",
+            present: |root| sarif_tool(root).is_file(),
+            install: |root| {
+                let prefix = root.join("target/ci-tools").to_string_lossy().into_owned();
+                let installed = runs("npm", &["--version"])
+                    && run(
+                        "npm",
+                        &["install", "--silent", "--no-audit", "--no-fund", "--prefix", &prefix, SARIF_PACKAGE],
+                    );
+                installed
+                    && run("chmod", &["+x", &sarif_tool(root).to_string_lossy()])
+            },
+            how: "Node.js with npm, then `npm install --prefix target/ci-tools @microsoft/sarif-multitool-linux@5.7.0`",
+        },
+    ]
+}
+
+fn test(cargo_args: &[String]) -> ExitCode {
+    let root = root();
+    let mut missing = Vec::new();
+    for c in components() {
+        if (c.present)(&root) {
+            continue;
+        }
+        eprintln!("xtask: {} is missing; installing it", c.name);
+        if !((c.install)(&root) && (c.present)(&root)) {
+            missing.push(c);
+        }
+    }
+    if !missing.is_empty() {
+        eprintln!("xtask: cannot run every test; missing:");
+        for c in &missing {
+            eprintln!("  - {}: {}", c.name, c.how);
+        }
+        eprintln!("(`cargo test --workspace` runs the other tests and reports these as ignored)");
+        return ExitCode::FAILURE;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let (before, after) = match cargo_args.iter().position(|a| a == "--") {
+        Some(i) => (&cargo_args[..i], &cargo_args[i + 1..]),
+        None => (cargo_args, &[][..]),
+    };
+    let mut tests = vec![
+        "test",
+        "--workspace",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--examples",
+    ];
+    tests.extend(before.iter().map(String::as_str));
+    tests.extend(["--", "--include-ignored"]);
+    tests.extend(after.iter().map(String::as_str));
+    let mut docs = vec!["test", "--workspace", "--doc"];
+    docs.extend(before.iter().map(String::as_str));
+    if !after.is_empty() {
+        docs.push("--");
+        docs.extend(after.iter().map(String::as_str));
+    }
+    for args in [tests, docs] {
+        eprintln!("xtask: cargo {}", args.join(" "));
+        match Command::new(&cargo).current_dir(&root).args(&args).status() {
+            Ok(s) if s.success() => {}
+            Ok(_) => return ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("xtask: cannot run cargo: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
