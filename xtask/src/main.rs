@@ -8,11 +8,12 @@
 //! they need. This command installs what is missing where it can — `apt-get` when it
 //! runs as root, a venv under `target/ci-tools/venv` for the Python SDK, `npm` for the
 //! SARIF validator — and otherwise stops with one line per missing piece and how to get
-//! it. Then it runs `cargo test --workspace --lib --bins --tests --examples --
-//! --include-ignored` (every test, those included; run, a test whose component is
-//! missing fails: nothing is reported as passed that did not run) and `cargo test
-//! --workspace --doc` (the doc examples; the ones marked `ignore` are illustrations that
-//! cannot compile on their own).
+//! it. Then it runs `cargo build --workspace --examples` (tests run some examples as
+//! programs), `cargo test --workspace --lib --bins --tests -- --include-ignored` (every
+//! test, those included; run, a test whose component is missing fails: nothing is
+//! reported as passed that did not run) and `cargo test --workspace --doc` (the doc
+//! examples; the ones marked `ignore` are illustrations that cannot compile on their
+//! own).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -180,13 +181,15 @@ fn test(cargo_args: &[String]) -> ExitCode {
         Some(i) => (&cargo_args[..i], &cargo_args[i + 1..]),
         None => (cargo_args, &[][..]),
     };
+    let mut examples = vec!["build", "--workspace", "--examples"];
+    examples.extend(before.iter().map(String::as_str));
     let mut tests = vec![
         "test",
         "--workspace",
+        "--no-fail-fast",
         "--lib",
         "--bins",
         "--tests",
-        "--examples",
     ];
     tests.extend(before.iter().map(String::as_str));
     tests.extend(["--", "--include-ignored"]);
@@ -197,7 +200,7 @@ fn test(cargo_args: &[String]) -> ExitCode {
         docs.push("--");
         docs.extend(after.iter().map(String::as_str));
     }
-    for args in [tests, docs] {
+    for args in [examples, tests, docs] {
         eprintln!("xtask: cargo {}", args.join(" "));
         match Command::new(&cargo).current_dir(&root).args(&args).status() {
             Ok(s) if s.success() => {}
