@@ -15,9 +15,14 @@
 //! - prompts, resources, completion and logging pass through unchanged.
 //!
 //! One orchestration session per MCP session: the connection over stdio, the
-//! `Mcp-Session-Id` over Streamable HTTP, kept in any [`orch_store::SessionStore`] (a
-//! Redis store lets several gateway instances share sessions). The `orch mcp` command
-//! of the `orch` CLI is a thin face over this crate; see `docs/mcp.md`.
+//! `Mcp-Session-Id` over Streamable HTTP, kept as one record (handshake, workflow state,
+//! the call in flight) in any [`orch_store::SessionStore`] (a Redis store lets several
+//! gateway instances share sessions). A call is admitted and its session leased in one
+//! compare-and-set before it is forwarded, so a refused call never reaches the upstream,
+//! across tasks and instances alike; every upstream request has a time limit
+//! ([`Options::call_timeout`]), and the HTTP side caps sessions, requests and connections
+//! and cuts off slow clients ([`HttpOptions`]). The `orch mcp` command of the `orch` CLI
+//! is a thin face over this crate; see `docs/mcp.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), orch_mcp::GatewayError> {
