@@ -69,12 +69,19 @@ pub(crate) struct Shared<S> {
 
 /// What one look at a session decided for a tool call.
 enum Admission {
-    /// The lease with this token was written at this version.
+    /// The lease with this token was written.
     Reserved(u64),
     /// The orchestration refuses the call: the reason.
     Refused(String),
     /// Another call of the session is in flight: its tool.
     Busy(String),
+}
+
+/// A call's hold on its session: the lease's token, and the version and record the
+/// lease was written with (so that recording the result can skip a read).
+pub(crate) struct Reservation {
+    token: u64,
+    written: Option<(u64, Record)>,
 }
 
 /// What a change of a record does.
@@ -192,29 +199,50 @@ impl<S: SessionStore + 'static> Shared<S> {
     pub(crate) async fn modify<R>(
         &self,
         id: &str,
-        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError>,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError>,
     ) -> Result<R, McpError> {
+        self.modify_from(id, None, f).await.map(|(value, _)| value)
+    }
+
+    /// [`Shared::modify`], trying first against `known` (a version and the record this
+    /// instance wrote at it) without reading: one round trip fewer when nobody wrote in
+    /// between. A decision to write nothing is only taken on a record read from the
+    /// store. Returns the value and, when it wrote, the new version and record.
+    async fn modify_from<R>(
+        &self,
+        id: &str,
+        mut known: Option<(u64, Record)>,
+        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError>,
+    ) -> Result<(R, Option<(u64, Record)>), McpError> {
         for attempt in 1..=MODIFY_ATTEMPTS {
-            let stored = self.store.load(id).await.map_err(store_error)?;
-            let record = match &stored {
-                None => None,
-                Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(id, &e))?),
+            let (expected, record, read) = match known.take() {
+                Some((version, record)) => (Some(version), Some(record), false),
+                None => match self.store.load(id).await.map_err(store_error)? {
+                    None => (None, None, true),
+                    Some(v) => {
+                        let record = Record::decode(&v.bytes).map_err(|e| corrupt(id, &e))?;
+                        (Some(v.version), Some(record), true)
+                    }
+                },
             };
             match f(record)? {
-                Change::Keep(value) => return Ok(value),
+                Change::Keep(value) if read => return Ok((value, None)),
+                // Judged on what this instance wrote, not on what is stored: read.
+                Change::Keep(_) => continue,
                 Change::Write(record, value) => {
-                    let expected = stored.map(|v| v.version);
                     let written = self
                         .store
                         .compare_and_set(id, expected, record.encode())
                         .await
                         .map_err(store_error)?;
-                    if written.is_some() {
-                        return Ok(value);
+                    if let Some(version) = written {
+                        return Ok((value, Some((version, record))));
                     }
                 }
             }
-            self.store.backoff(attempt).await;
+            if read {
+                self.store.backoff(attempt).await;
+            }
         }
         Err(McpError::internal_error(
             format!(
@@ -232,9 +260,9 @@ impl<S: SessionStore + 'static> Shared<S> {
         policy: &Policy,
         tool: &str,
         may_create: bool,
-    ) -> Result<Admission, McpError> {
+    ) -> Result<(Admission, Option<(u64, Record)>), McpError> {
         let lease_for = self.limits.call_timeout + LEASE_MARGIN;
-        self.modify(id, |record| {
+        self.modify_from(id, None, |record| {
             let mut record = match record {
                 Some(record) => record,
                 None if may_create => Record::default(),
@@ -271,15 +299,17 @@ impl<S: SessionStore + 'static> Shared<S> {
         tool: &str,
         may_create: bool,
         ct: &CancellationToken,
-    ) -> Result<Result<u64, String>, McpError> {
+    ) -> Result<Result<Reservation, String>, McpError> {
         let limit = self.limits.call_timeout;
         let deadline = Instant::now() + limit;
         let mut pause = Duration::from_millis(1);
         loop {
             let busy = match self.try_reserve(id, policy, tool, may_create).await? {
-                Admission::Reserved(token) => return Ok(Ok(token)),
-                Admission::Refused(reason) => return Ok(Err(reason)),
-                Admission::Busy(other) => other,
+                (Admission::Reserved(token), written) => {
+                    return Ok(Ok(Reservation { token, written }))
+                }
+                (Admission::Refused(reason), _) => return Ok(Err(reason)),
+                (Admission::Busy(other), _) => other,
             };
             if Instant::now() >= deadline {
                 return Ok(Err(format!(
@@ -306,9 +336,10 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
-        token: u64,
+        reservation: Reservation,
     ) -> Result<bool, McpError> {
-        self.modify(id, |record| {
+        let token = reservation.token;
+        let finished = self.modify_from(id, reservation.written, |record| {
             let Some(mut record) = record else {
                 return Ok(Change::Keep(false));
             };
@@ -321,8 +352,8 @@ impl<S: SessionStore + 'static> Shared<S> {
                 record.lease = None;
             }
             Ok(Change::Write(record, changed))
-        })
-        .await
+        });
+        finished.await.map(|(changed, _)| changed)
     }
 
     /// Drops the lease `token` of session `id`, recording nothing.
@@ -517,14 +548,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
             .shared
             .reserve(&id, &policy, &tool, may_create, &context.ct)
             .await?;
-        let token = match reserved {
-            Ok(token) => token,
+        let reservation = match reserved {
+            Ok(reservation) => reservation,
             Err(reason) => return Ok(CallToolResult::error(vec![ContentBlock::text(reason)])),
         };
         let mut lease = LeaseGuard {
             shared: Arc::clone(&self.shared),
             id: id.clone(),
-            token,
+            token: reservation.token,
             armed: true,
         };
         let forwarded = self
@@ -555,7 +586,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             lease.release().await;
             return Ok(result);
         }
-        let recorded = self.shared.finish(&id, &policy, &tool, token).await;
+        let recorded = self.shared.finish(&id, &policy, &tool, reservation).await;
         let changed = match recorded {
             Ok(changed) => changed,
             Err(e) => {
