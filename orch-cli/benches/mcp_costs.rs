@@ -15,8 +15,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 use support::http::{succeeded, Client};
-use support::load::{gateway, rate};
-use support::{python, redis, temp_dir};
+use support::load::rate;
+use support::{python, redis, shop_gateway, temp_dir};
 
 fn main() {
     // `cargo test --benches` runs benchmarks as tests: nothing to check here.
@@ -28,7 +28,7 @@ fn main() {
     let log = dir.join("executed.log");
 
     // Bytes per live session: 5,000 sessions held open.
-    let gw = gateway(&python, &log, &["--max-sessions", "100000"]);
+    let gw = shop_gateway(&python, &log, &["--max-sessions", "100000"], &[]);
     let held = 5_000;
     let before = gw.rss_kib();
     let addr = gw.addr.clone();
@@ -49,7 +49,7 @@ fn main() {
     drop(gw);
 
     // Calls per second, one instance (sessions in memory).
-    let gw = gateway(&python, &log, &[]);
+    let gw = shop_gateway(&python, &log, &[], &[]);
     calls_per_second(
         "one instance, sessions in memory",
         std::slice::from_ref(&gw.addr),
@@ -58,8 +58,18 @@ fn main() {
 
     // Two instances sharing Redis, each session's calls alternating between them.
     let (_redis, url) = redis();
-    let a = gateway(&python, &log, &["--redis", &url, "--namespace", "load"]);
-    let b = gateway(&python, &log, &["--redis", &url, "--namespace", "load"]);
+    let a = shop_gateway(
+        &python,
+        &log,
+        &["--redis", &url, "--namespace", "load"],
+        &[],
+    );
+    let b = shop_gateway(
+        &python,
+        &log,
+        &["--redis", &url, "--namespace", "load"],
+        &[],
+    );
     calls_per_second(
         "two instances sharing Redis, calls alternating",
         &[a.addr.clone(), b.addr.clone()],

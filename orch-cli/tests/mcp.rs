@@ -68,13 +68,9 @@ fn scenario(python: &str, args: &[&str]) {
 
 /// The tools the upstream executed, in order.
 fn executed(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).expect("a log line");
-            v["tool"].as_str().expect("a tool").to_owned()
-        })
+    support::log_lines(log)
+        .iter()
+        .map(|v| v["tool"].as_str().expect("a tool").to_owned())
         .collect()
 }
 

@@ -22,7 +22,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use support::http::{self, succeeded, Client};
-use support::{eventually, here, python, redis, temp_dir, Gateway, RawGateway};
+use support::{
+    eventually, here, log_lines, python, redis, shop_gateway, shop_upstream, temp_dir, Gateway,
+    RawGateway,
+};
 
 /// A guard against a hang (not a measurement): far longer than any answer here takes.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -36,37 +39,19 @@ struct Executed {
 }
 
 fn executed(log: &Path) -> Vec<Executed> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).expect("a log line");
-            Executed {
-                tool: v["tool"].as_str().unwrap_or_default().to_owned(),
-                run: v["run"].as_str().unwrap_or_default().to_owned(),
-                event: v["event"].as_str().unwrap_or_default().to_owned(),
-            }
+    let field = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    log_lines(log)
+        .iter()
+        .map(|v| Executed {
+            tool: field(v, "tool"),
+            run: field(v, "run"),
+            event: field(v, "event"),
         })
         .collect()
 }
 
-fn shop(python: &str, log: &Path) -> Vec<String> {
-    vec![
-        python.to_owned(),
-        here("shop_tools.py"),
-        "--log".to_owned(),
-        log.to_string_lossy().into_owned(),
-    ]
-}
-
 fn gateway(python: &str, log: &Path, extra: &[&str]) -> Gateway {
-    gateway_env(python, log, extra, &[])
-}
-
-fn gateway_env(python: &str, log: &Path, extra: &[&str], env: &[(&str, &str)]) -> Gateway {
-    let upstream = shop(python, log);
-    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
-    Gateway::http(&here("shop.json"), extra, env, &upstream)
+    shop_gateway(python, log, extra, &[])
 }
 
 fn text(response: &Value) -> String {
@@ -430,7 +415,7 @@ fn malformed_params_and_duplicate_ids() {
     let python = python();
     let dir = temp_dir("params");
     let log = dir.join("executed.log");
-    let upstream = shop(&python, &log);
+    let upstream = shop_upstream(&python, &log);
     let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
     let mut raw = RawGateway::start(&here("shop.json"), &[], &upstream);
     raw.initialize();
@@ -521,7 +506,7 @@ fn a_public_address_needs_a_token() {
     let python = python();
     let dir = temp_dir("auth");
     let log = dir.join("executed.log");
-    let upstream = shop(&python, &log);
+    let upstream = shop_upstream(&python, &log);
     // 0.0.0.0 without a token: refused before anything starts.
     let (code, err) = refused_at_start(&["--listen", "0.0.0.0:0"], &upstream);
     assert_eq!(code, Some(2), "{err}");
@@ -541,7 +526,7 @@ fn a_public_address_needs_a_token() {
 
     // With a token from the environment, every request must carry it.
     let token = "s3cret-token-0123456789";
-    let gw = gateway_env(&python, &log, &[], &[("ORCH_MCP_TOKEN", token)]);
+    let gw = shop_gateway(&python, &log, &[], &[("ORCH_MCP_TOKEN", token)]);
     let none = Client::connect(&gw.addr, None).err().expect("no token");
     assert_eq!(none.status, 401);
     assert!(none.header("www-authenticate").is_some());

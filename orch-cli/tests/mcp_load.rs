@@ -10,8 +10,8 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 use support::http::Client;
-use support::load::{gateway, rate, session_life};
-use support::{python, temp_dir};
+use support::load::{rate, session_life};
+use support::{python, shop_gateway, temp_dir};
 
 fn full() -> bool {
     std::env::var("ORCH_LOAD").is_ok_and(|v| v == "1")
@@ -32,10 +32,11 @@ fn memory_stays_flat_under_session_churn() {
     // session cap is just above one round of abandoned sessions: a session that is not
     // freed makes a later round hit it.
     let cap = (4 * (churn / 64) + 8).to_string();
-    let gw = Arc::new(gateway(
+    let gw = Arc::new(shop_gateway(
         &python,
         &log,
         &["--session-ttl", "2", "--max-sessions", &cap],
+        &[],
     ));
     let addr = gw.addr.clone();
     rate(4, warm / 4, move |run| session_life(&addr, run));

@@ -139,15 +139,19 @@ fn id_key(id: &rmcp::model::RequestId) -> String {
 
 /// The id of a response the SDK wrote (a line with an `id` and a `result` or `error`).
 fn response_id(line: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(line).ok()?;
-    let object = value.as_object()?;
-    if object.contains_key("method") {
+    /// The fields that tell a response; a result is skipped over, not built.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<Value>,
+        method: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head = serde_json::from_slice(line).ok()?;
+    if head.method.is_some() || (head.result.is_none() && head.error.is_none()) {
         return None;
     }
-    if !(object.contains_key("result") || object.contains_key("error")) {
-        return None;
-    }
-    serde_json::to_string(object.get("id")?).ok()
+    serde_json::to_string(&head.id?).ok()
 }
 
 /// Connects the client's `input` and `output` to `sdk` (the SDK's end of an in-memory
@@ -354,6 +358,25 @@ mod tests {
         let r =
             reply(r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"arguments":{}}}"#);
         assert_eq!(r["error"]["code"], -32602);
+        // Responses are told from requests and notifications by their fields.
+        assert_eq!(
+            response_id(br#"{"jsonrpc":"2.0","id":7,"result":{"big":[1,2,3]}}"#).as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            response_id(br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"m"}}"#)
+                .as_deref(),
+            Some("\"a\"")
+        );
+        assert_eq!(
+            response_id(br#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#),
+            None
+        );
+        assert_eq!(
+            response_id(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#),
+            None
+        );
+        assert_eq!(response_id(b"not json"), None);
         // An unknown method passes (the SDK answers it with -32601).
         assert!(check(br#"{"jsonrpc":"2.0","id":3,"method":"vendor/thing","params":{}}"#).is_ok());
     }

@@ -240,9 +240,12 @@ impl<S: SessionStore + 'static> Guarded<S> {
                 Value::Null,
             ));
         }
-        let held = self.manager.sessions.read().await.contains_key(&session_id);
         let max = self.options.max_sessions;
-        if !held && self.manager.sessions.read().await.len() >= max {
+        let full = {
+            let workers = self.manager.sessions.read().await;
+            !workers.contains_key(&session_id) && workers.len() >= max
+        };
+        if full {
             return Some(session_full(max, Value::Null));
         }
         None

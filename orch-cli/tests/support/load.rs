@@ -1,23 +1,9 @@
-//! What the load test and the cost benchmark share: the shop gateway, a rate meter, one
-//! session's life.
+//! What the load test and the cost benchmark share: a rate meter, one session's life.
 
 use super::http::{succeeded, Client};
-use super::{here, Gateway};
 use serde_json::json;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// `orch mcp` on the shop workflow over HTTP, its upstream logging to `log`.
-pub fn gateway(python: &str, log: &Path, extra: &[&str]) -> Gateway {
-    let log = log.to_string_lossy();
-    Gateway::http(
-        &here("shop.json"),
-        extra,
-        &[],
-        &[python, &here("shop_tools.py"), "--log", &log],
-    )
-}
 
 /// Runs `per_thread` jobs on each of `threads` threads; returns the jobs per second.
 pub fn rate(threads: usize, per_thread: usize, job: impl Fn(usize) + Send + Sync + 'static) -> f64 {

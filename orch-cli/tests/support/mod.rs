@@ -125,6 +125,33 @@ pub fn redis() -> (Guard, String) {
     (guard, format!("redis://127.0.0.1:{port}"))
 }
 
+/// The JSON lines of an upstream's log (the test servers append one per tool they run).
+pub fn log_lines(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a log line"))
+        .collect()
+}
+
+/// The shop upstream (`tests/mcp/shop_tools.py`) logging to `log`, as a command line.
+pub fn shop_upstream(python: &str, log: &Path) -> Vec<String> {
+    vec![
+        python.to_owned(),
+        here("shop_tools.py"),
+        "--log".to_owned(),
+        log.to_string_lossy().into_owned(),
+    ]
+}
+
+/// `orch mcp` on the shop workflow (`tests/mcp/shop.json`) over HTTP, with `extra`
+/// options and `env` set, its upstream logging to `log`.
+pub fn shop_gateway(python: &str, log: &Path, extra: &[&str], env: &[(&str, &str)]) -> Gateway {
+    let upstream = shop_upstream(python, log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    Gateway::http(&here("shop.json"), extra, env, &upstream)
+}
+
 /// An `orch mcp --listen` process.
 pub struct Gateway {
     pub child: Guard,
