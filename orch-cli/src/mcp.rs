@@ -38,6 +38,11 @@ pub(crate) struct Args {
     /// as long as the process).
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     pub(crate) session_ttl: u64,
+    /// The longest life of a workflow run started with POST /runs (a request may ask
+    /// for less); a run also ends when revoked, or after --session-ttl without a
+    /// request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+    pub(crate) run_ttl: u64,
     /// A `Host` name HTTP clients may use besides the loopback names (repeatable).
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub(crate) allowed_hosts: Vec<String>,
@@ -203,6 +208,7 @@ async fn serve(
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),
         body_timeout: Duration::from_secs(args.body_timeout.max(1)),
         session_ttl: ttl,
+        run_ttl: Duration::from_secs(args.run_ttl.max(1)),
     };
     let auth = if http.bearer_token.is_some() {
         ", bearer token required"

@@ -39,10 +39,16 @@ fn example(file: &str) -> String {
         .into_owned()
 }
 
-/// Runs a scenario of client.py; panics with its output unless it passes.
-fn scenario(python: &str, args: &[&str]) {
+/// The revisions client.py speaks: the handshake (2025-11-25) and 2026-07-28.
+const LEGACY: &str = "legacy";
+const MODERN: &str = "2026-07-28";
+
+/// Runs a scenario of client.py on revision `mode`; panics with its output unless it
+/// passes.
+fn scenario(python: &str, mode: &str, args: &[&str]) {
     let mut child = Command::new(python)
         .arg(here("client.py"))
+        .args(["--mode", mode])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -94,18 +100,21 @@ fn research_over_stdio(python: &str, log: &Path) -> RawGateway {
 fn stdio_workflow_through_the_python_sdk() {
     let python = python();
     let dir = temp_dir("stdio");
-    let log = dir.join("executed.log");
-    scenario(
-        &python,
-        &[
-            "stdio",
-            ORCH,
-            &example("research.json"),
-            &example("research_tools.py"),
-            log.to_str().expect("utf-8 path"),
-        ],
-    );
-    assert_eq!(executed(&log), WORKFLOW_EXECUTES);
+    for mode in [LEGACY, MODERN] {
+        let log = dir.join(format!("executed-{mode}.log"));
+        scenario(
+            &python,
+            mode,
+            &[
+                "stdio",
+                ORCH,
+                &example("research.json"),
+                &example("research_tools.py"),
+                log.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(executed(&log), WORKFLOW_EXECUTES, "{mode}");
+    }
 }
 
 #[test]
@@ -129,6 +138,7 @@ fn upstream_over_streamable_http() {
     wait_for_port(port, Duration::from_secs(60), "the upstream");
     scenario(
         &python,
+        MODERN,
         &["stdio-url", ORCH, &example("research.json"), &url],
     );
     assert_eq!(executed(&log), WORKFLOW_EXECUTES);
@@ -142,6 +152,7 @@ fn upstream_crash_is_answered_and_ends_the_gateway() {
     let log = dir.join("executed.log");
     scenario(
         &python,
+        LEGACY,
         &[
             "crash",
             ORCH,
@@ -197,7 +208,7 @@ fn upstream_crash_over_http_is_answered_and_ends_the_gateway() {
     let dir = temp_dir("crash-http");
     let log = dir.join("executed.log");
     let (mut gateway, url) = http_gateway(&[], &python, &log);
-    scenario(&python, &["crash-http", &url]);
+    scenario(&python, MODERN, &["crash-http", &url]);
     let status = wait(&mut gateway.0, Duration::from_secs(20)).expect("the gateway exits");
     assert_eq!(status.code(), Some(2));
     assert_eq!(executed(&log), ["search", "fetch", "summarize", "crash"]);
@@ -210,12 +221,13 @@ fn http_sessions_are_kept_apart_and_malformed_bodies_get_json_rpc_errors() {
     let dir = temp_dir("http");
     let log = dir.join("executed.log");
     let (_gateway, url) = http_gateway(&[], &python, &log);
-    scenario(&python, &["http", &url]);
+    scenario(&python, LEGACY, &["http", &url]);
+    scenario(&python, MODERN, &["http", &url]);
     let executed = executed(&log);
     assert!(!executed.iter().any(|t| t == "delete_all"), "{executed:?}");
     assert_eq!(
         executed.iter().filter(|t| *t == "search").count(),
-        2,
+        4,
         "{executed:?}"
     );
 }
@@ -229,10 +241,12 @@ fn two_instances_share_a_session_through_redis() {
     let extra = ["--redis", redis_url.as_str(), "--namespace", "share:test"];
     let (_a, url_a) = http_gateway(&extra, &python, &dir.join("a.log"));
     let (_b, url_b) = http_gateway(&extra, &python, &dir.join("b.log"));
-    scenario(&python, &["share", &url_a, &url_b]);
+    // An MCP session (handshake), then a run named by its token (2026-07-28).
+    scenario(&python, LEGACY, &["share", &url_a, &url_b]);
+    scenario(&python, MODERN, &["share", &url_a, &url_b]);
     // Each instance executed what was sent through it, nothing else.
-    assert_eq!(executed(&dir.join("a.log")), ["search"]);
-    assert_eq!(executed(&dir.join("b.log")), ["fetch"]);
+    assert_eq!(executed(&dir.join("a.log")), ["search", "search"]);
+    assert_eq!(executed(&dir.join("b.log")), ["fetch", "fetch"]);
 }
 
 #[test]

@@ -13,6 +13,7 @@
 #![allow(deprecated)]
 
 use crate::record::{ms_after, now_ms, token, Lease, Record};
+use crate::runs::RunKey;
 use crate::upstream::Relay;
 use crate::Limits;
 use orch_agent::{Orchestrated, Policy};
@@ -27,10 +28,12 @@ use rmcp::model::{
     ListPromptsResult, ListResourceTemplatesRequest, ListResourceTemplatesResult,
     ListResourcesRequest, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-    ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
+    ResultType, ServerResult, SetLevelRequest, SubscriptionFilter, CacheScope, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
     Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, ServiceError};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
+};
 use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,14 +68,74 @@ pub(crate) struct Shared<S> {
     requests: Arc<Semaphore>,
     /// Tool calls being forwarded now.
     pub(crate) in_flight: AtomicUsize,
+    /// Cancelled when the upstream has gone away.
+    upstream_gone: CancellationToken,
+}
+
+/// A call the gateway answers itself, with a tool result whose `isError` is true: the
+/// text for the model, and the same facts as data for the client (`structuredContent`).
+pub(crate) struct Refused {
+    message: String,
+    detail: serde_json::Value,
+}
+
+impl Refused {
+    /// The refusal of `tool` by the workflow in `session`, as the gateway answers it.
+    fn by_workflow(policy: &Policy, session: &DynSession<'_>, tool: &str, message: String) -> Self {
+        let reason = if !policy.host_tools().iter().any(|t| t == tool) {
+            "unknown_tool"
+        } else if matches!(session.check_tool(tool), Err((_, true))) {
+            "out_of_sequence"
+        } else {
+            "not_allowed"
+        };
+        Self::new(tool, reason, message, Some(session), policy)
+    }
+
+    fn new(
+        tool: &str,
+        reason: &str,
+        message: String,
+        session: Option<&DynSession<'_>>,
+        policy: &Policy,
+    ) -> Self {
+        let (step, expected, allowed) = match session {
+            Some(session) => (
+                session.step_name().map(str::to_owned),
+                session
+                    .expected_tools()
+                    .map(|names| names.into_iter().map(str::to_owned).collect::<Vec<_>>()),
+                Some(policy.offered(session)),
+            ),
+            None => (None, None, None),
+        };
+        let detail = serde_json::json!({
+            "refusal": {
+                "tool": tool,
+                "reason": reason,
+                "step": step,
+                "expected": expected,
+                "allowed": allowed,
+                "message": &message,
+            }
+        });
+        Refused { message, detail }
+    }
+
+    /// The tool result the client gets.
+    fn into_result(self) -> CallToolResult {
+        let mut result = CallToolResult::error(vec![ContentBlock::text(self.message)]);
+        result.structured_content = Some(self.detail);
+        result
+    }
 }
 
 /// What one look at a session decided for a tool call.
 enum Admission {
     /// The lease with this token was written.
     Reserved(u64),
-    /// The orchestration refuses the call: the reason.
-    Refused(String),
+    /// The orchestration refuses the call.
+    Refused(Refused),
     /// Another call of the session is in flight: its tool.
     Busy(String),
 }
@@ -94,6 +157,7 @@ pub(crate) enum Change<R> {
 
 impl<S: SessionStore + 'static> Shared<S> {
     pub(crate) fn new(
+        upstream_gone: CancellationToken,
         machine: DynMachine,
         store: S,
         upstream: Peer<RoleClient>,
@@ -103,6 +167,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         tools: Vec<Tool>,
     ) -> Self {
         Shared {
+            upstream_gone,
             machine,
             store,
             upstream,
@@ -275,7 +340,8 @@ impl<S: SessionStore + 'static> Shared<S> {
             }
             let session = self.restore(id, record.snapshot.as_deref(), policy)?;
             if let Err(refusal) = policy.admit(&session, tool) {
-                return Ok(Change::Keep(Admission::Refused(refusal.reason)));
+                let refused = Refused::by_workflow(policy, &session, tool, refusal.reason);
+                return Ok(Change::Keep(Admission::Refused(refused)));
             }
             let token = token();
             record.lease = Some(Lease {
@@ -299,7 +365,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         tool: &str,
         may_create: bool,
         ct: &CancellationToken,
-    ) -> Result<Result<Reservation, String>, McpError> {
+    ) -> Result<Result<Reservation, Refused>, McpError> {
         let limit = self.limits.call_timeout;
         let deadline = Instant::now() + limit;
         let mut pause = Duration::from_millis(1);
@@ -312,10 +378,11 @@ impl<S: SessionStore + 'static> Shared<S> {
                 (Admission::Busy(other), _) => other,
             };
             if Instant::now() >= deadline {
-                return Ok(Err(format!(
+                let message = format!(
                     "error: `{tool}` was not run: a call of `{busy}` in the same session has been running for more than {} s; try again when it has finished.",
                     limit.as_secs_f64()
-                )));
+                );
+                return Ok(Err(Refused::new(tool, "busy", message, None, policy)));
             }
             // A little randomness, so that waiters on several instances do not look
             // at the session in lockstep.
@@ -385,7 +452,13 @@ impl<S: SessionStore + 'static> Shared<S> {
             .map_err(|e| upstream_error(e, method, limit))?;
         let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
         tokio::select! {
-            answer = handle.await_response() => answer.map_err(|e| upstream_error(e, method, limit)),
+            () = self.upstream_gone.cancelled() => Err(McpError::internal_error(
+                format!("the upstream MCP server is unavailable: it went away before answering `{method}`"),
+                None,
+            )),
+            answer = handle.await_response() => answer
+                .map(with_result_type)
+                .map_err(|e| upstream_error(e, method, limit)),
             () = ct.cancelled() => {
                 let notification = CancelledNotification::new(CancelledNotificationParam::new(
                     Some(request_id),
@@ -397,6 +470,25 @@ impl<S: SessionStore + 'static> Shared<S> {
             }
         }
     }
+}
+
+/// An upstream result as a result of the 2026-07-28 revision: an upstream on a
+/// handshake revision sends no `resultType`, which means `complete` there. (The MCP SDK
+/// drops the field again for clients on a handshake revision.)
+fn with_result_type(mut result: ServerResult) -> ServerResult {
+    let result_type = match &mut result {
+        ServerResult::CompleteResult(r) => &mut r.result_type,
+        ServerResult::GetPromptResult(r) => &mut r.result_type,
+        ServerResult::ListPromptsResult(r) => &mut r.result_type,
+        ServerResult::ListResourcesResult(r) => &mut r.result_type,
+        ServerResult::ListResourceTemplatesResult(r) => &mut r.result_type,
+        ServerResult::ReadResourceResult(r) => &mut r.result_type,
+        ServerResult::ListToolsResult(r) => &mut r.result_type,
+        ServerResult::CallToolResult(r) => &mut r.result_type,
+        _ => return result,
+    };
+    result_type.get_or_insert(ResultType::COMPLETE);
+    result
 }
 
 /// A JSON-RPC error for the client from a failed upstream request of `method`: the
@@ -428,13 +520,19 @@ fn cancelled(what: &str) -> McpError {
 }
 
 fn ended(id: &str) -> McpError {
+    if id.starts_with("run:") {
+        return McpError::invalid_request(
+            "this run has ended (revoked, or it expired); start a new one (POST /runs)",
+            None,
+        );
+    }
     McpError::invalid_request(
         format!("session `{id}` has ended (DELETE, or its TTL passed); initialize a new one"),
         None,
     )
 }
 
-fn store_error(e: StoreError) -> McpError {
+pub(crate) fn store_error(e: StoreError) -> McpError {
     McpError::internal_error(format!("orchestration session store: {e}"), None)
 }
 
@@ -492,30 +590,55 @@ pub(crate) struct Downstream<S> {
     pub(crate) fixed_id: Option<String>,
 }
 
-impl<S> Downstream<S> {
-    /// The orchestration session of this request: the `Mcp-Session-Id` it came with over
-    /// HTTP, the connection's own id over stdio.
-    fn session_id(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
-        if let Some(id) = &self.fixed_id {
-            return Ok(id.clone());
-        }
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                McpError::invalid_request(
-                    "orch mcp keeps one orchestration session per MCP session: \
-                     this request has no Mcp-Session-Id (initialize first)",
-                    None,
-                )
-            })
-    }
+/// The `_meta` key under which a client over stdio may present a run token with each
+/// request (HTTP clients present it as `Authorization: Bearer`).
+pub(crate) const RUN_META_KEY: &str = "dev.orch/run";
+
+/// Did this request come on a revision without sessions (2026-07-28 or later)?
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
 }
 
 impl<S: SessionStore + 'static> Downstream<S> {
+    /// The key of this request's workflow state in the store: the run its credential
+    /// names (an HTTP bearer token, checked by the guard; or, over stdio, a token in
+    /// `_meta` under [`RUN_META_KEY`]), else its MCP session (the `Mcp-Session-Id` over
+    /// HTTP, the connection over stdio).
+    async fn state_key(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        let parts = context.extensions.get::<http::request::Parts>();
+        if let Some(RunKey(key)) = parts.and_then(|p| p.extensions.get::<RunKey>()) {
+            return Ok(key.clone());
+        }
+        if let Some(id) = &self.fixed_id {
+            let Some(presented) = context.meta.get(RUN_META_KEY) else {
+                return Ok(id.clone());
+            };
+            let token = presented.as_str().unwrap_or_default();
+            return match self.shared.run_for_token(token).await? {
+                Some(RunKey(key)) => Ok(key),
+                None => Err(McpError::invalid_request(
+                    format!("the run credential in `_meta.{RUN_META_KEY}` is unknown, revoked or expired"),
+                    None,
+                )),
+            };
+        }
+        if let Some(session) = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+        {
+            return Ok(session.to_owned());
+        }
+        Err(McpError::invalid_request(
+            "orch mcp keeps a workflow run per credential: this request presents no run \
+             credential (`Authorization: Bearer <run token>`; POST /runs starts a run) \
+             and no Mcp-Session-Id",
+            None,
+        ))
+    }
+
     /// Forwards a request that the orchestration does not judge, holding a permit.
     async fn pass(
         &self,
@@ -539,7 +662,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let _permit = self.shared.permit()?;
-        let id = self.session_id(&context)?;
+        let id = self.state_key(&context).await?;
         let (_, policy) = self.policy();
         let tool = params.name.to_string();
         // Over stdio the one session's record is made by its first call.
@@ -550,7 +673,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             .await?;
         let reservation = match reserved {
             Ok(reservation) => reservation,
-            Err(reason) => return Ok(CallToolResult::error(vec![ContentBlock::text(reason)])),
+            Err(refused) => return Ok(refused.into_result()),
         };
         let mut lease = LeaseGuard {
             shared: Arc::clone(&self.shared),
@@ -602,8 +725,12 @@ impl<S: SessionStore + 'static> Downstream<S> {
         };
         lease.disarm();
         if changed {
-            // The client may have hung up meanwhile; the call itself succeeded.
-            let _ = context.peer.notify_tool_list_changed().await;
+            // The client may have hung up meanwhile; the call itself succeeded. A client
+            // without sessions hears of it on its `subscriptions/listen` stream.
+            if !is_modern(&context) {
+                let _ = context.peer.notify_tool_list_changed().await;
+            }
+            self.shared.relay.run_tools_changed(&id).await;
         }
         Ok(result)
     }
@@ -630,12 +757,37 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         self.shared.info.clone()
     }
 
-    /// The revisions with an `initialize` handshake: 2026-07-28 has no sessions, and an
-    /// orchestration is a session's state.
+    /// Every revision the MCP SDK knows: the handshake revisions keyed by session or
+    /// run credential, 2026-07-28 and later by run credential.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    /// The upstream tool `name` as last listed, so that the MCP SDK can check a
+    /// request's `Mcp-Param-*` headers against its input schema.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.tools().iter().find(|t| t.name == name).cloned()
+    }
+
+    /// `subscriptions/listen`: the list changes the gateway relays (a run's tools; the
+    /// upstream's prompts and resources as it advertises them). Resource subscriptions
+    /// are not relayed.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let run = self.state_key(context.request_context()).await.ok();
+        let _listening = self.shared.relay.listen(run, context.sink().clone());
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -648,7 +800,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let _permit = self.shared.permit()?;
-        let id = self.session_id(&context)?;
+        let id = self.state_key(&context).await?;
         let (tools, policy) = self.policy();
         let record = self.shared.record(&id).await?.unwrap_or_default();
         let session = self
@@ -659,7 +811,12 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
             .filter(|t| session.check_tool(&t.name).is_ok())
             .cloned()
             .collect();
-        Ok(ListToolsResult::with_all_items(allowed))
+        let mut result = ListToolsResult::with_all_items(allowed);
+        // The list is the run's, and changes with its next call: no one else may cache
+        // it, and it is stale at once (`subscriptions/listen` says when it changed).
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
     }
 
     async fn call_tool(

@@ -2,7 +2,11 @@
 //! accept loop of our own (a connection cap, a time limit on request headers), behind a
 //! guard that checks every request before the SDK sees it:
 //!
-//! - the bearer token, when one is configured (401 otherwise);
+//! - the credential: the operator's bearer token when one is configured, or a run token
+//!   minted by `POST /runs` (401 otherwise, and for a run token that is unknown, revoked
+//!   or expired); a request on a revision without sessions (2026-07-28) that reads or
+//!   changes a workflow (`tools/list`, `tools/call`, `subscriptions/listen`) must
+//!   present a run token, since nothing else names its run;
 //! - the body of a POST: read within the body timeout (408), at most [`MAX_BODY`]
 //!   bytes (413), a JSON-RPC message an MCP client may send (-32700 / -32600 /
 //!   -32602, status 400);
@@ -15,9 +19,13 @@
 //!
 //! Each MCP session's handshake is kept in the session's record (see
 //! [`crate::record`]), so that any gateway instance sharing the store serves it.
+//!
+//! Besides `/mcp`, the guard answers `/runs` itself: `POST /runs` mints a run and its
+//! token, `DELETE /runs/<id>` revokes one (see [`crate::runs`]).
 
 use crate::framing::{classify, jsonrpc_error_body};
 use crate::handler::{Change, Shared};
+use crate::runs::{is_run_id, run_key, RunKey, TOKEN_PREFIX};
 use crate::HttpOptions;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -28,7 +36,7 @@ use http_body::Frame;
 use orch_store::SessionStore;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
-    ClientRequest, RequestId,
+    ClientRequest, GetMeta, RequestId,
 };
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{
@@ -67,9 +75,8 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Does the request carry the configured bearer token (or is none configured)?
-fn authorized(token: Option<&str>, headers: &http::HeaderMap) -> bool {
-    let Some(token) = token else { return true };
+/// The bearer tokens a request presents.
+fn bearers(headers: &http::HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(http::header::AUTHORIZATION)
         .iter()
@@ -78,14 +85,23 @@ fn authorized(token: Option<&str>, headers: &http::HeaderMap) -> bool {
             let (scheme, rest) = v.split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
         })
-        .any(|presented| same_secret(presented.as_bytes(), token.as_bytes()))
 }
 
-fn unauthorized() -> Response {
+/// The credential a request presented.
+enum Presented {
+    /// None (or, when no operator token is configured, one that is not a run token).
+    Nothing,
+    /// The operator's token (`--auth-token-file`).
+    Operator,
+    /// A live run's token.
+    Run(RunKey),
+}
+
+fn unauthorized(why: &str) -> Response {
     let mut response = error_response(
         http::StatusCode::UNAUTHORIZED,
         -32001,
-        "Unauthorized: this orch mcp gateway requires `Authorization: Bearer <token>`".into(),
+        format!("Unauthorized: {why}"),
         Value::Null,
     );
     response.headers_mut().insert(
@@ -93,6 +109,51 @@ fn unauthorized() -> Response {
         http::HeaderValue::from_static("Bearer realm=\"orch mcp\""),
     );
     response
+}
+
+const NEEDS_TOKEN: &str = "this orch mcp gateway requires `Authorization: Bearer <token>` (the operator's token, or a run token from POST /runs)";
+
+const RUN_UNKNOWN: &str =
+    "the run token is unknown, revoked or expired; start a new run (POST /runs)";
+
+const RUN_REQUIRED: &str = "orch mcp keeps a workflow run per credential, and this request (MCP 2026-07-28, no sessions) presents no run token: send `Authorization: Bearer <run token>`; POST /runs starts a run and returns its token";
+
+fn json_response(status: http::StatusCode, body: &Value) -> Response {
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    // Tokens are secrets: no cache keeps this answer.
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+fn plain_error(status: http::StatusCode, message: String) -> Response {
+    json_response(status, &serde_json::json!({ "error": message }))
+}
+
+/// Does this request read or change a workflow run (and so need one to be named)?
+fn reads_a_run(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::ListToolsRequest(_)
+            | ClientRequest::CallToolRequest(_)
+            | ClientRequest::SubscriptionsListenRequest(_)
+    )
+}
+
+/// Does the request carry the per-request `_meta` of 2026-07-28 (no session)?
+fn is_modern(request: &ClientRequest) -> bool {
+    request
+        .get_meta()
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
 }
 
 fn session_full(max: usize, id: Value) -> Response {
@@ -117,15 +178,30 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
     request: Request,
     next: Next,
 ) -> Response {
-    if !authorized(guarded.options.bearer_token.as_deref(), request.headers()) {
-        return unauthorized();
+    let presented = match guarded.presented(request.headers()).await {
+        Ok(presented) => presented,
+        Err(refused) => return refused,
+    };
+    let path = request.uri().path();
+    if path == "/runs" || path.starts_with("/runs/") {
+        return guarded.runs(request, presented).await;
+    }
+    if guarded.options.bearer_token.is_some() && matches!(presented, Presented::Nothing) {
+        return unauthorized(NEEDS_TOKEN);
     }
     let session = request
         .headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    let run = match presented {
+        Presented::Run(key) => {
+            parts.extensions.insert(key);
+            true
+        }
+        Presented::Nothing | Presented::Operator => false,
+    };
     let mut call_id = None;
     let request = if parts.method == http::Method::POST {
         let read = tokio::time::timeout(
@@ -176,6 +252,15 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
                     return session_full(max, id);
                 }
             }
+            if !run && session.is_none() && reads_a_run(&r.request) && is_modern(&r.request) {
+                let mut refused = unauthorized(RUN_REQUIRED);
+                *refused.body_mut() = Body::from(jsonrpc_error_body(
+                    -32001,
+                    format!("Unauthorized: {RUN_REQUIRED}"),
+                    id,
+                ));
+                return refused;
+            }
             if matches!(r.request, ClientRequest::CallToolRequest(_)) {
                 call_id = Some(r.id.clone());
             }
@@ -189,7 +274,13 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
             return refused;
         }
     }
-    let response = next.run(request).await;
+    let deleting = request.method() == http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if deleting && response.status() == http::StatusCode::ACCEPTED {
+        // The session is gone when the answer is sent: say so (clients such as the
+        // Python SDK take 202 for a failure).
+        *response.status_mut() = http::StatusCode::OK;
+    }
     match (session, call_id) {
         (Some(session), Some(request_id)) if response.status().is_success() => {
             let manager = Arc::clone(&guarded.manager);
@@ -208,6 +299,119 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
 }
 
 impl<S: SessionStore + 'static> Guarded<S> {
+    /// The credential the request presents; an error response when it presents a run
+    /// token that names no live run, or a wrong token where an operator token is set.
+    async fn presented(&self, headers: &http::HeaderMap) -> Result<Presented, Response> {
+        let operator = self.options.bearer_token.as_deref();
+        let mut any = false;
+        for token in bearers(headers) {
+            any = true;
+            if operator.is_some_and(|op| same_secret(token.as_bytes(), op.as_bytes())) {
+                return Ok(Presented::Operator);
+            }
+            if token.starts_with(TOKEN_PREFIX) {
+                return match self.shared.run_for_token(token).await {
+                    Ok(Some(key)) => Ok(Presented::Run(key)),
+                    Ok(None) => Err(unauthorized(RUN_UNKNOWN)),
+                    Err(e) => Err(error_response(
+                        http::StatusCode::INTERNAL_SERVER_ERROR,
+                        -32603,
+                        e.message.into_owned(),
+                        Value::Null,
+                    )),
+                };
+            }
+        }
+        if any && operator.is_some() {
+            return Err(unauthorized(NEEDS_TOKEN));
+        }
+        Ok(Presented::Nothing)
+    }
+
+    /// `/runs`: `POST /runs` mints a run (the operator's token, when one is set; a body
+    /// `{"ttlSeconds": n}` may shorten its life), `DELETE /runs/<id>` revokes one (the
+    /// operator, or the run's own token).
+    async fn runs(&self, request: Request, presented: Presented) -> Response {
+        let operator_set = self.options.bearer_token.is_some();
+        let may_mint = !operator_set || matches!(presented, Presented::Operator);
+        let path = request.uri().path().to_owned();
+        let method = request.method().clone();
+        if path == "/runs" && method == http::Method::POST {
+            if !may_mint {
+                return unauthorized(
+                    "starting a run takes the operator's token (`Authorization: Bearer <token>`)",
+                );
+            }
+            let body = tokio::time::timeout(
+                self.options.body_timeout,
+                axum::body::to_bytes(request.into_body(), 4096),
+            )
+            .await;
+            let Ok(Ok(body)) = body else {
+                return plain_error(
+                    http::StatusCode::BAD_REQUEST,
+                    "the body of POST /runs did not arrive whole within the body timeout, or is larger than 4096 bytes".into(),
+                );
+            };
+            let ttl = match run_ttl(&body, self.options.run_ttl) {
+                Ok(ttl) => ttl,
+                Err(why) => return plain_error(http::StatusCode::BAD_REQUEST, why),
+            };
+            let max = self.options.max_sessions;
+            if self.shared.store.count().unwrap_or(0) >= max {
+                return session_full(max, Value::Null);
+            }
+            return match self.shared.mint_run(ttl).await {
+                Ok(minted) => json_response(
+                    http::StatusCode::CREATED,
+                    &serde_json::json!({
+                        "run": minted.id,
+                        "token": minted.token,
+                        "expiresAtMs": minted.expires_ms,
+                        "ttlSeconds": ttl.as_secs(),
+                    }),
+                ),
+                Err(e) => plain_error(
+                    http::StatusCode::INTERNAL_SERVER_ERROR,
+                    e.message.into_owned(),
+                ),
+            };
+        }
+        if let Some(id) = path.strip_prefix("/runs/") {
+            if method != http::Method::DELETE {
+                return method_not_allowed("DELETE");
+            }
+            if !is_run_id(id) {
+                return plain_error(
+                    http::StatusCode::NOT_FOUND,
+                    format!("`{id}` is not a run id (64 lowercase hex digits)"),
+                );
+            }
+            let own = matches!(&presented, Presented::Run(RunKey(key)) if *key == run_key(id));
+            if operator_set && !own && !matches!(presented, Presented::Operator) {
+                return unauthorized(
+                    "revoking a run takes the operator's token or the run's own token",
+                );
+            }
+            return match self.shared.revoke_run(id).await {
+                Ok(true) => {
+                    let mut response = Response::new(Body::empty());
+                    *response.status_mut() = http::StatusCode::NO_CONTENT;
+                    response
+                }
+                Ok(false) => plain_error(
+                    http::StatusCode::NOT_FOUND,
+                    format!("there is no run `{id}` (never started, revoked, or expired)"),
+                ),
+                Err(e) => plain_error(
+                    http::StatusCode::INTERNAL_SERVER_ERROR,
+                    e.message.into_owned(),
+                ),
+            };
+        }
+        method_not_allowed("POST")
+    }
+
     /// Sessions held now: the larger of this instance's session workers and, when the
     /// store can count cheaply (in memory), the sessions stored.
     async fn live_sessions(&self) -> usize {
@@ -249,6 +453,38 @@ impl<S: SessionStore + 'static> Guarded<S> {
             return Some(session_full(max, Value::Null));
         }
         None
+    }
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut response = plain_error(
+        http::StatusCode::METHOD_NOT_ALLOWED,
+        format!("this path takes {allow}"),
+    );
+    response
+        .headers_mut()
+        .insert(http::header::ALLOW, http::HeaderValue::from_static(allow));
+    response
+}
+
+/// The life of a run asked for in the body of `POST /runs` (empty, or
+/// `{"ttlSeconds": n}` with 1 ≤ n), at most `max`.
+fn run_ttl(body: &[u8], max: Duration) -> Result<Duration, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(max);
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Asked {
+        ttl_seconds: Option<u64>,
+    }
+    let asked: Asked = serde_json::from_slice(body).map_err(|e| {
+        format!("the body of POST /runs must be empty or {{\"ttlSeconds\": <seconds>}}: {e}")
+    })?;
+    match asked.ttl_seconds {
+        None => Ok(max),
+        Some(0) => Err("`ttlSeconds` must be at least 1".into()),
+        Some(n) => Ok(Duration::from_secs(n).min(max)),
     }
 }
 

@@ -44,6 +44,7 @@ mod framing;
 mod handler;
 mod http;
 mod record;
+mod runs;
 mod upstream;
 
 pub use upstream::Upstream;
@@ -148,6 +149,10 @@ pub struct HttpOptions {
     /// minutes); the session itself lives in the store, and the next request restores
     /// it. Only the store's TTL ends a session.
     pub session_ttl: Duration,
+    /// The longest life of a run minted by `POST /runs` (default 24 hours; a request
+    /// may ask for less). A run also ends when it is revoked, or idle for the store's
+    /// TTL.
+    pub run_ttl: Duration,
 }
 
 impl Default for HttpOptions {
@@ -161,6 +166,7 @@ impl Default for HttpOptions {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(86_400),
+            run_ttl: Duration::from_secs(86_400),
         }
     }
 }
@@ -231,7 +237,12 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let upstream_info = peer.peer_info().map(|info| (*info).clone());
         let upstream_ct = running.cancellation_token();
         let (gone_tx, gone) = watch::channel(None);
+        // Fires when the upstream goes away, so that requests in flight are answered at
+        // once instead of waiting for the MCP SDK to give up on them.
+        let upstream_gone = tokio_util::sync::CancellationToken::new();
+        let gone_token = upstream_gone.clone();
         tokio::spawn(async move {
+            let _fire = gone_token.drop_guard();
             let reason = match running.waiting().await {
                 Ok(QuitReason::Cancelled) => return,
                 Ok(_) => format!("the upstream MCP server {what} closed the connection"),
@@ -262,6 +273,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             max_in_flight: options.max_in_flight,
         };
         let shared = Arc::new(Shared::new(
+            upstream_gone,
             machine,
             store,
             peer,
@@ -275,6 +287,13 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let weak = Arc::downgrade(&shared);
         let refresher = tokio_util::sync::CancellationToken::new();
         let stop = refresher.clone();
+        if upstream::is_modern(&shared.upstream) {
+            tokio::spawn(upstream::listen_upstream(
+                shared.upstream.clone(),
+                Arc::clone(&relay),
+                refresher.clone(),
+            ));
+        }
         tokio::spawn(async move {
             loop {
                 tokio::select! {

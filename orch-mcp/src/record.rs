@@ -10,12 +10,15 @@
 //! a lease whose instance died mid-call stops blocking the session at that time.
 //!
 //! One record is one value, so the handshake, the workflow state and the lease expire
-//! together, under the one session TTL.
+//! together, under the one session TTL. A *run* minted with a credential (see
+//! [`crate::runs`]) is a record too, under a key derived from its token's hash, with an
+//! absolute expiry besides the store's idle TTL.
 //!
 //! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
-//! bit 1 snapshot, bit 2 lease), then for each present field in that order: handshake
-//! and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64` expiry,
-//! `u16` length and the tool's name in UTF-8.
+//! bit 1 snapshot, bit 2 lease, bit 3 expiry), then for each present field in that order:
+//! handshake and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64`
+//! expiry, `u16` length and the tool's name in UTF-8; the record's expiry as `u64`
+//! milliseconds since the Unix epoch.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -23,6 +26,7 @@ const MAGIC: &[u8; 4] = b"OMR1";
 const HANDSHAKE: u8 = 1;
 const SNAPSHOT: u8 = 2;
 const LEASE: u8 = 4;
+const EXPIRES: u8 = 8;
 
 /// A call in flight: who holds the session, for which tool, until when.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +55,9 @@ pub(crate) struct Record {
     pub(crate) snapshot: Option<Vec<u8>>,
     /// The call in flight.
     pub(crate) lease: Option<Lease>,
+    /// When the record stops counting, in milliseconds since the Unix epoch, whatever
+    /// the store's TTL says (a minted run's end); `None`: only the store's TTL ends it.
+    pub(crate) expires_ms: Option<u64>,
 }
 
 impl Record {
@@ -82,6 +89,10 @@ impl Record {
             out.extend_from_slice(&len.to_be_bytes());
             out.extend_from_slice(&name[..len as usize]);
         }
+        if let Some(expires_ms) = self.expires_ms {
+            flags |= EXPIRES;
+            out.extend_from_slice(&expires_ms.to_be_bytes());
+        }
         out[MAGIC.len()] = flags;
         out
     }
@@ -93,7 +104,7 @@ impl Record {
             return Err("not a gateway session record (no `OMR1` magic)".into());
         }
         let flags = r.take(1)?[0];
-        if flags & !(HANDSHAKE | SNAPSHOT | LEASE) != 0 {
+        if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES) != 0 {
             return Err(format!("unknown flags {flags:#04x}"));
         }
         let mut record = Record::default();
@@ -115,6 +126,9 @@ impl Record {
                 tool,
                 expires_ms,
             });
+        }
+        if flags & EXPIRES != 0 {
+            record.expires_ms = Some(u64::from_be_bytes(r.array()?));
         }
         if r.at != bytes.len() {
             return Err(format!("{} trailing bytes", bytes.len() - r.at));
@@ -203,6 +217,7 @@ mod tests {
                 tool: "pay".into(),
                 expires_ms: 1_700_000_000_000,
             }),
+            expires_ms: Some(1_800_000_000_000),
         };
         for record in [
             full.clone(),
@@ -213,6 +228,10 @@ mod tests {
             },
             Record {
                 handshake: None,
+                ..full.clone()
+            },
+            Record {
+                expires_ms: None,
                 ..full.clone()
             },
         ] {

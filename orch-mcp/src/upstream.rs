@@ -8,14 +8,15 @@
 
 use crate::GatewayError;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotification,
+    ClientCapabilities, ClientConfig, ProtocolVersion, SubscriptionFilter, Implementation, LoggingMessageNotification,
     LoggingMessageNotificationParam, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
     ServerNotification,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RunningService, SubscriptionSink};
 use rmcp::transport::IntoTransport;
-use rmcp::{ClientHandler, Peer, RoleClient, RoleServer};
+use rmcp::{ClientHandler, ClientLifecycleMode, Peer, RoleClient, RoleServer};
 use std::ffi::OsString;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -53,13 +54,71 @@ impl std::fmt::Display for Upstream {
 /// that the upstream's tool list must be fetched again.
 #[derive(Default)]
 pub(crate) struct Relay {
+    /// Clients on the handshake revisions (one per MCP session).
     clients: Mutex<Vec<Peer<RoleServer>>>,
+    /// Open `subscriptions/listen` streams (2026-07-28), each with the run it listens
+    /// for (`None`: only changes of the upstream's lists).
+    listeners: Mutex<Vec<Listener>>,
+    next_listener: AtomicU64,
     /// Notified when the upstream says its tool list changed (several notifications
     /// before the re-fetch starts make one re-fetch).
     pub(crate) upstream_tools_changed: tokio::sync::Notify,
 }
 
+/// One open `subscriptions/listen` stream.
+struct Listener {
+    id: u64,
+    run: Option<String>,
+    sink: SubscriptionSink,
+}
+
+/// Removes a listener when its stream ends (or its task is dropped).
+pub(crate) struct Listening<'a> {
+    relay: &'a Relay,
+    id: u64,
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        let mut listeners = self
+            .relay
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        listeners.retain(|l| l.id != self.id);
+    }
+}
+
 impl Relay {
+    /// Adds a `subscriptions/listen` stream for `run`'s changes (and the upstream's),
+    /// until the returned guard is dropped.
+    pub(crate) fn listen(&self, run: Option<String>, sink: SubscriptionSink) -> Listening<'_> {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Listener { id, run, sink });
+        Listening { relay: self, id }
+    }
+
+    fn sinks(&self, run: Option<&str>) -> Vec<SubscriptionSink> {
+        let listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners
+            .iter()
+            .filter(|l| run.is_none() || l.run.as_deref() == run)
+            .map(|l| l.sink.clone())
+            .collect()
+    }
+
+    /// Tells the listeners of `run` that the tools it allows changed.
+    pub(crate) async fn run_tools_changed(&self, run: &str) {
+        for sink in self.sinks(Some(run)) {
+            // A listener that went away meanwhile is no reason to stop the others; one
+            // that did not ask for tool changes is skipped by its sink.
+            let _ = sink.notify_tool_list_changed().await;
+        }
+    }
+
     /// Adds a client that finished its handshake.
     pub(crate) fn add(&self, peer: Peer<RoleServer>) {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
@@ -82,10 +141,14 @@ impl Relay {
         .await;
     }
 
-    async fn broadcast(&self, notification: ServerNotification) {
+    pub(crate) async fn broadcast(&self, notification: ServerNotification) {
         for peer in self.clients() {
             // A client that went away meanwhile is no reason to stop the others.
             let _ = peer.send_notification(notification.clone()).await;
+        }
+        for sink in self.sinks(None) {
+            // The sink sends only what its listener asked for (and was accepted).
+            let _ = sink.send(notification.clone()).await;
         }
     }
 }
@@ -189,7 +252,14 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let handler = UpstreamClient { relay };
-    match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
+    // Either revision: `server/discover` first, the `initialize` handshake when the
+    // upstream does not know it.
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    let connected = rmcp::serve_client_with_lifecycle(handler, transport, lifecycle);
+    match tokio::time::timeout(timeout, connected).await {
         Err(_) => Err(GatewayError::Upstream(format!(
             "the upstream MCP server {what} did not complete the MCP handshake within {} s",
             timeout.as_secs_f64()
@@ -198,5 +268,53 @@ where
             "the upstream MCP server {what} failed the MCP handshake: {e}"
         ))),
         Ok(Ok(running)) => Ok(running),
+    }
+}
+
+/// Is the upstream on a revision without sessions (2026-07-28 or later)?
+pub(crate) fn is_modern(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize())
+}
+
+/// On a 2026-07-28 upstream, change notifications come only on a `subscriptions/listen`
+/// stream the client opens: open one for the list changes the upstream advertises and
+/// relay them as the handshake revisions' notifications are. Ends when the stream does
+/// (the upstream went away, or `stop` fires).
+pub(crate) async fn listen_upstream(
+    peer: Peer<RoleClient>,
+    relay: Arc<Relay>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let Some(info) = peer.peer_info() else { return };
+    let caps = &info.capabilities;
+    let mut filter = SubscriptionFilter::default();
+    filter.tools_list_changed = Some(true);
+    filter.prompts_list_changed = caps.prompts.as_ref().map(|_| true);
+    filter.resources_list_changed = caps.resources.as_ref().map(|_| true);
+    let mut subscription = tokio::select! {
+        opened = peer.listen(filter) => match opened {
+            Ok(subscription) => subscription,
+            Err(e) => {
+                eprintln!(
+                    "orch mcp: warning: the upstream MCP server refused `subscriptions/listen` ({e}); changes of its tool list will not be seen"
+                );
+                return;
+            }
+        },
+        () = stop.cancelled() => return,
+    };
+    loop {
+        let next = tokio::select! {
+            next = subscription.next() => next,
+            () = stop.cancelled() => return,
+        };
+        let Ok(Some(notification)) = next else { return };
+        match notification {
+            ServerNotification::ToolListChangedNotification(_) => {
+                relay.upstream_tools_changed.notify_one();
+            }
+            other => relay.broadcast(other).await,
+        }
     }
 }

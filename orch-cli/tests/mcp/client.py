@@ -3,15 +3,22 @@ Each scenario asserts what a real client sees and exits non-zero on the first
 difference; the Rust tests (orch-cli/tests/mcp.rs) start it and check the upstream's
 log of executed tools.
 
-    python client.py stdio ORCH TEMPLATE UPSTREAM_PY LOG
-    python client.py stdio-url ORCH TEMPLATE UPSTREAM_URL
-    python client.py crash ORCH TEMPLATE UPSTREAM_PY LOG
-    python client.py crash-http URL
-    python client.py http URL
-    python client.py share URL_A URL_B
+    python client.py [--mode legacy|2026-07-28] stdio ORCH TEMPLATE UPSTREAM_PY LOG
+    python client.py ... stdio-url ORCH TEMPLATE UPSTREAM_URL
+    python client.py ... crash ORCH TEMPLATE UPSTREAM_PY LOG
+    python client.py ... crash-http URL
+    python client.py ... http URL
+    python client.py ... share URL_A URL_B
+
+`--mode` is the revision the client speaks: `legacy` (the `initialize` handshake,
+2025-11-25; the default) or `2026-07-28` (no sessions, reached the way a dual-era client
+does: `server/discover` first; over HTTP each client first starts a run with POST /runs
+and presents its token; it hears of tool-list changes on a `subscriptions/listen`
+stream).
 """
 
 import asyncio
+import contextlib
 import json
 import sys
 
@@ -23,6 +30,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 
+MODE = "legacy"
+
+
+def modern():
+    return MODE != "legacy"
+
+
 class Seen:
     """The notifications a client received."""
 
@@ -32,6 +46,58 @@ class Seen:
     async def __call__(self, message):
         if isinstance(message, types.ToolListChangedNotification):
             self.tool_list_changed += 1
+
+
+async def start_run(url):
+    """POST /runs next to the MCP endpoint `url`: the new run's token."""
+    async with httpx2.AsyncClient() as raw:
+        r = await raw.post(url.rsplit("/", 1)[0] + "/runs")
+        expect(r.status_code, 201, f"status of POST /runs: {r.text}")
+        return r.json()["token"]
+
+
+async def for_url(url, http_client=None):
+    """What a client connects to at `url`: on 2026-07-28, with a fresh run's token."""
+    if not modern():
+        if http_client is None:
+            return url
+        return streamable_http_client(url, http_client=http_client)
+    token = await start_run(url)
+    if http_client is None:
+        http_client = httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300))
+    http_client.headers["Authorization"] = f"Bearer {token}"
+    return streamable_http_client(url, http_client=http_client)
+
+
+def connect(server, seen=None):
+    # On 2026-07-28 as a dual-era client does: `server/discover` first, falling back to
+    # `initialize` only if the server does not know it (the walk asserts it did not).
+    return Client(server, cache=None, message_handler=seen, mode="auto" if modern() else "legacy")
+
+
+@contextlib.asynccontextmanager
+async def listening(client, seen):
+    """On 2026-07-28, count the tool-list changes of a `subscriptions/listen` stream
+    (the handshake revisions' notifications reach `seen` by themselves)."""
+    if not modern():
+        yield
+        return
+
+    async def count():
+        async with client.listen(tools_list_changed=True) as subscription:
+            acked.set()
+            async for _event in subscription:
+                seen.tool_list_changed += 1
+
+    acked = asyncio.Event()
+    task = asyncio.create_task(count())
+    await asyncio.wait_for(acked.wait(), 20)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def names(client):
@@ -63,8 +129,13 @@ def stdio_params(orch, template, upstream, log):
 
 async def workflow(client, seen):
     """The research workflow of examples/mcp/research.json, misbehaving on the way."""
-    expect(client.session.initialize_result.protocol_version, "2025-11-25", "negotiated revision")
-    caps = client.session.initialize_result.capabilities
+    async with listening(client, seen):
+        await walk(client, seen)
+
+
+async def walk(client, seen):
+    expect(client.protocol_version, "2026-07-28" if modern() else "2025-11-25", "negotiated revision")
+    caps = client.server_capabilities
     assert caps.tools is not None and caps.tools.list_changed, "advertises tools.listChanged"
     expect(await names(client), ["search"], "tools at the start")
 
@@ -75,6 +146,20 @@ async def workflow(client, seen):
         text(refused),
         "error: `summarize` was not run: the sequence of step `Research` expects `search` at position 0. Allowed now: search.",
         "refusal text",
+    )
+    expect(
+        refused.structured_content,
+        {
+            "refusal": {
+                "tool": "summarize",
+                "reason": "out_of_sequence",
+                "step": "Research",
+                "expected": ["search"],
+                "allowed": ["search"],
+                "message": text(refused),
+            }
+        },
+        "the refusal as data",
     )
     # Denied everywhere, and unknown to the upstream: refused too.
     assert (await client.call_tool("delete_all", {})).is_error
@@ -114,14 +199,14 @@ async def workflow(client, seen):
 
 async def stdio(orch, template, upstream, log):
     seen = Seen()
-    async with Client(stdio_params(orch, template, upstream, log), cache=None, message_handler=seen) as client:
+    async with connect(stdio_params(orch, template, upstream, log), seen) as client:
         await workflow(client, seen)
 
 
 async def stdio_url(orch, template, url):
     seen = Seen()
     params = StdioServerParameters(command=orch, args=["mcp", template, "--upstream-url", url])
-    async with Client(params, cache=None, message_handler=seen) as client:
+    async with connect(params, seen) as client:
         await workflow(client, seen)
 
 
@@ -130,11 +215,11 @@ async def crash(orch, template, upstream, log):
 
 
 async def crash_http(url):
-    await crash_through(url)
+    await crash_through(await for_url(url))
 
 
 async def crash_through(server):
-    async with Client(server, cache=None) as client:
+    async with connect(server) as client:
         for tool, arguments in [("search", {"query": "q"}), ("fetch", {"url": "u"}), ("summarize", {"text": "t"})]:
             assert not (await client.call_tool(tool, arguments)).is_error
         try:
@@ -149,9 +234,10 @@ async def crash_through(server):
 
 async def http(url):
     seen_a, seen_b = Seen(), Seen()
-    async with Client(url, cache=None, message_handler=seen_a) as a, Client(url, cache=None, message_handler=seen_b) as b:
+    server_a, server_b = await for_url(url), await for_url(url)
+    async with connect(server_a, seen_a) as a, connect(server_b, seen_b) as b:
         await workflow(a, seen_a)
-        # Session B never moved: it starts where every session starts.
+        # Session (run) B never moved: it starts where every one starts.
         expect(await names(b), ["search"], "the other session's tools")
         assert (await b.call_tool("fetch", {"url": "u"})).is_error
         assert not (await b.call_tool("search", {"query": "b"})).is_error
@@ -167,7 +253,7 @@ async def http(url):
         r = await raw.post(url, content=json.dumps({"jsonrpc": "2.0", "id": 9, "params": {}}), headers=headers)
         expect(r.json()["error"]["code"], -32600, "error code for a message without a method")
         expect(r.json()["id"], 9, "the id of an invalid request is echoed")
-    async with Client(url, cache=None) as c:
+    async with connect(await for_url(url)) as c:
         expect(await names(c), ["search"], "a new session after the malformed requests")
 
 
@@ -181,7 +267,8 @@ async def share(url_a, url_b):
             request.url = request.url.copy_with(port=target["port"])
 
     http_client = httpx2.AsyncClient(event_hooks={"request": [route]}, timeout=httpx2.Timeout(30, read=300))
-    async with http_client, Client(streamable_http_client(url_a, http_client=http_client), cache=None) as client:
+    server = await for_url(url_a, http_client)
+    async with http_client, connect(server) as client:
         assert not (await client.call_tool("search", {"query": "shared"})).is_error
         target["port"] = port_b
         expect(await names(client), ["fetch"], "instance B sees the search made through A")
@@ -193,7 +280,11 @@ async def share(url_a, url_b):
 
 
 def main():
-    mode, rest = sys.argv[1], sys.argv[2:]
+    global MODE
+    args = sys.argv[1:]
+    if args[0] == "--mode":
+        MODE, args = args[1], args[2:]
+    mode, rest = args[0], args[1:]
     scenario = {"stdio": stdio, "stdio-url": stdio_url, "crash": crash, "crash-http": crash_http, "http": http, "share": share}[mode]
     asyncio.run(scenario(*rest))
     print(f"{mode}: ok")
