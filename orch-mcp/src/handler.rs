@@ -9,7 +9,7 @@
 //! record nothing).
 
 // Logging and resources/subscribe are deprecated by the 2026-07-28 revision only; the
-// gateway speaks the handshake revisions, where they are current.
+// gateway also speaks the handshake revisions, where they are current.
 #![allow(deprecated)]
 
 use crate::record::{ms_after, now_ms, token, Lease, Record};
@@ -21,15 +21,15 @@ use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Snapshot;
 use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
     CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, GetPromptRequest,
     GetPromptRequestParams, GetPromptResponse, InitializeResult, ListPromptsRequest,
     ListPromptsResult, ListResourceTemplatesRequest, ListResourceTemplatesResult,
     ListResourcesRequest, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerResult, SetLevelRequest, SubscriptionFilter, CacheScope, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
-    Tool, UnsubscribeRequest, UnsubscribeRequestParams,
+    ResultType, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
@@ -68,8 +68,6 @@ pub(crate) struct Shared<S> {
     requests: Arc<Semaphore>,
     /// Tool calls being forwarded now.
     pub(crate) in_flight: AtomicUsize,
-    /// Cancelled when the upstream has gone away.
-    upstream_gone: CancellationToken,
 }
 
 /// A call the gateway answers itself, with a tool result whose `isError` is true: the
@@ -157,7 +155,6 @@ pub(crate) enum Change<R> {
 
 impl<S: SessionStore + 'static> Shared<S> {
     pub(crate) fn new(
-        upstream_gone: CancellationToken,
         machine: DynMachine,
         store: S,
         upstream: Peer<RoleClient>,
@@ -167,7 +164,6 @@ impl<S: SessionStore + 'static> Shared<S> {
         tools: Vec<Tool>,
     ) -> Self {
         Shared {
-            upstream_gone,
             machine,
             store,
             upstream,
@@ -452,7 +448,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             .map_err(|e| upstream_error(e, method, limit))?;
         let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
         tokio::select! {
-            () = self.upstream_gone.cancelled() => Err(McpError::internal_error(
+            () = self.relay.upstream_gone.cancelled() => Err(McpError::internal_error(
                 format!("the upstream MCP server is unavailable: it went away before answering `{method}`"),
                 None,
             )),
@@ -590,10 +586,6 @@ pub(crate) struct Downstream<S> {
     pub(crate) fixed_id: Option<String>,
 }
 
-/// The `_meta` key under which a client over stdio may present a run token with each
-/// request (HTTP clients present it as `Authorization: Bearer`).
-pub(crate) const RUN_META_KEY: &str = "dev.orch/run";
-
 /// Did this request come on a revision without sessions (2026-07-28 or later)?
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -603,27 +595,17 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
 }
 
 impl<S: SessionStore + 'static> Downstream<S> {
-    /// The key of this request's workflow state in the store: the run its credential
-    /// names (an HTTP bearer token, checked by the guard; or, over stdio, a token in
-    /// `_meta` under [`RUN_META_KEY`]), else its MCP session (the `Mcp-Session-Id` over
-    /// HTTP, the connection over stdio).
-    async fn state_key(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
+    /// The key of this request's workflow state in the store: the run its bearer token
+    /// names over HTTP (checked by the guard), else its MCP session (the
+    /// `Mcp-Session-Id` over HTTP; over stdio the process serves one run, whichever
+    /// revision the client speaks).
+    fn state_key(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
         let parts = context.extensions.get::<http::request::Parts>();
         if let Some(RunKey(key)) = parts.and_then(|p| p.extensions.get::<RunKey>()) {
             return Ok(key.clone());
         }
         if let Some(id) = &self.fixed_id {
-            let Some(presented) = context.meta.get(RUN_META_KEY) else {
-                return Ok(id.clone());
-            };
-            let token = presented.as_str().unwrap_or_default();
-            return match self.shared.run_for_token(token).await? {
-                Some(RunKey(key)) => Ok(key),
-                None => Err(McpError::invalid_request(
-                    format!("the run credential in `_meta.{RUN_META_KEY}` is unknown, revoked or expired"),
-                    None,
-                )),
-            };
+            return Ok(id.clone());
         }
         if let Some(session) = parts
             .and_then(|parts| parts.headers.get("mcp-session-id"))
@@ -662,7 +644,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let _permit = self.shared.permit()?;
-        let id = self.state_key(&context).await?;
+        let id = self.state_key(&context)?;
         let (_, policy) = self.policy();
         let tool = params.name.to_string();
         // Over stdio the one session's record is made by its first call.
@@ -784,7 +766,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let run = self.state_key(context.request_context()).await.ok();
+        let run = self.state_key(context.request_context()).ok();
         let _listening = self.shared.relay.listen(run, context.sink().clone());
         context.cancelled().await;
         Ok(())
@@ -800,7 +782,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let _permit = self.shared.permit()?;
-        let id = self.state_key(&context).await?;
+        let id = self.state_key(&context)?;
         let (tools, policy) = self.policy();
         let record = self.shared.record(&id).await?.unwrap_or_default();
         let session = self

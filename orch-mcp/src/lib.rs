@@ -14,10 +14,13 @@
 //! - when the allowed tools change, the client gets `notifications/tools/list_changed`;
 //! - prompts, resources, completion and logging pass through unchanged.
 //!
-//! One orchestration session per MCP session: the connection over stdio, the
-//! `Mcp-Session-Id` over Streamable HTTP, kept as one record (handshake, workflow state,
-//! the call in flight) in any [`orch_store::SessionStore`] (a Redis store lets several
-//! gateway instances share sessions). A call is admitted and its session leased in one
+//! One workflow run per credential or MCP session: over Streamable HTTP, the run a
+//! bearer token names (minted by `POST /runs`; the only key clients on MCP 2026-07-28,
+//! which has no sessions, can have) or else the `Mcp-Session-Id` of a client on a
+//! handshake revision; over stdio, the connection. Each is kept as one record
+//! (handshake, workflow state, the call in flight) in any [`orch_store::SessionStore`]
+//! (a Redis store lets several gateway instances share them). Clients and the upstream
+//! may each speak 2026-07-28 or a handshake revision. A call is admitted and its session leased in one
 //! compare-and-set before it is forwarded, so a refused call never reaches the upstream,
 //! across tasks and instances alike; every upstream request has a time limit
 //! ([`Options::call_timeout`]), and the HTTP side caps sessions, requests and connections
@@ -239,8 +242,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let (gone_tx, gone) = watch::channel(None);
         // Fires when the upstream goes away, so that requests in flight are answered at
         // once instead of waiting for the MCP SDK to give up on them.
-        let upstream_gone = tokio_util::sync::CancellationToken::new();
-        let gone_token = upstream_gone.clone();
+        let gone_token = relay.upstream_gone.clone();
         tokio::spawn(async move {
             let _fire = gone_token.drop_guard();
             let reason = match running.waiting().await {
@@ -273,7 +275,6 @@ impl<S: SessionStore + 'static> Gateway<S> {
             max_in_flight: options.max_in_flight,
         };
         let shared = Arc::new(Shared::new(
-            upstream_gone,
             machine,
             store,
             peer,

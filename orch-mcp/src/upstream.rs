@@ -3,14 +3,14 @@
 //! gateway's clients.
 
 // Logging and resources/subscribe are deprecated by the 2026-07-28 revision only; the
-// gateway speaks the handshake revisions, where they are current.
+// gateway also speaks the handshake revisions, where they are current.
 #![allow(deprecated)]
 
 use crate::GatewayError;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ProtocolVersion, SubscriptionFilter, Implementation, LoggingMessageNotification,
-    LoggingMessageNotificationParam, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
-    ServerNotification,
+    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotification,
+    LoggingMessageNotificationParam, ProtocolVersion, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RunningService, SubscriptionSink};
 use rmcp::transport::IntoTransport;
@@ -60,6 +60,8 @@ pub(crate) struct Relay {
     /// for (`None`: only changes of the upstream's lists).
     listeners: Mutex<Vec<Listener>>,
     next_listener: AtomicU64,
+    /// Cancelled when the upstream has gone away (requests in flight are answered then).
+    pub(crate) upstream_gone: tokio_util::sync::CancellationToken,
     /// Notified when the upstream says its tool list changed (several notifications
     /// before the re-fetch starts make one re-fetch).
     pub(crate) upstream_tools_changed: tokio::sync::Notify,
@@ -102,7 +104,10 @@ impl Relay {
     }
 
     fn sinks(&self, run: Option<&str>) -> Vec<SubscriptionSink> {
-        let listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        let listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         listeners
             .iter()
             .filter(|l| run.is_none() || l.run.as_deref() == run)

@@ -54,11 +54,22 @@ impl Reply {
 /// Sends one request and reads the whole response (the server closes the connection
 /// after it). `None` when the connection failed or closed before a status line.
 pub fn request(addr: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Reply> {
+    request_to(addr, method, "/mcp", headers, body)
+}
+
+/// [`request`] to another path than `/mcp`.
+pub fn request_to(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<Reply> {
     let mut stream = TcpStream::connect(addr).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(120)))
         .ok()?;
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -270,4 +281,89 @@ impl Client {
 /// Was this tools/call response a success (a result that is not an error)?
 pub fn succeeded(response: &Value) -> bool {
     response["result"].is_object() && response["result"]["isError"] != true
+}
+
+/// The revision without sessions.
+pub const MODERN: &str = "2026-07-28";
+
+/// The `_meta` every request of MCP 2026-07-28 carries.
+pub fn modern_meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-http-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+/// The headers a 2026-07-28 request of `method` with `params` carries: the protocol
+/// version, `Mcp-Method`, `Mcp-Name` where the method has one, and `token` as a bearer
+/// token.
+pub fn modern_headers(method: &str, params: &Value, token: Option<&str>) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("MCP-Protocol-Version".to_owned(), MODERN.to_owned()),
+        ("Mcp-Method".to_owned(), method.to_owned()),
+    ];
+    if let Some(name) = params
+        .get("name")
+        .or(params.get("uri"))
+        .and_then(Value::as_str)
+    {
+        headers.push(("Mcp-Name".to_owned(), name.to_owned()));
+    }
+    if let Some(token) = token {
+        headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
+    }
+    headers
+}
+
+/// One 2026-07-28 request (`_meta` added to `params`), headers as
+/// [`modern_headers`] makes them, then `overrides` (a header named again replaces it;
+/// an empty value drops it).
+pub fn modern_request(
+    addr: &str,
+    token: Option<&str>,
+    id: i64,
+    method: &str,
+    mut params: Value,
+    overrides: &[(&str, &str)],
+) -> Reply {
+    let mut headers = modern_headers(method, &params, token);
+    for (name, value) in overrides {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        if !value.is_empty() {
+            headers.push(((*name).to_owned(), (*value).to_owned()));
+        }
+    }
+    if params.get("_meta").is_none() {
+        params["_meta"] = modern_meta(MODERN);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    request(addr, "POST", &headers, body.to_string().as_bytes()).expect("the gateway answers")
+}
+
+/// `POST /runs` with `operator` as the bearer token and `body`.
+pub fn start_run(addr: &str, operator: Option<&str>, body: &str) -> Reply {
+    let auth = operator.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(auth) = &auth {
+        headers.push(("Authorization", auth.as_str()));
+    }
+    request_to(addr, "POST", "/runs", &headers, body.as_bytes()).expect("the gateway answers")
+}
+
+/// A new run's token (`POST /runs` must succeed).
+pub fn run_token(addr: &str, operator: Option<&str>) -> String {
+    let reply = start_run(addr, operator, "");
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let body: Value = serde_json::from_slice(&reply.body).expect("JSON");
+    body["token"].as_str().expect("a token").to_owned()
 }

@@ -1,0 +1,419 @@
+//! `orch mcp` on both eras of MCP at once: the handshake revisions (2025-11-25 and
+//! before, one workflow per MCP session or per run credential) and 2026-07-28 (no
+//! sessions: a run is named by the bearer token `POST /runs` mints). Real components
+//! throughout: the official Python MCP SDK as client (`tests/mcp/run_client.py`) and as
+//! upstream (`tests/mcp/shop_tools.py`, on 2026-07-28 or, with `--legacy`, on the
+//! handshake only), raw HTTP/1.1 for headers and errors, and a real `redis-server`
+//! shared by two gateway instances.
+//!
+//! The workflow (`tests/mcp/shop.json`) allows `pay` once per run and `receipt` only
+//! after it; every promise is checked on the upstream's own log.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::http::{self, modern_request, run_token, start_run, MODERN};
+use support::{here, log_lines, python, redis, shop_gateway, temp_dir, wait, Gateway};
+
+/// The operator's token the gateways here are started with.
+const OPERATOR: &str = "operator-token-for-the-revision-tests";
+
+fn gateway(python: &str, log: &std::path::Path, extra: &[&str], legacy: bool) -> Gateway {
+    let mut upstream = support::shop_upstream(python, log);
+    if legacy {
+        upstream.push("--legacy".into());
+    }
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    Gateway::http(
+        &here("shop.json"),
+        extra,
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+        &upstream,
+    )
+}
+
+/// run_client.py's report of one walk through the workflow.
+fn walk(python: &str, url: &str, token: &str, mode: &str, run: &str) -> Value {
+    let mut child = Command::new(python)
+        .arg(here("run_client.py"))
+        .args(["--url", url, "--token", token, "--mode", mode, "--run", run])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start run_client.py");
+    let status = wait(&mut child, Duration::from_secs(120));
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("its output");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "run_client.py --mode {mode} failed ({status:?})\n--- stdout\n{out}\n--- stderr\n{err}"
+    );
+    let last = out.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn both_revisions_on_both_sides_through_the_python_sdk() {
+    let python = python();
+    for (upstream_legacy, upstream_version) in [(false, MODERN), (true, "2025-11-25")] {
+        let dir = temp_dir(if upstream_legacy {
+            "rev-legacy-upstream"
+        } else {
+            "rev-modern-upstream"
+        });
+        let log = dir.join("executed.log");
+        let gw = gateway(&python, &log, &[], upstream_legacy);
+        for (mode, version) in [(MODERN, MODERN), ("legacy", "2025-11-25")] {
+            let what = format!("client {mode}, upstream {upstream_version}");
+            let token = run_token(&gw.addr, Some(OPERATOR));
+            let seen = walk(&python, &gw.url, &token, mode, mode);
+            assert_eq!(seen["version"], version, "{what}: {seen}");
+            assert_eq!(
+                seen["before"],
+                json!(["browse", "change_tools", "pay", "slow"]),
+                "{what}"
+            );
+            let early = &seen["early_receipt"];
+            assert_eq!(early["isError"], true, "{what}: {early}");
+            assert_eq!(
+                early["structured"]["refusal"],
+                json!({
+                    "tool": "receipt",
+                    "reason": "not_allowed",
+                    "step": "Shop",
+                    "expected": null,
+                    "allowed": ["pay", "browse", "slow", "change_tools"],
+                    "message": early["text"],
+                }),
+                "{what}"
+            );
+            assert_eq!(seen["pay"]["isError"], false, "{what}: {seen}");
+            // Heard on a subscriptions/listen stream (2026-07-28) or the session.
+            assert!(
+                seen["list_changed"] == true || seen["list_changed"] == "ToolsListChanged",
+                "{what}: {seen}"
+            );
+            assert_eq!(
+                seen["after"],
+                json!(["browse", "change_tools", "receipt", "slow"]),
+                "{what}"
+            );
+            assert_eq!(seen["receipt"]["isError"], false, "{what}: {seen}");
+            let second = &seen["second_pay"];
+            assert_eq!(second["isError"], true, "{what}: {second}");
+            assert_eq!(second["structured"]["refusal"]["step"], "Paid", "{what}");
+        }
+        // What reached the upstream: per run, one pay then one receipt, on the revision
+        // the gateway speaks with it; the refused calls never.
+        let lines = log_lines(&log);
+        let seen: Vec<(String, String, String)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["run"].as_str().unwrap_or_default().to_owned(),
+                    l["tool"].as_str().unwrap_or_default().to_owned(),
+                    l["version"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String, String)> = [MODERN, "legacy"]
+            .iter()
+            .flat_map(|run| {
+                ["pay", "receipt"].map(|tool| {
+                    (
+                        (*run).to_owned(),
+                        tool.to_owned(),
+                        upstream_version.to_owned(),
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(seen, expected, "upstream {upstream_version}");
+    }
+}
+
+fn result(reply: &http::Reply, id: i64) -> Value {
+    reply
+        .response(id)
+        .unwrap_or_else(|| panic!("no response {id}: {} {}", reply.status, reply.text()))
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn runs_headers_and_errors_over_raw_http() {
+    let python = python();
+    let dir = temp_dir("rev-raw");
+    let log = dir.join("executed.log");
+    let gw = gateway(&python, &log, &[], false);
+    let addr = gw.addr.as_str();
+
+    // Starting a run takes the operator's token.
+    assert_eq!(start_run(addr, None, "").status, 401);
+    assert_eq!(
+        start_run(addr, Some("wrong-token-wrong-token"), "").status,
+        401
+    );
+    let started = start_run(addr, Some(OPERATOR), r#"{"ttlSeconds": 600}"#);
+    assert_eq!(started.status, 201, "{}", started.text());
+    assert_eq!(started.header("cache-control"), Some("no-store"));
+    let body: Value = serde_json::from_slice(&started.body).expect("JSON");
+    let token = body["token"].as_str().expect("token").to_owned();
+    let run = body["run"].as_str().expect("run id").to_owned();
+    assert!(
+        token.starts_with("orch_run_") && token.len() == 73,
+        "{body}"
+    );
+    assert_eq!(run.len(), 64, "{body}");
+    assert_eq!(body["ttlSeconds"], 600);
+    // A run token cannot start runs; bad bodies are refused with what is wrong.
+    assert_eq!(start_run(addr, Some(&token), "").status, 401);
+    for bad in [r#"{"ttlSeconds": 0}"#, r#"{"ttl": 5}"#, "not json"] {
+        let r = start_run(addr, Some(OPERATOR), bad);
+        assert_eq!(r.status, 400, "{bad}: {}", r.text());
+        assert!(r.text().contains("ttlSeconds"), "{bad}: {}", r.text());
+    }
+
+    // server/discover needs no run; it names both eras and the gateway's upstream.
+    let r = modern_request(addr, Some(OPERATOR), 1, "server/discover", json!({}), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let discovered = &result(&r, 1)["result"];
+    assert_eq!(discovered["resultType"], "complete", "{discovered}");
+    let versions = discovered["supportedVersions"]
+        .as_array()
+        .expect("versions");
+    assert!(versions.contains(&json!(MODERN)) && versions.contains(&json!("2025-11-25")));
+    assert_eq!(discovered["capabilities"]["tools"]["listChanged"], true);
+    assert_eq!(
+        discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "shop-tools"
+    );
+
+    // Reading a workflow takes a run token: the operator's is not one.
+    for presented in [None, Some(OPERATOR)] {
+        let r = modern_request(addr, presented, 2, "tools/list", json!({}), &[]);
+        assert_eq!(r.status, 401, "{}", r.text());
+        let error = &r.messages()[0];
+        if presented.is_some() {
+            // Refused once the body is read: the answer names the request.
+            assert_eq!(error["id"], 2, "{error}");
+        }
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("POST /runs")),
+            "{error}"
+        );
+    }
+    let never_minted = format!("orch_run_{}", "0".repeat(64));
+    let r = modern_request(addr, Some(&never_minted), 3, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+
+    // The run's tools: a private list, stale at once.
+    let r = modern_request(addr, Some(&token), 4, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let listed = &result(&r, 4)["result"];
+    assert_eq!(listed["resultType"], "complete");
+    assert_eq!(listed["ttlMs"], 0);
+    assert_eq!(listed["cacheScope"], "private");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["pay", "browse", "slow", "change_tools"]);
+
+    // Headers that do not match the body, and versions the gateway does not speak.
+    let call = json!({"name": "pay", "arguments": {"run": "raw"}});
+    for (overrides, code, what) in [
+        (vec![("Mcp-Method", "")], -32020, "no Mcp-Method"),
+        (
+            vec![("Mcp-Name", "browse")],
+            -32020,
+            "Mcp-Name for another tool",
+        ),
+        (vec![("Mcp-Name", "")], -32020, "no Mcp-Name on tools/call"),
+        (
+            vec![("MCP-Protocol-Version", "2025-11-25")],
+            -32020,
+            "a header version other than the body's",
+        ),
+    ] {
+        let r = modern_request(
+            addr,
+            Some(&token),
+            5,
+            "tools/call",
+            call.clone(),
+            &overrides,
+        );
+        assert_eq!(r.status, 400, "{what}: {}", r.text());
+        assert_eq!(
+            r.messages()[0]["error"]["code"],
+            code,
+            "{what}: {}",
+            r.text()
+        );
+    }
+    let mut meta = http::modern_meta("2099-01-01");
+    let r = modern_request(
+        addr,
+        Some(&token),
+        6,
+        "tools/list",
+        json!({"_meta": meta.take()}),
+        &[("MCP-Protocol-Version", "2099-01-01")],
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let error = &r.messages()[0]["error"];
+    assert_eq!(error["code"], -32022, "{error}");
+    assert!(error["data"]["supported"]
+        .as_array()
+        .is_some_and(|v| v.contains(&json!(MODERN))));
+    let r = modern_request(addr, Some(&token), 7, "tools/unheard_of", json!({}), &[]);
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.messages()[0]["error"]["code"], -32601);
+    assert!(log_lines(&log).is_empty(), "nothing ran yet");
+
+    // A refusal is a result with the facts as data; an allowed call runs once.
+    let r = modern_request(
+        addr,
+        Some(&token),
+        8,
+        "tools/call",
+        json!({"name": "receipt", "arguments": {"run": "raw"}}),
+        &[],
+    );
+    let refused = &result(&r, 8)["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["resultType"], "complete", "{refused}");
+    assert_eq!(
+        refused["structuredContent"]["refusal"]["reason"],
+        "not_allowed"
+    );
+    let r = modern_request(addr, Some(&token), 9, "tools/call", call.clone(), &[]);
+    let paid = &result(&r, 9)["result"];
+    assert_eq!(paid["isError"], false, "{paid}");
+    assert_eq!(paid["resultType"], "complete", "{paid}");
+
+    // Revoked by its own token: the token names nothing any more.
+    let revoke = |presented: &str| {
+        let auth = format!("Bearer {presented}");
+        http::request_to(
+            addr,
+            "DELETE",
+            &format!("/runs/{run}"),
+            &[("Authorization", auth.as_str())],
+            b"",
+        )
+        .expect("an answer")
+    };
+    assert_eq!(
+        revoke(&run_token(addr, Some(OPERATOR))).status,
+        401,
+        "another run's token"
+    );
+    assert_eq!(revoke(&token).status, 204);
+    let r = modern_request(addr, Some(&token), 10, "tools/call", call.clone(), &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert_eq!(revoke(OPERATOR).status, 404, "already revoked");
+
+    // A run ends at its time, whatever the store's TTL says.
+    let short = start_run(addr, Some(OPERATOR), r#"{"ttlSeconds": 1}"#);
+    let short: Value = serde_json::from_slice(&short.body).expect("JSON");
+    let short = short["token"].as_str().expect("token");
+    let r = modern_request(addr, Some(short), 11, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    std::thread::sleep(Duration::from_millis(1_300));
+    let r = modern_request(addr, Some(short), 12, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+
+    let pays: Vec<Value> = log_lines(&log);
+    assert_eq!(pays.len(), 1, "{pays:?}");
+    assert_eq!(pays[0]["tool"], "pay");
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_run_is_shared_and_admitted_atomically_across_instances() {
+    let python = python();
+    let (_redis, redis_url) = redis();
+    let dir = temp_dir("rev-shared");
+    let extra = ["--redis", redis_url.as_str(), "--namespace", "revisions"];
+    let a = shop_gateway(
+        &python,
+        &dir.join("a.log"),
+        &extra,
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+    );
+    let b = shop_gateway(
+        &python,
+        &dir.join("b.log"),
+        &extra,
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+    );
+    // Started on A, used through both.
+    let started = start_run(&a.addr, Some(OPERATOR), "");
+    let started: Value = serde_json::from_slice(&started.body).expect("JSON");
+    let (token, run) = (
+        started["token"].as_str().expect("token").to_owned(),
+        started["run"].as_str().expect("run").to_owned(),
+    );
+    let pay = json!({"name": "pay", "arguments": {"run": "shared"}});
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let addr = if i % 2 == 0 { &a.addr } else { &b.addr };
+                let (token, pay) = (&token, &pay);
+                scope.spawn(move || {
+                    let r =
+                        modern_request(addr, Some(token), 100 + i, "tools/call", pay.clone(), &[]);
+                    result(&r, 100 + i)["result"].clone()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a caller"))
+            .collect()
+    });
+    let paid = answers.iter().filter(|r| r["isError"] == false).count();
+    assert_eq!(paid, 1, "{answers:?}");
+    for refused in answers.iter().filter(|r| r["isError"] == true) {
+        assert_eq!(
+            refused["structuredContent"]["refusal"]["step"], "Paid",
+            "{refused}"
+        );
+    }
+    let pays = log_lines(&dir.join("a.log")).len() + log_lines(&dir.join("b.log")).len();
+    assert_eq!(pays, 1, "exactly one pay reached an upstream");
+    // Either instance sees where the run is.
+    for gw in [&a, &b] {
+        let r = modern_request(&gw.addr, Some(&token), 200, "tools/list", json!({}), &[]);
+        let names: Vec<String> = result(&r, 200)["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(names, ["receipt", "browse", "slow", "change_tools"]);
+    }
+    // Revoked through B: A refuses the token at once.
+    let auth = format!("Bearer {OPERATOR}");
+    let deleted = http::request_to(
+        &b.addr,
+        "DELETE",
+        &format!("/runs/{run}"),
+        &[("Authorization", auth.as_str())],
+        b"",
+    )
+    .expect("an answer");
+    assert_eq!(deleted.status, 204, "{}", deleted.text());
+    let r = modern_request(&a.addr, Some(&token), 201, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+}
