@@ -417,3 +417,60 @@ fn a_run_is_shared_and_admitted_atomically_across_instances() {
     let r = modern_request(&a.addr, Some(&token), 201, "tools/list", json!({}), &[]);
     assert_eq!(r.status, 401, "{}", r.text());
 }
+
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_listener_hears_of_changes_made_through_another_instance() {
+    use std::io::{BufRead, BufReader};
+    let python = python();
+    let (_redis, redis_url) = redis();
+    let dir = temp_dir("rev-listen");
+    let extra = ["--redis", redis_url.as_str(), "--namespace", "listen"];
+    let env = [("ORCH_MCP_TOKEN", OPERATOR)];
+    let a = shop_gateway(&python, &dir.join("a.log"), &extra, &env);
+    let b = shop_gateway(&python, &dir.join("b.log"), &extra, &env);
+    let started = start_run(&a.addr, Some(OPERATOR), "");
+    let started: Value = serde_json::from_slice(&started.body).expect("JSON");
+    let token = started["token"].as_str().expect("token");
+    let run = started["run"].as_str().expect("run");
+
+    // A client of the run listens on A ...
+    let mut listener = Command::new(&python)
+        .arg(here("run_client.py"))
+        .args(["--url", &a.url, "--token", token, "--mode", MODERN])
+        .args(["--listen-for", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the listener");
+    let mut lines = BufReader::new(listener.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert_eq!(first, r#"{"listening": true}"#);
+
+    // ... while the run pays through B: the listener hears of it (within a second).
+    let pay = json!({"name": "pay", "arguments": {"run": "listen"}});
+    let r = modern_request(&b.addr, Some(token), 1, "tools/call", pay, &[]);
+    assert_eq!(result(&r, 1)["result"]["isError"], false, "{}", r.text());
+    let heard = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert_eq!(heard, r#"{"event": "ToolsListChanged"}"#);
+    // A call that changes nothing the run sees is not announced; the end of the run
+    // ends the stream.
+    let browse = json!({"name": "browse", "arguments": {"run": "listen"}});
+    let r = modern_request(&b.addr, Some(token), 2, "tools/call", browse, &[]);
+    assert_eq!(result(&r, 2)["result"]["isError"], false, "{}", r.text());
+    let auth = format!("Bearer {OPERATOR}");
+    let deleted = http::request_to(
+        &b.addr,
+        "DELETE",
+        &format!("/runs/{run}"),
+        &[("Authorization", auth.as_str())],
+        b"",
+    )
+    .expect("an answer");
+    assert_eq!(deleted.status, 204);
+    let last = lines.next().and_then(Result::ok).unwrap_or_default();
+    let last: Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last}"));
+    assert_eq!(last, json!({"events": ["ToolsListChanged"], "ended": true}));
+    let status = wait(&mut listener, Duration::from_secs(30));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}

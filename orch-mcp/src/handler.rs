@@ -13,7 +13,7 @@
 #![allow(deprecated)]
 
 use crate::record::{ms_after, now_ms, token, Lease, Record};
-use crate::runs::RunKey;
+use crate::runs::{RunKey, RUN_PREFIX};
 use crate::upstream::Relay;
 use crate::Limits;
 use orch_agent::{Orchestrated, Policy};
@@ -48,6 +48,10 @@ const MODIFY_ATTEMPTS: u32 = 100;
 
 /// How much longer than the call timeout a lease lasts: time to record the result.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
+
+/// How often a `subscriptions/listen` stream reads its run, to hear of changes made
+/// through other gateway instances (those made through its own wake it at once).
+const LISTEN_POLL: Duration = Duration::from_secs(1);
 
 /// The longest pause between two looks at a session whose call is in flight.
 const MAX_WAIT_PAUSE: Duration = Duration::from_millis(50);
@@ -516,7 +520,7 @@ fn cancelled(what: &str) -> McpError {
 }
 
 fn ended(id: &str) -> McpError {
-    if id.starts_with("run:") {
+    if id.starts_with(RUN_PREFIX) {
         return McpError::invalid_request(
             "this run has ended (revoked, or it expired); start a new one (POST /runs)",
             None,
@@ -595,6 +599,28 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
 }
 
 impl<S: SessionStore + 'static> Downstream<S> {
+    /// The upstream's tools that the workflow state under `key` allows now, in the
+    /// upstream's order; `None` when `key` names a run that has ended (a session or the
+    /// stdio connection without a record has just begun).
+    async fn visible_tools(&self, key: &str) -> Result<Option<Vec<Tool>>, McpError> {
+        let (tools, policy) = self.policy();
+        let record = match self.shared.record(key).await? {
+            Some(record) => record,
+            None if key.starts_with(RUN_PREFIX) => return Ok(None),
+            None => Record::default(),
+        };
+        let session = self
+            .shared
+            .restore(key, record.snapshot.as_deref(), &policy)?;
+        Ok(Some(
+            tools
+                .iter()
+                .filter(|t| session.check_tool(&t.name).is_ok())
+                .cloned()
+                .collect(),
+        ))
+    }
+
     /// The key of this request's workflow state in the store: the run its bearer token
     /// names over HTTP (checked by the guard), else its MCP session (the
     /// `Mcp-Session-Id` over HTTP; over stdio the process serves one run, whichever
@@ -712,7 +738,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             if !is_modern(&context) {
                 let _ = context.peer.notify_tool_list_changed().await;
             }
-            self.shared.relay.run_tools_changed(&id).await;
+            self.shared.relay.run_tools_changed(&id);
         }
         Ok(result)
     }
@@ -765,11 +791,39 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         Some(accepted)
     }
 
+    /// A run's tool changes reach its listeners on this instance at once (the call
+    /// that changed them wakes them), and those made through other instances sharing the
+    /// store within [`LISTEN_POLL`]: each listener reads its run that often. A listener
+    /// is told only when the tools its run sees differ from the last it saw; its stream
+    /// ends when the run does.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let run = self.state_key(context.request_context()).ok();
-        let _listening = self.shared.relay.listen(run, context.sink().clone());
-        context.cancelled().await;
-        Ok(())
+        let sink = context.sink().clone();
+        let (_listening, wake) = self.shared.relay.listen(run.clone(), sink.clone());
+        let Some(run) = run.filter(|_| context.accepted().tools_list_changed == Some(true)) else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut last = self.visible_tools(&run).await.ok().flatten();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = wake.notified() => {}
+                () = tokio::time::sleep(LISTEN_POLL) => {}
+            }
+            match self.visible_tools(&run).await {
+                // The run ended: so does its stream.
+                Ok(None) => return Ok(()),
+                Ok(Some(now)) => {
+                    if last.as_ref().is_some_and(|last| *last != now) {
+                        let _ = sink.notify_tool_list_changed().await;
+                    }
+                    last = Some(now);
+                }
+                // The store is unreachable: look again at the next wake or poll.
+                Err(_) => {}
+            }
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -783,16 +837,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     ) -> Result<ListToolsResult, McpError> {
         let _permit = self.shared.permit()?;
         let id = self.state_key(&context)?;
-        let (tools, policy) = self.policy();
-        let record = self.shared.record(&id).await?.unwrap_or_default();
-        let session = self
-            .shared
-            .restore(&id, record.snapshot.as_deref(), &policy)?;
-        let allowed: Vec<Tool> = tools
-            .iter()
-            .filter(|t| session.check_tool(&t.name).is_ok())
-            .cloned()
-            .collect();
+        let allowed = self.visible_tools(&id).await?.ok_or_else(|| ended(&id))?;
         let mut result = ListToolsResult::with_all_items(allowed);
         // The list is the run's, and changes with its next call: no one else may cache
         // it, and it is stale at once (`subscriptions/listen` says when it changed).

@@ -40,9 +40,12 @@ pub(crate) fn run_id(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
 }
 
+/// What the store key of every run starts with.
+pub(crate) const RUN_PREFIX: &str = "run:";
+
 /// The store key of run `id`.
 pub(crate) fn run_key(id: &str) -> String {
-    format!("run:{id}")
+    format!("{RUN_PREFIX}{id}")
 }
 
 /// Is `id` the shape of a run id (64 lowercase hex digits)?

@@ -72,6 +72,9 @@ struct Listener {
     id: u64,
     run: Option<String>,
     sink: SubscriptionSink,
+    /// Woken when the tools its run sees may have changed (it looks, and tells its
+    /// client only if they did).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// Removes a listener when its stream ends (or its task is dropped).
@@ -93,35 +96,53 @@ impl Drop for Listening<'_> {
 
 impl Relay {
     /// Adds a `subscriptions/listen` stream for `run`'s changes (and the upstream's),
-    /// until the returned guard is dropped.
-    pub(crate) fn listen(&self, run: Option<String>, sink: SubscriptionSink) -> Listening<'_> {
+    /// until the returned guard is dropped: the upstream's prompt and resource list
+    /// changes go to `sink`; the returned `Notify` is woken when the run's tools may have
+    /// changed.
+    pub(crate) fn listen(
+        &self,
+        run: Option<String>,
+        sink: SubscriptionSink,
+    ) -> (Listening<'_>, Arc<tokio::sync::Notify>) {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        let wake = Arc::new(tokio::sync::Notify::new());
         self.listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(Listener { id, run, sink });
-        Listening { relay: self, id }
+            .push(Listener {
+                id,
+                run,
+                sink,
+                wake: Arc::clone(&wake),
+            });
+        (Listening { relay: self, id }, wake)
     }
 
-    fn sinks(&self, run: Option<&str>) -> Vec<SubscriptionSink> {
+    fn sinks(&self) -> Vec<SubscriptionSink> {
         let listeners = self
             .listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        listeners
-            .iter()
-            .filter(|l| run.is_none() || l.run.as_deref() == run)
-            .map(|l| l.sink.clone())
-            .collect()
+        listeners.iter().map(|l| l.sink.clone()).collect()
     }
 
-    /// Tells the listeners of `run` that the tools it allows changed.
-    pub(crate) async fn run_tools_changed(&self, run: &str) {
-        for sink in self.sinks(Some(run)) {
-            // A listener that went away meanwhile is no reason to stop the others; one
-            // that did not ask for tool changes is skipped by its sink.
-            let _ = sink.notify_tool_list_changed().await;
+    /// Wakes the listeners of `run` (all listeners: `None`): the tools they see may have
+    /// changed.
+    fn wake(&self, run: Option<&str>) {
+        let listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for l in listeners.iter() {
+            if run.is_none() || l.run.as_deref() == run {
+                l.wake.notify_one();
+            }
         }
+    }
+
+    /// A call of `run` changed the tools it allows: its listeners look again.
+    pub(crate) fn run_tools_changed(&self, run: &str) {
+        self.wake(Some(run));
     }
 
     /// Adds a client that finished its handshake.
@@ -138,20 +159,24 @@ impl Relay {
         clients.clone()
     }
 
-    /// Tells every client that the tools changed (the upstream's list was fetched again).
+    /// Tells every client that the tools changed (the upstream's list was fetched
+    /// again); every listener looks at its run's tools again.
     pub(crate) async fn tools_changed(&self) {
-        self.broadcast(ServerNotification::ToolListChangedNotification(
-            Default::default(),
-        ))
-        .await;
+        let changed = ServerNotification::ToolListChangedNotification(Default::default());
+        for peer in self.clients() {
+            let _ = peer.send_notification(changed.clone()).await;
+        }
+        self.wake(None);
     }
 
+    /// Relays an upstream notification to every client (a listener gets it when it
+    /// asked for its kind).
     pub(crate) async fn broadcast(&self, notification: ServerNotification) {
         for peer in self.clients() {
             // A client that went away meanwhile is no reason to stop the others.
             let _ = peer.send_notification(notification.clone()).await;
         }
-        for sink in self.sinks(None) {
+        for sink in self.sinks() {
             // The sink sends only what its listener asked for (and was accepted).
             let _ = sink.send(notification.clone()).await;
         }

@@ -10,6 +10,11 @@ Steps: list the tools; call `receipt` (the workflow refuses it before `pay`); ca
 2026-07-28, `notifications/tools/list_changed` on the session otherwise); list the tools
 again; call `receipt`. `--only-list` stops after the first listing, `--resume` starts at
 the second listing (another client of the same run paid already).
+
+`--listen-for SECONDS` (2026-07-28) only listens: it prints `{"listening": true}` once
+the stream is acknowledged, a line per event, and at the end
+`{"events": [...], "ended": bool}` (`ended`: the server closed the stream before the
+time was up).
 """
 
 import argparse
@@ -27,6 +32,7 @@ parser.add_argument("--mode", required=True, choices=["legacy", "2026-07-28"])
 parser.add_argument("--run", default="r1")
 parser.add_argument("--only-list", action="store_true")
 parser.add_argument("--resume", action="store_true")
+parser.add_argument("--listen-for", type=float)
 args = parser.parse_args()
 
 changed = anyio.Event()
@@ -54,6 +60,9 @@ async def main():
         transport = streamable_http_client(args.url, http_client=http)
         async with Client(transport, mode=args.mode, message_handler=on_message) as client:
             out["version"] = client.protocol_version
+            if args.listen_for is not None:
+                await listen_only(client)
+                return
             if not args.resume:
                 out["before"] = names(await client.list_tools())
                 if args.only_list:
@@ -77,6 +86,18 @@ async def main():
             out["receipt"] = summary(await client.call_tool("receipt", {"run": args.run}))
             out["second_pay"] = summary(await client.call_tool("pay", {"run": args.run}))
     print(json.dumps(out))
+
+
+async def listen_only(client):
+    events, ended = [], False
+    async with client.listen(tools_list_changed=True) as subscription:
+        print(json.dumps({"listening": True}), flush=True)
+        with anyio.move_on_after(args.listen_for):
+            async for event in subscription:
+                events.append(type(event).__name__)
+                print(json.dumps({"event": events[-1]}), flush=True)
+            ended = True
+    print(json.dumps({"events": events, "ended": ended}), flush=True)
 
 
 anyio.run(main)
