@@ -1,7 +1,7 @@
 //! `orch mcp`: the orchestrating MCP gateway (the `orch-mcp` crate) behind a command.
 
 use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
-use orch_mcp::{Gateway, GatewayError, HttpOptions, Options, Upstream};
+use orch_mcp::{Gateway, GatewayError, HttpOptions, Jwks, JwtOptions, Options, Upstream};
 use orch_store::{MemoryStore, RedisStore};
 use std::ffi::OsString;
 use std::time::Duration;
@@ -59,6 +59,29 @@ pub(crate) struct Args {
     /// port can drive the upstream's tools).
     #[arg(long, requires = "listen")]
     pub(crate) insecure_no_auth: bool,
+    /// Accept JWTs from an identity provider as run credentials, checked against its
+    /// JSON Web Key Set: a file, or its jwks_uri (http or https). Needs --jwt-issuer and
+    /// --jwt-audience.
+    #[arg(
+        long,
+        value_name = "FILE|URL",
+        requires_all = ["listen", "jwt_issuer", "jwt_audience"]
+    )]
+    pub(crate) jwt_jwks: Option<String>,
+    /// The `iss` every JWT must carry.
+    #[arg(long, value_name = "ISSUER", requires = "jwt_jwks")]
+    pub(crate) jwt_issuer: Option<String>,
+    /// An `aud` every JWT must carry (this gateway's name at the provider).
+    #[arg(long, value_name = "AUDIENCE", requires = "jwt_jwks")]
+    pub(crate) jwt_audience: Option<String>,
+    /// The JWT claim whose value names the run.
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        default_value = "sub",
+        requires = "jwt_jwks"
+    )]
+    pub(crate) jwt_run_claim: String,
     /// How long the upstream may take to start and answer the MCP handshake.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub(crate) startup_timeout: u64,
@@ -192,10 +215,21 @@ async fn serve(
     let local = listener
         .local_addr()
         .map_err(|e| GatewayError::Client(format!("cannot listen on {addr}: {e}")))?;
-    if !local.ip().is_loopback() && bearer_token.is_none() && !args.insecure_no_auth {
+    let jwt = args.jwt_jwks.as_ref().map(|jwks| JwtOptions {
+        jwks: if jwks.starts_with("http://") || jwks.starts_with("https://") {
+            Jwks::Url(jwks.clone())
+        } else {
+            Jwks::File(jwks.into())
+        },
+        issuer: args.jwt_issuer.clone().unwrap_or_default(),
+        audience: args.jwt_audience.clone().unwrap_or_default(),
+        run_claim: args.jwt_run_claim.clone(),
+    });
+    let authenticated = bearer_token.is_some() || jwt.is_some();
+    if !local.ip().is_loopback() && !authenticated && !args.insecure_no_auth {
         return Err(GatewayError::Client(format!(
             "refusing to serve {local} without authentication: anyone who reaches it could drive the upstream's tools. \
-             Give a token with --auth-token-file FILE or ORCH_MCP_TOKEN, listen on a loopback address, \
+             Give a token with --auth-token-file FILE or ORCH_MCP_TOKEN (or take JWTs with --jwt-jwks), listen on a loopback address, \
              or pass --insecure-no-auth if something in front of the gateway authenticates clients"
         )));
     }
@@ -209,11 +243,13 @@ async fn serve(
         body_timeout: Duration::from_secs(args.body_timeout.max(1)),
         session_ttl: ttl,
         run_ttl: Duration::from_secs(args.run_ttl.max(1)),
+        jwt,
     };
-    let auth = if http.bearer_token.is_some() {
-        ", bearer token required"
-    } else {
-        ""
+    let auth = match (http.bearer_token.is_some(), http.jwt.is_some()) {
+        (true, true) => ", bearer token or JWT required",
+        (true, false) => ", bearer token required",
+        (false, true) => ", JWT required",
+        (false, false) => "",
     };
     let redis = match (&args.redis, args.redis_cluster.as_slice()) {
         (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),

@@ -474,3 +474,231 @@ fn a_listener_hears_of_changes_made_through_another_instance() {
     let status = wait(&mut listener, Duration::from_secs(30));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
+
+/// A token from the stand-in identity provider (`tests/mcp/jwt_issuer.py`).
+fn jwt(python: &str, dir: &std::path::Path, kid: &str, claims: Value, extra: &[&str]) -> String {
+    let out = Command::new(python)
+        .arg(here("jwt_issuer.py"))
+        .arg("token")
+        .arg(dir)
+        .args(["--kid", kid, "--claims", &claims.to_string()])
+        .args(extra)
+        .output()
+        .expect("run jwt_issuer.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn tool_names(reply: &http::Reply, id: i64) -> Vec<String> {
+    result(reply, id)["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {}", reply.text()))
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK (with PyJWT): `cargo xtask test` installs it and runs this"]
+fn jwts_from_an_identity_provider_name_runs_by_a_claim() {
+    let python = python();
+    let dir = temp_dir("rev-jwt");
+    let keys = dir.join("idp");
+    let made = Command::new(&python)
+        .arg(here("jwt_issuer.py"))
+        .arg("keys")
+        .arg(&keys)
+        .status()
+        .expect("make keys");
+    assert!(made.success());
+    // The provider's jwks_uri: a real HTTP server over the key directory.
+    let port = support::free_port();
+    let _idp = support::Guard(
+        Command::new(&python)
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .arg("--directory")
+            .arg(&keys)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the key server"),
+    );
+    support::wait_for_port(port, Duration::from_secs(30), "the key server");
+    let jwks = format!("http://127.0.0.1:{port}/jwks.json");
+    let (iss, aud) = ("https://idp.example.test", "orch-gateway");
+    let upstream = support::shop_upstream(&python, &dir.join("executed.log"));
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let gw = Gateway::http(
+        &here("shop.json"),
+        &[
+            "--jwt-jwks",
+            &jwks,
+            "--jwt-issuer",
+            iss,
+            "--jwt-audience",
+            aud,
+            "--jwt-run-claim",
+            "run_id",
+        ],
+        &[],
+        &upstream,
+    );
+    let addr = gw.addr.as_str();
+    let claims = |run: &str| json!({"iss": iss, "aud": aud, "sub": "alice", "run_id": run});
+
+    // Two tokens (two keys, two algorithms) with one run_id are one run.
+    let first = jwt(&python, &keys, "rsa1", claims("r-1"), &[]);
+    let r = modern_request(addr, Some(&first), 1, "tools/list", json!({}), &[]);
+    assert_eq!(tool_names(&r, 1), ["pay", "browse", "slow", "change_tools"]);
+    let pay = json!({"name": "pay", "arguments": {"run": "jwt"}});
+    let r = modern_request(addr, Some(&first), 2, "tools/call", pay.clone(), &[]);
+    assert_eq!(result(&r, 2)["result"]["isError"], false, "{}", r.text());
+    let second = jwt(&python, &keys, "ec1", claims("r-1"), &[]);
+    let r = modern_request(addr, Some(&second), 3, "tools/list", json!({}), &[]);
+    assert_eq!(
+        tool_names(&r, 3),
+        ["receipt", "browse", "slow", "change_tools"]
+    );
+    let r = modern_request(addr, Some(&second), 4, "tools/call", pay.clone(), &[]);
+    assert_eq!(
+        result(&r, 4)["result"]["isError"],
+        true,
+        "paid once per run"
+    );
+    // Another run_id is another run; the official SDK client walks it with a JWT.
+    let other = jwt(&python, &keys, "rsa1", claims("r-2"), &[]);
+    let seen = walk(&python, &gw.url, &other, MODERN, "r-2");
+    assert_eq!(
+        seen["after"],
+        json!(["browse", "change_tools", "receipt", "slow"])
+    );
+
+    // The provider rotates in a new key: the gateway fetches the set again for it (at
+    // once the first time, then at most once a minute: the unknown kid below waits).
+    let rotated = Command::new(&python)
+        .arg(here("jwt_issuer.py"))
+        .args(["keys"])
+        .arg(&keys)
+        .args(["--kids", "rsa2"])
+        .status()
+        .expect("rotate");
+    assert!(rotated.success());
+    let fresh = jwt(&python, &keys, "rsa2", claims("r-1"), &[]);
+    let r = modern_request(addr, Some(&fresh), 8, "tools/list", json!({}), &[]);
+    assert_eq!(
+        tool_names(&r, 8),
+        ["receipt", "browse", "slow", "change_tools"]
+    );
+
+    // Whatever fails a check is refused with what failed.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let refused = [
+        (
+            jwt(
+                &python,
+                &keys,
+                "rsa1",
+                json!({"iss": iss, "aud": aud, "run_id": "r-1", "exp": now - 600}),
+                &[],
+            ),
+            "expired",
+        ),
+        (
+            jwt(
+                &python,
+                &keys,
+                "rsa1",
+                json!({"iss": iss, "aud": "someone-else", "run_id": "r-1"}),
+                &[],
+            ),
+            "audience",
+        ),
+        (
+            jwt(
+                &python,
+                &keys,
+                "rsa1",
+                json!({"iss": "https://evil.test", "aud": aud, "run_id": "r-1"}),
+                &[],
+            ),
+            "issuer",
+        ),
+        (
+            jwt(
+                &python,
+                &keys,
+                "rsa1",
+                json!({"iss": iss, "aud": aud, "sub": "alice"}),
+                &[],
+            ),
+            "`run_id` claim",
+        ),
+        (
+            jwt(
+                &python,
+                &keys,
+                "rsa1",
+                claims("r-1"),
+                &["--key-of", "ec1", "--alg", "ES256"],
+            ),
+            "is for",
+        ),
+        (
+            jwt(&python, &keys, "rsa1", claims("r-1"), &["--alg", "HS256"]),
+            "is for",
+        ),
+        (
+            jwt(
+                &python,
+                &keys,
+                "nobody",
+                claims("r-1"),
+                &["--key-of", "rsa1", "--alg", "RS256"],
+            ),
+            "does not list",
+        ),
+    ];
+    for (token, why) in &refused {
+        let r = modern_request(addr, Some(token), 5, "tools/list", json!({}), &[]);
+        assert_eq!(r.status, 401, "{why}: {}", r.text());
+        assert!(r.text().contains(why), "{why}: {}", r.text());
+    }
+    let forged = {
+        // A valid token's payload swapped for another run's: the signature fails.
+        let other_payload = other.split('.').nth(1).expect("payload");
+        let mut parts: Vec<&str> = first.split('.').collect();
+        parts[1] = other_payload;
+        parts.join(".")
+    };
+    let r = modern_request(addr, Some(&forged), 6, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(r.text().contains("signature"), "{}", r.text());
+    // Taking JWTs makes authentication required.
+    let r = modern_request(addr, None, 7, "tools/list", json!({}), &[]);
+    assert_eq!(r.status, 401, "{}", r.text());
+
+    let executed: Vec<String> = log_lines(&dir.join("executed.log"))
+        .iter()
+        .map(|l| {
+            format!(
+                "{}:{}",
+                l["run"].as_str().unwrap_or(""),
+                l["tool"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(executed, ["jwt:pay", "r-2:pay", "r-2:receipt"]);
+}

@@ -12,6 +12,7 @@
 // gateway also speaks the handshake revisions, where they are current.
 #![allow(deprecated)]
 
+use crate::jwt::JWT_PREFIX;
 use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::upstream::Relay;
@@ -673,8 +674,9 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let id = self.state_key(&context)?;
         let (_, policy) = self.policy();
         let tool = params.name.to_string();
-        // Over stdio the one session's record is made by its first call.
-        let may_create = self.fixed_id.is_some();
+        // Over stdio the one session's record is made by its first call, and so is the
+        // record of a run a JWT claim names.
+        let may_create = self.fixed_id.is_some() || id.starts_with(JWT_PREFIX);
         let reserved = self
             .shared
             .reserve(&id, &policy, &tool, may_create, &context.ct)

@@ -25,6 +25,7 @@
 
 use crate::framing::{classify, jsonrpc_error_body};
 use crate::handler::{Change, Shared};
+use crate::jwt::{JwtVerifier, JWT_PREFIX};
 use crate::runs::{is_run_id, run_key, RunKey, TOKEN_PREFIX};
 use crate::HttpOptions;
 use axum::body::Body;
@@ -58,6 +59,8 @@ pub(crate) struct Guarded<S> {
     pub(crate) shared: Arc<Shared<S>>,
     pub(crate) manager: Arc<LocalSessionManager>,
     pub(crate) options: HttpOptions,
+    /// Checks bearer JWTs, when the gateway accepts them.
+    pub(crate) jwt: Option<JwtVerifier>,
 }
 
 fn error_response(status: http::StatusCode, code: i64, message: String, id: Value) -> Response {
@@ -93,7 +96,7 @@ enum Presented {
     Nothing,
     /// The operator's token (`--auth-token-file`).
     Operator,
-    /// A live run's token.
+    /// A live run's token, or a valid JWT naming a run by its claim.
     Run(RunKey),
 }
 
@@ -111,7 +114,7 @@ fn unauthorized(why: &str) -> Response {
     response
 }
 
-const NEEDS_TOKEN: &str = "this orch mcp gateway requires `Authorization: Bearer <token>` (the operator's token, or a run token from POST /runs)";
+const NEEDS_TOKEN: &str = "this orch mcp gateway requires `Authorization: Bearer <token>` (the operator's token, a run token from POST /runs, or a JWT from its identity provider when it takes them)";
 
 const RUN_UNKNOWN: &str =
     "the run token is unknown, revoked or expired; start a new run (POST /runs)";
@@ -186,7 +189,7 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
     if path == "/runs" || path.starts_with("/runs/") {
         return guarded.runs(request, presented).await;
     }
-    if guarded.options.bearer_token.is_some() && matches!(presented, Presented::Nothing) {
+    if guarded.auth_required() && matches!(presented, Presented::Nothing) {
         return unauthorized(NEEDS_TOKEN);
     }
     let session = request
@@ -299,8 +302,15 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
 }
 
 impl<S: SessionStore + 'static> Guarded<S> {
+    /// Must every request present a credential (an operator token or JWTs are
+    /// configured)?
+    fn auth_required(&self) -> bool {
+        self.options.bearer_token.is_some() || self.jwt.is_some()
+    }
+
     /// The credential the request presents; an error response when it presents a run
-    /// token that names no live run, or a wrong token where an operator token is set.
+    /// token that names no live run, a JWT that fails its checks, or a wrong token where
+    /// authentication is required.
     async fn presented(&self, headers: &http::HeaderMap) -> Result<Presented, Response> {
         let operator = self.options.bearer_token.as_deref();
         let mut any = false;
@@ -308,6 +318,16 @@ impl<S: SessionStore + 'static> Guarded<S> {
             any = true;
             if operator.is_some_and(|op| same_secret(token.as_bytes(), op.as_bytes())) {
                 return Ok(Presented::Operator);
+            }
+            if let Some(jwt) = self
+                .jwt
+                .as_ref()
+                .filter(|_| JwtVerifier::looks_like_jwt(token))
+            {
+                return match jwt.verify(token).await {
+                    Ok(key) => Ok(Presented::Run(key)),
+                    Err(why) => Err(unauthorized(&why)),
+                };
             }
             if token.starts_with(TOKEN_PREFIX) {
                 return match self.shared.run_for_token(token).await {
@@ -322,7 +342,7 @@ impl<S: SessionStore + 'static> Guarded<S> {
                 };
             }
         }
-        if any && operator.is_some() {
+        if any && self.auth_required() {
             return Err(unauthorized(NEEDS_TOKEN));
         }
         Ok(Presented::Nothing)
@@ -333,14 +353,19 @@ impl<S: SessionStore + 'static> Guarded<S> {
     /// operator, or the run's own token).
     async fn runs(&self, request: Request, presented: Presented) -> Response {
         let operator_set = self.options.bearer_token.is_some();
-        let may_mint = !operator_set || matches!(presented, Presented::Operator);
+        // Without an operator token, whoever passes the gateway's authentication (a JWT,
+        // when it takes them; anyone, when it takes nothing) may start a run.
+        let may_mint = matches!(presented, Presented::Operator)
+            || (!operator_set && (self.jwt.is_none() || matches!(presented, Presented::Run(_))));
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         if path == "/runs" && method == http::Method::POST {
             if !may_mint {
-                return unauthorized(
-                    "starting a run takes the operator's token (`Authorization: Bearer <token>`)",
-                );
+                return unauthorized(if operator_set {
+                    "starting a run takes the operator's token (`Authorization: Bearer <token>`)"
+                } else {
+                    "starting a run takes a JWT from this gateway's identity provider"
+                });
             }
             let body = tokio::time::timeout(
                 self.options.body_timeout,
@@ -387,8 +412,9 @@ impl<S: SessionStore + 'static> Guarded<S> {
                     format!("`{id}` is not a run id (64 lowercase hex digits)"),
                 );
             }
-            let own = matches!(&presented, Presented::Run(RunKey(key)) if *key == run_key(id));
-            if operator_set && !own && !matches!(presented, Presented::Operator) {
+            let own = matches!(&presented, Presented::Run(RunKey(key))
+                if *key == run_key(id) || *key == format!("{JWT_PREFIX}{id}"));
+            if self.auth_required() && !own && !matches!(presented, Presented::Operator) {
                 return unauthorized(
                     "revoking a run takes the operator's token or the run's own token",
                 );

@@ -46,10 +46,12 @@
 mod framing;
 mod handler;
 mod http;
+mod jwt;
 mod record;
 mod runs;
 mod upstream;
 
+pub use jwt::{Jwks, JwtOptions};
 pub use upstream::Upstream;
 
 use handler::{Downstream, Shared};
@@ -156,6 +158,10 @@ pub struct HttpOptions {
     /// may ask for less). A run also ends when it is revoked, or idle for the store's
     /// TTL.
     pub run_ttl: Duration,
+    /// When set, a bearer JWT from this identity provider is a run credential too: the
+    /// run is named by one of its claims. Like the bearer token, it makes
+    /// authentication required.
+    pub jwt: Option<JwtOptions>,
 }
 
 impl Default for HttpOptions {
@@ -170,6 +176,7 @@ impl Default for HttpOptions {
             body_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(86_400),
             run_ttl: Duration::from_secs(86_400),
+            jwt: None,
         }
     }
 }
@@ -402,10 +409,15 @@ impl<S: SessionStore + 'static> Gateway<S> {
             Arc::clone(&manager),
             config,
         );
+        let jwt = match &options.jwt {
+            Some(jwt) => Some(jwt::JwtVerifier::load(jwt.clone()).await?),
+            None => None,
+        };
         let guarded = Arc::new(http::Guarded {
             shared: Arc::clone(&self.shared),
             manager,
             options: options.clone(),
+            jwt,
         });
         let app = axum::Router::new().nest_service("/mcp", service).layer(
             axum::middleware::from_fn_with_state(guarded, http::guard::<S>),

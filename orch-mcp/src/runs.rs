@@ -10,6 +10,7 @@
 //! flight cannot bring the run back.
 
 use crate::handler::{store_error, Shared};
+use crate::jwt::JWT_PREFIX;
 use crate::record::{ms_after, now_ms, Record};
 use orch_store::SessionStore;
 use rmcp::ErrorData as McpError;
@@ -53,7 +54,8 @@ pub(crate) fn is_run_id(id: &str) -> bool {
     id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` in lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -122,11 +124,15 @@ impl<S: SessionStore + 'static> Shared<S> {
         Ok(Some(RunKey(key)))
     }
 
-    /// Ends run `id` (deletes its record). Whether there was one.
+    /// Ends run `id` (deletes its record): a minted run, or the state of a run named by
+    /// a JWT claim (which the next token with that claim starts afresh). Whether there
+    /// was one.
     pub(crate) async fn revoke_run(&self, id: &str) -> Result<bool, McpError> {
-        let key = run_key(id);
-        let existed = self.store.load(&key).await.map_err(store_error)?.is_some();
-        self.store.remove(&key).await.map_err(store_error)?;
+        let mut existed = false;
+        for key in [run_key(id), format!("{JWT_PREFIX}{id}")] {
+            existed |= self.store.load(&key).await.map_err(store_error)?.is_some();
+            self.store.remove(&key).await.map_err(store_error)?;
+        }
         Ok(existed)
     }
 }
