@@ -220,6 +220,11 @@ fn runs_headers_and_errors_over_raw_http() {
     assert_eq!(listed["resultType"], "complete");
     assert_eq!(listed["ttlMs"], 0);
     assert_eq!(listed["cacheScope"], "private");
+    let server_info = "io.modelcontextprotocol/serverInfo";
+    assert_eq!(
+        listed["_meta"][server_info]["name"], "shop-tools",
+        "{listed}"
+    );
     let names: Vec<&str> = listed["tools"]
         .as_array()
         .expect("tools")
@@ -296,10 +301,22 @@ fn runs_headers_and_errors_over_raw_http() {
         refused["structuredContent"]["refusal"]["reason"],
         "not_allowed"
     );
+    assert_eq!(
+        refused["_meta"][server_info]["name"], "shop-tools",
+        "{refused}"
+    );
     let r = modern_request(addr, Some(&token), 9, "tools/call", call.clone(), &[]);
     let paid = &result(&r, 9)["result"];
     assert_eq!(paid["isError"], false, "{paid}");
     assert_eq!(paid["resultType"], "complete", "{paid}");
+    assert_eq!(paid["_meta"][server_info]["name"], "shop-tools", "{paid}");
+    let r = modern_request(addr, Some(&token), 13, "prompts/list", json!({}), &[]);
+    let prompts = &result(&r, 13)["result"];
+    assert_eq!(prompts["resultType"], "complete", "{prompts}");
+    assert_eq!(
+        prompts["_meta"][server_info]["name"], "shop-tools",
+        "{prompts}"
+    );
 
     // Revoked by its own token: the token names nothing any more.
     let revoke = |presented: &str| {

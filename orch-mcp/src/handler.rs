@@ -27,7 +27,7 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, GetPromptRequest,
     GetPromptRequestParams, GetPromptResponse, InitializeResult, ListPromptsRequest,
     ListPromptsResult, ListResourceTemplatesRequest, ListResourceTemplatesResult,
-    ListResourcesRequest, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ListResourcesRequest, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
     ResultType, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
     SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequest, UnsubscribeRequestParams,
@@ -473,6 +473,22 @@ impl<S: SessionStore + 'static> Shared<S> {
     }
 }
 
+/// Where 2026-07-28 results name their server.
+const SERVER_INFO_META_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The `_meta` of a result the gateway relays, if its kind has one.
+fn meta_of(result: &mut ServerResult) -> Option<&mut Option<MetaObject>> {
+    Some(match result {
+        ServerResult::CompleteResult(r) => &mut r.meta,
+        ServerResult::GetPromptResult(r) => &mut r.meta,
+        ServerResult::ListPromptsResult(r) => &mut r.meta,
+        ServerResult::ListResourcesResult(r) => &mut r.meta,
+        ServerResult::ListResourceTemplatesResult(r) => &mut r.meta,
+        ServerResult::ReadResourceResult(r) => &mut r.meta,
+        _ => return None,
+    })
+}
+
 /// An upstream result as a result of the 2026-07-28 revision: an upstream on a
 /// handshake revision sends no `resultType`, which means `complete` there. (The MCP SDK
 /// drops the field again for clients on a handshake revision.)
@@ -656,7 +672,21 @@ impl<S: SessionStore + 'static> Downstream<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
         let _permit = self.shared.permit()?;
-        self.shared.forward(request, method, &context.ct).await
+        let mut result = self.shared.forward(request, method, &context.ct).await?;
+        if is_modern(context) {
+            if let Some(meta) = meta_of(&mut result) {
+                self.stamp(meta);
+            }
+        }
+        Ok(result)
+    }
+
+    /// Names the gateway in a result's `_meta`, as 2026-07-28 asks of servers.
+    fn stamp(&self, meta: &mut Option<MetaObject>) {
+        if let Ok(info) = serde_json::to_value(&self.shared.info.server_info) {
+            meta.get_or_insert_default()
+                .insert(SERVER_INFO_META_KEY.to_owned(), info);
+        }
     }
 
     fn policy(&self) -> (Arc<Vec<Tool>>, Policy) {
@@ -845,6 +875,9 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         // it, and it is stale at once (`subscriptions/listen` says when it changed).
         result.ttl_ms = Some(0);
         result.cache_scope = Some(CacheScope::Private);
+        if is_modern(&context) {
+            self.stamp(&mut result.meta);
+        }
         Ok(result)
     }
 
@@ -854,9 +887,12 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let _counted = InFlight::new(&self.shared.in_flight);
-        self.call(request, context)
-            .await
-            .map(CallToolResponse::from)
+        let modern = is_modern(&context);
+        let mut result = self.call(request, context).await?;
+        if modern {
+            self.stamp(&mut result.meta);
+        }
+        Ok(CallToolResponse::from(result))
     }
 
     async fn list_prompts(
