@@ -319,17 +319,7 @@ fn runs_headers_and_errors_over_raw_http() {
     );
 
     // Revoked by its own token: the token names nothing any more.
-    let revoke = |presented: &str| {
-        let auth = format!("Bearer {presented}");
-        http::request_to(
-            addr,
-            "DELETE",
-            &format!("/runs/{run}"),
-            &[("Authorization", auth.as_str())],
-            b"",
-        )
-        .expect("an answer")
-    };
+    let revoke = |presented: &str| http::end_run(addr, &run, presented);
     assert_eq!(
         revoke(&run_token(addr, Some(OPERATOR))).status,
         401,
@@ -375,12 +365,7 @@ fn a_run_is_shared_and_admitted_atomically_across_instances() {
         &[("ORCH_MCP_TOKEN", OPERATOR)],
     );
     // Started on A, used through both.
-    let started = start_run(&a.addr, Some(OPERATOR), "");
-    let started: Value = serde_json::from_slice(&started.body).expect("JSON");
-    let (token, run) = (
-        started["token"].as_str().expect("token").to_owned(),
-        started["run"].as_str().expect("run").to_owned(),
-    );
+    let (token, run) = http::new_run(&a.addr, Some(OPERATOR));
     let pay = json!({"name": "pay", "arguments": {"run": "shared"}});
     let answers: Vec<Value> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..8)
@@ -412,24 +397,13 @@ fn a_run_is_shared_and_admitted_atomically_across_instances() {
     // Either instance sees where the run is.
     for gw in [&a, &b] {
         let r = modern_request(&gw.addr, Some(&token), 200, "tools/list", json!({}), &[]);
-        let names: Vec<String> = result(&r, 200)["result"]["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .filter_map(|t| t["name"].as_str().map(str::to_owned))
-            .collect();
-        assert_eq!(names, ["receipt", "browse", "slow", "change_tools"]);
+        assert_eq!(
+            tool_names(&r, 200),
+            ["receipt", "browse", "slow", "change_tools"]
+        );
     }
     // Revoked through B: A refuses the token at once.
-    let auth = format!("Bearer {OPERATOR}");
-    let deleted = http::request_to(
-        &b.addr,
-        "DELETE",
-        &format!("/runs/{run}"),
-        &[("Authorization", auth.as_str())],
-        b"",
-    )
-    .expect("an answer");
+    let deleted = http::end_run(&b.addr, &run, OPERATOR);
     assert_eq!(deleted.status, 204, "{}", deleted.text());
     let r = modern_request(&a.addr, Some(&token), 201, "tools/list", json!({}), &[]);
     assert_eq!(r.status, 401, "{}", r.text());
@@ -446,10 +420,8 @@ fn a_listener_hears_of_changes_made_through_another_instance() {
     let env = [("ORCH_MCP_TOKEN", OPERATOR)];
     let a = shop_gateway(&python, &dir.join("a.log"), &extra, &env);
     let b = shop_gateway(&python, &dir.join("b.log"), &extra, &env);
-    let started = start_run(&a.addr, Some(OPERATOR), "");
-    let started: Value = serde_json::from_slice(&started.body).expect("JSON");
-    let token = started["token"].as_str().expect("token");
-    let run = started["run"].as_str().expect("run");
+    let (token, run) = http::new_run(&a.addr, Some(OPERATOR));
+    let token = token.as_str();
 
     // A client of the run listens on A ...
     let mut listener = Command::new(&python)
@@ -475,16 +447,7 @@ fn a_listener_hears_of_changes_made_through_another_instance() {
     let browse = json!({"name": "browse", "arguments": {"run": "listen"}});
     let r = modern_request(&b.addr, Some(token), 2, "tools/call", browse, &[]);
     assert_eq!(result(&r, 2)["result"]["isError"], false, "{}", r.text());
-    let auth = format!("Bearer {OPERATOR}");
-    let deleted = http::request_to(
-        &b.addr,
-        "DELETE",
-        &format!("/runs/{run}"),
-        &[("Authorization", auth.as_str())],
-        b"",
-    )
-    .expect("an answer");
-    assert_eq!(deleted.status, 204);
+    assert_eq!(http::end_run(&b.addr, &run, OPERATOR).status, 204);
     let last = lines.next().and_then(Result::ok).unwrap_or_default();
     let last: Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last}"));
     assert_eq!(last, json!({"events": ["ToolsListChanged"], "ended": true}));

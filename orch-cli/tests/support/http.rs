@@ -360,10 +360,34 @@ pub fn start_run(addr: &str, operator: Option<&str>, body: &str) -> Reply {
     request_to(addr, "POST", "/runs", &headers, body.as_bytes()).expect("the gateway answers")
 }
 
-/// A new run's token (`POST /runs` must succeed).
-pub fn run_token(addr: &str, operator: Option<&str>) -> String {
+/// A new run: its token and id (`POST /runs` must succeed).
+pub fn new_run(addr: &str, operator: Option<&str>) -> (String, String) {
     let reply = start_run(addr, operator, "");
     assert_eq!(reply.status, 201, "{}", reply.text());
     let body: Value = serde_json::from_slice(&reply.body).expect("JSON");
-    body["token"].as_str().expect("a token").to_owned()
+    let field = |name: &str| {
+        body[name]
+            .as_str()
+            .expect("a token and a run id")
+            .to_owned()
+    };
+    (field("token"), field("run"))
+}
+
+/// A new run's token.
+pub fn run_token(addr: &str, operator: Option<&str>) -> String {
+    new_run(addr, operator).0
+}
+
+/// `DELETE /runs/<run>` with `bearer`.
+pub fn end_run(addr: &str, run: &str, bearer: &str) -> Reply {
+    let auth = format!("Bearer {bearer}");
+    request_to(
+        addr,
+        "DELETE",
+        &format!("/runs/{run}"),
+        &[("Authorization", auth.as_str())],
+        b"",
+    )
+    .expect("the gateway answers")
 }
