@@ -183,3 +183,37 @@ fn reasons_name_the_earlier_step_that_wins() {
     );
     assert!(by("Broad").reason.is_none());
 }
+
+#[test]
+fn foreign_tools_are_decided_exactly() {
+    // `Start` admits foreign names matching `z*` unless they end in `foreign` or in
+    // U+0001: the two names the explorer used to try (`zforeign`, `z\u{1}`) are both
+    // denied, yet `z` itself is admitted. Recording any foreign tool pushes `probe` out of
+    // the one-entry window, which is the only way into `Later`.
+    let src = r#"{"name": "foreign-reach", "tools": ["probe"],
+      "orchestration": {"steps": [
+        {"name": "Start", "isDefault": true,
+         "availableTools": {"allowed": ["probe", "z*"], "denied": ["*foreign", "*\u0001"]}},
+        {"name": "Later",
+         "conditions": [{"type": "tool_used", "value": "probe"},
+                        {"type": "not_recently_used", "value": "probe", "window": 1}],
+         "availableTools": {"allowed": ["probe"]}}]}}"#;
+    let m = machine(src);
+    let found = explore(&m, &Options::default()).unwrap();
+    assert!(found.complete);
+    let later = by_name(&found, "Later");
+    let witness = later.reachable.as_ref().expect("`Later` is reachable");
+    assert_eq!(
+        witness,
+        &[Event::Tool("probe".into()), Event::Tool("z".into())],
+        "a shortest witness, through an admitted foreign name"
+    );
+    check_witnesses(&m, &found, false);
+    // And the lint that rests on the explorer stays silent.
+    let compiled = orch_codegen::compile_json(src, None);
+    assert!(
+        !compiled.diagnostics.iter().any(|d| d.code.as_str() == "W007"),
+        "{:?}",
+        compiled.diagnostics
+    );
+}

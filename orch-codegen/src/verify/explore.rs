@@ -13,8 +13,9 @@
 //!
 //! Breadth first, so every witness is a shortest list of events.
 
+use super::foreign;
 use super::messages::{Combinations, MessageConditions, MessageError};
-use orch_runtime::__private::Condition;
+use orch_runtime::__private::{glob_match, Condition};
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
 use std::collections::HashMap;
 
@@ -89,11 +90,71 @@ pub struct Exploration {
     pub complete: bool,
 }
 
-/// A foreign tool name that `pattern` admits (each `*` filled with `fill`), if it names
-/// no tool of the template.
-fn foreign_name(pattern: &str, fill: &str, tools: &[String]) -> Option<String> {
-    let name = pattern.replace('*', fill);
-    (!tools.contains(&name)).then_some(name)
+/// How much work the foreign-name questions of one exploration may take together
+/// ([`foreign::Budget`] units); past it the exploration is incomplete.
+const FOREIGN_WORK: u64 = 20_000_000;
+
+/// The foreign tool names the exploration records: one for states without an active
+/// step (where every name is admitted) and per step one it admits, if any.
+struct ForeignNames {
+    anywhere: Option<String>,
+    per_step: Vec<Option<String>>,
+    /// Was every step's question decided within the budget?
+    complete: bool,
+}
+
+/// Decides, per step, whether it admits some foreign name, exactly ([`foreign`]);
+/// readable names (`foreign_tool`, a pattern with `foreign` for its `*`) are preferred
+/// when admitted.
+fn foreign_names(machine: &DynMachine) -> ForeignNames {
+    let t = machine.tables();
+    let declared: Vec<&str> = machine.tools().iter().map(String::as_str).collect();
+    let mut budget = foreign::Budget(FOREIGN_WORK);
+    let mut complete = true;
+    let mut decide = |allow: &[&str], allow_all: bool, deny: &[&str]| {
+        let readable = std::iter::once("foreign_tool".to_owned())
+            .chain(allow.iter().map(|p| p.replace('*', "foreign")));
+        for name in readable {
+            let ok = !declared.contains(&name.as_str())
+                && (allow_all || allow.iter().any(|p| glob_match(p, &name)))
+                && !deny.iter().any(|p| glob_match(p, &name));
+            if ok {
+                return Some(name);
+            }
+        }
+        match foreign::witness(allow, allow_all, deny, &declared, &mut budget) {
+            Ok(found) => found,
+            Err(foreign::Undecided) => {
+                complete = false;
+                None
+            }
+        }
+    };
+    let anywhere = decide(&[], true, &[]);
+    let patterns = |span: orch_runtime::__private::Span| -> Vec<&str> {
+        t.patterns
+            .get(span.range())
+            .unwrap_or(&[])
+            .iter()
+            .map(String::as_str)
+            .collect()
+    };
+    let per_step = t
+        .steps
+        .iter()
+        .map(|s| {
+            decide(
+                &patterns(s.allow_patterns),
+                s.allow_all,
+                &patterns(s.deny_patterns),
+            )
+        })
+        .collect();
+    ForeignNames {
+        anywhere,
+        per_step,
+        complete,
+    }
 }
 
 /// Explores `machine` from a fresh session.
@@ -105,22 +166,9 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     }
     .combinations(options.max_states)?;
     let tools: Vec<String> = machine.tools().to_vec();
-    // Foreign tools: all foreign names act alike on the state; which ones a step admits
-    // is what differs. Candidates: for every pattern, its `*` filled with a word (for
-    // readable witnesses) and with a control character (which no realistic `denied`
-    // pattern matches unless it denies every fill), and two names for steps that allow
-    // every tool.
-    let mut foreign: Vec<String> = vec!["foreign_tool".to_owned(), "\u{1}".to_owned()];
-    for p in &t.patterns {
-        for fill in ["foreign", "\u{1}"] {
-            if let Some(name) = foreign_name(p, fill, &tools) {
-                if !foreign.contains(&name) {
-                    foreign.push(name);
-                }
-            }
-        }
-    }
-    foreign.retain(|f| !tools.contains(f));
+    // Foreign tools: all foreign names act alike on the state once recorded; which
+    // steps admit one is what differs, decided exactly per step.
+    let foreign = foreign_names(machine);
 
     let mut first = machine.session();
     let mut prefix: Witness = Vec::new();
@@ -172,7 +220,7 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     let mut all_at: Vec<Option<usize>> = vec![None; n_conditions.len()];
     let mut blocked = None;
     let mut no_tools = None;
-    let mut complete = combos.complete;
+    let mut complete = combos.complete && foreign.complete;
     // Names to indices once (looked up for every state and every transition).
     let index_of: HashMap<&str, usize> = step_names
         .iter()
@@ -214,7 +262,12 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
         // Every event the host model allows here.
         // Each with the message combination it stands for, for messages.
         let mut events: Vec<(Event, Option<&[u64]>)> = Vec::new();
-        for name in tools.iter().chain(&foreign) {
+        let here = step_index(nodes[at].0.step()).and_then(|i| foreign.per_step[i].as_ref());
+        let foreign_here = foreign
+            .anywhere
+            .iter()
+            .chain(here.filter(|&w| Some(w) != foreign.anywhere.as_ref()));
+        for name in tools.iter().chain(foreign_here) {
             if options.permissive || nodes[at].0.check(name).is_ok() {
                 events.push((Event::Tool(name.clone()), None));
             }

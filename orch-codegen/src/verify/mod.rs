@@ -4,7 +4,9 @@
 //! - [`explore`]: every state a session can reach (the runtime's engine, states told
 //!   apart by its behaviour key), with shortest witnesses;
 //! - [`messages`]: which combinations of message conditions a single user message can
-//!   satisfy, with a shortest witness message each.
+//!   satisfy, with a shortest witness message each;
+//! - [`foreign`]: whether a step admits some foreign tool name, and a shortest one.
 
 pub mod explore;
+pub mod foreign;
 pub mod messages;
