@@ -212,7 +212,10 @@ fn foreign_tools_are_decided_exactly() {
     // And the lint that rests on the explorer stays silent.
     let compiled = orch_codegen::compile_json(src, None);
     assert!(
-        !compiled.diagnostics.iter().any(|d| d.code.as_str() == "W007"),
+        !compiled
+            .diagnostics
+            .iter()
+            .any(|d| d.code.as_str() == "W007"),
         "{:?}",
         compiled.diagnostics
     );

@@ -89,9 +89,9 @@ impl Product {
     /// Can no continuation be admitted (no allow glob is alive)?
     fn dead(&self, positions: &Positions) -> bool {
         !self.allow_all
-            && !positions
+            && positions
                 .first()
-                .is_some_and(|&(g, _)| (g as usize) < self.n_allow)
+                .is_none_or(|&(g, _)| (g as usize) >= self.n_allow)
     }
 }
 
@@ -254,7 +254,7 @@ mod tests {
         };
         let all = names(7);
         for _ in 0..3_000 {
-            let mut pattern = |n: &mut dyn FnMut() -> u64| {
+            let pattern = |n: &mut dyn FnMut() -> u64| {
                 let len = 1 + (n() % 3) as usize;
                 (0..len)
                     .map(|_| ['a', 'b', '*'][(n() % 3) as usize])
