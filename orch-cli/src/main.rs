@@ -96,6 +96,14 @@ enum Command {
         /// as unknown, never as unreachable).
         #[arg(long, value_name = "N", default_value_t = 20_000)]
         max_states: usize,
+        /// Stop after this much work (units counted, not time: the same template always
+        /// gets the same answer); undecided steps are then reported as unknown.
+        #[arg(
+            long,
+            value_name = "UNITS",
+            default_value_t = orch_codegen::verify::explore::DEFAULT_WORK
+        )]
+        max_work: u64,
     },
     /// Print the JSON Schema (draft 2020-12) of template.json, for editors and CI
     /// validators: `"$schema"` in a template, or a schema mapping in the editor.
@@ -215,7 +223,8 @@ fn main() -> ExitCode {
             permissive,
             available,
             max_states,
-        } => verify_cmd(&files, format, permissive, available, max_states),
+            max_work,
+        } => verify_cmd(&files, format, permissive, available, max_states, max_work),
     };
     ExitCode::from(code)
 }
@@ -393,6 +402,7 @@ fn verify_cmd(
     permissive: bool,
     available: Option<Vec<String>>,
     max_states: usize,
+    max_work: u64,
 ) -> u8 {
     let mut worst = OK;
     for path in files {
@@ -401,7 +411,13 @@ fn verify_cmd(
                 eprintln!("error: {path}: the template could not be loaded");
                 return FOUND_ERRORS;
             };
-            let found = match verify::run(&machine, permissive, available.clone(), max_states) {
+            let found = match verify::run(
+                &machine,
+                permissive,
+                available.clone(),
+                max_states,
+                max_work,
+            ) {
                 Ok(f) => f,
                 Err(e) => {
                     eprintln!("error: {path}: {e}");

@@ -211,6 +211,7 @@ pub fn run(
     permissive: bool,
     available: Option<Vec<String>>,
     max_states: usize,
+    max_work: u64,
 ) -> Result<Exploration, String> {
     explore(
         machine,
@@ -218,6 +219,7 @@ pub fn run(
             permissive,
             available,
             max_states,
+            max_work,
         },
     )
     .map_err(|e| format!("{e:?}"))

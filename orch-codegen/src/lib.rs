@@ -53,7 +53,7 @@ pub mod verify;
 /// macro.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::check::{check, placeholder};
+    pub use crate::check::{check, placeholder, Checked};
 
     pub use crate::expand::orchestration;
     pub use crate::json::parse;
@@ -78,6 +78,9 @@ pub struct Compiled {
     pub ir: Option<Ir>,
     /// Every diagnostic, in source order.
     pub diagnostics: Vec<Diagnostic>,
+    /// The machine the checks built (each regex compiled once), handed out by
+    /// [`Compiled::to_machine`].
+    machine: Option<DynMachine>,
 }
 
 impl Compiled {
@@ -89,8 +92,11 @@ impl Compiled {
     /// A machine to run at run time (the same tables the generated code holds).
     pub fn to_machine(&self) -> Option<DynMachine> {
         let ir = self.ir.as_ref()?;
-        // Every regex was compiled by the checks already, so this cannot fail.
-        DynMachine::new(ir.to_tables()).ok()
+        match &self.machine {
+            Some(machine) => Some(machine.clone()),
+            // Every regex was compiled by the checks already, so this cannot fail.
+            None => DynMachine::new(ir.to_tables()).ok(),
+        }
     }
 }
 
@@ -109,16 +115,27 @@ pub fn compile_json_keeping_model(
 ) -> (Option<model::Template>, Compiled) {
     let (template, mut diagnostics) = json::parse(source, fallback_name);
     let parse_failed = diagnostics.iter().any(Diagnostic::is_error);
-    let ir = match &template {
+    let (ir, machine) = match &template {
         Some(t) => {
-            let (ir, more) = check::check(t);
-            diagnostics.extend(more);
+            let checked = check::check(t);
+            diagnostics.extend(checked.diagnostics);
             diagnostics.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
-            ir.filter(|_| !parse_failed)
+            if parse_failed {
+                (None, None)
+            } else {
+                (checked.ir, checked.machine)
+            }
         }
-        None => None,
+        None => (None, None),
     };
-    (template, Compiled { ir, diagnostics })
+    (
+        template,
+        Compiled {
+            ir,
+            diagnostics,
+            machine,
+        },
+    )
 }
 
 /// The name a template file gets when it has no `agentId`/`name`: its file stem, or its

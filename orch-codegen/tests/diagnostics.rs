@@ -287,7 +287,8 @@ fn e020_unknown_lint() {
         "unreachable_stp".into(),
         orch_codegen::__private::model::Span::bytes(0, 1),
     ));
-    let (ir, d) = orch_codegen::__private::check(&t);
+    let checked = orch_codegen::__private::check(&t);
+    let (ir, d) = (checked.ir, checked.diagnostics);
     assert!(ir.is_none());
     assert_eq!(d[0].code, Code::UnknownLint);
     assert_eq!(
@@ -432,13 +433,14 @@ fn warnings_can_be_allowed() {
     )
     .0
     .unwrap();
-    let (_, d) = orch_codegen::__private::check(&t);
+    let d = orch_codegen::__private::check(&t).diagnostics;
     assert_eq!(d.len(), 1);
     t.allow.push(orch_codegen::__private::model::Spanned::new(
         "W001".into(),
         Default::default(),
     ));
-    let (ir, d) = orch_codegen::__private::check(&t);
+    let checked = orch_codegen::__private::check(&t);
+    let (ir, d) = (checked.ir, checked.diagnostics);
     assert!(d.is_empty() && ir.is_some());
 }
 

@@ -220,3 +220,74 @@ fn foreign_tools_are_decided_exactly() {
         compiled.diagnostics
     );
 }
+
+/// Thirty-two message regexes of the costly kind: twenty Unicode word characters, a
+/// letter, a digit and one of ten script classes.
+fn costly_template() -> String {
+    let scripts = [
+        "Greek",
+        "Cyrillic",
+        "Arabic",
+        "Hebrew",
+        "Han",
+        "Hiragana",
+        "Katakana",
+        "Thai",
+        "Devanagari",
+        "Hangul",
+    ];
+    let mut steps = vec![
+        r#"{"name": "Idle", "isDefault": true, "availableTools": {"allowed": ["a"]}}"#.to_owned(),
+    ];
+    for i in 0..32 {
+        // JSON-escaped: `\\w{20}` is `\w{20}` in the pattern.
+        let regex = format!(
+            "\\\\w{{20}}{}{}\\\\p{{{}}}",
+            char::from(b'a' + (i % 26) as u8),
+            i % 10,
+            scripts[i % 10]
+        );
+        steps.push(format!(
+            r#"{{"name": "S{i}", "conditions": [{{"type": "message_regex", "value": "{regex}"}}],
+               "availableTools": {{"allowed": ["a"]}}}}"#
+        ));
+    }
+    format!(
+        r#"{{"name": "costly", "tools": ["a"], "orchestration": {{"steps": [{}]}}}}"#,
+        steps.join(",")
+    )
+}
+
+#[test]
+fn work_not_states_bounds_the_exploration() {
+    use orch_codegen::verify::explore::DEFAULT_WORK;
+    let src = costly_template();
+    let m = machine(&src);
+    // However many states it may visit, the exploration stops at its work budget, and
+    // says it is incomplete (so nothing is called unreachable).
+    for max_states in [1_000, usize::MAX] {
+        let options = Options {
+            max_states,
+            ..Options::default()
+        };
+        let found = explore(&m, &options).unwrap();
+        assert!(!found.complete, "max_states {max_states}");
+        assert!(found.work <= DEFAULT_WORK + 1_000_000, "{}", found.work);
+        assert!(found.steps.iter().all(|s| s.reason.is_none()));
+    }
+    // A smaller budget is honoured too; counted, not timed: the same answer every time.
+    let small = Options {
+        max_work: 100_000,
+        ..Options::default()
+    };
+    let a = explore(&m, &small).unwrap();
+    let b = explore(&m, &small).unwrap();
+    assert!(!a.complete && a.work <= 200_000, "{}", a.work);
+    assert_eq!((a.work, a.states), (b.work, b.states));
+    // And the lints stay silent.
+    let compiled = orch_codegen::compile_json(&src, None);
+    assert!(!compiled
+        .diagnostics
+        .iter()
+        .any(|d| matches!(d.code.as_str(), "W007" | "W008")));
+}

@@ -12,7 +12,7 @@ fn analyse(contains: &[&str], regexes: &[&str]) -> Combinations {
         contains: &contains,
         regexes: &regexes,
     }
-    .combinations(200_000)
+    .combinations(200_000, &mut { u64::MAX })
     .expect("patterns compile")
 }
 

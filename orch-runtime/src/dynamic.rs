@@ -97,6 +97,26 @@ impl DynMachine {
     #[doc(hidden)]
     pub fn new(tables: OwnedTables) -> Result<Self, RegexError> {
         let matchers = Matchers::new(&tables.contains, &tables.regexes);
+        Self::with_matchers(tables, matchers)
+    }
+
+    /// [`DynMachine::new`] with the `message_regex` patterns already compiled, one per
+    /// pattern of `tables.regexes` in order (code-generation plumbing: the compiler
+    /// compiles each pattern once, to validate it, and hands it on).
+    #[doc(hidden)]
+    pub fn with_regexes(
+        tables: OwnedTables,
+        regexes: Vec<MessageRegex>,
+    ) -> Result<Self, RegexError> {
+        if regexes.len() != tables.regexes.len() {
+            return Self::new(tables);
+        }
+        let compiled = regexes.into_iter().map(Some).collect();
+        let matchers = Matchers::with_compiled(&tables.contains, &tables.regexes, compiled);
+        Self::with_matchers(tables, matchers)
+    }
+
+    fn with_matchers(tables: OwnedTables, matchers: Matchers) -> Result<Self, RegexError> {
         // Each pattern is compiled once; a slot that failed is compiled again only to
         // say why.
         if let Some(i) = matchers.regexes.iter().position(Option::is_none) {

@@ -171,6 +171,17 @@ impl Matchers {
             .iter()
             .map(|s| MessageRegex::new(s.as_ref()).ok())
             .collect();
+        Self::with_compiled(contains, regexes, compiled)
+    }
+
+    /// [`Matchers::new`] with the patterns already compiled (`compiled[j]` from
+    /// `regexes[j]`; `None`: did not compile), so that a compiler that validated them
+    /// does not compile them again.
+    pub fn with_compiled<S: AsRef<str>>(
+        contains: &[S],
+        regexes: &[S],
+        compiled: Box<[Option<MessageRegex>]>,
+    ) -> Self {
         let mut needles: Vec<String> = contains.iter().map(|s| s.as_ref().to_owned()).collect();
         let mut literals = Vec::new();
         let mut always = Vec::new();

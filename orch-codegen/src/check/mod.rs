@@ -20,6 +20,8 @@ use crate::limits::{
     MAX_TOOLS,
 };
 use crate::model::{Span, Spanned, Step, Template};
+use orch_runtime::__private::MessageRegex;
+use orch_runtime::dynamic::DynMachine;
 use std::collections::HashMap;
 
 pub use lower::placeholder;
@@ -27,9 +29,9 @@ pub use lower::placeholder;
 /// The `resetSequenceOn` triggers semantics §7 defines.
 pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
 
-/// Checks a template. Returns the IR when there is no error, and every diagnostic
-/// (errors and the warnings that were not allowed), in source order.
-pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
+/// Checks a template: every diagnostic (errors and the warnings that were not allowed),
+/// in source order, and, when there is no error, the IR and its machine.
+pub fn check(t: &Template) -> Checked {
     let mut c = Checker::new(t);
     c.check_allow_list();
     c.check_max_rounds();
@@ -66,8 +68,34 @@ pub fn check(t: &Template) -> (Option<Ir>, Vec<Diagnostic>) {
         description: t.description.clone(),
     });
     let tables = c.check_table_size(&ir);
-    c.verified_lints(&ir, tables, &steps);
-    c.finish(ir)
+    // The machine, its regexes compiled once (by the checks above): the lints explore
+    // it, and `Compiled::to_machine` hands it out.
+    let machine = if c.diags.iter().any(Diagnostic::is_error) {
+        None
+    } else {
+        let regexes = std::mem::take(&mut c.compiled_regexes);
+        DynMachine::with_regexes(tables, regexes).ok()
+    };
+    if let Some(machine) = &machine {
+        c.verified_lints(&ir, machine, &steps);
+    }
+    let (ir, diagnostics) = c.finish(ir);
+    Checked {
+        machine: machine.filter(|_| ir.is_some()),
+        ir,
+        diagnostics,
+    }
+}
+
+/// What [`check`] gives back.
+pub struct Checked {
+    /// The IR, when there was no error.
+    pub ir: Option<Ir>,
+    /// Every diagnostic, sorted.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The run-time machine of the IR (its tables and compiled matchers), when there was
+    /// no error.
+    pub machine: Option<DynMachine>,
 }
 
 /// The verifier-backed lints run on templates up to these sizes (and stop, saying
@@ -79,18 +107,17 @@ const VERIFY_MAX_TOOLS: usize = 256;
 const VERIFY_MAX_MESSAGE_CONDITIONS: usize = 32;
 /// See [`VERIFY_MAX_STEPS`].
 const VERIFY_STATES: usize = 5_000;
+/// See [`VERIFY_MAX_STEPS`]: the lints' share of work (a quarter of `orch verify`'s
+/// default), so that a template whose message conditions are costly to analyse costs
+/// `orch check`, build.rs and the macro a fraction of a second, and the lints stay silent.
+const VERIFY_WORK: u64 = 5_000_000;
 
 impl Checker<'_> {
     /// W007 and W008: explores every reachable state (the default host model of
     /// `orch verify`) and reports the steps that never become active and the sequences
     /// that never complete, except where W001, W002 or W006 already said so. Only when
     /// the exploration is complete: nothing is claimed from a partial one.
-    fn verified_lints(
-        &mut self,
-        ir: &Ir,
-        tables: orch_runtime::__private::OwnedTables,
-        steps: &[StepInfo<'_>],
-    ) {
+    fn verified_lints(&mut self, ir: &Ir, machine: &DynMachine, steps: &[StepInfo<'_>]) {
         if self.diags.iter().any(Diagnostic::is_error)
             || self.t.steps.iter().any(|s| s.name.is_none())
             || ir.steps.len() > VERIFY_MAX_STEPS
@@ -99,14 +126,12 @@ impl Checker<'_> {
         {
             return;
         }
-        let Ok(machine) = orch_runtime::dynamic::DynMachine::new(tables) else {
-            return;
-        };
         let options = crate::verify::explore::Options {
             max_states: VERIFY_STATES,
+            max_work: VERIFY_WORK,
             ..Default::default()
         };
-        let Ok(found) = crate::verify::explore::explore(&machine, &options) else {
+        let Ok(found) = crate::verify::explore::explore(machine, &options) else {
             return;
         };
         if !found.complete {
@@ -251,6 +276,8 @@ struct Checker<'t> {
     diags: Vec<Diagnostic>,
     contains: Vec<String>,
     regexes: Vec<String>,
+    /// `regexes`, compiled (to validate them; handed on to the machine).
+    compiled_regexes: Vec<MessageRegex>,
     /// Bytes the compiled regexes take, all together.
     regex_memory: usize,
 }
@@ -262,6 +289,7 @@ impl<'t> Checker<'t> {
             diags: Vec::new(),
             contains: Vec::new(),
             regexes: Vec::new(),
+            compiled_regexes: Vec::new(),
             regex_memory: 0,
         }
     }

@@ -343,6 +343,7 @@ impl<'t> Checker<'t> {
             Ok(re) => {
                 self.regex_memory += re.memory_usage();
                 self.regexes.push(v.value.clone());
+                self.compiled_regexes.push(re);
                 return Some(IrCondition::Regex(self.regexes.len() - 1));
             }
             Err(e) => e,

@@ -87,7 +87,11 @@ pub fn expand(input: &FileInput, rt: &TokenStream) -> TokenStream {
         .enumerate()
         .map(|(i, id)| Spanned::new(id.to_string(), ModelSpan::Token(i)))
         .collect();
-    let (ir, more) = crate::check::check(&t);
+    let crate::check::Checked {
+        ir,
+        diagnostics: more,
+        ..
+    } = crate::check::check(&t);
     diags.extend(more);
     let allow_spans: Vec<proc_macro2::Span> = input.allow.iter().map(Ident::span).collect();
     let span_of = |s: ModelSpan| match s {

@@ -54,7 +54,11 @@ fn runtime_prefix(input: TokenStream) -> (TokenStream, TokenStream) {
 }
 
 fn expand_dsl(d: dsl::Dsl, rt: &TokenStream) -> TokenStream {
-    let (ir, diags) = crate::check::check(&d.template);
+    let crate::check::Checked {
+        ir,
+        diagnostics: diags,
+        ..
+    } = crate::check::check(&d.template);
     let span_of = |s: crate::model::Span| match s {
         crate::model::Span::Token(i) => d.spans.get(i).copied().unwrap_or(d.name_span),
         crate::model::Span::Bytes { .. } => d.name_span,

@@ -28,7 +28,18 @@ pub struct Options {
     pub available: Option<Vec<String>>,
     /// Stop after this many distinct states (the result then says it is incomplete).
     pub max_states: usize,
+    /// Stop after this much work (the result then says it is incomplete): units
+    /// counted, not time, so the same template always gets the same answer. The message
+    /// analysis, the foreign-name questions and the exploration draw on it in turn; a
+    /// unit is an automaton state visited or a byte fed to one, a value stored, an event
+    /// tried.
+    pub max_work: u64,
 }
+
+/// The default [`Options::max_work`]: the templates of this repository's fixtures take
+/// at most 0.5 million units (most under 10,000); a pathological one stops here in about
+/// a second of a release build (about 20 million units a second).
+pub const DEFAULT_WORK: u64 = 20_000_000;
 
 impl Default for Options {
     fn default() -> Self {
@@ -36,6 +47,7 @@ impl Default for Options {
             permissive: false,
             available: None,
             max_states: 20_000,
+            max_work: DEFAULT_WORK,
         }
     }
 }
@@ -85,14 +97,12 @@ pub struct Exploration {
     pub no_tools: Option<Witness>,
     /// Distinct states visited.
     pub states: usize,
+    /// Work spent ([`Options::max_work`] units).
+    pub work: u64,
     /// Was everything explored? When `false`, a step or sequence without a witness is
     /// undecided, not unreachable.
     pub complete: bool,
 }
-
-/// How much work the foreign-name questions of one exploration may take together
-/// ([`foreign::Budget`] units); past it the exploration is incomplete.
-const FOREIGN_WORK: u64 = 20_000_000;
 
 /// The foreign tool names the exploration records: one for states without an active
 /// step (where every name is admitted) and per step one it admits, if any.
@@ -106,10 +116,10 @@ struct ForeignNames {
 /// Decides, per step, whether it admits some foreign name, exactly ([`foreign`]);
 /// readable names (`foreign_tool`, a pattern with `foreign` for its `*`) are preferred
 /// when admitted.
-fn foreign_names(machine: &DynMachine) -> ForeignNames {
+fn foreign_names(machine: &DynMachine, work: &mut u64) -> ForeignNames {
     let t = machine.tables();
     let declared: Vec<&str> = machine.tools().iter().map(String::as_str).collect();
-    let mut budget = foreign::Budget(FOREIGN_WORK);
+    let mut budget = foreign::Budget(*work);
     let mut complete = true;
     let mut decide = |allow: &[&str], allow_all: bool, deny: &[&str]| {
         let readable = std::iter::once("foreign_tool".to_owned())
@@ -150,6 +160,7 @@ fn foreign_names(machine: &DynMachine) -> ForeignNames {
             )
         })
         .collect();
+    *work = budget.0;
     ForeignNames {
         anywhere,
         per_step,
@@ -160,15 +171,16 @@ fn foreign_names(machine: &DynMachine) -> ForeignNames {
 /// Explores `machine` from a fresh session.
 pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, MessageError> {
     let t = machine.tables();
+    let mut work = options.max_work;
     let combos: Combinations = MessageConditions {
         contains: &t.contains,
         regexes: &t.regexes,
     }
-    .combinations(options.max_states)?;
+    .combinations(options.max_states, &mut work)?;
     let tools: Vec<String> = machine.tools().to_vec();
     // Foreign tools: all foreign names act alike on the state once recorded; which
     // steps admit one is what differs, decided exactly per step.
-    let foreign = foreign_names(machine);
+    let foreign = foreign_names(machine, &mut work);
 
     let mut first = machine.session();
     let mut prefix: Witness = Vec::new();
@@ -279,6 +291,15 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
                 .map(|c| (Event::Message(c.witness.clone()), Some(c.flags.as_slice()))),
         );
         events.push((Event::Reset, None));
+        // Each event costs a copy of the session and its key.
+        let cost = events.len() as u64 * (key.len() as u64 + 8);
+        match work.checked_sub(cost) {
+            Some(left) => work = left,
+            None => {
+                complete = false;
+                break;
+            }
+        }
         for (event, flags) in events {
             let mut next = nodes[at].0.clone();
             let active = step_index(next.step());
@@ -343,6 +364,7 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
         blocked,
         no_tools,
         states: nodes.len(),
+        work: options.max_work - work,
         complete,
     })
 }

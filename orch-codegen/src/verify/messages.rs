@@ -20,8 +20,10 @@
 //! each one the message may end, which decides the final combination. Breadth first
 //! means the first witness found for a combination is a shortest one.
 //!
-//! The search is exhaustive unless it meets its state limit, in which case the result
-//! says it is incomplete (and nothing may be concluded from a combination's absence).
+//! The search is exhaustive unless it meets its state limit or runs out of work (units
+//! counted, not time: an NFA state visited, a byte fed to one, a search state stored), in
+//! which case the result says it is incomplete (and nothing may be concluded from a
+//! combination's absence).
 
 use regex_automata::nfa::thompson::{State as NfaState, NFA};
 use regex_automata::util::primitives::StateID;
@@ -90,8 +92,13 @@ impl<'a> MessageConditions<'a> {
     }
 
     /// Every combination of these conditions that one message can satisfy, with a
-    /// shortest witness each; at most `max_states` search states are visited.
-    pub fn combinations(&self, max_states: usize) -> Result<Combinations, MessageError> {
+    /// shortest witness each; at most `max_states` search states are visited, and at
+    /// most `work` units spent (what is left stays in `work`).
+    pub fn combinations(
+        &self,
+        max_states: usize,
+        work: &mut u64,
+    ) -> Result<Combinations, MessageError> {
         let nfa = if self.regexes.is_empty() {
             None
         } else {
@@ -127,8 +134,11 @@ impl<'a> MessageConditions<'a> {
             kmp: &kmp,
             n_contains: self.contains.len(),
             words: self.len().div_ceil(64).max(1),
+            work: std::cell::Cell::new(*work),
         };
-        Ok(search.run(&alphabet, max_states))
+        let found = search.run(&alphabet, max_states);
+        *work = search.work.get();
+        Ok(found)
     }
 }
 
@@ -162,9 +172,25 @@ struct Search<'s> {
     kmp: &'s [Vec<u32>],
     n_contains: usize,
     words: usize,
+    /// Work units left.
+    work: std::cell::Cell<u64>,
 }
 
 impl Search<'_> {
+    /// Spends `units` of work; `false` once there are not enough left.
+    fn spend(&self, units: usize) -> bool {
+        match self.work.get().checked_sub(units as u64) {
+            Some(left) => {
+                self.work.set(left);
+                true
+            }
+            None => {
+                self.work.set(0);
+                false
+            }
+        }
+    }
+
     fn run(&mut self, alphabet: &Alphabet, max_states: usize) -> Combinations {
         let start = Node {
             seeds: self
@@ -187,6 +213,10 @@ impl Search<'_> {
         queue.push_back((start, String::new()));
         let mut complete = true;
         while let Some((node, text)) = queue.pop_front() {
+            if self.work.get() == 0 {
+                complete = false;
+                break;
+            }
             // The message may end here.
             let flags = self.at_end(&node);
             if combos.insert(flags.clone()) {
@@ -204,6 +234,12 @@ impl Search<'_> {
                 if seen.len() >= max_states {
                     complete = false;
                     continue;
+                }
+                // Storing a state costs what it holds.
+                if !self.spend(next.seeds.len() + next.kmp.len() + next.matched.len() + text.len())
+                {
+                    complete = false;
+                    break;
                 }
                 seen.insert(next.clone(), ());
                 let mut t = text.clone();
@@ -244,6 +280,7 @@ impl Search<'_> {
     /// The node after character `c`.
     fn step(&self, node: &Node, c: char, folded: &str) -> Node {
         let mut matched = node.matched.clone();
+        self.spend(node.kmp.len() * folded.len().max(1));
         // Needles: feed the folding of `c`.
         let mut kmp = node.kmp.clone();
         for (i, state) in kmp.iter_mut().enumerate() {
@@ -294,6 +331,7 @@ impl Search<'_> {
                     let mut current = self.closure(nfa, &node.seeds, &hay, at, &mut hits);
                     for pos in at..hay.len() {
                         let byte = hay[pos];
+                        self.spend(current.len());
                         let mut next: Vec<StateID> = Vec::new();
                         for &s in &current {
                             if let Some(t) = byte_step(nfa, s, byte) {
@@ -356,6 +394,7 @@ impl Search<'_> {
             if !seen.insert(s) {
                 continue;
             }
+            self.spend(1);
             match nfa.state(s) {
                 NfaState::ByteRange { .. } | NfaState::Sparse(_) | NfaState::Dense(_) => {
                     out.push(s)
