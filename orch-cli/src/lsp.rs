@@ -587,16 +587,43 @@ fn file_path(uri: &str) -> std::path::PathBuf {
     Path::new(&String::from_utf8_lossy(&out).into_owned()).to_path_buf()
 }
 
-/// Line starts of a text, for byte offset ⇄ LSP position.
+/// Line starts of a text, for byte offset ⇄ LSP position, and marks for counting UTF-16
+/// code units without rescanning a line: a position costs at most [`MARK_EVERY`] bytes
+/// of scanning, however long its line (a one-line template of megabytes with thousands
+/// of diagnostics is common enough: minified JSON).
 struct Lines {
     starts: Vec<usize>,
+    /// `(byte offset, UTF-16 code units before it)`, at character boundaries about
+    /// every [`MARK_EVERY`] bytes, from `(0, 0)`.
+    marks: Vec<(usize, usize)>,
 }
+
+/// The distance between two marks of [`Lines`], in bytes.
+const MARK_EVERY: usize = 1024;
 
 impl Lines {
     fn new(text: &str) -> Lines {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Lines { starts }
+        let mut marks = vec![(0, 0)];
+        let mut units = 0;
+        for (i, c) in text.char_indices() {
+            if i >= marks[marks.len() - 1].0 + MARK_EVERY {
+                marks.push((i, units));
+            }
+            units += c.len_utf16();
+        }
+        Lines { starts, marks }
+    }
+
+    /// UTF-16 code units in `text[..offset]` (`offset` a character boundary).
+    fn utf16_before(&self, text: &str, offset: usize) -> usize {
+        let i = self
+            .marks
+            .partition_point(|m| m.0 <= offset)
+            .saturating_sub(1);
+        let (at, units) = self.marks.get(i).copied().unwrap_or((0, 0));
+        units + text.get(at..offset).map_or(0, |s| s.encode_utf16().count())
     }
 
     /// The position of byte `offset` (clamped to the text, rounded down to a
@@ -611,11 +638,10 @@ impl Lines {
             .partition_point(|&s| s <= offset)
             .saturating_sub(1);
         let start = self.starts.get(line).copied().unwrap_or(0).min(offset);
-        let before = &text[start..offset];
         let character = if utf8 {
-            before.len()
+            offset - start
         } else {
-            before.encode_utf16().count()
+            self.utf16_before(text, offset) - self.utf16_before(text, start)
         };
         json!({"line": line, "character": character})
     }
@@ -666,6 +692,43 @@ mod tests {
         assert_eq!(back(1, 13, true), x);
         assert_eq!(back(1, 99, false), text.find("\n}").unwrap());
         assert_eq!(back(9, 0, false), text.len());
+    }
+
+    #[test]
+    fn positions_on_long_lines_agree_with_counting_from_the_line_start() {
+        // Long lines with characters of every UTF-8 and UTF-16 width, marks falling
+        // inside and between them.
+        let piece = "ab\u{e9}\u{4e2d}\u{1d11e}\"k\": 1, ";
+        let text = format!(
+            "{}\n{}\n\n{}",
+            piece.repeat(700),
+            "x".repeat(3000),
+            piece.repeat(90)
+        );
+        let lines = Lines::new(&text);
+        assert!(lines.marks.len() > 10, "{}", lines.marks.len());
+        let naive = |offset: usize| {
+            let line = text[..offset].matches('\n').count();
+            let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+            (
+                line,
+                text[start..offset].encode_utf16().count(),
+                offset - start,
+            )
+        };
+        for (offset, _) in text.char_indices().step_by(7).chain([(text.len(), ' ')]) {
+            let (line, utf16, utf8) = naive(offset);
+            assert_eq!(
+                lines.position(&text, offset, false),
+                json!({"line": line, "character": utf16}),
+                "at {offset}"
+            );
+            assert_eq!(
+                lines.position(&text, offset, true),
+                json!({"line": line, "character": utf8}),
+                "at {offset}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod lints;
 mod lower;
 mod names;
 mod steps;
+mod suggest;
 mod tools;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
@@ -219,11 +220,20 @@ struct Universe<'t> {
     declared: bool,
     /// Tool name → index.
     index: HashMap<&'t str, usize>,
+    /// "Did you mean" over the tools, built at the first unknown name.
+    suggester: std::cell::OnceCell<suggest::Suggester<'t>>,
 }
 
-impl Universe<'_> {
+impl<'t> Universe<'t> {
     fn len(&self) -> usize {
         self.tools.len()
+    }
+
+    /// The declared tool closest to `name`, if close enough to suggest.
+    fn closest(&self, name: &str) -> Option<&'t str> {
+        self.suggester
+            .get_or_init(|| suggest::Suggester::new(self.tools.iter().map(|t| t.value.as_str())))
+            .closest(name)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Rules about tools: the universe (semantics §2), resolving a name against it, and a
 //! step's static set.
 
-use super::{closest, list_names, Checker, Universe};
+use super::{list_names, Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::ToolBits;
 use crate::model::{Spanned, Step};
@@ -42,6 +42,7 @@ impl<'t> Checker<'t> {
                 tools,
                 declared: false,
                 index,
+                suggester: std::cell::OnceCell::new(),
             };
         };
         for n in declared {
@@ -71,6 +72,7 @@ impl<'t> Checker<'t> {
             tools,
             declared: true,
             index,
+            suggester: std::cell::OnceCell::new(),
         }
     }
 
@@ -93,7 +95,7 @@ impl<'t> Checker<'t> {
             )
             .label(format!("not in the declared tools ({what})"))
             .about_tool(&r.value);
-            let d = match closest(&r.value, universe.tools.iter().map(|t| t.value.as_str())) {
+            let d = match universe.closest(&r.value) {
                 Some(s) => d.help(format!("did you mean `{s}`?")),
                 None => d.help("add it to the template's `tools` (or `nodes`)"),
             };
