@@ -168,6 +168,212 @@ fn foreign_names(machine: &DynMachine, work: &mut u64) -> ForeignNames {
     }
 }
 
+/// The states found so far, each with its parent and the event that led to it, and
+/// the transitions between them (other than `reset`, for the trap analysis).
+struct Graph<'m> {
+    nodes: Vec<(DynSession<'m>, usize, Option<Event>)>,
+    seen: HashMap<Vec<u64>, usize>,
+    edges: Vec<Vec<u32>>,
+    /// What every witness starts with (the host's tools, when given).
+    prefix: Witness,
+    /// A buffer for behaviour keys.
+    key: Vec<u64>,
+}
+
+/// What adding a state to a [`Graph`] did.
+enum Added {
+    /// It was known (or new and added).
+    Done,
+    /// It was new, but the graph is at its state limit.
+    Full,
+}
+
+impl<'m> Graph<'m> {
+    fn new(first: DynSession<'m>, prefix: Witness) -> Self {
+        let mut key = Vec::new();
+        first.behaviour_key(&mut key);
+        let mut seen = HashMap::new();
+        seen.insert(key.clone(), 0);
+        Graph {
+            nodes: vec![(first, usize::MAX, None)],
+            seen,
+            edges: Vec::new(),
+            prefix,
+            key,
+        }
+    }
+
+    /// The events from a fresh session to state `at`.
+    fn witness(&self, mut at: usize) -> Witness {
+        let mut events = Vec::new();
+        while at != usize::MAX {
+            let (_, parent, event) = &self.nodes[at];
+            if let Some(e) = event {
+                events.push(e.clone());
+            }
+            at = *parent;
+        }
+        events.reverse();
+        let mut w = self.prefix.clone();
+        w.extend(events);
+        w
+    }
+
+    /// Adds the state `next` that `event` leads to from `at`.
+    fn add(&mut self, at: usize, next: DynSession<'m>, event: Event, max_states: usize) -> Added {
+        next.behaviour_key(&mut self.key);
+        let is_reset = event == Event::Reset;
+        if let Some(&to) = self.seen.get(&self.key) {
+            if !is_reset {
+                edges_push(&mut self.edges, at, to);
+            }
+            return Added::Done;
+        }
+        if self.nodes.len() >= max_states {
+            return Added::Full;
+        }
+        self.seen.insert(self.key.clone(), self.nodes.len());
+        if !is_reset {
+            edges_push(&mut self.edges, at, self.nodes.len());
+        }
+        self.nodes.push((next, at, Some(event)));
+        Added::Done
+    }
+}
+
+/// What the states seen so far show, per step.
+struct Findings {
+    steps: Vec<StepFinding>,
+    /// Per step and condition: did it ever hold in a reachable state?
+    ever: Vec<Vec<bool>>,
+    /// Per step, the first state where all its conditions held at once.
+    all_at: Vec<Option<usize>>,
+    blocked: Option<Witness>,
+    no_tools: Option<Witness>,
+}
+
+impl Findings {
+    fn new(machine: &DynMachine) -> Self {
+        let t = machine.tables();
+        let steps = machine
+            .steps()
+            .iter()
+            .enumerate()
+            .map(|(i, name)| StepFinding {
+                name: name.clone(),
+                reachable: None,
+                has_sequence: t.steps.get(i).is_some_and(|s| s.sequence.len > 0),
+                completes: None,
+                reason: None,
+                traps: false,
+            })
+            .collect();
+        let n_conditions: Vec<usize> = t.steps.iter().map(|s| s.conditions.len as usize).collect();
+        Findings {
+            steps,
+            ever: n_conditions.iter().map(|n| vec![false; *n]).collect(),
+            all_at: vec![None; n_conditions.len()],
+            blocked: None,
+            no_tools: None,
+        }
+    }
+
+    /// Notes what state `at` shows (its step active, blocked, without tools, which
+    /// conditions hold).
+    fn observe(&mut self, graph: &Graph<'_>, at: usize, active: Option<usize>) {
+        let s = &graph.nodes[at].0;
+        if let Some(i) = active {
+            if self.steps[i].reachable.is_none() {
+                self.steps[i].reachable = Some(graph.witness(at));
+            }
+        }
+        if self.blocked.is_none() && s.blocked_on().is_some() {
+            self.blocked = Some(graph.witness(at));
+        }
+        if self.no_tools.is_none() && s.allowed().is_empty() {
+            self.no_tools = Some(graph.witness(at));
+        }
+        for (i, seen) in self.ever.iter_mut().enumerate() {
+            let mut all = !seen.is_empty();
+            for (k, e) in seen.iter_mut().enumerate() {
+                let holds = s.condition_holds(i, k) == Some(true);
+                *e |= holds;
+                all &= holds;
+            }
+            if all && self.all_at[i].is_none() {
+                self.all_at[i] = Some(at);
+            }
+        }
+    }
+
+    /// After a complete exploration: which steps trap the session, and why each
+    /// unreachable step is.
+    fn conclude(
+        &mut self,
+        machine: &DynMachine,
+        options: &Options,
+        graph: &Graph<'_>,
+        step_index: impl Fn(Option<&str>) -> Option<usize>,
+    ) {
+        let active: Vec<Option<usize>> = graph
+            .nodes
+            .iter()
+            .map(|(s, _, _)| step_index(s.step()))
+            .collect();
+        for (i, step) in self.steps.iter_mut().enumerate() {
+            if step.reachable.is_some() {
+                step.traps = traps(&graph.edges, &active, i);
+            }
+        }
+        let reachable: Vec<bool> = self.steps.iter().map(|s| s.reachable.is_some()).collect();
+        for (i, step) in self.steps.iter_mut().enumerate() {
+            if step.reachable.is_none() {
+                let winner =
+                    self.all_at[i].and_then(|at| graph.nodes[at].0.step().map(str::to_owned));
+                step.reason = Some(reason(
+                    machine,
+                    options,
+                    i,
+                    &self.ever[i],
+                    winner,
+                    &reachable,
+                ));
+            }
+        }
+    }
+}
+
+/// Every event the host model allows in state `session` (whose active step is
+/// `active`), each message with the combination of flags it stands for.
+fn events_at<'c>(
+    session: &DynSession<'_>,
+    active: Option<usize>,
+    tools: &[String],
+    foreign: &ForeignNames,
+    combos: &'c Combinations,
+    permissive: bool,
+) -> Vec<(Event, Option<&'c [u64]>)> {
+    let mut events: Vec<(Event, Option<&[u64]>)> = Vec::new();
+    let here = active.and_then(|i| foreign.per_step[i].as_ref());
+    let foreign_here = foreign
+        .anywhere
+        .iter()
+        .chain(here.filter(|&w| Some(w) != foreign.anywhere.as_ref()));
+    for name in tools.iter().chain(foreign_here) {
+        if permissive || session.check(name).is_ok() {
+            events.push((Event::Tool(name.clone()), None));
+        }
+    }
+    events.extend(
+        combos
+            .combinations
+            .iter()
+            .map(|c| (Event::Message(c.witness.clone()), Some(c.flags.as_slice()))),
+    );
+    events.push((Event::Reset, None));
+    events
+}
+
 /// Explores `machine` from a fresh session.
 pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, MessageError> {
     let t = machine.tables();
@@ -188,53 +394,12 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
         first.set_available(list.iter().map(String::as_str));
         prefix.push(Event::Available(list.clone()));
     }
-    // Nodes: session, parent, event that led here.
-    let mut nodes: Vec<(DynSession<'_>, usize, Option<Event>)> = vec![(first, usize::MAX, None)];
-    let mut seen: HashMap<Vec<u64>, usize> = HashMap::new();
-    let mut key = Vec::new();
-    nodes[0].0.behaviour_key(&mut key);
-    seen.insert(key.clone(), 0);
-
-    let witness = |nodes: &[(DynSession<'_>, usize, Option<Event>)], mut at: usize| {
-        let mut events = Vec::new();
-        while at != usize::MAX {
-            let (_, parent, event) = &nodes[at];
-            if let Some(e) = event {
-                events.push(e.clone());
-            }
-            at = *parent;
-        }
-        events.reverse();
-        let mut w = prefix.clone();
-        w.extend(events);
-        w
-    };
-
-    let step_names = machine.steps();
-    let mut steps: Vec<StepFinding> = step_names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| StepFinding {
-            name: name.clone(),
-            reachable: None,
-            has_sequence: t.steps.get(i).is_some_and(|s| s.sequence.len > 0),
-            completes: None,
-            reason: None,
-            traps: false,
-        })
-        .collect();
-    // Transitions other than `reset`, for the trap analysis.
-    let mut edges: Vec<Vec<u32>> = Vec::new();
-    // Per step and condition: did it ever hold in a reachable state? And the first state
-    // where all of a step's conditions held at once.
-    let n_conditions: Vec<usize> = t.steps.iter().map(|s| s.conditions.len as usize).collect();
-    let mut ever: Vec<Vec<bool>> = n_conditions.iter().map(|n| vec![false; *n]).collect();
-    let mut all_at: Vec<Option<usize>> = vec![None; n_conditions.len()];
-    let mut blocked = None;
-    let mut no_tools = None;
+    let mut graph = Graph::new(first, prefix);
+    let mut findings = Findings::new(machine);
     let mut complete = combos.complete && foreign.complete;
     // Names to indices once (looked up for every state and every transition).
-    let index_of: HashMap<&str, usize> = step_names
+    let index_of: HashMap<&str, usize> = machine
+        .steps()
         .iter()
         .enumerate()
         .map(|(i, n)| (n.as_str(), i))
@@ -242,57 +407,21 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     let step_index = |name: Option<&str>| name.and_then(|n| index_of.get(n).copied());
 
     let mut head = 0;
-    let mut stopped = false;
-    while head < nodes.len() && !stopped {
+    'explore: while head < graph.nodes.len() {
         let at = head;
         head += 1;
-        {
-            let s = &nodes[at].0;
-            if let Some(i) = step_index(s.step()) {
-                if steps[i].reachable.is_none() {
-                    steps[i].reachable = Some(witness(&nodes, at));
-                }
-            }
-            if blocked.is_none() && s.blocked_on().is_some() {
-                blocked = Some(witness(&nodes, at));
-            }
-            if no_tools.is_none() && s.allowed().is_empty() {
-                no_tools = Some(witness(&nodes, at));
-            }
-            for (i, seen) in ever.iter_mut().enumerate() {
-                let mut all = !seen.is_empty();
-                for (k, e) in seen.iter_mut().enumerate() {
-                    let holds = s.condition_holds(i, k) == Some(true);
-                    *e |= holds;
-                    all &= holds;
-                }
-                if all && all_at[i].is_none() {
-                    all_at[i] = Some(at);
-                }
-            }
-        }
-        // Every event the host model allows here.
-        // Each with the message combination it stands for, for messages.
-        let mut events: Vec<(Event, Option<&[u64]>)> = Vec::new();
-        let here = step_index(nodes[at].0.step()).and_then(|i| foreign.per_step[i].as_ref());
-        let foreign_here = foreign
-            .anywhere
-            .iter()
-            .chain(here.filter(|&w| Some(w) != foreign.anywhere.as_ref()));
-        for name in tools.iter().chain(foreign_here) {
-            if options.permissive || nodes[at].0.check(name).is_ok() {
-                events.push((Event::Tool(name.clone()), None));
-            }
-        }
-        events.extend(
-            combos
-                .combinations
-                .iter()
-                .map(|c| (Event::Message(c.witness.clone()), Some(c.flags.as_slice()))),
+        let active = step_index(graph.nodes[at].0.step());
+        findings.observe(&graph, at, active);
+        let events = events_at(
+            &graph.nodes[at].0,
+            active,
+            &tools,
+            &foreign,
+            &combos,
+            options.permissive,
         );
-        events.push((Event::Reset, None));
         // Each event costs a copy of the session and its key.
-        let cost = events.len() as u64 * (key.len() as u64 + 8);
+        let cost = events.len() as u64 * (graph.key.len() as u64 + 8);
         match work.checked_sub(cost) {
             Some(left) => work = left,
             None => {
@@ -301,17 +430,15 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
             }
         }
         for (event, flags) in events {
-            let mut next = nodes[at].0.clone();
-            let active = step_index(next.step());
+            let mut next = graph.nodes[at].0.clone();
             match &event {
                 Event::Tool(name) => {
-                    if next.record(name) == DynOutcome::Completed {
-                        if let Some(i) = active {
-                            if steps[i].completes.is_none() {
-                                let mut w = witness(&nodes, at);
-                                w.push(event.clone());
-                                steps[i].completes = Some(w);
-                            }
+                    let completed = next.record(name) == DynOutcome::Completed;
+                    if let Some(i) = active.filter(|_| completed) {
+                        if findings.steps[i].completes.is_none() {
+                            let mut w = graph.witness(at);
+                            w.push(event.clone());
+                            findings.steps[i].completes = Some(w);
                         }
                     }
                 }
@@ -320,50 +447,21 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
                 Event::Reset => next.reset(),
                 Event::Available(_) => {}
             }
-            next.behaviour_key(&mut key);
-            let is_reset = event == Event::Reset;
-            if let Some(&to) = seen.get(&key) {
-                if !is_reset {
-                    edges_push(&mut edges, at, to);
-                }
-                continue;
-            }
-            if nodes.len() >= options.max_states {
+            if let Added::Full = graph.add(at, next, event, options.max_states) {
                 // Stop: what is known stays known, the rest is undecided.
                 complete = false;
-                stopped = true;
-                break;
-            }
-            seen.insert(key.clone(), nodes.len());
-            if !is_reset {
-                edges_push(&mut edges, at, nodes.len());
-            }
-            nodes.push((next, at, Some(event)));
-        }
-    }
-    if complete {
-        let active: Vec<Option<usize>> =
-            nodes.iter().map(|(s, _, _)| step_index(s.step())).collect();
-        for (i, step) in steps.iter_mut().enumerate() {
-            if step.reachable.is_some() {
-                step.traps = traps(&edges, &active, i);
+                break 'explore;
             }
         }
     }
     if complete {
-        let reachable: Vec<bool> = steps.iter().map(|s| s.reachable.is_some()).collect();
-        for (i, step) in steps.iter_mut().enumerate() {
-            if step.reachable.is_none() {
-                let winner = all_at[i].and_then(|at| nodes[at].0.step().map(str::to_owned));
-                step.reason = Some(reason(machine, options, i, &ever[i], winner, &reachable));
-            }
-        }
+        findings.conclude(machine, options, &graph, step_index);
     }
     Ok(Exploration {
-        steps,
-        blocked,
-        no_tools,
-        states: nodes.len(),
+        steps: findings.steps,
+        blocked: findings.blocked,
+        no_tools: findings.no_tools,
+        states: graph.nodes.len(),
         work: options.max_work - work,
         complete,
     })
