@@ -4,8 +4,8 @@
 //! choice and enforcement as with [`OpenAiModel`](crate::OpenAiModel).
 
 use crate::model::{
-    ChatMessage, EventList, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ToolCall,
-    ToolChoice,
+    ChatMessage, EventList, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent,
+    ModelRequest, ToolCall, ToolChoice,
 };
 use genai::chat::{
     ChatMessage as GMessage, ChatOptions, ChatRequest, ContentPart, MessageContent, StopReason,
@@ -73,7 +73,12 @@ impl GenaiModel {
         let client = genai::Client::builder()
             .with_service_target_resolver(resolver)
             .build()
-            .map_err(|e| ModelError(format!("cannot build the genai client: {e}")))?;
+            .map_err(|e| {
+                ModelError::new(
+                    ModelErrorKind::Config,
+                    format!("cannot build the genai client: {e}"),
+                )
+            })?;
         Ok(GenaiModel::new(client, model))
     }
 
@@ -215,11 +220,14 @@ impl Model for GenaiModel {
                 // tell the model why, so the reply is read from its raw body.
                 raw_openai_events(&response_body)
                     .ok_or_else(|| {
-                        ModelError(format!("the model's reply could not be read: {cause}"))
+                        ModelError::new(
+                            ModelErrorKind::Malformed,
+                            format!("the model's reply could not be read: {cause}"),
+                        )
                     })
                     .map(EventList::new)
             }
-            Err(e) => Err(ModelError(e.to_string())),
+            Err(e) => Err(ModelError::new(ModelErrorKind::Provider, e.to_string())),
         }
     }
 }

@@ -62,15 +62,15 @@ pub use agent::{
 #[cfg(feature = "genai")]
 pub use genai_model::GenaiModel;
 pub use model::{
-    ChatMessage, EventList, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream,
-    ToolCall, ToolChoice, ToolSpec,
+    ChatMessage, EventList, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent,
+    ModelRequest, ModelStream, ToolCall, ToolChoice, ToolSpec,
 };
 #[cfg(feature = "openai")]
 pub use openai::{
     parse_response, request_body, LiveStream, OpenAiModel, OpenAiStream, StreamParser, Timeouts,
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RESPONSE_BYTES,
 };
-pub use policy::{Orchestrated, Policy, Refusal, RoundPlan};
+pub use policy::{Denial, Orchestrated, Policy, Refusal, RefusalKind, RoundPlan};
 #[cfg(feature = "rig")]
 pub use rig_hook::{HookEvent, OrchHook};
 pub use scripted::{Planned, ScriptedModel};

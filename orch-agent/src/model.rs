@@ -121,13 +121,51 @@ pub enum ModelEvent {
     Finish(FinishReason),
 }
 
-/// A model call failed.
+/// A model call failed: what kind of failure (to act on), and what happened (to show).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelError(pub String);
+pub struct ModelError {
+    /// What kind of failure it is.
+    pub kind: ModelErrorKind,
+    /// What happened, in words.
+    pub message: String,
+}
+
+/// The kinds of [`ModelError`], for a caller to decide what to do (retry a transport
+/// failure or a timeout, fix a configuration, give up on a malformed answer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// The client could not be set up (a bad base URL, a TLS set-up failure, a bad
+    /// option).
+    Config,
+    /// The server could not be reached, or the connection failed.
+    Transport,
+    /// The server did not answer (or stopped sending) within a time limit.
+    Timeout,
+    /// The server answered with an HTTP error status.
+    Status(u16),
+    /// The answer is larger than the client accepts.
+    TooLarge,
+    /// The answer is not what the protocol promises: not JSON, not UTF-8, without the
+    /// fields it needs, or cut off before the server said it was finished.
+    Malformed,
+    /// Any other failure the provider or its client library reports.
+    Provider,
+}
+
+impl ModelError {
+    /// A model error of `kind`.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
 
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "model error: {}", self.0)
+        write!(f, "model error: {}", self.message)
     }
 }
 

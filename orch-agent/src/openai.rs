@@ -3,13 +3,14 @@
 //! responses and from streamed (server-sent event) chunks.
 
 use crate::model::{
-    ChatMessage, EventList, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream,
-    ToolCall, ToolChoice,
+    ChatMessage, EventList, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent,
+    ModelRequest, ModelStream, ToolCall, ToolChoice,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::time::Duration;
+use ModelErrorKind::{Config, Malformed, Status, Timeout, TooLarge, Transport};
 
 /// The request body for `POST {base}/chat/completions`.
 pub fn request_body(model: &str, request: &ModelRequest, stream: bool) -> Value {
@@ -103,13 +104,13 @@ fn finish(reason: Option<&str>) -> FinishReason {
 
 /// The events of a whole (non-streamed) response body.
 pub fn parse_response(body: &str) -> Result<Vec<ModelEvent>, ModelError> {
-    let r: Response =
-        serde_json::from_str(body).map_err(|e| ModelError(format!("unexpected response: {e}")))?;
+    let r: Response = serde_json::from_str(body)
+        .map_err(|e| ModelError::new(Malformed, format!("unexpected response: {e}")))?;
     let choice = r
         .choices
         .into_iter()
         .next()
-        .ok_or_else(|| ModelError("the response has no choices".into()))?;
+        .ok_or_else(|| ModelError::new(Malformed, "the response has no choices"))?;
     let mut events = Vec::new();
     if let Some(text) = choice.message.content.filter(|t| !t.is_empty()) {
         events.push(ModelEvent::TextDelta(text));
@@ -257,16 +258,20 @@ impl StreamParser {
     }
 
     fn too_long(&self) -> ModelError {
-        ModelError(format!(
-            "a line of the stream is longer than {} bytes",
-            self.max_line
-        ))
+        ModelError::new(
+            TooLarge,
+            format!(
+                "a line of the stream is longer than {} bytes",
+                self.max_line
+            ),
+        )
     }
 
     /// One complete line of the event stream.
     fn line(&mut self, line: &[u8], events: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        let line = std::str::from_utf8(line)
-            .map_err(|e| ModelError(format!("the stream is not valid UTF-8: {e}")))?;
+        let line = std::str::from_utf8(line).map_err(|e| {
+            ModelError::new(Malformed, format!("the stream is not valid UTF-8: {e}"))
+        })?;
         let Some(data) = line.trim().strip_prefix("data:") else {
             return Ok(());
         };
@@ -276,7 +281,7 @@ impl StreamParser {
             return Ok(());
         }
         let chunk: Chunk = serde_json::from_str(data)
-            .map_err(|e| ModelError(format!("unexpected stream chunk: {e}")))?;
+            .map_err(|e| ModelError::new(Malformed, format!("unexpected stream chunk: {e}")))?;
         if let Some(u) = chunk.usage {
             self.usage = Some(u);
         }
@@ -332,14 +337,16 @@ impl StreamParser {
         let rest = std::mem::take(&mut self.buffer);
         if !rest.is_empty() {
             self.line(&rest, &mut events).map_err(|_| {
-                ModelError(
-                    "the stream ended in the middle of a line: the answer is incomplete".into(),
+                ModelError::new(
+                    Malformed,
+                    "the stream ended in the middle of a line: the answer is incomplete",
                 )
             })?;
         }
         if !self.done && self.finish.is_none() {
-            return Err(ModelError(
-                "the stream ended before the server finished the response (no `finish_reason`, no `[DONE]`): the answer is incomplete".into(),
+            return Err(ModelError::new(
+                Malformed,
+                "the stream ended before the server finished the response (no `finish_reason`, no `[DONE]`): the answer is incomplete",
             ));
         }
         events.extend(std::mem::take(&mut self.calls).into_iter().map(|c| {
@@ -483,6 +490,17 @@ fn client(t: Timeouts) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot set up the HTTP client: {e}"))
 }
 
+/// The kind of a failed request.
+fn kind_of(e: &reqwest::Error) -> ModelErrorKind {
+    if e.is_timeout() {
+        Timeout
+    } else if e.is_builder() {
+        Config
+    } else {
+        Transport
+    }
+}
+
 /// What went wrong with a request, in words.
 fn describe(e: &reqwest::Error, base_url: &str) -> String {
     if e.is_timeout() {
@@ -567,19 +585,19 @@ impl LiveStream {
     /// the end).
     async fn read_more(&mut self) -> Result<Vec<ModelEvent>, ModelError> {
         let chunk = self.response.chunk().await.map_err(|e| {
-            ModelError(format!(
-                "reading the stream: {}",
-                describe(&e, &self.base_url)
-            ))
+            ModelError::new(
+                kind_of(&e),
+                format!("reading the stream: {}", describe(&e, &self.base_url)),
+            )
         })?;
         match chunk {
             Some(bytes) => {
                 self.read += bytes.len();
                 if self.read > self.max {
-                    return Err(ModelError(format!(
-                        "the streamed response is larger than {} bytes",
-                        self.max
-                    )));
+                    return Err(ModelError::new(
+                        TooLarge,
+                        format!("the streamed response is larger than {} bytes", self.max),
+                    ));
                 }
                 self.parser.push(&bytes)
             }
@@ -595,7 +613,10 @@ impl Model for OpenAiModel {
     type Stream = OpenAiStream;
 
     async fn complete(&self, request: ModelRequest) -> Result<OpenAiStream, ModelError> {
-        let client = self.client.as_ref().map_err(|e| ModelError(e.clone()))?;
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ModelError::new(Config, e.clone()))?;
         let body = request_body(&self.model, &request, self.stream);
         let mut req = client
             .post(format!("{}/chat/completions", self.base_url))
@@ -606,7 +627,7 @@ impl Model for OpenAiModel {
         let mut response = req
             .send()
             .await
-            .map_err(|e| ModelError(describe(&e, &self.base_url)))?;
+            .map_err(|e| ModelError::new(kind_of(&e), describe(&e, &self.base_url)))?;
         let status = response.status();
         if !status.is_success() {
             let text = match read_bounded(&mut response, ERROR_BODY_BYTES, &self.base_url).await {
@@ -614,10 +635,10 @@ impl Model for OpenAiModel {
                 Err((_, partial)) => partial,
             };
             let excerpt: String = text.chars().take(500).collect();
-            return Err(ModelError(format!(
-                "{} answered {status}: {excerpt}",
-                self.base_url
-            )));
+            return Err(ModelError::new(
+                Status(status.as_u16()),
+                format!("{} answered {status}: {excerpt}", self.base_url),
+            ));
         }
         if self.stream {
             return Ok(OpenAiStream::Live(Box::new(LiveStream {
@@ -633,17 +654,22 @@ impl Model for OpenAiModel {
         let body = read_bounded(&mut response, self.max_response_bytes, &self.base_url)
             .await
             .map_err(|(too_large, why)| {
-                ModelError(if too_large {
-                    format!(
-                        "the response of {} is larger than {} bytes",
-                        self.base_url, self.max_response_bytes
-                    )
-                } else {
-                    format!("reading the response: {why}")
-                })
+                let kind = if too_large { TooLarge } else { Transport };
+                ModelError::new(
+                    kind,
+                    if too_large {
+                        format!(
+                            "the response of {} is larger than {} bytes",
+                            self.base_url, self.max_response_bytes
+                        )
+                    } else {
+                        format!("reading the response: {why}")
+                    },
+                )
             })?;
-        let text = std::str::from_utf8(&body)
-            .map_err(|e| ModelError(format!("the response is not valid UTF-8: {e}")))?;
+        let text = std::str::from_utf8(&body).map_err(|e| {
+            ModelError::new(Malformed, format!("the response is not valid UTF-8: {e}"))
+        })?;
         Ok(OpenAiStream::Whole(EventList::new(parse_response(text)?)))
     }
 }

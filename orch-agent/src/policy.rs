@@ -23,9 +23,58 @@ pub struct RoundPlan {
 pub struct Refusal {
     /// The tool the model asked for.
     pub tool: String,
+    /// What kind of refusal it is.
+    pub kind: RefusalKind,
     /// What to tell the model: what was wrong, what is allowed now, and what the
     /// sequence expects.
     pub reason: String,
+}
+
+/// The kinds of [`Refusal`] and [`Denial`], for a caller to act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RefusalKind {
+    /// The host has no tool of that name.
+    UnknownTool,
+    /// The active step does not allow the tool (or denies it).
+    NotAllowed,
+    /// The active step's sequence waits for another tool.
+    OutOfSequence,
+    /// The orchestration allows it, but the host has not made it available.
+    Unavailable,
+}
+
+impl RefusalKind {
+    /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalKind::UnknownTool => "unknown_tool",
+            RefusalKind::NotAllowed => "not_allowed",
+            RefusalKind::OutOfSequence => "out_of_sequence",
+            RefusalKind::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Why a session does not allow a tool now ([`Orchestrated::check_tool`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// What kind of denial it is (never [`RefusalKind::UnknownTool`]: a session judges
+    /// every name).
+    pub kind: RefusalKind,
+    /// The session's own wording ("not allowed in step `X`", "the sequence of step `X`
+    /// expects `y` at position 1").
+    pub message: String,
+}
+
+impl<S, E> From<&Denied<S, E>> for RefusalKind {
+    fn from(denied: &Denied<S, E>) -> Self {
+        match denied {
+            Denied::NotInStep { .. } => RefusalKind::NotAllowed,
+            Denied::SequenceExpects { .. } => RefusalKind::OutOfSequence,
+            Denied::Unavailable => RefusalKind::Unavailable,
+        }
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -63,9 +112,8 @@ pub trait Orchestrated {
     /// Sets the session's available tools from the host's tool names (names the
     /// template does not declare are foreign tools, judged by its patterns).
     fn set_host_tools(&mut self, host_tools: &[String]);
-    /// May the tool `name` run now? `Err` says why not, and whether the reason names
-    /// what the sequence expects.
-    fn check_tool(&self, name: &str) -> Result<(), (String, bool)>;
+    /// May the tool `name` run now? `Err` says why not.
+    fn check_tool(&self, name: &str) -> Result<(), Denial>;
     /// The names among `host_tools` that may run now, in their order. The default asks
     /// [`check_tool`](Orchestrated::check_tool) name by name.
     fn allowed_among(&self, host_tools: &[String]) -> Vec<String> {
@@ -94,10 +142,10 @@ impl<M: Machine> Orchestrated for Session<M> {
         );
     }
 
-    fn check_tool(&self, name: &str) -> Result<(), (String, bool)> {
-        self.check_name(name).map_err(|denied| {
-            let names_expected = matches!(denied, Denied::SequenceExpects { .. });
-            (denied.to_string(), names_expected)
+    fn check_tool(&self, name: &str) -> Result<(), Denial> {
+        self.check_name(name).map_err(|denied| Denial {
+            kind: RefusalKind::from(&denied),
+            message: denied.to_string(),
         })
     }
 
@@ -126,10 +174,10 @@ impl Orchestrated for DynSession<'_> {
         self.set_available(host_tools.iter().map(String::as_str));
     }
 
-    fn check_tool(&self, name: &str) -> Result<(), (String, bool)> {
-        self.check(name).map_err(|denied| {
-            let names_expected = matches!(denied, Denied::SequenceExpects { .. });
-            (denied.to_string(), names_expected)
+    fn check_tool(&self, name: &str) -> Result<(), Denial> {
+        self.check(name).map_err(|denied| Denial {
+            kind: RefusalKind::from(&denied),
+            message: denied.to_string(),
         })
     }
 
@@ -193,22 +241,23 @@ impl Policy {
         if !self.host_tools.iter().any(|h| h == tool) {
             return Err(Refusal {
                 tool: tool.to_owned(),
+                kind: RefusalKind::UnknownTool,
                 reason: format!(
                     "error: there is no tool `{tool}`. {}",
                     self.what_now(session, true)
                 ),
             });
         }
-        session
-            .check_tool(tool)
-            .map_err(|(denied, names_expected)| Refusal {
-                tool: tool.to_owned(),
-                // A sequence denial already names what the sequence expects.
-                reason: format!(
-                    "error: `{tool}` was not run: {denied}. {}",
-                    self.what_now(session, !names_expected)
-                ),
-            })
+        session.check_tool(tool).map_err(|denial| Refusal {
+            tool: tool.to_owned(),
+            kind: denial.kind,
+            // A sequence denial already names what the sequence expects.
+            reason: format!(
+                "error: `{tool}` was not run: {}. {}",
+                denial.message,
+                self.what_now(session, denial.kind != RefusalKind::OutOfSequence)
+            ),
+        })
     }
 
     /// Records that `tool` ran (whatever it returned): the outcome (`advanced`,

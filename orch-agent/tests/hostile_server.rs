@@ -5,8 +5,8 @@
 //! characters, in the exact text) — never a hang, never corrupted input.
 
 use orch_agent::{
-    ChatMessage, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream,
-    OpenAiModel, Timeouts, ToolCall, ToolChoice,
+    ChatMessage, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
+    ModelStream, OpenAiModel, Timeouts, ToolCall, ToolChoice,
 };
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -121,7 +121,8 @@ async fn times_out(url: &str, streaming: bool) {
         .timeouts(short())
         .streaming(streaming);
     let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("did not answer in time"), "{err}");
+    assert!(err.message.contains("did not answer in time"), "{err}");
+    assert_eq!(err.kind, ModelErrorKind::Timeout);
 }
 
 #[tokio::test]
@@ -181,7 +182,8 @@ async fn a_huge_response_is_refused_at_the_bound_not_read_whole() {
     let (url, sent) = flood(JSON_HEAD, vec![b' '; 64 * 1024], 500 * MB).await;
     let model = OpenAiModel::new(&url, "m").max_response_bytes(MB);
     let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("larger than 1048576 bytes"), "{err}");
+    assert!(err.message.contains("larger than 1048576 bytes"), "{err}");
+    assert_eq!(err.kind, ModelErrorKind::TooLarge);
     // The client stopped reading: the server could not push the 500 MB.
     assert!(sent.load(Ordering::SeqCst) < 100 * MB);
 
@@ -195,7 +197,8 @@ async fn a_huge_response_is_refused_at_the_bound_not_read_whole() {
         .streaming(true)
         .max_response_bytes(MB);
     let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("larger than 1048576 bytes"), "{err}");
+    assert!(err.message.contains("larger than 1048576 bytes"), "{err}");
+    assert_eq!(err.kind, ModelErrorKind::TooLarge);
     assert!(sent.load(Ordering::SeqCst) < 100 * MB);
 }
 
@@ -205,11 +208,12 @@ async fn a_huge_error_body_is_cut_to_an_excerpt() {
     let (url, sent) = flood(head, vec![b'E'; 64 * 1024], 500 * MB).await;
     let model = OpenAiModel::new(&url, "m");
     let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("500 Internal Server Error"), "{err}");
+    assert!(err.message.contains("500 Internal Server Error"), "{err}");
+    assert_eq!(err.kind, ModelErrorKind::Status(500));
     assert!(
-        err.0.len() < 700,
+        err.message.len() < 700,
         "an excerpt, not the body: {} bytes",
-        err.0.len()
+        err.message.len()
     );
     assert!(sent.load(Ordering::SeqCst) < 100 * MB);
 }
@@ -221,7 +225,8 @@ async fn one_huge_stream_line_is_refused_at_the_bound() {
         .streaming(true)
         .max_line_bytes(64 * 1024);
     let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("longer than 65536 bytes"), "{err}");
+    assert!(err.message.contains("longer than 65536 bytes"), "{err}");
+    assert_eq!(err.kind, ModelErrorKind::TooLarge);
     assert!(sent.load(Ordering::SeqCst) < 100 * MB);
 }
 
@@ -277,7 +282,8 @@ async fn a_stream_cut_before_it_finished_is_an_error() {
     .await;
     let model = OpenAiModel::new(&url, "m").streaming(true);
     let err = call(&model).await.unwrap_err();
-    assert!(err.0.contains("incomplete"), "{err}");
+    assert!(err.message.contains("incomplete"), "{err}");
+    assert_eq!(err.kind, ModelErrorKind::Malformed);
 }
 
 #[tokio::test]
@@ -291,7 +297,9 @@ async fn a_missing_server_is_an_error_that_names_it() {
         .await
         .unwrap_err();
     assert!(
-        err.0.contains("cannot reach") && err.0.contains(&url),
+        err.message.contains("cannot reach")
+            && err.message.contains(&url)
+            && err.kind == ModelErrorKind::Transport,
         "{err}"
     );
 }

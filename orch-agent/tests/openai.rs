@@ -199,7 +199,8 @@ fn characters_split_across_reads_arrive_whole_in_text_and_arguments() {
     let err = p
         .push(b"data: {\"choices\": [{\"delta\": {\"content\": \"\xff\"}}]}\n")
         .unwrap_err();
-    assert!(err.0.contains("not valid UTF-8"), "{err}");
+    assert!(err.message.contains("not valid UTF-8"), "{err}");
+    assert_eq!(err.kind, orch_agent::ModelErrorKind::Malformed);
 }
 
 #[test]
@@ -240,12 +241,12 @@ fn a_stream_cut_short_is_an_error_not_a_shorter_answer() {
     let mut p = StreamParser::new();
     p.push(cut.as_bytes()).unwrap();
     let err = p.finish().unwrap_err();
-    assert!(err.0.contains("incomplete"), "{err}");
+    assert!(err.message.contains("incomplete"), "{err}");
     // Cut in the middle of a line.
     let mut p = StreamParser::new();
     p.push(b"data: {\"choices\": [{\"delta\": {\"cont").unwrap();
     let err = p.finish().unwrap_err();
-    assert!(err.0.contains("middle of a line"), "{err}");
+    assert!(err.message.contains("middle of a line"), "{err}");
     // A finish_reason ends a stream even without [DONE]; so does [DONE] without a
     // trailing newline.
     let ok = sse(&[json!({"choices": [{"delta": {"content": "Done."}, "finish_reason": "stop"}]})]);
@@ -269,7 +270,7 @@ fn a_line_longer_than_the_bound_is_an_error_before_it_is_buffered_whole() {
         }
     }
     let err = err.expect("the line was refused");
-    assert!(err.0.contains("longer than 1024 bytes"), "{err}");
+    assert!(err.message.contains("longer than 1024 bytes"), "{err}");
 }
 
 /// A local chat-completions server: answers each request with the next planned reply

@@ -33,4 +33,4 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use orch_codegen::{BuildError, Builder, Report};
+pub use orch_codegen::{BuildError, BuildErrorKind, Builder, Report};

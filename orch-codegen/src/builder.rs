@@ -39,13 +39,43 @@ pub struct Report {
 }
 
 /// Why [`Builder::compile`] failed: every error (and, under `deny_warnings`, warning),
-/// rendered.
+/// rendered, and the same as data.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BuildError {
+    /// What kind of failure it is.
+    pub kind: BuildErrorKind,
     /// The rendered diagnostics and I/O problems.
     pub rendered: String,
     /// How many errors.
     pub errors: usize,
+    /// The templates' diagnostics that failed the build (errors, and warnings under
+    /// `deny_warnings`), each with the template's path as shown.
+    pub diagnostics: Vec<(String, Diagnostic)>,
+}
+
+/// The kinds of [`BuildError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildErrorKind {
+    /// The builder is set up wrongly: a runtime path that is not a Rust path, no
+    /// `OUT_DIR` and no `out_dir`.
+    Config,
+    /// A template could not be read (missing, not UTF-8), has errors (see
+    /// [`BuildError::diagnostics`]), or two templates compile to one machine.
+    Templates,
+    /// A generated file could not be written.
+    Io,
+}
+
+impl BuildError {
+    fn config(rendered: String) -> Self {
+        BuildError {
+            kind: BuildErrorKind::Config,
+            rendered,
+            errors: 1,
+            diagnostics: Vec::new(),
+        }
+    }
 }
 
 impl fmt::Display for BuildError {
@@ -123,12 +153,9 @@ impl Builder {
     pub fn compile(self) -> Result<Report, BuildError> {
         let runtime = self.runtime.as_deref().unwrap_or(emit::DEFAULT_RUNTIME);
         let Some(rt) = emit::runtime_path(runtime) else {
-            return Err(BuildError {
-                rendered: format!(
-                    "error: `runtime_path(\"{runtime}\")` is not a Rust path (expected something like `::orch`)\n"
-                ),
-                errors: 1,
-            });
+            return Err(BuildError::config(format!(
+                "error: `runtime_path(\"{runtime}\")` is not a Rust path (expected something like `::orch`)\n"
+            )));
         };
         let cargo = self
             .cargo
@@ -136,15 +163,14 @@ impl Builder {
         let out_dir = match (&self.out_dir, std::env::var_os("OUT_DIR")) {
             (Some(d), _) => d.clone(),
             (None, Some(d)) => PathBuf::from(d).join("orch"),
-            (None, None) => return Err(BuildError {
-                rendered:
-                    "error: OUT_DIR is not set (not running in a build script); call `.out_dir(..)`"
-                        .into(),
-                errors: 1,
-            }),
+            (None, None) => return Err(BuildError::config(
+                "error: OUT_DIR is not set (not running in a build script); call `.out_dir(..)`"
+                    .into(),
+            )),
         };
         let mut rendered = String::new();
         let mut errors = 0usize;
+        let mut failed: Vec<(String, Diagnostic)> = Vec::new();
         let mut report = Report::default();
         let mut outputs: Vec<(Vec<String>, String, String, String)> = Vec::new();
         let mut taken: std::collections::HashMap<String, String> = std::collections::HashMap::new();
@@ -181,6 +207,7 @@ impl Builder {
                     errors += 1;
                     rendered.push_str(&diagnostic::render(d, &shown, &text, false));
                     rendered.push('\n');
+                    failed.push((shown.clone(), d.clone()));
                 } else {
                     let line = diagnostic::one_line(d, &shown, &text);
                     if cargo {
@@ -228,11 +255,18 @@ impl Builder {
             outputs.push((keys, code, ir.name.clone(), ir.module.clone()));
         }
         if errors > 0 {
-            return Err(BuildError { rendered, errors });
+            return Err(BuildError {
+                kind: BuildErrorKind::Templates,
+                rendered,
+                errors,
+                diagnostics: failed,
+            });
         }
         let io = |e: std::io::Error, what: &Path| BuildError {
+            kind: BuildErrorKind::Io,
             rendered: format!("error: cannot write {}: {e}\n", what.display()),
             errors: 1,
+            diagnostics: Vec::new(),
         };
         std::fs::create_dir_all(&out_dir).map_err(|e| io(e, &out_dir))?;
         for (keys, code, name, module) in outputs {

@@ -63,7 +63,7 @@ pub mod __private {
     }
 }
 
-pub use builder::{BuildError, Builder, Report};
+pub use builder::{BuildError, BuildErrorKind, Builder, Report};
 pub use diagnostic::{Code, Diagnostic, Severity, Subject};
 pub use ir::Ir;
 pub use model::Span;

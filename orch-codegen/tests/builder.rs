@@ -83,6 +83,12 @@ fn errors_render_with_path_line_and_column_and_write_nothing() {
     assert!(text.contains("bad.json:12:22"), "{text}");
     assert!(text.contains("help: did you mean `search`?"), "{text}");
     assert!(!out.exists(), "nothing written on error");
+    // The same as data, to match on.
+    assert_eq!(err.kind, orch_codegen::BuildErrorKind::Templates);
+    assert_eq!(err.diagnostics.len(), 1);
+    let (file, d) = &err.diagnostics[0];
+    assert!(file.ends_with("bad.json"), "{file}");
+    assert_eq!(d.code.as_str(), "E015");
 }
 
 #[test]
@@ -98,6 +104,10 @@ fn deny_warnings_and_missing_files() {
         .compile()
         .unwrap_err();
     assert!(err.rendered.contains("warning[W001]"), "{err}");
+    assert!(err
+        .diagnostics
+        .iter()
+        .any(|(_, d)| d.code.as_str() == "W001"));
 
     let err = Builder::new()
         .template(dir.join("missing.json"))
@@ -119,6 +129,25 @@ fn deny_warnings_and_missing_files() {
         .compile()
         .unwrap_err();
     assert!(err.rendered.contains("not UTF-8"), "{err}");
+    assert_eq!(err.kind, orch_codegen::BuildErrorKind::Templates);
+
+    let err = Builder::new()
+        .template(&template)
+        .runtime_path("not a path")
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    assert_eq!(err.kind, orch_codegen::BuildErrorKind::Config);
+    // A file where the output directory should be: the generated file cannot be written.
+    std::fs::write(dir.join("blocked"), "a file").unwrap();
+    let err = Builder::new()
+        .template(&template)
+        .out_dir(dir.join("blocked"))
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    assert_eq!(err.kind, orch_codegen::BuildErrorKind::Io, "{err}");
 }
 
 /// The generated code is reviewed like source: a change in the emitter shows up as a

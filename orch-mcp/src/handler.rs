@@ -17,7 +17,7 @@ use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::upstream::Relay;
 use crate::Limits;
-use orch_agent::{Orchestrated, Policy};
+use orch_agent::{Orchestrated, Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Snapshot;
 use orch_store::{SessionStore, StoreError};
@@ -84,15 +84,15 @@ pub(crate) struct Refused {
 
 impl Refused {
     /// The refusal of `tool` by the workflow in `session`, as the gateway answers it.
-    fn by_workflow(policy: &Policy, session: &DynSession<'_>, tool: &str, message: String) -> Self {
-        let reason = if !policy.host_tools().iter().any(|t| t == tool) {
-            "unknown_tool"
-        } else if matches!(session.check_tool(tool), Err((_, true))) {
-            "out_of_sequence"
-        } else {
-            "not_allowed"
-        };
-        Self::new(tool, reason, message, Some(session), policy)
+    fn by_workflow(policy: &Policy, session: &DynSession<'_>, refusal: Refusal) -> Self {
+        let tool = refusal.tool.clone();
+        Self::new(
+            &tool,
+            refusal.kind.as_str(),
+            refusal.reason,
+            Some(session),
+            policy,
+        )
     }
 
     fn new(
@@ -341,7 +341,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             }
             let session = self.restore(id, record.snapshot.as_deref(), policy)?;
             if let Err(refusal) = policy.admit(&session, tool) {
-                let refused = Refused::by_workflow(policy, &session, tool, refusal.reason);
+                let refused = Refused::by_workflow(policy, &session, refusal);
                 return Ok(Change::Keep(Admission::Refused(refused)));
             }
             let token = token();
