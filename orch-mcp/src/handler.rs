@@ -20,7 +20,7 @@ use crate::Limits;
 use orch_agent::{Orchestrated, Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Snapshot;
-use orch_store::{SessionStore, StoreError};
+use orch_store::{ModifyError, SessionStore, StoreError, Versioned};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
@@ -42,10 +42,6 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-
-/// How many compare-and-set attempts one change of a record makes before it gives up
-/// (each conflict means another writer succeeded).
-const MODIFY_ATTEMPTS: u32 = 100;
 
 /// How much longer than the call timeout a lease lasts: time to record the result.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
@@ -265,57 +261,58 @@ impl<S: SessionStore + 'static> Shared<S> {
     pub(crate) async fn modify<R>(
         &self,
         id: &str,
-        f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError>,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError> + Send,
     ) -> Result<R, McpError> {
         self.modify_from(id, None, f).await.map(|(value, _)| value)
     }
 
     /// [`Shared::modify`], trying first against `known` (a version and the record this
     /// instance wrote at it) without reading: one round trip fewer when nobody wrote in
-    /// between. A decision to write nothing is only taken on a record read from the
-    /// store. Returns the value and, when it wrote, the new version and record.
+    /// between. The store's one compare-and-set loop ([`orch_store::modify`]): a
+    /// decision to write nothing is only taken on a record read from the store. Returns
+    /// the value and, when it wrote, the new version and record.
     async fn modify_from<R>(
         &self,
         id: &str,
-        mut known: Option<(u64, Record)>,
-        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError>,
+        known: Option<(u64, Record)>,
+        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError> + Send,
     ) -> Result<(R, Option<(u64, Record)>), McpError> {
-        for attempt in 1..=MODIFY_ATTEMPTS {
-            let (expected, record, read) = match known.take() {
-                Some((version, record)) => (Some(version), Some(record), false),
-                None => match self.store.load(id).await.map_err(store_error)? {
-                    None => (None, None, true),
-                    Some(v) => {
-                        let record = Record::decode(&v.bytes).map_err(|e| corrupt(id, &e))?;
-                        (Some(v.version), Some(record), true)
+        let known = known.map(|(version, record)| Versioned {
+            bytes: record.encode(),
+            version,
+        });
+        let modified = orch_store::modify(
+            &self.store,
+            id,
+            orch_store::DEFAULT_MAX_ATTEMPTS,
+            known,
+            |current| {
+                let record = match current {
+                    None => None,
+                    Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(id, &e))?),
+                };
+                Ok(match f(record)? {
+                    Change::Write(record, value) => {
+                        orch_store::Change::Write(record.encode(), (value, Some(record)))
                     }
-                },
-            };
-            match f(record)? {
-                Change::Keep(value) if read => return Ok((value, None)),
-                // Judged on what this instance wrote, not on what is stored: read.
-                Change::Keep(_) => continue,
-                Change::Write(record, value) => {
-                    let written = self
-                        .store
-                        .compare_and_set(id, expected, record.encode())
-                        .await
-                        .map_err(store_error)?;
-                    if let Some(version) = written {
-                        return Ok((value, Some((version, record))));
-                    }
-                }
-            }
-            if read {
-                self.store.backoff(attempt).await;
-            }
-        }
-        Err(McpError::internal_error(
-            format!(
-                "orchestration session `{id}` could not be updated: {MODIFY_ATTEMPTS} attempts conflicted with concurrent updates"
+                    Change::Keep(value) => orch_store::Change::Keep((value, None)),
+                })
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            ModifyError::Store(StoreError::Conflict { attempts, .. }) => McpError::internal_error(
+                format!(
+                    "orchestration session `{id}` could not be updated: {attempts} attempts conflicted with concurrent updates"
+                ),
+                None,
             ),
-            None,
-        ))
+            ModifyError::Store(e) => store_error(e),
+            ModifyError::Change(e) => e,
+        })?;
+        let (value, record) = modified.value;
+        let written = modified.written.zip(record).map(|(w, r)| (w.version, r));
+        Ok((value, written))
     }
 
     /// One look at session `id` for a call of `tool`: refuse it, find it busy, or admit

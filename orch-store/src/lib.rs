@@ -38,6 +38,7 @@ pub use memory::{MemoryStore, MemoryStoreBuilder};
 #[cfg(feature = "redis")]
 pub use redis_store::RedisStore;
 
+use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Machine, RestoreError, RestoreReport, Session, Snapshot};
 use std::fmt;
 use std::future::Future;
@@ -236,12 +237,148 @@ pub trait SessionStore: Send + Sync {
     {
         update_loop(self, id, max_attempts, true, change)
     }
+
+    /// [`update`](SessionStore::update) for a session of a machine loaded at run time
+    /// ([`DynMachine`]): the same loop, the same attempt limit.
+    fn update_dyn<'m, R>(
+        &self,
+        machine: &'m DynMachine,
+        id: &str,
+        mut change: impl FnMut(&mut DynSession<'m>) -> R + Send,
+    ) -> impl Future<Output = Result<UpdatedDyn<'m, R>, StoreError>> + Send
+    where
+        R: Send,
+    {
+        async move {
+            let modified = modify(self, id, DEFAULT_MAX_ATTEMPTS, self.cached(id), |current| {
+                let (mut session, report) = match current {
+                    Some(v) => decode_dyn(machine, id, &v.bytes)?,
+                    None => (DynSession::new(machine), RestoreReport::default()),
+                };
+                let value = change(&mut session);
+                let bytes = session.snapshot().to_bytes();
+                Ok(Change::Write(bytes, (session, value, report)))
+            })
+            .await
+            .map_err(flatten)?;
+            let (session, value, report) = modified.value;
+            Ok(UpdatedDyn {
+                session,
+                value,
+                version: modified.written.map_or(0, |w| w.version),
+                attempts: modified.attempts,
+                report,
+            })
+        }
+    }
+}
+
+/// What one look at a stored value decided ([`modify`]).
+#[derive(Debug)]
+pub enum Change<R> {
+    /// Write these bytes (if the value is still the one looked at), then return `R`.
+    Write(Vec<u8>, R),
+    /// Write nothing and return `R`.
+    Keep(R),
+}
+
+/// What [`modify`] did.
+#[derive(Debug)]
+pub struct Modified<R> {
+    /// What the change returned (on the attempt that counted).
+    pub value: R,
+    /// The value written, with its new version (`None`: the change kept the value).
+    pub written: Option<Versioned>,
+    /// How many attempts it took (1 without contention).
+    pub attempts: u32,
+}
+
+/// Why [`modify`] failed.
+#[derive(Debug)]
+pub enum ModifyError<E> {
+    /// The store failed, or every attempt conflicted ([`StoreError::Conflict`]).
+    Store(StoreError),
+    /// The change function refused (its own error).
+    Change(E),
+}
+
+impl<E> From<StoreError> for ModifyError<E> {
+    fn from(e: StoreError) -> Self {
+        ModifyError::Store(e)
+    }
+}
+
+/// The one optimistic read–modify–write of this crate, for any value a store holds:
+/// typed sessions ([`SessionStore::update`]), run-time sessions
+/// ([`SessionStore::update_dyn`]) and other records (the MCP gateway's). `change` looks
+/// at the stored value (`None`: nothing stored) and decides; a write is a
+/// compare-and-set on the version it looked at, and a conflict means someone else wrote
+/// in between: after [`SessionStore::backoff`] it looks again, at most `max_attempts`
+/// times (at least 1).
+///
+/// `known` is a value this process believes is current (one it wrote, or the store's
+/// [`SessionStore::cached`] one): the first attempt is made against it without reading.
+/// A decision to write nothing is only taken on a value read from the store: a `Keep` on
+/// `known` reads and looks again at once. `change` may run more than once.
+pub async fn modify<S, R, E>(
+    store: &S,
+    id: &str,
+    max_attempts: u32,
+    mut known: Option<Versioned>,
+    mut change: impl FnMut(Option<&Versioned>) -> Result<Change<R>, E> + Send,
+) -> Result<Modified<R>, ModifyError<E>>
+where
+    S: SessionStore + ?Sized,
+{
+    let max_attempts = max_attempts.max(1);
+    for attempt in 1..=max_attempts {
+        let (current, read) = match known.take() {
+            Some(v) => (Some(v), false),
+            None => (store.load(id).await?, true),
+        };
+        match change(current.as_ref()).map_err(ModifyError::Change)? {
+            Change::Keep(value) if read => {
+                return Ok(Modified {
+                    value,
+                    written: None,
+                    attempts: attempt,
+                })
+            }
+            // Decided on a value this process only believed current: read.
+            Change::Keep(_) => continue,
+            Change::Write(bytes, value) => {
+                let expected = current.as_ref().map(|v| v.version);
+                if let Some(version) = store.compare_and_set(id, expected, bytes.clone()).await? {
+                    return Ok(Modified {
+                        value,
+                        written: Some(Versioned { bytes, version }),
+                        attempts: attempt,
+                    });
+                }
+            }
+        }
+        // Someone else wrote in between: let them finish, then try again.
+        if attempt < max_attempts {
+            store.backoff(attempt).await;
+        }
+    }
+    Err(ModifyError::Store(StoreError::Conflict {
+        id: id.to_owned(),
+        attempts: max_attempts,
+    }))
+}
+
+/// [`modify`] whose change can only fail with a store error.
+fn flatten(e: ModifyError<StoreError>) -> StoreError {
+    match e {
+        ModifyError::Store(e) | ModifyError::Change(e) => e,
+    }
 }
 
 /// The optimistic read–modify–write of [`SessionStore::update_with_limit`], for stores
 /// that wrap it (a store that serializes its own tasks per session first, say). With
 /// `cache_first` false, the first attempt reads instead of trusting
-/// [`SessionStore::cached`] (later attempts use what a conflict left there).
+/// [`SessionStore::cached`].
 pub(crate) async fn update_loop<S, M, R>(
     store: &S,
     id: &str,
@@ -254,43 +391,25 @@ where
     M: Machine,
     R: Send,
 {
-    let max_attempts = max_attempts.max(1);
-    for attempt in 1..=max_attempts {
-        let cached = if attempt == 1 && cache_first {
-            store.cached(id)
-        } else {
-            None
-        };
-        let current = match cached {
-            Some(v) => Some(v),
-            None => store.load(id).await?,
-        };
-        let (mut session, expected, report) = match current {
-            Some(v) => {
-                let (s, report) = decode::<M>(id, &v.bytes)?;
-                (s, Some(v.version), report)
-            }
-            None => (Session::<M>::new(), None, RestoreReport::default()),
+    let known = if cache_first { store.cached(id) } else { None };
+    let modified = modify(store, id, max_attempts, known, |current| {
+        let (mut session, report) = match current {
+            Some(v) => decode::<M>(id, &v.bytes)?,
+            None => (Session::<M>::new(), RestoreReport::default()),
         };
         let value = change(&mut session);
         let bytes = session.snapshot().to_bytes();
-        if let Some(version) = store.compare_and_set(id, expected, bytes).await? {
-            return Ok(Updated {
-                session,
-                value,
-                version,
-                attempts: attempt,
-                report,
-            });
-        }
-        // Someone else wrote in between: let them finish, then try again.
-        if attempt < max_attempts {
-            store.backoff(attempt).await;
-        }
-    }
-    Err(StoreError::Conflict {
-        id: id.to_owned(),
-        attempts: max_attempts,
+        Ok(Change::Write(bytes, (session, value, report)))
+    })
+    .await
+    .map_err(flatten)?;
+    let (session, value, report) = modified.value;
+    Ok(Updated {
+        session,
+        value,
+        version: modified.written.map_or(0, |w| w.version),
+        attempts: modified.attempts,
+        report,
     })
 }
 
@@ -318,6 +437,35 @@ pub struct Updated<M: Machine, R> {
     pub attempts: u32,
     /// What could not be carried over if the template changed since it was stored.
     pub report: RestoreReport,
+}
+
+/// The result of [`SessionStore::update_dyn`].
+#[derive(Debug)]
+pub struct UpdatedDyn<'m, R> {
+    /// The session as written.
+    pub session: DynSession<'m>,
+    /// What the change function returned (on the attempt that was written).
+    pub value: R,
+    /// The version written.
+    pub version: u64,
+    /// How many attempts it took (1 without contention).
+    pub attempts: u32,
+    /// What could not be carried over if the template changed since it was stored.
+    pub report: RestoreReport,
+}
+
+/// Decodes and restores a stored run-time session.
+pub(crate) fn decode_dyn<'m>(
+    machine: &'m DynMachine,
+    id: &str,
+    bytes: &[u8],
+) -> Result<(DynSession<'m>, RestoreReport), StoreError> {
+    let err = |error| StoreError::Snapshot {
+        id: id.to_owned(),
+        error,
+    };
+    let snapshot = Snapshot::from_bytes(bytes).map_err(err)?;
+    DynSession::restore(machine, &snapshot).map_err(err)
 }
 
 /// The default bound on [`SessionStore::update`] attempts.

@@ -133,3 +133,76 @@ async fn bounded_retries_give_a_clear_error() {
 async fn no_lost_updates_with_16_writers() {
     common::no_lost_updates(vec![Arc::new(MemoryStore::new())], "shared").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_time_sessions_update_through_the_one_loop() {
+    let template = r#"{"name": "dyn", "tools": ["a", "b"],
+        "orchestration": {"steps": [{"name": "S", "isDefault": true}]}}"#;
+    let machine = Arc::new(
+        orch_codegen::compile_json(template, None)
+            .to_machine()
+            .expect("a machine"),
+    );
+    let store = Arc::new(orch_store::MemoryStore::new());
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (machine, store) = (Arc::clone(&machine), Arc::clone(&store));
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    store
+                        .update_dyn(&machine, "run", |s| s.record_usage(1, 0))
+                        .await
+                        .expect("updated");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("a task");
+    }
+    let done = store
+        .update_dyn(&machine, "run", |s| s.usage().prompt)
+        .await
+        .expect("read");
+    assert_eq!(done.value, 200, "no update lost");
+    assert_eq!(done.session.usage().prompt, 200);
+}
+
+#[tokio::test]
+async fn modify_decides_to_keep_only_on_what_it_read() {
+    use orch_store::{modify, Change, Versioned};
+    let store = orch_store::MemoryStore::new();
+    let v1 = store.store("k", b"stored".to_vec()).await.unwrap();
+    // A stale belief: the first look keeps, so it reads and looks again.
+    let stale = Versioned {
+        bytes: b"believed".to_vec(),
+        version: v1 + 100,
+    };
+    let mut seen = Vec::new();
+    let done = modify(&store, "k", 5, Some(stale), |current| {
+        seen.push(current.map(|v| v.bytes.clone()));
+        Ok::<_, ()>(Change::Keep(current.map(|v| v.bytes.clone())))
+    })
+    .await
+    .unwrap();
+    assert_eq!(seen, [Some(b"believed".to_vec()), Some(b"stored".to_vec())]);
+    assert_eq!(done.value, Some(b"stored".to_vec()));
+    assert!(done.written.is_none());
+    // A write against a stale version conflicts, then succeeds on what it read.
+    let stale = Versioned {
+        bytes: b"old".to_vec(),
+        version: v1 + 100,
+    };
+    let done = modify(&store, "k", 5, Some(stale), |_| {
+        Ok::<_, ()>(Change::Write(b"new".to_vec(), ()))
+    })
+    .await
+    .unwrap();
+    assert_eq!(done.attempts, 2);
+    assert_eq!(store.load("k").await.unwrap().unwrap().bytes, b"new");
+    // The change's own error stops the loop.
+    let err = modify(&store, "k", 5, None, |_| Err::<Change<()>, _>("no"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, orch_store::ModifyError::Change("no")));
+}
