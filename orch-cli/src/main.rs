@@ -201,8 +201,9 @@ fn main() -> ExitCode {
                     .expect("with_template passes compiled templates only");
             let rt = orch_codegen::emit::runtime_path(&runtime_path)
                 .expect("clap checked the runtime path");
-            print_out(&orch_codegen::emit::pretty(
+            print_out(&orch_codegen::emit::pretty_with(
                 ir,
+                c.machine().map(|m| m.tables()),
                 orch_codegen::emit::Origin::File(&file),
                 &rt,
             ))

@@ -224,7 +224,8 @@ impl Builder {
             {
                 continue;
             }
-            let code = emit::pretty(&ir, Origin::File(&shown), &rt);
+            let tables = compiled.machine.as_ref().map(|m| m.tables());
+            let code = emit::pretty_with(&ir, tables, Origin::File(&shown), &rt);
             // `include_machine!` finds it by module name, by machine name, or by the
             // template's file name (its directory for `template.json`).
             let mut keys = vec![ir.module.clone()];

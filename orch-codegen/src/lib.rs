@@ -89,6 +89,12 @@ impl Compiled {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// The machine the checks built (its tables are the ones the generated code holds),
+    /// when there was no error.
+    pub fn machine(&self) -> Option<&DynMachine> {
+        self.machine.as_ref()
+    }
+
     /// A machine to run at run time (the same tables the generated code holds).
     pub fn to_machine(&self) -> Option<DynMachine> {
         let ir = self.ir.as_ref()?;

@@ -57,7 +57,7 @@ fn expand_dsl(d: dsl::Dsl, rt: &TokenStream) -> TokenStream {
     let crate::check::Checked {
         ir,
         diagnostics: diags,
-        ..
+        machine,
     } = crate::check::check(&d.template);
     let span_of = |s: crate::model::Span| match s {
         crate::model::Span::Token(i) => d.spans.get(i).copied().unwrap_or(d.name_span),
@@ -65,7 +65,7 @@ fn expand_dsl(d: dsl::Dsl, rt: &TokenStream) -> TokenStream {
     };
     let errors = to_errors(&diags, |_| None, span_of, Form::Dsl);
     let ir = ir.unwrap_or_else(|| crate::check::placeholder(&d.template));
-    let items = crate::emit::items(&ir, rt);
+    let items = crate::emit::items(&ir, machine.as_ref().map(|m| m.tables()), rt);
     let module = syn::Ident::new(&ir.module, d.name_span);
     let vis = &d.vis;
     let docs = &d.docs;
