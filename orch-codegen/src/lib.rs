@@ -5,9 +5,9 @@
 //! `orch` CLI):
 //!
 //! ```text
-//! template.json ─ json::parse ─┐
+//! template.json ─ parse::json ─┐
 //!                              ├─> model::Template ─ check::check ─> ir::Ir ─┬─ emit::module  (Rust)
-//! orchestration! { .. } ───────┘        (diagnostics: E001–E020, W001–W008)   └─ Ir::to_tables (run time)
+//! orchestration! { .. } ─ parse::dsl ─┘        (diagnostics: E001–E020, W001–W008)   └─ Ir::to_tables (run time)
 //! ```
 //!
 //! In build.rs (users reach this through the `orch-build` crate, which re-exports it):
@@ -43,9 +43,10 @@ mod expand;
 pub mod explain;
 mod ident;
 pub mod ir;
-mod json;
 pub mod limits;
+mod lower;
 mod model;
+mod parse;
 pub mod verify;
 
 /// The pipeline's stages for the `orchestration!` macro crate and this crate's own
@@ -56,7 +57,7 @@ pub mod __private {
     pub use crate::check::{check, placeholder, Checked};
 
     pub use crate::expand::orchestration;
-    pub use crate::json::parse;
+    pub use crate::parse::json::parse;
     /// The template model every front end fills in.
     pub mod model {
         pub use crate::model::*;
@@ -119,7 +120,7 @@ pub fn compile_json_keeping_model(
     source: &str,
     fallback_name: Option<&str>,
 ) -> (Option<model::Template>, Compiled) {
-    let (template, mut diagnostics) = json::parse(source, fallback_name);
+    let (template, mut diagnostics) = parse::json::parse(source, fallback_name);
     let parse_failed = diagnostics.iter().any(Diagnostic::is_error);
     let (ir, machine) = match &template {
         Some(t) => {

@@ -8,7 +8,6 @@
 //! separate step, [`lower`].
 
 mod lints;
-mod lower;
 mod names;
 mod steps;
 mod suggest;
@@ -25,7 +24,7 @@ use orch_runtime::__private::MessageRegex;
 use orch_runtime::dynamic::DynMachine;
 use std::collections::HashMap;
 
-pub use lower::placeholder;
+pub use crate::lower::placeholder;
 
 /// The `resetSequenceOn` triggers semantics §7 defines.
 pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
@@ -54,7 +53,7 @@ pub fn check(t: &Template) -> Checked {
     let history = c.history_capacity(&steps);
     let steps = steps::whole_history_windows(steps, history);
     lints::run(&mut c, &steps, &universe, default_step);
-    let ir = lower::lower(lower::Parts {
+    let ir = crate::lower::lower(crate::lower::Parts {
         machine,
         tools: &universe.tools,
         tool_idents,
@@ -206,9 +205,9 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// The machine's name and its module name.
-struct MachineName {
-    name: String,
-    module: String,
+pub(crate) struct MachineName {
+    pub(crate) name: String,
+    pub(crate) module: String,
 }
 
 /// The tool universe (semantics §2), resolved.
@@ -244,32 +243,32 @@ struct StepNames<'t> {
     skip: Vec<bool>,
 }
 
-/// A step with its names resolved: what [`lints`] judge and [`lower`] turns into IR.
-struct StepInfo<'t> {
+/// A step with its names resolved: what [`lints`] judge and [`crate::lower`] turns into IR.
+pub(crate) struct StepInfo<'t> {
     /// The step as written.
-    model: &'t Step,
+    pub(crate) model: &'t Step,
     /// Its name (`<unnamed>` when it has none, which is an error).
-    name: &'t str,
+    pub(crate) name: &'t str,
     /// Is it the default step?
-    is_default: bool,
+    pub(crate) is_default: bool,
     /// Nameless or duplicate: left out of the reachability lints.
-    skip: bool,
+    pub(crate) skip: bool,
     /// Its static set (semantics §2).
-    static_set: ToolBits,
+    pub(crate) static_set: ToolBits,
     /// `allowed` absent or empty.
-    allow_all: bool,
+    pub(crate) allow_all: bool,
     /// The pattern entries of `allowed` then `denied`, each with whether it is an
     /// `allowed` entry and how many tools it matched.
-    patterns: Vec<(&'t Spanned<String>, bool, usize)>,
+    pub(crate) patterns: Vec<(&'t Spanned<String>, bool, usize)>,
     /// The sequence: per position, the accepted tool indices (ascending).
-    sequence: Vec<Vec<usize>>,
+    pub(crate) sequence: Vec<Vec<usize>>,
     /// Its conditions (empty for the default step).
-    conditions: Vec<IrCondition>,
+    pub(crate) conditions: Vec<IrCondition>,
     /// The largest `window` its conditions give (the default step's included: H
     /// counts every window written).
-    max_window: usize,
+    pub(crate) max_window: usize,
     /// `resetSequenceOn`, as `orch_runtime` reset flags.
-    reset: u8,
+    pub(crate) reset: u8,
 }
 
 impl StepInfo<'_> {

@@ -68,7 +68,7 @@ pub fn expand(input: &FileInput, rt: &TokenStream) -> TokenStream {
     };
     let fallback = crate::fallback_name(&full);
     let text = crate::diagnostic::SourceText::new(&source);
-    let (template, mut diags) = crate::json::parse(&source, fallback.as_deref());
+    let (template, mut diags) = crate::parse::json::parse(&source, fallback.as_deref());
     let Some(mut t) = template else {
         return super::to_errors(
             &diags,

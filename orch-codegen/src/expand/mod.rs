@@ -2,7 +2,6 @@
 //! tested and benchmarked outside the compiler; `orch-macros` only forwards to
 //! [`orchestration`].
 
-mod dsl;
 mod file;
 
 use crate::{Diagnostic, Severity};
@@ -29,7 +28,7 @@ pub fn orchestration(input: TokenStream) -> TokenStream {
             Err(e) => e.to_compile_error(),
         };
     }
-    match syn::parse2::<dsl::Dsl>(input) {
+    match syn::parse2::<crate::parse::dsl::Dsl>(input) {
         Ok(d) => expand_dsl(d, &rt),
         Err(e) => e.to_compile_error(),
     }
@@ -53,7 +52,7 @@ fn runtime_prefix(input: TokenStream) -> (TokenStream, TokenStream) {
     }
 }
 
-fn expand_dsl(d: dsl::Dsl, rt: &TokenStream) -> TokenStream {
+fn expand_dsl(d: crate::parse::dsl::Dsl, rt: &TokenStream) -> TokenStream {
     let crate::check::Checked {
         ir,
         diagnostics: diags,

@@ -1,7 +1,7 @@
 //! Lowering: a checked template, its names resolved, to the [`Ir`]. Decides nothing:
 //! every rule has been applied by then.
 
-use super::{MachineName, StepInfo};
+use crate::check::{MachineName, StepInfo};
 use crate::ident;
 use crate::ir::{Ir, IrStep, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
