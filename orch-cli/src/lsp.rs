@@ -17,8 +17,8 @@ use lsp_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
     GotoDefinitionParams, HoverParams,
 };
-use orch_codegen::__private::model::{ConditionType, SequenceEntry, Span, Spanned, Template};
 use orch_codegen::ir::Ir;
+use orch_codegen::model::{ConditionType, SequenceEntry, Span, Spanned, Template};
 use orch_codegen::{Compiled, Diagnostic, Severity};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -426,7 +426,7 @@ fn contains(span: Span, offset: usize) -> bool {
 
 /// The places a step names a tool: its sequence, `availableTools` (plain names, not
 /// patterns) and the conditions whose value is a tool.
-fn tool_references(s: &orch_codegen::__private::model::Step) -> Vec<&Spanned<String>> {
+fn tool_references(s: &orch_codegen::model::Step) -> Vec<&Spanned<String>> {
     s.tool_mentions()
         .filter(|m| !orch_runtime::__private::is_pattern(&m.value))
         .collect()

@@ -45,7 +45,7 @@ mod ident;
 pub mod ir;
 pub mod limits;
 mod lower;
-mod model;
+pub mod model;
 mod parse;
 pub mod verify;
 
@@ -58,7 +58,7 @@ pub mod __private {
 
     pub use crate::expand::orchestration;
     pub use crate::parse::json::parse;
-    /// The template model every front end fills in.
+    /// The template model every front end fills in (now the public [`crate::model`]).
     pub mod model {
         pub use crate::model::*;
     }
@@ -113,9 +113,8 @@ pub fn compile_json(source: &str, fallback_name: Option<&str>) -> Compiled {
     compile_json_keeping_model(source, fallback_name).1
 }
 
-/// [`compile_json`], also returning the parsed model (for tools that map positions back
-/// to the template, such as the language server), parsed once.
-#[doc(hidden)]
+/// [`compile_json`], also returning the parsed [`model::Template`] (for tools that map
+/// positions back to the template, such as the language server), parsed once.
 pub fn compile_json_keeping_model(
     source: &str,
     fallback_name: Option<&str>,
