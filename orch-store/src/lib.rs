@@ -244,29 +244,28 @@ pub trait SessionStore: Send + Sync {
         &self,
         machine: &'m DynMachine,
         id: &str,
-        mut change: impl FnMut(&mut DynSession<'m>) -> R + Send,
+        change: impl FnMut(&mut DynSession<'m>) -> R + Send,
     ) -> impl Future<Output = Result<UpdatedDyn<'m, R>, StoreError>> + Send
     where
         R: Send,
     {
         async move {
-            let modified = modify(self, id, DEFAULT_MAX_ATTEMPTS, self.cached(id), |current| {
-                let (mut session, report) = match current {
-                    Some(v) => decode_dyn(machine, id, &v.bytes)?,
-                    None => (DynSession::new(machine), RestoreReport::default()),
-                };
-                let value = change(&mut session);
-                let bytes = session.snapshot().to_bytes();
-                Ok(Change::Write(bytes, (session, value, report)))
-            })
-            .await
-            .map_err(flatten)?;
-            let (session, value, report) = modified.value;
+            let (session, value, version, attempts, report) = update_session(
+                self,
+                id,
+                DEFAULT_MAX_ATTEMPTS,
+                self.cached(id),
+                |bytes| decode_dyn(machine, id, bytes),
+                || DynSession::new(machine),
+                |s| s.snapshot().to_bytes(),
+                change,
+            )
+            .await?;
             Ok(UpdatedDyn {
                 session,
                 value,
-                version: modified.written.map_or(0, |w| w.version),
-                attempts: modified.attempts,
+                version,
+                attempts,
                 report,
             })
         }
@@ -384,7 +383,7 @@ pub(crate) async fn update_loop<S, M, R>(
     id: &str,
     max_attempts: u32,
     cache_first: bool,
-    mut change: impl FnMut(&mut Session<M>) -> R + Send,
+    change: impl FnMut(&mut Session<M>) -> R + Send,
 ) -> Result<Updated<M, R>, StoreError>
 where
     S: SessionStore + ?Sized,
@@ -392,25 +391,59 @@ where
     R: Send,
 {
     let known = if cache_first { store.cached(id) } else { None };
+    let (session, value, version, attempts, report) = update_session(
+        store,
+        id,
+        max_attempts,
+        known,
+        |bytes| decode::<M>(id, bytes),
+        Session::<M>::new,
+        |s| s.snapshot().to_bytes(),
+        change,
+    )
+    .await?;
+    Ok(Updated {
+        session,
+        value,
+        version,
+        attempts,
+        report,
+    })
+}
+
+/// What [`update_session`] gives back: the session written, the change's value, the
+/// version, the attempts and the restore report.
+type SessionUpdate<T, R> = (T, R, u64, u32, RestoreReport);
+
+/// [`modify`] for a session of any kind (typed or run-time): restore it (or start a
+/// fresh one), change it, write its snapshot.
+#[allow(clippy::too_many_arguments)]
+async fn update_session<S, T, R>(
+    store: &S,
+    id: &str,
+    max_attempts: u32,
+    known: Option<Versioned>,
+    restore: impl Fn(&[u8]) -> Result<(T, RestoreReport), StoreError> + Send + Sync,
+    fresh: impl Fn() -> T + Send + Sync,
+    snapshot: impl Fn(&T) -> Vec<u8> + Send + Sync,
+    mut change: impl FnMut(&mut T) -> R + Send,
+) -> Result<SessionUpdate<T, R>, StoreError>
+where
+    S: SessionStore + ?Sized,
+{
     let modified = modify(store, id, max_attempts, known, |current| {
         let (mut session, report) = match current {
-            Some(v) => decode::<M>(id, &v.bytes)?,
-            None => (Session::<M>::new(), RestoreReport::default()),
+            Some(v) => restore(&v.bytes)?,
+            None => (fresh(), RestoreReport::default()),
         };
         let value = change(&mut session);
-        let bytes = session.snapshot().to_bytes();
-        Ok(Change::Write(bytes, (session, value, report)))
+        Ok(Change::Write(snapshot(&session), (session, value, report)))
     })
     .await
     .map_err(flatten)?;
     let (session, value, report) = modified.value;
-    Ok(Updated {
-        session,
-        value,
-        version: modified.written.map_or(0, |w| w.version),
-        attempts: modified.attempts,
-        report,
-    })
+    let version = modified.written.map_or(0, |w| w.version);
+    Ok((session, value, version, modified.attempts, report))
 }
 
 /// A session read from a store.
