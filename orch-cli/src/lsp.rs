@@ -428,7 +428,7 @@ fn contains(span: Span, offset: usize) -> bool {
 /// patterns) and the conditions whose value is a tool.
 fn tool_references(s: &orch_codegen::model::Step) -> Vec<&Spanned<String>> {
     s.tool_mentions()
-        .filter(|m| !orch_runtime::__private::is_pattern(&m.value))
+        .filter(|m| !orch_runtime::compiled::is_pattern(&m.value))
         .collect()
 }
 

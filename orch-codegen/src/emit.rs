@@ -2,7 +2,7 @@
 //! here decides semantics: the tables are [`Ir::to_tables`] written out as literals.
 
 use crate::ir::Ir;
-use orch_runtime::__private::{Condition, OwnedPlan, OwnedTables, Span as TSpan};
+use orch_runtime::compiled::{Condition, OwnedPlan, OwnedTables, Span as TSpan};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 

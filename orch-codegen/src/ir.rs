@@ -3,7 +3,7 @@
 //! the run-time tables are both made from it, by [`Ir::to_tables`], so the generated
 //! statics and a template loaded at run time are the same data.
 
-use orch_runtime::__private::{reset, Condition, OwnedPlan, OwnedTables, Span, StepTable};
+use orch_runtime::compiled::{reset, Condition, OwnedPlan, OwnedTables, Span, StepTable};
 use std::collections::HashMap;
 
 /// A compiled machine.

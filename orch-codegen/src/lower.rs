@@ -6,7 +6,7 @@ use crate::ident;
 use crate::ir::{Ir, IrStep, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
 use crate::model::{Spanned, Step, Template};
-use orch_runtime::__private::is_pattern;
+use orch_runtime::compiled::is_pattern;
 use std::collections::HashMap;
 
 /// Everything the IR is made of.

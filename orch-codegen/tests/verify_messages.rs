@@ -3,7 +3,7 @@
 //! matchers; completeness against brute force over all short messages.
 
 use orch_codegen::verify::messages::{Combinations, MessageConditions};
-use orch_runtime::__private::{contains_folded, fold_case, MessageRegex};
+use orch_runtime::compiled::{contains_folded, fold_case, MessageRegex};
 
 fn analyse(contains: &[&str], regexes: &[&str]) -> Combinations {
     let contains: Vec<String> = contains.iter().map(|c| fold_case(c)).collect();

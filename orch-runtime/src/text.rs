@@ -6,7 +6,7 @@
 /// none); every other character matches itself. There is no other wildcard.
 ///
 /// ```
-/// use orch_runtime::__private::glob_match;
+/// use orch_runtime::compiled::glob_match;
 /// assert!(glob_match("*cognitive*", "my_cognitive_tool"));
 /// assert!(glob_match("pubmed_*", "pubmed_fetch"));
 /// assert!(!glob_match("pubmed_*", "arxiv_fetch"));
@@ -47,7 +47,7 @@ pub fn is_pattern(name: &str) -> bool {
 /// and `"straße"` all fold to `"strasse"`, and `"ΟΔΌΣ"` and `"οδός"` to `"οδόσ"`.
 ///
 /// ```
-/// use orch_runtime::__private::fold_case;
+/// use orch_runtime::compiled::fold_case;
 /// assert_eq!(fold_case("ReSearch"), "research");
 /// assert_eq!(fold_case("Straße"), "strasse");
 /// assert_eq!(fold_case("ΟΔΌΣ"), fold_case("οδός"));
@@ -67,7 +67,7 @@ pub(crate) fn folded_chars(text: &str) -> impl Iterator<Item = char> + '_ {
 /// haystack and runs in linear time.
 ///
 /// ```
-/// use orch_runtime::__private::{contains_folded, fold_case};
+/// use orch_runtime::compiled::{contains_folded, fold_case};
 /// assert!(contains_folded("Please RESEARCH this", "research"));
 /// assert!(contains_folded("ÜBER alles", "über"));
 /// assert!(contains_folded("DIE STRASSE", &fold_case("Straße")));

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use orch::dynamic::DynMachine;
-use orch_runtime::__private::{contains_folded, glob_match, reset, Condition, Tables};
+use orch_runtime::compiled::{contains_folded, glob_match, reset, Condition, Tables};
 use std::collections::VecDeque;
 
 /// Why the reference refuses a tool (the fields of `orch::Denied`, by name).
@@ -244,7 +244,7 @@ impl<'m> Reference<'m> {
 
     fn foreign_permitted(&self, step: usize, name: &str) -> bool {
         let s = &self.t.steps[step];
-        let any = |span: orch_runtime::__private::Span| {
+        let any = |span: orch_runtime::compiled::Span| {
             self.t.patterns[span.range()]
                 .iter()
                 .any(|p| glob_match(p, name))

@@ -20,7 +20,7 @@ use crate::limits::{
     MAX_TOOLS,
 };
 use crate::model::{Span, Spanned, Step, Template};
-use orch_runtime::__private::MessageRegex;
+use orch_runtime::compiled::MessageRegex;
 use orch_runtime::dynamic::DynMachine;
 use std::collections::HashMap;
 
@@ -426,7 +426,7 @@ impl<'t> Checker<'t> {
 
     /// E019: the compiled tool sets fit in [`MAX_TABLE_WORDS`] words.
     /// Returns the tables it built, for the checks that run them.
-    fn check_table_size(&mut self, ir: &Ir) -> orch_runtime::__private::OwnedTables {
+    fn check_table_size(&mut self, ir: &Ir) -> orch_runtime::compiled::OwnedTables {
         let tables = ir.to_tables();
         let words = tables.bits.len();
         if words > MAX_TABLE_WORDS {

@@ -6,7 +6,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::IrCondition;
 use crate::limits::MAX_HISTORY;
 use crate::model::{Condition, ConditionKind, ConditionType, Spanned, Step};
-use orch_runtime::__private::{fold_case, is_pattern, reset, MessageRegex};
+use orch_runtime::compiled::{fold_case, is_pattern, reset, MessageRegex};
 
 impl<'t> Checker<'t> {
     /// Resolves one step, applying the rules of its parts in order: static set,

@@ -5,7 +5,7 @@ use super::{list_names, Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::ToolBits;
 use crate::model::{Spanned, Step};
-use orch_runtime::__private::{glob_match, is_pattern};
+use orch_runtime::compiled::{glob_match, is_pattern};
 use std::collections::HashMap;
 
 /// A step's static set, resolved: see [`super::StepInfo`].

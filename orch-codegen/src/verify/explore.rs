@@ -15,7 +15,7 @@
 
 use super::foreign;
 use super::messages::{Combinations, MessageConditions, MessageError};
-use orch_runtime::__private::{glob_match, Condition};
+use orch_runtime::compiled::{glob_match, Condition};
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
 use std::collections::HashMap;
 
@@ -141,7 +141,7 @@ fn foreign_names(machine: &DynMachine, work: &mut u64) -> ForeignNames {
         }
     };
     let anywhere = decide(&[], true, &[]);
-    let patterns = |span: orch_runtime::__private::Span| -> Vec<&str> {
+    let patterns = |span: orch_runtime::compiled::Span| -> Vec<&str> {
         t.patterns
             .get(span.range())
             .unwrap_or(&[])

@@ -173,7 +173,7 @@ pub fn witness(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orch_runtime::__private::glob_match;
+    use orch_runtime::compiled::glob_match;
 
     fn admitted(
         name: &str,

@@ -579,7 +579,7 @@ fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
         };
         let membership: Vec<bool> = sets.iter().map(|set| in_set(set, rep)).collect();
         let fold_sig = if special.contains(&rep) {
-            let folded = orch_runtime::__private::fold_case(rep.encode_utf8(&mut [0u8; 4]));
+            let folded = orch_runtime::compiled::fold_case(rep.encode_utf8(&mut [0u8; 4]));
             folded
                 .chars()
                 .map(|x| if needle_chars.contains(&x) { x } else { '\0' })
@@ -600,7 +600,7 @@ fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
                 let c = classes[k];
                 (
                     c,
-                    orch_runtime::__private::fold_case(c.encode_utf8(&mut [0u8; 4])),
+                    orch_runtime::compiled::fold_case(c.encode_utf8(&mut [0u8; 4])),
                 )
             })
             .collect(),
@@ -622,7 +622,7 @@ fn foldings() -> &'static [(char, String)] {
             .filter_map(char::from_u32)
             .filter_map(|c| {
                 let mut buf = [0u8; 4];
-                let folded = orch_runtime::__private::fold_case(c.encode_utf8(&mut buf));
+                let folded = orch_runtime::compiled::fold_case(c.encode_utf8(&mut buf));
                 (folded.chars().ne(std::iter::once(c))).then_some((c, folded))
             })
             .collect()
