@@ -29,8 +29,9 @@ use rmcp::model::{
     ListPromptsResult, ListResourceTemplatesRequest, ListResourceTemplatesResult,
     ListResourcesRequest, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequest, UnsubscribeRequestParams,
+    RequestMetaObject, ResultType, ServerResult, SetLevelRequest, SetLevelRequestParams,
+    SubscribeRequest, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequest,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
@@ -81,14 +82,8 @@ pub(crate) struct Refused {
 impl Refused {
     /// The refusal of `tool` by the workflow in `session`, as the gateway answers it.
     fn by_workflow(policy: &Policy, session: &DynSession<'_>, refusal: Refusal) -> Self {
-        let tool = refusal.tool.clone();
-        Self::new(
-            &tool,
-            refusal.kind.as_str(),
-            refusal.reason,
-            Some(session),
-            policy,
-        )
+        let Refusal { tool, kind, reason } = refusal;
+        Self::new(&tool, kind.as_str(), reason, Some(session), policy)
     }
 
     fn new(
@@ -473,15 +468,20 @@ impl<S: SessionStore + 'static> Shared<S> {
 /// Where 2026-07-28 results name their server.
 const SERVER_INFO_META_KEY: &str = "io.modelcontextprotocol/serverInfo";
 
-/// The `_meta` of a result the gateway relays, if its kind has one.
-fn meta_of(result: &mut ServerResult) -> Option<&mut Option<MetaObject>> {
+/// The `resultType` and `_meta` of a result the gateway answers or relays, if its kind
+/// has them.
+fn fields_of(
+    result: &mut ServerResult,
+) -> Option<(&mut Option<ResultType>, &mut Option<MetaObject>)> {
     Some(match result {
-        ServerResult::CompleteResult(r) => &mut r.meta,
-        ServerResult::GetPromptResult(r) => &mut r.meta,
-        ServerResult::ListPromptsResult(r) => &mut r.meta,
-        ServerResult::ListResourcesResult(r) => &mut r.meta,
-        ServerResult::ListResourceTemplatesResult(r) => &mut r.meta,
-        ServerResult::ReadResourceResult(r) => &mut r.meta,
+        ServerResult::CompleteResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::GetPromptResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::ListPromptsResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::ListResourcesResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::ListResourceTemplatesResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::ReadResourceResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::ListToolsResult(r) => (&mut r.result_type, &mut r.meta),
+        ServerResult::CallToolResult(r) => (&mut r.result_type, &mut r.meta),
         _ => return None,
     })
 }
@@ -490,18 +490,9 @@ fn meta_of(result: &mut ServerResult) -> Option<&mut Option<MetaObject>> {
 /// handshake revision sends no `resultType`, which means `complete` there. (The MCP SDK
 /// drops the field again for clients on a handshake revision.)
 fn with_result_type(mut result: ServerResult) -> ServerResult {
-    let result_type = match &mut result {
-        ServerResult::CompleteResult(r) => &mut r.result_type,
-        ServerResult::GetPromptResult(r) => &mut r.result_type,
-        ServerResult::ListPromptsResult(r) => &mut r.result_type,
-        ServerResult::ListResourcesResult(r) => &mut r.result_type,
-        ServerResult::ListResourceTemplatesResult(r) => &mut r.result_type,
-        ServerResult::ReadResourceResult(r) => &mut r.result_type,
-        ServerResult::ListToolsResult(r) => &mut r.result_type,
-        ServerResult::CallToolResult(r) => &mut r.result_type,
-        _ => return result,
-    };
-    result_type.get_or_insert(ResultType::COMPLETE);
+    if let Some((result_type, _)) = fields_of(&mut result) {
+        result_type.get_or_insert(ResultType::COMPLETE);
+    }
     result
 }
 
@@ -606,10 +597,12 @@ pub(crate) struct Downstream<S> {
 
 /// Did this request come on a revision without sessions (2026-07-28 or later)?
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .meta
-        .protocol_version()
-        .is_some_and(|v| !v.has_initialize())
+    names_modern_revision(&context.meta)
+}
+
+/// Does a request's `_meta` name a revision without sessions (2026-07-28 or later)?
+pub(crate) fn names_modern_revision(meta: &RequestMetaObject) -> bool {
+    meta.protocol_version().is_some_and(|v| !v.has_initialize())
 }
 
 impl<S: SessionStore + 'static> Downstream<S> {
@@ -671,7 +664,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let _permit = self.shared.permit()?;
         let mut result = self.shared.forward(request, method, &context.ct).await?;
         if is_modern(context) {
-            if let Some(meta) = meta_of(&mut result) {
+            if let Some((_, meta)) = fields_of(&mut result) {
                 self.stamp(meta);
             }
         }

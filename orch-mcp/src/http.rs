@@ -153,10 +153,7 @@ fn reads_a_run(request: &ClientRequest) -> bool {
 
 /// Does the request carry the per-request `_meta` of 2026-07-28 (no session)?
 fn is_modern(request: &ClientRequest) -> bool {
-    request
-        .get_meta()
-        .protocol_version()
-        .is_some_and(|v| !v.has_initialize())
+    crate::handler::names_modern_revision(request.get_meta())
 }
 
 fn session_full(max: usize, id: Value) -> Response {
