@@ -445,9 +445,11 @@ impl<S: SessionStore + 'static> Gateway<S> {
         }
     }
 
-    /// Waits (at most two seconds) for the tool calls in flight to be answered.
+    /// Waits (at most ten seconds) for the tool calls in flight to be answered: each is
+    /// woken when the upstream goes away, but on a loaded machine the answer may take a
+    /// moment to be written.
     async fn drain(&mut self) {
-        for _ in 0..100 {
+        for _ in 0..500 {
             if self.shared.in_flight.load(Ordering::SeqCst) == 0 {
                 break;
             }
