@@ -456,8 +456,16 @@ impl RedisStore {
                             Route::new(slot(key.as_bytes()), SlotAddr::Master),
                         ));
                         self.stats.round_trips.fetch_add(1, Ordering::Relaxed);
-                        let acked = c.clone().route_command(&wait, route).await;
-                        (Some(reply), Some(acked.map_err(|e| written(id, e))?))
+                        // The write was answered by the slot's primary; if `WAIT` then
+                        // fails (the slot moved in between, the node is a replica now),
+                        // no replica confirmed it: `NotDurable` below, never a plain
+                        // backend error, since the write itself was applied.
+                        let acked = c
+                            .clone()
+                            .route_command(&wait, route)
+                            .await
+                            .unwrap_or(Value::Int(0));
+                        (Some(reply), Some(acked))
                     }
                 };
                 let acked = match acked {

@@ -200,16 +200,96 @@ fn test(cargo_args: &[String]) -> ExitCode {
         docs.push("--");
         docs.extend(after.iter().map(String::as_str));
     }
+    let limit = time_limit();
+    let start = std::time::Instant::now();
     for args in [examples, tests, docs] {
         eprintln!("xtask: cargo {}", args.join(" "));
-        match Command::new(&cargo).current_dir(&root).args(&args).status() {
-            Ok(s) if s.success() => {}
-            Ok(_) => return ExitCode::FAILURE,
+        let mut command = Command::new(&cargo);
+        command.current_dir(&root).args(&args);
+        let left = limit.saturating_sub(start.elapsed());
+        match run_within(command, left) {
+            Ok(true) => {}
+            Ok(false) => return ExitCode::FAILURE,
             Err(e) => {
-                eprintln!("xtask: cannot run cargo: {e}");
+                eprintln!("xtask: {e}");
                 return ExitCode::FAILURE;
             }
         }
     }
     ExitCode::SUCCESS
+}
+
+/// How long the builds and tests may take in all: `ORCH_TEST_MINUTES` (60 unless set).
+/// Past it the run is stopped and fails, so that a test that hangs is reported as such
+/// (libtest names it: "has been running for over 60 seconds") instead of running into
+/// CI's own limit with nothing said.
+fn time_limit() -> std::time::Duration {
+    let minutes = std::env::var("ORCH_TEST_MINUTES")
+        .ok()
+        .and_then(|m| m.parse::<u64>().ok())
+        .unwrap_or(60);
+    std::time::Duration::from_secs(minutes * 60)
+}
+
+/// Runs `command`; past `limit` it and every process under it (the test binaries and the
+/// servers they started) are killed. `Ok(success)`, or why it could not run or was
+/// stopped.
+fn run_within(mut command: Command, limit: std::time::Duration) -> Result<bool, String> {
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    let start = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status.success()),
+            Ok(None) if start.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(200))
+            }
+            Ok(None) => {
+                let pids: Vec<String> =
+                    descendants(child.id()).iter().map(u32::to_string).collect();
+                let _ = Command::new("kill").arg("-KILL").args(&pids).status();
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "stopped: the tests ran past their time limit ({} minutes; \
+                     ORCH_TEST_MINUTES sets it); a test that hangs is named above as \
+                     \"has been running for over 60 seconds\"",
+                    time_limit().as_secs() / 60
+                ));
+            }
+            Err(e) => return Err(format!("cannot wait for cargo: {e}")),
+        }
+    }
+}
+
+/// Every process under `root` (children, their children, ...), read from `/proc`.
+fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
 }

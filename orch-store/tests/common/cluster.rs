@@ -1,14 +1,25 @@
 //! A real Redis Cluster for tests and benchmarks: six `redis-server` processes on free
 //! loopback ports (three primaries, three replicas) joined by `redis-cli --cluster
 //! create`, stopped by their process ids on drop.
+//!
+//! Nothing here can hang: every `redis-cli` run has a deadline (a node that stops
+//! answering, or a `--cluster create` whose nodes never meet, is a panic that says so),
+//! the ports (and their cluster bus ports, `+ 10000`) lie below the kernel's ephemeral
+//! range so no outgoing connection takes one between the probe and the server's bind, and
+//! one cluster runs at a time in a test process.
 
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Held by the running cluster: the clusters of one test process run one after another.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// A running cluster.
 pub struct Cluster {
     nodes: Vec<Node>,
     dir: std::path::PathBuf,
+    _turn: MutexGuard<'static, ()>,
 }
 
 /// One `redis-server` of the cluster.
@@ -25,33 +36,74 @@ impl Node {
     }
 }
 
-fn cli(port: u16, args: &[&str]) -> Option<String> {
-    let out = Command::new("redis-cli")
-        .args(["-p", &port.to_string()])
-        .args(args)
+/// Runs `command`, its stdout captured, and kills it past `limit`: `None` then, or when
+/// it fails.
+fn run_within(mut command: Command, limit: Duration) -> Option<(bool, String)> {
+    let mut child = command
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut out);
+        out
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let out = reader.join().unwrap_or_default();
+    status.map(|s| (s.success(), String::from_utf8_lossy(&out).into_owned()))
 }
 
-/// `n` ports `p` such that `p` and its cluster bus port `p + 10000` are free.
+/// One `redis-cli` command against the node at `port`, answered within five seconds.
+fn cli(port: u16, args: &[&str]) -> Option<String> {
+    let mut command = Command::new("redis-cli");
+    command.args(["-p", &port.to_string()]).args(args);
+    match run_within(command, Duration::from_secs(5))? {
+        (true, out) => Some(out),
+        (false, _) => None,
+    }
+}
+
+/// `n` ports `p` such that `p` and its cluster bus port `p + 10000` are free, all below
+/// the ephemeral range (32768 and up on Linux), so that no outgoing connection is given
+/// one of them before the server binds it.
 fn free_ports(n: usize) -> Vec<u16> {
     let mut ports = Vec::new();
     let mut held = Vec::new();
-    while ports.len() < n {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        let port = l.local_addr().unwrap().port();
-        if port < 55_000 && !ports.contains(&port) {
-            if let Ok(bus) = std::net::TcpListener::bind(("127.0.0.1", port + 10_000)) {
-                ports.push(port);
-                held.push(bus);
-            }
+    let mut next = {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        (std::process::id() ^ nanos) % 7_000
+    };
+    for _ in 0..7_000 {
+        if ports.len() == n {
+            break;
         }
-        held.push(l);
+        let port = 15_000 + next as u16;
+        next = (next + 7) % 7_000;
+        let (Ok(client), Ok(bus)) = (
+            std::net::TcpListener::bind(("127.0.0.1", port)),
+            std::net::TcpListener::bind(("127.0.0.1", port + 10_000)),
+        ) else {
+            continue;
+        };
+        ports.push(port);
+        held.extend([client, bus]);
     }
+    assert_eq!(ports.len(), n, "{n} free ports between 15000 and 22000");
     ports
 }
 
@@ -76,6 +128,9 @@ impl Cluster {
             have("redis-server") && have("redis-cli"),
             "redis-server and redis-cli are not installed: `cargo xtask test` installs them"
         );
+        let turn = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let ports = free_ports(6);
         let dir =
             std::env::temp_dir().join(format!("orch-cluster-{}-{}", std::process::id(), ports[0]));
@@ -83,6 +138,7 @@ impl Cluster {
         let mut cluster = Cluster {
             nodes: Vec::new(),
             dir: dir.clone(),
+            _turn: turn,
         };
         for &port in &ports {
             let child = spawn(&dir, port);
@@ -98,26 +154,19 @@ impl Cluster {
             .unwrap_or_else(|| panic!("redis-server on {port} did not start"));
         }
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-        let created = Command::new("redis-cli")
-            .args(["--cluster", "create"])
-            .args(&addrs)
-            .args(["--cluster-replicas", "1", "--cluster-yes"])
-            .output()
-            .expect("redis-cli runs");
-        assert!(
-            created.status.success(),
-            "redis-cli --cluster create: {}",
-            String::from_utf8_lossy(&created.stdout)
-        );
+        let mut create = Command::new("redis-cli");
+        create.args(["--cluster", "create"]).args(&addrs).args([
+            "--cluster-replicas",
+            "1",
+            "--cluster-yes",
+        ]);
+        match run_within(create, Duration::from_secs(60)) {
+            Some((true, _)) => {}
+            Some((false, out)) => panic!("redis-cli --cluster create failed: {out}"),
+            None => panic!("redis-cli --cluster create did not finish within 60 s"),
+        }
         cluster.wait_ok(Duration::from_secs(30));
-        // Every primary's replica is linked and in sync (so `WAIT 1` can succeed).
-        wait_until(Duration::from_secs(30), || {
-            cluster.primaries().iter().all(|&p| {
-                cli(p, &["INFO", "replication"])
-                    .is_some_and(|i| i.contains("connected_slaves:1") && i.contains("state=online"))
-            })
-        })
-        .expect("the replicas are in sync");
+        cluster.wait_replicas(Duration::from_secs(30));
         cluster
     }
 
@@ -188,7 +237,19 @@ impl Cluster {
                 cli(n.port, &["CLUSTER", "INFO"]).is_some_and(|i| i.contains("cluster_state:ok"))
             }) && self.primaries().len() == 3
         })
-        .expect("the cluster becomes ok");
+        .unwrap_or_else(|| panic!("the cluster is not ok after {limit:?}"));
+    }
+
+    /// Waits until every primary has its replica linked and in sync (so `WAIT 1` can
+    /// succeed).
+    pub fn wait_replicas(&self, limit: Duration) {
+        wait_until(limit, || {
+            self.primaries().iter().all(|&p| {
+                cli(p, &["INFO", "replication"])
+                    .is_some_and(|i| i.contains("connected_slaves:1") && i.contains("state=online"))
+            })
+        })
+        .unwrap_or_else(|| panic!("the replicas are not in sync after {limit:?}"));
     }
 }
 
