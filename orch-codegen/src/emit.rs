@@ -2,7 +2,7 @@
 //! here decides semantics: the tables are [`Ir::to_tables`] written out as literals.
 
 use crate::ir::Ir;
-use orch_runtime::compiled::{Condition, OwnedPlan, OwnedTables, Span as TSpan};
+use orch_runtime::compiled::{Literal as _, LiteralWriter, OwnedTables};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 
@@ -19,15 +19,6 @@ fn ident_or(s: &str, fallback: String) -> Ident {
 
 fn ident(s: &str) -> Ident {
     ident_or(s, "machine".to_owned())
-}
-
-/// A span as the `(start, len)` pair `StepTable::new` takes.
-fn tspan(s: TSpan) -> TokenStream {
-    let (start, len) = (
-        Literal::u32_unsuffixed(s.start),
-        Literal::u32_unsuffixed(s.len),
-    );
-    quote!((#start, #len))
 }
 
 /// Text for a generated doc comment: control characters (a CR is an error in a doc
@@ -165,13 +156,6 @@ pub(crate) fn items(ir: &Ir, tables: Option<&OwnedTables>, rt: &TokenStream) -> 
         })
         .collect();
 
-    let default_step = match tables.default_step {
-        Some(d) => {
-            let d = Literal::u16_unsuffixed(d);
-            quote!(::core::option::Option::Some(#d))
-        }
-        None => quote!(::core::option::Option::None),
-    };
     let fingerprint = Literal::u64_suffixed(tables.fingerprint);
     let name = &ir.name;
     let description = &ir.description;
@@ -182,53 +166,9 @@ pub(crate) fn items(ir: &Ir, tables: Option<&OwnedTables>, rt: &TokenStream) -> 
         }
         None => quote!(::core::option::Option::None),
     };
-    let steps: Vec<TokenStream> = tables
-        .steps
-        .iter()
-        .map(|s| {
-            let conditions = tspan(s.conditions);
-            let static_set = Literal::u32_unsuffixed(s.static_set);
-            let sequence = tspan(s.sequence);
-            let allow_all = s.allow_all;
-            let allow_patterns = tspan(s.allow_patterns);
-            let deny_patterns = tspan(s.deny_patterns);
-            let reset = Literal::u8_unsuffixed(s.reset);
-            quote! {
-                __rt::StepTable::new(#conditions, #static_set, #sequence, #allow_all, #allow_patterns, #deny_patterns, #reset)
-            }
-        })
-        .collect();
-    let conditions: Vec<TokenStream> = tables
-        .conditions
-        .iter()
-        .map(|c| match *c {
-            Condition::ToolUsed(t) => {
-                let t = Literal::u16_unsuffixed(t);
-                quote!(__rt::Condition::ToolUsed(#t))
-            }
-            Condition::SequenceMatch => quote!(__rt::Condition::SequenceMatch),
-            Condition::Message(f) => {
-                let f = Literal::u16_unsuffixed(f);
-                quote!(__rt::Condition::Message(#f))
-            }
-            Condition::NotRecentlyUsed { tool, window } => {
-                let (tool, window) = (
-                    Literal::u16_unsuffixed(tool),
-                    Literal::u16_unsuffixed(window),
-                );
-                quote!(__rt::Condition::NotRecentlyUsed { tool: #tool, window: #window })
-            }
-        })
-        .collect();
-    let bits: Vec<Literal> = tables
-        .bits
-        .iter()
-        .map(|b| Literal::u64_unsuffixed(*b))
-        .collect();
-    let plan = plan_literal(&tables.plan);
+    let tables_literal = tables_literal(tables);
     let derived_words = lit(tables.plan.view().derived_words());
     let counters = lit(tables.plan.counters.len());
-    let patterns = &tables.patterns;
     let contains = &tables.contains;
     let regexes = &tables.regexes;
     // Name lookups: a `match` for a few names (the fastest), a binary search over a
@@ -378,22 +318,7 @@ pub(crate) fn items(ir: &Ir, tables: Option<&OwnedTables>, rt: &TokenStream) -> 
         static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(&[#(#contains),*], &[#(#regexes),*]);
 
         /// The compiled transition and filter tables.
-        pub static TABLES: __rt::Tables<'static> = __rt::Tables {
-            name: #name,
-            words: #words,
-            history: #history,
-            default_step: #default_step,
-            fingerprint: #fingerprint,
-            tools: &TOOL_NAMES,
-            step_names: &STEP_NAMES,
-            steps: &[#(#steps),*],
-            conditions: &[#(#conditions),*],
-            bits: &[#(#bits),*],
-            patterns: &[#(#patterns),*],
-            contains: &[#(#contains),*],
-            regexes: &[#(#regexes),*],
-            plan: #plan,
-        };
+        pub static TABLES: __rt::Tables<'static> = #tables_literal;
 
         impl #rt::Machine for Machine {
             type Tool = Tool;
@@ -475,66 +400,20 @@ fn by_name_table(names: &[&str], table: TokenStream, ty: &str) -> TokenStream {
     }
 }
 
-/// The incremental plan as a `__rt::Plan` literal.
-fn plan_literal(p: &OwnedPlan) -> TokenStream {
-    let u64s = |v: &[u64]| {
-        let v = v.iter().map(|x| Literal::u64_unsuffixed(*x));
-        quote!(&[#(#v),*])
-    };
-    let u32s = |v: &[u32]| {
-        let v = v.iter().map(|x| Literal::u32_unsuffixed(*x));
-        quote!(&[#(#v),*])
-    };
-    let u32_of = |x: u32| Literal::u32_unsuffixed(x);
-    let (atom_words, step_words, seq_words) = (
-        u32_of(p.atom_words),
-        u32_of(p.step_words),
-        u32_of(p.seq_words),
-    );
-    let nru_atom_base = u32_of(p.nru_atom_base);
-    let cond_atom = u32s(&p.cond_atom);
-    let step_atom_start = u32s(&p.step_atom_start);
-    let step_atoms = u32s(&p.step_atoms);
-    let candidates = u64s(&p.candidates);
-    let atom_step_start = u32s(&p.atom_step_start);
-    let atom_steps = p.atom_steps.iter().map(|x| Literal::u16_unsuffixed(*x));
-    let used_atom = u32s(&p.used_atom);
-    let seq_first = u64s(&p.seq_first);
-    let seq_last = u64s(&p.seq_last);
-    let seq_atom = u32s(&p.seq_atom);
-    let seq_tool_start = u32s(&p.seq_tool_start);
-    let seq_cells = p.seq_cells.iter().map(|(w, m)| {
-        let (w, m) = (Literal::u32_unsuffixed(*w), Literal::u64_unsuffixed(*m));
-        quote!((#w, #m))
-    });
-    let counters = p.counters.iter().map(|(t, c)| {
-        let (t, c) = (Literal::u16_unsuffixed(*t), Literal::u16_unsuffixed(*c));
-        quote!((#t, #c))
-    });
-    let nru_atoms = p.nru_atoms.iter().map(|(k, w)| {
-        let (k, w) = (Literal::u32_unsuffixed(*k), Literal::u16_unsuffixed(*w));
-        quote!((#k, #w))
-    });
-    quote! {
-        __rt::Plan {
-            atom_words: #atom_words,
-            step_words: #step_words,
-            seq_words: #seq_words,
-            step_atom_start: #step_atom_start,
-            step_atoms: #step_atoms,
-            candidates: #candidates,
-            atom_step_start: #atom_step_start,
-            atom_steps: &[#(#atom_steps),*],
-            used_atom: #used_atom,
-            seq_first: #seq_first,
-            seq_last: #seq_last,
-            seq_atom: #seq_atom,
-            seq_tool_start: #seq_tool_start,
-            seq_cells: &[#(#seq_cells),*],
-            counters: &[#(#counters),*],
-            nru_atoms: &[#(#nru_atoms),*],
-            nru_atom_base: #nru_atom_base,
-            cond_atom: #cond_atom,
+/// The tables as a `__rt::Tables` literal, written by the compiled form's own
+/// [`Literal`] (the name pools as the module's `TOOL_NAMES` and `STEP_NAMES`).
+fn tables_literal(tables: &OwnedTables) -> TokenStream {
+    let overrides = [("tools", "&TOOL_NAMES"), ("step_names", "&STEP_NAMES")];
+    let mut w = LiteralWriter::new("__rt", &overrides);
+    tables.write_literal(&mut w);
+    let source = w.finish();
+    match source.parse() {
+        Ok(tokens) => tokens,
+        // The writer produces only valid literals; if that ever breaks, say so where
+        // the tables would be.
+        Err(e) => {
+            let why = format!("orch: the compiled tables did not parse as Rust ({e})");
+            quote!(::core::compile_error!(#why))
         }
     }
 }
@@ -557,5 +436,54 @@ pub fn pretty_with(
         // The emitter only produces valid items; if that ever breaks, keep the raw
         // tokens so rustc reports the problem where it is.
         Err(_) => tokens.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use orch_runtime::compiled::{Literal, LiteralWriter};
+
+    /// Every string the compiled form holds (names, patterns, needles, regexes) is written
+    /// as a Rust string literal whose value is the string itself, whatever it contains.
+    #[test]
+    fn string_literals_round_trip() {
+        let hostile = [
+            "",
+            "plain",
+            "quote \" and backslash \\",
+            "line\nbreak\r\ttab\0nul\u{1}\u{7f}",
+            "unicode: é ü ß 漢字 🦀",
+            "combining \u{301} at the start and bidi \u{202e} \u{2066}",
+            "raw-looking r#\"x\"#",
+            "{braces} $crate #hash",
+            "\u{feff}bom and \u{200b}zero width",
+        ];
+        for s in hostile {
+            let mut w = LiteralWriter::new("__rt", &[]);
+            s.write_literal(&mut w);
+            let source = w.finish();
+            let lit: syn::LitStr = syn::parse_str(&source)
+                .unwrap_or_else(|e| panic!("{source:?} is not a string literal: {e}"));
+            assert_eq!(lit.value(), s, "{source}");
+        }
+    }
+
+    /// Overrides replace a field's value; numbers are unsuffixed; options are spelled in
+    /// full.
+    #[test]
+    fn fields_numbers_and_options() {
+        let overrides = [("tools", "&TOOL_NAMES")];
+        let mut w = LiteralWriter::new("rt", &overrides);
+        w.field("tools", &vec!["a".to_owned()]);
+        w.field("bits", &vec![u64::MAX, 0]);
+        w.field("default_step", &Some(3u16));
+        w.field("none", &None::<u16>);
+        w.field("pairs", &vec![(1u32, 2u64)]);
+        assert_eq!(
+            w.finish(),
+            "tools: &TOOL_NAMES, bits: &[18446744073709551615, 0], \
+             default_step: ::core::option::Option::Some(3), \
+             none: ::core::option::Option::None, pairs: &[(1, 2)], "
+        );
     }
 }

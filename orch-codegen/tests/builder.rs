@@ -195,3 +195,68 @@ fn two_templates_of_one_machine_are_an_error_naming_both() {
     );
     assert!(!dir.join("out").exists(), "nothing is written");
 }
+
+/// The template of the machine the runtime's documentation examples drive
+/// (`orch_runtime::__doc_machine!()`).
+const DOC_DEMO: &str = r#"{
+  "agentId": "demo",
+  "tools": ["search", "think", "reflect"],
+  "orchestration": {
+    "steps": [
+      { "name": "Chat", "isDefault": true },
+      {
+        "name": "Research",
+        "conditions": [{ "type": "message_contains", "value": "research" }],
+        "sequence": ["search", "think", "reflect"],
+        "availableTools": { "allowed": ["search", "think", "reflect"] }
+      }
+    ]
+  }
+}"#;
+
+/// `orch_runtime::__doc_machine!` (orch-runtime/src/doc_machine.rs) is this emitter's
+/// output for [`DOC_DEMO`], so the runtime's doc examples run generated code, not a
+/// hand-written imitation of it, and follow every change of the compiled form.
+/// Regenerate with `UPDATE_SNAPSHOTS=1 cargo test -p orch-codegen`.
+#[test]
+fn the_runtime_doc_machine_is_generated() {
+    let compiled = orch_codegen::compile_json(DOC_DEMO, None);
+    assert!(
+        compiled.diagnostics.is_empty(),
+        "{:?}",
+        compiled.diagnostics
+    );
+    let module = orch_codegen::emit::pretty(
+        compiled.ir.as_ref().unwrap(),
+        orch_codegen::emit::Origin::File("orch-codegen/tests/builder.rs (DOC_DEMO)"),
+        &orch_codegen::emit::runtime_path("__orch_runtime_crate__").unwrap(),
+    );
+    let body: String = module
+        .replace("__orch_runtime_crate__", "$crate")
+        .lines()
+        .map(|line| match line {
+            "" => "\n".to_owned(),
+            line => format!("        {line}\n"),
+        })
+        .collect();
+    let code = format!(
+        "//! `__doc_machine!()`: the machine of this crate's documentation examples, as\n\
+         //! `orch-codegen` generates it for the template in orch-codegen/tests/builder.rs\n\
+         //! (`DOC_DEMO`). Generated; do not edit: `UPDATE_SNAPSHOTS=1 cargo test -p\n\
+         //! orch-codegen` rewrites it (the test `the_runtime_doc_machine_is_generated`).\n\
+         \n\
+         /// Defines `mod demo`, a generated machine, for documentation examples.\n\
+         #[doc(hidden)]\n\
+         #[macro_export]\n\
+         macro_rules! __doc_machine {{\n    () => {{\n{body}    }};\n}}\n"
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../orch-runtime/src/doc_machine.rs");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &code).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).expect("orch-runtime/src/doc_machine.rs exists");
+    assert_eq!(
+        code, expected,
+        "the runtime's doc machine is not what the emitter writes; run with UPDATE_SNAPSHOTS=1"
+    );
+}

@@ -5,68 +5,9 @@
 
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
-use crate::plan::OwnedPlan;
 use crate::regexes::{Matchers, MessageRegex};
 use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
-use crate::tables::{Condition, StepTable, Tables};
-
-/// The owned form of [`Tables`]: the same fields, in `Vec`s. (Code-generation
-/// plumbing: `orch-codegen` builds it; hosts load templates with
-/// `orch_codegen::compile_json(..).to_machine()`.)
-#[doc(hidden)]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OwnedTables {
-    /// See [`Tables::name`].
-    pub name: String,
-    /// See [`Tables::words`].
-    pub words: usize,
-    /// See [`Tables::history`].
-    pub history: usize,
-    /// See [`Tables::default_step`].
-    pub default_step: Option<u16>,
-    /// See [`Tables::fingerprint`].
-    pub fingerprint: u64,
-    /// See [`Tables::tools`].
-    pub tools: Vec<String>,
-    /// See [`Tables::step_names`].
-    pub step_names: Vec<String>,
-    /// See [`Tables::steps`].
-    pub steps: Vec<StepTable>,
-    /// See [`Tables::conditions`].
-    pub conditions: Vec<Condition>,
-    /// See [`Tables::bits`].
-    pub bits: Vec<u64>,
-    /// See [`Tables::patterns`].
-    pub patterns: Vec<String>,
-    /// See [`Tables::contains`].
-    pub contains: Vec<String>,
-    /// See [`Tables::regexes`].
-    pub regexes: Vec<String>,
-    /// See [`Tables::plan`]: [`OwnedPlan::derive`] of the fields above.
-    pub plan: OwnedPlan,
-}
-
-impl OwnedTables {
-    /// Borrows the tables for the engine.
-    pub fn view(&self) -> Tables<'_, String> {
-        Tables {
-            name: &self.name,
-            words: self.words,
-            history: self.history,
-            default_step: self.default_step,
-            fingerprint: self.fingerprint,
-            tools: &self.tools,
-            step_names: &self.step_names,
-            steps: &self.steps,
-            conditions: &self.conditions,
-            bits: &self.bits,
-            patterns: &self.patterns,
-            contains: &self.contains,
-            regexes: &self.regexes,
-            plan: self.plan.view(),
-        }
-    }
-}
+pub use crate::tables::OwnedTables;
 
 /// A machine loaded at run time: its tables and compiled message conditions.
 #[derive(Clone, Debug)]

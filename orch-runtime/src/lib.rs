@@ -29,7 +29,10 @@
 #![forbid(unsafe_code)]
 
 mod bits;
+#[macro_use]
+mod form;
 mod denied;
+mod doc_machine;
 pub mod dynamic;
 mod machine;
 mod plan;
@@ -66,13 +69,20 @@ pub mod compiled {
     //!   [`ContainsMatcher`]) and the string tests both sides share ([`glob_match`],
     //!   [`fold_case`], [`contains_folded`], [`is_pattern`]).
     //!
+    //! - [`Literal`] and [`LiteralWriter`]: the owned forms written as Rust literals of
+    //!   the borrowed ones (what generated code holds).
+    //!
+    //! Each structure's fields are declared once (a `compiled_form!` block in the
+    //! runtime's source): the borrowed and owned forms, `view` and the literal writer
+    //! follow from that one list.
+    //!
     //! It changes when the compiled form does; the fingerprint and the snapshot format are
     //! what stays stable across versions.
     pub use crate::bits::{Entries, Words};
-    pub use crate::dynamic::OwnedTables;
+    pub use crate::form::{Literal, LiteralWriter};
     pub use crate::plan::{OwnedPlan, Plan, NONE, SOLE};
     pub use crate::regexes::{Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT};
-    pub use crate::tables::{reset, Condition, Span, StepTable, Tables};
+    pub use crate::tables::{reset, Condition, OwnedTables, Span, StepTable, Tables};
     pub use crate::text::{contains_folded, fold_case, glob_match, is_pattern, ContainsMatcher};
 }
 
@@ -99,156 +109,5 @@ pub mod __private {
 macro_rules! include_machine {
     ($name:literal) => {
         include!(concat!(env!("OUT_DIR"), "/orch/", $name, ".rs"));
-    };
-}
-
-/// A hand-written machine for this crate's documentation examples: exactly what
-/// `orch-codegen` would generate for
-///
-/// ```json
-/// {"agentId": "demo", "tools": ["search", "think", "reflect"],
-///  "orchestration": {"steps": [
-///    {"name": "Chat", "isDefault": true},
-///    {"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}],
-///     "sequence": ["search", "think", "reflect"],
-///     "availableTools": {"allowed": ["search", "think", "reflect"]}}]}}
-/// ```
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __doc_machine {
-    () => {
-        #[allow(dead_code)]
-        mod demo {
-            #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-            pub enum Tool {
-                Search,
-                Think,
-                Reflect,
-            }
-            impl $crate::ToolEnum for Tool {
-                type Words = [u64; 1];
-                const ALL: &'static [Self] = &[Tool::Search, Tool::Think, Tool::Reflect];
-                fn index(self) -> usize {
-                    self as usize
-                }
-                fn name(self) -> &'static str {
-                    match self {
-                        Tool::Search => "search",
-                        Tool::Think => "think",
-                        Tool::Reflect => "reflect",
-                    }
-                }
-                fn from_name(name: &str) -> Option<Self> {
-                    match name {
-                        "search" => Some(Tool::Search),
-                        "think" => Some(Tool::Think),
-                        "reflect" => Some(Tool::Reflect),
-                        _ => None,
-                    }
-                }
-            }
-            #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-            pub enum Step {
-                Chat,
-                Research,
-            }
-            impl $crate::StepEnum for Step {
-                const ALL: &'static [Self] = &[Step::Chat, Step::Research];
-                fn index(self) -> usize {
-                    self as usize
-                }
-                fn name(self) -> &'static str {
-                    match self {
-                        Step::Chat => "Chat",
-                        Step::Research => "Research",
-                    }
-                }
-                fn from_name(name: &str) -> Option<Self> {
-                    match name {
-                        "Chat" => Some(Step::Chat),
-                        "Research" => Some(Step::Research),
-                        _ => None,
-                    }
-                }
-            }
-            pub struct Machine;
-            static MATCHERS: $crate::__private::MessageMatchers =
-                $crate::__private::MessageMatchers::new(&["research"], &[]);
-            pub static TABLES: $crate::__private::Tables<'static> = $crate::__private::Tables {
-                name: "demo",
-                words: 1,
-                history: 10,
-                default_step: Some(0),
-                fingerprint: 0,
-                tools: &["search", "think", "reflect"],
-                step_names: &["Chat", "Research"],
-                steps: &[
-                    $crate::__private::StepTable {
-                        conditions: $crate::__private::Span::new(0, 0),
-                        static_set: 0,
-                        sequence: $crate::__private::Span::new(0, 0),
-                        allow_all: true,
-                        allow_patterns: $crate::__private::Span::new(0, 0),
-                        deny_patterns: $crate::__private::Span::new(0, 0),
-                        reset: 0,
-                    },
-                    $crate::__private::StepTable {
-                        conditions: $crate::__private::Span::new(0, 1),
-                        static_set: 1,
-                        sequence: $crate::__private::Span::new(2, 3),
-                        allow_all: false,
-                        allow_patterns: $crate::__private::Span::new(0, 0),
-                        deny_patterns: $crate::__private::Span::new(0, 0),
-                        reset: 0,
-                    },
-                ],
-                conditions: &[$crate::__private::Condition::Message(0)],
-                bits: &[0b111, 0b111, 0b001, 0b010, 0b100],
-                patterns: &[],
-                contains: &["research"],
-                regexes: &[],
-                plan: $crate::__private::Plan {
-                    atom_words: 1,
-                    step_words: 1,
-                    seq_words: 0,
-                    step_atom_start: &[0, 0, 1],
-                    step_atoms: &[0],
-                    candidates: &[0b10],
-                    atom_step_start: &[0, 1],
-                    atom_steps: &[1],
-                    used_atom: &[
-                        $crate::__private::NONE,
-                        $crate::__private::NONE,
-                        $crate::__private::NONE,
-                    ],
-                    seq_first: &[],
-                    seq_last: &[],
-                    seq_atom: &[],
-                    seq_tool_start: &[0, 0, 0, 0],
-                    seq_cells: &[],
-                    counters: &[],
-                    nru_atoms: &[],
-                    nru_atom_base: 1,
-                    cond_atom: &[0],
-                },
-            };
-            impl $crate::Machine for Machine {
-                type Tool = Tool;
-                type Step = Step;
-                type Flags = [u64; 1];
-                type History = [u16; 10];
-                type Derived = [u64; 2];
-                type Counters = [u16; 0];
-                fn tables() -> &'static $crate::__private::Tables<'static> {
-                    &TABLES
-                }
-                fn matchers() -> &'static $crate::__private::Matchers {
-                    MATCHERS.get()
-                }
-            }
-            pub type Session = $crate::Session<Machine>;
-            pub type ToolSet = $crate::ToolSet<Tool>;
-            pub type Outcome = $crate::Outcome<Tool>;
-        }
     };
 }

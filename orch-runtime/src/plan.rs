@@ -38,49 +38,55 @@ pub const NONE: u32 = u32::MAX;
 /// Flag of an [`Plan::atom_steps`] entry: the step needs this atom and no other.
 pub const SOLE: u16 = 1 << 15;
 
-/// The incremental tables of a machine (borrowed form; see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Plan<'a> {
-    /// Words of the *holds* bitset (one bit per atom).
-    pub atom_words: u32,
-    /// Words of the *eligible* bitset (one bit per step).
-    pub step_words: u32,
-    /// Words of the shift-and bitset of the sequences.
-    pub seq_words: u32,
-    /// Step `i`'s atoms: `step_atoms[step_atom_start[i] as usize..step_atom_start[i + 1] as usize]`.
-    pub step_atom_start: &'a [u32],
-    /// See [`Plan::step_atom_start`].
-    pub step_atoms: &'a [u32],
-    /// Steps activation may choose (with conditions, not the default): `step_words` words.
-    pub candidates: &'a [u64],
-    /// The candidate steps that need atom `a`: `atom_steps[atom_step_start[a] as usize..atom_step_start[a + 1] as usize]`,
-    /// each with [`SOLE`] set when the step needs no other atom.
-    pub atom_step_start: &'a [u32],
-    /// See [`Plan::atom_step_start`].
-    pub atom_steps: &'a [u16],
-    /// Per tool: its `tool_used` atom, or [`NONE`].
-    pub used_atom: &'a [u32],
-    /// Bits of the first position of every tracked sequence (`seq_words` words).
-    pub seq_first: &'a [u64],
-    /// Bits of the last position of every tracked sequence (`seq_words` words).
-    pub seq_last: &'a [u64],
-    /// Per bit of the shift-and bitset: the atom of the sequence whose last position it
-    /// is, else [`NONE`].
-    pub seq_atom: &'a [u32],
-    /// Per tool, its span of [`Plan::seq_cells`]: `seq_tool_start[t]..seq_tool_start[t + 1]`.
-    pub seq_tool_start: &'a [u32],
-    /// `(word, positions)`: the positions of the shift-and bitset, in word `word`, whose
-    /// group contains the tool. Sorted by word within each tool's span.
-    pub seq_cells: &'a [(u32, u64)],
-    /// Per counter: `(tool, cap)`. The counter saturates at `cap`, the tool's largest window.
-    pub counters: &'a [(u16, u16)],
-    /// Per `not_recently_used` atom, `(counter, window)`; the `k`-th is atom `nru_atom_base + k`.
-    pub nru_atoms: &'a [(u32, u16)],
-    /// The atom of the first `not_recently_used` condition.
-    pub nru_atom_base: u32,
-    /// Per condition of the tables' pool: its atom ([`NONE`] for a step activation never
-    /// chooses).
-    pub cond_atom: &'a [u32],
+compiled_form! {
+    /// The incremental tables of a machine (borrowed form; see the module docs).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct Plan<'a>;
+    /// The owned form of [`Plan`] ([`OwnedPlan::derive`] builds it).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct OwnedPlan;
+    {
+        /// Words of the *holds* bitset (one bit per atom).
+        atom_words: value(u32),
+        /// Words of the *eligible* bitset (one bit per step).
+        step_words: value(u32),
+        /// Words of the shift-and bitset of the sequences.
+        seq_words: value(u32),
+        /// Step `i`'s atoms: `step_atoms[step_atom_start[i] as usize..step_atom_start[i + 1] as usize]`.
+        step_atom_start: slice(u32),
+        /// See [`Plan::step_atom_start`].
+        step_atoms: slice(u32),
+        /// Steps activation may choose (with conditions, not the default): `step_words` words.
+        candidates: slice(u64),
+        /// The candidate steps that need atom `a`: `atom_steps[atom_step_start[a] as usize..atom_step_start[a + 1] as usize]`,
+        /// each with [`SOLE`] set when the step needs no other atom.
+        atom_step_start: slice(u32),
+        /// See [`Plan::atom_step_start`].
+        atom_steps: slice(u16),
+        /// Per tool: its `tool_used` atom, or [`NONE`].
+        used_atom: slice(u32),
+        /// Bits of the first position of every tracked sequence (`seq_words` words).
+        seq_first: slice(u64),
+        /// Bits of the last position of every tracked sequence (`seq_words` words).
+        seq_last: slice(u64),
+        /// Per bit of the shift-and bitset: the atom of the sequence whose last position it
+        /// is, else [`NONE`].
+        seq_atom: slice(u32),
+        /// Per tool, its span of [`Plan::seq_cells`]: `seq_tool_start[t]..seq_tool_start[t + 1]`.
+        seq_tool_start: slice(u32),
+        /// `(word, positions)`: the positions of the shift-and bitset, in word `word`, whose
+        /// group contains the tool. Sorted by word within each tool's span.
+        seq_cells: slice((u32, u64)),
+        /// Per counter: `(tool, cap)`. The counter saturates at `cap`, the tool's largest window.
+        counters: slice((u16, u16)),
+        /// Per `not_recently_used` atom, `(counter, window)`; the `k`-th is atom `nru_atom_base + k`.
+        nru_atoms: slice((u32, u16)),
+        /// The atom of the first `not_recently_used` condition.
+        nru_atom_base: value(u32),
+        /// Per condition of the tables' pool: its atom ([`NONE`] for a step activation never
+        /// chooses).
+        cond_atom: slice(u32),
+    }
 }
 
 impl<'a> Plan<'a> {
@@ -118,72 +124,7 @@ fn run<'a, T>(starts: &[u32], items: &'a [T], i: usize) -> &'a [T] {
     }
 }
 
-/// The owned form of [`Plan`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct OwnedPlan {
-    /// See [`Plan::atom_words`].
-    pub atom_words: u32,
-    /// See [`Plan::step_words`].
-    pub step_words: u32,
-    /// See [`Plan::seq_words`].
-    pub seq_words: u32,
-    /// See [`Plan::step_atom_start`].
-    pub step_atom_start: Vec<u32>,
-    /// See [`Plan::step_atoms`].
-    pub step_atoms: Vec<u32>,
-    /// See [`Plan::candidates`].
-    pub candidates: Vec<u64>,
-    /// See [`Plan::atom_step_start`].
-    pub atom_step_start: Vec<u32>,
-    /// See [`Plan::atom_steps`].
-    pub atom_steps: Vec<u16>,
-    /// See [`Plan::used_atom`].
-    pub used_atom: Vec<u32>,
-    /// See [`Plan::seq_first`].
-    pub seq_first: Vec<u64>,
-    /// See [`Plan::seq_last`].
-    pub seq_last: Vec<u64>,
-    /// See [`Plan::seq_atom`].
-    pub seq_atom: Vec<u32>,
-    /// See [`Plan::seq_tool_start`].
-    pub seq_tool_start: Vec<u32>,
-    /// See [`Plan::seq_cells`].
-    pub seq_cells: Vec<(u32, u64)>,
-    /// See [`Plan::counters`].
-    pub counters: Vec<(u16, u16)>,
-    /// See [`Plan::nru_atoms`].
-    pub nru_atoms: Vec<(u32, u16)>,
-    /// See [`Plan::nru_atom_base`].
-    pub nru_atom_base: u32,
-    /// See [`Plan::cond_atom`].
-    pub cond_atom: Vec<u32>,
-}
-
 impl OwnedPlan {
-    /// Borrows the plan.
-    pub fn view(&self) -> Plan<'_> {
-        Plan {
-            atom_words: self.atom_words,
-            step_words: self.step_words,
-            seq_words: self.seq_words,
-            step_atom_start: &self.step_atom_start,
-            step_atoms: &self.step_atoms,
-            candidates: &self.candidates,
-            atom_step_start: &self.atom_step_start,
-            atom_steps: &self.atom_steps,
-            used_atom: &self.used_atom,
-            seq_first: &self.seq_first,
-            seq_last: &self.seq_last,
-            seq_atom: &self.seq_atom,
-            seq_tool_start: &self.seq_tool_start,
-            seq_cells: &self.seq_cells,
-            counters: &self.counters,
-            nru_atoms: &self.nru_atoms,
-            nru_atom_base: self.nru_atom_base,
-            cond_atom: &self.cond_atom,
-        }
-    }
-
     /// The plan of `t`'s conditions (its own `plan` field is not read).
     pub fn derive<S: AsRef<str>>(t: &Tables<'_, S>) -> Self {
         let n_tools = t.tools.len();

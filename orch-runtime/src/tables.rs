@@ -2,7 +2,7 @@
 //!
 //! Generated code holds one `static` [`Tables`] per machine (borrowing `'static`
 //! arrays); a template loaded at run time owns the same data in a
-//! [`crate::dynamic::OwnedTables`] and lends it out as a `Tables<'_, String>`. Nothing in
+//! [`OwnedTables`] and lends it out as a `Tables<'_, String>`. Nothing in
 //! here points anywhere but into the slices of the same `Tables`, so both forms share one
 //! engine.
 
@@ -31,6 +31,19 @@ impl Span {
     #[inline]
     pub fn is_empty(self) -> bool {
         self.len == 0
+    }
+}
+
+use crate::form::{Literal, LiteralWriter};
+use crate::plan::{OwnedPlan, Plan};
+
+impl Literal for Span {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        w.item("Span::new(");
+        w.int(self.start);
+        w.text(", ");
+        w.int(self.len);
+        w.text(")");
     }
 }
 
@@ -112,41 +125,107 @@ impl StepTable {
     }
 }
 
-/// A compiled machine: everything the engine reads, in flat pools.
-///
-/// `S` is the string type of the name pools: `&'static str` in generated code,
-/// `String` for templates loaded at run time.
-#[derive(Debug)]
-pub struct Tables<'a, S: 'a = &'static str> {
-    /// The machine's name (`agentId`, else `name`).
-    pub name: &'a str,
-    /// `u64` words per tool set: `ceil(tools / 64)`, at least 1.
-    pub words: usize,
-    /// History capacity H (semantics §4).
-    pub history: usize,
-    /// The default step, if any (index into [`Tables::steps`]).
-    pub default_step: Option<u16>,
-    /// A fingerprint of the compiled template (stable across builds of the same input).
-    pub fingerprint: u64,
-    /// Tool names; a tool's index is its position here.
-    pub tools: &'a [S],
-    /// Step names; a step's index is its position here.
-    pub step_names: &'a [S],
-    /// The steps, in template (priority) order.
-    pub steps: &'a [StepTable],
-    /// The condition pool.
-    pub conditions: &'a [Condition],
-    /// The bit pool: static sets and sequence groups, `words` words each.
-    pub bits: &'a [u64],
-    /// The glob pool: allow/deny patterns for foreign tools.
-    pub patterns: &'a [S],
-    /// `message_contains` needles, already lowercased (`fold_case`).
-    pub contains: &'a [S],
-    /// `message_regex` sources (compiled separately, into `Matchers`).
-    pub regexes: &'a [S],
-    /// The incremental form of the conditions (derived from the fields above by
-    /// [`crate::plan::OwnedPlan::derive`]).
-    pub plan: crate::plan::Plan<'a>,
+/// Written as [`StepTable::new`] with `(start, len)` spans, the compact form.
+impl Literal for StepTable {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        w.item("StepTable::new(");
+        let spans = [
+            self.conditions,
+            self.sequence,
+            self.allow_patterns,
+            self.deny_patterns,
+        ];
+        let span = |w: &mut LiteralWriter, s: Span| (s.start, s.len).write_literal(w);
+        span(w, spans[0]);
+        w.text(", ");
+        self.static_set.write_literal(w);
+        w.text(", ");
+        span(w, spans[1]);
+        w.text(", ");
+        self.allow_all.write_literal(w);
+        w.text(", ");
+        span(w, spans[2]);
+        w.text(", ");
+        span(w, spans[3]);
+        w.text(", ");
+        self.reset.write_literal(w);
+        w.text(")");
+    }
+}
+
+impl Literal for Condition {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        match *self {
+            Condition::ToolUsed(t) => {
+                w.item("Condition::ToolUsed(");
+                w.int(t);
+            }
+            Condition::SequenceMatch => {
+                w.item("Condition::SequenceMatch");
+                return;
+            }
+            Condition::Message(f) => {
+                w.item("Condition::Message(");
+                w.int(f);
+            }
+            Condition::NotRecentlyUsed { tool, window } => {
+                w.item("Condition::NotRecentlyUsed { tool: ");
+                w.int(tool);
+                w.text(", window: ");
+                w.int(window);
+                w.text(" }");
+                return;
+            }
+        }
+        w.text(")");
+    }
+}
+
+compiled_form! {
+    /// A compiled machine: everything the engine reads, in flat pools.
+    ///
+    /// `S` is the string type of the name pools: `&'static str` in generated code,
+    /// `String` for templates loaded at run time.
+    #[derive(Debug)]
+    pub struct Tables<'a, S: 'a = &'static str>;
+    /// The owned form of [`Tables`]: the same fields, in `Vec`s; `orch-codegen` builds it
+    /// from a checked template (hosts load templates with
+    /// `orch_codegen::compile_json(..).to_machine()`), [`OwnedTables::view`] borrows it
+    /// for the engine, and its [`Literal`](crate::form::Literal) is what generated code
+    /// holds.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct OwnedTables;
+    {
+        /// The machine's name (`agentId`, else `name`).
+        name: text,
+        /// `u64` words per tool set: `ceil(tools / 64)`, at least 1.
+        words: value(usize),
+        /// History capacity H (semantics §4).
+        history: value(usize),
+        /// The default step, if any (index into [`Tables::steps`]).
+        default_step: value(Option<u16>),
+        /// A fingerprint of the compiled template (stable across builds of the same input).
+        fingerprint: value(u64),
+        /// Tool names; a tool's index is its position here.
+        tools: names,
+        /// Step names; a step's index is its position here.
+        step_names: names,
+        /// The steps, in template (priority) order.
+        steps: slice(StepTable),
+        /// The condition pool.
+        conditions: slice(Condition),
+        /// The bit pool: static sets and sequence groups, `words` words each.
+        bits: slice(u64),
+        /// The glob pool: allow/deny patterns for foreign tools.
+        patterns: names,
+        /// `message_contains` needles, already lowercased (`fold_case`).
+        contains: names,
+        /// `message_regex` sources (compiled separately, into `Matchers`).
+        regexes: names,
+        /// The incremental form of the conditions (derived from the fields above by
+        /// [`crate::plan::OwnedPlan::derive`]).
+        plan: nested(Plan OwnedPlan),
+    }
 }
 
 impl<S> Clone for Tables<'_, S> {

@@ -157,7 +157,7 @@ pub mod demo_agent {
         words: 1,
         history: 10,
         default_step: ::core::option::Option::Some(0),
-        fingerprint: 12116016629714497249u64,
+        fingerprint: 12116016629714497249,
         tools: &TOOL_NAMES,
         step_names: &STEP_NAMES,
         steps: &[
