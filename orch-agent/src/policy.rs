@@ -42,16 +42,21 @@ pub enum RefusalKind {
     OutOfSequence,
     /// The orchestration allows it, but the host has not made it available.
     Unavailable,
+    /// The tool is gated (`approve`, semantics §12): the call needs a human's approval,
+    /// and none was given for it.
+    NeedsApproval,
 }
 
 impl RefusalKind {
-    /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`.
+    /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`,
+    /// `needs_approval`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefusalKind::UnknownTool => "unknown_tool",
             RefusalKind::NotAllowed => "not_allowed",
             RefusalKind::OutOfSequence => "out_of_sequence",
             RefusalKind::Unavailable => "unavailable",
+            RefusalKind::NeedsApproval => "needs_approval",
         }
     }
 }
@@ -73,6 +78,7 @@ impl<S, E> From<&Denied<S, E>> for RefusalKind {
             Denied::NotInStep { .. } => RefusalKind::NotAllowed,
             Denied::SequenceExpects { .. } => RefusalKind::OutOfSequence,
             Denied::Unavailable => RefusalKind::Unavailable,
+            Denied::NeedsApproval { .. } => RefusalKind::NeedsApproval,
         }
     }
 }

@@ -16,9 +16,14 @@ pub enum Event {
     Available(Vec<String>),
     /// `{"reset": true}`
     Reset,
+    /// `{"approve": "name"}`: a human approves the next call of a gated tool, in the
+    /// current state (semantics §12).
+    Approve(String),
+    /// `{"reject": "name"}`: a human rejects the call of a gated tool; it does not run.
+    Reject(String),
 }
 
-const KINDS: &str = "message, tool, usage, available, reset";
+const KINDS: &str = "message, tool, usage, available, reset, approve, reject";
 
 /// The longest event line read, in bytes (a message of a few MB is fine; an endless
 /// line is an error, not an endless allocation).
@@ -122,6 +127,8 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
     match kind.as_str() {
         "message" => Ok(Event::Message(string("a string")?)),
         "tool" => Ok(Event::Tool(string("a tool name")?)),
+        "approve" => Ok(Event::Approve(string("a tool name")?)),
+        "reject" => Ok(Event::Reject(string("a tool name")?)),
         "reset" => match value.as_bool() {
             Some(true) => Ok(Event::Reset),
             _ => Err("`reset` must be `true`".to_owned()),
@@ -169,8 +176,23 @@ fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     format!("[{}]", parts.join(","))
 }
 
-/// The trace line for the session's current state, with the outcome of a tool event.
-pub fn trace_line(s: &DynSession<'_>, outcome: Option<&DynOutcome>) -> String {
+/// What applying one event did, for its trace line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// Not a tool event (or nothing to report).
+    Nothing,
+    /// A tool event: the tool was recorded, with this outcome.
+    Recorded(DynOutcome),
+    /// A tool event for a gated tool without a human's approval: it did not run.
+    NeedsApproval,
+    /// `{"approve": t}`: the next call of `t` may run.
+    Approved(String),
+    /// `{"reject": t}`: the call of `t` does not run.
+    Rejected(String),
+}
+
+/// The trace line for the session's current state, with what the event did.
+pub fn trace_line(s: &DynSession<'_>, applied: &Applied) -> String {
     let mut allowed = s.allowed();
     allowed.sort_unstable();
     let step = s.step().map_or_else(|| "null".to_owned(), json_str);
@@ -179,14 +201,20 @@ pub fn trace_line(s: &DynSession<'_>, outcome: Option<&DynOutcome>) -> String {
         s.sequence_index(),
         json_list(allowed)
     );
-    if let Some(o) = outcome {
-        line.push_str(&format!(",\"outcome\":{}", json_str(o.as_str())));
-        if let DynOutcome::OutOfSequence { expected } = o {
-            line.push_str(&format!(
-                ",\"expected\":{}",
-                json_list(expected.iter().map(String::as_str))
-            ));
+    match applied {
+        Applied::Recorded(o) => {
+            line.push_str(&format!(",\"outcome\":{}", json_str(o.as_str())));
+            if let DynOutcome::OutOfSequence { expected } = o {
+                line.push_str(&format!(
+                    ",\"expected\":{}",
+                    json_list(expected.iter().map(String::as_str))
+                ));
+            }
         }
+        Applied::NeedsApproval => line.push_str(",\"outcome\":\"needs_approval\""),
+        Applied::Approved(t) => line.push_str(&format!(",\"approved\":{}", json_str(t))),
+        Applied::Rejected(t) => line.push_str(&format!(",\"rejected\":{}", json_str(t))),
+        Applied::Nothing => {}
     }
     if let Some(mut b) = s.blocked_on() {
         b.sort_unstable();
@@ -196,16 +224,30 @@ pub fn trace_line(s: &DynSession<'_>, outcome: Option<&DynOutcome>) -> String {
     line
 }
 
-/// Applies an event; returns the outcome for tool events.
-pub fn apply(s: &mut DynSession<'_>, e: &Event) -> Option<DynOutcome> {
+/// Applies an event. `approved` is the tool a human has approved the next call of, if
+/// any: an approval holds for the next event only (it is bound to the state it was given
+/// in), and a tool the state gates runs only with it (semantics §12).
+pub fn apply(s: &mut DynSession<'_>, e: &Event, approved: &mut Option<String>) -> Applied {
+    let approval = approved.take();
     match e {
         Event::Message(m) => s.on_user_message(m),
-        Event::Tool(t) => return Some(s.record(t)),
+        Event::Tool(t) => {
+            let gated = s.check(t).is_err_and(|d| d.needs_approval());
+            if gated && approval.as_deref() != Some(t.as_str()) {
+                return Applied::NeedsApproval;
+            }
+            return Applied::Recorded(s.record(t));
+        }
         Event::Usage(p, c) => s.record_usage(*p, *c),
         Event::Available(names) => s.set_available(names.iter().map(String::as_str)),
         Event::Reset => s.reset(),
+        Event::Approve(t) => {
+            *approved = Some(t.clone());
+            return Applied::Approved(t.clone());
+        }
+        Event::Reject(t) => return Applied::Rejected(t.clone()),
     }
-    None
+    Applied::Nothing
 }
 
 /// Why a simulation stopped early.
@@ -264,7 +306,8 @@ pub fn run(
     input: &mut impl BufRead,
     out: &mut impl Write,
 ) -> Result<(), RunError> {
-    writeln!(out, "{}", trace_line(s, None)).map_err(RunError::Io)?;
+    writeln!(out, "{}", trace_line(s, &Applied::Nothing)).map_err(RunError::Io)?;
+    let mut approved = None;
     out.flush().map_err(RunError::Io)?;
     let mut buf = Vec::new();
     for number in 1.. {
@@ -280,8 +323,8 @@ pub fn run(
         }
         let event =
             parse_event(line).map_err(|e| RunError::Event(format!("{name}:{number}: {e}")))?;
-        let outcome = apply(s, &event);
-        writeln!(out, "{}", trace_line(s, outcome.as_ref())).map_err(RunError::Io)?;
+        let applied = apply(s, &event, &mut approved);
+        writeln!(out, "{}", trace_line(s, &applied)).map_err(RunError::Io)?;
         out.flush().map_err(RunError::Io)?;
     }
     Ok(())

@@ -61,17 +61,19 @@ pub fn json_lines(file: &str, found: &Exploration) -> Vec<String> {
     out
 }
 
-/// A witness as semantics §10 event objects.
+/// A witness as semantics §10 event objects (an approved call of a gated tool is two:
+/// `{"approve": t}`, `{"tool": t}`).
 pub fn witness_json(w: &[Event]) -> Value {
-    Value::Array(w.iter().map(event_json).collect())
+    Value::Array(w.iter().flat_map(event_json).collect())
 }
 
-fn event_json(e: &Event) -> Value {
+fn event_json(e: &Event) -> Vec<Value> {
     match e {
-        Event::Available(list) => json!({ "available": list }),
-        Event::Message(m) => json!({ "message": m }),
-        Event::Tool(t) => json!({ "tool": t }),
-        Event::Reset => json!({ "reset": true }),
+        Event::Available(list) => vec![json!({ "available": list })],
+        Event::Message(m) => vec![json!({ "message": m })],
+        Event::Tool(t) => vec![json!({ "tool": t })],
+        Event::ApprovedTool(t) => vec![json!({ "approve": t }), json!({ "tool": t })],
+        Event::Reset => vec![json!({ "reset": true })],
     }
 }
 
@@ -191,7 +193,8 @@ fn inline(w: &[Event]) -> String {
         return "(a fresh session)".to_owned();
     }
     w.iter()
-        .map(|e| event_json(e).to_string())
+        .flat_map(event_json)
+        .map(|v| v.to_string())
         .collect::<Vec<_>>()
         .join(" ")
 }

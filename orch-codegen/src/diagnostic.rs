@@ -86,6 +86,9 @@ codes! {
     UnknownResetTrigger = "E018", "unknown_reset_trigger", Error, "unknown `resetSequenceOn` entry";
     LimitExceeded = "E019", "limit_exceeded", Error, "the template exceeds a limit of the compiled form";
     UnknownLint = "E020", "unknown_lint", Error, "an `allow` names no warning";
+    UnknownField = "E021", "unknown_field", Error, "an unknown key in an object orch defines (`availableTools`, a property)";
+    InvalidProperty = "E022", "invalid_property", Error, "a property without exactly one rule, or two properties with one name";
+    PropertyViolated = "E023", "property_violated", Error, "a property some reachable state violates (found by exploring every state)";
     UnreachableStep = "W001", "unreachable_step", Warning, "a step that can never become active";
     ShadowedStep = "W002", "shadowed_step", Warning, "a step shadowed by an earlier step";
     DefaultStepConditions = "W003", "default_step_conditions", Warning, "conditions on the default step are ignored";

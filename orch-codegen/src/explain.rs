@@ -162,6 +162,28 @@ pub fn explain(code: Code) -> Explanation {
             "#![allow(unreachable_stp)]\nmachine demo {\n    tools: [search],\n    default step Chat;\n    step Lonely;\n}",
             "#![allow(unreachable_step)]\nmachine demo {\n    tools: [search],\n    default step Chat;\n    step Lonely;\n}",
         ),
+        UnknownField => (
+            "`availableTools` and the entries of `orchestration.properties` are objects whose every key orch knows (`allowed`, `denied`, `approve`; `name`, `tool`, `after`, `atMost`, `never`, `approved`). An unknown key there is an error, not ignored: a misspelt `approve` would leave a tool without its approval gate. Other objects keep AgentDock's rule: fields orch does not read are ignored.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "availableTools": {"allowed": ["think"], "aprove": ["think"]}}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}], "availableTools": {"allowed": ["think"], "approve": ["think"]}}"#),
+        ),
+        InvalidProperty => (
+            "Each entry of `orchestration.properties` has a `name`, a `tool` (a name or a pattern) and exactly one rule: `\"after\": Q`, `\"atMost\": N`, `\"never\": true` or `\"approved\": true`. Two rules in one entry, none, a rule set to `false`, or two properties with the same name are errors: write one property per rule.",
+            Lang::Json,
+            r#"{"agentId": "demo", "tools": ["search", "think"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "properties": [{"name": "think-rarely", "tool": "think", "atMost": 2, "after": "search"}]}}"#,
+            r#"{"agentId": "demo", "tools": ["search", "think"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search"]}}, {"name": "Think", "conditions": [{"type": "tool_used", "value": "search"}]}],
+  "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
+        ),
+        PropertyViolated => (
+            "Every state a session can reach was explored with the tools `allowed()` admits, and in one of them the property fails: the tool runs before any tool its `after` names, runs more often than `atMost`, runs at all under `never`, or runs without an approval gate under `approved`. The message gives the shortest list of events that leads there; `orch verify` prints it as JSON that `orch simulate` replays. Reported with the same limits as W007; larger templates: run `orch verify`.",
+            Lang::Json,
+            r#"{"agentId": "demo", "tools": ["search", "think"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
+            r#"{"agentId": "demo", "tools": ["search", "think"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search"]}}, {"name": "Think", "conditions": [{"type": "tool_used", "value": "search"}]}],
+  "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
+        ),
         UnreachableStep => (
             "A step without conditions that is not the default can never become active: activation only considers steps whose conditions all hold, and the default. Four of the six public AgentDock templates have such steps.",
             Lang::Json,

@@ -3,7 +3,7 @@
 //! the run-time tables are both made from it, by [`Ir::to_tables`], so the generated
 //! statics and a template loaded at run time are the same data.
 
-use orch_runtime::compiled::{reset, Condition, OwnedPlan, OwnedTables, Span, StepTable};
+use orch_runtime::compiled::{reset, Condition, Gate, OwnedPlan, OwnedTables, Span, StepTable};
 use std::collections::HashMap;
 
 /// A compiled machine.
@@ -29,6 +29,68 @@ pub struct Ir {
     pub regexes: Vec<String>,
     /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn.
     pub max_rounds: Option<u64>,
+    /// The tools that need a human's approval while no step is active (the
+    /// orchestration's `approve`; semantics §12).
+    pub approve: IrGate,
+    /// `orchestration.properties` (semantics §13): what `orch verify` proves.
+    pub properties: Vec<IrProperty>,
+}
+
+/// Tools that need a human's approval of each call (semantics §12).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IrGate {
+    /// The declared tools it gates.
+    pub tools: ToolBits,
+    /// Glob patterns: the foreign tools it gates.
+    pub patterns: Vec<String>,
+}
+
+impl IrGate {
+    /// The tools either gate holds.
+    pub fn union(mut self, other: &IrGate) -> IrGate {
+        if self.tools.len() < other.tools.len() {
+            self.tools.resize(other.tools.len());
+        }
+        for i in other.tools.iter() {
+            self.tools.insert(i);
+        }
+        for p in &other.patterns {
+            if !self.patterns.contains(p) {
+                self.patterns.push(p.clone());
+            }
+        }
+        self
+    }
+
+    /// Does it gate nothing?
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.patterns.is_empty()
+    }
+}
+
+/// A safety property (semantics §13).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrProperty {
+    /// Its name.
+    pub name: String,
+    /// The tools it is about: a name or a glob pattern, matched against tool names.
+    pub tool: String,
+    /// What must hold of them.
+    pub rule: IrRule,
+}
+
+/// What an [`IrProperty`] says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IrRule {
+    /// Every execution comes after some execution of a tool matching this (a name or a
+    /// pattern) since the session began (or was reset).
+    After(String),
+    /// At most this many executions since the session began (or was reset).
+    AtMost(u64),
+    /// No execution.
+    Never,
+    /// No execution without a human's approval of the call.
+    Approved,
 }
 
 /// A tool.
@@ -63,6 +125,9 @@ pub struct IrStep {
     pub sequence: Vec<Vec<usize>>,
     /// `resetSequenceOn`, as `orch_runtime` reset flags.
     pub reset: u8,
+    /// The tools that need a human's approval of each call while it is active (its own
+    /// `approve` and the orchestration's).
+    pub approve: IrGate,
 }
 
 /// A set of the universe's tools, one bit per tool (a step's static set is as large
@@ -94,6 +159,20 @@ impl ToolBits {
             }
         }
         set
+    }
+
+    /// The size of its universe.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The same tools in a universe of `len` tools (tools past it dropped).
+    pub fn resize(&mut self, len: usize) {
+        self.words.resize(len.div_ceil(64), 0);
+        for i in len..self.len.min(self.words.len() * 64) {
+            self.words[i / 64] &= !(1 << (i % 64));
+        }
+        self.len = len;
     }
 
     /// Adds tool `i` (ignored past the universe).
@@ -179,6 +258,7 @@ impl Ir {
             patterns: Vec::new(),
             contains: self.contains.clone(),
             regexes: self.regexes.clone(),
+            approve: Gate::NONE,
             plan: OwnedPlan::default(),
         };
         // Every run of words (a static set, a whole sequence) is stored once: steps
@@ -228,6 +308,7 @@ impl Ir {
             t.patterns.extend(s.allow_patterns.iter().cloned());
             let deny_start = t.patterns.len() as u32;
             t.patterns.extend(s.deny_patterns.iter().cloned());
+            let approve = gate(&mut t, &s.approve, &mut intern);
             t.steps.push(StepTable {
                 conditions: Span::new(cond_start, s.conditions.len() as u32),
                 static_set,
@@ -237,13 +318,34 @@ impl Ir {
                 deny_patterns: Span::new(deny_start, s.deny_patterns.len() as u32),
                 reset: s.reset
                     & (reset::USER_MESSAGE | reset::MESSAGE_CONTAINS | reset::MESSAGE_REGEX),
+                approve,
             });
         }
+        t.approve = gate(&mut t, &self.approve, &mut intern);
         t.fingerprint = fingerprint(&t);
         // Derived from the tables above (so not part of the fingerprint).
         t.plan = OwnedPlan::derive(&t.view());
         t
     }
+}
+
+/// A gate's tool set interned in the bit pool and its patterns appended to the pattern
+/// pool; [`Gate::NONE`] when it gates nothing (so a template without approvals has the
+/// tables, and the fingerprint, it had before gates existed).
+fn gate(
+    t: &mut OwnedTables,
+    g: &IrGate,
+    intern: &mut impl FnMut(&mut Vec<u64>, Vec<u64>) -> u32,
+) -> Gate {
+    if g.is_empty() {
+        return Gate::NONE;
+    }
+    let mut run = g.tools.words().to_vec();
+    run.resize(t.words, 0);
+    let set = intern(&mut t.bits, run);
+    let start = t.patterns.len() as u32;
+    t.patterns.extend(g.patterns.iter().cloned());
+    Gate::new(set, (start, g.patterns.len() as u32))
 }
 
 /// FNV-1a over a canonical encoding of the tables: equal tables, equal fingerprint, on
@@ -316,5 +418,16 @@ pub fn fingerprint(t: &OwnedTables) -> u64 {
     h.strs(&t.patterns);
     h.strs(&t.contains);
     h.strs(&t.regexes);
+    // Approval gates, only when there are some: a template without them keeps the
+    // fingerprint it had before gates existed (its snapshots still restore).
+    let gates = t.steps.iter().map(|s| s.approve).chain([t.approve]);
+    if gates.clone().any(|g| !g.is_none()) {
+        h.str("approve");
+        for g in gates {
+            h.num(u64::from(g.set));
+            h.num(u64::from(g.patterns.start));
+            h.num(u64::from(g.patterns.len));
+        }
+    }
     h.0
 }

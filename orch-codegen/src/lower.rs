@@ -3,7 +3,7 @@
 
 use crate::check::{MachineName, StepInfo};
 use crate::ident;
-use crate::ir::{Ir, IrStep, IrTool, ToolBits};
+use crate::ir::{Ir, IrGate, IrProperty, IrStep, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
 use crate::model::{Spanned, Step, Template};
 use orch_runtime::compiled::is_pattern;
@@ -23,6 +23,8 @@ pub(super) struct Parts<'a, 't> {
     pub regexes: Vec<String>,
     pub max_rounds: Option<u64>,
     pub description: Vec<String>,
+    pub approve: IrGate,
+    pub properties: Vec<IrProperty>,
 }
 
 /// Builds the IR.
@@ -74,6 +76,7 @@ pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
                 deny_patterns: patterns(s, false),
                 sequence: s.sequence.clone(),
                 reset: s.reset,
+                approve: s.approve.clone(),
             })
             .collect(),
         default_step: p.default_step,
@@ -81,6 +84,8 @@ pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
         contains: p.contains,
         regexes: p.regexes,
         max_rounds: p.max_rounds,
+        approve: p.approve,
+        properties: p.properties,
     }
 }
 
@@ -121,6 +126,7 @@ pub fn placeholder(t: &Template) -> Ir {
             deny_patterns: Vec::new(),
             sequence: Vec::new(),
             reset: 0,
+            approve: IrGate::default(),
         });
     }
     let name = t
@@ -140,5 +146,7 @@ pub fn placeholder(t: &Template) -> Ir {
         contains: Vec::new(),
         regexes: Vec::new(),
         max_rounds: None,
+        approve: IrGate::default(),
+        properties: Vec::new(),
     }
 }

@@ -100,6 +100,50 @@ pub struct Template {
     pub steps: Vec<Step>,
     /// Warnings the author allowed (lint names such as `unreachable_step`).
     pub allow: Vec<Spanned<String>>,
+    /// `orchestration.approve`: tools (names or patterns) that need a human's approval
+    /// of each call in every step (semantics §12).
+    pub approve: Vec<Spanned<String>>,
+    /// `orchestration.properties`: safety properties `orch verify` proves (semantics §13).
+    pub properties: Vec<Property>,
+}
+
+/// One entry of `orchestration.properties` (semantics §13).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Property {
+    /// The whole entry.
+    pub span: Span,
+    /// `name` (required).
+    pub name: Spanned<String>,
+    /// `tool`: the tools it is about (a name or a pattern).
+    pub tool: Spanned<String>,
+    /// What must hold of them.
+    pub rule: PropertyRule,
+}
+
+/// What a [`Property`] says of its tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PropertyRule {
+    /// `"after": Q`: every execution comes after some execution of a tool matching `Q`
+    /// in the session.
+    After(Spanned<String>),
+    /// `"atMost": N`: at most `N` executions in the session.
+    AtMost(Spanned<u64>),
+    /// `"never": true`: no execution at all.
+    Never,
+    /// `"approved": true`: no execution without a human's approval of the call.
+    Approved,
+}
+
+impl PropertyRule {
+    /// The rule's key as written in a template.
+    pub fn key(&self) -> &'static str {
+        match self {
+            PropertyRule::After(_) => "after",
+            PropertyRule::AtMost(_) => "atMost",
+            PropertyRule::Never => "never",
+            PropertyRule::Approved => "approved",
+        }
+    }
 }
 
 /// One step of `orchestration.steps`.
@@ -119,6 +163,9 @@ pub struct Step {
     pub allowed: Option<Vec<Spanned<String>>>,
     /// `availableTools.denied`.
     pub denied: Option<Vec<Spanned<String>>>,
+    /// `availableTools.approve`: tools (names or patterns) the step allows only with a
+    /// human's approval of each call (semantics §12).
+    pub approve: Option<Vec<Spanned<String>>>,
     /// `sequence` (absent: `None`).
     pub sequence: Option<Spanned<Vec<SequenceEntry>>>,
     /// `isDefault`.
@@ -277,6 +324,11 @@ impl Step {
             .flat_map(SequenceEntry::tools);
         let denied = self.denied.iter().flatten();
         let conditions = self.conditions.iter().filter_map(Condition::tool);
-        allowed.chain(sequence).chain(denied).chain(conditions)
+        let approve = self.approve.iter().flatten();
+        allowed
+            .chain(sequence)
+            .chain(denied)
+            .chain(conditions)
+            .chain(approve)
     }
 }

@@ -625,3 +625,151 @@ fn far_related_places_become_notes() {
         "{out}"
     );
 }
+
+/// A template with `properties` (and the default step `Chat`, which allows `steps`).
+fn with_properties(steps: &str, properties: &str) -> String {
+    format!(
+        r#"{{"agentId": "t", "tools": ["search", "think", "reflect", "pay"], "orchestration": {{"steps": [{steps}], "properties": [{properties}]}}}}"#
+    )
+}
+
+#[test]
+fn e021_unknown_field() {
+    // A misspelt `approve` in `availableTools` is an error, never ignored.
+    let src = steps(
+        r#"{"name": "A", "isDefault": true, "availableTools": {"allowed": ["search"], "aprove": ["search"]}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownField, "\"aprove\"");
+    assert_eq!(d.message, "`aprove` is not a key of `availableTools`");
+    assert_eq!(d.help.as_deref(), Some("did you mean `approve`?"));
+    assert!(c.ir.is_none());
+    // And in a property.
+    let src = with_properties(
+        r#"{"name": "A", "isDefault": true}"#,
+        r#"{"name": "p", "tool": "pay", "nevr": true}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownField, "\"nevr\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `never`?"));
+    // Other objects keep AgentDock's rule: unknown fields are ignored.
+    let src = steps(r#"{"name": "A", "isDefault": true, "someUiHint": 3}"#);
+    assert!(compile(&src).diagnostics.is_empty());
+}
+
+#[test]
+fn e022_invalid_property() {
+    let chat = r#"{"name": "A", "isDefault": true}"#;
+    let cases = [
+        (
+            r#"{"name": "p", "tool": "pay", "never": true, "atMost": 1}"#,
+            "a property has 2 rules (`atMost`, `never`)",
+        ),
+        (r#"{"name": "p", "tool": "pay"}"#, "a property has no rule"),
+        (
+            r#"{"name": "p", "tool": "pay", "never": false}"#,
+            "`\"never\": false` says nothing",
+        ),
+    ];
+    for (property, message) in cases {
+        let src = with_properties(chat, property);
+        let c = compile(&src);
+        let d: Vec<&Diagnostic> = c
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::InvalidProperty)
+            .collect();
+        assert_eq!(d.len(), 1, "{property}: {:#?}", c.diagnostics);
+        assert_eq!(d[0].message, message);
+        assert!(c.ir.is_none());
+    }
+    let src = with_properties(
+        chat,
+        r#"{"name": "p", "tool": "pay", "never": true}, {"name": "p", "tool": "think", "atMost": 3}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidProperty, "\"p\"");
+    assert_eq!(d.message, "two properties are named `p`");
+    // A misspelt tool name is E015 with a suggestion (it would make the property hold
+    // vacuously); a pattern is taken as written.
+    let src = with_properties(chat, r#"{"name": "p", "tool": "pya", "never": true}"#);
+    let d = find(&compile(&src), &src, Code::UnknownTool, "\"pya\"").clone();
+    assert_eq!(d.help.as_deref(), Some("did you mean `pay`?"));
+    let src = with_properties(
+        r#"{"name": "A", "isDefault": true, "availableTools": {"allowed": ["search"]}}"#,
+        r#"{"name": "p", "tool": "delete_*", "never": true}"#,
+    );
+    assert!(compile(&src).diagnostics.is_empty());
+}
+
+#[test]
+fn e023_property_violated() {
+    // `think` is allowed from the start: it can run before `search`.
+    let src = with_properties(
+        r#"{"name": "Chat", "isDefault": true}"#,
+        r#"{"name": "think-after-search", "tool": "think", "after": "search"}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::PropertyViolated, "\"think-after-search\"");
+    assert_eq!(
+        d.message,
+        "property `think-after-search` is violated: `think` can run before any tool matching `search` has"
+    );
+    assert_eq!(
+        d.notes,
+        ["witness (`orch simulate` events from a fresh session): [{\"tool\": \"think\"}]"]
+    );
+    assert!(c.ir.is_none(), "a violated property is an error");
+    // Holds once the default step allows only `search` and `think` comes after it.
+    let src = with_properties(
+        r#"{"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search"]}},
+           {"name": "Think", "conditions": [{"type": "tool_used", "value": "search"}]}"#,
+        r#"{"name": "think-after-search", "tool": "think", "after": "search"}"#,
+    );
+    let c = compile(&src);
+    assert!(c.diagnostics.is_empty(), "{:#?}", c.diagnostics);
+    // `approved`: `pay` gated in the step that allows it holds; ungated it fails, with
+    // the shortest way there.
+    let gated = with_properties(
+        r#"{"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search"]}},
+           {"name": "Checkout", "conditions": [{"type": "tool_used", "value": "search"}], "availableTools": {"allowed": ["pay", "search"], "approve": ["pay"]}}"#,
+        r#"{"name": "pay-approved", "tool": "pay", "approved": true}"#,
+    );
+    assert!(compile(&gated).diagnostics.is_empty());
+    let ungated = gated.replace(r#", "approve": ["pay"]"#, "");
+    let c = compile(&ungated);
+    let d = find(&c, &ungated, Code::PropertyViolated, "\"pay-approved\"");
+    assert_eq!(
+        d.notes,
+        ["witness (`orch simulate` events from a fresh session): [{\"tool\": \"search\"}, {\"tool\": \"pay\"}]"]
+    );
+    // `atMost`: with the gate, `pay` runs (approved) any number of times.
+    let at_most = gated.replace(r#""approved": true"#, r#""atMost": 2"#);
+    let d = find(
+        &compile(&at_most),
+        &at_most,
+        Code::PropertyViolated,
+        "\"pay-approved\"",
+    )
+    .clone();
+    assert_eq!(
+        d.notes,
+        ["witness (`orch simulate` events from a fresh session): [{\"tool\": \"search\"}, {\"approve\": \"pay\"}, {\"tool\": \"pay\"}, {\"approve\": \"pay\"}, {\"tool\": \"pay\"}, {\"approve\": \"pay\"}, {\"tool\": \"pay\"}]"]
+    );
+    // `never` on a pattern: a foreign tool the step admits matches it.
+    let src = with_properties(
+        r#"{"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search", "delete_*"], "denied": ["delete_a*"]}}"#,
+        r#"{"name": "no-deletes", "tool": "delete_*", "never": true}"#,
+    );
+    let d = find(
+        &compile(&src),
+        &src,
+        Code::PropertyViolated,
+        "\"no-deletes\"",
+    )
+    .clone();
+    assert_eq!(
+        d.message,
+        "property `no-deletes` is violated: `delete_foreign` can run"
+    );
+}

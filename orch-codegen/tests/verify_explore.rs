@@ -31,6 +31,13 @@ fn replay<'m>(
                 );
                 last = Some(s.record(name));
             }
+            Event::ApprovedTool(name) => {
+                assert!(
+                    s.check(name).is_err_and(|d| d.needs_approval()),
+                    "{name} is gated at that point"
+                );
+                last = Some(s.record(name));
+            }
             Event::Reset => s.reset(),
         }
     }

@@ -35,6 +35,15 @@ pub enum Denied<S, E> {
     },
     /// The orchestration allows it, but the host has not made it available.
     Unavailable,
+    /// The orchestration allows it and the host has it, but it is gated (semantics §12):
+    /// this call needs a human's approval first. The third answer of `check`, besides
+    /// "yes" and "no": a caller that does not handle approvals refuses the call, which
+    /// is the safe reading.
+    NeedsApproval {
+        /// The active step (`None` when no step is active and the orchestration's own
+        /// `approve` gates the tool).
+        step: Option<S>,
+    },
 }
 
 impl<S: Copy, E> Denied<S, E> {
@@ -42,8 +51,15 @@ impl<S: Copy, E> Denied<S, E> {
     pub fn step(&self) -> Option<S> {
         match self {
             Denied::NotInStep { step } | Denied::SequenceExpects { step, .. } => Some(*step),
+            Denied::NeedsApproval { step } => *step,
             Denied::Unavailable => None,
         }
+    }
+
+    /// Is this "needs approval" (the call may run once a human approves it) rather than a
+    /// refusal?
+    pub fn needs_approval(&self) -> bool {
+        matches!(self, Denied::NeedsApproval { .. })
     }
 
     /// The wording shared by every session type, given the step's name and the
@@ -74,13 +90,22 @@ impl<S: Copy, E> Denied<S, E> {
                 write!(f, " at position {index}")
             }
             Denied::Unavailable => f.write_str("the host has not made this tool available"),
+            Denied::NeedsApproval { step: Some(step) } => write!(
+                f,
+                "needs a human's approval of this call in step `{}`",
+                step_name(step)
+            ),
+            Denied::NeedsApproval { step: None } => {
+                f.write_str("needs a human's approval of this call")
+            }
         }
     }
 }
 
 impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, ToolSet<T>> {
     /// `` not allowed in step `Chat` ``, `` the sequence of step `Research` expects
-    /// `think` at position 1 ``, or `the host has not made this tool available`.
+    /// `think` at position 1 ``, `the host has not made this tool available`, or
+    /// `` needs a human's approval of this call in step `Checkout` ``.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write(f, |s| s.name(), |e| e.names())
     }

@@ -168,6 +168,7 @@ macro_rules! __doc_machine {
                 patterns: &[],
                 contains: &["research"],
                 regexes: &[],
+                approve: __rt::Gate::NONE,
                 plan: __rt::Plan {
                     atom_words: 1,
                     step_words: 1,

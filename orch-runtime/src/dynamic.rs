@@ -6,7 +6,7 @@
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
 use crate::regexes::{Matchers, MessageRegex};
-use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
+use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN, NO_STEP};
 pub use crate::tables::OwnedTables;
 
 /// A machine loaded at run time: its tables and compiled message conditions.
@@ -285,6 +285,9 @@ impl<'m> DynSession<'m> {
                     expected: self.names(t.set_at(group)),
                 },
                 RawDenied::Unavailable => Denied::Unavailable,
+                RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
+                    step: (step != NO_STEP).then(|| step_name(step)),
+                },
             })
     }
 

@@ -82,7 +82,7 @@ pub mod compiled {
     pub use crate::form::{Literal, LiteralWriter};
     pub use crate::plan::{OwnedPlan, Plan, NONE, SOLE};
     pub use crate::regexes::{Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT};
-    pub use crate::tables::{reset, Condition, OwnedTables, Span, StepTable, Tables};
+    pub use crate::tables::{reset, Condition, Gate, OwnedTables, Span, StepTable, Tables};
     pub use crate::text::{contains_folded, fold_case, glob_match, is_pattern, ContainsMatcher};
 }
 

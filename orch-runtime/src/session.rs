@@ -3,7 +3,7 @@
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
 use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
-use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN};
+use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN, NO_STEP};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -390,6 +390,9 @@ impl<M: Machine> Session<M> {
                 expected: self.set_from(M::tables().set_at(group)),
             },
             RawDenied::Unavailable => Denied::Unavailable,
+            RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
+                step: (step != NO_STEP).then(|| self.step_at(step)),
+            },
         }
     }
 

@@ -7,7 +7,7 @@
 use crate::bits;
 use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
-use crate::tables::{reset, Condition, Tables};
+use crate::tables::{reset, Condition, Gate, Tables};
 
 /// Marks "no step is active" in [`State::step`].
 pub(crate) const NO_STEP: u16 = u16::MAX;
@@ -65,6 +65,9 @@ pub(crate) enum RawDenied {
     SequenceExpects { step: u16, index: u16, group: u32 },
     /// Permitted by the orchestration, but the host has not made it available.
     Unavailable,
+    /// Permitted and available, but gated: it needs a human's approval of the call
+    /// (semantics §12). The active step, or `NO_STEP`.
+    NeedsApproval(u16),
 }
 
 /// The state of one session. `U` holds the used set (tool words), `F` the message flags,
@@ -362,7 +365,11 @@ where
 
     /// Is the foreign tool `name` allowed now? (See [`State::check`].)
     pub fn foreign_allowed<S: AsRef<str>>(&self, t: &Tables<'_, S>, name: &str) -> bool {
-        self.check(t, &[], ToolRef::Foreign(name)).is_ok()
+        // A gated tool is allowed: the model may ask for it, a human decides the call.
+        matches!(
+            self.check(t, &[], ToolRef::Foreign(name)),
+            Ok(()) | Err(RawDenied::NeedsApproval(_))
+        )
     }
 
     /// Check tool (semantics §5): may `tool` run now? The one rule for every session type,
@@ -375,6 +382,8 @@ where
     ///    patterns (every tool when `allowed` is empty) minus its `denied` patterns.
     /// 2. Then the host's availability: a declared tool must be in `available`; a
     ///    foreign tool is one the host itself names, so it is available.
+    /// 3. Then the approval gate (semantics §12): a tool the active step's `approve` (or,
+    ///    with no active step, the orchestration's) names needs a human's approval.
     #[inline(always)]
     pub fn check<S: AsRef<str>>(
         &self,
@@ -401,9 +410,27 @@ where
                 return Err(RawDenied::NotInStep(step as u16));
             }
         }
-        match tool {
-            ToolRef::Declared(i) if !bits::test(available, i) => Err(RawDenied::Unavailable),
-            _ => Ok(()),
+        if let ToolRef::Declared(i) = tool {
+            if !bits::test(available, i) {
+                return Err(RawDenied::Unavailable);
+            }
+        }
+        // 3. Then the approval gate of the active step (of the orchestration without one).
+        let gate = match self.active() {
+            Some(step) => t.steps.get(step).map_or(Gate::NONE, |s| s.approve),
+            None => t.approve,
+        };
+        if gate.is_none() {
+            return Ok(());
+        }
+        let gated = match tool {
+            ToolRef::Declared(i) => t.gates(gate, i),
+            ToolRef::Foreign(name) => t.gates_foreign(gate, name),
+        };
+        if gated {
+            Err(RawDenied::NeedsApproval(self.step))
+        } else {
+            Ok(())
         }
     }
 

@@ -47,6 +47,58 @@ impl Literal for Span {
     }
 }
 
+/// Tools that need a human's approval of each call (semantics §12): a tool set in the
+/// bit pool and glob patterns (in [`Tables::patterns`]) for foreign tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Gate {
+    /// Word offset in [`Tables::bits`] of the gated tools (`words` words), or
+    /// [`Gate::NONE`]'s `u32::MAX` when no tool is gated.
+    pub set: u32,
+    /// Glob patterns, a span of [`Tables::patterns`]: gated foreign tools.
+    pub patterns: Span,
+}
+
+impl Gate {
+    /// No tool is gated.
+    pub const NONE: Gate = Gate {
+        set: u32::MAX,
+        patterns: Span::new(0, 0),
+    };
+
+    /// A gate from the word offset of its tool set and its patterns as `(start, len)`.
+    pub const fn new(set: u32, patterns: (u32, u32)) -> Self {
+        Gate {
+            set,
+            patterns: Span::new(patterns.0, patterns.1),
+        }
+    }
+
+    /// Does it gate any tool?
+    #[inline]
+    pub fn is_none(&self) -> bool {
+        self.set == u32::MAX && self.patterns.is_empty()
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::NONE
+    }
+}
+
+impl Literal for Gate {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        if self.is_none() {
+            return w.item("Gate::NONE");
+        }
+        w.item("Gate::new(");
+        w.int(self.set);
+        w.text(", ");
+        (self.patterns.start, self.patterns.len).write_literal(w);
+        w.text(")");
+    }
+}
+
 /// One activation condition (semantics §7), with names resolved to indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Condition {
@@ -98,6 +150,9 @@ pub struct StepTable {
     pub deny_patterns: Span,
     /// `resetSequenceOn`, as [`reset`] flags.
     pub reset: u8,
+    /// The tools that need a human's approval of each call while this step is active
+    /// (its own `approve` and the orchestration's).
+    pub approve: Gate,
 }
 
 impl StepTable {
@@ -121,7 +176,15 @@ impl StepTable {
             allow_patterns: Span::new(allow_patterns.0, allow_patterns.1),
             deny_patterns: Span::new(deny_patterns.0, deny_patterns.1),
             reset,
+            approve: Gate::NONE,
         }
+    }
+
+    /// The step with approval gate `approve` (generated code writes
+    /// `StepTable::new(..).with_approve(..)` for a step that has one).
+    pub const fn with_approve(mut self, set: u32, patterns: (u32, u32)) -> Self {
+        self.approve = Gate::new(set, patterns);
+        self
     }
 }
 
@@ -150,6 +213,13 @@ impl Literal for StepTable {
         w.text(", ");
         self.reset.write_literal(w);
         w.text(")");
+        if !self.approve.is_none() {
+            w.text(".with_approve(");
+            w.int(self.approve.set);
+            w.text(", ");
+            (self.approve.patterns.start, self.approve.patterns.len).write_literal(w);
+            w.text(")");
+        }
     }
 }
 
@@ -222,6 +292,9 @@ compiled_form! {
         contains: names,
         /// `message_regex` sources (compiled separately, into `Matchers`).
         regexes: names,
+        /// The tools that need a human's approval of each call while no step is active
+        /// (the orchestration's `approve`).
+        approve: value(Gate),
         /// The incremental form of the conditions (derived from the fields above by
         /// [`crate::plan::OwnedPlan::derive`]).
         plan: nested(Plan OwnedPlan),
@@ -290,6 +363,21 @@ impl<'a, S: AsRef<str>> Tables<'a, S> {
                 .any(|p| crate::text::glob_match(p.as_ref(), name))
         };
         (s.allow_all || pats(s.allow_patterns)) && !pats(s.deny_patterns)
+    }
+
+    /// Does `gate` hold the declared tool `tool`?
+    #[inline]
+    pub fn gates(&self, gate: Gate, tool: usize) -> bool {
+        gate.set != u32::MAX && crate::bits::test(self.set_at(gate.set), tool)
+    }
+
+    /// Does `gate` hold the foreign tool `name` (one of its patterns matches it)?
+    pub fn gates_foreign(&self, gate: Gate, name: &str) -> bool {
+        self.patterns
+            .get(gate.patterns.range())
+            .unwrap_or(&[])
+            .iter()
+            .any(|p| crate::text::glob_match(p.as_ref(), name))
     }
 
     /// The index of the tool named `name`.

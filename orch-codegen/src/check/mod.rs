@@ -10,16 +10,16 @@
 mod lints;
 mod names;
 mod steps;
-mod suggest;
+pub(crate) mod suggest;
 mod tools;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
-use crate::ir::{Ir, IrCondition, ToolBits};
+use crate::ir::{Ir, IrCondition, IrGate, IrProperty, IrRule, ToolBits};
 use crate::limits::{
     MAX_HISTORY, MAX_MESSAGE_CONDITIONS, MAX_REGEX_BYTES, MAX_TABLE_WORDS, MAX_TEMPLATE_STEPS,
     MAX_TOOLS,
 };
-use crate::model::{Span, Spanned, Step, Template};
+use crate::model::{PropertyRule, Span, Spanned, Step, Template};
 use orch_runtime::compiled::MessageRegex;
 use orch_runtime::dynamic::DynMachine;
 use std::collections::HashMap;
@@ -43,12 +43,23 @@ pub fn check(t: &Template) -> Checked {
     let step_names = c.step_names();
     let step_idents = c.idents(&step_names.unique, "step");
     let default_step = c.default_step();
+    let approve = c.gate(&t.approve, &universe, "orchestration.approve");
     let steps: Vec<StepInfo<'_>> = t
         .steps
         .iter()
         .enumerate()
-        .map(|(i, s)| c.step(s, &universe, default_step == Some(i), step_names.skip[i]))
+        .map(|(i, s)| {
+            let mut step = c.step(s, &universe, default_step == Some(i), step_names.skip[i]);
+            let own = c.gate(
+                s.approve.as_deref().unwrap_or(&[]),
+                &universe,
+                "availableTools.approve",
+            );
+            step.approve = own.union(&approve);
+            step
+        })
         .collect();
+    let properties = c.properties(&universe);
     c.check_message_conditions();
     let history = c.history_capacity(&steps);
     let steps = steps::whole_history_windows(steps, history);
@@ -66,6 +77,8 @@ pub fn check(t: &Template) -> Checked {
         regexes: c.regexes.clone(),
         max_rounds: t.max_rounds.as_ref().map(|m| m.value),
         description: t.description.clone(),
+        approve,
+        properties,
     });
     let tables = c.check_table_size(&ir);
     // The machine, its regexes compiled once (by the checks above): the lints explore
@@ -96,6 +109,107 @@ pub struct Checked {
     /// The run-time machine of the IR (its tables and compiled matchers), when there was
     /// no error.
     pub machine: Option<DynMachine>,
+}
+
+impl<'t> Checker<'t> {
+    /// E023: every property a reachable state violates (the exploration of W007, bounded
+    /// the same way; an undecided property is left to `orch verify`).
+    fn verified_properties(
+        &mut self,
+        ir: &Ir,
+        machine: &DynMachine,
+        options: &crate::verify::explore::Options,
+    ) {
+        let Ok(found) = crate::verify::properties::check(machine, &ir.properties, options) else {
+            return;
+        };
+        for f in found.iter().filter(|f| f.holds == Some(false)) {
+            let Some(p) = self.t.properties.iter().find(|p| p.name.value == f.name) else {
+                continue;
+            };
+            let witness = f
+                .witness
+                .as_deref()
+                .map(crate::verify::explore::witness_to_json)
+                .unwrap_or_default();
+            let d = Diagnostic::new(
+                Code::PropertyViolated,
+                Some(p.name.span),
+                format!(
+                    "property `{}` is violated: {}",
+                    f.name,
+                    f.message.as_deref().unwrap_or("a reachable state violates it")
+                ),
+            )
+            .label(format!("violated ({})", p.rule.key()))
+            .note(format!("witness (`orch simulate` events from a fresh session): {witness}"))
+            .help("change the steps so that no path reaches the violating call, or the property if it says too much");
+            self.push(d);
+        }
+    }
+
+    /// semantics §13: `orchestration.properties`. E022: two properties with one name.
+    /// E006: an empty `tool` or `after`. E015: a name (not a pattern) that is not a
+    /// declared tool, when tools are declared (a misspelt name would make the property
+    /// hold vacuously).
+    fn properties(&mut self, universe: &Universe<'t>) -> Vec<IrProperty> {
+        let t = self.t;
+        let mut seen: HashMap<&str, Span> = HashMap::new();
+        let mut out = Vec::new();
+        for p in &t.properties {
+            if let Some(first) = seen.insert(&p.name.value, p.name.span) {
+                self.push(
+                    Diagnostic::new(
+                        Code::InvalidProperty,
+                        Some(p.name.span),
+                        format!("two properties are named `{}`", p.name.value),
+                    )
+                    .label("the second")
+                    .related(first, "the first")
+                    .help("give every property its own name"),
+                );
+                continue;
+            }
+            let mut ok = true;
+            let after = match &p.rule {
+                PropertyRule::After(q) => Some(q),
+                _ => None,
+            };
+            for (names, what) in [
+                (Some(&p.tool), "a property's `tool`"),
+                (after, "a property's `after`"),
+            ] {
+                let Some(n) = names else { continue };
+                if n.value.is_empty() {
+                    self.push(Diagnostic::new(
+                        Code::InvalidName,
+                        Some(n.span),
+                        "an empty tool name",
+                    ));
+                    ok = false;
+                } else if !orch_runtime::compiled::is_pattern(&n.value)
+                    && universe.declared
+                    && self.resolve(universe, n, what).is_none()
+                {
+                    ok = false;
+                }
+            }
+            if !ok {
+                continue;
+            }
+            out.push(IrProperty {
+                name: p.name.value.clone(),
+                tool: p.tool.value.clone(),
+                rule: match &p.rule {
+                    PropertyRule::After(q) => IrRule::After(q.value.clone()),
+                    PropertyRule::AtMost(n) => IrRule::AtMost(n.value),
+                    PropertyRule::Never => IrRule::Never,
+                    PropertyRule::Approved => IrRule::Approved,
+                },
+            });
+        }
+        out
+    }
 }
 
 /// The verifier-backed lints run on templates up to these sizes (and stop, saying
@@ -131,6 +245,7 @@ impl Checker<'_> {
             max_work: VERIFY_WORK,
             ..Default::default()
         };
+        self.verified_properties(ir, machine, &options);
         let Ok(found) = crate::verify::explore::explore(machine, &options) else {
             return;
         };
@@ -269,6 +384,8 @@ pub(crate) struct StepInfo<'t> {
     pub(crate) max_window: usize,
     /// `resetSequenceOn`, as `orch_runtime` reset flags.
     pub(crate) reset: u8,
+    /// Its approval gate: its own `approve` and the orchestration's (semantics §12).
+    pub(crate) approve: IrGate,
 }
 
 impl StepInfo<'_> {

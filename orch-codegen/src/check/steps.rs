@@ -4,6 +4,7 @@ use super::tools::StaticSet;
 use super::{closest, Checker, StepInfo, Universe, RESET_TRIGGERS};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::IrCondition;
+use crate::ir::IrGate;
 use crate::limits::MAX_HISTORY;
 use crate::model::{Condition, ConditionKind, ConditionType, Spanned, Step};
 use orch_runtime::compiled::{fold_case, is_pattern, reset, MessageRegex};
@@ -37,6 +38,7 @@ impl<'t> Checker<'t> {
             conditions: if is_default { Vec::new() } else { conditions },
             max_window,
             reset,
+            approve: IrGate::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::{list_names, Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::ToolBits;
+use crate::ir::{IrGate, ToolBits};
 use crate::model::{Spanned, Step};
 use orch_runtime::compiled::{glob_match, is_pattern};
 use std::collections::HashMap;
@@ -152,5 +152,40 @@ impl<'t> Checker<'t> {
             }
         }
         set
+    }
+
+    /// semantics §12: the tools a list of `approve` entries gates. E006: an entry is not
+    /// empty. A name is a declared tool (E015 when tools are declared and it is not one;
+    /// without declared tools, an unknown name gates that foreign tool); a pattern gates
+    /// the declared tools it matches and is kept for foreign ones.
+    pub(super) fn gate(
+        &mut self,
+        entries: &'t [Spanned<String>],
+        universe: &Universe<'t>,
+        what: &str,
+    ) -> IrGate {
+        let mut gate = IrGate {
+            tools: ToolBits::empty(universe.len()),
+            patterns: Vec::new(),
+        };
+        for entry in entries {
+            if entry.value.is_empty() {
+                self.push(Diagnostic::new(
+                    Code::InvalidName,
+                    Some(entry.span),
+                    "an empty tool name",
+                ));
+            } else if is_pattern(&entry.value) {
+                (0..universe.len())
+                    .filter(|&i| glob_match(&entry.value, &universe.tools[i].value))
+                    .for_each(|i| gate.tools.insert(i));
+                gate.patterns.push(entry.value.clone());
+            } else if let Some(i) = self.resolve(universe, entry, what) {
+                gate.tools.insert(i);
+            } else if !universe.declared {
+                gate.patterns.push(entry.value.clone());
+            }
+        }
+        gate
     }
 }

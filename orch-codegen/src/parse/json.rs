@@ -1,10 +1,15 @@
 //! The JSON front end: an AgentDock `template.json` (or a bare orchestration object) to
 //! the [`Template`] model, keeping the byte span of every value. Unknown fields are
-//! ignored; wrong types are diagnostics (E002), never panics.
+//! ignored (AgentDock's templates carry fields orch does not read), except in the objects
+//! whose every key orch knows — `availableTools` and a property — where an unknown key
+//! (a misspelt `approve` would silently drop a gate) is E021 with a suggestion; wrong
+//! types are diagnostics (E002), never panics.
 
+use crate::check::suggest::Suggester;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{
-    Condition, ConditionKind, ConditionType, SequenceEntry, Span, Spanned, Step, Template,
+    Condition, ConditionKind, ConditionType, Property, PropertyRule, SequenceEntry, Span, Spanned,
+    Step, Template,
 };
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
@@ -108,6 +113,15 @@ fn get<'o, 'a>(obj: &'o Object<'a>, name: &str) -> Option<&'o Value<'a>> {
         .find(|p| p.name.as_str() == name)
         .map(|p| &p.value)
         .filter(|v| !matches!(v, Value::NullKeyword(_)))
+}
+
+/// `` `a`, `b`, `c` ``.
+fn ticked(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A number literal's value is an integer above `u64::MAX`.
@@ -216,6 +230,27 @@ impl Reader {
                 self.wrong(other, field, "an array of strings");
                 None
             }
+        }
+    }
+
+    /// E021 for every key of `obj` that is not in `known`, with the closest known key.
+    fn known_keys(&mut self, obj: &Object<'_>, what: &str, known: &[&str]) {
+        for p in &obj.properties {
+            let key = p.name.as_str();
+            if known.contains(&key) {
+                continue;
+            }
+            let mut d = Diagnostic::new(
+                Code::UnknownField,
+                Some(span_of(&p.name)),
+                format!("`{key}` is not a key of {what}"),
+            )
+            .label("unknown key");
+            d = match Suggester::new(known.iter().copied()).closest(key) {
+                Some(k) => d.help(format!("did you mean `{k}`?")),
+                None => d.help(format!("the keys are {}", ticked(known))),
+            };
+            self.diags.push(d);
         }
     }
 
@@ -330,6 +365,20 @@ impl Reader {
         if let Some(v) = get(orch, "historyLength") {
             t.history_length = self.uint(v, "orchestration.historyLength");
         }
+        if let Some(v) = get(orch, "approve") {
+            t.approve = self.strings(v, "orchestration.approve").unwrap_or_default();
+        }
+        match get(orch, "properties") {
+            Some(Value::Array(a)) => {
+                for p in &a.elements {
+                    if let Some(p) = self.property(p) {
+                        t.properties.push(p);
+                    }
+                }
+            }
+            Some(other) => self.wrong(other, "orchestration.properties", "an array of properties"),
+            None => {}
+        }
         match get(orch, "steps") {
             Some(Value::Array(a)) => {
                 for s in &a.elements {
@@ -390,11 +439,15 @@ impl Reader {
         }
         if let Some(av) = get(o, "availableTools") {
             if let Some(a) = self.object(av, "availableTools") {
+                self.known_keys(a, "`availableTools`", &["allowed", "denied", "approve"]);
                 if let Some(v) = get(a, "allowed") {
                     s.allowed = self.strings(v, "availableTools.allowed");
                 }
                 if let Some(v) = get(a, "denied") {
                     s.denied = self.strings(v, "availableTools.denied");
+                }
+                if let Some(v) = get(a, "approve") {
+                    s.approve = self.strings(v, "availableTools.approve");
                 }
             }
         }
@@ -426,6 +479,104 @@ impl Reader {
             s.reset_sequence_on = self.strings(v, "resetSequenceOn").unwrap_or_default();
         }
         Some(s)
+    }
+
+    /// One entry of `orchestration.properties`: `name`, `tool` and exactly one rule.
+    fn property(&mut self, v: &Value<'_>) -> Option<Property> {
+        const RULES: [&str; 4] = ["after", "atMost", "never", "approved"];
+        let o = self.object(v, "orchestration.properties[]")?;
+        let span = span_of(v);
+        self.known_keys(
+            o,
+            "a property",
+            &["name", "tool", "after", "atMost", "never", "approved"],
+        );
+        let name = self.opt_string(o, "name");
+        let tool = self.opt_string(o, "tool");
+        for (field, value) in [("name", &name), ("tool", &tool)] {
+            if value.is_none() && get(o, field).is_none() {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::MissingField,
+                        Some(span.first_byte()),
+                        format!("a property has no `{field}`"),
+                    )
+                    .label("this property")
+                    .help(if field == "name" {
+                        "every property needs a unique `\"name\"`"
+                    } else {
+                        "`\"tool\"` names the tools it is about (a name or a pattern)"
+                    }),
+                );
+            }
+        }
+        let mut rules = Vec::new();
+        for key in RULES {
+            let Some(value) = get(o, key) else { continue };
+            let rule = match key {
+                "after" => self
+                    .string(value, "properties[].after")
+                    .map(PropertyRule::After),
+                "atMost" => self
+                    .uint(value, "properties[].atMost")
+                    .map(PropertyRule::AtMost),
+                flag => match value {
+                    Value::BooleanLit(b) if b.value => Some(if flag == "never" {
+                        PropertyRule::Never
+                    } else {
+                        PropertyRule::Approved
+                    }),
+                    Value::BooleanLit(b) => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                Code::InvalidProperty,
+                                Some(span_of(b)),
+                                format!("`\"{flag}\": false` says nothing"),
+                            )
+                            .label("only `true` is a rule")
+                            .help(format!("write `\"{flag}\": true`, or remove the property")),
+                        );
+                        None
+                    }
+                    other => {
+                        self.wrong(other, &format!("properties[].{flag}"), "`true`");
+                        None
+                    }
+                },
+            };
+            rules.push((key, rule));
+        }
+        match rules.len() {
+            0 => {
+                self.diags.push(
+                    Diagnostic::new(Code::InvalidProperty, Some(span), "a property has no rule")
+                        .label("this property")
+                        .help(format!("add one of {}", ticked(&RULES))),
+                );
+                return None;
+            }
+            1 => {}
+            _ => {
+                let keys: Vec<&str> = rules.iter().map(|(k, _)| *k).collect();
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::InvalidProperty,
+                        Some(span),
+                        format!("a property has {} rules ({})", keys.len(), ticked(&keys)),
+                    )
+                    .label("this property")
+                    .help("one rule per property: split it into several properties"),
+                );
+                return None;
+            }
+        }
+        let rule = rules.pop().and_then(|(_, r)| r)?;
+        Some(Property {
+            span,
+            name: name?,
+            tool: tool?,
+            rule,
+        })
     }
 
     fn condition(&mut self, v: &Value<'_>) -> Option<Condition> {

@@ -61,12 +61,53 @@ pub enum Event {
     Message(String),
     /// `{"tool": "..."}`.
     Tool(String),
+    /// `{"approve": "..."}` then `{"tool": "..."}`: a human approves the call of a gated
+    /// tool (semantics §12), which then runs.
+    ApprovedTool(String),
     /// `{"reset": true}`.
     Reset,
 }
 
 /// A list of events that `orch simulate` replays from a fresh session.
 pub type Witness = Vec<Event>;
+
+impl Event {
+    /// The event as `orch simulate` reads it (semantics §10): one JSON object, two for
+    /// [`Event::ApprovedTool`] (`{"approve": t}` then `{"tool": t}`), comma-separated.
+    pub fn to_json(&self) -> String {
+        let s = |text: &str| {
+            let mut out = String::from("\"");
+            for c in text.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        };
+        match self {
+            Event::Available(list) => {
+                let items: Vec<String> = list.iter().map(|t| s(t)).collect();
+                format!("{{\"available\": [{}]}}", items.join(", "))
+            }
+            Event::Message(m) => format!("{{\"message\": {}}}", s(m)),
+            Event::Tool(t) => format!("{{\"tool\": {}}}", s(t)),
+            Event::ApprovedTool(t) => {
+                format!("{{\"approve\": {}}}, {{\"tool\": {}}}", s(t), s(t))
+            }
+            Event::Reset => "{\"reset\": true}".to_owned(),
+        }
+    }
+}
+
+/// A witness as JSON text: `[{"message": "..."}, {"tool": "..."}]`.
+pub fn witness_to_json(w: &[Event]) -> String {
+    let items: Vec<String> = w.iter().map(Event::to_json).collect();
+    format!("[{}]", items.join(", "))
+}
 
 /// What the exploration found about one step.
 #[derive(Clone, Debug)]
@@ -106,17 +147,17 @@ pub struct Exploration {
 
 /// The foreign tool names the exploration records: one for states without an active
 /// step (where every name is admitted) and per step one it admits, if any.
-struct ForeignNames {
-    anywhere: Option<String>,
-    per_step: Vec<Option<String>>,
+pub(crate) struct ForeignNames {
+    pub(crate) anywhere: Option<String>,
+    pub(crate) per_step: Vec<Option<String>>,
     /// Was every step's question decided within the budget?
-    complete: bool,
+    pub(crate) complete: bool,
 }
 
 /// Decides, per step, whether it admits some foreign name, exactly ([`foreign`]);
 /// readable names (`foreign_tool`, a pattern with `foreign` for its `*`) are preferred
 /// when admitted.
-fn foreign_names(machine: &DynMachine, work: &mut u64) -> ForeignNames {
+pub(crate) fn foreign_names(machine: &DynMachine, work: &mut u64) -> ForeignNames {
     let t = machine.tables();
     let declared: Vec<&str> = machine.tools().iter().map(String::as_str).collect();
     let mut budget = foreign::Budget(*work);
@@ -360,8 +401,8 @@ fn events_at<'c>(
         .iter()
         .chain(here.filter(|&w| Some(w) != foreign.anywhere.as_ref()));
     for name in tools.iter().chain(foreign_here) {
-        if permissive || session.check(name).is_ok() {
-            events.push((Event::Tool(name.clone()), None));
+        if let Some(event) = tool_event(session, name, permissive) {
+            events.push((event, None));
         }
     }
     events.extend(
@@ -372,6 +413,17 @@ fn events_at<'c>(
     );
     events.push((Event::Reset, None));
     events
+}
+
+/// The event that runs tool `name` in state `session`, if the host model lets it run:
+/// admitted by `check` (any tool when `permissive`), or gated and approved by a human.
+pub(crate) fn tool_event(session: &DynSession<'_>, name: &str, permissive: bool) -> Option<Event> {
+    match session.check(name) {
+        _ if permissive => Some(Event::Tool(name.to_owned())),
+        Ok(()) => Some(Event::Tool(name.to_owned())),
+        Err(d) if d.needs_approval() => Some(Event::ApprovedTool(name.to_owned())),
+        Err(_) => None,
+    }
 }
 
 /// Explores `machine` from a fresh session.
@@ -432,7 +484,7 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
         for (event, flags) in events {
             let mut next = graph.nodes[at].0.clone();
             match &event {
-                Event::Tool(name) => {
+                Event::Tool(name) | Event::ApprovedTool(name) => {
                     let completed = next.record(name) == DynOutcome::Completed;
                     if let Some(i) = active.filter(|_| completed) {
                         if findings.steps[i].completes.is_none() {

@@ -32,10 +32,12 @@ pub struct Undecided;
 pub struct Budget(pub u64);
 
 /// The globs of one question: the allow globs first, then the deny globs and the
-/// declared names (globs without `*`).
+/// declared names (globs without `*`), then the required globs (each must match).
 struct Product {
     globs: Vec<Glob>,
     n_allow: usize,
+    /// Where the required globs start.
+    n_refuse_end: usize,
     allow_all: bool,
 }
 
@@ -83,15 +85,19 @@ impl Product {
     /// Is a name that ends here admitted?
     fn admitted(&self, positions: &Positions) -> bool {
         (self.allow_all || self.accepts(positions, 0..self.n_allow))
-            && !self.accepts(positions, self.n_allow..self.globs.len())
+            && !self.accepts(positions, self.n_allow..self.n_refuse_end)
+            && (self.n_refuse_end..self.globs.len()).all(|g| self.accepts(positions, g..g + 1))
     }
 
-    /// Can no continuation be admitted (no allow glob is alive)?
+    /// Can no continuation be admitted (no allow glob is alive, or a required one is
+    /// dead)?
     fn dead(&self, positions: &Positions) -> bool {
-        !self.allow_all
+        let alive = |g: usize| positions.iter().any(|&(x, _)| x as usize == g);
+        (!self.allow_all
             && positions
                 .first()
-                .is_none_or(|&(g, _)| (g as usize) >= self.n_allow)
+                .is_none_or(|&(g, _)| (g as usize) >= self.n_allow))
+            || !(self.n_refuse_end..self.globs.len()).all(alive)
     }
 }
 
@@ -119,15 +125,31 @@ pub fn witness(
     declared: &[&str],
     budget: &mut Budget,
 ) -> Result<Option<String>, Undecided> {
+    witness_matching(allow, allow_all, deny, declared, &[], budget)
+}
+
+/// [`witness`] of a name that every pattern of `require` matches too (a property's
+/// tools, semantics §13).
+pub fn witness_matching(
+    allow: &[&str],
+    allow_all: bool,
+    deny: &[&str],
+    declared: &[&str],
+    require: &[&str],
+    budget: &mut Budget,
+) -> Result<Option<String>, Undecided> {
     let mut globs: Vec<Glob> = allow.iter().map(|p| glob(p)).collect();
     let n_allow = globs.len();
     if n_allow == 0 && !allow_all {
         return Ok(None);
     }
     globs.extend(deny.iter().chain(declared).map(|p| glob(p)));
+    let n_refuse_end = globs.len();
+    globs.extend(require.iter().map(|p| glob(p)));
     let product = Product {
         globs,
         n_allow,
+        n_refuse_end,
         allow_all,
     };
     let mut alphabet: Vec<char> = product.globs.iter().flatten().flatten().copied().collect();
@@ -266,17 +288,34 @@ mod tests {
                 .map(|_| pattern(&mut next).replace('*', "a"))
                 .collect();
             let allow_all = next() % 4 == 0;
-            let (allow, deny, declared): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+            let require: Vec<String> = (0..next() % 3).map(|_| pattern(&mut next)).collect();
+            let (allow, deny, declared, require): (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) = (
                 allow.iter().map(String::as_str).collect(),
                 deny.iter().map(String::as_str).collect(),
                 declared.iter().map(String::as_str).collect(),
+                require.iter().map(String::as_str).collect(),
             );
+            // Admitted, and matched by every required pattern.
+            let admitted =
+                |n: &str, allow: &[&str], allow_all, deny: &[&str], declared: &[&str]| {
+                    admitted(n, allow, allow_all, deny, declared)
+                        && require.iter().all(|p| glob_match(p, n))
+                };
             let shortest = all
                 .iter()
                 .find(|n| admitted(n, &allow, allow_all, &deny, &declared));
-            let found = decide(&allow, allow_all, &deny, &declared);
-            let case =
-                format!("allow {allow:?} (all: {allow_all}) deny {deny:?} declared {declared:?}");
+            let found = witness_matching(
+                &allow,
+                allow_all,
+                &deny,
+                &declared,
+                &require,
+                &mut Budget(u64::MAX),
+            )
+            .expect("decided");
+            let case = format!(
+                "allow {allow:?} (all: {allow_all}) deny {deny:?} declared {declared:?} require {require:?}"
+            );
             match (&found, shortest) {
                 (Some(w), Some(s)) => {
                     assert!(

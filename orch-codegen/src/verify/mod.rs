@@ -5,8 +5,11 @@
 //!   apart by its behaviour key), with shortest witnesses;
 //! - [`messages`]: which combinations of message conditions a single user message can
 //!   satisfy, with a shortest witness message each;
-//! - [`foreign`]: whether a step admits some foreign tool name, and a shortest one.
+//! - [`foreign`]: whether a step admits some foreign tool name, and a shortest one;
+//! - [`properties`]: the template's safety properties (semantics §13), each held,
+//!   violated (with a shortest witness) or undecided.
 
 pub mod explore;
 pub mod foreign;
 pub mod messages;
+pub mod properties;

@@ -170,6 +170,7 @@ pub mod demo_agent {
         patterns: &[],
         contains: &[],
         regexes: &["(?i)research"],
+        approve: __rt::Gate::NONE,
         plan: __rt::Plan {
             atom_words: 1,
             step_words: 1,
