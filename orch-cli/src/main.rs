@@ -244,15 +244,32 @@ fn print_out(text: &str) -> u8 {
 }
 
 fn compile_file(path: &str) -> Result<(String, Compiled), input::InputError> {
+    compile_file_with(path, orch_codegen::CheckOptions::default())
+}
+
+fn compile_file_with(
+    path: &str,
+    options: orch_codegen::CheckOptions,
+) -> Result<(String, Compiled), input::InputError> {
     let source = input::read_text(path)?;
     let fallback = orch_codegen::fallback_name(Path::new(path));
-    let compiled = orch_codegen::compile_json(&source, fallback.as_deref());
+    let (_, compiled) = orch_codegen::compile_json_with(&source, fallback.as_deref(), options);
     Ok((source, compiled))
 }
 
 /// Compiles `path` and runs `f` on it; on I/O problems or template errors prints them.
 fn with_template(path: &str, f: impl FnOnce(&Compiled) -> u8) -> u8 {
-    let (source, compiled) = match compile_file(path) {
+    with_template_checked(path, orch_codegen::CheckOptions::default(), f)
+}
+
+/// [`with_template`], checked with `options`: `orch verify` and `orch simulate` decide
+/// the properties themselves (a violated one does not stop them).
+fn with_template_checked(
+    path: &str,
+    options: orch_codegen::CheckOptions,
+    f: impl FnOnce(&Compiled) -> u8,
+) -> u8 {
+    let (source, compiled) = match compile_file_with(path, options) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
@@ -407,7 +424,7 @@ fn verify_cmd(
 ) -> u8 {
     let mut worst = OK;
     for path in files {
-        let code = with_template(path, |compiled| {
+        let code = with_template_checked(path, LEAVE_PROPERTIES, |compiled| {
             let Some(machine) = compiled.to_machine() else {
                 eprintln!("error: {path}: the template could not be loaded");
                 return FOUND_ERRORS;
@@ -425,15 +442,36 @@ fn verify_cmd(
                     return FOUND_ERRORS;
                 }
             };
-            let text = match format {
-                Format::Json => verify::json_lines(path, &found).join("\n") + "\n",
-                Format::Human => {
-                    let source = input::read_text(path).unwrap_or_default();
-                    verify::human(path, &source, &found)
+            let properties = compiled.ir.as_ref().map_or(&[][..], |ir| &ir.properties);
+            let props = match verify::run_properties(
+                &machine,
+                properties,
+                permissive,
+                available.clone(),
+                max_states,
+                max_work,
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: {path}: {e}");
+                    return FOUND_ERRORS;
                 }
             };
+            let text = match format {
+                Format::Json => {
+                    let mut lines = verify::property_lines(path, &props);
+                    lines.extend(verify::json_lines(path, &found));
+                    lines.join("\n") + "\n"
+                }
+                Format::Human => {
+                    let source = input::read_text(path).unwrap_or_default();
+                    verify::properties_human(path, &source, &props)
+                        + &verify::human(path, &source, &found)
+                }
+            };
+            let property_fails = props.iter().any(|p| p.holds != Some(true));
             match print_out(&text) {
-                OK if verify::has_findings(&found) => FOUND_ERRORS,
+                OK if verify::has_findings(&found) || property_fails => FOUND_ERRORS,
                 code => code,
             }
         });
@@ -442,8 +480,13 @@ fn verify_cmd(
     worst
 }
 
+/// The check options of `orch verify` and `orch simulate`.
+const LEAVE_PROPERTIES: orch_codegen::CheckOptions = orch_codegen::CheckOptions {
+    prove_properties: false,
+};
+
 fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {
-    with_template(path, |compiled| {
+    with_template_checked(path, LEAVE_PROPERTIES, |compiled| {
         let Some(machine) = compiled.to_machine() else {
             eprintln!("error: {path}: the template could not be loaded");
             return FOUND_ERRORS;

@@ -4,6 +4,7 @@
 
 use orch_codegen::diagnostic::SourceText;
 use orch_codegen::verify::explore::{explore, Event, Exploration, Options};
+use orch_codegen::verify::properties::PropertyFinding;
 use serde_json::{json, Value};
 
 /// The findings of one file, as JSON lines (`--format json`).
@@ -226,4 +227,105 @@ pub fn run(
         },
     )
     .map_err(|e| format!("{e:?}"))
+}
+
+/// The template's properties (semantics §13), decided with the CLI's options.
+pub fn run_properties(
+    machine: &orch_runtime::dynamic::DynMachine,
+    properties: &[orch_codegen::ir::IrProperty],
+    permissive: bool,
+    available: Option<Vec<String>>,
+    max_states: usize,
+    max_work: u64,
+) -> Result<Vec<PropertyFinding>, String> {
+    orch_codegen::verify::properties::check(
+        machine,
+        properties,
+        &Options {
+            permissive,
+            available,
+            max_states,
+            max_work,
+        },
+    )
+    .map_err(|e| format!("{e:?}"))
+}
+
+/// One JSON line per property: `{"kind": "property", "name", "holds": true|false|null,
+/// "witness": [events]}` (a witness for a violated one; `holds` is null only when the
+/// search stopped at its limit).
+pub fn property_lines(file: &str, found: &[PropertyFinding]) -> Vec<String> {
+    found
+        .iter()
+        .map(|p| {
+            let mut line = json!({
+                "file": file,
+                "kind": "property",
+                "name": p.name,
+                "holds": p.holds,
+            });
+            if let Some(w) = &p.witness {
+                line["witness"] = witness_json(w);
+            }
+            if let Some(m) = &p.message {
+                line["message"] = Value::String(m.clone());
+            }
+            line.to_string()
+        })
+        .collect()
+}
+
+/// The properties, rustc-style, each at its `name` in the source.
+pub fn properties_human(file: &str, source: &str, found: &[PropertyFinding]) -> String {
+    let (template, _) = orch_codegen::__private::parse(source, None);
+    let text = SourceText::new(source);
+    let lines: Vec<&str> = source.lines().collect();
+    let at = |name: &str| -> String {
+        let place = template.as_ref().and_then(|t| {
+            t.properties
+                .iter()
+                .find(|p| p.name.value == name)
+                .and_then(|p| p.name.span.byte_range())
+                .map(|r| text.line_col(r.start))
+        });
+        match place {
+            Some((l, c)) => {
+                let shown: String = lines
+                    .get(l - 1)
+                    .copied()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect();
+                format!(
+                    "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
+                    " ".repeat(c.saturating_sub(1).min(160))
+                )
+            }
+            None => format!("  --> {file}"),
+        }
+    };
+    let mut out = String::new();
+    for p in found {
+        match p.holds {
+            Some(false) => out.push_str(&format!(
+                "error: property `{}` is violated: {}\n{}\n   = witness: {}\n\n",
+                p.name,
+                p.message.as_deref().unwrap_or("a reachable state violates it"),
+                at(&p.name),
+                inline(p.witness.as_deref().unwrap_or(&[]))
+            )),
+            Some(true) => out.push_str(&format!(
+                "property `{}` holds ({} states explored)\n",
+                p.name, p.states
+            )),
+            None => out.push_str(&format!(
+                "note: property `{}` is undecided (the search stopped at its limit after {} states)\n{}\n\n",
+                p.name,
+                p.states,
+                at(&p.name)
+            )),
+        }
+    }
+    out
 }

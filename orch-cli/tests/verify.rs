@@ -166,3 +166,120 @@ fn clean_templates_exit_0_and_human_output_points_at_the_step() {
         Some(2)
     );
 }
+
+/// A shop with approval gates (semantics §12) and properties (§13): `pay` is gated in
+/// `Checkout`, `refund` everywhere; `pay` may run again once the sequence is done.
+const GATED: &str = r#"{"agentId": "shop", "tools": ["browse", "add_to_cart", "confirm", "pay", "refund"],
+  "orchestration": {
+    "approve": ["refund"],
+    "steps": [
+      {"name": "Browse", "isDefault": true, "availableTools": {"allowed": ["browse", "add_to_cart"]}},
+      {"name": "Checkout", "conditions": [{"type": "tool_used", "value": "add_to_cart"}],
+       "sequence": ["confirm", "pay"],
+       "availableTools": {"allowed": ["confirm", "pay", "refund", "support_*"], "approve": ["pay"]}}
+    ],
+    "properties": [
+      {"name": "pay-after-confirm", "tool": "pay", "after": "confirm"},
+      {"name": "pay-approved", "tool": "pay", "approved": true},
+      {"name": "refund-approved", "tool": "refund", "approved": true},
+      {"name": "pay-once", "tool": "pay", "atMost": 1},
+      {"name": "no-support-calls", "tool": "support_*", "never": true}
+    ]}}"#;
+
+#[test]
+fn properties_are_one_json_line_each_and_witnesses_replay_to_the_violation() {
+    let file = tmp("gated.json", GATED);
+    let out = orch(&["verify", "--format", "json", &file], None);
+    assert_eq!(out.status.code(), Some(1), "a property fails: exit 1");
+    let props: Vec<serde_json::Value> = lines(&out)
+        .into_iter()
+        .filter(|l| l["kind"] == "property")
+        .collect();
+    let holds: Vec<(&str, &serde_json::Value)> = props
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), &p["holds"]))
+        .collect();
+    assert_eq!(
+        holds,
+        [
+            ("pay-after-confirm", &serde_json::Value::Bool(true)),
+            ("pay-approved", &serde_json::Value::Bool(true)),
+            ("refund-approved", &serde_json::Value::Bool(true)),
+            ("pay-once", &serde_json::Value::Bool(false)),
+            ("no-support-calls", &serde_json::Value::Bool(false)),
+        ]
+    );
+    // `pay` twice: both calls approved; the second is the violating event.
+    let pay_once = &props[3];
+    assert_eq!(
+        pay_once["witness"],
+        serde_json::json!([
+            {"tool": "add_to_cart"}, {"tool": "confirm"},
+            {"approve": "pay"}, {"tool": "pay"}, {"approve": "pay"}, {"tool": "pay"}
+        ])
+    );
+    let last = simulate(&file, &pay_once["witness"]);
+    assert_eq!(last["outcome"], "free", "the second `pay` runs: {last}");
+    // A foreign tool the step admits matches `support_*`.
+    let support = &props[4];
+    assert_eq!(support["message"], "`support_foreign` can run");
+    let last = simulate(&file, &support["witness"]);
+    assert_eq!(last["step"], "Checkout");
+    assert_eq!(last["outcome"], "free");
+
+    // Human output: the violated properties at their names, exit 1.
+    let out = orch(&["verify", &file], None);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error: property `pay-once` is violated: `pay` can run 2 times"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gated.json:14:16"),
+        "at the property's name: {text}"
+    );
+    assert!(text.contains("property `pay-approved` holds"), "{text}");
+
+    // `orch check` reports them as errors (E023), with the same witness.
+    let out = orch(&["check", &file], None);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error[E023]: property `pay-once` is violated"),
+        "{text}"
+    );
+}
+
+#[test]
+fn simulate_takes_approvals_and_rejections() {
+    let file = tmp("gated-sim.json", GATED);
+    let events = [
+        r#"{"tool": "add_to_cart"}"#,
+        r#"{"tool": "confirm"}"#,
+        r#"{"tool": "pay"}"#,
+        r#"{"reject": "pay"}"#,
+        r#"{"approve": "pay"}"#,
+        r#"{"message": "hello"}"#,
+        r#"{"tool": "pay"}"#,
+        r#"{"approve": "pay"}"#,
+        r#"{"tool": "pay"}"#,
+    ]
+    .join("\n");
+    let out = orch(&["simulate", &file, "-"], Some(&events));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = lines(&out);
+    // Without an approval the gated call does not run; a rejection is traced; an
+    // approval holds for the next event only (a message in between voids it).
+    assert_eq!(trace[3]["outcome"], "needs_approval");
+    assert_eq!(trace[3]["sequenceIndex"], 1);
+    assert_eq!(trace[4]["rejected"], "pay");
+    assert_eq!(trace[5]["approved"], "pay");
+    assert_eq!(trace[7]["outcome"], "needs_approval");
+    assert_eq!(trace[8]["approved"], "pay");
+    assert_eq!(trace[9]["outcome"], "completed");
+}

@@ -65,6 +65,7 @@ pub mod __private {
 }
 
 pub use builder::{BuildError, BuildErrorKind, Builder, Report};
+pub use check::CheckOptions;
 pub use diagnostic::{Code, Diagnostic, Severity, Subject};
 pub use ir::Ir;
 pub use model::Span;
@@ -119,11 +120,21 @@ pub fn compile_json_keeping_model(
     source: &str,
     fallback_name: Option<&str>,
 ) -> (Option<model::Template>, Compiled) {
+    compile_json_with(source, fallback_name, CheckOptions::default())
+}
+
+/// [`compile_json_keeping_model`] with check options (`orch verify` and `orch simulate`
+/// leave the properties to themselves: see [`CheckOptions::prove_properties`]).
+pub fn compile_json_with(
+    source: &str,
+    fallback_name: Option<&str>,
+    options: CheckOptions,
+) -> (Option<model::Template>, Compiled) {
     let (template, mut diagnostics) = parse::json::parse(source, fallback_name);
     let parse_failed = diagnostics.iter().any(Diagnostic::is_error);
     let (ir, machine) = match &template {
         Some(t) => {
-            let checked = check::check(t);
+            let checked = check::check_with(t, options);
             diagnostics.extend(checked.diagnostics);
             diagnostics.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
             if parse_failed {

@@ -457,7 +457,15 @@ where
                 }
                 _ => RawOutcome::OutOfSequence(group),
             },
-            None if self.check(t, available, tool).is_ok() => RawOutcome::Free,
+            // A gated tool that runs was approved (the gate is the host's to enforce
+            // before the call; recording says what happened): it was allowed.
+            None if matches!(
+                self.check(t, available, tool),
+                Ok(()) | Err(RawDenied::NeedsApproval(_))
+            ) =>
+            {
+                RawOutcome::Free
+            }
             None => RawOutcome::NotAllowed,
         };
         let entry = match tool {

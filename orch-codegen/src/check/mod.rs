@@ -29,10 +29,33 @@ pub use crate::lower::placeholder;
 /// The `resetSequenceOn` triggers semantics §7 defines.
 pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
 
+/// How [`check_with`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Decide the template's properties (E023, within the bounds of W007). `orch verify`
+    /// turns this off to decide them itself, without bounds, and `orch simulate` to
+    /// replay a violating witness.
+    pub prove_properties: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            prove_properties: true,
+        }
+    }
+}
+
 /// Checks a template: every diagnostic (errors and the warnings that were not allowed),
 /// in source order, and, when there is no error, the IR and its machine.
 pub fn check(t: &Template) -> Checked {
+    check_with(t, CheckOptions::default())
+}
+
+/// [`check`] with `options`.
+pub fn check_with(t: &Template, options: CheckOptions) -> Checked {
     let mut c = Checker::new(t);
+    c.prove_properties = options.prove_properties;
     c.check_allow_list();
     c.check_max_rounds();
     let machine = c.machine_name();
@@ -245,7 +268,9 @@ impl Checker<'_> {
             max_work: VERIFY_WORK,
             ..Default::default()
         };
-        self.verified_properties(ir, machine, &options);
+        if self.prove_properties {
+            self.verified_properties(ir, machine, &options);
+        }
         let Ok(found) = crate::verify::explore::explore(machine, &options) else {
             return;
         };
@@ -406,6 +431,8 @@ struct Checker<'t> {
     compiled_regexes: Vec<MessageRegex>,
     /// Bytes the compiled regexes take, all together.
     regex_memory: usize,
+    /// See [`CheckOptions::prove_properties`].
+    prove_properties: bool,
 }
 
 impl<'t> Checker<'t> {
@@ -417,6 +444,7 @@ impl<'t> Checker<'t> {
             regexes: Vec::new(),
             compiled_regexes: Vec::new(),
             regex_memory: 0,
+            prove_properties: true,
         }
     }
 
