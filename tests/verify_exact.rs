@@ -47,6 +47,10 @@ fn brute_force_never_beats_the_explorer() {
                                 prop_assert!(permissive || s.check(t).is_ok());
                                 s.record(t);
                             }
+                            Event::ApprovedTool(t) => {
+                                prop_assert!(s.check(t).is_err_and(|d| d.needs_approval()));
+                                s.record(t);
+                            }
                             Event::Reset => s.reset(),
                             Event::Available(l) => s.set_available(l.iter().map(String::as_str)),
                         }
@@ -143,6 +147,11 @@ fn typed_replay<M: orch::Machine>(path: &str) {
                     Event::Message(t) => s.on_user_message(t),
                     Event::Tool(t) => {
                         assert!(permissive || s.check_name(t).is_ok(), "{path}: {t} allowed");
+                        last = Some(s.record_name(t));
+                    }
+                    Event::ApprovedTool(t) => {
+                        let gated = s.check_name(t).is_err_and(|d| d.needs_approval());
+                        assert!(gated, "{path}: {t} gated");
                         last = Some(s.record_name(t));
                     }
                     Event::Reset => s.reset(),
