@@ -142,3 +142,61 @@ fn same_traces_for_random_events() {
         Ok(())
     });
 }
+
+mod approvals_json {
+    orch::include_machine!("approvals");
+}
+
+mod approvals_dsl {
+    orch::orchestration! {
+        /// tests/fixtures/machines/approvals.json, written in the DSL.
+        pub machine "approvals" {
+            tools: [browse, add_to_cart, confirm, pay, refund],
+            description: "A shop whose payments and refunds need a human's approval of each call.";
+            approve: [refund];
+            property "pay-after-confirm": pay after confirm;
+            property "pay-approved": pay approved;
+            property "refund-approved": refund approved;
+            property "no-deletes": "delete_*" never;
+            default step Browse {
+                allow: [browse, add_to_cart];
+            }
+            step Checkout {
+                when tool_used(add_to_cart);
+                sequence: [confirm, pay];
+                allow: [confirm, pay, refund];
+                approve: [pay];
+            }
+        }
+    }
+}
+
+/// Gates compile to the same tables from both front ends, and answer alike.
+#[test]
+fn same_gates() {
+    assert_eq!(
+        approvals_json::approvals::FINGERPRINT,
+        approvals_dsl::approvals::FINGERPRINT
+    );
+    use approvals_dsl::approvals::{Session, Step, Tool};
+    let mut s = Session::new();
+    assert_eq!(
+        s.check(Tool::Refund).unwrap_err().to_string(),
+        "not allowed in step `Browse`"
+    );
+    s.record(Tool::AddToCart);
+    assert_eq!(s.step(), Some(Step::Checkout));
+    s.record(Tool::Confirm);
+    let gated = s.check(Tool::Pay).unwrap_err();
+    assert!(gated.needs_approval());
+    assert_eq!(gated.step(), Some(Step::Checkout));
+    assert_eq!(
+        gated.to_string(),
+        "needs a human's approval of this call in step `Checkout`"
+    );
+    assert!(s.allowed().contains(Tool::Pay), "a gated tool is offered");
+    assert_eq!(s.record(Tool::Pay), Outcome::Completed);
+    // The orchestration's gate holds in every step.
+    assert!(s.check(Tool::Refund).unwrap_err().needs_approval());
+    assert!(s.check(Tool::Confirm).is_ok());
+}

@@ -209,7 +209,11 @@ fn brute_force_never_beats_the_property_checker() {
             if let Some(depth) = brute_force(&m, p, 5) {
                 prop_assert_eq!(f.holds, Some(false), "{} violated by brute force", &p.name);
                 let len = f.witness.as_ref().map_or(0, Vec::len);
-                prop_assert!(len <= depth, "{}: witness {len} > brute force {depth}", p.name);
+                prop_assert!(
+                    len <= depth,
+                    "{}: witness {len} > brute force {depth}",
+                    p.name
+                );
             }
         }
         Ok(())

@@ -1,14 +1,15 @@
 //! `orch schema` agrees with the compiler: on generated and mutated templates, a
 //! template is valid against the JSON Schema exactly when the compiler reports no shape
-//! error (E002 wrong type, E003 missing field, E009 unknown condition type; every
-//! input here is valid JSON, so never E001).
+//! error (E002 wrong type, E003 missing field, E009 unknown condition type, E021 an
+//! unknown key in `availableTools` or a property, E022 a property without exactly one
+//! rule; every input here is valid JSON, so never E001).
 
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Map, Value};
 
-const SHAPE: [&str; 4] = ["E001", "E002", "E003", "E009"];
+const SHAPE: [&str; 6] = ["E001", "E002", "E003", "E009", "E021", "E022"];
 
 fn validator() -> jsonschema::Validator {
     let schema: Value =
@@ -71,7 +72,7 @@ fn corpus() -> Vec<Value> {
         .collect()
 }
 
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 31] = [
     "agentId",
     "name",
     "tools",
@@ -90,6 +91,13 @@ const KEYS: [&str; 24] = [
     "denied",
     "sequence",
     "resetSequenceOn",
+    "approve",
+    "properties",
+    "tool",
+    "after",
+    "atMost",
+    "never",
+    "approved",
     "type",
     "value",
     "window",

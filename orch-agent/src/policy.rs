@@ -42,7 +42,7 @@ pub enum RefusalKind {
     OutOfSequence,
     /// The orchestration allows it, but the host has not made it available.
     Unavailable,
-    /// The tool is gated (`approve`, semantics §12): the call needs a human's approval,
+    /// The tool is gated (`approve`, semantics §13): the call needs a human's approval,
     /// and none was given for it.
     NeedsApproval,
 }

@@ -17,7 +17,7 @@ pub enum Event {
     /// `{"reset": true}`
     Reset,
     /// `{"approve": "name"}`: a human approves the next call of a gated tool, in the
-    /// current state (semantics §12).
+    /// current state (semantics §13).
     Approve(String),
     /// `{"reject": "name"}`: a human rejects the call of a gated tool; it does not run.
     Reject(String),
@@ -226,7 +226,7 @@ pub fn trace_line(s: &DynSession<'_>, applied: &Applied) -> String {
 
 /// Applies an event. `approved` is the tool a human has approved the next call of, if
 /// any: an approval holds for the next event only (it is bound to the state it was given
-/// in), and a tool the state gates runs only with it (semantics §12).
+/// in), and a tool the state gates runs only with it (semantics §13).
 pub fn apply(s: &mut DynSession<'_>, e: &Event, approved: &mut Option<String>) -> Applied {
     let approval = approved.take();
     match e {

@@ -229,7 +229,7 @@ pub fn run(
     .map_err(|e| format!("{e:?}"))
 }
 
-/// The template's properties (semantics §13), decided with the CLI's options.
+/// The template's properties (semantics §14), decided with the CLI's options.
 pub fn run_properties(
     machine: &orch_runtime::dynamic::DynMachine,
     properties: &[orch_codegen::ir::IrProperty],

@@ -167,7 +167,7 @@ fn clean_templates_exit_0_and_human_output_points_at_the_step() {
     );
 }
 
-/// A shop with approval gates (semantics §12) and properties (§13): `pay` is gated in
+/// A shop with approval gates (semantics §13) and properties (§14): `pay` is gated in
 /// `Checkout`, `refund` everywhere; `pay` may run again once the sequence is done.
 const GATED: &str = r#"{"agentId": "shop", "tools": ["browse", "add_to_cart", "confirm", "pay", "refund"],
   "orchestration": {

@@ -30,13 +30,13 @@ pub struct Ir {
     /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn.
     pub max_rounds: Option<u64>,
     /// The tools that need a human's approval while no step is active (the
-    /// orchestration's `approve`; semantics §12).
+    /// orchestration's `approve`; semantics §13).
     pub approve: IrGate,
-    /// `orchestration.properties` (semantics §13): what `orch verify` proves.
+    /// `orchestration.properties` (semantics §14): what `orch verify` proves.
     pub properties: Vec<IrProperty>,
 }
 
-/// Tools that need a human's approval of each call (semantics §12).
+/// Tools that need a human's approval of each call (semantics §13).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IrGate {
     /// The declared tools it gates.
@@ -68,7 +68,7 @@ impl IrGate {
     }
 }
 
-/// A safety property (semantics §13).
+/// A safety property (semantics §14).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IrProperty {
     /// Its name.

@@ -101,13 +101,13 @@ pub struct Template {
     /// Warnings the author allowed (lint names such as `unreachable_step`).
     pub allow: Vec<Spanned<String>>,
     /// `orchestration.approve`: tools (names or patterns) that need a human's approval
-    /// of each call in every step (semantics §12).
+    /// of each call in every step (semantics §13).
     pub approve: Vec<Spanned<String>>,
-    /// `orchestration.properties`: safety properties `orch verify` proves (semantics §13).
+    /// `orchestration.properties`: safety properties `orch verify` proves (semantics §14).
     pub properties: Vec<Property>,
 }
 
-/// One entry of `orchestration.properties` (semantics §13).
+/// One entry of `orchestration.properties` (semantics §14).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Property {
     /// The whole entry.
@@ -164,7 +164,7 @@ pub struct Step {
     /// `availableTools.denied`.
     pub denied: Option<Vec<Spanned<String>>>,
     /// `availableTools.approve`: tools (names or patterns) the step allows only with a
-    /// human's approval of each call (semantics §12).
+    /// human's approval of each call (semantics §13).
     pub approve: Option<Vec<Spanned<String>>>,
     /// `sequence` (absent: `None`).
     pub sequence: Option<Spanned<Vec<SequenceEntry>>>,

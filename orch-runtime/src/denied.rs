@@ -35,7 +35,7 @@ pub enum Denied<S, E> {
     },
     /// The orchestration allows it, but the host has not made it available.
     Unavailable,
-    /// The orchestration allows it and the host has it, but it is gated (semantics §12):
+    /// The orchestration allows it and the host has it, but it is gated (semantics §13):
     /// this call needs a human's approval first. The third answer of `check`, besides
     /// "yes" and "no": a caller that does not handle approvals refuses the call, which
     /// is the safe reading.

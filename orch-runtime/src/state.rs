@@ -66,7 +66,7 @@ pub(crate) enum RawDenied {
     /// Permitted by the orchestration, but the host has not made it available.
     Unavailable,
     /// Permitted and available, but gated: it needs a human's approval of the call
-    /// (semantics §12). The active step, or `NO_STEP`.
+    /// (semantics §13). The active step, or `NO_STEP`.
     NeedsApproval(u16),
 }
 
@@ -382,7 +382,7 @@ where
     ///    patterns (every tool when `allowed` is empty) minus its `denied` patterns.
     /// 2. Then the host's availability: a declared tool must be in `available`; a
     ///    foreign tool is one the host itself names, so it is available.
-    /// 3. Then the approval gate (semantics §12): a tool the active step's `approve` (or,
+    /// 3. Then the approval gate (semantics §13): a tool the active step's `approve` (or,
     ///    with no active step, the orchestration's) names needs a human's approval.
     #[inline(always)]
     pub fn check<S: AsRef<str>>(

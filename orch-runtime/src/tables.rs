@@ -47,7 +47,7 @@ impl Literal for Span {
     }
 }
 
-/// Tools that need a human's approval of each call (semantics §12): a tool set in the
+/// Tools that need a human's approval of each call (semantics §13): a tool set in the
 /// bit pool and glob patterns (in [`Tables::patterns`]) for foreign tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Gate {

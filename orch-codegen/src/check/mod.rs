@@ -171,7 +171,7 @@ impl<'t> Checker<'t> {
         }
     }
 
-    /// semantics §13: `orchestration.properties`. E022: two properties with one name.
+    /// semantics §14: `orchestration.properties`. E022: two properties with one name.
     /// E006: an empty `tool` or `after`. E015: a name (not a pattern) that is not a
     /// declared tool, when tools are declared (a misspelt name would make the property
     /// hold vacuously).
@@ -409,7 +409,7 @@ pub(crate) struct StepInfo<'t> {
     pub(crate) max_window: usize,
     /// `resetSequenceOn`, as `orch_runtime` reset flags.
     pub(crate) reset: u8,
-    /// Its approval gate: its own `approve` and the orchestration's (semantics §12).
+    /// Its approval gate: its own `approve` and the orchestration's (semantics §13).
     pub(crate) approve: IrGate,
 }
 

@@ -154,7 +154,7 @@ impl<'t> Checker<'t> {
         set
     }
 
-    /// semantics §12: the tools a list of `approve` entries gates. E006: an entry is not
+    /// semantics §13: the tools a list of `approve` entries gates. E006: an entry is not
     /// empty. A name is a declared tool (E015 when tools are declared and it is not one;
     /// without declared tools, an unknown name gates that foreign tool); a pattern gates
     /// the declared tools it matches and is kept for foreign ones.

@@ -7,11 +7,14 @@
 //!               (each item may end with ";" or ",")
 //! item       := "tools" ":" "[" tool,* "]" ";"
 //!             | "description" ":" string ";" | "history" ":" int ";" | "max_steps" ":" int ";"
+//!             | "approve" ":" "[" tool,* "]" ";"
+//!             | "property" name ":" tool ("after" tool | "at_most" int | "never" | "approved") ";"
 //!             | doc* "default"? "step" name (";" | "{" step_item* "}")
 //! step_item  := "description" ":" string ";"
 //!             | "when" condition ";"
 //!             | "sequence" ":" "[" (tool | "(" tool ("|" tool)* ")"),* "]" ";"
 //!             | "allow" ":" "[" tool,* "]" ";" | "deny" ":" "[" tool,* "]" ";"
+//!             | "approve" ":" "[" tool,* "]" ";"
 //!             | "reset_sequence_on" ":" "[" ident,* "]" ";"
 //! condition  := "sequence_match" | "tool_used" "(" tool ")" | "message_contains" "(" string ")"
 //!             | "message_regex" "(" string ")" | "not_recently_used" "(" tool ("," "window" "=" int)? ")"
@@ -19,7 +22,8 @@
 //! ```
 
 use crate::model::{
-    Condition, ConditionType, SequenceEntry, Span as MSpan, Spanned, Step, Template,
+    Condition, ConditionType, Property, PropertyRule, SequenceEntry, Span as MSpan, Spanned, Step,
+    Template,
 };
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -219,6 +223,38 @@ impl Parse for Dsl {
                     template.max_rounds = Some(low.spanned(n, span));
                     semi(&body)?;
                 }
+                "approve" => {
+                    let list = low.colon_list(&body)?;
+                    template.approve.extend(list);
+                }
+                "property" => {
+                    let name = low.name(&body)?;
+                    body.parse::<Token![:]>()?;
+                    let tool = low.name(&body)?;
+                    let rule_kw = Ident::parse_any(&body)?;
+                    let rule = match rule_kw.to_string().as_str() {
+                        "after" => PropertyRule::After(low.name(&body)?),
+                        "at_most" => {
+                            let (n, span) = uint(&body, "at_most")?;
+                            PropertyRule::AtMost(low.spanned(n, span))
+                        }
+                        "never" => PropertyRule::Never,
+                        "approved" => PropertyRule::Approved,
+                        other => {
+                            return Err(syn::Error::new(
+                                rule_kw.span(),
+                                format!("unexpected `{other}`: a property is `TOOL after TOOL`, `TOOL at_most N`, `TOOL never` or `TOOL approved`"),
+                            ))
+                        }
+                    };
+                    template.properties.push(Property {
+                        span: name.span,
+                        name,
+                        tool,
+                        rule,
+                    });
+                    semi(&body)?;
+                }
                 "default" | "step" => {
                     let is_default = key == "default";
                     if is_default {
@@ -251,7 +287,7 @@ impl Parse for Dsl {
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `step` or `default step`"),
+                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `property`, `step` or `default step`"),
                     ))
                 }
             }
@@ -352,6 +388,10 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
                 let list = low.colon_list(input)?;
                 step.denied.get_or_insert_with(Vec::new).extend(list);
             }
+            "approve" => {
+                let list = low.colon_list(input)?;
+                step.approve.get_or_insert_with(Vec::new).extend(list);
+            }
             "reset_sequence_on" => {
                 let list = low.colon_list(input)?;
                 step.reset_sequence_on.extend(list);
@@ -359,7 +399,7 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
             other => {
                 return Err(syn::Error::new(
                     key.span(),
-                    format!("unexpected `{other}`: expected `description`, `when`, `sequence`, `allow`, `deny` or `reset_sequence_on`"),
+                    format!("unexpected `{other}`: expected `description`, `when`, `sequence`, `allow`, `deny`, `approve` or `reset_sequence_on`"),
                 ))
             }
         }

@@ -62,7 +62,7 @@ pub enum Event {
     /// `{"tool": "..."}`.
     Tool(String),
     /// `{"approve": "..."}` then `{"tool": "..."}`: a human approves the call of a gated
-    /// tool (semantics §12), which then runs.
+    /// tool (semantics §13), which then runs.
     ApprovedTool(String),
     /// `{"reset": true}`.
     Reset,

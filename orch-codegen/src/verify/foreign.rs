@@ -129,7 +129,7 @@ pub fn witness(
 }
 
 /// [`witness`] of a name that every pattern of `require` matches too (a property's
-/// tools, semantics §13).
+/// tools, semantics §14).
 pub fn witness_matching(
     allow: &[&str],
     allow_all: bool,

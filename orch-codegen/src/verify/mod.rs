@@ -6,7 +6,7 @@
 //! - [`messages`]: which combinations of message conditions a single user message can
 //!   satisfy, with a shortest witness message each;
 //! - [`foreign`]: whether a step admits some foreign tool name, and a shortest one;
-//! - [`properties`]: the template's safety properties (semantics §13), each held,
+//! - [`properties`]: the template's safety properties (semantics §14), each held,
 //!   violated (with a shortest witness) or undecided.
 
 pub mod explore;

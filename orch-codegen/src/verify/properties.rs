@@ -1,4 +1,4 @@
-//! Safety properties (semantics §13), decided by exploring every reachable state.
+//! Safety properties (semantics §14), decided by exploring every reachable state.
 //!
 //! Each property is a small monitor run beside the session: nothing to remember for
 //! `never` and `approved`, the number of executions so far for `atMost N` (0..=N), and

@@ -1,0 +1,9 @@
+orch::orchestration! {
+    machine shop {
+        tools: [search, pay],
+        property pay_approved: pay approved;
+        default step Chat;
+    }
+}
+
+fn main() {}
