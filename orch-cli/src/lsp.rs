@@ -521,6 +521,24 @@ fn step_summary(t: &Template, ir: Option<&Ir>, name: &str) -> Option<String> {
                     out.push_str(&format!(" denied {}", list(&s.deny_patterns)));
                 }
             }
+            // Approval gates (semantics §13): the step's own and the orchestration's.
+            if !s.approve.is_empty() {
+                let mut gated: Vec<String> = s
+                    .approve
+                    .tools
+                    .iter()
+                    .filter(|&i| s.static_set.contains(i))
+                    .filter_map(|i| ir.tools.get(i))
+                    .map(|t| code(&t.name))
+                    .collect();
+                gated.extend(s.approve.patterns.iter().map(|p| code(p)));
+                if !gated.is_empty() {
+                    out.push_str(&format!(
+                        "\n\n**Needs a human's approval of each call**: {}",
+                        gated.join(", ")
+                    ));
+                }
+            }
         }
         _ => out.push_str("(fix the template's errors to see them)"),
     }

@@ -243,6 +243,43 @@ fn conversation(t: &mut dyn Transport, utf8: bool) {
         end_of(&fixed, "\"think\"", utf8)
     );
 
+    // A misspelt `approve` is E021 with a suggestion; spelt right, the hover names the
+    // gate (and the orchestration's own gate, for the step's tools).
+    let misspelt = fixed.replace(
+        "{\"name\": \"Chat\"}",
+        "{\"name\": \"Chat\", \"availableTools\": {\"aprove\": [\"think\"]}}",
+    );
+    t.send(json!({"method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": URI, "version": 3}, "contentChanges": [{"text": misspelt}]}}));
+    let d = diagnostics(t, URI);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "E021");
+    assert!(
+        d[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `approve`?"),
+        "{}",
+        d[0]
+    );
+    let gated = misspelt.replace("aprove", "approve");
+    t.send(json!({"method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": URI, "version": 4}, "contentChanges": [{"text": gated}]}}));
+    assert_eq!(diagnostics(t, URI), Vec::<Value>::new());
+    t.send(json!({"id": 9, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": URI}, "position": position_of(&gated, "Chat\", \"avail", 0, utf8)}}));
+    let text = response(t, 9, &mut Vec::new())["result"]["contents"]["value"]
+        .as_str()
+        .expect("markdown")
+        .to_owned();
+    assert!(
+        text.contains("**Needs a human's approval of each call**: `think`"),
+        "{text}"
+    );
+    t.send(json!({"method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": URI, "version": 5}, "contentChanges": [{"text": fixed}]}}));
+    assert_eq!(diagnostics(t, URI), Vec::<Value>::new());
+
     // Nothing at a position: null. Unknown method and bad params: JSON-RPC errors.
     t.send(json!({"id": 6, "method": "textDocument/hover", "params": {
         "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}}));
