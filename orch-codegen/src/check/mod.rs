@@ -29,7 +29,7 @@ pub use crate::lower::placeholder;
 /// The `resetSequenceOn` triggers semantics §7 defines.
 pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
 
-/// How [`check_with`] checks.
+/// How a template is checked ([`crate::compile_json_with`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckOptions {
     /// Decide the template's properties (E023, within the bounds of W007). `orch verify`
