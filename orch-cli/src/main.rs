@@ -429,13 +429,8 @@ fn verify_cmd(
                 eprintln!("error: {path}: the template could not be loaded");
                 return FOUND_ERRORS;
             };
-            let found = match verify::run(
-                &machine,
-                permissive,
-                available.clone(),
-                max_states,
-                max_work,
-            ) {
+            let options = verify::options(permissive, available.clone(), max_states, max_work);
+            let found = match verify::run(&machine, &options) {
                 Ok(f) => f,
                 Err(e) => {
                     eprintln!("error: {path}: {e}");
@@ -443,14 +438,7 @@ fn verify_cmd(
                 }
             };
             let properties = compiled.ir.as_ref().map_or(&[][..], |ir| &ir.properties);
-            let props = match verify::run_properties(
-                &machine,
-                properties,
-                permissive,
-                available.clone(),
-                max_states,
-                max_work,
-            ) {
+            let props = match verify::run_properties(&machine, properties, &options) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: {path}: {e}");

@@ -209,46 +209,37 @@ pub fn has_findings(found: &Exploration) -> bool {
             .any(|s| s.reachable.is_none() || (s.has_sequence && s.completes.is_none()))
 }
 
-/// Explores with the CLI's options.
-pub fn run(
-    machine: &orch_runtime::dynamic::DynMachine,
+/// The exploration's options from the CLI's flags.
+pub fn options(
     permissive: bool,
     available: Option<Vec<String>>,
     max_states: usize,
     max_work: u64,
+) -> Options {
+    Options {
+        permissive,
+        available,
+        max_states,
+        max_work,
+    }
+}
+
+/// Explores with the CLI's options.
+pub fn run(
+    machine: &orch_runtime::dynamic::DynMachine,
+    options: &Options,
 ) -> Result<Exploration, String> {
-    explore(
-        machine,
-        &Options {
-            permissive,
-            available,
-            max_states,
-            max_work,
-        },
-    )
-    .map_err(|e| format!("{e:?}"))
+    explore(machine, options).map_err(|e| format!("{e:?}"))
 }
 
 /// The template's properties (semantics §14), decided with the CLI's options.
 pub fn run_properties(
     machine: &orch_runtime::dynamic::DynMachine,
     properties: &[orch_codegen::ir::IrProperty],
-    permissive: bool,
-    available: Option<Vec<String>>,
-    max_states: usize,
-    max_work: u64,
+    options: &Options,
 ) -> Result<Vec<PropertyFinding>, String> {
-    orch_codegen::verify::properties::check(
-        machine,
-        properties,
-        &Options {
-            permissive,
-            available,
-            max_states,
-            max_work,
-        },
-    )
-    .map_err(|e| format!("{e:?}"))
+    orch_codegen::verify::properties::check(machine, properties, options)
+        .map_err(|e| format!("{e:?}"))
 }
 
 /// One JSON line per property: `{"kind": "property", "name", "holds": true|false|null,
