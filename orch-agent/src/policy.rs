@@ -120,12 +120,16 @@ pub trait Orchestrated {
     fn set_host_tools(&mut self, host_tools: &[String]);
     /// May the tool `name` run now? `Err` says why not.
     fn check_tool(&self, name: &str) -> Result<(), Denial>;
-    /// The names among `host_tools` that may run now, in their order. The default asks
-    /// [`check_tool`](Orchestrated::check_tool) name by name.
+    /// The names among `host_tools` that may run now, in their order, gated ones (which
+    /// need a human's approval of the call, semantics §13) included, as `allowed()` lists
+    /// them. The default asks [`check_tool`](Orchestrated::check_tool) name by name.
     fn allowed_among(&self, host_tools: &[String]) -> Vec<String> {
         host_tools
             .iter()
-            .filter(|name| self.check_tool(name).is_ok())
+            .filter(|name| match self.check_tool(name) {
+                Ok(()) => true,
+                Err(d) => d.kind == RefusalKind::NeedsApproval,
+            })
             .cloned()
             .collect()
     }

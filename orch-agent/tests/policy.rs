@@ -190,3 +190,44 @@ fn run_time_sessions_get_the_same_answers() {
         }
     }
 }
+
+/// A gated tool (semantics §13) is offered to the model but refused as `NeedsApproval`
+/// until the loop can ask a human: it never runs through the policy (fail closed), for
+/// typed and run-time sessions alike.
+#[test]
+fn gated_tools_are_offered_but_refused_until_approved() {
+    let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
+        "approve": ["pay"],
+        "steps": [{"name": "Shop", "isDefault": true}]}}"#;
+    let compiled = orch_codegen::compile_json(source, None);
+    let machine = compiled.to_machine().expect("the template compiles");
+    let policy = Policy::new(["browse", "pay"]);
+    let mut session = orch_runtime::dynamic::DynSession::new(&machine);
+    policy.prepare(&mut session);
+    let offered = policy.plan(&session).offered;
+    assert!(offered.iter().any(|t| t == "pay"), "{offered:?}");
+    let refusal = policy.admit(&session, "pay").unwrap_err();
+    assert_eq!(refusal.kind, orch_agent::RefusalKind::NeedsApproval);
+    assert_eq!(refusal.kind.as_str(), "needs_approval");
+    assert!(
+        refusal
+            .reason
+            .contains("needs a human's approval of this call in step `Shop`"),
+        "{}",
+        refusal.reason
+    );
+    assert!(policy.admit(&session, "browse").is_ok());
+    // The typed session of the same template answers alike.
+    let mut typed = shop::Session::new();
+    policy.prepare(&mut typed);
+    assert_eq!(policy.plan(&typed), policy.plan(&session));
+    assert_eq!(policy.admit(&typed, "pay").unwrap_err(), refusal);
+}
+
+orch_macros::orchestration! {
+    machine shop {
+        tools: [browse, pay],
+        approve: [pay];
+        default step Shop;
+    }
+}
