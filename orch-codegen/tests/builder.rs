@@ -247,6 +247,7 @@ fn the_runtime_doc_machine_is_generated() {
          \n\
          /// Defines `mod demo`, a generated machine, for documentation examples.\n\
          #[doc(hidden)]\n\
+         #[rustfmt::skip]\n\
          #[macro_export]\n\
          macro_rules! __doc_machine {{\n    () => {{\n{body}    }};\n}}\n"
     );
@@ -259,4 +260,44 @@ fn the_runtime_doc_machine_is_generated() {
         code, expected,
         "the runtime's doc machine is not what the emitter writes; run with UPDATE_SNAPSHOTS=1"
     );
+}
+
+/// build.rs fails on a violated property (E023), naming it at its place, and writes
+/// nothing; the same template with the gate it lacked builds.
+#[test]
+fn a_violated_property_fails_the_build() {
+    let dir = temp_dir("property");
+    let template = dir.join("shop.json");
+    let ungated = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
+  "steps": [{"name": "Shop", "isDefault": true}],
+  "properties": [{"name": "pay-approved", "tool": "pay", "approved": true}]}}"#;
+    std::fs::write(&template, ungated).unwrap();
+    let err = Builder::new()
+        .template(&template)
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .compile()
+        .unwrap_err();
+    assert_eq!(err.kind, orch_codegen::BuildErrorKind::Templates);
+    assert!(
+        err.rendered
+            .contains("error[E023]: property `pay-approved` is violated"),
+        "{err}"
+    );
+    assert!(err.rendered.contains("shop.json:3:"), "{err}");
+    assert!(!dir.join("out").join("orch").join("shop.rs").exists());
+    std::fs::write(
+        &template,
+        ungated.replace(
+            r#""orchestration": {"#,
+            r#""orchestration": {"approve": ["pay"],"#,
+        ),
+    )
+    .unwrap();
+    Builder::new()
+        .template(&template)
+        .out_dir(dir.join("out"))
+        .cargo_directives(false)
+        .compile()
+        .expect("gated, the property holds");
 }

@@ -5,6 +5,7 @@
 
 /// Defines `mod demo`, a generated machine, for documentation examples.
 #[doc(hidden)]
+#[rustfmt::skip]
 #[macro_export]
 macro_rules! __doc_machine {
     () => {
@@ -44,8 +45,10 @@ macro_rules! __doc_machine {
                 }
             }
             /// Step descriptions, by [`Step::index`].
-            const STEP_DESCRIPTIONS: [::core::option::Option<&str>; 2] =
-                [::core::option::Option::None, ::core::option::Option::None];
+            const STEP_DESCRIPTIONS: [::core::option::Option<&str>; 2] = [
+                ::core::option::Option::None,
+                ::core::option::Option::None,
+            ];
             impl Tool {
                 /// Every tool, in declaration order.
                 pub const ALL: [Tool; 3] = [Tool::Search, Tool::Think, Tool::Reflect];
@@ -149,7 +152,10 @@ macro_rules! __doc_machine {
             /// The machine type [`Session`] is generic over.
             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
             pub struct Machine;
-            static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(&["research"], &[]);
+            static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(
+                &["research"],
+                &[],
+            );
             /// The compiled transition and filter tables.
             pub static TABLES: __rt::Tables<'static> = __rt::Tables {
                 name: "demo",
