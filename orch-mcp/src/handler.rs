@@ -438,21 +438,39 @@ impl<S: SessionStore + 'static> Shared<S> {
         ct: &CancellationToken,
     ) -> Result<ServerResult, McpError> {
         let limit = self.limits.call_timeout;
-        let handle = self
-            .upstream
-            .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit))
-            .await
-            .map_err(|e| upstream_error(e, method, limit))?;
-        let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
-        tokio::select! {
-            () = self.relay.upstream_gone.cancelled() => Err(McpError::internal_error(
+        let gone = || {
+            McpError::internal_error(
                 format!("the upstream MCP server is unavailable: it went away before answering `{method}`"),
                 None,
-            )),
+            )
+        };
+        // Sending may wait on the upstream's pipe; an upstream that died meanwhile ends
+        // the wait.
+        let handle = tokio::select! {
+            biased;
+            () = self.relay.upstream_gone.cancelled() => return Err(gone()),
+            sent = self
+                .upstream
+                .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit)) =>
+            {
+                sent.map_err(|e| upstream_error(e, method, limit))?
+            }
+        };
+        let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
+        // Biased, in this order: an answer that has arrived is taken (the call ran, so it
+        // is recorded), whatever else happened at the same time; then the upstream going
+        // away; the client's cancellation last (the gateway stops its client side once
+        // the upstream is gone, and the client is told what happened).
+        tokio::select! {
+            biased;
             answer = handle.await_response() => answer
                 .map(with_result_type)
                 .map_err(|e| upstream_error(e, method, limit)),
+            () = self.relay.upstream_gone.cancelled() => Err(gone()),
             () = ct.cancelled() => {
+                if self.relay.upstream_gone.is_cancelled() {
+                    return Err(gone());
+                }
                 let notification = CancelledNotification::new(CancelledNotificationParam::new(
                     Some(request_id),
                     Some("the gateway's client cancelled the request".into()),
