@@ -430,16 +430,9 @@ fn verify_cmd(
                 return FOUND_ERRORS;
             };
             let options = verify::options(permissive, available.clone(), max_states, max_work);
-            let found = match verify::run(&machine, &options) {
-                Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {path}: {e}");
-                    return FOUND_ERRORS;
-                }
-            };
             let properties = compiled.ir.as_ref().map_or(&[][..], |ir| &ir.properties);
-            let props = match verify::run_properties(&machine, properties, &options) {
-                Ok(p) => p,
+            let (found, props) = match verify::run(&machine, properties, &options) {
+                Ok(f) => f,
                 Err(e) => {
                     eprintln!("error: {path}: {e}");
                     return FOUND_ERRORS;

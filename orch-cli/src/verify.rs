@@ -3,7 +3,7 @@
 //! witness — a list of `orch simulate` events from a fresh session.
 
 use orch_codegen::diagnostic::SourceText;
-use orch_codegen::verify::explore::{explore, Event, Exploration, Options};
+use orch_codegen::verify::explore::{explore_with, Event, Exploration, Host, Options};
 use orch_codegen::verify::properties::PropertyFinding;
 use serde_json::{json, Value};
 
@@ -224,22 +224,17 @@ pub fn options(
     }
 }
 
-/// Explores with the CLI's options.
+/// Explores with the CLI's options and decides the template's properties (semantics
+/// §14), the host model prepared once for both.
 pub fn run(
-    machine: &orch_runtime::dynamic::DynMachine,
-    options: &Options,
-) -> Result<Exploration, String> {
-    explore(machine, options).map_err(|e| format!("{e:?}"))
-}
-
-/// The template's properties (semantics §14), decided with the CLI's options.
-pub fn run_properties(
     machine: &orch_runtime::dynamic::DynMachine,
     properties: &[orch_codegen::ir::IrProperty],
     options: &Options,
-) -> Result<Vec<PropertyFinding>, String> {
-    orch_codegen::verify::properties::check(machine, properties, options)
-        .map_err(|e| format!("{e:?}"))
+) -> Result<(Exploration, Vec<PropertyFinding>), String> {
+    let host = Host::new(machine, options).map_err(|e| format!("{e:?}"))?;
+    let found = explore_with(machine, options, &host);
+    let props = orch_codegen::verify::properties::check_with(machine, properties, options, &host);
+    Ok((found, props))
 }
 
 /// One JSON line per property: `{"kind": "property", "name", "holds": true|false|null,

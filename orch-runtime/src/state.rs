@@ -366,26 +366,13 @@ where
     /// Is the foreign tool `name` allowed now? (See [`State::check`].)
     pub fn foreign_allowed<S: AsRef<str>>(&self, t: &Tables<'_, S>, name: &str) -> bool {
         // A gated tool is allowed: the model may ask for it, a human decides the call.
-        matches!(
-            self.check(t, &[], ToolRef::Foreign(name)),
-            Ok(()) | Err(RawDenied::NeedsApproval(_))
-        )
+        self.permit(t, &[], ToolRef::Foreign(name)).is_ok()
     }
 
-    /// Check tool (semantics §5): may `tool` run now? The one rule for every session type,
-    /// declared and foreign tools alike:
-    ///
-    /// 1. The active step decides whether the orchestration permits it: with no active
-    ///    step, every tool; while a sequence position is pending, only that position's
-    ///    tools (a sequence names declared tools only, so never a foreign one);
-    ///    otherwise the step's static set — for a foreign tool, the step's `allowed`
-    ///    patterns (every tool when `allowed` is empty) minus its `denied` patterns.
-    /// 2. Then the host's availability: a declared tool must be in `available`; a
-    ///    foreign tool is one the host itself names, so it is available.
-    /// 3. Then the approval gate (semantics §13): a tool the active step's `approve` (or,
-    ///    with no active step, the orchestration's) names needs a human's approval.
+    /// Steps 1 and 2 of [`State::check`]: does the orchestration permit `tool` now and
+    /// does the host have it? A gated tool passes (it is allowed; `check` adds the gate).
     #[inline(always)]
-    pub fn check<S: AsRef<str>>(
+    pub fn permit<S: AsRef<str>>(
         &self,
         t: &Tables<'_, S>,
         available: &[u64],
@@ -415,6 +402,29 @@ where
                 return Err(RawDenied::Unavailable);
             }
         }
+        Ok(())
+    }
+
+    /// Check tool (semantics §5): may `tool` run now? The one rule for every session type,
+    /// declared and foreign tools alike:
+    ///
+    /// 1. The active step decides whether the orchestration permits it: with no active
+    ///    step, every tool; while a sequence position is pending, only that position's
+    ///    tools (a sequence names declared tools only, so never a foreign one);
+    ///    otherwise the step's static set — for a foreign tool, the step's `allowed`
+    ///    patterns (every tool when `allowed` is empty) minus its `denied` patterns.
+    /// 2. Then the host's availability: a declared tool must be in `available`; a
+    ///    foreign tool is one the host itself names, so it is available.
+    /// 3. Then the approval gate (semantics §13): a tool the active step's `approve` (or,
+    ///    with no active step, the orchestration's) names needs a human's approval.
+    #[inline(always)]
+    pub fn check<S: AsRef<str>>(
+        &self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        tool: ToolRef<'_>,
+    ) -> Result<(), RawDenied> {
+        self.permit(t, available, tool)?;
         // 3. Then the approval gate of the active step (of the orchestration without one).
         let gate = match self.active() {
             Some(step) => t.steps.get(step).map_or(Gate::NONE, |s| s.approve),
@@ -459,13 +469,7 @@ where
             },
             // A gated tool that runs was approved (the gate is the host's to enforce
             // before the call; recording says what happened): it was allowed.
-            None if matches!(
-                self.check(t, available, tool),
-                Ok(()) | Err(RawDenied::NeedsApproval(_))
-            ) =>
-            {
-                RawOutcome::Free
-            }
+            None if self.permit(t, available, tool).is_ok() => RawOutcome::Free,
             None => RawOutcome::NotAllowed,
         };
         let entry = match tool {

@@ -142,10 +142,9 @@ impl<'t> Checker<'t> {
         ir: &Ir,
         machine: &DynMachine,
         options: &crate::verify::explore::Options,
+        host: &crate::verify::explore::Host,
     ) {
-        let Ok(found) = crate::verify::properties::check(machine, &ir.properties, options) else {
-            return;
-        };
+        let found = crate::verify::properties::check_with(machine, &ir.properties, options, host);
         for f in found.iter().filter(|f| f.holds == Some(false)) {
             let Some(p) = self.t.properties.iter().find(|p| p.name.value == f.name) else {
                 continue;
@@ -203,19 +202,12 @@ impl<'t> Checker<'t> {
                 (after, "a property's `after`"),
             ] {
                 let Some(n) = names else { continue };
-                if n.value.is_empty() {
-                    self.push(Diagnostic::new(
-                        Code::InvalidName,
-                        Some(n.span),
-                        "an empty tool name",
-                    ));
-                    ok = false;
-                } else if !orch_runtime::compiled::is_pattern(&n.value)
-                    && universe.declared
-                    && self.resolve(universe, n, what).is_none()
-                {
-                    ok = false;
-                }
+                // Empty (E006), or a name that is not a declared tool (E015).
+                let bad = self.empty_tool_name(n)
+                    || (!orch_runtime::compiled::is_pattern(&n.value)
+                        && universe.declared
+                        && self.resolve(universe, n, what).is_none());
+                ok &= !bad;
             }
             if !ok {
                 continue;
@@ -268,12 +260,15 @@ impl Checker<'_> {
             max_work: VERIFY_WORK,
             ..Default::default()
         };
-        if self.prove_properties {
-            self.verified_properties(ir, machine, &options);
-        }
-        let Ok(found) = crate::verify::explore::explore(machine, &options) else {
+        // The host model (message combinations, foreign names) is prepared once for
+        // the properties and the exploration.
+        let Ok(host) = crate::verify::explore::Host::new(machine, &options) else {
             return;
         };
+        if self.prove_properties {
+            self.verified_properties(ir, machine, &options, &host);
+        }
+        let found = crate::verify::explore::explore_with(machine, &options, &host);
         if !found.complete {
             return;
         }

@@ -120,12 +120,7 @@ impl<'t> Checker<'t> {
             );
             return None;
         }
-        if tool.value.is_empty() {
-            self.push(Diagnostic::new(
-                Code::InvalidName,
-                Some(tool.span),
-                "an empty tool name",
-            ));
+        if self.empty_tool_name(tool) {
             return None;
         }
         let i = self.resolve(universe, tool, "sequence")?;

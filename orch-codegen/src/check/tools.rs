@@ -46,13 +46,10 @@ impl<'t> Checker<'t> {
             };
         };
         for n in declared {
-            if n.value.is_empty() {
-                self.push(Diagnostic::new(
-                    Code::InvalidName,
-                    Some(n.span),
-                    "an empty tool name",
-                ));
-            } else if is_pattern(&n.value) {
+            if self.empty_tool_name(n) {
+                continue;
+            }
+            if is_pattern(&n.value) {
                 self.push(
                     Diagnostic::new(
                         Code::PatternNotAllowed,
@@ -123,12 +120,7 @@ impl<'t> Checker<'t> {
         };
         for (list, is_allow) in [(allowed, true), (denied, false)] {
             for entry in list {
-                if entry.value.is_empty() {
-                    self.push(Diagnostic::new(
-                        Code::InvalidName,
-                        Some(entry.span),
-                        "an empty tool name",
-                    ));
+                if self.empty_tool_name(entry) {
                     continue;
                 }
                 let hits: Vec<usize> = if is_pattern(&entry.value) {
@@ -169,13 +161,10 @@ impl<'t> Checker<'t> {
             patterns: Vec::new(),
         };
         for entry in entries {
-            if entry.value.is_empty() {
-                self.push(Diagnostic::new(
-                    Code::InvalidName,
-                    Some(entry.span),
-                    "an empty tool name",
-                ));
-            } else if is_pattern(&entry.value) {
+            if self.empty_tool_name(entry) {
+                continue;
+            }
+            if is_pattern(&entry.value) {
                 (0..universe.len())
                     .filter(|&i| glob_match(&entry.value, &universe.tools[i].value))
                     .for_each(|i| gate.tools.insert(i));
@@ -187,5 +176,18 @@ impl<'t> Checker<'t> {
             }
         }
         gate
+    }
+
+    /// E006: `name` is an empty tool name (reported here); `false` when it is not empty.
+    pub(super) fn empty_tool_name(&mut self, name: &Spanned<String>) -> bool {
+        if !name.value.is_empty() {
+            return false;
+        }
+        self.push(Diagnostic::new(
+            Code::InvalidName,
+            Some(name.span),
+            "an empty tool name",
+        ));
+        true
     }
 }

@@ -385,15 +385,17 @@ impl Findings {
 }
 
 /// Every event the host model allows in state `session` (whose active step is
-/// `active`), each message with the combination of flags it stands for.
-fn events_at<'c>(
+/// `active`), each message with the combination of flags it stands for. `extra` are
+/// more foreign names to try (a property's, [`super::properties`]).
+pub(crate) fn events_at<'c>(
     session: &DynSession<'_>,
     active: Option<usize>,
     tools: &[String],
-    foreign: &ForeignNames,
-    combos: &'c Combinations,
+    host: &'c Host,
+    extra: &[String],
     permissive: bool,
 ) -> Vec<(Event, Option<&'c [u64]>)> {
+    let (foreign, combos) = (&host.foreign, &host.combos);
     let mut events: Vec<(Event, Option<&[u64]>)> = Vec::new();
     let here = active.and_then(|i| foreign.per_step[i].as_ref());
     let foreign_here = foreign
@@ -403,6 +405,13 @@ fn events_at<'c>(
     for name in tools.iter().chain(foreign_here) {
         if let Some(event) = tool_event(session, name, permissive) {
             events.push((event, None));
+        }
+    }
+    for name in extra {
+        if let Some(event) = tool_event(session, name, permissive) {
+            if !events.iter().any(|(e, _)| *e == event) {
+                events.push((event, None));
+            }
         }
     }
     events.extend(
@@ -426,29 +435,74 @@ pub(crate) fn tool_event(session: &DynSession<'_>, name: &str, permissive: bool)
     }
 }
 
+/// What the host model can do with one machine, prepared once and shared by the
+/// exploration and the property searches: one message per combination of message
+/// conditions ([`super::messages`]) and the foreign names worth trying ([`foreign`]).
+pub struct Host {
+    pub(crate) combos: Combinations,
+    pub(crate) foreign: ForeignNames,
+    /// Work units left after preparing it (of [`Options::max_work`]).
+    pub(crate) work: u64,
+}
+
+impl Host {
+    /// Prepares the host model of `machine`, drawing on `options.max_work`.
+    pub fn new(machine: &DynMachine, options: &Options) -> Result<Host, MessageError> {
+        let t = machine.tables();
+        let mut work = options.max_work;
+        let combos: Combinations = MessageConditions {
+            contains: &t.contains,
+            regexes: &t.regexes,
+        }
+        .combinations(options.max_states, &mut work)?;
+        // Foreign tools: all foreign names act alike on the state once recorded; which
+        // steps admit one is what differs, decided exactly per step.
+        let foreign = foreign_names(machine, &mut work);
+        Ok(Host {
+            combos,
+            foreign,
+            work,
+        })
+    }
+
+    /// Were the message combinations and the foreign names all decided?
+    pub(crate) fn complete(&self) -> bool {
+        self.combos.complete && self.foreign.complete
+    }
+
+    /// A fresh session with `options`' host tools, and the events that set them (what
+    /// every witness starts with).
+    pub(crate) fn first_session<'m>(
+        machine: &'m DynMachine,
+        options: &Options,
+    ) -> (DynSession<'m>, Witness) {
+        let mut first = machine.session();
+        let mut prefix: Witness = Vec::new();
+        if let Some(list) = &options.available {
+            first.set_available(list.iter().map(String::as_str));
+            prefix.push(Event::Available(list.clone()));
+        }
+        (first, prefix)
+    }
+}
+
 /// Explores `machine` from a fresh session.
 pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, MessageError> {
-    let t = machine.tables();
-    let mut work = options.max_work;
-    let combos: Combinations = MessageConditions {
-        contains: &t.contains,
-        regexes: &t.regexes,
-    }
-    .combinations(options.max_states, &mut work)?;
-    let tools: Vec<String> = machine.tools().to_vec();
-    // Foreign tools: all foreign names act alike on the state once recorded; which
-    // steps admit one is what differs, decided exactly per step.
-    let foreign = foreign_names(machine, &mut work);
+    Ok(explore_with(
+        machine,
+        options,
+        &Host::new(machine, options)?,
+    ))
+}
 
-    let mut first = machine.session();
-    let mut prefix: Witness = Vec::new();
-    if let Some(list) = &options.available {
-        first.set_available(list.iter().map(String::as_str));
-        prefix.push(Event::Available(list.clone()));
-    }
+/// [`explore`] with the host model already prepared (shared with the property searches).
+pub fn explore_with(machine: &DynMachine, options: &Options, host: &Host) -> Exploration {
+    let mut work = host.work;
+    let tools: Vec<String> = machine.tools().to_vec();
+    let (first, prefix) = Host::first_session(machine, options);
     let mut graph = Graph::new(first, prefix);
     let mut findings = Findings::new(machine);
-    let mut complete = combos.complete && foreign.complete;
+    let mut complete = host.complete();
     // Names to indices once (looked up for every state and every transition).
     let index_of: HashMap<&str, usize> = machine
         .steps()
@@ -468,8 +522,8 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
             &graph.nodes[at].0,
             active,
             &tools,
-            &foreign,
-            &combos,
+            host,
+            &[],
             options.permissive,
         );
         // Each event costs a copy of the session and its key.
@@ -509,14 +563,14 @@ pub fn explore(machine: &DynMachine, options: &Options) -> Result<Exploration, M
     if complete {
         findings.conclude(machine, options, &graph, step_index);
     }
-    Ok(Exploration {
+    Exploration {
         steps: findings.steps,
         blocked: findings.blocked,
         no_tools: findings.no_tools,
         states: graph.nodes.len(),
         work: options.max_work - work,
         complete,
-    })
+    }
 }
 
 fn edges_push(edges: &mut Vec<Vec<u32>>, from: usize, to: usize) {

@@ -15,9 +15,9 @@
 //! names, foreign ones included: per step, a shortest admitted foreign name that matches
 //! it is found exactly ([`super::foreign`]).
 
-use super::explore::{foreign_names, tool_event, Event, Options, Witness};
+use super::explore::{events_at, Event, Host, Options, Witness};
 use super::foreign::{self, Budget};
-use super::messages::{Combinations, MessageConditions, MessageError};
+use super::messages::MessageError;
 use crate::ir::{IrProperty, IrRule};
 use orch_runtime::compiled::{glob_match, Span};
 use orch_runtime::dynamic::{DynMachine, DynSession};
@@ -50,30 +50,38 @@ pub fn check(
     if properties.is_empty() {
         return Ok(Vec::new());
     }
-    let t = machine.tables();
-    let mut work = options.max_work;
-    let combos: Combinations = MessageConditions {
-        contains: &t.contains,
-        regexes: &t.regexes,
-    }
-    .combinations(options.max_states, &mut work)?;
-    let general = foreign_names(machine, &mut work);
+    Ok(check_with(
+        machine,
+        properties,
+        options,
+        &Host::new(machine, options)?,
+    ))
+}
+
+/// [`check`] with the host model already prepared (shared with the exploration): the
+/// properties draw on the work the host left.
+pub fn check_with(
+    machine: &DynMachine,
+    properties: &[IrProperty],
+    options: &Options,
+    host: &Host,
+) -> Vec<PropertyFinding> {
+    let mut work = host.work;
     let mut found = Vec::new();
     for p in properties {
         let names = PropertyNames::new(machine, p, &mut work);
-        let complete = combos.complete && general.complete && names.complete;
+        let complete = host.complete() && names.complete;
         let mut search = Search {
             machine,
             property: p,
             options,
-            combos: &combos,
-            general: &general,
+            host,
             names: &names,
             work: &mut work,
         };
         found.push(search.run(complete));
     }
-    Ok(found)
+    found
 }
 
 /// The foreign names worth trying for one property, per step and for "no step active":
@@ -158,8 +166,7 @@ struct Search<'a, 'm> {
     machine: &'m DynMachine,
     property: &'a IrProperty,
     options: &'a Options,
-    combos: &'a Combinations,
-    general: &'a super::explore::ForeignNames,
+    host: &'a Host,
     names: &'a PropertyNames,
     work: &'a mut u64,
 }
@@ -223,12 +230,7 @@ impl<'m> Search<'_, 'm> {
             .collect();
         let tools: Vec<String> = self.machine.tools().to_vec();
         let mut key = Vec::new();
-        let mut first = self.machine.session();
-        let mut prefix: Witness = Vec::new();
-        if let Some(list) = &self.options.available {
-            first.set_available(list.iter().map(String::as_str));
-            prefix.push(Event::Available(list.clone()));
-        }
+        let (first, prefix) = Host::first_session(self.machine, self.options);
         first.behaviour_key(&mut key);
         key.push(0);
         let mut seen: HashMap<Vec<u64>, usize> = HashMap::new();
@@ -252,28 +254,19 @@ impl<'m> Search<'_, 'm> {
             head += 1;
             let active = nodes[at].0.step().and_then(|s| step_index.get(s).copied());
             let place = active.unwrap_or(self.machine.steps().len());
-            let here = active.and_then(|i| self.general.per_step[i].as_ref());
-            let foreign = self
-                .general
-                .anywhere
-                .iter()
-                .chain(here)
-                .chain(self.names.matching.get(place).into_iter().flatten());
-            let mut events: Vec<(Event, Option<&[u64]>)> = Vec::new();
-            for tool in tools.iter().chain(foreign) {
-                if let Some(e) = tool_event(&nodes[at].0, tool, self.options.permissive) {
-                    if !events.iter().any(|(x, _)| *x == e) {
-                        events.push((e, None));
-                    }
-                }
-            }
-            events.extend(
-                self.combos
-                    .combinations
-                    .iter()
-                    .map(|c| (Event::Message(c.witness.clone()), Some(c.flags.as_slice()))),
+            let extra = self
+                .names
+                .matching
+                .get(place)
+                .map_or(&[][..], Vec::as_slice);
+            let events = events_at(
+                &nodes[at].0,
+                active,
+                &tools,
+                self.host,
+                extra,
+                self.options.permissive,
             );
-            events.push((Event::Reset, None));
             let cost = events.len() as u64 * (key.len() as u64 + 8);
             match self.work.checked_sub(cost) {
                 Some(left) => *self.work = left,
