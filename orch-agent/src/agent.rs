@@ -4,9 +4,10 @@ use crate::model::{
     ChatMessage, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream, ToolCall,
     ToolChoice,
 };
-use crate::policy::{Policy, RoundPlan};
+use crate::policy::{Policy, RefusalKind, RoundPlan};
 use crate::tools::ToolRegistry;
-use orch_runtime::{Machine, Session, StepEnum, Usage};
+use orch_runtime::{CallDigest, Machine, Session, StepEnum, Usage};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What happened to one tool call the model made.
@@ -16,6 +17,9 @@ pub struct ToolCallReport {
     pub call: ToolCall,
     /// Whether it was executed (false: refused, unknown, or bad arguments).
     pub executed: bool,
+    /// Why it was not executed, when the orchestration or the host refused it (`None`
+    /// when it ran, or when its arguments were not JSON).
+    pub refusal: Option<RefusalKind>,
     /// The orchestration outcome when executed (`advanced`, `completed`, `free`, ...).
     pub outcome: Option<&'static str>,
     /// What the model was sent back: the tool's output, or the error.
@@ -50,6 +54,50 @@ pub enum StopReason {
     Answered,
     /// The round limit (`options.maxSteps`) was reached.
     MaxRounds,
+    /// The model called a gated tool (semantics §13): the turn is paused until a human
+    /// approves or rejects the call ([`TurnReport::pending`], [`Agent::resume_turn`]).
+    NeedsApproval,
+}
+
+/// A turn paused on a call that needs a human's approval: what to show the human, and
+/// everything [`Agent::resume_turn`] needs to go on — serializable, so it can be kept in
+/// any store (with the session and the conversation) and resumed after a restart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PendingApproval {
+    /// The call to approve: tool, arguments (as the model wrote them) and id.
+    pub call: ToolCall,
+    /// The active step that gates it.
+    pub step: Option<String>,
+    /// Why it waits, in orch's words ("needs a human's approval of this call in step
+    /// `Checkout`").
+    pub reason: String,
+    /// The call's identity: SHA-256 of the tool and its canonical arguments.
+    pub digest: CallDigest,
+    /// The session's state when the approval was asked for (SHA-256 of its snapshot): a
+    /// verdict applies to that state only.
+    pub state: CallDigest,
+    /// The round (1-based, within the turn) whose calls are being run.
+    pub round: usize,
+    /// What that round offered and the tool choice it sent.
+    pub offered: Vec<String>,
+    /// The tool choice of that round.
+    pub tool_choice: ToolChoice,
+    /// The round's calls after this one, not yet run.
+    pub remaining: Vec<ToolCall>,
+}
+
+/// A human's answer to a [`PendingApproval`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "decision")]
+pub enum Decision {
+    /// Run the call (once).
+    Approve,
+    /// Do not run it; the model is told, with the human's reason when given.
+    Reject {
+        /// What to tell the model, besides that a human rejected the call.
+        reason: Option<String>,
+    },
 }
 
 /// One user turn.
@@ -63,19 +111,29 @@ pub struct TurnReport {
     pub usage: Usage,
     /// Why it ended.
     pub stop: StopReason,
+    /// When `stop` is [`StopReason::NeedsApproval`]: the call waiting for a human.
+    pub pending: Option<PendingApproval>,
 }
 
-/// A turn failed (the model could not be reached, or its stream broke).
+/// A turn failed (the model could not be reached, or its stream broke), or a paused turn
+/// cannot be resumed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AgentError {
     /// The model failed.
     Model(ModelError),
+    /// The pending approval does not belong to this session as it is now: its state
+    /// changed since the approval was asked for (another event was applied), or the
+    /// pending state was altered. Nothing was run; ask the human again.
+    StaleApproval(String),
 }
 
 impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AgentError::Model(e) => e.fmt(f),
+            AgentError::StaleApproval(why) => {
+                write!(f, "the pending approval cannot be resumed: {why}")
+            }
         }
     }
 }
@@ -171,7 +229,9 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
     }
 
     /// Runs one user turn: `message` is appended to `conversation`, and so is everything
-    /// the model and the tools say.
+    /// the model and the tools say. When the model calls a gated tool the turn pauses:
+    /// the report's `stop` is [`StopReason::NeedsApproval`] and `pending` says which call
+    /// waits; go on with [`Agent::resume_turn`].
     pub async fn run_turn(
         &mut self,
         session: &mut Session<M>,
@@ -184,87 +244,134 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         conversation.push(ChatMessage::User {
             content: message.to_owned(),
         });
+        self.drive(session, conversation, 1, None).await
+    }
+
+    /// Resumes a turn paused on `pending` with a human's `decision`: approved, the call
+    /// runs (once); rejected, it does not and the model is told. Then the round's other
+    /// calls run and the turn goes on where it stopped. `session` and `conversation` are
+    /// those of the pause (restored from a store after a restart, for instance): a
+    /// session whose state changed since is refused with [`AgentError::StaleApproval`],
+    /// running nothing. The report covers the resumed part of the turn.
+    pub async fn resume_turn(
+        &mut self,
+        session: &mut Session<M>,
+        conversation: &mut Vec<ChatMessage>,
+        pending: PendingApproval,
+        decision: Decision,
+    ) -> Result<TurnReport, AgentError> {
+        self.policy.prepare(session);
+        if state_digest(session) != pending.state {
+            return Err(AgentError::StaleApproval(
+                "the session changed since the approval was asked for".into(),
+            ));
+        }
+        let digest = CallDigest::of_text(&pending.call.name, &pending.call.arguments);
+        if digest != pending.digest {
+            return Err(AgentError::StaleApproval(
+                "the call does not match its digest".into(),
+            ));
+        }
+        let rejection = match decision {
+            Decision::Approve => {
+                session.approve(digest);
+                None
+            }
+            Decision::Reject { reason } => {
+                session.reject(digest);
+                Some(reason)
+            }
+        };
+        let mut calls = Vec::with_capacity(pending.remaining.len() + 1);
+        calls.push(pending.call);
+        calls.extend(pending.remaining);
+        let round = Round {
+            number: pending.round,
+            offered: pending.offered,
+            tool_choice: pending.tool_choice,
+            text: String::new(),
+            usage: Usage::default(),
+            reports: Vec::new(),
+            calls,
+            rejection,
+        };
+        self.drive(session, conversation, pending.round, Some(round))
+            .await
+    }
+
+    /// The rounds of a turn from round `first`; `resumed` is a round whose model call
+    /// was made before a pause, and whose calls are run first.
+    async fn drive(
+        &mut self,
+        session: &mut Session<M>,
+        conversation: &mut Vec<ChatMessage>,
+        first: usize,
+        mut resumed: Option<Round>,
+    ) -> Result<TurnReport, AgentError> {
         let mut turn = TurnReport {
             rounds: Vec::new(),
             final_text: String::new(),
             usage: Usage::default(),
             stop: StopReason::MaxRounds,
+            pending: None,
         };
-        for number in 1..=self.max_rounds {
-            let RoundPlan {
-                offered,
-                tool_choice,
-            } = self.policy.plan(session);
-            let mut messages = Vec::with_capacity(conversation.len() + 1);
-            messages.push(ChatMessage::System {
-                content: self.system_prompt(session),
-            });
-            messages.extend(conversation.iter().cloned());
-            let request = ModelRequest {
-                messages,
-                tools: self.tools.specs(offered.iter().map(String::as_str)),
-                tool_choice: tool_choice.clone(),
-            };
-            let mut stream = self
-                .model
-                .complete(request)
-                .await
-                .map_err(AgentError::Model)?;
-            let mut text = String::new();
-            let mut calls: Vec<ToolCall> = Vec::new();
-            let mut usage = Usage::default();
-            while let Some(event) = stream.next().await {
-                match event.map_err(AgentError::Model)? {
-                    ModelEvent::TextDelta(t) => text.push_str(&t),
-                    ModelEvent::ToolCall(c) => calls.push(c),
-                    ModelEvent::Usage { prompt, completion } => {
-                        session.record_usage(prompt, completion);
-                        usage.prompt = usage.prompt.saturating_add(prompt);
-                        usage.completion = usage.completion.saturating_add(completion);
-                    }
-                    ModelEvent::Finish(
-                        FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Length,
-                    )
-                    | ModelEvent::Finish(FinishReason::Other(_)) => {}
+        // Once a human rejected a call in this turn, no tool is forced: the model must be
+        // free to answer instead of calling the rejected tool again.
+        let mut rejected = resumed.as_ref().is_some_and(|r| r.rejection.is_some());
+        for number in first..=self.max_rounds.max(first) {
+            let mut round = match resumed.take() {
+                Some(round) => round,
+                None => {
+                    self.call_model(session, conversation, number, rejected)
+                        .await?
                 }
-            }
-            turn.usage.prompt = turn.usage.prompt.saturating_add(usage.prompt);
-            turn.usage.completion = turn.usage.completion.saturating_add(usage.completion);
-            conversation.push(ChatMessage::Assistant {
-                content: text.clone(),
-                tool_calls: calls.clone(),
-            });
-
-            let mut reports = Vec::with_capacity(calls.len());
-            for call in calls {
+            };
+            turn.usage.prompt = turn.usage.prompt.saturating_add(round.usage.prompt);
+            turn.usage.completion = turn.usage.completion.saturating_add(round.usage.completion);
+            let mut calls = std::mem::take(&mut round.calls).into_iter();
+            while let Some(call) = calls.next() {
                 // Checked against the state after the previous call of this same step.
-                let report = self.execute(session, call).await;
+                let report = match self.execute(session, call, round.rejection.take()).await {
+                    Executed::Done(report) => {
+                        rejected |= report.refusal == Some(RefusalKind::Rejected);
+                        report
+                    }
+                    Executed::Paused(call, reason) => {
+                        turn.pending = Some(PendingApproval {
+                            digest: CallDigest::of_text(&call.name, &call.arguments),
+                            state: state_digest(session),
+                            step: session.step().map(|s| s.name().to_owned()),
+                            call,
+                            reason,
+                            round: round.number,
+                            offered: round.offered.clone(),
+                            tool_choice: round.tool_choice.clone(),
+                            remaining: calls.collect(),
+                        });
+                        turn.stop = StopReason::NeedsApproval;
+                        let step = round.report(session);
+                        turn.final_text = step.text.clone();
+                        turn.rounds.push(step);
+                        return Ok(turn);
+                    }
+                };
                 conversation.push(ChatMessage::Tool {
                     tool_call_id: report.call.id.clone(),
                     content: report.result.clone(),
                 });
-                reports.push(report);
+                round.reports.push(report);
             }
-            let no_calls = reports.is_empty();
-            let forced = match &tool_choice {
+            let no_calls = round.reports.is_empty();
+            let forced = match &round.tool_choice {
                 ToolChoice::Tool(t) => Some(t.clone()),
                 _ => None,
             };
-            let step = RoundReport {
-                number,
-                offered,
-                tool_choice,
-                text: text.clone(),
-                calls: reports,
-                usage,
-                active_step_after: session.step().map(StepEnum::name),
-                sequence_index_after: session.sequence_index(),
-            };
+            let step = round.report(session);
             if let Some(f) = self.on_round.as_mut() {
                 f(&step, session);
             }
+            turn.final_text = step.text.clone();
             turn.rounds.push(step);
-            turn.final_text = text;
             if no_calls {
                 match forced {
                     // The one allowed tool was required and the model answered instead:
@@ -285,35 +392,126 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         Ok(turn)
     }
 
-    /// Checks, executes and records one tool call.
-    async fn execute(&self, session: &mut Session<M>, call: ToolCall) -> ToolCallReport {
-        let refuse = |call: ToolCall, why: String| ToolCallReport {
-            call,
-            executed: false,
-            outcome: None,
-            result: why,
-        };
-        if let Err(refusal) = self.policy.admit(session, &call.name) {
-            return refuse(call, refusal.reason);
+    /// One model call: what it said and the calls it made (appended to the conversation).
+    async fn call_model(
+        &mut self,
+        session: &mut Session<M>,
+        conversation: &mut Vec<ChatMessage>,
+        number: usize,
+        unforced: bool,
+    ) -> Result<Round, AgentError> {
+        let RoundPlan {
+            offered,
+            mut tool_choice,
+        } = self.policy.plan(session);
+        if unforced && matches!(tool_choice, ToolChoice::Tool(_)) {
+            tool_choice = ToolChoice::Auto;
         }
-        let Some(tool) = self.tools.get(&call.name) else {
-            let why = format!(
-                "error: there is no tool `{}`. {}",
-                call.name,
-                self.policy.what_now(session, true)
-            );
-            return refuse(call, why);
+        let mut messages = Vec::with_capacity(conversation.len() + 1);
+        messages.push(ChatMessage::System {
+            content: self.system_prompt(session),
+        });
+        messages.extend(conversation.iter().cloned());
+        let request = ModelRequest {
+            messages,
+            tools: self.tools.specs(offered.iter().map(String::as_str)),
+            tool_choice: tool_choice.clone(),
         };
-        let arguments = if call.arguments.trim().is_empty() {
-            serde_json::Value::Object(Default::default())
-        } else {
-            match serde_json::from_str(&call.arguments) {
-                Ok(v) => v,
-                Err(e) => {
-                    let why = format!("error: the arguments of `{}` are not valid JSON ({e}); the tool was not run", call.name);
-                    return refuse(call, why);
+        let mut stream = self
+            .model
+            .complete(request)
+            .await
+            .map_err(AgentError::Model)?;
+        let mut text = String::new();
+        let mut calls: Vec<ToolCall> = Vec::new();
+        let mut usage = Usage::default();
+        while let Some(event) = stream.next().await {
+            match event.map_err(AgentError::Model)? {
+                ModelEvent::TextDelta(t) => text.push_str(&t),
+                ModelEvent::ToolCall(c) => calls.push(c),
+                ModelEvent::Usage { prompt, completion } => {
+                    session.record_usage(prompt, completion);
+                    usage.prompt = usage.prompt.saturating_add(prompt);
+                    usage.completion = usage.completion.saturating_add(completion);
                 }
+                ModelEvent::Finish(
+                    FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Length,
+                )
+                | ModelEvent::Finish(FinishReason::Other(_)) => {}
             }
+        }
+        conversation.push(ChatMessage::Assistant {
+            content: text.clone(),
+            tool_calls: calls.clone(),
+        });
+        Ok(Round {
+            number,
+            offered,
+            tool_choice,
+            text,
+            usage,
+            reports: Vec::with_capacity(calls.len()),
+            calls,
+            rejection: None,
+        })
+    }
+
+    /// Checks, executes and records one tool call; pauses on a gated call without a
+    /// verdict. `rejection` is set for the call a human just rejected (with the human's
+    /// reason, if any).
+    async fn execute(
+        &self,
+        session: &mut Session<M>,
+        call: ToolCall,
+        rejection: Option<Option<String>>,
+    ) -> Executed {
+        let refuse = |call: ToolCall, kind: Option<RefusalKind>, why: String| {
+            Executed::Done(ToolCallReport {
+                call,
+                executed: false,
+                refusal: kind,
+                outcome: None,
+                result: why,
+            })
+        };
+        let Some(tool) = self.tools.get(&call.name) else {
+            // Unknown to the host: the policy's refusal says so.
+            let why = match self.policy.admit(session, &call.name) {
+                Err(refusal) => refusal.reason,
+                Ok(()) => format!(
+                    "error: there is no tool `{}`. {}",
+                    call.name,
+                    self.policy.what_now(session, true)
+                ),
+            };
+            return refuse(call, Some(RefusalKind::UnknownTool), why);
+        };
+        let digest = CallDigest::of_text(&call.name, &call.arguments);
+        if let Err(refusal) = self.policy.admit_call(session, &call.name, &digest) {
+            match refusal.kind {
+                // Arguments that are not JSON are refused before a human is asked.
+                RefusalKind::NeedsApproval if parse_arguments(&call).is_ok() => {
+                    // What to show a human: the session's own words, not the model's.
+                    let why = match session.check_name(&call.name) {
+                        Err(denied) => denied.to_string(),
+                        Ok(()) => refusal.reason,
+                    };
+                    return Executed::Paused(call, why);
+                }
+                RefusalKind::NeedsApproval => {}
+                RefusalKind::Rejected => {
+                    let mut why = refusal.reason;
+                    if let Some(Some(reason)) = rejection {
+                        why.push_str(&format!(" The human said: {reason}"));
+                    }
+                    return refuse(call, Some(RefusalKind::Rejected), why);
+                }
+                kind => return refuse(call, Some(kind), refusal.reason),
+            }
+        }
+        let arguments = match parse_arguments(&call) {
+            Ok(v) => v,
+            Err(why) => return refuse(call, None, why),
         };
         let result = match tool.call(arguments).await {
             Ok(out) => out,
@@ -321,12 +519,13 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         };
         // It ran (even if it reported an error): record it.
         let outcome = self.policy.record(session, &call.name);
-        ToolCallReport {
+        Executed::Done(ToolCallReport {
             call,
             executed: true,
+            refusal: None,
             outcome: Some(outcome),
             result,
-        }
+        })
     }
 
     /// The system prompt: the instructions, then the orchestration state after the
@@ -387,4 +586,59 @@ pub fn orchestration_prompt<M: Machine>(session: &Session<M>, offered: &[String]
         out.push_str(&format!("Tools allowed now: {}\n", offered.join(", ")));
     }
     out
+}
+
+/// A round being run: its model call's answer and what became of its calls so far.
+struct Round {
+    number: usize,
+    offered: Vec<String>,
+    tool_choice: ToolChoice,
+    text: String,
+    usage: Usage,
+    reports: Vec<ToolCallReport>,
+    /// Calls not yet run.
+    calls: Vec<ToolCall>,
+    /// Set when resuming a rejected call: the human's reason, if any.
+    rejection: Option<Option<String>>,
+}
+
+impl Round {
+    fn report<M: Machine>(&mut self, session: &Session<M>) -> RoundReport {
+        RoundReport {
+            number: self.number,
+            offered: self.offered.clone(),
+            tool_choice: self.tool_choice.clone(),
+            text: self.text.clone(),
+            calls: std::mem::take(&mut self.reports),
+            usage: self.usage,
+            active_step_after: session.step().map(StepEnum::name),
+            sequence_index_after: session.sequence_index(),
+        }
+    }
+}
+
+/// What became of one call.
+enum Executed {
+    /// Run or refused.
+    Done(ToolCallReport),
+    /// Gated and without a verdict: the turn pauses on it (with orch's reason).
+    Paused(ToolCall, String),
+}
+
+/// A call's arguments as JSON (empty text is `{}`), or the refusal the model is sent.
+fn parse_arguments(call: &ToolCall) -> Result<serde_json::Value, String> {
+    if call.arguments.trim().is_empty() {
+        return Ok(serde_json::Value::Object(Default::default()));
+    }
+    serde_json::from_str(&call.arguments).map_err(|e| {
+        format!(
+            "error: the arguments of `{}` are not valid JSON ({e}); the tool was not run",
+            call.name
+        )
+    })
+}
+
+/// The identity of a session's state: SHA-256 of its snapshot (binary encoding).
+pub fn state_digest<M: Machine>(session: &Session<M>) -> CallDigest {
+    CallDigest::of_canonical("orch.session-state", &session.snapshot().to_bytes())
 }

@@ -6,7 +6,7 @@
 
 use crate::model::ToolChoice;
 use orch_runtime::dynamic::DynSession;
-use orch_runtime::{Denied, Machine, Session, StepEnum, ToolEnum};
+use orch_runtime::{CallDigest, Denied, Machine, Session, StepEnum, ToolEnum};
 
 /// What to offer the model for its next call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,11 +45,13 @@ pub enum RefusalKind {
     /// The tool is gated (`approve`, semantics §13): the call needs a human's approval,
     /// and none was given for it.
     NeedsApproval,
+    /// The tool is gated and a human rejected this very call.
+    Rejected,
 }
 
 impl RefusalKind {
     /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`,
-    /// `needs_approval`.
+    /// `needs_approval`, `rejected`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefusalKind::UnknownTool => "unknown_tool",
@@ -57,6 +59,7 @@ impl RefusalKind {
             RefusalKind::OutOfSequence => "out_of_sequence",
             RefusalKind::Unavailable => "unavailable",
             RefusalKind::NeedsApproval => "needs_approval",
+            RefusalKind::Rejected => "rejected",
         }
     }
 }
@@ -79,6 +82,19 @@ impl<S, E> From<&Denied<S, E>> for RefusalKind {
             Denied::SequenceExpects { .. } => RefusalKind::OutOfSequence,
             Denied::Unavailable => RefusalKind::Unavailable,
             Denied::NeedsApproval { .. } => RefusalKind::NeedsApproval,
+            Denied::Rejected { .. } => RefusalKind::Rejected,
+        }
+    }
+}
+
+impl<S, E> From<&Denied<S, E>> for Denial
+where
+    Denied<S, E>: std::fmt::Display,
+{
+    fn from(denied: &Denied<S, E>) -> Self {
+        Denial {
+            kind: RefusalKind::from(denied),
+            message: denied.to_string(),
         }
     }
 }
@@ -133,6 +149,14 @@ pub trait Orchestrated {
             .cloned()
             .collect()
     }
+    /// Admits this exact call of `name` (semantics §13): as
+    /// [`check_tool`](Orchestrated::check_tool), but a gated tool passes on a held
+    /// approval of the call, which this consumes, and is refused as rejected on a held
+    /// rejection of it.
+    fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial>;
+    /// Holds a human's approval (`true`) or rejection of this exact call, in the current
+    /// state.
+    fn hold_verdict(&mut self, call: CallDigest, approved: bool);
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
@@ -153,10 +177,7 @@ impl<M: Machine> Orchestrated for Session<M> {
     }
 
     fn check_tool(&self, name: &str) -> Result<(), Denial> {
-        self.check_name(name).map_err(|denied| Denial {
-            kind: RefusalKind::from(&denied),
-            message: denied.to_string(),
-        })
+        self.check_name(name).map_err(|d| Denial::from(&d))
     }
 
     /// The allowed set is computed once, then each name is a bit test.
@@ -164,6 +185,19 @@ impl<M: Machine> Orchestrated for Session<M> {
         self.filter_names(host_tools.iter().map(String::as_str))
             .map(str::to_owned)
             .collect()
+    }
+
+    fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
+        self.admit_call_name(name, call)
+            .map_err(|d| Denial::from(&d))
+    }
+
+    fn hold_verdict(&mut self, call: CallDigest, approved: bool) {
+        if approved {
+            self.approve(call);
+        } else {
+            self.reject(call);
+        }
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -185,10 +219,19 @@ impl Orchestrated for DynSession<'_> {
     }
 
     fn check_tool(&self, name: &str) -> Result<(), Denial> {
-        self.check(name).map_err(|denied| Denial {
-            kind: RefusalKind::from(&denied),
-            message: denied.to_string(),
-        })
+        self.check(name).map_err(|d| Denial::from(&d))
+    }
+
+    fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
+        DynSession::admit_call(self, name, call).map_err(|d| Denial::from(&d))
+    }
+
+    fn hold_verdict(&mut self, call: CallDigest, approved: bool) {
+        if approved {
+            self.approve(call);
+        } else {
+            self.reject(call);
+        }
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -248,17 +291,53 @@ impl Policy {
     /// tool, or the orchestration does not allow it now (not in the step, out of
     /// sequence, unavailable). Changes nothing.
     pub fn admit<S: Orchestrated + ?Sized>(&self, session: &S, tool: &str) -> Result<(), Refusal> {
-        if !self.host_tools.iter().any(|h| h == tool) {
-            return Err(Refusal {
-                tool: tool.to_owned(),
-                kind: RefusalKind::UnknownTool,
-                reason: format!(
-                    "error: there is no tool `{tool}`. {}",
-                    self.what_now(session, true)
-                ),
-            });
+        self.known(session, tool)?;
+        session
+            .check_tool(tool)
+            .map_err(|denial| self.refusal(session, tool, denial))
+    }
+
+    /// Admits this exact call of `tool` before it runs (semantics §13): [`Policy::admit`],
+    /// except that a gated tool passes on a human's approval of this call held by the
+    /// session — consuming it, so one approval runs one call — and is refused as
+    /// [`RefusalKind::Rejected`] on a held rejection. `call` is
+    /// [`CallDigest::of_text`]`(tool, arguments)`.
+    pub fn admit_call<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        call: &CallDigest,
+    ) -> Result<(), Refusal> {
+        self.known(session, tool)?;
+        match session.admit_call(tool, call) {
+            Ok(()) => Ok(()),
+            Err(denial) => Err(self.refusal(session, tool, denial)),
         }
-        session.check_tool(tool).map_err(|denial| Refusal {
+    }
+
+    /// Refuses a tool the host does not have.
+    fn known<S: Orchestrated + ?Sized>(&self, session: &S, tool: &str) -> Result<(), Refusal> {
+        if self.host_tools.iter().any(|h| h == tool) {
+            return Ok(());
+        }
+        Err(Refusal {
+            tool: tool.to_owned(),
+            kind: RefusalKind::UnknownTool,
+            reason: format!(
+                "error: there is no tool `{tool}`. {}",
+                self.what_now(session, true)
+            ),
+        })
+    }
+
+    /// The refusal of `tool` for the session's denial, in the words the model is sent.
+    fn refusal<S: Orchestrated + ?Sized>(
+        &self,
+        session: &S,
+        tool: &str,
+        denial: Denial,
+    ) -> Refusal {
+        Refusal {
             tool: tool.to_owned(),
             kind: denial.kind,
             // A sequence denial already names what the sequence expects.
@@ -267,7 +346,7 @@ impl Policy {
                 denial.message,
                 self.what_now(session, denial.kind != RefusalKind::OutOfSequence)
             ),
-        })
+        }
     }
 
     /// Records that `tool` ran (whatever it returned): the outcome (`advanced`,

@@ -200,7 +200,7 @@ fn two_templates_of_one_machine_are_an_error_naming_both() {
 /// (`orch_runtime::__doc_machine!()`).
 const DOC_DEMO: &str = r#"{
   "agentId": "demo",
-  "tools": ["search", "think", "reflect"],
+  "tools": ["search", "think", "reflect", "publish"],
   "orchestration": {
     "steps": [
       { "name": "Chat", "isDefault": true },
@@ -209,6 +209,11 @@ const DOC_DEMO: &str = r#"{
         "conditions": [{ "type": "message_contains", "value": "research" }],
         "sequence": ["search", "think", "reflect"],
         "availableTools": { "allowed": ["search", "think", "reflect"] }
+      },
+      {
+        "name": "Publish",
+        "conditions": [{ "type": "message_contains", "value": "publish" }],
+        "availableTools": { "allowed": ["publish"], "approve": ["publish"] }
       }
     ]
   }

@@ -44,6 +44,12 @@ pub enum Denied<S, E> {
         /// `approve` gates the tool).
         step: Option<S>,
     },
+    /// Gated, and a human rejected this very call (same tool, same arguments) in the
+    /// session's current state.
+    Rejected {
+        /// The active step (`None` when no step is active).
+        step: Option<S>,
+    },
 }
 
 impl<S: Copy, E> Denied<S, E> {
@@ -51,7 +57,7 @@ impl<S: Copy, E> Denied<S, E> {
     pub fn step(&self) -> Option<S> {
         match self {
             Denied::NotInStep { step } | Denied::SequenceExpects { step, .. } => Some(*step),
-            Denied::NeedsApproval { step } => *step,
+            Denied::NeedsApproval { step } | Denied::Rejected { step } => *step,
             Denied::Unavailable => None,
         }
     }
@@ -98,6 +104,12 @@ impl<S: Copy, E> Denied<S, E> {
             Denied::NeedsApproval { step: None } => {
                 f.write_str("needs a human's approval of this call")
             }
+            Denied::Rejected { step: Some(step) } => write!(
+                f,
+                "a human rejected this call in step `{}`",
+                step_name(step)
+            ),
+            Denied::Rejected { step: None } => f.write_str("a human rejected this call"),
         }
     }
 }
@@ -105,7 +117,8 @@ impl<S: Copy, E> Denied<S, E> {
 impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, ToolSet<T>> {
     /// `` not allowed in step `Chat` ``, `` the sequence of step `Research` expects
     /// `think` at position 1 ``, `the host has not made this tool available`, or
-    /// `` needs a human's approval of this call in step `Checkout` ``.
+    /// `` needs a human's approval of this call in step `Checkout` `` or
+    /// `` a human rejected this call in step `Checkout` ``.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write(f, |s| s.name(), |e| e.names())
     }

@@ -24,16 +24,18 @@ macro_rules! __doc_machine {
                 Think = 1,
                 /// `reflect`
                 Reflect = 2,
+                /// `publish`
+                Publish = 3,
             }
             use $crate::__private as __rt;
             /// Tool names, by [`Tool::index`].
-            const TOOL_NAMES: [&str; 3] = ["search", "think", "reflect"];
+            const TOOL_NAMES: [&str; 4] = ["search", "think", "reflect", "publish"];
             /// Step names, by [`Step::index`].
-            const STEP_NAMES: [&str; 2] = ["Chat", "Research"];
+            const STEP_NAMES: [&str; 3] = ["Chat", "Research", "Publish"];
             /// Tool variants' identifiers, by [`Tool::index`] (for `Debug`).
-            const TOOL_IDENTS: [&str; 3] = ["Search", "Think", "Reflect"];
+            const TOOL_IDENTS: [&str; 4] = ["Search", "Think", "Reflect", "Publish"];
             /// Step variants' identifiers, by [`Step::index`] (for `Debug`).
-            const STEP_IDENTS: [&str; 2] = ["Chat", "Research"];
+            const STEP_IDENTS: [&str; 3] = ["Chat", "Research", "Publish"];
             impl ::core::fmt::Debug for Tool {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.write_str(TOOL_IDENTS[*self as usize])
@@ -45,13 +47,19 @@ macro_rules! __doc_machine {
                 }
             }
             /// Step descriptions, by [`Step::index`].
-            const STEP_DESCRIPTIONS: [::core::option::Option<&str>; 2] = [
+            const STEP_DESCRIPTIONS: [::core::option::Option<&str>; 3] = [
+                ::core::option::Option::None,
                 ::core::option::Option::None,
                 ::core::option::Option::None,
             ];
             impl Tool {
                 /// Every tool, in declaration order.
-                pub const ALL: [Tool; 3] = [Tool::Search, Tool::Think, Tool::Reflect];
+                pub const ALL: [Tool; 4] = [
+                    Tool::Search,
+                    Tool::Think,
+                    Tool::Reflect,
+                    Tool::Publish,
+                ];
                 /// The tool's name as written in the template.
                 pub const fn name(self) -> &'static str {
                     TOOL_NAMES[self as usize]
@@ -62,6 +70,7 @@ macro_rules! __doc_machine {
                         "search" => ::core::option::Option::Some(Tool::Search),
                         "think" => ::core::option::Option::Some(Tool::Think),
                         "reflect" => ::core::option::Option::Some(Tool::Reflect),
+                        "publish" => ::core::option::Option::Some(Tool::Publish),
                         _ => ::core::option::Option::None,
                     }
                 }
@@ -96,10 +105,12 @@ macro_rules! __doc_machine {
                 Chat = 0,
                 /// `Research`
                 Research = 1,
+                /// `Publish`
+                Publish = 2,
             }
             impl Step {
                 /// Every step, in template order.
-                pub const ALL: [Step; 2] = [Step::Chat, Step::Research];
+                pub const ALL: [Step; 3] = [Step::Chat, Step::Research, Step::Publish];
                 /// The step's name as written in the template.
                 pub const fn name(self) -> &'static str {
                     STEP_NAMES[self as usize]
@@ -113,6 +124,7 @@ macro_rules! __doc_machine {
                     match name {
                         "Chat" => ::core::option::Option::Some(Step::Chat),
                         "Research" => ::core::option::Option::Some(Step::Research),
+                        "Publish" => ::core::option::Option::Some(Step::Publish),
                         _ => ::core::option::Option::None,
                     }
                 }
@@ -148,12 +160,12 @@ macro_rules! __doc_machine {
             /// `options.maxSteps`: the agent loop's cap on rounds (model calls) per turn, if the template sets one.
             pub const MAX_ROUNDS: ::core::option::Option<u64> = ::core::option::Option::None;
             /// Fingerprint of the compiled tables (changes whenever the behaviour can).
-            pub const FINGERPRINT: u64 = 18383491357813029318u64;
+            pub const FINGERPRINT: u64 = 12637415720861146009u64;
             /// The machine type [`Session`] is generic over.
             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
             pub struct Machine;
             static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(
-                &["research"],
+                &["research", "publish"],
                 &[],
             );
             /// The compiled transition and filter tables.
@@ -162,38 +174,40 @@ macro_rules! __doc_machine {
                 words: 1,
                 history: 10,
                 default_step: ::core::option::Option::Some(0),
-                fingerprint: 18383491357813029318,
+                fingerprint: 12637415720861146009,
                 tools: &TOOL_NAMES,
                 step_names: &STEP_NAMES,
                 steps: &[
                     __rt::StepTable::new((0, 0), 0, (1, 0), true, (0, 0), (0, 0), 0),
-                    __rt::StepTable::new((0, 1), 0, (1, 3), false, (0, 0), (0, 0), 0),
+                    __rt::StepTable::new((0, 1), 1, (2, 3), false, (0, 0), (0, 0), 0),
+                    __rt::StepTable::new((1, 1), 5, (6, 0), false, (0, 0), (0, 0), 0)
+                        .with_approve(5, (0, 0)),
                 ],
-                conditions: &[__rt::Condition::Message(0)],
-                bits: &[7, 1, 2, 4],
+                conditions: &[__rt::Condition::Message(0), __rt::Condition::Message(1)],
+                bits: &[15, 7, 1, 2, 4, 8],
                 patterns: &[],
-                contains: &["research"],
+                contains: &["research", "publish"],
                 regexes: &[],
                 approve: __rt::Gate::NONE,
                 plan: __rt::Plan {
                     atom_words: 1,
                     step_words: 1,
                     seq_words: 0,
-                    step_atom_start: &[0, 0, 1],
-                    step_atoms: &[0],
-                    candidates: &[2],
-                    atom_step_start: &[0, 1],
-                    atom_steps: &[32769],
-                    used_atom: &[4294967295, 4294967295, 4294967295],
+                    step_atom_start: &[0, 0, 1, 2],
+                    step_atoms: &[0, 1],
+                    candidates: &[6],
+                    atom_step_start: &[0, 1, 2],
+                    atom_steps: &[32769, 32770],
+                    used_atom: &[4294967295, 4294967295, 4294967295, 4294967295],
                     seq_first: &[],
                     seq_last: &[],
                     seq_atom: &[],
-                    seq_tool_start: &[0, 0, 0, 0],
+                    seq_tool_start: &[0, 0, 0, 0, 0],
                     seq_cells: &[],
                     counters: &[],
                     nru_atoms: &[],
-                    nru_atom_base: 1,
-                    cond_atom: &[0],
+                    nru_atom_base: 2,
+                    cond_atom: &[0, 1],
                 },
             };
             impl $crate::Machine for Machine {

@@ -3,6 +3,7 @@
 //! host that loads templates from a database can use it too. `orch-codegen` builds an
 //! [`OwnedTables`] from a checked template (`Compiled::to_tables`).
 
+use crate::approval::{Approval, CallDigest, Verdict};
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
 use crate::regexes::{Matchers, MessageRegex};
@@ -266,29 +267,77 @@ impl<'m> DynSession<'m> {
     /// active step alone (the rule of [`crate::Session::check_name`]).
     pub fn check(&self, name: &str) -> Result<(), DynDenied<'m>> {
         let t = self.machine.tables.view();
-        let step_name = |step: u16| {
-            self.machine
-                .tables
-                .step_names
-                .get(step as usize)
-                .map_or("", String::as_str)
-        };
         self.state
             .check(&t, &self.available, self.tool_ref(name))
-            .map_err(|d| match d {
-                RawDenied::NotInStep(step) => Denied::NotInStep {
-                    step: step_name(step),
-                },
-                RawDenied::SequenceExpects { step, index, group } => Denied::SequenceExpects {
-                    step: step_name(step),
-                    index: index as usize,
-                    expected: self.names(t.set_at(group)),
-                },
-                RawDenied::Unavailable => Denied::Unavailable,
-                RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
-                    step: (step != NO_STEP).then(|| step_name(step)),
-                },
-            })
+            .map_err(|d| self.denied(d))
+    }
+
+    /// May this exact call of `name` run now? The rule of [`crate::Session::check_call`].
+    pub fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), DynDenied<'m>> {
+        let t = self.machine.tables.view();
+        self.state
+            .check_call(&t, &self.available, self.tool_ref(name), call)
+            .map(|_| ())
+            .map_err(|d| self.denied(d))
+    }
+
+    /// Admits this exact call before the host runs it, consuming the approval it passes
+    /// on: the rule of [`crate::Session::admit_call`].
+    pub fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), DynDenied<'m>> {
+        let t = self.machine.tables.view();
+        let tool = match t.tool_index(name) {
+            Some(i) => ToolRef::Declared(i),
+            None => ToolRef::Foreign(name),
+        };
+        let result = self.state.admit_call(&t, &self.available, tool, call);
+        result.map_err(|d| self.denied(d))
+    }
+
+    /// A human approved this exact call: the rule of [`crate::Session::approve`].
+    pub fn approve(&mut self, call: CallDigest) {
+        self.state.approval = Some(Approval {
+            call,
+            verdict: Verdict::Approved,
+        });
+    }
+
+    /// A human rejected this exact call: the rule of [`crate::Session::reject`].
+    pub fn reject(&mut self, call: CallDigest) {
+        self.state.approval = Some(Approval {
+            call,
+            verdict: Verdict::Rejected,
+        });
+    }
+
+    /// The verdict the session holds, if any (cleared by the next event).
+    pub fn approval(&self) -> Option<Approval> {
+        self.state.approval
+    }
+
+    fn denied(&self, d: RawDenied) -> DynDenied<'m> {
+        let t = self.machine.tables.view();
+        let step_name = |step: u16| {
+            let name = self.machine.tables.step_names.get(step as usize);
+            name.map_or("", String::as_str)
+        };
+        let gated_step = |step: u16| (step != NO_STEP).then(|| step_name(step));
+        match d {
+            RawDenied::NotInStep(step) => Denied::NotInStep {
+                step: step_name(step),
+            },
+            RawDenied::SequenceExpects { step, index, group } => Denied::SequenceExpects {
+                step: step_name(step),
+                index: index as usize,
+                expected: self.names(t.set_at(group)),
+            },
+            RawDenied::Unavailable => Denied::Unavailable,
+            RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
+                step: gated_step(step),
+            },
+            RawDenied::Rejected(step) => Denied::Rejected {
+                step: gated_step(step),
+            },
+        }
     }
 
     fn tool_ref<'n>(&self, name: &'n str) -> ToolRef<'n> {

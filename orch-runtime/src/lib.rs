@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod approval;
 mod bits;
 #[macro_use]
 mod form;
@@ -45,6 +46,7 @@ mod state;
 mod tables;
 mod text;
 
+pub use approval::{Approval, CallDigest, Verdict};
 pub use bits::{BitIter, ToolEnum, ToolIter, ToolSet};
 pub use denied::Denied;
 pub use dynamic::{DynMachine, DynSession};

@@ -1,5 +1,6 @@
 //! The typed session over a generated machine.
 
+use crate::approval::{Approval, CallDigest, Verdict};
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
 use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
@@ -115,7 +116,7 @@ impl<M: Machine> Copy for Session<M> {}
 
 impl<M: Machine> PartialEq for Session<M> {
     /// Equal when they behave the same from here on: same step, index, history (in
-    /// order), used set, message flags, usage and available tools. (Where the history
+    /// order), used set, message flags, usage, available tools and held verdict. (Where the history
     /// ring happens to start is not part of the state.)
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (&self.state, &other.state);
@@ -125,6 +126,7 @@ impl<M: Machine> PartialEq for Session<M> {
             && a.flags == b.flags
             && a.usage == b.usage
             && self.available == other.available
+            && a.approval == b.approval
             && a.history().eq(b.history())
     }
 }
@@ -259,6 +261,81 @@ impl<M: Machine> Session<M> {
         }
     }
 
+    /// May this exact call of `tool` run now (semantics §13)? As [`Session::check`], but a
+    /// gated tool passes when the session holds a human's approval of this call, and is
+    /// refused as [`Denied::Rejected`] when it holds a rejection of it. Changes nothing.
+    pub fn check_call(&self, tool: M::Tool, call: &CallDigest) -> Result<(), SessionDenied<M>> {
+        self.state
+            .check_call(
+                M::tables(),
+                self.available.as_ref(),
+                ToolRef::Declared(tool.index()),
+                call,
+            )
+            .map(|_| ())
+            .map_err(|d| self.denied(d))
+    }
+
+    /// [`Session::check_call`] by name (a name the machine does not know is a foreign
+    /// tool, as in [`Session::check_name`]).
+    pub fn check_call_name(&self, name: &str, call: &CallDigest) -> Result<(), SessionDenied<M>> {
+        self.state
+            .check_call(
+                M::tables(),
+                self.available.as_ref(),
+                Self::tool_ref(name),
+                call,
+            )
+            .map(|_| ())
+            .map_err(|d| self.denied(d))
+    }
+
+    /// Admits this exact call of `tool` before the host runs it: [`Session::check_call`],
+    /// and when the call passes on an approval, the approval is consumed — one approval
+    /// lets one call run.
+    pub fn admit_call(&mut self, tool: M::Tool, call: &CallDigest) -> Result<(), SessionDenied<M>> {
+        self.admit_ref(ToolRef::Declared(tool.index()), call)
+    }
+
+    /// [`Session::admit_call`] by name.
+    pub fn admit_call_name(
+        &mut self,
+        name: &str,
+        call: &CallDigest,
+    ) -> Result<(), SessionDenied<M>> {
+        self.admit_ref(Self::tool_ref(name), call)
+    }
+
+    fn admit_ref(&mut self, tool: ToolRef<'_>, call: &CallDigest) -> Result<(), SessionDenied<M>> {
+        let result = self
+            .state
+            .admit_call(M::tables(), self.available.as_ref(), tool, call);
+        result.map_err(|d| self.denied(d))
+    }
+
+    /// A human approved this exact call (semantics §13): it may run once, in the
+    /// session's current state. Replaces any verdict the session held.
+    pub fn approve(&mut self, call: CallDigest) {
+        self.state.approval = Some(Approval {
+            call,
+            verdict: Verdict::Approved,
+        });
+    }
+
+    /// A human rejected this exact call: in the current state, checking it again answers
+    /// [`Denied::Rejected`] instead of asking again. Replaces any verdict the session held.
+    pub fn reject(&mut self, call: CallDigest) {
+        self.state.approval = Some(Approval {
+            call,
+            verdict: Verdict::Rejected,
+        });
+    }
+
+    /// The verdict the session holds, if any (cleared by the next event).
+    pub fn approval(&self) -> Option<Approval> {
+        self.state.approval
+    }
+
     /// Records that the host ran `tool` (semantics §5): history, used set, sequence, and the
     /// transitions it triggers, within this call.
     #[inline]
@@ -391,6 +468,9 @@ impl<M: Machine> Session<M> {
             },
             RawDenied::Unavailable => Denied::Unavailable,
             RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
+                step: (step != NO_STEP).then(|| self.step_at(step)),
+            },
+            RawDenied::Rejected(step) => Denied::Rejected {
                 step: (step != NO_STEP).then(|| self.step_at(step)),
             },
         }

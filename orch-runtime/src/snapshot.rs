@@ -8,6 +8,7 @@
 //! against the bytes that remain, so hostile input can never make it allocate more than
 //! the input's own size.
 
+use crate::approval::{Approval, CallDigest, Verdict};
 use crate::bits::{ToolEnum, Words};
 use crate::machine::{Machine, StepEnum};
 use crate::session::Session;
@@ -53,6 +54,13 @@ pub struct Snapshot {
     /// tool listed). Names the template does not declare are the host's foreign tools
     /// (a [`crate::dynamic::DynSession`] lists them in `allowed()`).
     pub available: Option<Vec<String>>,
+    /// A human's verdict on one call, held in this state (semantics §13). Absent in
+    /// snapshots written before approvals existed, which restore with none.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub approval: Option<Approval>,
 }
 
 /// What a restore could not carry over exactly (restoring into a changed template).
@@ -74,6 +82,9 @@ pub struct RestoreReport {
     pub missing_conditions: Vec<String>,
     /// History entries beyond the machine's capacity (the oldest were dropped).
     pub history_truncated: usize,
+    /// The snapshot held a human's verdict on a call, given under another build of the
+    /// template: it was dropped (the human is asked again).
+    pub approval_dropped: bool,
 }
 
 impl RestoreReport {
@@ -89,6 +100,7 @@ impl RestoreReport {
             || !self.missing_tools.is_empty()
             || !self.missing_conditions.is_empty()
             || self.history_truncated > 0
+            || self.approval_dropped
     }
 }
 
@@ -192,6 +204,7 @@ where
             list.extend(foreign_available.iter().cloned());
             list
         }),
+        approval: state.approval,
     }
 }
 
@@ -315,6 +328,12 @@ where
     state.usage = snapshot.usage;
     // The derived condition state is a function of what was just restored.
     state.rebuild(t);
+    // A verdict is bound to the state it was given in: kept only in the same template.
+    if snapshot.approval.is_some() && report.fingerprint_changed {
+        report.approval_dropped = true;
+    } else {
+        state.approval = snapshot.approval;
+    }
     Ok(report)
 }
 
@@ -408,7 +427,9 @@ const MAGIC: &[u8; 4] = b"orch";
 
 /// The binary encoding's revision: 1 had no checksum; 2 ends with the CRC-32 (IEEE) of
 /// every byte before it, little-endian, so corruption is an error instead of a
-/// different session. Revision 1 is still read.
+/// different session. Revision 1 is still read. In revision 2 an optional section may
+/// follow the matched conditions: tag 1, a held verdict (32 bytes of call digest, then
+/// 1 for approved or 2 for rejected); snapshots written without it read as holding none.
 const ENCODING: u64 = 2;
 
 /// The most bytes of text a binary snapshot may decode to. Names are written once and
@@ -558,6 +579,14 @@ impl Snapshot {
         for m in &self.matched {
             put_str(&mut body, m);
         }
+        if let Some(a) = &self.approval {
+            body.push(1);
+            body.extend_from_slice(a.call.as_bytes());
+            body.push(match a.verdict {
+                Verdict::Approved => 1,
+                Verdict::Rejected => 2,
+            });
+        }
 
         let mut out = Vec::with_capacity(36 + body.len());
         out.extend_from_slice(MAGIC);
@@ -679,6 +708,30 @@ impl Snapshot {
         for _ in 0..n {
             matched.push(r.str("a matched condition")?.to_owned());
         }
+        let approval = if r.at == bytes.len() {
+            None
+        } else {
+            if r.byte("the verdict section")? != 1 {
+                return Err(r.bad("unknown section"));
+            }
+            let end = r.at + 32;
+            let digest = r
+                .bytes
+                .get(r.at..end)
+                .ok_or_else(|| r.bad("truncated: expected the call digest"))?;
+            let mut call = [0u8; 32];
+            call.copy_from_slice(digest);
+            r.at = end;
+            let verdict = match r.byte("the verdict")? {
+                1 => Verdict::Approved,
+                2 => Verdict::Rejected,
+                _ => return Err(r.bad("invalid verdict")),
+            };
+            Some(Approval {
+                call: CallDigest::from_bytes(call),
+                verdict,
+            })
+        };
         if r.at != bytes.len() {
             return Err(r.bad("trailing bytes"));
         }
@@ -693,6 +746,7 @@ impl Snapshot {
             matched,
             usage: Usage { prompt, completion },
             available,
+            approval,
         })
     }
 }

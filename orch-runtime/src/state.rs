@@ -4,6 +4,7 @@
 //! in fixed arrays, a run-time loaded [`crate::dynamic::DynSession`] in boxed slices, and
 //! both call the same methods here.
 
+use crate::approval::{Approval, CallDigest, Verdict};
 use crate::bits;
 use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
@@ -68,6 +69,9 @@ pub(crate) enum RawDenied {
     /// Permitted and available, but gated: it needs a human's approval of the call
     /// (semantics §13). The active step, or `NO_STEP`.
     NeedsApproval(u16),
+    /// Gated, and a human rejected this very call in this state. The active step, or
+    /// `NO_STEP`.
+    Rejected(u16),
 }
 
 /// The state of one session. `U` holds the used set (tool words), `F` the message flags,
@@ -100,6 +104,9 @@ pub(crate) struct State<U, F, H, D, C> {
     /// Derived: per `not_recently_used` counter, entries recorded since its tool's
     /// newest use (saturating at the counter's cap).
     pub counters: C,
+    /// A human's verdict on one call (semantics §13), valid in this state only: every
+    /// event clears it.
+    pub approval: Option<Approval>,
 }
 
 impl<U, F, H, D, C> State<U, F, H, D, C>
@@ -131,6 +138,7 @@ where
             usage: Usage::default(),
             derived,
             counters,
+            approval: None,
         };
         state.reset(t);
         state
@@ -147,6 +155,7 @@ where
         self.flags.as_mut().fill(0);
         self.hist.as_mut().fill(0);
         self.usage = Usage::default();
+        self.approval = None;
     }
 
     /// Back to a fresh session (semantics §5 "reset"), activation evaluated.
@@ -444,6 +453,45 @@ where
         }
     }
 
+    /// [`State::check`] of one exact call: a gated tool passes when the session holds an
+    /// approval of this call, and is refused as rejected when it holds a rejection of
+    /// it. `Ok(true)` when the call passes on an approval (which admitting consumes).
+    #[inline]
+    pub fn check_call<S: AsRef<str>>(
+        &self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        tool: ToolRef<'_>,
+        call: &CallDigest,
+    ) -> Result<bool, RawDenied> {
+        match self.check(t, available, tool) {
+            Ok(()) => Ok(false),
+            Err(RawDenied::NeedsApproval(step)) => match self.approval {
+                Some(a) if a.call == *call => match a.verdict {
+                    Verdict::Approved => Ok(true),
+                    Verdict::Rejected => Err(RawDenied::Rejected(step)),
+                },
+                _ => Err(RawDenied::NeedsApproval(step)),
+            },
+            Err(other) => Err(other),
+        }
+    }
+
+    /// [`State::check_call`], consuming the approval the call passes on: one approval
+    /// admits one call.
+    pub fn admit_call<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        tool: ToolRef<'_>,
+        call: &CallDigest,
+    ) -> Result<(), RawDenied> {
+        if self.check_call(t, available, tool, call)? {
+            self.approval = None;
+        }
+        Ok(())
+    }
+
     /// Record tool (semantics §5).
     #[inline(always)]
     pub fn record<S: AsRef<str>>(
@@ -452,6 +500,8 @@ where
         available: &[u64],
         tool: ToolRef<'_>,
     ) -> RawOutcome {
+        // A verdict is bound to the state it was given in.
+        self.approval = None;
         self.activate(t);
         // The outcome is judged on the state before the tool enters the history.
         let outcome = match self.expected(t) {
@@ -514,6 +564,7 @@ where
 
     /// The end of a user message, its flags stored.
     fn after_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
+        self.approval = None;
         let n_contains = t.contains.len();
         self.sync_message_atoms(t);
         if let Some(step) = self.active() {

@@ -1,0 +1,264 @@
+//! Approvals in the agent loop (semantics §13), with a scripted model that calls a gated
+//! tool: the turn pauses before it runs, with a serializable pending state; resumed with
+//! an approval it runs exactly once, with a rejection never, and the model is told; a
+//! session that changed since, or a pending state altered, resumes nothing.
+
+use orch_agent::{
+    Agent, AgentError, ChatMessage, Decision, PendingApproval, Planned, RefusalKind, ScriptedModel,
+    StopReason, ToolChoice, ToolRegistry,
+};
+use std::sync::{Arc, Mutex};
+
+orch_macros::orchestration!(file = "../examples/agents/refund-desk/template.json");
+use refund_desk::{Machine, Session, Step};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn tools() -> (ToolRegistry, Log) {
+    let log: Log = Arc::default();
+    let mut reg = ToolRegistry::new();
+    for name in ["lookup_order", "issue_refund", "send_email"] {
+        let l = log.clone();
+        reg.register(
+            name,
+            name,
+            serde_json::json!({"type": "object"}),
+            move |args| {
+                let l = l.clone();
+                async move {
+                    l.lock().unwrap().push(format!("{name} {args}"));
+                    Ok(format!("{name} done"))
+                }
+            },
+        );
+    }
+    (reg, log)
+}
+
+const REFUND: &str = r#"{"order": "A-1", "amount": 10}"#;
+
+/// Runs "refund A-1" up to the pause on `issue_refund`, with `after` planned next.
+async fn paused(
+    after: Vec<Planned>,
+) -> (
+    Agent<Machine, ScriptedModel>,
+    Session,
+    Vec<ChatMessage>,
+    PendingApproval,
+    Log,
+) {
+    let (reg, log) = tools();
+    let mut plan = vec![
+        Planned::call("lookup_order", r#"{"order": "A-1"}"#),
+        Planned::call("issue_refund", REFUND).and_call("send_email", r#"{"body": "done"}"#),
+    ];
+    plan.extend(after);
+    let mut agent = Agent::<Machine, _>::new(ScriptedModel::new(plan), reg);
+    let mut session = Session::new();
+    let mut conversation = Vec::new();
+    let turn = agent
+        .run_turn(&mut session, &mut conversation, "please refund A-1")
+        .await
+        .unwrap();
+    assert_eq!(turn.stop, StopReason::NeedsApproval);
+    let pending = turn.pending.clone().expect("pending");
+    assert_eq!(pending.call.name, "issue_refund");
+    assert_eq!(pending.step.as_deref(), Some("Refund"));
+    assert_eq!(
+        pending.reason,
+        "needs a human's approval of this call in step `Refund`"
+    );
+    assert_eq!(pending.round, 2);
+    assert_eq!(pending.remaining.len(), 1, "send_email waits behind it");
+    assert_eq!(
+        *log.lock().unwrap(),
+        [r#"lookup_order {"order":"A-1"}"#],
+        "nothing ran past the gate"
+    );
+    (agent, session, conversation, pending, log)
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_once_and_the_turn_goes_on() {
+    let (mut agent, mut session, mut conversation, pending, log) =
+        paused(vec![Planned::text("Refunded.")]).await;
+    // Serializable: the pending state survives JSON.
+    let json = serde_json::to_string(&pending).unwrap();
+    let pending: PendingApproval = serde_json::from_str(&json).unwrap();
+    let turn = agent
+        .resume_turn(
+            &mut session,
+            &mut conversation,
+            pending.clone(),
+            Decision::Approve,
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn.stop, StopReason::Answered);
+    assert_eq!(turn.final_text, "Refunded.");
+    assert_eq!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("issue_refund"))
+            .count(),
+        1
+    );
+    // The round's other call ran after it, in order; the sequence completed.
+    let executed: Vec<&str> = turn.rounds[0]
+        .calls
+        .iter()
+        .map(|c| c.call.name.as_str())
+        .collect();
+    assert_eq!(executed, ["issue_refund", "send_email"]);
+    assert_eq!(session.sequence_index(), 3);
+    assert_eq!(session.approval(), None, "the approval was consumed");
+    // Every tool call of the conversation has its result, in order.
+    let ids: Vec<&str> = conversation
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 3);
+    // The same pending approval cannot be used twice: the session moved on.
+    let again = agent
+        .resume_turn(&mut session, &mut conversation, pending, Decision::Approve)
+        .await
+        .unwrap_err();
+    assert!(matches!(again, AgentError::StaleApproval(_)), "{again}");
+    assert_eq!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("issue_refund"))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_call_never_runs_and_the_model_is_told() {
+    let (mut agent, mut session, mut conversation, pending, log) = paused(vec![
+        // The model tries the very same call again, then answers.
+        Planned::call("issue_refund", r#"{"amount":10,"order":"A-1"}"#),
+        Planned::text("A person will review your refund."),
+    ])
+    .await;
+    let turn = agent
+        .resume_turn(
+            &mut session,
+            &mut conversation,
+            pending,
+            Decision::Reject {
+                reason: Some("over the limit".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn.stop, StopReason::Answered);
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|l| !l.starts_with("issue_refund")));
+    let first = &turn.rounds[0].calls[0];
+    assert_eq!(first.refusal, Some(RefusalKind::Rejected));
+    assert!(
+        first
+            .result
+            .contains("a human rejected this call in step `Refund`")
+            && first.result.ends_with("The human said: over the limit"),
+        "{}",
+        first.result
+    );
+    // The rest of the round did not run either: the sequence still waits for the refund.
+    assert!(!turn.rounds[0].calls[1].executed);
+    // After a rejection nothing is forced, so the model may answer.
+    assert_eq!(turn.rounds[1].tool_choice, ToolChoice::Auto);
+    // Asking again for the same call (keys reordered) is refused without a new pause.
+    assert_eq!(turn.rounds[1].calls[0].refusal, Some(RefusalKind::Rejected));
+    assert_eq!(session.step(), Some(Step::Refund));
+}
+
+#[tokio::test]
+async fn other_arguments_ask_again() {
+    let (mut agent, mut session, mut conversation, pending, log) = paused(vec![Planned::call(
+        "issue_refund",
+        r#"{"order": "A-1", "amount": 9}"#,
+    )])
+    .await;
+    let turn = agent
+        .resume_turn(
+            &mut session,
+            &mut conversation,
+            pending,
+            Decision::Reject { reason: None },
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn.stop, StopReason::NeedsApproval);
+    let next = turn.pending.unwrap();
+    assert_eq!(next.call.arguments, r#"{"order": "A-1", "amount": 9}"#);
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|l| !l.starts_with("issue_refund")));
+}
+
+#[tokio::test]
+async fn a_changed_session_or_an_altered_pending_state_resumes_nothing() {
+    let (mut agent, mut session, mut conversation, pending, log) = paused(vec![]).await;
+    // The arguments were changed after the human saw them.
+    let mut altered = pending.clone();
+    altered.call.arguments = r#"{"order": "A-1", "amount": 10000}"#.into();
+    let err = agent
+        .resume_turn(&mut session, &mut conversation, altered, Decision::Approve)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("does not match its digest"),
+        "{err}"
+    );
+    // Another event happened meanwhile.
+    session.on_user_message("actually, never mind");
+    let err = agent
+        .resume_turn(&mut session, &mut conversation, pending, Decision::Approve)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("the session changed"), "{err}");
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|l| !l.starts_with("issue_refund")));
+}
+
+#[tokio::test]
+async fn bad_arguments_to_a_gated_tool_are_refused_without_asking() {
+    let (reg, log) = tools();
+    let model = ScriptedModel::new([
+        Planned::call("lookup_order", "{}"),
+        Planned::call("issue_refund", "{not json"),
+        Planned::text("Sorry."),
+    ]);
+    let mut agent = Agent::<Machine, _>::new(model, reg);
+    let mut session = Session::new();
+    let mut conversation = Vec::new();
+    let turn = agent
+        .run_turn(&mut session, &mut conversation, "refund please")
+        .await
+        .unwrap();
+    assert_ne!(turn.stop, StopReason::NeedsApproval);
+    assert!(turn.pending.is_none());
+    let call = &turn.rounds[1].calls[0];
+    assert!(!call.executed);
+    assert!(call.result.contains("not valid JSON"), "{}", call.result);
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|l| !l.starts_with("issue_refund")));
+}
