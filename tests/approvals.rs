@@ -169,12 +169,13 @@ fn typed_and_run_time_sessions_agree() {
 
 #[test]
 fn snapshots_carry_the_verdict_in_both_encodings() {
-    for verdict in [Verdict::Approved, Verdict::Rejected] {
+    for verdict in [Verdict::Approved, Verdict::Rejected, Verdict::Pending] {
         let mut s = checkout();
         let call = pay(7);
         match verdict {
             Verdict::Approved => s.approve(call),
             Verdict::Rejected => s.reject(call),
+            Verdict::Pending => s.ask(call),
         }
         let snap = s.snapshot();
         assert_eq!(
@@ -284,4 +285,45 @@ fn crc32(bytes: &[u8]) -> u32 {
         }
     }
     !crc
+}
+
+#[test]
+fn an_answer_applies_only_to_the_question_still_held() {
+    let call = pay(20);
+    let mut s = checkout();
+    s.ask(call);
+    assert_eq!(s.approval().map(|a| a.verdict), Some(Verdict::Pending));
+    // Asked is not approved.
+    assert!(s.check_call(Tool::Pay, &call).unwrap_err().needs_approval());
+    // An answer about another call changes nothing.
+    assert!(!s.answer(pay(21), true));
+    // The question survives a snapshot, in both encodings.
+    let snap = s.snapshot();
+    assert!(snap.to_json().contains(r#""verdict":"pending""#));
+    for back in [
+        Snapshot::from_json(&snap.to_json()).unwrap(),
+        Snapshot::from_bytes(&snap.to_bytes()).unwrap(),
+    ] {
+        assert_eq!(Session::restore(&back).unwrap().0, s);
+    }
+    assert!(s.answer(call, true));
+    assert!(s.check_call(Tool::Pay, &call).is_ok());
+    // Answered already: a second answer (a replay) is not applied.
+    assert!(!s.answer(call, false));
+    assert_eq!(s.approval().map(|a| a.verdict), Some(Verdict::Approved));
+
+    // Any event between the question and the answer voids the question.
+    let mut s = checkout();
+    s.ask(call);
+    s.on_user_message("hello?");
+    assert!(!s.answer(call, true));
+    assert!(s.check_call(Tool::Pay, &call).is_err());
+    // A rejection answered is held as one.
+    let mut s = checkout();
+    s.ask(call);
+    assert!(s.answer(call, false));
+    assert!(matches!(
+        s.check_call(Tool::Pay, &call),
+        Err(Denied::Rejected { .. })
+    ));
 }

@@ -72,11 +72,10 @@ pub struct PendingApproval {
     /// Why it waits, in orch's words ("needs a human's approval of this call in step
     /// `Checkout`").
     pub reason: String,
-    /// The call's identity: SHA-256 of the tool and its canonical arguments.
+    /// The call's identity: SHA-256 of the tool and its canonical arguments. The
+    /// session holds the question about it (a pending verdict, semantics §13) until the
+    /// answer or the next event.
     pub digest: CallDigest,
-    /// The session's state when the approval was asked for (SHA-256 of its snapshot): a
-    /// verdict applies to that state only.
-    pub state: CallDigest,
     /// The round (1-based, within the turn) whose calls are being run.
     pub round: usize,
     /// What that round offered and the tool choice it sent.
@@ -121,9 +120,9 @@ pub struct TurnReport {
 pub enum AgentError {
     /// The model failed.
     Model(ModelError),
-    /// The pending approval does not belong to this session as it is now: its state
-    /// changed since the approval was asked for (another event was applied), or the
-    /// pending state was altered. Nothing was run; ask the human again.
+    /// The pending approval does not belong to this session as it is now: the session no
+    /// longer holds the question (an event was applied since, or it was answered
+    /// already), or the pending state was altered. Nothing was run; ask the human again.
     StaleApproval(String),
 }
 
@@ -261,27 +260,21 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         decision: Decision,
     ) -> Result<TurnReport, AgentError> {
         self.policy.prepare(session);
-        if state_digest(session) != pending.state {
-            return Err(AgentError::StaleApproval(
-                "the session changed since the approval was asked for".into(),
-            ));
-        }
         let digest = CallDigest::of_text(&pending.call.name, &pending.call.arguments);
         if digest != pending.digest {
             return Err(AgentError::StaleApproval(
                 "the call does not match its digest".into(),
             ));
         }
-        let rejection = match decision {
-            Decision::Approve => {
-                session.approve(digest);
-                None
-            }
-            Decision::Reject { reason } => {
-                session.reject(digest);
-                Some(reason)
-            }
+        let (approved, rejection) = match decision {
+            Decision::Approve => (true, None),
+            Decision::Reject { reason } => (false, Some(reason)),
         };
+        if !session.answer(digest, approved) {
+            return Err(AgentError::StaleApproval(
+                "the session no longer waits for this approval: it changed since it was asked for, or it was answered already".into(),
+            ));
+        }
         let mut calls = Vec::with_capacity(pending.remaining.len() + 1);
         calls.push(pending.call);
         calls.extend(pending.remaining);
@@ -337,9 +330,12 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                         report
                     }
                     Executed::Paused(call, reason) => {
+                        let digest = CallDigest::of_text(&call.name, &call.arguments);
+                        // The session holds the question until the answer or the next
+                        // event: the host saves it with the pending state.
+                        session.ask(digest);
                         turn.pending = Some(PendingApproval {
-                            digest: CallDigest::of_text(&call.name, &call.arguments),
-                            state: state_digest(session),
+                            digest,
                             step: session.step().map(|s| s.name().to_owned()),
                             call,
                             reason,
@@ -636,9 +632,4 @@ fn parse_arguments(call: &ToolCall) -> Result<serde_json::Value, String> {
             call.name
         )
     })
-}
-
-/// The identity of a session's state: SHA-256 of its snapshot (binary encoding).
-pub fn state_digest<M: Machine>(session: &Session<M>) -> CallDigest {
-    CallDigest::of_canonical("orch.session-state", &session.snapshot().to_bytes())
 }

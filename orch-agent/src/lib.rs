@@ -56,8 +56,8 @@ mod scripted;
 mod tools;
 
 pub use agent::{
-    orchestration_prompt, state_digest, Agent, AgentError, Decision, PendingApproval, RoundReport,
-    StopReason, ToolCallReport, TurnReport, DEFAULT_MAX_ROUNDS,
+    orchestration_prompt, Agent, AgentError, Decision, PendingApproval, RoundReport, StopReason,
+    ToolCallReport, TurnReport, DEFAULT_MAX_ROUNDS,
 };
 #[cfg(feature = "genai")]
 pub use genai_model::GenaiModel;

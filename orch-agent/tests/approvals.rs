@@ -228,7 +228,7 @@ async fn a_changed_session_or_an_altered_pending_state_resumes_nothing() {
         .resume_turn(&mut session, &mut conversation, pending, Decision::Approve)
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("the session changed"), "{err}");
+    assert!(err.to_string().contains("no longer waits"), "{err}");
     assert!(log
         .lock()
         .unwrap()

@@ -3,8 +3,10 @@
 //!
 //! A gated tool is never admitted on its own: `check` answers
 //! [`Denied::NeedsApproval`](crate::Denied::NeedsApproval). The host shows the call to a
-//! human and stores the answer in the session with `approve` or `reject`, naming the
-//! call by its [`CallDigest`] — the SHA-256 of the tool's name and its arguments in
+//! human and stores the answer in the session with `approve` or `reject` — or, when the
+//! answer comes later (a paused turn, a client asked over MCP), first `ask`, which holds
+//! the question, then `answer`, which applies only while the session still holds it —
+//! naming the call by its [`CallDigest`] — the SHA-256 of the tool's name and its arguments in
 //! canonical form. The verdict is bound to that exact call and to the session's state:
 //! the next event (a recorded tool, a user message, a reset) clears it, and admitting
 //! the approved call consumes it, so one approval lets exactly one call run.
@@ -172,11 +174,14 @@ impl<'de> serde::Deserialize<'de> for CallDigest {
     }
 }
 
-/// A human's answer about one call.
+/// Where a human stands on one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
 pub enum Verdict {
+    /// A human was asked about the call and has not answered: the call still needs
+    /// approval, and only an answer to this very question (`answer`) settles it.
+    Pending,
     /// The call may run, once.
     Approved,
     /// The call must not run; asking again in this state gets the same answer.
@@ -185,7 +190,7 @@ pub enum Verdict {
 
 /// The verdict a session holds: for which call, and what the human said. Held until the
 /// next event or until the approved call is admitted. In a JSON snapshot:
-/// `{"call": "<64 hex digits>", "verdict": "approved" | "rejected"}`.
+/// `{"call": "<64 hex digits>", "verdict": "pending" | "approved" | "rejected"}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

@@ -295,18 +295,27 @@ impl<'m> DynSession<'m> {
 
     /// A human approved this exact call: the rule of [`crate::Session::approve`].
     pub fn approve(&mut self, call: CallDigest) {
-        self.state.approval = Some(Approval {
-            call,
-            verdict: Verdict::Approved,
-        });
+        self.state.hold(call, Verdict::Approved);
     }
 
     /// A human rejected this exact call: the rule of [`crate::Session::reject`].
     pub fn reject(&mut self, call: CallDigest) {
-        self.state.approval = Some(Approval {
-            call,
-            verdict: Verdict::Rejected,
-        });
+        self.state.hold(call, Verdict::Rejected);
+    }
+
+    /// Holds the question "may this exact call run?" put to a human (a pending
+    /// verdict): the call still needs approval, and the answer, when it comes, applies
+    /// only if nothing happened meanwhile ([`Self::answer`]). Replaces any verdict held.
+    pub fn ask(&mut self, call: CallDigest) {
+        self.state.hold(call, Verdict::Pending);
+    }
+
+    /// A human's answer to the question [`Self::ask`] put: approved (`true`) or
+    /// rejected. Applied only while the session still holds that very question — no
+    /// event since, no other question, not answered already — and `false` (nothing
+    /// changed) otherwise: the human must be asked again.
+    pub fn answer(&mut self, call: CallDigest, approved: bool) -> bool {
+        self.state.answer(call, approved)
     }
 
     /// The verdict the session holds, if any (cleared by the next event).

@@ -429,7 +429,7 @@ const MAGIC: &[u8; 4] = b"orch";
 /// every byte before it, little-endian, so corruption is an error instead of a
 /// different session. Revision 1 is still read. In revision 2 an optional section may
 /// follow the matched conditions: tag 1, a held verdict (32 bytes of call digest, then
-/// 1 for approved or 2 for rejected); snapshots written without it read as holding none.
+/// 1 for approved, 2 for rejected, 3 for pending); snapshots written without it read as holding none.
 const ENCODING: u64 = 2;
 
 /// The most bytes of text a binary snapshot may decode to. Names are written once and
@@ -585,6 +585,7 @@ impl Snapshot {
             body.push(match a.verdict {
                 Verdict::Approved => 1,
                 Verdict::Rejected => 2,
+                Verdict::Pending => 3,
             });
         }
 
@@ -725,6 +726,7 @@ impl Snapshot {
             let verdict = match r.byte("the verdict")? {
                 1 => Verdict::Approved,
                 2 => Verdict::Rejected,
+                3 => Verdict::Pending,
                 _ => return Err(r.bad("invalid verdict")),
             };
             Some(Approval {

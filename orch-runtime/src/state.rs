@@ -470,6 +470,7 @@ where
                 Some(a) if a.call == *call => match a.verdict {
                     Verdict::Approved => Ok(true),
                     Verdict::Rejected => Err(RawDenied::Rejected(step)),
+                    Verdict::Pending => Err(RawDenied::NeedsApproval(step)),
                 },
                 _ => Err(RawDenied::NeedsApproval(step)),
             },
@@ -490,6 +491,30 @@ where
             self.approval = None;
         }
         Ok(())
+    }
+
+    /// Holds a verdict on `call` (semantics §13), replacing any held.
+    pub fn hold(&mut self, call: CallDigest, verdict: Verdict) {
+        self.approval = Some(Approval { call, verdict });
+    }
+
+    /// Answers the question held about `call` (a [`Verdict::Pending`] verdict): `false`,
+    /// changing nothing, when the session holds no such question.
+    pub fn answer(&mut self, call: CallDigest, approved: bool) -> bool {
+        let asked = Approval {
+            call,
+            verdict: Verdict::Pending,
+        };
+        if self.approval != Some(asked) {
+            return false;
+        }
+        let verdict = if approved {
+            Verdict::Approved
+        } else {
+            Verdict::Rejected
+        };
+        self.hold(call, verdict);
+        true
     }
 
     /// Record tool (semantics §5).

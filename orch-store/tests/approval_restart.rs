@@ -132,6 +132,6 @@ async fn a_paused_turn_resumes_after_a_restart_through_redis() {
         .resume_turn(&mut session, &mut conversation, pending, Decision::Approve)
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("the session changed"), "{err}");
+    assert!(err.to_string().contains("no longer waits"), "{err}");
     assert_eq!(log.lock().unwrap().len(), 3);
 }
