@@ -93,7 +93,7 @@ async fn run() {
     let pending = turn.pending.expect("a pending approval");
     println!(
         "paused: `{}` {} — {}",
-        pending.call.name, pending.call.arguments, pending.reason
+        pending.request.call.name, pending.request.call.arguments, pending.request.reason
     );
     assert!(
         ledger.lock().unwrap().is_empty(),
@@ -155,7 +155,10 @@ async fn run() {
         .await
         .expect("the turn runs");
     let pending = turn.pending.expect("a pending approval");
-    println!("paused: `{}` {}", pending.call.name, pending.call.arguments);
+    println!(
+        "paused: `{}` {}",
+        pending.request.call.name, pending.request.call.arguments
+    );
     let decision = Decision::Reject {
         reason: Some("5000 EUR is more than the order cost".into()),
     };

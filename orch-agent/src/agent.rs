@@ -4,7 +4,7 @@ use crate::model::{
     ChatMessage, FinishReason, Model, ModelError, ModelEvent, ModelRequest, ModelStream, ToolCall,
     ToolChoice,
 };
-use crate::policy::{Policy, RefusalKind, RoundPlan};
+use crate::policy::{ApprovalRequest, Decision, Policy, RefusalKind, RoundPlan};
 use crate::tools::ToolRegistry;
 use orch_runtime::{CallDigest, Machine, Session, StepEnum, Usage};
 use serde::{Deserialize, Serialize};
@@ -65,38 +65,16 @@ pub enum StopReason {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PendingApproval {
-    /// The call to approve: tool, arguments (as the model wrote them) and id.
-    pub call: ToolCall,
-    /// The active step that gates it.
-    pub step: Option<String>,
-    /// Why it waits, in orch's words ("needs a human's approval of this call in step
-    /// `Checkout`").
-    pub reason: String,
-    /// The call's identity: SHA-256 of the tool and its canonical arguments. The
-    /// session holds the question about it (a pending verdict, semantics §13) until the
-    /// answer or the next event.
-    pub digest: CallDigest,
+    /// The call waiting, and what to show the human.
+    pub request: ApprovalRequest,
     /// The round (1-based, within the turn) whose calls are being run.
     pub round: usize,
-    /// What that round offered and the tool choice it sent.
+    /// What that round offered.
     pub offered: Vec<String>,
     /// The tool choice of that round.
     pub tool_choice: ToolChoice,
     /// The round's calls after this one, not yet run.
     pub remaining: Vec<ToolCall>,
-}
-
-/// A human's answer to a [`PendingApproval`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "decision")]
-pub enum Decision {
-    /// Run the call (once).
-    Approve,
-    /// Do not run it; the model is told, with the human's reason when given.
-    Reject {
-        /// What to tell the model, besides that a human rejected the call.
-        reason: Option<String>,
-    },
 }
 
 /// One user turn.
@@ -260,23 +238,14 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         decision: Decision,
     ) -> Result<TurnReport, AgentError> {
         self.policy.prepare(session);
-        let digest = CallDigest::of_text(&pending.call.name, &pending.call.arguments);
-        if digest != pending.digest {
+        if !self.policy.answer(session, &pending.request, &decision) {
             return Err(AgentError::StaleApproval(
-                "the call does not match its digest".into(),
+                "the session no longer waits for this approval: it changed since it was asked for, it was answered already, or the pending call was altered".into(),
             ));
         }
-        let (approved, rejection) = match decision {
-            Decision::Approve => (true, None),
-            Decision::Reject { reason } => (false, Some(reason)),
-        };
-        if !session.answer(digest, approved) {
-            return Err(AgentError::StaleApproval(
-                "the session no longer waits for this approval: it changed since it was asked for, or it was answered already".into(),
-            ));
-        }
+        let rejection = (!decision.approves()).then_some(decision);
         let mut calls = Vec::with_capacity(pending.remaining.len() + 1);
-        calls.push(pending.call);
+        calls.push(pending.request.call);
         calls.extend(pending.remaining);
         let round = Round {
             number: pending.round,
@@ -330,15 +299,10 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                         report
                     }
                     Executed::Paused(call, reason) => {
-                        let digest = CallDigest::of_text(&call.name, &call.arguments);
                         // The session holds the question until the answer or the next
                         // event: the host saves it with the pending state.
-                        session.ask(digest);
                         turn.pending = Some(PendingApproval {
-                            digest,
-                            step: session.step().map(|s| s.name().to_owned()),
-                            call,
-                            reason,
+                            request: self.policy.ask(session, call, reason),
                             round: round.number,
                             offered: round.offered.clone(),
                             tool_choice: round.tool_choice.clone(),
@@ -459,7 +423,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         &self,
         session: &mut Session<M>,
         call: ToolCall,
-        rejection: Option<Option<String>>,
+        rejection: Option<Decision>,
     ) -> Executed {
         let refuse = |call: ToolCall, kind: Option<RefusalKind>, why: String| {
             Executed::Done(ToolCallReport {
@@ -496,10 +460,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                 }
                 RefusalKind::NeedsApproval => {}
                 RefusalKind::Rejected => {
-                    let mut why = refusal.reason;
-                    if let Some(Some(reason)) = rejection {
-                        why.push_str(&format!(" The human said: {reason}"));
-                    }
+                    let why = Policy::rejected(refusal, rejection.as_ref());
                     return refuse(call, Some(RefusalKind::Rejected), why);
                 }
                 kind => return refuse(call, Some(kind), refusal.reason),
@@ -594,8 +555,8 @@ struct Round {
     reports: Vec<ToolCallReport>,
     /// Calls not yet run.
     calls: Vec<ToolCall>,
-    /// Set when resuming a rejected call: the human's reason, if any.
-    rejection: Option<Option<String>>,
+    /// Set when resuming a rejected call: the human's decision.
+    rejection: Option<Decision>,
 }
 
 impl Round {

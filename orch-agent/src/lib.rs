@@ -56,7 +56,7 @@ mod scripted;
 mod tools;
 
 pub use agent::{
-    orchestration_prompt, Agent, AgentError, Decision, PendingApproval, RoundReport, StopReason,
+    orchestration_prompt, Agent, AgentError, PendingApproval, RoundReport, StopReason,
     ToolCallReport, TurnReport, DEFAULT_MAX_ROUNDS,
 };
 #[cfg(feature = "genai")]
@@ -70,7 +70,9 @@ pub use openai::{
     parse_response, request_body, LiveStream, OpenAiModel, OpenAiStream, StreamParser, Timeouts,
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RESPONSE_BYTES,
 };
-pub use policy::{Denial, Orchestrated, Policy, Refusal, RefusalKind, RoundPlan};
+pub use policy::{
+    ApprovalRequest, Decision, Denial, Orchestrated, Policy, Refusal, RefusalKind, RoundPlan,
+};
 #[cfg(feature = "rig")]
 pub use rig_hook::{HookEvent, OrchHook};
 pub use scripted::{Planned, ScriptedModel};

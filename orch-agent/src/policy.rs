@@ -4,9 +4,10 @@
 //! ran, record it. [`Agent`](crate::Agent) uses it; so can an adapter for another
 //! framework.
 
-use crate::model::ToolChoice;
+use crate::model::{ToolCall, ToolChoice};
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::{CallDigest, Denied, Machine, Session, StepEnum, ToolEnum};
+use serde::{Deserialize, Serialize};
 
 /// What to offer the model for its next call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +61,52 @@ impl RefusalKind {
             RefusalKind::Unavailable => "unavailable",
             RefusalKind::NeedsApproval => "needs_approval",
             RefusalKind::Rejected => "rejected",
+        }
+    }
+}
+
+/// A gated call waiting for a human (semantics §13): what to show them, and the call's
+/// identity. The session holds the question until the answer or its next event.
+/// Serializable, to be kept with the session in any store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// The call: tool, arguments (as the model wrote them) and id.
+    pub call: ToolCall,
+    /// The active step that gates it.
+    pub step: Option<String>,
+    /// Why it waits, in orch's words ("needs a human's approval of this call in step
+    /// `Checkout`").
+    pub reason: String,
+    /// The call's identity: SHA-256 of the tool and its canonical arguments
+    /// ([`CallDigest::of_text`]).
+    pub digest: CallDigest,
+}
+
+/// A human's answer to an [`ApprovalRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "decision")]
+pub enum Decision {
+    /// Run the call (once).
+    Approve,
+    /// Do not run it; the model is told, with the human's reason when given.
+    Reject {
+        /// What to tell the model, besides that a human rejected the call.
+        reason: Option<String>,
+    },
+}
+
+impl Decision {
+    /// Is it an approval?
+    pub fn approves(&self) -> bool {
+        matches!(self, Decision::Approve)
+    }
+
+    /// The human's reason for a rejection, if one was given.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Decision::Reject { reason } => reason.as_deref(),
+            Decision::Approve => None,
         }
     }
 }
@@ -154,9 +201,11 @@ pub trait Orchestrated {
     /// approval of the call, which this consumes, and is refused as rejected on a held
     /// rejection of it.
     fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial>;
-    /// Holds a human's approval (`true`) or rejection of this exact call, in the current
-    /// state.
-    fn hold_verdict(&mut self, call: CallDigest, approved: bool);
+    /// Holds the question "may this exact call run?" put to a human (semantics §13).
+    fn ask_approval(&mut self, call: CallDigest);
+    /// Applies a human's answer to the question held about `call`: `false`, changing
+    /// nothing, when the session no longer holds it (an event since, or answered).
+    fn answer_approval(&mut self, call: CallDigest, approved: bool) -> bool;
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
@@ -192,12 +241,12 @@ impl<M: Machine> Orchestrated for Session<M> {
             .map_err(|d| Denial::from(&d))
     }
 
-    fn hold_verdict(&mut self, call: CallDigest, approved: bool) {
-        if approved {
-            self.approve(call);
-        } else {
-            self.reject(call);
-        }
+    fn ask_approval(&mut self, call: CallDigest) {
+        self.ask(call);
+    }
+
+    fn answer_approval(&mut self, call: CallDigest, approved: bool) -> bool {
+        self.answer(call, approved)
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -226,12 +275,12 @@ impl Orchestrated for DynSession<'_> {
         DynSession::admit_call(self, name, call).map_err(|d| Denial::from(&d))
     }
 
-    fn hold_verdict(&mut self, call: CallDigest, approved: bool) {
-        if approved {
-            self.approve(call);
-        } else {
-            self.reject(call);
-        }
+    fn ask_approval(&mut self, call: CallDigest) {
+        self.ask(call);
+    }
+
+    fn answer_approval(&mut self, call: CallDigest, approved: bool) -> bool {
+        self.answer(call, approved)
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -312,6 +361,47 @@ impl Policy {
         match session.admit_call(tool, call) {
             Ok(()) => Ok(()),
             Err(denial) => Err(self.refusal(session, tool, denial)),
+        }
+    }
+
+    /// Puts the gated `call` to a human: the session holds the question (so that only
+    /// the answer to it, in this state, applies), and the request says what to show.
+    /// `reason` is the session's own words for the gate.
+    pub fn ask<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        call: ToolCall,
+        reason: String,
+    ) -> ApprovalRequest {
+        let digest = CallDigest::of_text(&call.name, &call.arguments);
+        session.ask_approval(digest);
+        ApprovalRequest {
+            step: session.step_name().map(str::to_owned),
+            call,
+            reason,
+            digest,
+        }
+    }
+
+    /// Applies a human's `decision` on `request` to the session: `false`, changing
+    /// nothing, when the session no longer holds that question (an event since, the
+    /// question answered already, or a request altered since it was made — its call
+    /// must still have its digest).
+    pub fn answer<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        request: &ApprovalRequest,
+        decision: &Decision,
+    ) -> bool {
+        let digest = CallDigest::of_text(&request.call.name, &request.call.arguments);
+        digest == request.digest && session.answer_approval(digest, decision.approves())
+    }
+
+    /// The model's text for a call a human rejected, with the human's reason.
+    pub fn rejected(refusal: Refusal, decision: Option<&Decision>) -> String {
+        match decision.and_then(Decision::reason) {
+            Some(reason) => format!("{} The human said: {reason}", refusal.reason),
+            None => refusal.reason,
         }
     }
 

@@ -62,10 +62,10 @@ async fn paused(
         .unwrap();
     assert_eq!(turn.stop, StopReason::NeedsApproval);
     let pending = turn.pending.clone().expect("pending");
-    assert_eq!(pending.call.name, "issue_refund");
-    assert_eq!(pending.step.as_deref(), Some("Refund"));
+    assert_eq!(pending.request.call.name, "issue_refund");
+    assert_eq!(pending.request.step.as_deref(), Some("Refund"));
     assert_eq!(
-        pending.reason,
+        pending.request.reason,
         "needs a human's approval of this call in step `Refund`"
     );
     assert_eq!(pending.round, 2);
@@ -200,7 +200,10 @@ async fn other_arguments_ask_again() {
         .unwrap();
     assert_eq!(turn.stop, StopReason::NeedsApproval);
     let next = turn.pending.unwrap();
-    assert_eq!(next.call.arguments, r#"{"order": "A-1", "amount": 9}"#);
+    assert_eq!(
+        next.request.call.arguments,
+        r#"{"order": "A-1", "amount": 9}"#
+    );
     assert!(log
         .lock()
         .unwrap()
@@ -213,15 +216,12 @@ async fn a_changed_session_or_an_altered_pending_state_resumes_nothing() {
     let (mut agent, mut session, mut conversation, pending, log) = paused(vec![]).await;
     // The arguments were changed after the human saw them.
     let mut altered = pending.clone();
-    altered.call.arguments = r#"{"order": "A-1", "amount": 10000}"#.into();
+    altered.request.call.arguments = r#"{"order": "A-1", "amount": 10000}"#.into();
     let err = agent
         .resume_turn(&mut session, &mut conversation, altered, Decision::Approve)
         .await
         .unwrap_err();
-    assert!(
-        err.to_string().contains("does not match its digest"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("altered"), "{err}");
     // Another event happened meanwhile.
     session.on_user_message("actually, never mind");
     let err = agent

@@ -12,26 +12,28 @@
 // gateway also speaks the handshake revisions, where they are current.
 #![allow(deprecated)]
 
+use crate::approval::{self, Answer};
 use crate::jwt::JWT_PREFIX;
 use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::upstream::Relay;
 use crate::Limits;
-use orch_agent::{Orchestrated, Policy, Refusal};
+use orch_agent::{Orchestrated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::CallDigest;
 use orch_runtime::Snapshot;
 use orch_store::{ModifyError, SessionStore, StoreError, Versioned};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResponse, InitializeResult, ListPromptsRequest,
-    ListPromptsResult, ListResourceTemplatesRequest, ListResourceTemplatesResult,
-    ListResourcesRequest, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-    RequestMetaObject, ResultType, ServerResult, SetLevelRequest, SetLevelRequestParams,
-    SubscribeRequest, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequest,
-    UnsubscribeRequestParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode,
+    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InitializeResult,
+    ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
+    ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsResult,
+    MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
+    ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ResultType, ServerResult,
+    SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
@@ -132,6 +134,33 @@ enum Admission {
     Refused(Refused),
     /// Another call of the session is in flight: its tool.
     Busy(String),
+    /// The call is gated: the run now holds the question for a human (in this step).
+    Asked(Option<String>),
+    /// An answer came, but the run no longer holds the question it answers.
+    Stale,
+}
+
+/// What the gateway does with a gated call (semantics §13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// The client cannot be asked: refuse it.
+    Refuse,
+    /// Ask the client's human: the run holds the question.
+    Ask,
+    /// The human answered the question the run holds: approved (`true`) or not.
+    Answer(bool),
+}
+
+/// What reserving a session for a call came to.
+pub(crate) enum Reserved {
+    /// The call may go upstream.
+    Go(Reservation),
+    /// The call is answered without going upstream.
+    Refused(Refused),
+    /// The call waits for a human; the run holds the question (the active step).
+    Asked(Option<String>),
+    /// The answer given no longer applies: the run changed, or it was answered already.
+    Stale,
 }
 
 /// A call's hold on its session: the lease's token, and the version and record the
@@ -317,6 +346,8 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
+        call: &CallDigest,
+        gate: Gate,
         may_create: bool,
     ) -> Result<(Admission, Option<(u64, Record)>), McpError> {
         let lease_for = self.limits.call_timeout + LEASE_MARGIN;
@@ -331,10 +362,31 @@ impl<S: SessionStore + 'static> Shared<S> {
             if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
                 return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
             }
-            let session = self.restore(id, record.snapshot.as_deref(), policy)?;
-            if let Err(refusal) = policy.admit(&session, tool) {
+            let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
+            let held = session.approval();
+            if let Gate::Answer(approved) = gate {
+                if !session.answer(*call, approved) {
+                    return Ok(Change::Keep(Admission::Stale));
+                }
+            }
+            if let Err(refusal) = policy.admit_call(&mut session, tool, call) {
+                if refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask {
+                    session.ask(*call);
+                    record.snapshot = Some(session.snapshot().to_bytes());
+                    let step = session.step().map(str::to_owned);
+                    return Ok(Change::Write(record, Admission::Asked(step)));
+                }
                 let refused = Refused::by_workflow(policy, &session, refusal);
-                return Ok(Change::Keep(Admission::Refused(refused)));
+                if session.approval() == held {
+                    return Ok(Change::Keep(Admission::Refused(refused)));
+                }
+                // A rejection just answered: the run holds it.
+                record.snapshot = Some(session.snapshot().to_bytes());
+                return Ok(Change::Write(record, Admission::Refused(refused)));
+            }
+            if session.approval() != held {
+                // The approval this call passed on is consumed with the lease's write.
+                record.snapshot = Some(session.snapshot().to_bytes());
             }
             let token = token();
             record.lease = Some(Lease {
@@ -351,23 +403,31 @@ impl<S: SessionStore + 'static> Shared<S> {
     /// While another call of the session is in flight this waits (at most the call
     /// timeout, and not past `ct`'s cancellation), then looks again: the second call is
     /// judged against the state the first one left.
-    async fn reserve(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn reserve(
         &self,
         id: &str,
         policy: &Policy,
         tool: &str,
+        call: &CallDigest,
+        gate: Gate,
         may_create: bool,
         ct: &CancellationToken,
-    ) -> Result<Result<Reservation, Refused>, McpError> {
+    ) -> Result<Reserved, McpError> {
         let limit = self.limits.call_timeout;
         let deadline = Instant::now() + limit;
         let mut pause = Duration::from_millis(1);
         loop {
-            let busy = match self.try_reserve(id, policy, tool, may_create).await? {
+            let tried = self
+                .try_reserve(id, policy, tool, call, gate, may_create)
+                .await?;
+            let busy = match tried {
                 (Admission::Reserved(token), written) => {
-                    return Ok(Ok(Reservation { token, written }))
+                    return Ok(Reserved::Go(Reservation { token, written }))
                 }
-                (Admission::Refused(reason), _) => return Ok(Err(reason)),
+                (Admission::Refused(reason), _) => return Ok(Reserved::Refused(reason)),
+                (Admission::Asked(step), _) => return Ok(Reserved::Asked(step)),
+                (Admission::Stale, _) => return Ok(Reserved::Stale),
                 (Admission::Busy(other), _) => other,
             };
             if Instant::now() >= deadline {
@@ -375,7 +435,9 @@ impl<S: SessionStore + 'static> Shared<S> {
                     "error: `{tool}` was not run: a call of `{busy}` in the same session has been running for more than {} s; try again when it has finished.",
                     limit.as_secs_f64()
                 );
-                return Ok(Err(Refused::new(tool, "busy", message, None, policy)));
+                return Ok(Reserved::Refused(Refused::new(
+                    tool, "busy", message, None, policy,
+                )));
             }
             // A little randomness, so that waiters on several instances do not look
             // at the session in lockstep.
@@ -707,7 +769,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         &self,
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let _permit = self.shared.permit()?;
         let id = self.state_key(&context)?;
         let (_, policy) = self.policy();
@@ -715,13 +777,64 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // Over stdio the one session's record is made by its first call, and so is the
         // record of a run a JWT claim names.
         let may_create = self.fixed_id.is_some() || id.starts_with(JWT_PREFIX);
-        let reserved = self
-            .shared
-            .reserve(&id, &policy, &tool, may_create, &context.ct)
-            .await?;
+        // The call's identity, for an approval of this exact call (semantics §13).
+        let arguments = serde_json::Value::Object(params.arguments.clone().unwrap_or_default());
+        let digest = CallDigest::of_json(&tool, &arguments);
+        let modern = is_modern(&context);
+        let can_ask = if modern {
+            approval::can_ask(context.meta.client_capabilities().as_ref())
+        } else {
+            let info = context.peer.peer_info();
+            approval::can_ask(info.as_deref().map(|i| &i.capabilities))
+        };
+        let ask = if can_ask { Gate::Ask } else { Gate::Refuse };
+        let retry = match modern {
+            true => approval::answer_in_retry(
+                params.request_state.as_deref(),
+                params.input_responses.as_ref(),
+                &digest,
+            )?,
+            false => None,
+        };
+        let gate = match retry {
+            Some(Answer::Approved) => Gate::Answer(true),
+            Some(Answer::Rejected) => Gate::Answer(false),
+            Some(Answer::Dismissed) => return Ok(dismissed(&tool, &policy).into()),
+            None => ask,
+        };
+        let shared = &self.shared;
+        let reserve =
+            |gate| shared.reserve(&id, &policy, &tool, &digest, gate, may_create, &context.ct);
+        let mut reserved = reserve(gate).await?;
+        if modern && matches!(reserved, Reserved::Stale) {
+            // The run changed since the question: ask about the call in its new state.
+            reserved = reserve(ask).await?;
+        }
+        if let Reserved::Asked(step) = &reserved {
+            let question = approval::question(&tool, &arguments, step.as_deref())?;
+            if modern {
+                return Ok(approval::input_required(question, &digest).into());
+            }
+            // A handshake revision: ask the client now, while the call waits. Nothing
+            // goes upstream before the answer.
+            reserved = match self.elicit(&context, question).await {
+                Ok(Answer::Dismissed) => return Ok(dismissed(&tool, &policy).into()),
+                Ok(answer) => reserve(Gate::Answer(answer == Answer::Approved)).await?,
+                Err(why) => {
+                    let message = format!("error: `{tool}` was not run: it needs a human's approval, and asking the client failed ({why})");
+                    let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
+                    return Ok(refused.into_result().into());
+                }
+            };
+        }
         let reservation = match reserved {
-            Ok(reservation) => reservation,
-            Err(refused) => return Ok(refused.into_result()),
+            Reserved::Go(reservation) => reservation,
+            Reserved::Refused(refused) => return Ok(refused.into_result().into()),
+            Reserved::Stale | Reserved::Asked(_) => {
+                let message = format!("error: `{tool}` was not run: the workflow run changed while a human decided about this call, or the answer was given already; call it again to ask again");
+                let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
+                return Ok(refused.into_result().into());
+            }
         };
         let mut lease = LeaseGuard {
             shared: Arc::clone(&self.shared),
@@ -729,6 +842,13 @@ impl<S: SessionStore + 'static> Downstream<S> {
             token: reservation.token,
             armed: true,
         };
+        // The answer to the gateway's own question is the gateway's: the upstream gets
+        // the call as the model made it.
+        let mut params = params;
+        if approval::is_ours(params.request_state.as_deref()) {
+            params.input_responses = None;
+            params.request_state = None;
+        }
         let forwarded = self
             .shared
             .forward(
@@ -755,7 +875,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // count it (docs/mcp.md), so the model may call it again.
         if result.is_error == Some(true) {
             lease.release().await;
-            return Ok(result);
+            return Ok(result.into());
         }
         let recorded = self.shared.finish(&id, &policy, &tool, reservation).await;
         let changed = match recorded {
@@ -780,8 +900,35 @@ impl<S: SessionStore + 'static> Downstream<S> {
             }
             self.shared.relay.run_tools_changed(&id);
         }
-        Ok(result)
+        Ok(result.into())
     }
+
+    /// Asks the client's human about a gated call (`elicitation/create`, a handshake
+    /// revision), within the call timeout and the client's cancellation.
+    async fn elicit(
+        &self,
+        context: &RequestContext<RoleServer>,
+        question: ElicitRequestParams,
+    ) -> Result<Answer, String> {
+        let limit = self.shared.limits.call_timeout;
+        let asked = context
+            .peer
+            .create_elicitation_with_timeout(question, Some(limit));
+        let result = tokio::select! {
+            result = asked => result.map_err(|e| e.to_string())?,
+            () = context.ct.cancelled() => return Err("the client cancelled the call".into()),
+        };
+        let value = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+        approval::answer_of(&value).map_err(|e| e.message.into_owned())
+    }
+}
+
+/// The answer to a call whose approval the human dismissed: not run, nothing held.
+fn dismissed(tool: &str, policy: &Policy) -> CallToolResult {
+    let message = format!(
+        "error: `{tool}` was not run: it needs a human's approval, and the human dismissed the question without answering"
+    );
+    Refused::new(tool, "needs_approval", message, None, policy).into_result()
 }
 
 /// Counts a forwarded tool call while it is in flight.
@@ -896,11 +1043,15 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     ) -> Result<CallToolResponse, McpError> {
         let _counted = InFlight::new(&self.shared.in_flight);
         let modern = is_modern(&context);
-        let mut result = self.call(request, context).await?;
+        let mut response = self.call(request, context).await?;
         if modern {
-            self.stamp(&mut result.meta);
+            match &mut response {
+                CallToolResponse::Complete(result) => self.stamp(&mut result.meta),
+                CallToolResponse::InputRequired(result) => self.stamp(&mut result.meta),
+                _ => {}
+            }
         }
-        Ok(CallToolResponse::from(result))
+        Ok(response)
     }
 
     async fn list_prompts(

@@ -43,6 +43,7 @@
 //! # }
 //! ```
 
+mod approval;
 mod framing;
 mod handler;
 mod http;

@@ -59,9 +59,10 @@ if args.legacy:
 version = None
 
 
-def log(tool, run, event="start"):
+def log(tool, run, event="start", **extra):
     with open(args.log, "a", encoding="utf-8") as f:
         line = {"tool": tool, "run": run, "event": event, "pid": os.getpid(), "version": version}
+        line.update(extra)
         f.write(json.dumps(line) + "\n")
 
 
@@ -71,10 +72,10 @@ def seen(ctx):
 
 
 @server.tool()
-async def pay(run: str, ctx: Context) -> str:
-    """Pay (allowed once per run)."""
+async def pay(run: str, ctx: Context, amount: int = 0) -> str:
+    """Pay `amount` (allowed once per run)."""
     seen(ctx)
-    log("pay", run)
+    log("pay", run, amount=amount)
     await anyio.sleep(0.3)
     return "paid"
 

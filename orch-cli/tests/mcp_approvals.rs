@@ -1,0 +1,252 @@
+//! Approvals through `orch mcp` (semantics §13), with the official Python MCP SDK as the
+//! client (`tests/mcp/approval_client.py`, answering through its elicitation callback)
+//! and as the upstream (`tests/mcp/shop_tools.py`, logging every call it runs). The
+//! workflow (`tests/mcp/gated_shop.json`) gates `pay`.
+//!
+//! On a handshake revision the gateway asks with `elicitation/create` while the call
+//! waits; on 2026-07-28 it answers with an `InputRequiredResult` and the SDK retries with
+//! the answer. Either way: a rejected payment never reaches the upstream, a rejection is
+//! held (the same call is refused without asking again), an approved payment runs
+//! exactly once, a dismissed question runs nothing, and a client that cannot be asked is
+//! refused. Every promise is checked on the upstream's own log.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::http::{run_token, MODERN};
+use support::{here, log_lines, python, temp_dir, wait, Gateway};
+
+const OPERATOR: &str = "operator-token-for-the-approval-tests";
+
+/// approval_client.py's report.
+fn client(
+    python: &str,
+    gw: &Gateway,
+    mode: &str,
+    run: &str,
+    answers: &str,
+    extra: &[&str],
+) -> Value {
+    let token = run_token(&gw.addr, Some(OPERATOR));
+    let mut child = Command::new(python)
+        .arg(here("approval_client.py"))
+        .args([
+            "--url", &gw.url, "--token", &token, "--mode", mode, "--run", run,
+        ])
+        .args(["--answers", answers])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start approval_client.py");
+    let status = wait(&mut child, Duration::from_secs(120));
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("its output");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "approval_client.py --mode {mode} failed ({status:?})\n--- stdout\n{out}\n--- stderr\n{err}"
+    );
+    serde_json::from_str(out.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The payments the upstream ran for `run`: their amounts.
+fn paid(log: &std::path::Path, run: &str) -> Vec<i64> {
+    log_lines(log)
+        .iter()
+        .filter(|l| l["tool"] == "pay" && l["run"] == run && l["event"] == "start")
+        .map(|l| l["amount"].as_i64().unwrap_or(-1))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn a_human_approves_or_rejects_each_payment_on_both_revisions() {
+    let python = python();
+    let dir = temp_dir("approvals");
+    let log = dir.join("executed.log");
+    let upstream = support::shop_upstream(&python, &log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let gw = Gateway::http(
+        &here("gated_shop.json"),
+        &[],
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+        &upstream,
+    );
+    for (mode, version) in [(MODERN, MODERN), ("legacy", "2025-11-25")] {
+        let run = format!("{mode}-a");
+        let seen = client(&python, &gw, mode, &run, "reject,approve", &[]);
+        assert_eq!(seen["version"], version, "{seen}");
+        let calls = seen["calls"].as_array().unwrap();
+        // pay 5: asked once, rejected; never ran.
+        assert_eq!(calls[0]["asked"], 1, "{mode}: {seen}");
+        assert_eq!(calls[0]["isError"], true, "{mode}: {seen}");
+        assert_eq!(
+            calls[0]["structured"]["refusal"]["reason"], "rejected",
+            "{mode}"
+        );
+        assert!(
+            calls[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("a human rejected this call in step `Shop`"),
+            "{mode}: {seen}"
+        );
+        // pay 5 again: the rejection is held; no new question.
+        assert_eq!(calls[1]["asked"], 0, "{mode}: {seen}");
+        assert_eq!(
+            calls[1]["structured"]["refusal"]["reason"], "rejected",
+            "{mode}"
+        );
+        // pay 6: asked, approved, ran.
+        assert_eq!(calls[2]["asked"], 1, "{mode}: {seen}");
+        assert_eq!(calls[2]["isError"], false, "{mode}: {seen}");
+        assert_eq!(calls[3]["tool"], "receipt");
+        assert_eq!(calls[3]["isError"], false, "{mode}: {seen}");
+        // The question shows the exact call and asks for a boolean.
+        let q = &seen["questions"][0];
+        let message = q["message"].as_str().unwrap();
+        assert!(
+            message.contains("`pay`") && message.contains("\"amount\": 5"),
+            "{message}"
+        );
+        assert_eq!(q["schema"]["required"], json!(["approve"]), "{q}");
+        assert_eq!(
+            q["schema"]["properties"]["approve"]["type"], "boolean",
+            "{q}"
+        );
+        assert_eq!(
+            paid(&log, &run),
+            [6],
+            "{mode}: exactly the approved payment ran"
+        );
+
+        // A dismissed question runs nothing, and every call asks again.
+        let run = format!("{mode}-cancel");
+        let seen = client(&python, &gw, mode, &run, "cancel", &[]);
+        let calls = seen["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 5, "{mode}: {seen}");
+        for call in &calls[..4] {
+            assert_eq!(call["asked"], 1, "{mode}: {seen}");
+            assert_eq!(
+                call["structured"]["refusal"]["reason"], "needs_approval",
+                "{seen}"
+            );
+        }
+        assert_eq!(
+            calls[4]["structured"]["refusal"]["reason"], "not_allowed",
+            "{seen}"
+        );
+        assert!(paid(&log, &run).is_empty(), "{mode}");
+
+        // A client that declares no elicitation capability cannot be asked: refused.
+        let run = format!("{mode}-mute");
+        let seen = client(&python, &gw, mode, &run, "", &["--no-elicitation"]);
+        let first = &seen["calls"][0];
+        assert_eq!(first["asked"], 0, "{mode}: {seen}");
+        assert_eq!(
+            first["structured"]["refusal"]["reason"], "needs_approval",
+            "{seen}"
+        );
+        assert!(paid(&log, &run).is_empty(), "{mode}");
+    }
+}
+
+/// A tools/call on 2026-07-28 over raw HTTP, by a client that can be asked.
+fn call(addr: &str, token: &str, id: i64, arguments: Value, retry: Option<(&str, Value)>) -> Value {
+    let mut meta = support::http::modern_meta(MODERN);
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let mut params = json!({"name": "pay", "arguments": arguments, "_meta": meta});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    let reply = support::http::modern_request(addr, Some(token), id, "tools/call", params, &[]);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.response(id).expect("a response")
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn request_state_cannot_be_replayed_forged_or_moved_to_another_call() {
+    let python = python();
+    let dir = temp_dir("approvals-raw");
+    let log = dir.join("executed.log");
+    let upstream = support::shop_upstream(&python, &log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let gw = Gateway::http(
+        &here("gated_shop.json"),
+        &[],
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+        &upstream,
+    );
+    let addr = gw.addr.as_str();
+    let token = run_token(addr, Some(OPERATOR));
+    let args = json!({"run": "raw", "amount": 9});
+
+    // Without capability the call is refused; with it, the client is asked.
+    let asked = call(addr, &token, 1, args.clone(), None);
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let state = result["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned();
+    let question = &result["inputRequests"]["orch_approval"];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    assert_eq!(question["params"]["mode"], "form", "{asked}");
+    assert!(
+        paid(&log, "raw").is_empty(),
+        "nothing runs before the answer"
+    );
+
+    let approve = json!({"orch_approval": {"action": "accept", "content": {"approve": true}}});
+    // The answer moved to other arguments is an error, and nothing runs.
+    let moved = call(
+        addr,
+        &token,
+        2,
+        json!({"run": "raw", "amount": 900}),
+        Some((&state, approve.clone())),
+    );
+    assert_eq!(moved["error"]["code"], -32602, "{moved}");
+    // A forged state is an error.
+    let forged = call(
+        addr,
+        &token,
+        3,
+        args.clone(),
+        Some(("orch-approval:00", approve.clone())),
+    );
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+    // A malformed answer is an error.
+    let bad = call(
+        addr,
+        &token,
+        4,
+        args.clone(),
+        Some((&state, json!({"orch_approval": {"action": "accept"}}))),
+    );
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(paid(&log, "raw").is_empty());
+
+    // The real answer runs the call once.
+    let done = call(
+        addr,
+        &token,
+        5,
+        args.clone(),
+        Some((&state, approve.clone())),
+    );
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(paid(&log, "raw"), [9]);
+    // Replayed, the same retry runs nothing: the run no longer holds that question (and
+    // `pay` is no longer allowed: the run is in step `Paid`).
+    let replayed = call(addr, &token, 6, args, Some((&state, approve)));
+    assert_eq!(replayed["result"]["isError"], true, "{replayed}");
+    assert_eq!(paid(&log, "raw"), [9], "a replay runs nothing");
+}
