@@ -62,6 +62,11 @@ fn print(event: &HookEvent) {
         HookEvent::Reminded { tool } => {
             println!("  text while `{tool}` is forced -> asked again")
         }
+        HookEvent::AwaitingApproval { request } => println!(
+            "  {} -> waits for a human ({})",
+            request.call.name, request.reason
+        ),
+        other => println!("  {other:?}"),
     }
 }
 

@@ -277,16 +277,10 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             stop: StopReason::MaxRounds,
             pending: None,
         };
-        // Once a human rejected a call in this turn, no tool is forced: the model must be
-        // free to answer instead of calling the rejected tool again.
-        let mut rejected = resumed.as_ref().is_some_and(|r| r.rejection.is_some());
         for number in first..=self.max_rounds.max(first) {
             let mut round = match resumed.take() {
                 Some(round) => round,
-                None => {
-                    self.call_model(session, conversation, number, rejected)
-                        .await?
-                }
+                None => self.call_model(session, conversation, number).await?,
             };
             turn.usage.prompt = turn.usage.prompt.saturating_add(round.usage.prompt);
             turn.usage.completion = turn.usage.completion.saturating_add(round.usage.completion);
@@ -294,10 +288,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             while let Some(call) = calls.next() {
                 // Checked against the state after the previous call of this same step.
                 let report = match self.execute(session, call, round.rejection.take()).await {
-                    Executed::Done(report) => {
-                        rejected |= report.refusal == Some(RefusalKind::Rejected);
-                        report
-                    }
+                    Executed::Done(report) => report,
                     Executed::Paused(call, reason) => {
                         // The session holds the question until the answer or the next
                         // event: the host saves it with the pending state.
@@ -358,15 +349,11 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         session: &mut Session<M>,
         conversation: &mut Vec<ChatMessage>,
         number: usize,
-        unforced: bool,
     ) -> Result<Round, AgentError> {
         let RoundPlan {
             offered,
-            mut tool_choice,
+            tool_choice,
         } = self.policy.plan(session);
-        if unforced && matches!(tool_choice, ToolChoice::Tool(_)) {
-            tool_choice = ToolChoice::Auto;
-        }
         let mut messages = Vec::with_capacity(conversation.len() + 1);
         messages.push(ChatMessage::System {
             content: self.system_prompt(session),

@@ -6,7 +6,7 @@
 
 use crate::model::{ToolCall, ToolChoice};
 use orch_runtime::dynamic::DynSession;
-use orch_runtime::{CallDigest, Denied, Machine, Session, StepEnum, ToolEnum};
+use orch_runtime::{Approval, CallDigest, Denied, Machine, Session, StepEnum, ToolEnum, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// What to offer the model for its next call.
@@ -201,6 +201,8 @@ pub trait Orchestrated {
     /// approval of the call, which this consumes, and is refused as rejected on a held
     /// rejection of it.
     fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial>;
+    /// The verdict on a call the session holds (semantics §13), if any.
+    fn approval(&self) -> Option<Approval>;
     /// Holds the question "may this exact call run?" put to a human (semantics §13).
     fn ask_approval(&mut self, call: CallDigest);
     /// Applies a human's answer to the question held about `call`: `false`, changing
@@ -241,6 +243,10 @@ impl<M: Machine> Orchestrated for Session<M> {
             .map_err(|d| Denial::from(&d))
     }
 
+    fn approval(&self) -> Option<Approval> {
+        Self::approval(self)
+    }
+
     fn ask_approval(&mut self, call: CallDigest) {
         self.ask(call);
     }
@@ -273,6 +279,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
         DynSession::admit_call(self, name, call).map_err(|d| Denial::from(&d))
+    }
+
+    fn approval(&self) -> Option<Approval> {
+        Self::approval(self)
     }
 
     fn ask_approval(&mut self, call: CallDigest) {
@@ -323,9 +333,14 @@ impl Policy {
     /// What to offer the model for its next call.
     pub fn plan<S: Orchestrated + ?Sized>(&self, session: &S) -> RoundPlan {
         let offered = self.offered(session);
+        // While the session holds a human's rejection (nothing happened since), no tool is
+        // forced: the model must be free to answer instead of calling it again.
+        let rejected = session
+            .approval()
+            .is_some_and(|a| a.verdict == Verdict::Rejected);
         let tool_choice = if offered.is_empty() {
             ToolChoice::None
-        } else if offered.len() == 1 && session.expected_tools().is_some() {
+        } else if offered.len() == 1 && session.expected_tools().is_some() && !rejected {
             ToolChoice::Tool(offered[0].clone())
         } else {
             ToolChoice::Auto

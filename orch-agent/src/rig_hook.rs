@@ -12,13 +12,20 @@
 //! - **after a tool ran** (`on_outcome`): it is recorded, and the next model call sees
 //!   the new state;
 //! - **a text answer while a tool is forced** (`on_model_turn_finished`): the turn is
-//!   retried with the reminder of what the sequence requires.
+//!   retried with the reminder of what the sequence requires;
+//! - **a gated call** (`approve`, semantics §13) waits for a human: with an
+//!   [`OrchHook::approver`], the call waits in `on_dispatch` while the approver decides
+//!   (it runs once if approved; the model is told if not); without one, the run stops
+//!   there ([`OrchHook::pending`] says which call waits, serializable with the session),
+//!   and once [`OrchHook::answer`] applied the human's answer the next run lets that exact
+//!   call through (once) or refuses it as rejected.
 //!
 //! Built against rig-agent / rig-core **0.44.0** (the newest release that builds with
 //! Rust 1.95; 0.45 and later require Rust 1.97.1).
 
-use crate::model::ToolChoice;
-use crate::policy::{Orchestrated, Policy};
+use crate::model::{ToolCall, ToolChoice};
+use crate::policy::{ApprovalRequest, Decision, Orchestrated, Policy, Refusal, RefusalKind};
+use orch_runtime::CallDigest;
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
     HookContext, InvalidToolCallAction, InvalidToolCallContext, InvalidToolCallReason,
@@ -26,10 +33,14 @@ use rig_agent::agent::{
 };
 use rig_agent::run::patch::RequestPatch;
 use rig_core::message::{AssistantContent, ToolChoice as RigToolChoice, ToolName};
+use rig_core::tool::ToolErrorKind;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// What the hook did, for a host that shows or logs it (see [`OrchHook::on_event`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HookEvent {
     /// A model call is about to be made with these tools and this choice.
     ModelCall {
@@ -59,9 +70,16 @@ pub enum HookEvent {
         /// The forced tool.
         tool: String,
     },
+    /// A gated call waits for a human (semantics §13).
+    AwaitingApproval {
+        /// The call and what to show the human.
+        request: ApprovalRequest,
+    },
 }
 
 type Listener = Arc<dyn Fn(&HookEvent) + Send + Sync>;
+type Approver =
+    Arc<dyn Fn(ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send>> + Send + Sync>;
 
 /// The orchestration of one session as a rig [`AgentHook`]. Give it to
 /// `AgentBuilder::add_hook`; the session it drives is shared with the host (read it
@@ -83,6 +101,16 @@ pub struct OrchHook<S> {
     policy: Policy,
     session: Arc<Mutex<S>>,
     listener: Option<Listener>,
+    approver: Option<Approver>,
+    /// The call a run stopped on for a human, and the last answer applied (for the
+    /// model's text when it was a rejection).
+    approvals: Arc<Mutex<Approvals>>,
+}
+
+#[derive(Default)]
+struct Approvals {
+    pending: Option<ApprovalRequest>,
+    answered: Option<(CallDigest, Decision)>,
 }
 
 impl<S> Clone for OrchHook<S> {
@@ -91,6 +119,8 @@ impl<S> Clone for OrchHook<S> {
             policy: self.policy.clone(),
             session: Arc::clone(&self.session),
             listener: self.listener.clone(),
+            approver: self.approver.clone(),
+            approvals: Arc::clone(&self.approvals),
         }
     }
 }
@@ -104,6 +134,96 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
             policy,
             session,
             listener: None,
+            approver: None,
+            approvals: Arc::default(),
+        }
+    }
+
+    /// Asks `approver` about each gated call while the call waits: it runs (once) if the
+    /// decision approves it, and the model is told if not. Without an approver a gated
+    /// call stops the run (see [`OrchHook::pending`]).
+    pub fn approver<F, Fut>(mut self, approver: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Decision> + Send + 'static,
+    {
+        self.approver = Some(Arc::new(move |request| Box::pin(approver(request))));
+        self
+    }
+
+    /// The gated call the last run stopped on (no approver): what to show the human.
+    /// The session holds the question meanwhile; keep both (the request serializes) and
+    /// apply the answer with [`OrchHook::answer`].
+    pub fn pending(&self) -> Option<ApprovalRequest> {
+        self.lock_approvals().pending.clone()
+    }
+
+    /// Applies a human's answer to `request` (from [`OrchHook::pending`], possibly saved
+    /// and loaded since): `false`, changing nothing, when the session no longer holds
+    /// that question. Then run the agent again: when the model repeats that exact call
+    /// it runs once if approved, and is refused as rejected otherwise.
+    pub fn answer(&self, request: &ApprovalRequest, decision: Decision) -> bool {
+        let applied = self.with_session(|s| self.policy.answer(s, request, &decision));
+        if applied {
+            let mut approvals = self.lock_approvals();
+            approvals.pending = None;
+            approvals.answered = Some((request.digest, decision));
+        }
+        applied
+    }
+
+    fn lock_approvals(&self) -> std::sync::MutexGuard<'_, Approvals> {
+        self.approvals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A gated call of `tool`: ask, then either wait for the approver or stop the run.
+    async fn gate(&self, call: ToolCall, digest: CallDigest) -> DispatchAction {
+        let tool = call.name.clone();
+        let reason = match self.with_session(|s| s.check_tool(&tool)) {
+            Err(denial) => denial.message,
+            Ok(()) => format!("`{tool}` needs a human's approval"),
+        };
+        let request = self.with_session(|s| self.policy.ask(s, call, reason));
+        self.emit(HookEvent::AwaitingApproval {
+            request: request.clone(),
+        });
+        let Some(approver) = self.approver.clone() else {
+            let why = format!(
+                "`{tool}` needs a human's approval of this call: the run stops here (OrchHook::pending says which call waits)"
+            );
+            self.lock_approvals().pending = Some(request);
+            return DispatchAction::stop(why);
+        };
+        let decision = approver(request.clone()).await;
+        if !self.answer(&request, decision) {
+            let now = self.with_session(|s| self.policy.what_now(s, true));
+            let why = format!("error: `{tool}` was not run: the session changed while a human decided about it. {now}");
+            return DispatchAction::skip(self.refuse(&tool, why));
+        }
+        match self.with_session(|s| self.policy.admit_call(s, &tool, &digest)) {
+            Ok(()) => DispatchAction::proceed(),
+            Err(refusal) => self.refused(refusal, &digest),
+        }
+    }
+
+    /// Skips a refused call with the reason (a rejection with the human's words).
+    fn refused(&self, refusal: Refusal, digest: &CallDigest) -> DispatchAction {
+        let tool = refusal.tool.clone();
+        match refusal.kind {
+            RefusalKind::Rejected => {
+                let approvals = self.lock_approvals();
+                let decision = approvals
+                    .answered
+                    .as_ref()
+                    .filter(|(d, _)| d == digest)
+                    .map(|(_, decision)| decision.clone());
+                drop(approvals);
+                let why = Policy::rejected(refusal, decision.as_ref());
+                DispatchAction::skip(self.refuse(&tool, why))
+            }
+            _ => DispatchAction::skip(self.refuse(&tool, refusal.reason)),
         }
     }
 
@@ -177,15 +297,33 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
         let Some(tool) = event.tool_name() else {
             return DispatchAction::proceed();
         };
-        match self.with_session(|s| self.policy.admit(s, tool)) {
+        let arguments = event.tool_args().unwrap_or_default();
+        let digest = CallDigest::of_text(tool, arguments);
+        match self.with_session(|s| self.policy.admit_call(s, tool, &digest)) {
+            Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
+                let call = ToolCall {
+                    id: event.call_id.map(|id| id.to_string()).unwrap_or_default(),
+                    name: tool.to_owned(),
+                    arguments: arguments.to_owned(),
+                };
+                self.gate(call, digest).await
+            }
+            // Admitted (consuming an approval), or refused with the reason.
             Ok(()) => DispatchAction::proceed(),
-            Err(refusal) => DispatchAction::skip(self.refuse(tool, refusal.reason)),
+            Err(refusal) => self.refused(refusal, &digest),
         }
     }
 
     async fn on_outcome(&self, _ctx: &HookContext, event: OutcomeEvent<'_>) -> OutcomeAction {
-        // Only a tool whose body ran has a tool result; a skipped call resolves failed.
-        if let (Some(tool), Some(_)) = (event.tool_name(), event.tool_result()) {
+        // Only a tool whose body ran is recorded. rig hands a call this hook (or a layer)
+        // refused to this hook too, as a *skipped* result; a tool rig does not know, or
+        // whose arguments it could not decode, never ran either.
+        let ran = event.tool_result().is_some_and(|r| {
+            !r.is_skipped()
+                && !r.is_error_kind(ToolErrorKind::NotFound)
+                && !r.is_error_kind(ToolErrorKind::InvalidArgs)
+        });
+        if let (Some(tool), true) = (event.tool_name(), ran) {
             let outcome = self.with_session(|s| self.policy.record(s, tool));
             self.emit(HookEvent::Recorded {
                 tool: tool.to_owned(),

@@ -193,3 +193,71 @@ async fn invalid_arguments_are_not_executed() {
     let results = fake::tool_results_openai(&fake.requests()[1]);
     assert!(results[0].contains("not valid JSON"), "{results:?}");
 }
+
+mod approvals {
+    //! The agent loop over genai pauses on a gated call (semantics §13) and resumes with
+    //! the human's answer, over both wire formats.
+    use super::common::fake::{call, text, Fake};
+    use genai::adapter::AdapterKind;
+    use orch_agent::{Agent, Decision, GenaiModel, StopReason, ToolRegistry};
+    use std::sync::{Arc, Mutex};
+
+    orch_macros::orchestration!(file = "../examples/agents/refund-desk/template.json");
+    use refund_desk::{Machine, Session};
+
+    fn tools(log: &Arc<Mutex<Vec<String>>>) -> ToolRegistry {
+        let mut reg = ToolRegistry::new();
+        for name in ["lookup_order", "issue_refund", "send_email"] {
+            let l = Arc::clone(log);
+            let schema = serde_json::json!({"type": "object"});
+            reg.register(name, name, schema, move |_| {
+                let l = Arc::clone(&l);
+                async move {
+                    l.lock().unwrap().push(name.to_owned());
+                    Ok(format!("{name} done"))
+                }
+            });
+        }
+        reg
+    }
+
+    async fn pause_and_approve(kind: AdapterKind) {
+        let fake = Fake::new([
+            call("lookup_order", r#"{"order": "A-1"}"#),
+            call("issue_refund", r#"{"order": "A-1", "amount": 10}"#),
+            call("send_email", "{}"),
+            text("Refunded."),
+        ]);
+        let base = fake.start().await;
+        let model =
+            GenaiModel::at(kind, &base, Some("sk-test".into()), "fake-model").expect("a client");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut agent = Agent::<Machine, _>::new(model, tools(&log));
+        let mut session = Session::new();
+        let mut conversation = Vec::new();
+        let turn = agent
+            .run_turn(&mut session, &mut conversation, "refund A-1")
+            .await
+            .unwrap();
+        assert_eq!(turn.stop, StopReason::NeedsApproval, "{kind:?}");
+        assert_eq!(*log.lock().unwrap(), ["lookup_order"], "{kind:?}");
+        let pending = turn.pending.unwrap();
+        let turn = agent
+            .resume_turn(&mut session, &mut conversation, pending, Decision::Approve)
+            .await
+            .unwrap();
+        assert_eq!(turn.stop, StopReason::Answered, "{kind:?}");
+        assert_eq!(turn.final_text, "Refunded.");
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["lookup_order", "issue_refund", "send_email"],
+            "{kind:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_gated_call_pauses_and_resumes_over_openai_and_anthropic() {
+        pause_and_approve(AdapterKind::OpenAI).await;
+        pause_and_approve(AdapterKind::Anthropic).await;
+    }
+}

@@ -108,6 +108,17 @@ async fn a_misbehaving_model_cannot_break_the_sequence() {
         3,
         "completed within one user turn"
     );
+    // Only what ran is recorded: rig hands the hook refused calls as skipped results,
+    // and they must not enter the session's history.
+    let recorded: Vec<String> = run
+        .session
+        .history()
+        .map(|h| match h {
+            orch_runtime::HistoryEntry::Tool(t) => orch_runtime::ToolEnum::name(t).to_owned(),
+            orch_runtime::HistoryEntry::Foreign => "(foreign)".to_owned(),
+        })
+        .collect();
+    assert_eq!(recorded, ["search", "think", "reflect"]);
 
     // Every model call offered only the allowed tools and forced the expected one.
     assert_eq!(run.requests.len(), 9);
