@@ -40,6 +40,7 @@ orch::include_machine!("wide");
 orch::include_machine!("sequence-shaped");
 orch::include_machine!("messages-40");
 orch::include_machine!("conformance");
+orch::include_machine!("approvals");
 
 #[test]
 fn the_hot_path_does_not_allocate() {
@@ -107,6 +108,29 @@ fn the_hot_path_does_not_allocate() {
         }
     });
     assert_eq!(n, 0, "200-tool hot path allocated {n} times");
+
+    // Approvals (semantics §13.1): the third answer of `check`, holding and answering a
+    // verdict, admitting a call against it. (The digest of a call is computed once per
+    // call by the host, from its arguments; hashing canonical bytes does not allocate.)
+    let mut gated = approvals::Session::new();
+    let n = allocations_during(|| {
+        use approvals::Tool;
+        let call = orch::CallDigest::of_canonical("pay", black_box(b"{\"amount\":10}"));
+        for _ in 0..50 {
+            gated.reset();
+            black_box(gated.record(Tool::AddToCart));
+            black_box(gated.record(Tool::Confirm));
+            black_box(gated.check(Tool::Pay).is_err());
+            black_box(gated.check_call(Tool::Pay, &call).is_err());
+            gated.ask(call);
+            black_box(gated.answer(call, true));
+            black_box(gated.admit_call(Tool::Pay, &call).is_ok());
+            gated.reject(call);
+            black_box(gated.check_call(Tool::Pay, &call).is_err());
+            black_box(gated.check_call_name("pay", &call).is_err());
+        }
+    });
+    assert_eq!(n, 0, "approvals allocated {n} times");
 
     // Incremental condition state: sequences that complete and change the step
     // (shift-and matchers), `tool_used` and `not_recently_used` (counters), and messages
