@@ -35,6 +35,12 @@ fn tools() -> (ToolRegistry, Log) {
     (reg, log)
 }
 
+/// How many refunds ran.
+fn refunds(log: &Log) -> usize {
+    let log = log.lock().unwrap();
+    log.iter().filter(|l| l.starts_with("issue_refund")).count()
+}
+
 const REFUND: &str = r#"{"order": "A-1", "amount": 10}"#;
 
 /// Runs "refund A-1" up to the pause on `issue_refund`, with `after` planned next.
@@ -96,14 +102,7 @@ async fn an_approved_call_runs_once_and_the_turn_goes_on() {
         .unwrap();
     assert_eq!(turn.stop, StopReason::Answered);
     assert_eq!(turn.final_text, "Refunded.");
-    assert_eq!(
-        log.lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.starts_with("issue_refund"))
-            .count(),
-        1
-    );
+    assert_eq!(refunds(&log), 1);
     // The round's other call ran after it, in order; the sequence completed.
     let executed: Vec<&str> = turn.rounds[0]
         .calls
@@ -128,14 +127,7 @@ async fn an_approved_call_runs_once_and_the_turn_goes_on() {
         .await
         .unwrap_err();
     assert!(matches!(again, AgentError::StaleApproval(_)), "{again}");
-    assert_eq!(
-        log.lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.starts_with("issue_refund"))
-            .count(),
-        1
-    );
+    assert_eq!(refunds(&log), 1);
 }
 
 #[tokio::test]
@@ -158,11 +150,7 @@ async fn a_rejected_call_never_runs_and_the_model_is_told() {
         .await
         .unwrap();
     assert_eq!(turn.stop, StopReason::Answered);
-    assert!(log
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|l| !l.starts_with("issue_refund")));
+    assert_eq!(refunds(&log), 0);
     let first = &turn.rounds[0].calls[0];
     assert_eq!(first.refusal, Some(RefusalKind::Rejected));
     assert!(
@@ -204,11 +192,7 @@ async fn other_arguments_ask_again() {
         next.request.call.arguments,
         r#"{"order": "A-1", "amount": 9}"#
     );
-    assert!(log
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|l| !l.starts_with("issue_refund")));
+    assert_eq!(refunds(&log), 0);
 }
 
 #[tokio::test]
@@ -229,11 +213,7 @@ async fn a_changed_session_or_an_altered_pending_state_resumes_nothing() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no longer waits"), "{err}");
-    assert!(log
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|l| !l.starts_with("issue_refund")));
+    assert_eq!(refunds(&log), 0);
 }
 
 #[tokio::test]
@@ -256,9 +236,5 @@ async fn bad_arguments_to_a_gated_tool_are_refused_without_asking() {
     let call = &turn.rounds[1].calls[0];
     assert!(!call.executed);
     assert!(call.result.contains("not valid JSON"), "{}", call.result);
-    assert!(log
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|l| !l.starts_with("issue_refund")));
+    assert_eq!(refunds(&log), 0);
 }

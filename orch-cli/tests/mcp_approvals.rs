@@ -13,10 +13,8 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 use support::http::{run_token, MODERN};
-use support::{here, log_lines, python, temp_dir, wait, Gateway};
+use support::{here, log_lines, python, temp_dir, Gateway};
 
 const OPERATOR: &str = "operator-token-for-the-approval-tests";
 
@@ -30,28 +28,24 @@ fn client(
     extra: &[&str],
 ) -> Value {
     let token = run_token(&gw.addr, Some(OPERATOR));
-    let mut child = Command::new(python)
-        .arg(here("approval_client.py"))
-        .args([
-            "--url", &gw.url, "--token", &token, "--mode", mode, "--run", run,
-        ])
-        .args(["--answers", answers])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start approval_client.py");
-    let status = wait(&mut child, Duration::from_secs(120));
-    let _ = child.kill();
-    let output = child.wait_with_output().expect("its output");
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "approval_client.py --mode {mode} failed ({status:?})\n--- stdout\n{out}\n--- stderr\n{err}"
-    );
-    serde_json::from_str(out.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {out}"))
+    let mut args = vec![
+        "--url", &gw.url, "--token", &token, "--mode", mode, "--run", run,
+    ];
+    args.extend(["--answers", answers]);
+    args.extend(extra);
+    support::python_report(python, "approval_client.py", &args)
+}
+
+/// `orch mcp` on the gated shop over HTTP, its upstream logging to `log`.
+fn gated_gateway(python: &str, log: &std::path::Path) -> Gateway {
+    let upstream = support::shop_upstream(python, log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    Gateway::http(
+        &here("gated_shop.json"),
+        &[],
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+        &upstream,
+    )
 }
 
 /// The payments the upstream ran for `run`: their amounts.
@@ -69,14 +63,7 @@ fn a_human_approves_or_rejects_each_payment_on_both_revisions() {
     let python = python();
     let dir = temp_dir("approvals");
     let log = dir.join("executed.log");
-    let upstream = support::shop_upstream(&python, &log);
-    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
-    let gw = Gateway::http(
-        &here("gated_shop.json"),
-        &[],
-        &[("ORCH_MCP_TOKEN", OPERATOR)],
-        &upstream,
-    );
+    let gw = gated_gateway(&python, &log);
     for (mode, version) in [(MODERN, MODERN), ("legacy", "2025-11-25")] {
         let run = format!("{mode}-a");
         let seen = client(&python, &gw, mode, &run, "reject,approve", &[]);
@@ -176,14 +163,7 @@ fn request_state_cannot_be_replayed_forged_or_moved_to_another_call() {
     let python = python();
     let dir = temp_dir("approvals-raw");
     let log = dir.join("executed.log");
-    let upstream = support::shop_upstream(&python, &log);
-    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
-    let gw = Gateway::http(
-        &here("gated_shop.json"),
-        &[],
-        &[("ORCH_MCP_TOKEN", OPERATOR)],
-        &upstream,
-    );
+    let gw = gated_gateway(&python, &log);
     let addr = gw.addr.as_str();
     let token = run_token(addr, Some(OPERATOR));
     let args = json!({"run": "raw", "amount": 9});

@@ -36,24 +36,8 @@ fn gateway(python: &str, log: &std::path::Path, extra: &[&str], legacy: bool) ->
 
 /// run_client.py's report of one walk through the workflow.
 fn walk(python: &str, url: &str, token: &str, mode: &str, run: &str) -> Value {
-    let mut child = Command::new(python)
-        .arg(here("run_client.py"))
-        .args(["--url", url, "--token", token, "--mode", mode, "--run", run])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start run_client.py");
-    let status = wait(&mut child, Duration::from_secs(120));
-    let _ = child.kill();
-    let output = child.wait_with_output().expect("its output");
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "run_client.py --mode {mode} failed ({status:?})\n--- stdout\n{out}\n--- stderr\n{err}"
-    );
-    let last = out.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"))
+    let args = ["--url", url, "--token", token, "--mode", mode, "--run", run];
+    support::python_report(python, "run_client.py", &args)
 }
 
 #[test]

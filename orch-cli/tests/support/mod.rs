@@ -125,6 +125,29 @@ pub fn redis() -> (Guard, String) {
     (guard, format!("redis://127.0.0.1:{port}"))
 }
 
+/// Runs the Python client `script` (in tests/mcp/) with `args`, within two minutes, and
+/// returns the JSON object it printed last; a failure shows its stdout and stderr.
+pub fn python_report(python: &str, script: &str, args: &[&str]) -> Value {
+    let mut child = Command::new(python)
+        .arg(here(script))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {script}: {e}"));
+    let status = wait(&mut child, Duration::from_secs(120));
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("its output");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{script} {args:?} failed ({status:?})\n--- stdout\n{out}\n--- stderr\n{err}"
+    );
+    let last = out.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 /// The JSON lines of an upstream's log (the test servers append one per tool they run).
 pub fn log_lines(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)
