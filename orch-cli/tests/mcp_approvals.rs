@@ -36,13 +36,14 @@ fn client(
     support::python_report(python, "approval_client.py", &args)
 }
 
-/// `orch mcp` on the gated shop over HTTP, its upstream logging to `log`.
-fn gated_gateway(python: &str, log: &std::path::Path) -> Gateway {
+/// `orch mcp` on the gated shop over HTTP with `extra` options, its upstream logging
+/// to `log`.
+fn gated_gateway(python: &str, log: &std::path::Path, extra: &[&str]) -> Gateway {
     let upstream = support::shop_upstream(python, log);
     let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
     Gateway::http(
         &here("gated_shop.json"),
-        &[],
+        extra,
         &[("ORCH_MCP_TOKEN", OPERATOR)],
         &upstream,
     )
@@ -63,7 +64,7 @@ fn a_human_approves_or_rejects_each_payment_on_both_revisions() {
     let python = python();
     let dir = temp_dir("approvals");
     let log = dir.join("executed.log");
-    let gw = gated_gateway(&python, &log);
+    let gw = gated_gateway(&python, &log, &[]);
     for (mode, version) in [(MODERN, MODERN), ("legacy", "2025-11-25")] {
         let run = format!("{mode}-a");
         let seen = client(&python, &gw, mode, &run, "reject,approve", &[]);
@@ -163,7 +164,7 @@ fn request_state_cannot_be_replayed_forged_or_moved_to_another_call() {
     let python = python();
     let dir = temp_dir("approvals-raw");
     let log = dir.join("executed.log");
-    let gw = gated_gateway(&python, &log);
+    let gw = gated_gateway(&python, &log, &[]);
     let addr = gw.addr.as_str();
     let token = run_token(addr, Some(OPERATOR));
     let args = json!({"run": "raw", "amount": 9});
@@ -229,4 +230,37 @@ fn request_state_cannot_be_replayed_forged_or_moved_to_another_call() {
     let replayed = call(addr, &token, 6, args, Some((&state, approve)));
     assert_eq!(replayed["result"]["isError"], true, "{replayed}");
     assert_eq!(paid(&log, "raw"), [9], "a replay runs nothing");
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_question_asked_by_one_instance_is_answered_through_another() {
+    let python = python();
+    let (_redis, redis_url) = support::redis();
+    let dir = temp_dir("approvals-shared");
+    let log = dir.join("executed.log");
+    let extra = ["--redis", redis_url.as_str(), "--namespace", "approvals"];
+    let a = gated_gateway(&python, &log, &extra);
+    let b = gated_gateway(&python, &log, &extra);
+    let token = run_token(&a.addr, Some(OPERATOR));
+    let args = json!({"run": "shared", "amount": 3});
+    let asked = call(&a.addr, &token, 1, args.clone(), None);
+    let state = asked["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("asked: {asked}"))
+        .to_owned();
+    let approve = json!({"orch_approval": {"action": "accept", "content": {"approve": true}}});
+    // The retry lands on the other instance: the run in Redis holds the question.
+    let done = call(
+        &b.addr,
+        &token,
+        2,
+        args.clone(),
+        Some((&state, approve.clone())),
+    );
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    // Replayed through the first instance: nothing runs again.
+    let replayed = call(&a.addr, &token, 3, args, Some((&state, approve)));
+    assert_eq!(replayed["result"]["isError"], true, "{replayed}");
+    assert_eq!(paid(&log, "shared"), [3]);
 }
