@@ -160,6 +160,15 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         }
     }
 
+    /// Writes a decision record of every event the loop applies to the session (the
+    /// host's tools, the user's messages, each call presented, each tool that ran, each
+    /// question put to a human and its answer) to `auditor` ([`crate::audit`]).
+    #[must_use]
+    pub fn audited(mut self, auditor: std::sync::Arc<crate::audit::Auditor>) -> Self {
+        self.policy = self.policy.audited(auditor);
+        self
+    }
+
     /// The base system prompt (the orchestration fragment is appended to it).
     #[must_use]
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
@@ -217,7 +226,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
     ) -> Result<TurnReport, AgentError> {
         // The host's tools are the available set A of the session (semantics §8).
         self.policy.prepare(session);
-        session.on_user_message(message);
+        self.policy.message(session, message);
         conversation.push(ChatMessage::User {
             content: message.to_owned(),
         });

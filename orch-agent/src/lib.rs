@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+pub mod audit;
 #[cfg(feature = "genai")]
 mod genai_model;
 mod model;

@@ -4,10 +4,12 @@
 //! ran, record it. [`Agent`](crate::Agent) uses it; so can an adapter for another
 //! framework.
 
+use crate::audit::{rule_admitting, rule_of, AuditEvent, Auditor, Position};
 use crate::model::{ToolCall, ToolChoice};
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::{Approval, CallDigest, Denied, Machine, Session, StepEnum, ToolEnum, Verdict};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What to offer the model for its next call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,6 +174,7 @@ impl std::fmt::Display for Refusal {
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
     host_tools: Vec<String>,
+    auditor: Option<Arc<Auditor>>,
 }
 
 /// A session the [`Policy`] can drive by tool names: a typed [`Session`] (generated
@@ -215,6 +218,16 @@ pub trait Orchestrated {
     fn step_name(&self) -> Option<&str>;
     /// The tools the active step's unfinished sequence accepts next, if any.
     fn expected_tools(&self) -> Option<Vec<&str>>;
+    /// The position in the active step's sequence.
+    fn sequence_index(&self) -> usize;
+    /// The glob of the active step's `denied` list that refuses `name`, if one does.
+    fn deny_pattern(&self, name: &str) -> Option<&str>;
+    /// The compiled template's fingerprint.
+    fn fingerprint(&self) -> u64;
+    /// A new user message (semantics §5).
+    fn user_message(&mut self, text: &str);
+    /// Back to a fresh session (semantics §5 "reset").
+    fn reset_session(&mut self);
 }
 
 impl<M: Machine> Orchestrated for Session<M> {
@@ -266,6 +279,26 @@ impl<M: Machine> Orchestrated for Session<M> {
     fn expected_tools(&self) -> Option<Vec<&str>> {
         self.expected().map(|set| set.names().collect())
     }
+
+    fn sequence_index(&self) -> usize {
+        Session::sequence_index(self)
+    }
+
+    fn deny_pattern(&self, name: &str) -> Option<&str> {
+        Session::deny_pattern(self, name)
+    }
+
+    fn fingerprint(&self) -> u64 {
+        M::tables().fingerprint
+    }
+
+    fn user_message(&mut self, text: &str) {
+        self.on_user_message(text);
+    }
+
+    fn reset_session(&mut self) {
+        self.reset();
+    }
 }
 
 impl Orchestrated for DynSession<'_> {
@@ -304,6 +337,26 @@ impl Orchestrated for DynSession<'_> {
     fn expected_tools(&self) -> Option<Vec<&str>> {
         self.expected()
     }
+
+    fn sequence_index(&self) -> usize {
+        DynSession::sequence_index(self)
+    }
+
+    fn deny_pattern(&self, name: &str) -> Option<&str> {
+        DynSession::deny_pattern(self, name)
+    }
+
+    fn fingerprint(&self) -> u64 {
+        self.machine().fingerprint()
+    }
+
+    fn user_message(&mut self, text: &str) {
+        self.on_user_message(text);
+    }
+
+    fn reset_session(&mut self) {
+        self.reset();
+    }
 }
 
 impl Policy {
@@ -311,6 +364,50 @@ impl Policy {
     pub fn new<S: Into<String>>(host_tools: impl IntoIterator<Item = S>) -> Self {
         Policy {
             host_tools: host_tools.into_iter().map(Into::into).collect(),
+            auditor: None,
+        }
+    }
+
+    /// The same rules, writing a decision record of every event it applies to a session
+    /// (the host's tools, messages, calls presented, tools recorded, questions put to a
+    /// human and their answers, resets) to `auditor` ([`crate::audit`]).
+    #[must_use]
+    pub fn audited(mut self, auditor: Arc<Auditor>) -> Self {
+        self.auditor = Some(auditor);
+        self
+    }
+
+    /// The auditor, if the policy has one.
+    pub fn auditor(&self) -> Option<&Arc<Auditor>> {
+        self.auditor.as_ref()
+    }
+
+    /// A user message (semantics §5), recorded by the auditor.
+    pub fn message<S: Orchestrated + ?Sized>(&self, session: &mut S, text: &str) {
+        let before = self.auditor.as_ref().map(|_| Position::of(session));
+        session.user_message(text);
+        if let (Some(auditor), Some(before)) = (&self.auditor, before) {
+            let event = AuditEvent::Message {
+                text: text.to_owned(),
+            };
+            auditor.emit(session, before, event, "message", None, None, None);
+        }
+    }
+
+    /// Resets the session (semantics §5), recorded by the auditor.
+    pub fn reset<S: Orchestrated + ?Sized>(&self, session: &mut S) {
+        let before = self.auditor.as_ref().map(|_| Position::of(session));
+        session.reset_session();
+        if let (Some(auditor), Some(before)) = (&self.auditor, before) {
+            auditor.emit(
+                session,
+                before,
+                AuditEvent::Reset,
+                "reset",
+                None,
+                None,
+                None,
+            );
         }
     }
 
@@ -323,6 +420,14 @@ impl Policy {
     /// turn.
     pub fn prepare<S: Orchestrated + ?Sized>(&self, session: &mut S) {
         session.set_host_tools(&self.host_tools);
+        if let Some(auditor) = &self.auditor {
+            let event = AuditEvent::Tools {
+                names: self.host_tools.clone(),
+            };
+            let here = Position::of(session);
+            // Written when the tools differ from the last ones written.
+            auditor.emit(session, here, event, "tools", None, None, None);
+        }
     }
 
     /// The tools the session allows now, among the host's (in the host's order).
@@ -372,11 +477,57 @@ impl Policy {
         tool: &str,
         call: &CallDigest,
     ) -> Result<(), Refusal> {
-        self.known(session, tool)?;
-        match session.admit_call(tool, call) {
-            Ok(()) => Ok(()),
-            Err(denial) => Err(self.refusal(session, tool, denial)),
+        let Some(auditor) = &self.auditor else {
+            self.known(session, tool)?;
+            return match session.admit_call(tool, call) {
+                Ok(()) => Ok(()),
+                Err(denial) => Err(self.refusal(session, tool, denial)),
+            };
+        };
+        let before = Position::of(session);
+        let held = session.approval();
+        let admitting = rule_admitting(session);
+        let result = self.known(session, tool).and_then(|()| {
+            session
+                .admit_call(tool, call)
+                .map_err(|denial| self.refusal(session, tool, denial))
+        });
+        let event = AuditEvent::Call {
+            tool: tool.to_owned(),
+            call: *call,
+        };
+        match &result {
+            Ok(()) => {
+                // An approval consumed: the gate decided, with the human.
+                let rule = if session.approval() != held {
+                    crate::audit::Rule::Gate {
+                        step: before.step.clone(),
+                    }
+                } else {
+                    admitting
+                };
+                auditor.emit(session, before, event, "admitted", Some(rule), None, None);
+            }
+            Err(refusal) => {
+                let decision = match refusal.kind {
+                    RefusalKind::NeedsApproval => "needs_approval",
+                    RefusalKind::Rejected => "rejected",
+                    _ => "refused",
+                };
+                let rule = rule_of(session, tool, refusal.kind);
+                let (kind, message) = (refusal.kind.as_str().to_owned(), refusal.reason.clone());
+                auditor.emit(
+                    session,
+                    before,
+                    event,
+                    decision,
+                    Some(rule),
+                    Some(kind),
+                    Some(message),
+                );
+            }
         }
+        result
     }
 
     /// Puts the gated `call` to a human: the session holds the question (so that only
@@ -389,7 +540,7 @@ impl Policy {
         reason: String,
     ) -> ApprovalRequest {
         let digest = CallDigest::of_text(&call.name, &call.arguments);
-        session.ask_approval(digest);
+        self.ask_call(session, &call.name, digest);
         ApprovalRequest {
             step: session.step_name().map(str::to_owned),
             call,
@@ -409,7 +560,70 @@ impl Policy {
         decision: &Decision,
     ) -> bool {
         let digest = CallDigest::of_text(&request.call.name, &request.call.arguments);
-        digest == request.digest && session.answer_approval(digest, decision.approves())
+        // An altered request names a call whose digest it does not carry: nothing applies.
+        let call = if digest == request.digest {
+            digest
+        } else {
+            CallDigest::of_canonical("orch.altered-request", digest.as_bytes())
+        };
+        let reason = decision.reason();
+        self.answer_call(
+            session,
+            &request.call.name,
+            call,
+            decision.approves(),
+            reason,
+        )
+    }
+
+    /// Holds the question about the call `call` of `tool` in the session (the gate's
+    /// wording is the question's), recorded by the auditor.
+    pub fn ask_call<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        call: CallDigest,
+    ) {
+        let before = self.auditor.as_ref().map(|_| Position::of(session));
+        session.ask_approval(call);
+        if let (Some(auditor), Some(before)) = (&self.auditor, before) {
+            let message = session.check_tool(tool).err().map(|d| d.message);
+            let event = AuditEvent::Ask {
+                tool: tool.to_owned(),
+                call,
+            };
+            auditor.emit(session, before, event, "asked", None, None, message);
+        }
+    }
+
+    /// Applies a human's answer about the call `call` of `tool`: `false`, changing
+    /// nothing, when the session no longer holds that question. Recorded by the auditor
+    /// (`approved`, `denied_by_human`, or `stale`), with the human's reason.
+    pub fn answer_call<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        call: CallDigest,
+        approved: bool,
+        reason: Option<&str>,
+    ) -> bool {
+        let before = self.auditor.as_ref().map(|_| Position::of(session));
+        let applied = session.answer_approval(call, approved);
+        if let (Some(auditor), Some(before)) = (&self.auditor, before) {
+            let event = AuditEvent::Answer {
+                tool: tool.to_owned(),
+                call,
+                approved,
+                reason: reason.map(str::to_owned),
+            };
+            let outcome = match (applied, approved) {
+                (false, _) => "stale",
+                (true, true) => "approved",
+                (true, false) => "denied_by_human",
+            };
+            auditor.emit(session, before, event, outcome, None, None, None);
+        }
+        applied
     }
 
     /// The model's text for a call a human rejected, with the human's reason.
@@ -457,7 +671,26 @@ impl Policy {
     /// Records that `tool` ran (whatever it returned): the outcome (`advanced`,
     /// `completed`, `free`, `out_of_sequence`, `not_allowed`).
     pub fn record<S: Orchestrated + ?Sized>(&self, session: &mut S, tool: &str) -> &'static str {
-        session.record_tool(tool)
+        let Some(auditor) = &self.auditor else {
+            return session.record_tool(tool);
+        };
+        let before = Position::of(session);
+        let rule = rule_admitting(session);
+        let outcome = session.record_tool(tool);
+        let event = AuditEvent::Record {
+            tool: tool.to_owned(),
+        };
+        let outcome_text = Some(outcome.to_owned());
+        auditor.emit(
+            session,
+            before,
+            event,
+            "recorded",
+            Some(rule),
+            outcome_text,
+            None,
+        );
+        outcome
     }
 
     /// "Allowed now: a, b. The sequence of step `S` expects `x` next."

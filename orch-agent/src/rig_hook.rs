@@ -233,6 +233,12 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
         self
     }
 
+    /// Applies a user message to the session (the hook sees tool calls only; the host
+    /// passes the user's messages), through the policy, so an audited policy records it.
+    pub fn user_message(&self, text: &str) {
+        self.with_session(|s| self.policy.message(s, text));
+    }
+
     /// The session.
     pub fn session(&self) -> &Arc<Mutex<S>> {
         &self.session

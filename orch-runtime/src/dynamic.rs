@@ -318,6 +318,13 @@ impl<'m> DynSession<'m> {
         self.state.answer(call, approved)
     }
 
+    /// The glob of the active step's `denied` list that refuses the tool `name`: the
+    /// rule of [`crate::Session::deny_pattern`].
+    pub fn deny_pattern(&self, name: &str) -> Option<&'m str> {
+        let step = self.state.active()?;
+        self.machine.tables.view().deny_pattern(step, name)
+    }
+
     /// The verdict the session holds, if any (cleared by the next event).
     pub fn approval(&self) -> Option<Approval> {
         self.state.approval

@@ -340,6 +340,14 @@ impl<M: Machine> Session<M> {
         self.state.answer(call, approved)
     }
 
+    /// The glob of the active step's `denied` list that refuses the tool `name`, if one
+    /// does: what to name as the rule behind a "not allowed" (exact names in `denied`
+    /// are not kept apart from "not in `allowed`").
+    pub fn deny_pattern(&self, name: &str) -> Option<&'static str> {
+        let step = self.state.active()?;
+        M::tables().deny_pattern(step, name)
+    }
+
     /// The verdict the session holds, if any (cleared by the next event).
     pub fn approval(&self) -> Option<Approval> {
         self.state.approval

@@ -350,6 +350,18 @@ impl<'a, S: AsRef<str>> Tables<'a, S> {
         }
     }
 
+    /// The first glob of step `step`'s `denied` list that matches `name`, if any: the
+    /// rule that refused it, for an explanation (exact names in `denied` are folded
+    /// into the step's static set and are not kept apart).
+    pub fn deny_pattern(&self, step: usize, name: &str) -> Option<&'a str> {
+        let s = self.steps.get(step)?;
+        let patterns: &'a [S] = self.patterns.get(s.deny_patterns.range())?;
+        patterns
+            .iter()
+            .map(AsRef::as_ref)
+            .find(|p| crate::text::glob_match(p, name))
+    }
+
     /// Would step `step`'s `allowed`/`denied` patterns let a foreign tool `name` through?
     pub fn foreign_permitted(&self, step: usize, name: &str) -> bool {
         let Some(s) = self.steps.get(step) else {

@@ -1,0 +1,655 @@
+//! Decision records: every event a host applies to a session — the host's tools, a user
+//! message, a call presented for admission, a tool that ran, a question put to a human
+//! and its answer, a reset — as one structured record of what was decided, by which
+//! rule, and where the session stood before and after. A host gives a [`Policy`] an
+//! [`Auditor`] (`Policy::audited`) and every decision the policy takes is written to the
+//! auditor's sink: a callback, JSON lines in a file ([`JsonLines`]), or anything that
+//! implements [`DecisionSink`].
+//!
+//! Records can be chained ([`Auditor::chained`]): each carries the SHA-256 of the one
+//! before it (`prev`) and its own (`hash`), so removing, inserting, reordering or editing
+//! a record breaks the chain where it happened ([`verify_chain`], `orch audit verify`).
+//! Transitions are deterministic, so the events alone re-derive every decision: `orch
+//! replay TEMPLATE LOG` does, and names the first record that does not follow.
+//!
+//! With no auditor, a policy costs what it did: the session's engine is never touched.
+//!
+//! [`Policy`]: crate::Policy
+
+use crate::policy::{Orchestrated, RefusalKind};
+use orch_runtime::CallDigest;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The record format this crate writes (`v` of every record).
+pub const RECORD_VERSION: u32 = 1;
+
+/// What happened to the session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuditEvent {
+    /// The host's tools (the session's available set, semantics §8): first in a log, and
+    /// again whenever they change.
+    Tools {
+        /// The tool names, in the host's order.
+        names: Vec<String>,
+    },
+    /// A user message (semantics §5).
+    Message {
+        /// Its text.
+        text: String,
+    },
+    /// A call presented for admission: it runs only if admitted.
+    Call {
+        /// The tool.
+        tool: String,
+        /// The call's digest (tool and canonical arguments).
+        call: CallDigest,
+    },
+    /// A tool ran (semantics §5 "record").
+    Record {
+        /// The tool.
+        tool: String,
+    },
+    /// A gated call was put to a human (semantics §13.1).
+    Ask {
+        /// The tool.
+        tool: String,
+        /// The call's digest.
+        call: CallDigest,
+    },
+    /// A human answered the question about a call.
+    Answer {
+        /// The tool.
+        tool: String,
+        /// The call's digest.
+        call: CallDigest,
+        /// Approved or not.
+        approved: bool,
+        /// The human's reason, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The session was reset (semantics §5).
+    Reset,
+}
+
+/// Where a session stands: its active step and sequence index.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    /// The active step.
+    pub step: Option<String>,
+    /// The position in its sequence.
+    pub index: usize,
+}
+
+impl Position {
+    /// Where `session` stands now.
+    pub fn of<S: Orchestrated + ?Sized>(session: &S) -> Self {
+        Position {
+            step: session.step_name().map(str::to_owned),
+            index: session.sequence_index(),
+        }
+    }
+}
+
+/// The rule that decided a call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Rule {
+    /// No step was active: the orchestration's own gate (if any) alone decides.
+    NoStep,
+    /// The active step's `allowed`/`denied` lists; `pattern`: the `denied` glob that
+    /// refused the tool, when one did.
+    Step {
+        /// The step.
+        step: String,
+        /// The refusing `denied` glob.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pattern: Option<String>,
+    },
+    /// The active step's sequence, waiting at `position` for one of `expected`.
+    Sequence {
+        /// The step.
+        step: String,
+        /// The sequence position.
+        position: usize,
+        /// The tools that position accepts.
+        expected: Vec<String>,
+    },
+    /// The host: it does not have the tool (or has not made it available).
+    Host,
+    /// An approval gate (semantics §13): of `step`, or the orchestration's (`None`).
+    Gate {
+        /// The gating step.
+        step: Option<String>,
+    },
+}
+
+/// One decision, as written to a sink (one JSON object per line).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRecord {
+    /// [`RECORD_VERSION`].
+    pub v: u32,
+    /// 1, 2, ... within the auditor's log.
+    pub seq: u64,
+    /// When, in RFC 3339 UTC with milliseconds.
+    pub time: String,
+    /// The run or session it belongs to (the host's name for it).
+    pub run: String,
+    /// The compiled template's fingerprint, 16 hex digits.
+    pub fingerprint: String,
+    /// What happened.
+    pub event: AuditEvent,
+    /// Where the session stood before.
+    pub before: Position,
+    /// Where it stands after.
+    pub after: Position,
+    /// What was decided: `tools`, `message`, `reset`, `admitted`, `refused`,
+    /// `needs_approval`, `rejected`, `recorded`, `asked`, `approved`, `denied_by_human`
+    /// or `stale` (an answer the session no longer waited for).
+    pub decision: String,
+    /// The rule that decided a call (for `admitted`, `refused`, `needs_approval`,
+    /// `rejected`, `recorded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
+    /// The refusal kind (`not_allowed`, `out_of_sequence`, ...) or the record outcome
+    /// (`advanced`, `completed`, `free`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// orch's own words for a refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The SHA-256 (hex) of the previous record of a chained log (`None` for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+    /// The SHA-256 (hex) of this record without `hash`, in a chained log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+}
+
+impl DecisionRecord {
+    /// The record as one JSON line (no newline).
+    pub fn to_json(&self) -> String {
+        // Plain strings, numbers and enums: serializing cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The hash a chained log gives this record: SHA-256 of its JSON without `hash`.
+    pub fn digest(&self) -> String {
+        let mut unhashed = self.clone();
+        unhashed.hash = None;
+        hex(&hmac_sha256::Hash::hash(unhashed.to_json().as_bytes()))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where records go. Implemented for any `Fn(&DecisionRecord) + Send + Sync` (a
+/// callback) and by [`JsonLines`].
+pub trait DecisionSink: Send + Sync {
+    /// Takes one record. A sink that fails says why; the decision stands either way (the
+    /// auditor reports the failure to stderr once per failure streak).
+    fn write(&self, record: &DecisionRecord) -> Result<(), String>;
+}
+
+impl<F: Fn(&DecisionRecord) + Send + Sync> DecisionSink for F {
+    fn write(&self, record: &DecisionRecord) -> Result<(), String> {
+        self(record);
+        Ok(())
+    }
+}
+
+/// JSON lines appended to a file, each flushed as it is written.
+pub struct JsonLines {
+    file: Mutex<std::fs::File>,
+}
+
+impl JsonLines {
+    /// Appends to `path` (created if missing).
+    pub fn append(path: impl AsRef<std::path::Path>) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(JsonLines {
+            file: Mutex::new(file),
+        })
+    }
+}
+
+impl DecisionSink for JsonLines {
+    fn write(&self, record: &DecisionRecord) -> Result<(), String> {
+        let mut line = record.to_json();
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Writes the decisions of one run to a sink, numbering (and optionally chaining) them.
+pub struct Auditor {
+    sink: Arc<dyn DecisionSink>,
+    run: String,
+    chained: bool,
+    state: Mutex<Chain>,
+}
+
+#[derive(Default)]
+struct Chain {
+    seq: u64,
+    prev: Option<String>,
+    tools: Option<Vec<String>>,
+    failing: bool,
+}
+
+impl std::fmt::Debug for Auditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auditor")
+            .field("run", &self.run)
+            .field("chained", &self.chained)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Auditor {
+    /// An auditor of the run `run`, writing to `sink`.
+    pub fn new(sink: impl DecisionSink + 'static, run: impl Into<String>) -> Self {
+        Auditor {
+            sink: Arc::new(sink),
+            run: run.into(),
+            chained: false,
+            state: Mutex::default(),
+        }
+    }
+
+    /// Chains the records: each carries the hash of the one before and its own.
+    #[must_use]
+    pub fn chained(mut self) -> Self {
+        self.chained = true;
+        self
+    }
+
+    /// Continues a chained log that ends with `last` (after a restart): numbering and
+    /// chaining go on from it.
+    #[must_use]
+    pub fn continuing(self, last: &DecisionRecord) -> Self {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.seq = last.seq;
+            state.prev = last.hash.clone();
+        }
+        self
+    }
+
+    /// Writes the record of `event`, which took `session` from `before` to where it
+    /// stands now.
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit<S: Orchestrated + ?Sized>(
+        &self,
+        session: &S,
+        before: Position,
+        event: AuditEvent,
+        decision: &str,
+        rule: Option<Rule>,
+        outcome: Option<String>,
+        message: Option<String>,
+    ) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let AuditEvent::Tools { names } = &event {
+            if state.tools.as_ref() == Some(names) {
+                return;
+            }
+            state.tools = Some(names.clone());
+        }
+        state.seq += 1;
+        let mut record = DecisionRecord {
+            v: RECORD_VERSION,
+            seq: state.seq,
+            time: now_rfc3339(),
+            run: self.run.clone(),
+            fingerprint: format!("{:016x}", session.fingerprint()),
+            event,
+            before,
+            after: Position::of(session),
+            decision: decision.to_owned(),
+            rule,
+            outcome,
+            message,
+            prev: None,
+            hash: None,
+        };
+        if self.chained {
+            record.prev = state.prev.take();
+            let hash = record.digest();
+            record.hash = Some(hash.clone());
+            state.prev = Some(hash);
+        }
+        match self.sink.write(&record) {
+            Ok(()) => state.failing = false,
+            Err(why) if !state.failing => {
+                state.failing = true;
+                eprintln!(
+                    "orch: warning: the decision log of run `{}` could not be written ({why}); decisions go on",
+                    self.run
+                );
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// The rule behind a call's refusal of `kind` in `session` (judged before the call).
+pub fn rule_of<S: Orchestrated + ?Sized>(session: &S, tool: &str, kind: RefusalKind) -> Rule {
+    let step = session.step_name().map(str::to_owned);
+    match (kind, step) {
+        (RefusalKind::UnknownTool | RefusalKind::Unavailable, _) => Rule::Host,
+        (RefusalKind::NeedsApproval | RefusalKind::Rejected, step) => Rule::Gate { step },
+        (RefusalKind::OutOfSequence, Some(step)) => Rule::Sequence {
+            step,
+            position: session.sequence_index(),
+            expected: session
+                .expected_tools()
+                .unwrap_or_default()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        },
+        (_, Some(step)) => Rule::Step {
+            pattern: session.deny_pattern(tool).map(str::to_owned),
+            step,
+        },
+        (_, None) => Rule::NoStep,
+    }
+}
+
+/// The rule that admitted a call in `session` (judged before the call).
+pub fn rule_admitting<S: Orchestrated + ?Sized>(session: &S) -> Rule {
+    match session.step_name() {
+        None => Rule::NoStep,
+        Some(step) => match session.expected_tools() {
+            Some(expected) => Rule::Sequence {
+                step: step.to_owned(),
+                position: session.sequence_index(),
+                expected: expected.into_iter().map(str::to_owned).collect(),
+            },
+            None => Rule::Step {
+                step: step.to_owned(),
+                pattern: None,
+            },
+        },
+    }
+}
+
+/// Why a chained log does not verify: the record (1-based line) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainBreak {
+    /// The 1-based line of the first record that does not follow.
+    pub line: usize,
+    /// What is wrong.
+    pub why: String,
+}
+
+impl std::fmt::Display for ChainBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.why)
+    }
+}
+
+/// Checks a chained log (JSON lines): every record parses, carries its own hash and the
+/// hash of the record before it, and numbers follow one another. Returns the number of
+/// records.
+pub fn verify_chain(log: &str) -> Result<usize, ChainBreak> {
+    let mut prev: Option<String> = None;
+    let mut seq: Option<u64> = None;
+    let mut count = 0;
+    for (i, line) in log.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fail = |why: String| ChainBreak { line: line_no, why };
+        let record: DecisionRecord =
+            serde_json::from_str(line).map_err(|e| fail(format!("not a decision record: {e}")))?;
+        let Some(hash) = &record.hash else {
+            return Err(fail(
+                "the record carries no hash: the log is not chained".into(),
+            ));
+        };
+        if *hash != record.digest() {
+            return Err(fail(format!(
+                "the record was altered: its content hashes to {}, it says {hash}",
+                record.digest()
+            )));
+        }
+        if record.prev != prev {
+            return Err(fail(match (&record.prev, &prev) {
+                (None, Some(_)) => "a record is missing before it, or the log was cut and restarted".into(),
+                _ => "it does not follow the record before it (a record was removed, inserted or reordered)".into(),
+            }));
+        }
+        if let Some(seq) = seq {
+            if record.seq != seq + 1 {
+                return Err(fail(format!("record {} follows record {seq}", record.seq)));
+            }
+        }
+        seq = Some(record.seq);
+        prev = Some(hash.clone());
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// The first record of a log that its events do not re-derive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// The 1-based line of the record.
+    pub line: usize,
+    /// Its sequence number, when it parsed.
+    pub seq: Option<u64>,
+    /// The field that differs (`fingerprint`, `decision`, `rule`, `outcome`, `message`,
+    /// `before`, `after`), or `record` when the line is not a decision record.
+    pub field: String,
+    /// What the log says.
+    pub logged: String,
+    /// What the template and the events before it derive.
+    pub derived: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}", self.line)?;
+        if let Some(seq) = self.seq {
+            write!(f, " (record {seq})")?;
+        }
+        write!(
+            f,
+            ": `{}` is {}, the template derives {}",
+            self.field, self.logged, self.derived
+        )
+    }
+}
+
+/// What a replay went through.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Records re-derived exactly.
+    pub records: usize,
+    /// Runs (distinct `run` names) among them.
+    pub runs: usize,
+}
+
+/// Re-derives every decision of `log` (JSON lines of [`DecisionRecord`]s) from its events
+/// alone, on fresh sessions of `machine` (one per run), and compares: the first record
+/// that does not follow — another template, a changed engine, a tampered log — is the
+/// `Err`. Time, numbering and hashes are not compared (`verify_chain` checks those).
+pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed, Divergence> {
+    use crate::policy::Policy;
+    use std::collections::HashMap;
+    struct Run<'m> {
+        session: orch_runtime::DynSession<'m>,
+        policy: Policy,
+        derived: Arc<Mutex<Vec<DecisionRecord>>>,
+    }
+    let mut runs: HashMap<String, Run<'_>> = HashMap::new();
+    let mut report = Replayed::default();
+    for (i, line) in log.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let logged: DecisionRecord = serde_json::from_str(line).map_err(|e| Divergence {
+            line: line_no,
+            seq: None,
+            field: "record".into(),
+            logged: format!("not a decision record ({e})"),
+            derived: "a decision record".into(),
+        })?;
+        let seq = logged.seq;
+        let diverge = |field: &str, logged: String, derived: String| Divergence {
+            line: line_no,
+            seq: Some(seq),
+            field: field.into(),
+            logged,
+            derived,
+        };
+        let expected = format!("{:016x}", machine.fingerprint());
+        if logged.fingerprint != expected {
+            return Err(diverge(
+                "fingerprint",
+                logged.fingerprint.clone(),
+                format!("{expected} (the template is not the one the log was written with)"),
+            ));
+        }
+        let run = runs.entry(logged.run.clone()).or_insert_with(|| {
+            let derived: Arc<Mutex<Vec<DecisionRecord>>> = Arc::default();
+            let sink = Arc::clone(&derived);
+            let auditor = Auditor::new(
+                move |r: &DecisionRecord| {
+                    sink.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(r.clone())
+                },
+                logged.run.clone(),
+            );
+            Run {
+                session: machine.session(),
+                policy: Policy::default().audited(Arc::new(auditor)),
+                derived,
+            }
+        });
+        let Run {
+            session,
+            policy,
+            derived,
+        } = run;
+        match &logged.event {
+            AuditEvent::Tools { names } => {
+                let auditor = policy.auditor().cloned();
+                *policy = Policy::new(names.iter().cloned());
+                if let Some(auditor) = auditor {
+                    *policy = policy.clone().audited(auditor);
+                }
+                policy.prepare(session);
+            }
+            AuditEvent::Message { text } => policy.message(session, text),
+            AuditEvent::Call { tool, call } => {
+                let _ = policy.admit_call(session, tool, call);
+            }
+            AuditEvent::Record { tool } => {
+                policy.record(session, tool);
+            }
+            AuditEvent::Ask { tool, call } => policy.ask_call(session, tool, *call),
+            AuditEvent::Answer {
+                tool,
+                call,
+                approved,
+                reason,
+            } => {
+                policy.answer_call(session, tool, *call, *approved, reason.as_deref());
+            }
+            AuditEvent::Reset => policy.reset(session),
+        }
+        let derived = derived.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let Some(derived) = derived else {
+            return Err(diverge(
+                "decision",
+                logged.decision.clone(),
+                "no record (the host's tools did not change)".into(),
+            ));
+        };
+        let fields: [(&str, String, String); 6] = [
+            (
+                "decision",
+                logged.decision.clone(),
+                derived.decision.clone(),
+            ),
+            ("rule", show(&logged.rule), show(&derived.rule)),
+            ("outcome", show(&logged.outcome), show(&derived.outcome)),
+            ("message", show(&logged.message), show(&derived.message)),
+            ("before", show(&logged.before), show(&derived.before)),
+            ("after", show(&logged.after), show(&derived.after)),
+        ];
+        if let Some((field, l, d)) = fields.into_iter().find(|(_, l, d)| l != d) {
+            return Err(diverge(field, l, d));
+        }
+        report.records += 1;
+    }
+    report.runs = runs.len();
+    Ok(report)
+}
+
+/// A field as compact JSON, for a divergence.
+fn show<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Now, in RFC 3339 UTC with milliseconds (`2026-11-24T07:45:00.123Z`).
+pub fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(now.as_millis() as i64)
+}
+
+/// Milliseconds since the Unix epoch in RFC 3339 UTC.
+fn rfc3339(ms: i64) -> String {
+    let (secs, ms) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339(1_795_505_100_000), "2026-11-24T07:25:00.000Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
+    }
+}
