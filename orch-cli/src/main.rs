@@ -16,7 +16,7 @@ mod verify;
 use clap::{Parser, Subcommand, ValueEnum};
 use orch_codegen::diagnostic;
 use orch_codegen::{Code, Compiled, Diagnostic, Severity};
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -116,6 +116,24 @@ enum Command {
     /// (docs/mcp.md). Over stdio to one client by default, over Streamable HTTP with
     /// `--listen`. The upstream server is COMMAND (after `--`), or `--upstream-url`.
     Mcp(Box<mcp::Args>),
+    /// Decision logs (docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
+    },
+    /// Re-derive every decision of a decision log from its events alone, under a
+    /// template, and report the first record that does not follow (another template, a
+    /// tampered log) with its line. Exit 0 when every record follows, 1 at the first
+    /// that does not, 2 on usage or I/O errors.
+    Replay {
+        /// The template file.
+        file: String,
+        /// The decision log (JSON lines), or `-` for standard input.
+        log: String,
+        /// Output format: `human` or `json` (one object).
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
         /// The template file.
@@ -125,6 +143,21 @@ enum Command {
         /// alone.
         #[arg(long, default_value = orch_codegen::emit::DEFAULT_RUNTIME, value_parser = parse_runtime_path)]
         runtime_path: String,
+    },
+}
+
+/// `orch audit` actions.
+#[derive(Subcommand, Debug)]
+enum AuditAction {
+    /// Check that a chained decision log is untampered: every record carries its own
+    /// hash and the previous record's, and numbers follow one another. Exit 0 when the
+    /// chain holds, 1 at the first record that breaks it, 2 on usage or I/O errors.
+    Verify {
+        /// The decision log (JSON lines), or `-` for standard input.
+        log: String,
+        /// Output format: `human` or `json` (one object).
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
     },
 }
 
@@ -218,6 +251,10 @@ fn main() -> ExitCode {
             }
         },
         Command::Mcp(args) => mcp::run(*args),
+        Command::Audit {
+            action: AuditAction::Verify { log, format },
+        } => audit_verify_cmd(&log, format),
+        Command::Replay { file, log, format } => replay_cmd(&file, &log, format),
         Command::Verify {
             files,
             format,
@@ -465,6 +502,95 @@ fn verify_cmd(
 const LEAVE_PROPERTIES: orch_codegen::CheckOptions = orch_codegen::CheckOptions {
     prove_properties: false,
 };
+
+/// A decision log's text: a file, or standard input for `-`.
+fn read_log(path: &str) -> Result<String, String> {
+    let mut text = String::new();
+    let read = if path == "-" {
+        std::io::stdin().read_to_string(&mut text)
+    } else {
+        std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    read.map(|_| text)
+        .map_err(|e| format!("cannot read the decision log `{path}`: {e}"))
+}
+
+fn audit_verify_cmd(path: &str, format: Format) -> u8 {
+    let log = match read_log(path) {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE_OR_IO;
+        }
+    };
+    let (text, code) = match (orch_agent::audit::verify_chain(&log), format) {
+        (Ok(n), Format::Human) => (format!("{path}: {n} records, the chain holds\n"), OK),
+        (Ok(n), Format::Json) => (
+            format!(
+                "{}\n",
+                serde_json::json!({"log": path, "intact": true, "records": n})
+            ),
+            OK,
+        ),
+        (Err(b), Format::Human) => (format!("error: {path}: {b}\n"), FOUND_ERRORS),
+        (Err(b), Format::Json) => (
+            format!(
+                "{}\n",
+                serde_json::json!({"log": path, "intact": false, "line": b.line, "why": b.why})
+            ),
+            FOUND_ERRORS,
+        ),
+    };
+    match print_out(&text) {
+        OK => code,
+        failed => failed,
+    }
+}
+
+fn replay_cmd(file: &str, path: &str, format: Format) -> u8 {
+    let log = match read_log(path) {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE_OR_IO;
+        }
+    };
+    with_template_checked(file, LEAVE_PROPERTIES, |compiled| {
+        let Some(machine) = compiled.to_machine() else {
+            eprintln!("error: {file}: the template could not be loaded");
+            return FOUND_ERRORS;
+        };
+        let (text, code) = match (orch_agent::audit::replay(&machine, &log), format) {
+            (Ok(r), Format::Human) => (
+                format!(
+                    "{path}: {} records of {} run(s) re-derived exactly from their events\n",
+                    r.records, r.runs
+                ),
+                OK,
+            ),
+            (Ok(r), Format::Json) => (
+                format!(
+                    "{}\n",
+                    serde_json::json!({"log": path, "follows": true, "records": r.records, "runs": r.runs})
+                ),
+                OK,
+            ),
+            (Err(d), Format::Human) => (format!("error: {path}: {d}\n"), FOUND_ERRORS),
+            (Err(d), Format::Json) => (
+                format!(
+                    "{}\n",
+                    serde_json::json!({"log": path, "follows": false, "line": d.line, "seq": d.seq,
+                        "field": d.field, "logged": d.logged, "derived": d.derived})
+                ),
+                FOUND_ERRORS,
+            ),
+        };
+        match print_out(&text) {
+            OK => code,
+            failed => failed,
+        }
+    })
+}
 
 fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {
     with_template_checked(path, LEAVE_PROPERTIES, |compiled| {
