@@ -240,15 +240,21 @@ pub struct Auditor {
     run: String,
     chained: bool,
     state: Mutex<Chain>,
+    /// Set for a buffered auditor: where its records wait.
+    buffer: Option<Buffer>,
 }
 
 #[derive(Default)]
 struct Chain {
     seq: u64,
     prev: Option<String>,
-    tools: Option<Vec<String>>,
+    /// The host's tools last written, per run.
+    tools: std::collections::HashMap<String, Vec<String>>,
     failing: bool,
 }
+
+/// Records kept back until the host knows they happened ([`Auditor::buffered`]).
+pub type Buffer = Arc<Mutex<Vec<DecisionRecord>>>;
 
 impl std::fmt::Debug for Auditor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -267,6 +273,7 @@ impl Auditor {
             run: run.into(),
             chained: false,
             state: Mutex::default(),
+            buffer: None,
         }
     }
 
@@ -289,6 +296,43 @@ impl Auditor {
         self
     }
 
+    /// An auditor of the run `run` that keeps its records in a [`Buffer`] instead of
+    /// writing them: a host that decides inside a compare-and-set loop (an attempt may be
+    /// retried) clears the buffer before each attempt and relays what the successful
+    /// one recorded ([`Auditor::relay`]).
+    pub fn buffered(run: impl Into<String>) -> Self {
+        let buffer: Buffer = Arc::default();
+        let sink = Arc::clone(&buffer);
+        let mut auditor = Auditor::new(
+            move |r: &DecisionRecord| {
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(r.clone());
+            },
+            run,
+        );
+        auditor.buffer = Some(buffer);
+        auditor
+    }
+
+    /// The records a buffered auditor kept, taken out of it (none for another auditor).
+    pub fn take_buffered(&self) -> Vec<DecisionRecord> {
+        match &self.buffer {
+            Some(b) => std::mem::take(&mut *b.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => Vec::new(),
+        }
+    }
+
+    /// Writes records made elsewhere (by a buffered auditor), numbering and chaining
+    /// them in this log; a record of the host's tools is skipped when its run's tools
+    /// were written already.
+    pub fn relay(&self, records: impl IntoIterator<Item = DecisionRecord>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for record in records {
+            self.write_locked(&mut state, record);
+        }
+    }
+
     /// Writes the record of `event`, which took `session` from `before` to where it
     /// stands now.
     #[allow(clippy::too_many_arguments)]
@@ -302,17 +346,9 @@ impl Auditor {
         outcome: Option<String>,
         message: Option<String>,
     ) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let AuditEvent::Tools { names } = &event {
-            if state.tools.as_ref() == Some(names) {
-                return;
-            }
-            state.tools = Some(names.clone());
-        }
-        state.seq += 1;
-        let mut record = DecisionRecord {
+        let record = DecisionRecord {
             v: RECORD_VERSION,
-            seq: state.seq,
+            seq: 0,
             time: now_rfc3339(),
             run: self.run.clone(),
             fingerprint: format!("{:016x}", session.fingerprint()),
@@ -326,6 +362,22 @@ impl Auditor {
             prev: None,
             hash: None,
         };
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.write_locked(&mut state, record);
+    }
+
+    /// Numbers, chains and writes one record.
+    fn write_locked(&self, state: &mut Chain, mut record: DecisionRecord) {
+        if let AuditEvent::Tools { names } = &record.event {
+            if state.tools.get(&record.run) == Some(names) {
+                return;
+            }
+            state.tools.insert(record.run.clone(), names.clone());
+        }
+        state.seq += 1;
+        record.seq = state.seq;
+        record.prev = None;
+        record.hash = None;
         if self.chained {
             record.prev = state.prev.take();
             let hash = record.digest();
@@ -337,8 +389,8 @@ impl Auditor {
             Err(why) if !state.failing => {
                 state.failing = true;
                 eprintln!(
-                    "orch: warning: the decision log of run `{}` could not be written ({why}); decisions go on",
-                    self.run
+                    "orch: warning: the decision log could not be written ({why}); decisions go on (run `{}`)",
+                    record.run
                 );
             }
             Err(_) => {}

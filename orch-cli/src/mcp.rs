@@ -1,9 +1,11 @@
 //! `orch mcp`: the orchestrating MCP gateway (the `orch-mcp` crate) behind a command.
 
 use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
+use orch_agent::audit::{Auditor, DecisionRecord, JsonLines};
 use orch_mcp::{Gateway, GatewayError, HttpOptions, Jwks, JwtOptions, Options, Upstream};
 use orch_store::{MemoryStore, RedisStore};
 use std::ffi::OsString;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The command line of `orch mcp`.
@@ -92,6 +94,15 @@ pub(crate) struct Args {
     /// Client requests handled at once; one more is refused at once.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub(crate) max_in_flight: usize,
+    /// Append a decision record of every call judged, every tool recorded and every
+    /// approval question and answer to this file, as JSON lines (docs/audit.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit_log: Option<String>,
+    /// Chain the decision records (each carries its hash and the previous one's), so
+    /// `orch audit verify` can tell the log is untampered; an existing chained log is
+    /// continued.
+    #[arg(long, requires = "audit_log")]
+    pub(crate) audit_chain: bool,
     /// Sessions held at once (HTTP); a new one beyond it is refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub(crate) max_sessions: usize,
@@ -200,6 +211,7 @@ async fn serve(
         startup_timeout: Duration::from_secs(args.startup_timeout),
         call_timeout: Duration::from_secs(args.call_timeout.max(1)),
         max_in_flight: args.max_in_flight.max(1),
+        audit: audit_log(args)?,
     };
     let ttl = Duration::from_secs(args.session_ttl.max(1));
     let Some(addr) = &args.listen else {
@@ -286,4 +298,27 @@ async fn serve(
             gateway.serve_http(listener, &http).await
         }
     }
+}
+
+/// The decision log `--audit-log` names, continuing the chain of an existing chained log.
+fn audit_log(args: &Args) -> Result<Option<Arc<Auditor>>, GatewayError> {
+    let Some(path) = &args.audit_log else {
+        return Ok(None);
+    };
+    let sink = JsonLines::append(path)
+        .map_err(|e| GatewayError::Client(format!("cannot open the decision log {path}: {e}")))?;
+    let mut auditor = Auditor::new(sink, "orch-mcp");
+    if args.audit_chain {
+        auditor = auditor.chained();
+        let existing = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some(last) = existing.lines().rev().find(|l| !l.trim().is_empty()) {
+            let last: DecisionRecord = serde_json::from_str(last).map_err(|e| {
+                GatewayError::Client(format!(
+                    "the decision log {path} does not end with a decision record ({e}): give another file"
+                ))
+            })?;
+            auditor = auditor.continuing(&last);
+        }
+    }
+    Ok(Some(Arc::new(auditor)))
 }

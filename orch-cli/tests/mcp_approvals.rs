@@ -264,3 +264,66 @@ fn a_question_asked_by_one_instance_is_answered_through_another() {
     assert_eq!(replayed["result"]["isError"], true, "{replayed}");
     assert_eq!(paid(&log, "shared"), [3]);
 }
+
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn the_gateway_writes_a_chained_decision_log_that_replays() {
+    let python = python();
+    let dir = temp_dir("approvals-audit");
+    let log = dir.join("executed.log");
+    let audit = dir.join("decisions.jsonl");
+    let audit_arg = audit.display().to_string();
+    let gw = gated_gateway(&python, &log, &["--audit-log", &audit_arg, "--audit-chain"]);
+    let addr = gw.addr.as_str();
+    let token = run_token(addr, Some(OPERATOR));
+    // Refused: no receipt before paying.
+    let mut meta = support::http::modern_meta(MODERN);
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let receipt = json!({"name": "receipt", "arguments": {"run": "audited"}, "_meta": meta});
+    let r = support::http::modern_request(addr, Some(&token), 1, "tools/call", receipt, &[]);
+    assert_eq!(r.response(1).unwrap()["result"]["isError"], true);
+    // Asked, approved, run.
+    let args = json!({"run": "audited", "amount": 4});
+    let asked = call(addr, &token, 2, args.clone(), None);
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let approve = json!({"orch_approval": {"action": "accept", "content": {"approve": true}}});
+    let done = call(addr, &token, 3, args, Some((&state, approve)));
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    drop(gw);
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decisions: Vec<&str> = records
+        .iter()
+        .map(|r| r["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "tools",
+            "refused",
+            "needs_approval",
+            "asked",
+            "approved",
+            "admitted",
+            "recorded"
+        ],
+        "{text}"
+    );
+    assert_eq!(records[1]["rule"], json!({"rule": "step", "step": "Shop"}));
+    assert_eq!(records[5]["rule"], json!({"rule": "gate", "step": "Shop"}));
+    assert_eq!(records[6]["after"]["step"], "Paid");
+    let orch = |args: &[&str]| {
+        std::process::Command::new(support::ORCH)
+            .args(args)
+            .output()
+            .expect("orch runs")
+    };
+    let verified = orch(&["audit", "verify", &audit_arg]);
+    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+    let replayed = orch(&["replay", &here("gated_shop.json"), &audit_arg]);
+    assert_eq!(replayed.status.code(), Some(0), "{replayed:?}");
+}

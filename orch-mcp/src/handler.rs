@@ -18,6 +18,7 @@ use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::upstream::Relay;
 use crate::Limits;
+use orch_agent::audit::Auditor;
 use orch_agent::{Orchestrated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
@@ -72,6 +73,8 @@ pub(crate) struct Shared<S> {
     requests: Arc<Semaphore>,
     /// Tool calls being forwarded now.
     pub(crate) in_flight: AtomicUsize,
+    /// Where decision records go, if anywhere.
+    pub(crate) audit: Option<Arc<Auditor>>,
 }
 
 /// A call the gateway answers itself, with a tool result whose `isError` is true: the
@@ -187,6 +190,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         relay: Arc<Relay>,
         limits: Limits,
         tools: Vec<Tool>,
+        audit: Option<Arc<Auditor>>,
     ) -> Self {
         Shared {
             machine,
@@ -198,6 +202,31 @@ impl<S: SessionStore + 'static> Shared<S> {
             limits,
             tools: RwLock::new(Arc::new(tools)),
             in_flight: AtomicUsize::new(0),
+            audit,
+        }
+    }
+
+    /// The rules for a call in run `id`: recording its decisions in a buffer when the
+    /// gateway keeps a decision log (a compare-and-set attempt may be retried: only the
+    /// records of the attempt that was written are relayed to the log).
+    pub(crate) fn judge(&self, policy: Policy, id: &str) -> Policy {
+        match &self.audit {
+            Some(_) => policy.audited(Arc::new(Auditor::buffered(id))),
+            None => policy,
+        }
+    }
+
+    /// Drops what an attempt recorded (before a new attempt).
+    fn forget_attempt(policy: &Policy) {
+        if let Some(auditor) = policy.auditor() {
+            auditor.take_buffered();
+        }
+    }
+
+    /// Writes what the successful attempt recorded to the decision log.
+    fn log_attempt(&self, policy: &Policy) {
+        if let (Some(audit), Some(buffered)) = (&self.audit, policy.auditor()) {
+            audit.relay(buffered.take_buffered());
         }
     }
 
@@ -351,52 +380,58 @@ impl<S: SessionStore + 'static> Shared<S> {
         may_create: bool,
     ) -> Result<(Admission, Option<(u64, Record)>), McpError> {
         let lease_for = self.limits.call_timeout + LEASE_MARGIN;
-        self.modify_from(id, None, |record| {
-            let mut record = match record {
-                Some(record) => record,
-                None if may_create => Record::default(),
-                // An HTTP session's record is made at its handshake: none means it
-                // ended (DELETE, TTL) meanwhile. Do not bring it back.
-                None => return Err(ended(id)),
-            };
-            if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
-                return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
-            }
-            let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
-            let held = session.approval();
-            if let Gate::Answer(approved) = gate {
-                if !session.answer(*call, approved) {
-                    return Ok(Change::Keep(Admission::Stale));
+        let tried = self
+            .modify_from(id, None, |record| {
+                Self::forget_attempt(policy);
+                let mut record = match record {
+                    Some(record) => record,
+                    None if may_create => Record::default(),
+                    // An HTTP session's record is made at its handshake: none means it
+                    // ended (DELETE, TTL) meanwhile. Do not bring it back.
+                    None => return Err(ended(id)),
+                };
+                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
+                    return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
                 }
-            }
-            if let Err(refusal) = policy.admit_call(&mut session, tool, call) {
-                if refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask {
-                    session.ask(*call);
+                let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
+                let held = session.approval();
+                if let Gate::Answer(approved) = gate {
+                    if !policy.answer_call(&mut session, tool, *call, approved, None) {
+                        return Ok(Change::Keep(Admission::Stale));
+                    }
+                }
+                if let Err(refusal) = policy.admit_call(&mut session, tool, call) {
+                    if refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask {
+                        policy.ask_call(&mut session, tool, *call);
+                        record.snapshot = Some(session.snapshot().to_bytes());
+                        let step = session.step().map(str::to_owned);
+                        return Ok(Change::Write(record, Admission::Asked(step)));
+                    }
+                    let refused = Refused::by_workflow(policy, &session, refusal);
+                    if session.approval() == held {
+                        return Ok(Change::Keep(Admission::Refused(refused)));
+                    }
+                    // A rejection just answered: the run holds it.
                     record.snapshot = Some(session.snapshot().to_bytes());
-                    let step = session.step().map(str::to_owned);
-                    return Ok(Change::Write(record, Admission::Asked(step)));
+                    return Ok(Change::Write(record, Admission::Refused(refused)));
                 }
-                let refused = Refused::by_workflow(policy, &session, refusal);
-                if session.approval() == held {
-                    return Ok(Change::Keep(Admission::Refused(refused)));
+                if session.approval() != held {
+                    // The approval this call passed on is consumed with the lease's write.
+                    record.snapshot = Some(session.snapshot().to_bytes());
                 }
-                // A rejection just answered: the run holds it.
-                record.snapshot = Some(session.snapshot().to_bytes());
-                return Ok(Change::Write(record, Admission::Refused(refused)));
-            }
-            if session.approval() != held {
-                // The approval this call passed on is consumed with the lease's write.
-                record.snapshot = Some(session.snapshot().to_bytes());
-            }
-            let token = token();
-            record.lease = Some(Lease {
-                token,
-                tool: tool.to_owned(),
-                expires_ms: ms_after(lease_for),
-            });
-            Ok(Change::Write(record, Admission::Reserved(token)))
-        })
-        .await
+                let token = token();
+                record.lease = Some(Lease {
+                    token,
+                    tool: tool.to_owned(),
+                    expires_ms: ms_after(lease_for),
+                });
+                Ok(Change::Write(record, Admission::Reserved(token)))
+            })
+            .await;
+        if tried.is_ok() {
+            self.log_attempt(policy);
+        }
+        tried
     }
 
     /// Reserves session `id` for a call of `tool`: the lease's token, or the refusal.
@@ -462,6 +497,7 @@ impl<S: SessionStore + 'static> Shared<S> {
     ) -> Result<bool, McpError> {
         let token = reservation.token;
         let finished = self.modify_from(id, reservation.written, |record| {
+            Self::forget_attempt(policy);
             let Some(mut record) = record else {
                 return Ok(Change::Keep(false));
             };
@@ -475,7 +511,11 @@ impl<S: SessionStore + 'static> Shared<S> {
             }
             Ok(Change::Write(record, changed))
         });
-        finished.await.map(|(changed, _)| changed)
+        let finished = finished.await;
+        if finished.is_ok() {
+            self.log_attempt(policy);
+        }
+        finished.map(|(changed, _)| changed)
     }
 
     /// Drops the lease `token` of session `id`, recording nothing.
@@ -773,6 +813,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let _permit = self.shared.permit()?;
         let id = self.state_key(&context)?;
         let (_, policy) = self.policy();
+        let policy = self.shared.judge(policy, &id);
         let tool = params.name.to_string();
         // Over stdio the one session's record is made by its first call, and so is the
         // record of a run a JWT claim names.

@@ -104,6 +104,10 @@ pub struct Options {
     /// How many client requests the gateway handles at once (default 256); one more is
     /// answered with a JSON-RPC error (-32000) at once.
     pub max_in_flight: usize,
+    /// Where to write a decision record of every call the gateway judges, every tool it
+    /// records and every approval question and answer (`orch_agent::audit`); the `run`
+    /// of a record is the run's (or session's) store key. Default: none.
+    pub audit: Option<Arc<orch_agent::audit::Auditor>>,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             startup_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
             max_in_flight: 256,
+            audit: None,
         }
     }
 }
@@ -290,6 +295,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             Arc::clone(&relay),
             limits,
             tools,
+            options.audit.clone(),
         ));
         // Re-fetch the upstream's tools when it says they changed: one task, so a
         // re-fetch that hangs (bounded by the call timeout) blocks no request.
