@@ -182,6 +182,7 @@ pub(crate) enum Change<R> {
 }
 
 impl<S: SessionStore + 'static> Shared<S> {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         machine: DynMachine,
         store: S,
