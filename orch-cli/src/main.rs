@@ -134,6 +134,21 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
+    /// Grade a recorded conversation against a template: which tool calls the workflow
+    /// would have refused and why, which of them ran anyway, which steps were visited,
+    /// which properties the executions violate. TRACE is OpenAI chat-completions
+    /// messages, Anthropic messages (a JSON array, or an object with `messages`), or
+    /// orch's decision records (JSON lines); `-` reads standard input. Exit 0 when the
+    /// trace follows the workflow, 1 when it does not, 2 on usage or I/O errors.
+    CheckTrace {
+        /// The template file.
+        file: String,
+        /// The transcript.
+        trace: String,
+        /// Output format: `human` or `json` (one object).
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
         /// The template file.
@@ -255,6 +270,11 @@ fn main() -> ExitCode {
             action: AuditAction::Verify { log, format },
         } => audit_verify_cmd(&log, format),
         Command::Replay { file, log, format } => replay_cmd(&file, &log, format),
+        Command::CheckTrace {
+            file,
+            trace,
+            format,
+        } => check_trace_cmd(&file, &trace, format),
         Command::Verify {
             files,
             format,
@@ -587,6 +607,41 @@ fn replay_cmd(file: &str, path: &str, format: Format) -> u8 {
         };
         match print_out(&text) {
             OK => code,
+            failed => failed,
+        }
+    })
+}
+
+fn check_trace_cmd(file: &str, path: &str, format: Format) -> u8 {
+    let text = match read_log(path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("error: {}", e.replace("decision log", "trace"));
+            return USAGE_OR_IO;
+        }
+    };
+    let (trace_format, events) = match orch_cli::trace::parse(&text) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("error: {path}: {e}");
+            return USAGE_OR_IO;
+        }
+    };
+    with_template_checked(file, LEAVE_PROPERTIES, |compiled| {
+        let (Some(machine), Some(ir)) = (compiled.to_machine(), compiled.ir.as_ref()) else {
+            eprintln!("error: {file}: the template could not be loaded");
+            return FOUND_ERRORS;
+        };
+        let (mut report, ok) =
+            orch_cli::trace::grade(&machine, &ir.properties, trace_format, &events);
+        report["trace"] = serde_json::json!(path);
+        let text = match format {
+            Format::Human => orch_cli::trace::human(path, &report),
+            Format::Json => format!("{report}\n"),
+        };
+        match print_out(&text) {
+            OK if ok => OK,
+            OK => FOUND_ERRORS,
             failed => failed,
         }
     })

@@ -20,6 +20,9 @@ use std::process::{Command, ExitCode, Stdio};
 
 /// The MCP Python SDK the gateway tests are written against.
 const MCP_SDK: &str = "mcp==2.3.0";
+/// The LLM SDKs whose own message types build the transcripts `orch check-trace` is
+/// tested on (offline: only their types are used).
+const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
 /// The SARIF SDK's validator (a self-contained binary in an npm package).
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
 
@@ -137,6 +140,24 @@ fn components() -> Vec<Component> {
                 run(&python, &["-m", "pip", "install", "--quiet", "--disable-pip-version-check", MCP_SDK])
             },
             how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/venv && target/ci-tools/venv/bin/pip install mcp==2.3.0` (or point ORCH_TEST_PYTHON at a Python that has `mcp`)",
+        },
+        Component {
+            name: "the OpenAI and Anthropic Python SDKs",
+            present: |root| {
+                let python = venv_python(root);
+                runs(&python.to_string_lossy(), &["-c", "import openai, anthropic"])
+            },
+            install: |root| {
+                let python = root.join("target/ci-tools/venv/bin/python");
+                if !python.exists() {
+                    return false;
+                }
+                let python = python.to_string_lossy().into_owned();
+                let mut args = vec!["-m", "pip", "install", "--quiet", "--disable-pip-version-check"];
+                args.extend(LLM_SDKS);
+                run(&python, &args)
+            },
+            how: "the venv of the MCP Python SDK, then `target/ci-tools/venv/bin/pip install openai==3.54.0 anthropic==2.12.0`",
         },
         Component {
             name: "the SARIF SDK's validator",
