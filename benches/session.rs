@@ -195,12 +195,78 @@ fn contains(c: &mut Criterion) {
     g.finish();
 }
 
+/// A research turn through the policy (what the agent loop, the rig hook and `orch mcp`
+/// use) — the message, then each call admitted and recorded — without a decision log,
+/// with a callback sink that drops each record, with JSON lines written to a file, and
+/// with chained JSON lines (a SHA-256 per record).
+fn audit(c: &mut Criterion) {
+    use cognitive_reasoner::Session;
+    use orch::agent::audit::{Auditor, DecisionRecord, JsonLines};
+    use orch::agent::Policy;
+    use std::sync::Arc;
+    let mut g = c.benchmark_group("audit");
+    let tools = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"];
+    let calls: Vec<(&str, orch::CallDigest)> = ["search", "think", "reflect"]
+        .iter()
+        .map(|t| (*t, orch::CallDigest::of_text(t, r#"{"input": "AI and jobs"}"#)))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("orch-bench-audit-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let policies = [
+        ("no_log", Policy::new(tools)),
+        (
+            "callback",
+            Policy::new(tools).audited(Arc::new(Auditor::new(
+                |r: &DecisionRecord| {
+                    black_box(r);
+                },
+                "bench",
+            ))),
+        ),
+        (
+            "json_lines",
+            Policy::new(tools).audited(Arc::new(Auditor::new(
+                JsonLines::append(dir.join("plain.jsonl")).expect("a log file"),
+                "bench",
+            ))),
+        ),
+        (
+            "json_lines_chained",
+            Policy::new(tools).audited(Arc::new(
+                Auditor::new(
+                    JsonLines::append(dir.join("chained.jsonl")).expect("a log file"),
+                    "bench",
+                )
+                .chained(),
+            )),
+        ),
+    ];
+    for (name, policy) in &policies {
+        g.bench_function(format!("research_turn/{name}"), |b| {
+            b.iter_batched(
+                Session::new,
+                |mut s| {
+                    policy.message(&mut s, "Research the impact of AI on jobs");
+                    for (tool, call) in &calls {
+                        let _ = black_box(policy.admit_call(&mut s, tool, call));
+                        black_box(policy.record(&mut s, tool));
+                    }
+                    s
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    g.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(50);
-    targets = contains, cognitive, wide, sequence_shaped, messages
+    targets = contains, cognitive, wide, sequence_shaped, messages, audit
 }
 criterion_main!(benches);
