@@ -205,10 +205,23 @@ fn audit(c: &mut Criterion) {
     use orch::agent::Policy;
     use std::sync::Arc;
     let mut g = c.benchmark_group("audit");
-    let tools = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"];
+    let tools = [
+        "search",
+        "think",
+        "reflect",
+        "compare",
+        "critique",
+        "brainstorm",
+        "debate",
+    ];
     let calls: Vec<(&str, orch::CallDigest)> = ["search", "think", "reflect"]
         .iter()
-        .map(|t| (*t, orch::CallDigest::of_text(t, r#"{"input": "AI and jobs"}"#)))
+        .map(|t| {
+            (
+                *t,
+                orch::CallDigest::of_text(t, r#"{"input": "AI and jobs"}"#),
+            )
+        })
         .collect();
     let dir = std::env::temp_dir().join(format!("orch-bench-audit-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);

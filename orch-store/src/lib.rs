@@ -30,6 +30,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "audit")]
+pub mod audit;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
