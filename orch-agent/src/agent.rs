@@ -5,6 +5,7 @@ use crate::model::{
     ToolChoice,
 };
 use crate::policy::{ApprovalRequest, Decision, Policy, RefusalKind, RoundPlan};
+use crate::telemetry;
 use crate::tools::ToolRegistry;
 use orch_runtime::{CallDigest, Machine, Session, StepEnum, Usage};
 use serde::{Deserialize, Serialize};
@@ -230,7 +231,10 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         conversation.push(ChatMessage::User {
             content: message.to_owned(),
         });
-        self.drive(session, conversation, 1, None).await
+        let span = telemetry::workflow(M::tables().name);
+        let turn = span.run(self.drive(session, conversation, 1, None)).await;
+        span.step_after(session.step().map(StepEnum::name));
+        turn
     }
 
     /// Resumes a turn paused on `pending` with a human's `decision`: approved, the call
@@ -266,8 +270,12 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             calls,
             rejection,
         };
-        self.drive(session, conversation, pending.round, Some(round))
-            .await
+        let span = telemetry::workflow(M::tables().name);
+        let turn = span
+            .run(self.drive(session, conversation, pending.round, Some(round)))
+            .await;
+        span.step_after(session.step().map(StepEnum::name));
+        turn
     }
 
     /// The rounds of a turn from round `first`; `resumed` is a round whose model call
@@ -296,7 +304,8 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             let mut calls = std::mem::take(&mut round.calls).into_iter();
             while let Some(call) = calls.next() {
                 // Checked against the state after the previous call of this same step.
-                let report = match self.execute(session, call, round.rejection.take()).await {
+                let rejection = round.rejection.take();
+                let report = match self.execute_traced(session, call, rejection).await {
                     Executed::Done(report) => report,
                     Executed::Paused(call, reason) => {
                         // The session holds the question until the answer or the next
@@ -410,6 +419,41 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             calls,
             rejection: None,
         })
+    }
+
+    /// [`Agent::execute`] in an `execute_tool` span (feature `otel`): the decision, the
+    /// rule that took it, a refusal's reason and a step transition.
+    async fn execute_traced(
+        &self,
+        session: &mut Session<M>,
+        call: ToolCall,
+        rejection: Option<Decision>,
+    ) -> Executed {
+        let step = session.step().map(StepEnum::name);
+        let span = telemetry::tool(&call.name, &call.id, step, session.sequence_index());
+        #[cfg(feature = "otel")]
+        let admitting = crate::audit::rule_admitting(&*session);
+        let executed = span.run(self.execute(session, call, rejection)).await;
+        #[cfg(feature = "otel")]
+        match &executed {
+            Executed::Done(r) if r.executed => {
+                span.decided("admitted", Some(&admitting), None);
+                let after = session.step().map(StepEnum::name);
+                span.transition(step, after, session.sequence_index());
+            }
+            Executed::Done(r) => {
+                let rule = r
+                    .refusal
+                    .map(|kind| crate::audit::rule_of(&*session, &r.call.name, kind));
+                let decision = r.refusal.map_or("invalid_arguments", RefusalKind::as_str);
+                span.decided(decision, rule.as_ref(), Some(&r.result));
+            }
+            Executed::Paused(call, reason) => {
+                let rule = crate::audit::rule_of(&*session, &call.name, RefusalKind::NeedsApproval);
+                span.decided("needs_approval", Some(&rule), Some(reason));
+            }
+        }
+        executed
     }
 
     /// Checks, executes and records one tool call; pauses on a gated call without a

@@ -50,10 +50,13 @@ mod genai_model;
 mod model;
 #[cfg(feature = "openai")]
 mod openai;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod policy;
 #[cfg(feature = "rig")]
 pub mod rig_hook;
 mod scripted;
+mod telemetry;
 mod tools;
 
 pub use agent::{
