@@ -103,6 +103,11 @@ pub(crate) struct Args {
     /// continued.
     #[arg(long, requires = "audit_log")]
     pub(crate) audit_chain: bool,
+    /// Export a server span per `tools/call` (in the caller's trace when its `_meta`
+    /// carries a `traceparent`, which is passed on upstream) over OTLP/HTTP to this
+    /// collector URL, e.g. http://127.0.0.1:4318/v1/traces (docs/audit.md).
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")]
+    pub(crate) otlp_endpoint: Option<String>,
     /// Sessions held at once (HTTP); a new one beyond it is refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub(crate) max_sessions: usize,
@@ -153,6 +158,17 @@ pub(crate) fn run(args: Args) -> u8 {
     });
     let Some(machine) = prepared else {
         return code;
+    };
+    // Spans go out while the guard lives (flushed when it drops, at the end).
+    let _otel = match &args.otlp_endpoint {
+        None => None,
+        Some(url) => match orch_agent::otel::init_otlp(url, "orch-mcp") {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                eprintln!("error: orch mcp: --otlp-endpoint: {e}");
+                return USAGE_OR_IO;
+            }
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

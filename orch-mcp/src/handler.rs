@@ -16,6 +16,7 @@ use crate::approval::{self, Answer};
 use crate::jwt::JWT_PREFIX;
 use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::runs::{RunKey, RUN_PREFIX};
+use crate::telemetry;
 use crate::upstream::Relay;
 use crate::Limits;
 use orch_agent::audit::Auditor;
@@ -891,6 +892,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
             params.input_responses = None;
             params.request_state = None;
         }
+        // The upstream's spans join this call's trace.
+        telemetry::propagate(&mut params.meta);
         let forwarded = self
             .shared
             .forward(
@@ -1085,7 +1088,15 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     ) -> Result<CallToolResponse, McpError> {
         let _counted = InFlight::new(&self.shared.in_flight);
         let modern = is_modern(&context);
-        let mut response = self.call(request, context).await?;
+        let run = self.state_key(&context).unwrap_or_default();
+        let span = telemetry::call(
+            &request.name,
+            &run,
+            &serde_json::to_string(&context.id).unwrap_or_default(),
+            &context.meta,
+        );
+        let mut response = span.run(self.call(request, context)).await?;
+        span.answered(&response);
         if modern {
             match &mut response {
                 CallToolResponse::Complete(result) => self.stamp(&mut result.meta),

@@ -50,6 +50,7 @@ mod http;
 mod jwt;
 mod record;
 mod runs;
+mod telemetry;
 mod upstream;
 
 pub use jwt::{Jwks, JwtOptions};
