@@ -1,26 +1,18 @@
 //! `orch audit verify` and `orch replay` through the built binary, on a chained decision
 //! log written by an audited policy: exit codes, the line named, both formats.
 
+mod support;
+
 use orch_agent::audit::{Auditor, JsonLines};
 use orch_agent::Policy;
 use orch_runtime::CallDigest;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 const TEMPLATE: &str = "examples/agents/refund-desk/template.json";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn orch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orch"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("orch runs")
-}
+use support::{orch_at_root as orch, repo_root as root};
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("orch-audit-cli-{}", std::process::id()));

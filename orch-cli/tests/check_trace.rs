@@ -9,24 +9,14 @@ use orch_agent::audit::Auditor;
 use orch_agent::Policy;
 use orch_runtime::CallDigest;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 const REASONER: &str = "examples/agents/cognitive-reasoner/template.json";
 const REFUNDS: &str = "examples/agents/refund-desk/template.json";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn orch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orch"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("orch runs")
-}
+use support::{orch_at_root as orch, repo_root as root};
 
 /// `orch check-trace TEMPLATE TRACE --format json`: the exit code and the report.
 fn grade(template: &str, trace: &Path) -> (Option<i32>, Value) {

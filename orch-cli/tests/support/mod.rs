@@ -16,6 +16,20 @@ use std::time::{Duration, Instant};
 
 pub const ORCH: &str = env!("CARGO_BIN_EXE_orch");
 
+/// The repository's root (where the examples' templates are).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs `orch ARGS` in the repository's root and waits for it.
+pub fn orch_at_root(args: &[&str]) -> std::process::Output {
+    Command::new(ORCH)
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("orch runs")
+}
+
 /// A file of the tests' own (`orch-cli/tests/mcp/`).
 pub fn here(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
