@@ -1,24 +1,32 @@
 //! OpenTelemetry for the agent loop (feature `otel`): the loop emits `tracing` spans
 //! (`invoke_workflow`, `execute_tool {tool}`, with `gen_ai.*` and `orch.*` attributes, and
 //! `orch.refusal` / `orch.transition` events); any subscriber with a
-//! `tracing-opentelemetry` layer exports them. [`init_otlp`] is the short way: spans in
-//! batches over OTLP/HTTP (protobuf) to a collector.
+//! `tracing-opentelemetry` layer exports them. Each decision also counts in the
+//! `orch.decisions` counter (attributes `orch.decision`, `orch.component`) of the global
+//! meter provider. [`init_otlp`] is the short way: spans in batches and the counter
+//! every 10 s over OTLP/HTTP (protobuf) to a collector.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
+
+pub use crate::telemetry::count_decision;
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Keeps the exporter alive; flushes and shuts it down when dropped.
 #[must_use = "spans are exported while the guard lives"]
 pub struct OtelGuard {
     provider: SdkTracerProvider,
+    meters: SdkMeterProvider,
 }
 
 impl Drop for OtelGuard {
     fn drop(&mut self) {
         let _ = self.provider.force_flush();
         let _ = self.provider.shutdown();
+        let _ = self.meters.force_flush();
+        let _ = self.meters.shutdown();
     }
 }
 
@@ -29,21 +37,33 @@ impl OtelGuard {
     }
 }
 
-/// Exports the agent loop's spans over OTLP/HTTP to `endpoint` (a collector's traces
-/// URL, e.g. `http://127.0.0.1:4318/v1/traces`) as service `service`, and makes that the
-/// global `tracing` subscriber. Fails when a global subscriber is set already (add
-/// `tracing_opentelemetry::layer()` to it instead) or the exporter cannot be built.
+/// Exports the spans and the decision counter over OTLP/HTTP to the collector at
+/// `endpoint` (its base URL, e.g. `http://127.0.0.1:4318`: traces go to `/v1/traces`,
+/// metrics to `/v1/metrics`) as service `service`; makes that the global `tracing`
+/// subscriber and the global meter provider. Fails when a global subscriber is set
+/// already (add `tracing_opentelemetry::layer()` to it instead) or an exporter cannot be
+/// built.
 pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, String> {
+    let base = endpoint.trim_end_matches('/');
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_endpoint(endpoint)
+        .with_endpoint(format!("{base}/v1/traces"))
         .build()
-        .map_err(|e| format!("the OTLP exporter: {e}"))?;
+        .map_err(|e| format!("the OTLP span exporter: {e}"))?;
+    let metrics = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_endpoint(format!("{base}/v1/metrics"))
+        .build()
+        .map_err(|e| format!("the OTLP metric exporter: {e}"))?;
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(service.to_owned())
         .build();
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
+        .with_resource(resource.clone())
+        .build();
+    let meters = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(metrics).build())
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("orch");
@@ -51,5 +71,6 @@ pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, String> {
         tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
     tracing::subscriber::set_global_default(subscriber)
         .map_err(|e| format!("a global tracing subscriber is set already: {e}"))?;
-    Ok(OtelGuard { provider })
+    opentelemetry::global::set_meter_provider(meters.clone());
+    Ok(OtelGuard { provider, meters })
 }

@@ -82,6 +82,7 @@ impl Span {
     #[cfg(feature = "otel")]
     pub(crate) fn decided(&self, decision: &str, rule: Option<&Rule>, refusal: Option<&str>) {
         self.0.record("orch.decision", decision);
+        count_decision(decision, "agent");
         if let Some(rule) = rule {
             self.0
                 .record("orch.rule", serde_json::to_string(rule).unwrap_or_default());
@@ -111,4 +112,21 @@ impl Span {
             );
         }
     }
+}
+
+/// Counts one decision in the `orch.decisions` counter of the global meter provider,
+/// by decision and by who took it (`agent`, `mcp`).
+#[cfg(feature = "otel")]
+pub fn count_decision(decision: &str, by: &'static str) {
+    opentelemetry::global::meter("orch")
+        .u64_counter("orch.decisions")
+        .with_description("Decisions orch took about tool calls, by decision")
+        .build()
+        .add(
+            1,
+            &[
+                opentelemetry::KeyValue::new("orch.decision", decision.to_owned()),
+                opentelemetry::KeyValue::new("orch.component", by),
+            ],
+        );
 }

@@ -5,6 +5,8 @@
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::Value;
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use orch_agent::{Agent, Decision, Planned, ScriptedModel, StopReason, ToolRegistry};
 use tracing_subscriber::layer::SubscriberExt;
@@ -44,6 +46,11 @@ async fn turns_and_tool_calls_are_spans_with_their_decisions() {
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
     let _default = tracing::subscriber::set_default(subscriber);
+    let metrics = InMemoryMetricExporter::default();
+    let meters = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(metrics.clone()).build())
+        .build();
+    opentelemetry::global::set_meter_provider(meters.clone());
 
     let model = ScriptedModel::new([
         Planned::call("add_to_cart", r#"{"item": "book"}"#),
@@ -148,4 +155,34 @@ async fn turns_and_tool_calls_are_spans_with_their_decisions() {
     assert_eq!(to.as_deref(), Some("Checkout"));
     assert!(event(tools[2], "orch.transition").is_none());
     assert_eq!(attr(tools[2], "orch.sequence.index").as_deref(), Some("0"));
+
+    // The decision counter: one per call, by decision.
+    meters.force_flush().unwrap();
+    let mut counted: Vec<(String, u64)> = Vec::new();
+    for rm in metrics.get_finished_metrics().unwrap() {
+        for sm in rm.scope_metrics() {
+            for m in sm.metrics().filter(|m| m.name() == "orch.decisions") {
+                if let AggregatedMetrics::U64(MetricData::Sum(sum)) = m.data() {
+                    for p in sum.data_points() {
+                        let decision = p
+                            .attributes()
+                            .find(|kv| kv.key.as_str() == "orch.decision")
+                            .map(|kv| kv.value.as_str().into_owned())
+                            .unwrap_or_default();
+                        counted.retain(|(d, _)| *d != decision);
+                        counted.push((decision, p.value()));
+                    }
+                }
+            }
+        }
+    }
+    counted.sort();
+    assert_eq!(
+        counted,
+        [
+            ("admitted".to_owned(), 3),
+            ("needs_approval".to_owned(), 1),
+            ("out_of_sequence".to_owned(), 1)
+        ]
+    );
 }

@@ -104,9 +104,10 @@ pub(crate) struct Args {
     #[arg(long, requires = "audit_log")]
     pub(crate) audit_chain: bool,
     /// Export a server span per `tools/call` (in the caller's trace when its `_meta`
-    /// carries a `traceparent`, which is passed on upstream) over OTLP/HTTP to this
-    /// collector URL, e.g. http://127.0.0.1:4318/v1/traces (docs/audit.md).
-    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")]
+    /// carries a `traceparent`, which is passed on upstream) and the decision counter
+    /// over OTLP/HTTP to the collector at this base URL, e.g. http://127.0.0.1:4318
+    /// (docs/audit.md).
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub(crate) otlp_endpoint: Option<String>,
     /// Sessions held at once (HTTP); a new one beyond it is refused with 503.
     #[arg(long, value_name = "N", default_value_t = 10_000)]

@@ -82,6 +82,7 @@ impl CallSpan {
                 _ => "admitted".to_owned(),
             };
             self.0.record("orch.decision", decision.as_str());
+            orch_agent::otel::count_decision(&decision, "mcp");
         }
         #[cfg(not(feature = "otel"))]
         let _ = response;
