@@ -204,6 +204,8 @@ pub trait Orchestrated {
     /// approval of the call, which this consumes, and is refused as rejected on a held
     /// rejection of it.
     fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial>;
+    /// [`admit_call`](Orchestrated::admit_call) without admitting: nothing is consumed.
+    fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial>;
     /// The verdict on a call the session holds (semantics §13), if any.
     fn approval(&self) -> Option<Approval>;
     /// Holds the question "may this exact call run?" put to a human (semantics §13).
@@ -253,6 +255,11 @@ impl<M: Machine> Orchestrated for Session<M> {
 
     fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
         self.admit_call_name(name, call)
+            .map_err(|d| Denial::from(&d))
+    }
+
+    fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial> {
+        self.check_call_name(name, call)
             .map_err(|d| Denial::from(&d))
     }
 
@@ -312,6 +319,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
         DynSession::admit_call(self, name, call).map_err(|d| Denial::from(&d))
+    }
+
+    fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial> {
+        DynSession::check_call(self, name, call).map_err(|d| Denial::from(&d))
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -508,26 +519,63 @@ impl Policy {
                 };
                 auditor.emit(session, before, event, "admitted", Some(rule), None, None);
             }
-            Err(refusal) => {
-                let decision = match refusal.kind {
-                    RefusalKind::NeedsApproval => "needs_approval",
-                    RefusalKind::Rejected => "rejected",
-                    _ => "refused",
-                };
-                let rule = rule_of(session, tool, refusal.kind);
-                let (kind, message) = (refusal.kind.as_str().to_owned(), refusal.reason.clone());
-                auditor.emit(
-                    session,
-                    before,
-                    event,
-                    decision,
-                    Some(rule),
-                    Some(kind),
-                    Some(message),
-                );
-            }
+            Err(refusal) => Self::log_refusal(auditor, session, before, event, refusal),
         }
         result
+    }
+
+    /// The refusal [`Policy::admit_call`] would answer for this call, without admitting
+    /// anything (no approval is consumed); a refusal is recorded by the auditor as
+    /// `admit_call` records it. For a host that refuses a call on its own grounds too
+    /// (rig, for a call outside the tools it offered) and must say orch's reason when
+    /// there is one.
+    pub fn refusal_of<S: Orchestrated + ?Sized>(
+        &self,
+        session: &S,
+        tool: &str,
+        call: &CallDigest,
+    ) -> Option<Refusal> {
+        let refusal = match self.known(session, tool) {
+            Err(refusal) => refusal,
+            Ok(()) => match session.check_call(tool, call) {
+                Ok(()) => return None,
+                Err(denial) => self.refusal(session, tool, denial),
+            },
+        };
+        if let Some(auditor) = &self.auditor {
+            let event = AuditEvent::Call {
+                tool: tool.to_owned(),
+                call: *call,
+            };
+            Self::log_refusal(auditor, session, Position::of(session), event, &refusal);
+        }
+        Some(refusal)
+    }
+
+    /// The record of a refused call.
+    fn log_refusal<S: Orchestrated + ?Sized>(
+        auditor: &Auditor,
+        session: &S,
+        before: Position,
+        event: AuditEvent,
+        refusal: &Refusal,
+    ) {
+        let decision = match refusal.kind {
+            RefusalKind::NeedsApproval => "needs_approval",
+            RefusalKind::Rejected => "rejected",
+            _ => "refused",
+        };
+        let rule = rule_of(session, &refusal.tool, refusal.kind);
+        let (kind, message) = (refusal.kind.as_str().to_owned(), refusal.reason.clone());
+        auditor.emit(
+            session,
+            before,
+            event,
+            decision,
+            Some(rule),
+            Some(kind),
+            Some(message),
+        );
     }
 
     /// Puts the gated `call` to a human: the session holds the question (so that only

@@ -351,13 +351,18 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
                 format!("error: `{tool}` was not run: its arguments are not a JSON object ({error}). {now}")
             }
             // Unknown to rig, or outside the forced choice: the policy says why.
-            _ => match self.with_session(|s| self.policy.admit(s, tool)) {
-                Err(refusal) => refusal.reason,
-                Ok(()) => {
-                    let now = self.with_session(|s| self.policy.what_now(s, true));
-                    format!("error: `{tool}` was not run: it is not available in this call. {now}")
+            _ => {
+                let call = CallDigest::of_text(tool, event.args.as_deref().unwrap_or_default());
+                match self.with_session(|s| self.policy.refusal_of(s, tool, &call)) {
+                    Some(refusal) => refusal.reason,
+                    None => {
+                        let now = self.with_session(|s| self.policy.what_now(s, true));
+                        format!(
+                            "error: `{tool}` was not run: it is not available in this call. {now}"
+                        )
+                    }
                 }
-            },
+            }
         };
         Some(InvalidToolCallAction::Skip {
             reason: self.refuse(tool, reason),

@@ -178,3 +178,52 @@ async fn without_an_approver_the_run_stops_and_resumes_after_a_restart() {
     assert_eq!(refunds(&log), 1);
     assert_eq!(session.lock().unwrap().sequence_index(), 3);
 }
+
+#[tokio::test]
+async fn an_audited_policy_records_the_hooks_decisions() {
+    use orch_agent::audit::{Auditor, DecisionRecord};
+    let records: Arc<Mutex<Vec<DecisionRecord>>> = Arc::default();
+    let sink = Arc::clone(&records);
+    let auditor = Auditor::new(
+        move |r: &DecisionRecord| sink.lock().unwrap().push(r.clone()),
+        "rig-run",
+    );
+    let fake = Fake::new([
+        call("issue_refund", REFUND),
+        call("lookup_order", r#"{"order": "A-1"}"#),
+        call("issue_refund", REFUND),
+        text("Refunded."),
+    ]);
+    let log = Log::default();
+    let session = Arc::new(Mutex::new(Session::new()));
+    let policy = Policy::new(TOOLS).audited(Arc::new(auditor));
+    let hook = OrchHook::new(policy, Arc::clone(&session))
+        .approver(|_| async { Decision::Reject { reason: None } });
+    hook.user_message("refund A-1");
+    let agent = build(&fake, hook, &log).await;
+    let _ = agent.prompt("refund A-1").max_turns(6).await;
+    let decisions: Vec<String> = records
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.decision.clone())
+        .collect();
+    // The message, then: the early refund refused, the lookup admitted and recorded,
+    // the refund asked about and rejected.
+    assert_eq!(
+        decisions,
+        [
+            "tools",
+            "message",
+            "refused",
+            "admitted",
+            "recorded",
+            "needs_approval",
+            "asked",
+            "denied_by_human",
+            "rejected"
+        ],
+        "{:#?}",
+        records.lock().unwrap()
+    );
+}
