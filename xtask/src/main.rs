@@ -184,7 +184,7 @@ fn test(cargo_args: &[String]) -> ExitCode {
         if (c.present)(&root) {
             continue;
         }
-        eprintln!("xtask: {} is missing; installing it", c.name);
+        eprintln!("xtask: missing: {}; installing", c.name);
         if !((c.install)(&root) && (c.present)(&root)) {
             missing.push(c);
         }
