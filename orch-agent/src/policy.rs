@@ -488,38 +488,35 @@ impl Policy {
         tool: &str,
         call: &CallDigest,
     ) -> Result<(), Refusal> {
-        let Some(auditor) = &self.auditor else {
-            self.known(session, tool)?;
-            return match session.admit_call(tool, call) {
-                Ok(()) => Ok(()),
-                Err(denial) => Err(self.refusal(session, tool, denial)),
-            };
-        };
-        let before = Position::of(session);
-        let held = session.approval();
-        let admitting = rule_admitting(session);
+        // What the record needs of the state before the call (nothing without a log).
+        let audit = self.auditor.as_ref().map(|auditor| {
+            let before = Position::of(session);
+            (auditor, before, session.approval(), rule_admitting(session))
+        });
         let result = self.known(session, tool).and_then(|()| {
             session
                 .admit_call(tool, call)
                 .map_err(|denial| self.refusal(session, tool, denial))
         });
-        let event = AuditEvent::Call {
-            tool: tool.to_owned(),
-            call: *call,
-        };
-        match &result {
-            Ok(()) => {
-                // An approval consumed: the gate decided, with the human.
-                let rule = if session.approval() != held {
-                    crate::audit::Rule::Gate {
-                        step: before.step.clone(),
-                    }
-                } else {
-                    admitting
-                };
-                auditor.emit(session, before, event, "admitted", Some(rule), None, None);
+        if let Some((auditor, before, held, admitting)) = audit {
+            let event = AuditEvent::Call {
+                tool: tool.to_owned(),
+                call: *call,
+            };
+            match &result {
+                Ok(()) => {
+                    // An approval consumed: the gate decided, with the human.
+                    let rule = if session.approval() != held {
+                        crate::audit::Rule::Gate {
+                            step: before.step.clone(),
+                        }
+                    } else {
+                        admitting
+                    };
+                    auditor.emit(session, before, event, "admitted", Some(rule), None, None);
+                }
+                Err(refusal) => Self::log_refusal(auditor, session, before, event, refusal),
             }
-            Err(refusal) => Self::log_refusal(auditor, session, before, event, refusal),
         }
         result
     }
@@ -607,21 +604,13 @@ impl Policy {
         request: &ApprovalRequest,
         decision: &Decision,
     ) -> bool {
+        // An altered request is not the question the human was asked: nothing applies.
         let digest = CallDigest::of_text(&request.call.name, &request.call.arguments);
-        // An altered request names a call whose digest it does not carry: nothing applies.
-        let call = if digest == request.digest {
-            digest
-        } else {
-            CallDigest::of_canonical("orch.altered-request", digest.as_bytes())
-        };
-        let reason = decision.reason();
-        self.answer_call(
-            session,
-            &request.call.name,
-            call,
-            decision.approves(),
-            reason,
-        )
+        if digest != request.digest {
+            return false;
+        }
+        let (approves, reason) = (decision.approves(), decision.reason());
+        self.answer_call(session, &request.call.name, digest, approves, reason)
     }
 
     /// Holds the question about the call `call` of `tool` in the session (the gate's

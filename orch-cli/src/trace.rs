@@ -10,7 +10,7 @@ use orch_agent::audit::{AuditEvent, DecisionRecord};
 use orch_agent::{Orchestrated, Policy};
 use orch_codegen::ir::{IrProperty, IrRule};
 use orch_runtime::compiled::glob_match;
-use orch_runtime::dynamic::DynMachine;
+use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -330,7 +330,7 @@ impl<'p> Monitor<'p> {
 
     /// The tool ran as call `n`; `admitted` when the workflow admitted it (for a gated
     /// tool: on an approval). Judged before it is recorded.
-    fn ran(&mut self, tool: &str, n: usize, admitted: bool, session: &dyn Gated) {
+    fn ran(&mut self, tool: &str, n: usize, admitted: bool, session: &DynSession<'_>) {
         let p = self.property;
         let matches = glob_match(&p.tool, tool);
         if self.violated.is_none() && matches {
@@ -343,7 +343,7 @@ impl<'p> Monitor<'p> {
                     Some(format!("`{tool}` ran {} times (at most {max})", self.count))
                 }
                 IrRule::Never => Some(format!("`{tool}` ran")),
-                IrRule::Approved if !(admitted && session.was_gated(tool)) => {
+                IrRule::Approved if !(admitted && was_gated(session, tool)) => {
                     Some(format!("`{tool}` ran without a human's approval"))
                 }
                 _ => None,
@@ -368,14 +368,8 @@ impl<'p> Monitor<'p> {
 }
 
 /// Whether a tool was gated when it ran (for the `approved` property).
-trait Gated {
-    fn was_gated(&self, tool: &str) -> bool;
-}
-
-impl Gated for orch_runtime::DynSession<'_> {
-    fn was_gated(&self, tool: &str) -> bool {
-        self.check(tool).is_err_and(|d| d.needs_approval())
-    }
+fn was_gated(session: &DynSession<'_>, tool: &str) -> bool {
+    session.check(tool).is_err_and(|d| d.needs_approval())
 }
 
 /// The human rendering of a report.
