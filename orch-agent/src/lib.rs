@@ -45,6 +45,7 @@
 
 mod agent;
 pub mod audit;
+pub mod elicitation;
 #[cfg(feature = "genai")]
 mod genai_model;
 mod model;

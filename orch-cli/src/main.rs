@@ -9,6 +9,7 @@
 mod graph;
 mod input;
 mod mcp;
+mod policy;
 mod report;
 mod simulate;
 mod verify;
@@ -116,6 +117,11 @@ enum Command {
     /// (docs/mcp.md). Over stdio to one client by default, over Streamable HTTP with
     /// `--listen`. The upstream server is COMMAND (after `--`), or `--upstream-url`.
     Mcp(Box<mcp::Args>),
+    /// Serve agentgateway's ExtMcp policy service under a template (docs/gateways.md):
+    /// the gateway asks before every MCP tool call goes upstream and after its result
+    /// comes back; calls the workflow refuses never reach the upstream, across any
+    /// number of instances sharing Redis.
+    Policy(Box<policy::Args>),
     /// Decision logs (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -266,6 +272,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Mcp(args) => mcp::run(*args),
+        Command::Policy(args) => policy::run(*args),
         Command::Audit {
             action: AuditAction::Verify { log, format },
         } => audit_verify_cmd(&log, format),

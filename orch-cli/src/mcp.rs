@@ -319,20 +319,30 @@ async fn serve(
 
 /// The decision log `--audit-log` names, continuing the chain of an existing chained log.
 fn audit_log(args: &Args) -> Result<Option<Arc<Auditor>>, GatewayError> {
-    let Some(path) = &args.audit_log else {
+    open_audit_log(args.audit_log.as_deref(), args.audit_chain, "orch-mcp")
+        .map_err(GatewayError::Client)
+}
+
+/// The decision log at `path` (JSON lines, appended to), written as `program`; with
+/// `chain`, its records are chained, continuing the chain of an existing log. `None`
+/// without a path.
+pub(crate) fn open_audit_log(
+    path: Option<&str>,
+    chain: bool,
+    program: &str,
+) -> Result<Option<Arc<Auditor>>, String> {
+    let Some(path) = path else {
         return Ok(None);
     };
-    let sink = JsonLines::append(path)
-        .map_err(|e| GatewayError::Client(format!("cannot open the decision log {path}: {e}")))?;
-    let mut auditor = Auditor::new(sink, "orch-mcp");
-    if args.audit_chain {
+    let sink =
+        JsonLines::append(path).map_err(|e| format!("cannot open the decision log {path}: {e}"))?;
+    let mut auditor = Auditor::new(sink, program);
+    if chain {
         auditor = auditor.chained();
         let existing = std::fs::read_to_string(path).unwrap_or_default();
         if let Some(last) = existing.lines().rev().find(|l| !l.trim().is_empty()) {
             let last: DecisionRecord = serde_json::from_str(last).map_err(|e| {
-                GatewayError::Client(format!(
-                    "the decision log {path} does not end with a decision record ({e}): give another file"
-                ))
+                format!("the decision log {path} does not end with a decision record ({e}): give another file")
             })?;
             auditor = auditor.continuing(&last);
         }

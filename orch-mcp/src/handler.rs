@@ -14,7 +14,6 @@
 
 use crate::approval::{self, Answer};
 use crate::jwt::JWT_PREFIX;
-use crate::record::{ms_after, now_ms, token, Lease, Record};
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::telemetry;
 use crate::upstream::Relay;
@@ -24,6 +23,7 @@ use orch_agent::{Orchestrated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use orch_runtime::Snapshot;
+use orch_store::lease::{ms_after, now_ms, token, Lease, Record};
 use orch_store::{ModifyError, SessionStore, StoreError, Versioned};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,

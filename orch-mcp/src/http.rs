@@ -18,7 +18,7 @@
 //!   lease is released at once.
 //!
 //! Each MCP session's handshake is kept in the session's record (see
-//! [`crate::record`]), so that any gateway instance sharing the store serves it.
+//! [`orch_store::lease`]), so that any gateway instance sharing the store serves it.
 //!
 //! Besides `/mcp`, the guard answers `/runs` itself: `POST /runs` mints a run and its
 //! token, `DELETE /runs/<id>` revokes one (see [`crate::runs`]).

@@ -48,7 +48,6 @@ mod framing;
 mod handler;
 mod http;
 mod jwt;
-mod record;
 mod runs;
 mod telemetry;
 mod upstream;

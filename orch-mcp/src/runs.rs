@@ -11,7 +11,7 @@
 
 use crate::handler::{store_error, Shared};
 use crate::jwt::JWT_PREFIX;
-use crate::record::{ms_after, now_ms, Record};
+use orch_store::lease::{ms_after, now_ms, Record};
 use orch_store::SessionStore;
 use rmcp::ErrorData as McpError;
 use sha2::{Digest, Sha256};

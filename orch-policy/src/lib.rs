@@ -1,11 +1,237 @@
-//! orch as agentgateway's ExtMcp policy server (`orch policy`): the gRPC wire contract,
-//! generated from this crate's proto/ext_mcp.proto (the same package, service,
-//! messages and field numbers as agentgateway v1.4.1's `ext_mcp.proto`).
+//! orch as agentgateway's **ExtMcp** policy server (`orch policy`): the gateway asks it
+//! about every MCP request before it goes upstream (`CheckRequest`) and about every
+//! upstream result on its way back (`CheckResponse`), and orch answers from a workflow
+//! run kept in a [`SessionStore`] — in memory, or in Redis / a Redis Cluster shared by
+//! several policy-server instances.
+//!
+//! - **`tools/call`, request phase**: the run (named by the gateway in
+//!   `metadata_context`, key `run` by default) is read, the call judged and, when allowed,
+//!   admitted *and leased* in one compare-and-set, so that under any concurrency, across
+//!   instances, the calls that pass form a serial order the workflow allows. A refusal is
+//!   an `AuthorizationError` `PERMISSION_DENIED` with orch's own wording (what is expected
+//!   next, what is allowed now) and the same facts as data in `mcp_error`. An admitted
+//!   call gets a token back in `McpRequestResult.metadata` (key `orch_call`).
+//! - **`tools/call`, response phase**: the call that token names (fed back by the
+//!   gateway's `metadata` config; without it, the run's one call in flight) is recorded —
+//!   unless the result says `isError: true` — and its lease released. An upstream
+//!   JSON-RPC error never reaches this phase: the lease lapses ([`Options::lease`]) and
+//!   the call counts as not run.
+//! - **`tools/list`, response phase**: the list is filtered to what the run allows now
+//!   (`mutated`).
+//! - Everything else passes. Malformed requests are `INVALID`; store failures and
+//!   overload are answered as errors too (never a gRPC failure, which a gateway set to
+//!   fail open would pass), so the server fails closed whatever the gateway's failure
+//!   mode.
+//!
+//! The wire contract is this crate's `proto/ext_mcp.proto` (the same package, service,
+//! messages and field numbers as agentgateway v1.4.1's `ext_mcp.proto`), generated with
+//! tonic and prost: [`wire`]. See `docs/gateways.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), orch_policy::PolicyError> {
+//! use orch_policy::{Options, PolicyServer};
+//! let compiled = orch_codegen::compile_json(
+//!     r#"{"name": "research", "tools": ["search", "summarize"],
+//!         "steps": [{"name": "research", "isDefault": true,
+//!                    "sequence": ["search", "summarize"]}]}"#,
+//!     None,
+//! );
+//! let server = PolicyServer::new(&compiled, orch_store::MemoryStore::new(), Options::default())?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(PolicyError::io)?;
+//! server.serve(listener, std::future::pending()).await
+//! # }
+//! # use orch_policy::PolicyError;
+//! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod engine;
+mod service;
 
 /// The ExtMcp messages (prost) and the service's client and server (tonic), package
 /// `agentgateway.dev.ext_mcp`.
 #[allow(missing_docs, clippy::all)]
 pub mod wire {
     tonic::include_proto!("agentgateway.dev.ext_mcp");
+}
+
+use orch_agent::audit::Auditor;
+use orch_codegen::ir::{Ir, IrCondition};
+use orch_codegen::Compiled;
+use orch_store::SessionStore;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use engine::TOKEN_FIELD;
+
+/// Why a policy server cannot start or stopped serving.
+#[derive(Debug)]
+pub enum PolicyError {
+    /// The template has errors, or reads user messages (which MCP traffic never carries).
+    Template(String),
+    /// The address could not be served.
+    Io(String),
+}
+
+impl PolicyError {
+    /// An I/O error while binding or serving.
+    pub fn io(e: std::io::Error) -> Self {
+        PolicyError::Io(e.to_string())
+    }
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PolicyError::Template(why) | PolicyError::Io(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// How a policy server names runs and bounds its work.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The `metadata_context` key whose value names the run (default `run`). A request
+    /// without it is refused.
+    pub run_key: String,
+    /// How long an admitted call holds its run (default 60 s): its result must reach the
+    /// response phase within it. A call whose response never comes (an upstream
+    /// JSON-RPC error, a gateway that died) stops blocking the run when it lapses, and
+    /// counts as not run. Set it above the gateway's upstream request timeout.
+    pub lease: Duration,
+    /// How long a call waits while another call of its run is in flight (default 5 s,
+    /// below agentgateway's 10 s deadline for a policy check); then it is refused as
+    /// `RESOURCE_EXHAUSTED`.
+    pub busy_wait: Duration,
+    /// The largest `tools/call` params accepted, in bytes (default 1 MiB); larger ones
+    /// are `INVALID`.
+    pub max_params_bytes: usize,
+    /// The largest gRPC message decoded, in bytes (default 16 MiB): a tool result or a
+    /// tool list beyond it fails the check (the gateway then fails closed, its default).
+    pub max_message_bytes: usize,
+    /// How many checks are handled at once (default 256); one more is answered
+    /// `RESOURCE_EXHAUSTED` at once.
+    pub max_in_flight: usize,
+    /// Where to write a decision record of every call judged and every tool recorded
+    /// (`orch_agent::audit`); the `run` of a record is the run's store key. Default:
+    /// none.
+    pub audit: Option<Arc<Auditor>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            run_key: "run".to_owned(),
+            lease: Duration::from_secs(60),
+            busy_wait: Duration::from_secs(5),
+            max_params_bytes: 1 << 20,
+            max_message_bytes: 16 << 20,
+            max_in_flight: 256,
+            audit: None,
+        }
+    }
+}
+
+/// The policy server: a compiled template, a store of runs, and the options.
+/// Cheap to clone (one shared state).
+pub struct PolicyServer<S> {
+    engine: Arc<engine::Engine<S>>,
+}
+
+impl<S> Clone for PolicyServer<S> {
+    fn clone(&self) -> Self {
+        PolicyServer {
+            engine: Arc::clone(&self.engine),
+        }
+    }
+}
+
+impl<S: SessionStore + 'static> PolicyServer<S> {
+    /// A server for `compiled` keeping runs in `store`. Refused when the template has
+    /// errors, or has conditions that read the user's message: MCP traffic carries none,
+    /// so they would never hold ([`message_conditions`] names them).
+    pub fn new(compiled: &Compiled, store: S, options: Options) -> Result<Self, PolicyError> {
+        let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
+            return Err(PolicyError::Template(
+                "the template has errors (run `orch check` on it)".into(),
+            ));
+        };
+        let reading = message_conditions(ir);
+        if !reading.is_empty() {
+            return Err(PolicyError::Template(format!(
+                "the template reads the user's message, which MCP traffic never carries, so these conditions would never hold: {}. \
+                 Switch steps on tool use instead (tool_used, sequence_match), or put orch in the agent itself (orch-agent)",
+                reading.join("; ")
+            )));
+        }
+        Ok(PolicyServer {
+            engine: Arc::new(engine::Engine::new(machine, store, options)),
+        })
+    }
+
+    /// Answers agentgateway's `CheckRequest`.
+    pub async fn check_request(&self, request: wire::McpRequest) -> wire::McpRequestResult {
+        self.engine.check_request(request).await
+    }
+
+    /// Answers agentgateway's `CheckResponse`.
+    pub async fn check_response(&self, response: wire::McpResponse) -> wire::McpResponseResult {
+        self.engine.check_response(response).await
+    }
+
+    /// Serves the ExtMcp gRPC service on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), PolicyError> {
+        service::serve(self, listener, shutdown).await
+    }
+
+    /// The options the server runs with.
+    pub fn options(&self) -> &Options {
+        &self.engine.options
+    }
+}
+
+/// The template's conditions that read the user's message (`message_contains`,
+/// `message_regex`), one line each naming the step and the condition: empty when it has
+/// none.
+pub fn message_conditions(ir: &Ir) -> Vec<String> {
+    let mut out = Vec::new();
+    for step in &ir.steps {
+        for condition in &step.conditions {
+            let named = match condition {
+                IrCondition::Contains(i) => format!(
+                    "message_contains {:?}",
+                    ir.contains.get(*i).map_or("", String::as_str)
+                ),
+                IrCondition::Regex(i) => format!(
+                    "message_regex {:?}",
+                    ir.regexes.get(*i).map_or("", String::as_str)
+                ),
+                _ => continue,
+            };
+            out.push(format!("step `{}`: {named}", step.name));
+        }
+    }
+    out
+}
+
+/// What a template's `resetSequenceOn` message events become behind the gateway: one
+/// warning per step that has them (they never fire: MCP carries no user messages).
+pub fn message_reset_warnings(ir: &Ir) -> Vec<String> {
+    ir.steps
+        .iter()
+        .filter(|step| step.reset != 0)
+        .map(|step| {
+            format!(
+                "step `{}` resets its sequence on user messages, which never arrive through an MCP gateway",
+                step.name
+            )
+        })
+        .collect()
 }

@@ -32,6 +32,7 @@
 
 #[cfg(feature = "audit")]
 pub mod audit;
+pub mod lease;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;

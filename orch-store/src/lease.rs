@@ -1,6 +1,8 @@
-//! What the gateway keeps per session, under one key of its [`orch_store::SessionStore`]:
-//! the client's MCP handshake (so that any gateway instance can serve the session), the
-//! orchestration snapshot, and the *lease* of the tool call in flight, if any.
+//! The record a gateway keeps per workflow run, under one key of a [`crate::SessionStore`]:
+//! the client's MCP handshake, if the gateway keeps one (so that any gateway instance can
+//! serve the session), the orchestration snapshot, and the *lease* of the tool call in
+//! flight, if any. `orch mcp` and `orch policy` share it: the format is one, and so is the
+//! admission protocol below.
 //!
 //! The lease is what makes admission atomic across tasks and instances: a call is
 //! admitted against a stored version and the lease written with a compare-and-set on
@@ -10,9 +12,8 @@
 //! a lease whose instance died mid-call stops blocking the session at that time.
 //!
 //! One record is one value, so the handshake, the workflow state and the lease expire
-//! together, under the one session TTL. A *run* minted with a credential (see
-//! [`crate::runs`]) is a record too, under a key derived from its token's hash, with an
-//! absolute expiry besides the store's idle TTL.
+//! together, under the one session TTL. A run with an absolute end (a run `orch mcp`
+//! minted for a credential) carries its expiry besides the store's idle TTL.
 //!
 //! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
 //! bit 1 snapshot, bit 2 lease, bit 3 expiry), then for each present field in that order:
@@ -30,39 +31,39 @@ const EXPIRES: u8 = 8;
 
 /// A call in flight: who holds the session, for which tool, until when.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Lease {
+pub struct Lease {
     /// The holder's random token.
-    pub(crate) token: u64,
+    pub token: u64,
     /// The tool being called.
-    pub(crate) tool: String,
+    pub tool: String,
     /// When the lease lapses, in milliseconds since the Unix epoch.
-    pub(crate) expires_ms: u64,
+    pub expires_ms: u64,
 }
 
 impl Lease {
     /// Does the lease still hold at `now_ms`?
-    pub(crate) fn holds(&self, now_ms: u64) -> bool {
+    pub fn holds(&self, now_ms: u64) -> bool {
         self.expires_ms > now_ms
     }
 }
 
-/// One session's record.
+/// One run's record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Record {
+pub struct Record {
     /// The client's `initialize` parameters (JSON), as the MCP SDK keeps them.
-    pub(crate) handshake: Option<Vec<u8>>,
+    pub handshake: Option<Vec<u8>>,
     /// The orchestration session's snapshot (`None`: it has not changed since it began).
-    pub(crate) snapshot: Option<Vec<u8>>,
+    pub snapshot: Option<Vec<u8>>,
     /// The call in flight.
-    pub(crate) lease: Option<Lease>,
+    pub lease: Option<Lease>,
     /// When the record stops counting, in milliseconds since the Unix epoch, whatever
     /// the store's TTL says (a minted run's end); `None`: only the store's TTL ends it.
-    pub(crate) expires_ms: Option<u64>,
+    pub expires_ms: Option<u64>,
 }
 
 impl Record {
     /// The bytes stored.
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let mut flags = 0;
         let mut out = Vec::with_capacity(
             16 + self.handshake.as_ref().map_or(0, Vec::len)
@@ -98,7 +99,7 @@ impl Record {
     }
 
     /// Reads stored bytes back; an error says what is wrong with them.
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Record, String> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(MAGIC.len())? != MAGIC {
             return Err("not a gateway session record (no `OMR1` magic)".into());
@@ -171,20 +172,20 @@ impl<'a> Reader<'a> {
 
 /// Now, in milliseconds since the Unix epoch (the clock leases are measured with, shared
 /// by every instance).
-pub(crate) fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// `now_ms() + d`, saturating.
-pub(crate) fn ms_after(d: Duration) -> u64 {
+pub fn ms_after(d: Duration) -> u64 {
     now_ms().saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A fresh lease token: random per process (the standard library's hasher keys), mixed
 /// with a counter and the clock, so that no two holders share one.
-pub(crate) fn token() -> u64 {
+pub fn token() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;

@@ -1,0 +1,217 @@
+//! `orch policy`: orch as agentgateway's ExtMcp policy server (the `orch-policy` crate)
+//! behind a command.
+
+use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
+use orch_policy::{Options, PolicyError, PolicyServer};
+use orch_store::{MemoryStore, RedisStore};
+use std::io::Write;
+use std::time::Duration;
+
+/// The command line of `orch policy`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The template file.
+    pub(crate) file: String,
+    /// Serve the ExtMcp gRPC service at ADDR (e.g. 127.0.0.1:9090; port 0 picks a free
+    /// one). The bound address is printed on stdout as `ext-mcp listening on HOST:PORT`.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) ext_mcp: String,
+    /// Serve a non-loopback address. The service has no authentication of its own:
+    /// whoever reaches it can judge calls and report results for any run, so only the
+    /// gateway may reach it (a network policy, or a mesh with mutual TLS).
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+    /// Keep runs in Redis, so that several policy-server instances share them.
+    #[arg(long, value_name = "URL", conflicts_with = "redis_cluster")]
+    pub(crate) redis: Option<String>,
+    /// Keep runs in a Redis Cluster: a seed node's URL (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis_cluster: Vec<String>,
+    /// The Redis key prefix.
+    #[arg(long, value_name = "NS", default_value = "orch-policy")]
+    pub(crate) namespace: String,
+    /// A run is forgotten after this long without a request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+    pub(crate) run_ttl: u64,
+    /// The `metadata_context` key whose value names the run (the gateway fills it from
+    /// CEL, e.g. a JWT claim).
+    #[arg(long, value_name = "KEY", default_value = "run")]
+    pub(crate) run_key: String,
+    /// How long an admitted call holds its run: its result must come back within it. A
+    /// call whose result never comes (an upstream JSON-RPC error) counts as not run
+    /// when it lapses. Set it above the gateway's upstream request timeout.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(crate) lease: u64,
+    /// How long a call waits while another call of its run is in flight, in
+    /// milliseconds (keep it below the gateway's 10 s deadline for a check).
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub(crate) busy_wait_ms: u64,
+    /// The largest tools/call params accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub(crate) max_params_bytes: usize,
+    /// The largest gRPC message decoded, in bytes (tool results, tool lists).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub(crate) max_message_bytes: usize,
+    /// Checks handled at once; one more is answered RESOURCE_EXHAUSTED at once.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub(crate) max_in_flight: usize,
+    /// Append a decision record of every call judged and every tool recorded to this
+    /// file, as JSON lines (docs/audit.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit_log: Option<String>,
+    /// Chain the decision records, so `orch audit verify` can tell the log is
+    /// untampered; an existing chained log is continued.
+    #[arg(long, requires = "audit_log")]
+    pub(crate) audit_chain: bool,
+}
+
+/// Runs the policy server: 1 when the template has errors or reads user messages
+/// (nothing is started), 2 when the address or the store cannot be used; 0 after
+/// Ctrl-C or SIGTERM.
+pub(crate) fn run(args: Args) -> u8 {
+    let mut prepared = None;
+    let code = with_template(&args.file, |compiled| {
+        let Some(ir) = compiled.ir.as_ref() else {
+            return FOUND_ERRORS;
+        };
+        let reading = orch_policy::message_conditions(ir);
+        if !reading.is_empty() {
+            eprintln!(
+                "error: {}: orch policy cannot enforce this template: it reads the user's message, which MCP traffic never carries:",
+                args.file
+            );
+            for line in reading {
+                eprintln!("  {line}");
+            }
+            eprintln!("  (switch steps on tool use instead, or run orch inside the agent with orch-agent)");
+            return FOUND_ERRORS;
+        }
+        for warning in orch_policy::message_reset_warnings(ir) {
+            eprintln!("warning: {}: {warning}", args.file);
+        }
+        prepared = Some(compiled.clone());
+        OK
+    });
+    let Some(compiled) = prepared else {
+        return code;
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: orch policy: cannot start the async runtime: {e}");
+            return USAGE_OR_IO;
+        }
+    };
+    let served = runtime.block_on(serve(&compiled, &args));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match served {
+        Ok(()) => OK,
+        Err(PolicyError::Template(e)) => {
+            eprintln!("error: {}: {e}", args.file);
+            FOUND_ERRORS
+        }
+        Err(e) => {
+            eprintln!("error: orch policy: {e}");
+            USAGE_OR_IO
+        }
+    }
+}
+
+async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), PolicyError> {
+    let options = Options {
+        run_key: args.run_key.clone(),
+        lease: Duration::from_secs(args.lease.max(1)),
+        busy_wait: Duration::from_millis(args.busy_wait_ms),
+        max_params_bytes: args.max_params_bytes,
+        max_message_bytes: args.max_message_bytes.max(64 << 10),
+        max_in_flight: args.max_in_flight.max(1),
+        audit: crate::mcp::open_audit_log(
+            args.audit_log.as_deref(),
+            args.audit_chain,
+            "orch-policy",
+        )
+        .map_err(PolicyError::Io)?,
+    };
+    let addr = &args.ext_mcp;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| PolicyError::Io(format!("cannot listen on {addr}: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| PolicyError::Io(format!("cannot listen on {addr}: {e}")))?;
+    if !local.ip().is_loopback() && !args.allow_remote {
+        return Err(PolicyError::Io(format!(
+            "refusing to serve {local}: the ExtMcp service has no authentication of its own, and whoever reaches it can report tool results for any run. \
+             Listen on a loopback address next to the gateway, or pass --allow-remote once a network policy or a mesh with mutual TLS lets only the gateway reach it"
+        )));
+    }
+    let ttl = Duration::from_secs(args.run_ttl.max(1));
+    let redis = match (&args.redis, args.redis_cluster.as_slice()) {
+        (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),
+        (None, []) => None,
+        (None, seeds) => {
+            let refs: Vec<&str> = seeds.iter().map(String::as_str).collect();
+            Some((
+                RedisStore::connect_cluster(&refs).await,
+                format!("the Redis Cluster at {}", seeds.join(", ")),
+            ))
+        }
+    };
+    match redis {
+        None => {
+            let store = MemoryStore::builder()
+                .ttl(ttl)
+                .max_sessions(usize::MAX)
+                .build();
+            let server = PolicyServer::new(compiled, store, options)?;
+            ready(local, "runs in memory");
+            server.serve(listener, shutdown()).await
+        }
+        Some((connected, what)) => {
+            let store = connected
+                .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
+                .map_err(|e| PolicyError::Io(format!("cannot use {what}: {e}")))?;
+            let server = PolicyServer::new(compiled, store, options)?;
+            ready(
+                local,
+                &format!("runs in {what}, namespace `{}`", args.namespace),
+            );
+            server.serve(listener, shutdown()).await
+        }
+    }
+}
+
+/// Says the server is ready: the address on stdout (for scripts and tests), the rest on
+/// stderr.
+fn ready(local: std::net::SocketAddr, what: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "ext-mcp listening on {local}");
+    let _ = out.flush();
+    eprintln!("orch policy: serving agentgateway's ExtMcp at {local} ({what})");
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    () = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => ctrl_c.await,
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
+}

@@ -1,0 +1,743 @@
+//! The decisions: what each ExtMcp check does to a run's record.
+//!
+//! A run is one [`Record`] in the store (the lease format `orch mcp` uses: the workflow
+//! snapshot and the call in flight), under `run:<name>`. A `tools/call` is *reserved*
+//! (judged against the stored state and leased in the same compare-and-set: no second
+//! call can be admitted against the state the first one was), then *finished* by its
+//! response (recorded, lease dropped) or left to lapse.
+
+use crate::wire::{
+    authorization_error::Code, mcp_request_result, mcp_response_result, AuthorizationError,
+    McpRequest, McpRequestResult, McpResponse, McpResponseResult, Pass,
+};
+use crate::Options;
+use orch_agent::audit::Auditor;
+use orch_agent::elicitation::{self, Answer, INPUT_KEY};
+use orch_agent::{Orchestrated, Policy, Refusal, RefusalKind};
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::{CallDigest, Snapshot};
+use orch_store::lease::{ms_after, now_ms, token, Lease, Record};
+use orch_store::{ModifyError, SessionStore, StoreError};
+use prost_types::value::Kind;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// The key of the call token in `McpRequestResult.metadata`, and the `metadata_context`
+/// key the gateway's configuration feeds it back under (`orch_call:
+/// 'mcpGuardrails.orch_call'`).
+pub const TOKEN_FIELD: &str = "orch_call";
+
+/// The longest run name accepted, in bytes.
+const MAX_RUN_NAME: usize = 512;
+
+/// The longest pause between two looks at a run whose call is in flight.
+const MAX_WAIT_PAUSE: Duration = Duration::from_millis(20);
+
+/// The shared state of a policy server.
+pub(crate) struct Engine<S> {
+    machine: DynMachine,
+    store: S,
+    pub(crate) options: Options,
+    permits: Arc<Semaphore>,
+}
+
+/// A check answered with an `AuthorizationError`.
+struct Rejection {
+    code: Code,
+    reason: String,
+    data: Option<Value>,
+}
+
+impl Rejection {
+    fn new(code: Code, reason: impl Into<String>) -> Self {
+        Rejection {
+            code,
+            reason: reason.into(),
+            data: None,
+        }
+    }
+
+    fn invalid(reason: impl Into<String>) -> Self {
+        Self::new(Code::Invalid, reason)
+    }
+
+    /// A failure of orch's own (the store, a corrupt record): the check fails closed.
+    fn fault(reason: impl Into<String>) -> Self {
+        Self::new(Code::Unknown, reason)
+    }
+
+    fn into_error(self) -> AuthorizationError {
+        AuthorizationError {
+            code: self.code as i32,
+            reason: self.reason,
+            mcp_error: self.data.map(|d| d.to_string().into_bytes()),
+        }
+    }
+}
+
+/// What one look at a run decided for a call.
+enum Admission {
+    /// Admitted: the lease with this token was written.
+    Reserved(u64),
+    /// Refused by the workflow.
+    Refused(Rejection),
+    /// Another call of the run is in flight: its tool.
+    Busy(String),
+    /// An answer came, but the run no longer holds the question it answers.
+    Stale,
+}
+
+/// What a human's answer in the call's params asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// No answer: a gated call is asked about (the run holds the question).
+    Ask,
+    /// The human answered the question the run holds.
+    Answer(bool),
+}
+
+/// A `tools/call`'s params, read.
+struct Call {
+    tool: String,
+    arguments: Value,
+    /// The params without orch's own approval answer, when they carried one (what goes
+    /// upstream instead).
+    stripped: Option<Vec<u8>>,
+    answer: Option<Answer>,
+}
+
+/// What finishing a call did.
+enum Finish {
+    /// Recorded (or, for an error result, released).
+    Done,
+    /// The call's lease lapsed and another call was admitted since: not recorded.
+    Lapsed,
+    /// No call of the run is in flight (none was admitted, or it finished already).
+    NoCall,
+}
+
+/// A change of a record.
+enum Change<R> {
+    Write(Record, R),
+    Keep(R),
+}
+
+impl<S: SessionStore + 'static> Engine<S> {
+    pub(crate) fn new(machine: DynMachine, store: S, options: Options) -> Self {
+        Engine {
+            machine,
+            store,
+            permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
+            options,
+        }
+    }
+
+    /// `CheckRequest`.
+    pub(crate) async fn check_request(&self, request: McpRequest) -> McpRequestResult {
+        let Ok(_permit) = self.permits.try_acquire() else {
+            return request_result(Err(self.overloaded()));
+        };
+        if request.method != "tools/call" {
+            return request_result(Ok(Admitted::Pass));
+        }
+        request_result(self.admit(&request).await)
+    }
+
+    /// `CheckResponse`.
+    pub(crate) async fn check_response(&self, response: McpResponse) -> McpResponseResult {
+        let Ok(_permit) = self.permits.try_acquire() else {
+            return response_result(Err(self.overloaded()));
+        };
+        let decided = match response.method.as_str() {
+            "tools/call" => self.finish_call(&response).await.map(|()| None),
+            "tools/list" => self.filter_list(&response).await,
+            _ => Ok(None),
+        };
+        response_result(decided)
+    }
+
+    fn overloaded(&self) -> Rejection {
+        Rejection::new(
+            Code::ResourceExhausted,
+            format!(
+                "orch policy is handling its maximum of {} checks at once; try again shortly",
+                self.options.max_in_flight
+            ),
+        )
+    }
+
+    /// The store key of the run the gateway names in `metadata_context`.
+    fn run_of(&self, context: Option<&prost_types::Struct>) -> Result<String, Rejection> {
+        let key = &self.options.run_key;
+        let missing = || {
+            Rejection::new(
+                Code::PermissionDenied,
+                format!(
+                    "orch policy: the gateway named no workflow run: `metadata_context` has no `{key}` \
+                     (configure the guardrails processor's metadata with `{key}: <CEL naming the run, e.g. jwt.sub>`)"
+                ),
+            )
+        };
+        let value = context
+            .and_then(|c| c.fields.get(key))
+            .and_then(|v| v.kind.as_ref())
+            .ok_or_else(missing)?;
+        let name =
+            match value {
+                Kind::StringValue(s) => s.clone(),
+                Kind::NumberValue(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{n:.0}"),
+                Kind::NullValue(_) => return Err(missing()),
+                _ => return Err(Rejection::new(
+                    Code::PermissionDenied,
+                    format!(
+                        "orch policy: the run named by `metadata_context.{key}` must be a string"
+                    ),
+                )),
+            };
+        if name.is_empty() || name.len() > MAX_RUN_NAME {
+            return Err(Rejection::new(
+                Code::PermissionDenied,
+                format!(
+                    "orch policy: the run named by `metadata_context.{key}` must be 1 to {MAX_RUN_NAME} bytes long"
+                ),
+            ));
+        }
+        Ok(format!("run:{name}"))
+    }
+
+    /// The rules for a call of `tool`: the template's tools and the one called are the
+    /// host's (a tool the template does not declare is judged by the step's patterns),
+    /// with a buffered auditor when the server keeps a decision log.
+    fn policy_for(&self, run: &str, extra: &[&str]) -> Policy {
+        let mut host: Vec<String> = self.machine.tools().to_vec();
+        for name in extra {
+            if !host.iter().any(|h| h == name) {
+                host.push((*name).to_owned());
+            }
+        }
+        let policy = Policy::new(host);
+        match &self.options.audit {
+            Some(_) => policy.audited(Arc::new(Auditor::buffered(run))),
+            None => policy,
+        }
+    }
+
+    fn log_attempt(&self, policy: &Policy) {
+        if let (Some(audit), Some(buffered)) = (&self.options.audit, policy.auditor()) {
+            audit.relay(buffered.take_buffered());
+        }
+    }
+
+    fn restore(
+        &self,
+        run: &str,
+        snapshot: Option<&[u8]>,
+        policy: &Policy,
+    ) -> Result<DynSession<'_>, Rejection> {
+        let mut session = match snapshot {
+            None => DynSession::new(&self.machine),
+            Some(bytes) => Snapshot::from_bytes(bytes)
+                .and_then(|snapshot| DynSession::restore(&self.machine, &snapshot))
+                .map(|(session, _report)| session)
+                .map_err(|e| {
+                    Rejection::fault(format!(
+                        "orch policy: the workflow run `{run}` cannot be restored: {e}"
+                    ))
+                })?,
+        };
+        policy.prepare(&mut session);
+        Ok(session)
+    }
+
+    /// Applies `f` to the record of `run` with compare-and-set, reading again after a
+    /// conflict (`f` may run more than once; it sees `None` when nothing is stored).
+    async fn modify<R>(
+        &self,
+        run: &str,
+        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, Rejection> + Send,
+    ) -> Result<R, Rejection> {
+        let modified = orch_store::modify(
+            &self.store,
+            run,
+            orch_store::DEFAULT_MAX_ATTEMPTS,
+            None,
+            |current| {
+                let record = match current {
+                    None => None,
+                    Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(run, &e))?),
+                };
+                Ok(match f(record)? {
+                    Change::Write(record, value) => {
+                        orch_store::Change::Write(record.encode(), value)
+                    }
+                    Change::Keep(value) => orch_store::Change::Keep(value),
+                })
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            ModifyError::Store(StoreError::Conflict { attempts, .. }) => Rejection::fault(format!(
+                "orch policy: the workflow run `{run}` could not be updated: {attempts} attempts conflicted with concurrent updates"
+            )),
+            ModifyError::Store(e) => store_fault(&e),
+            ModifyError::Change(e) => e,
+        })?;
+        Ok(modified.value)
+    }
+
+    /// The request phase of a `tools/call`.
+    async fn admit(&self, request: &McpRequest) -> Result<Admitted, Rejection> {
+        let run = self.run_of(request.metadata_context.as_ref())?;
+        let params = request.mcp_request.as_deref().ok_or_else(|| {
+            Rejection::invalid("tools/call without params: the gateway sent no `mcp_request`")
+        })?;
+        let call = read_call(params, self.options.max_params_bytes)?;
+        let digest = CallDigest::of_json(&call.tool, &call.arguments);
+        let policy = self.policy_for(&run, &[&call.tool]);
+        let gate = match call.answer {
+            Some(Answer::Approved) => Gate::Answer(true),
+            Some(Answer::Rejected) => Gate::Answer(false),
+            Some(Answer::Dismissed) => {
+                return Err(Rejection::new(
+                    Code::PermissionDenied,
+                    format!(
+                        "error: `{}` was not run: the human dismissed the question about it. {}",
+                        call.tool, "Call it again to ask again."
+                    ),
+                ))
+            }
+            None => Gate::Ask,
+        };
+        let mut admission = self.reserve(&run, &policy, &call, &digest, gate).await?;
+        if matches!(admission, Admission::Stale) {
+            // The run changed since the question: ask about the call in its new state.
+            admission = self
+                .reserve(&run, &policy, &call, &digest, Gate::Ask)
+                .await?;
+        }
+        match admission {
+            Admission::Reserved(token) => Ok(Admitted::Call {
+                token,
+                mutated: call.stripped,
+            }),
+            Admission::Refused(rejection) => Err(rejection),
+            Admission::Busy(_) | Admission::Stale => Err(Rejection::new(
+                Code::PermissionDenied,
+                format!("error: `{}` was not run: the workflow run changed while a human decided about this call, or the answer was given already; call it again to ask again", call.tool),
+            )),
+        }
+    }
+
+    /// Reserves `run` for `call`, waiting (at most [`Options::busy_wait`]) while another
+    /// call of the run is in flight, then looking again: the second call is judged
+    /// against the state the first one left.
+    async fn reserve(
+        &self,
+        run: &str,
+        policy: &Policy,
+        call: &Call,
+        digest: &CallDigest,
+        gate: Gate,
+    ) -> Result<Admission, Rejection> {
+        let deadline = Instant::now() + self.options.busy_wait;
+        let mut pause = Duration::from_micros(500);
+        loop {
+            let admission = self.try_reserve(run, policy, call, digest, gate).await?;
+            let Admission::Busy(other) = admission else {
+                return Ok(admission);
+            };
+            if Instant::now() >= deadline {
+                return Err(Rejection::new(
+                    Code::ResourceExhausted,
+                    format!(
+                        "error: `{}` was not run: a call of `{other}` in the same workflow run has been in flight for more than {} s; try again when it has finished.",
+                        call.tool,
+                        self.options.busy_wait.as_secs_f64()
+                    ),
+                ));
+            }
+            // A little randomness, so that waiters on several instances do not look at
+            // the run in lockstep.
+            let jitter = Duration::from_micros(token() % 500);
+            tokio::time::sleep(pause + jitter).await;
+            pause = (pause * 2).min(MAX_WAIT_PAUSE);
+        }
+    }
+
+    /// One look at `run` for `call`: refuse it, find the run busy, or admit it and write
+    /// its lease in the same compare-and-set.
+    async fn try_reserve(
+        &self,
+        run: &str,
+        policy: &Policy,
+        call: &Call,
+        digest: &CallDigest,
+        gate: Gate,
+    ) -> Result<Admission, Rejection> {
+        let tool = call.tool.as_str();
+        let lease_for = self.options.lease;
+        let tried = self
+            .modify(run, |record| {
+                if let Some(auditor) = policy.auditor() {
+                    auditor.take_buffered();
+                }
+                let mut record = record.unwrap_or_default();
+                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
+                    return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
+                }
+                let mut session = self.restore(run, record.snapshot.as_deref(), policy)?;
+                let held = session.approval();
+                if let Gate::Answer(approved) = gate {
+                    if !policy.answer_call(&mut session, tool, *digest, approved, None) {
+                        return Ok(Change::Keep(Admission::Stale));
+                    }
+                }
+                if let Err(refusal) = policy.admit_call(&mut session, tool, digest) {
+                    let asks = refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask;
+                    if asks {
+                        policy.ask_call(&mut session, tool, *digest);
+                    }
+                    let rejection =
+                        refused(policy, &session, refusal, asks.then_some((call, digest)));
+                    if session.approval() == held {
+                        return Ok(Change::Keep(Admission::Refused(rejection)));
+                    }
+                    // A question just asked, or a rejection just answered: the run holds it.
+                    record.snapshot = Some(session.snapshot().to_bytes());
+                    return Ok(Change::Write(record, Admission::Refused(rejection)));
+                }
+                if session.approval() != held {
+                    // The approval this call passed on is consumed with the lease's write.
+                    record.snapshot = Some(session.snapshot().to_bytes());
+                }
+                let token = token();
+                record.lease = Some(Lease {
+                    token,
+                    tool: tool.to_owned(),
+                    expires_ms: ms_after(lease_for),
+                });
+                Ok(Change::Write(record, Admission::Reserved(token)))
+            })
+            .await;
+        if tried.is_ok() {
+            self.log_attempt(policy);
+        }
+        tried
+    }
+
+    /// The response phase of a `tools/call`: records the call (unless its result is an
+    /// error) and drops its lease.
+    async fn finish_call(&self, response: &McpResponse) -> Result<(), Rejection> {
+        let run = self.run_of(response.metadata_context.as_ref())?;
+        let result: Value = serde_json::from_slice(&response.mcp_response)
+            .map_err(|e| Rejection::invalid(format!("the tools/call result is not JSON: {e}")))?;
+        let Some(result) = result.as_object() else {
+            return Err(Rejection::invalid(
+                "the tools/call result is not a JSON object",
+            ));
+        };
+        let is_error = match result.get("isError") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(Rejection::invalid(
+                    "the tools/call result's `isError` is not a boolean",
+                ))
+            }
+        };
+        let token = call_token(response.metadata_context.as_ref())?;
+        // The decision records of the attempt that is written.
+        let mut records = Vec::new();
+        let finished = self
+            .modify(&run, |record| {
+                records.clear();
+                let Some(mut record) = record else {
+                    return Ok(Change::Keep(Finish::NoCall));
+                };
+                let Some(lease) = record.lease.take() else {
+                    return Ok(Change::Keep(Finish::NoCall));
+                };
+                if token.is_some_and(|t| t != lease.token) {
+                    return Ok(Change::Keep(Finish::Lapsed));
+                }
+                if !is_error {
+                    let policy = self.policy_for(&run, &[&lease.tool]);
+                    let mut session = self.restore(&run, record.snapshot.as_deref(), &policy)?;
+                    policy.record(&mut session, &lease.tool);
+                    record.snapshot = Some(session.snapshot().to_bytes());
+                    if let Some(auditor) = policy.auditor() {
+                        records = auditor.take_buffered();
+                    }
+                }
+                Ok(Change::Write(record, Finish::Done))
+            })
+            .await?;
+        if let Some(audit) = &self.options.audit {
+            audit.relay(records);
+        }
+        match finished {
+            Finish::Done => Ok(()),
+            // An error result needs no account: pass it.
+            _ if is_error => Ok(()),
+            Finish::Lapsed => Err(Rejection::new(
+                Code::PermissionDenied,
+                format!(
+                    "orch policy: this call's admission lapsed (after {} s) and another call of the workflow run was admitted since: its result is withheld and not recorded",
+                    self.options.lease.as_secs_f64()
+                ),
+            )),
+            Finish::NoCall => Err(Rejection::new(
+                Code::PermissionDenied,
+                "orch policy: no call of this workflow run is in flight (was the request phase of tools/call configured?): the result is withheld and not recorded",
+            )),
+        }
+    }
+
+    /// The response phase of `tools/list`: the list filtered to what the run allows now
+    /// (`None` when nothing is removed).
+    async fn filter_list(&self, response: &McpResponse) -> Result<Option<Vec<u8>>, Rejection> {
+        let run = self.run_of(response.metadata_context.as_ref())?;
+        let mut result: Value = serde_json::from_slice(&response.mcp_response)
+            .map_err(|e| Rejection::invalid(format!("the tools/list result is not JSON: {e}")))?;
+        let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+            return Err(Rejection::invalid(
+                "the tools/list result has no `tools` array",
+            ));
+        };
+        let mut names = Vec::with_capacity(tools.len());
+        for tool in tools.iter() {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                return Err(Rejection::invalid(
+                    "a tool in the tools/list result has no string `name`",
+                ));
+            };
+            names.push(self.judged_name(name, &response.service_names).to_owned());
+        }
+        let policy = Policy::new(names.clone());
+        let record = match self.store.load(&run).await.map_err(|e| store_fault(&e))? {
+            None => Record::default(),
+            Some(v) => Record::decode(&v.bytes).map_err(|e| corrupt(&run, &e))?,
+        };
+        let session = self.restore(&run, record.snapshot.as_deref(), &policy)?;
+        let allowed = policy.offered(&session);
+        let before = tools.len();
+        let mut keep = names.iter().map(|n| allowed.contains(n));
+        tools.retain(|_| keep.next().unwrap_or(false));
+        if tools.len() == before {
+            return Ok(None);
+        }
+        Ok(Some(result.to_string().into_bytes()))
+    }
+
+    /// The name a listed tool is judged by: agentgateway prefixes each tool with its
+    /// target (`<target>_<tool>`) when it multiplexes several, and strips the prefix
+    /// before a call reaches the request phase; a template names tools without it.
+    fn judged_name<'n>(&self, name: &'n str, services: &[String]) -> &'n str {
+        if services.len() < 2 || self.machine.tools().iter().any(|t| t == name) {
+            return name;
+        }
+        services
+            .iter()
+            .find_map(|s| name.strip_prefix(s.as_str())?.strip_prefix('_'))
+            .unwrap_or(name)
+    }
+}
+
+/// What the request phase of a call decided when it lets it go.
+enum Admitted {
+    /// Not judged (not a `tools/call`).
+    Pass,
+    /// Admitted under a lease; `mutated`: the params to send instead (orch's approval
+    /// answer taken out).
+    Call {
+        token: u64,
+        mutated: Option<Vec<u8>>,
+    },
+}
+
+fn request_result(decided: Result<Admitted, Rejection>) -> McpRequestResult {
+    use mcp_request_result::Result as R;
+    let (result, metadata) = match decided {
+        Ok(Admitted::Pass) => (R::Pass(Pass {}), None),
+        Ok(Admitted::Call { token, mutated }) => {
+            let mut fields = std::collections::BTreeMap::new();
+            fields.insert(
+                TOKEN_FIELD.to_owned(),
+                prost_types::Value {
+                    kind: Some(Kind::StringValue(format!("{token:016x}"))),
+                },
+            );
+            let result = match mutated {
+                Some(bytes) => R::Mutated(bytes),
+                None => R::Pass(Pass {}),
+            };
+            (result, Some(prost_types::Struct { fields }))
+        }
+        Err(rejection) => (R::Error(rejection.into_error()), None),
+    };
+    McpRequestResult {
+        result: Some(result),
+        header_mutation: None,
+        metadata,
+    }
+}
+
+fn response_result(decided: Result<Option<Vec<u8>>, Rejection>) -> McpResponseResult {
+    use mcp_response_result::Result as R;
+    let result = match decided {
+        Ok(None) => R::Pass(Pass {}),
+        Ok(Some(bytes)) => R::Mutated(bytes),
+        Err(rejection) => R::Error(rejection.into_error()),
+    };
+    McpResponseResult {
+        result: Some(result),
+    }
+}
+
+/// Reads a `tools/call`'s params: an object with a string `name` and, if any, an object
+/// of `arguments`, at most `max` bytes.
+fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
+    if params.len() > max {
+        return Err(Rejection::invalid(format!(
+            "tools/call params of {} bytes exceed orch policy's limit of {max} bytes",
+            params.len()
+        )));
+    }
+    let value: Value = serde_json::from_slice(params)
+        .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
+    let Value::Object(mut params) = value else {
+        return Err(Rejection::invalid(
+            "tools/call params are not a JSON object",
+        ));
+    };
+    let tool = match params.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => name.clone(),
+        Some(Value::String(_)) => return Err(Rejection::invalid("tools/call `name` is empty")),
+        Some(_) => return Err(Rejection::invalid("tools/call `name` is not a string")),
+        None => return Err(Rejection::invalid("tools/call params have no `name`")),
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(args)) => Value::Object(args.clone()),
+        Some(_) => {
+            return Err(Rejection::invalid(
+                "tools/call `arguments` is not a JSON object",
+            ))
+        }
+    };
+    let digest = CallDigest::of_json(&tool, &arguments);
+    let state = match params.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(Rejection::invalid(
+                "tools/call `requestState` is not a string",
+            ))
+        }
+    };
+    let response = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+    let answer = elicitation::answer_in_retry(state.as_deref(), response, &digest)
+        .map_err(Rejection::invalid)?;
+    let stripped = if elicitation::is_ours(state.as_deref()) {
+        // The answer is orch's: the upstream gets the call as the model made it.
+        params.remove("requestState");
+        if let Some(Value::Object(responses)) = params.get_mut("inputResponses") {
+            responses.remove(INPUT_KEY);
+            if responses.is_empty() {
+                params.remove("inputResponses");
+            }
+        }
+        Some(Value::Object(params).to_string().into_bytes())
+    } else {
+        None
+    };
+    Ok(Call {
+        tool,
+        arguments,
+        stripped,
+        answer,
+    })
+}
+
+/// The call token the gateway fed back in `metadata_context`, if any.
+fn call_token(context: Option<&prost_types::Struct>) -> Result<Option<u64>, Rejection> {
+    let Some(value) = context
+        .and_then(|c| c.fields.get(TOKEN_FIELD))
+        .and_then(|v| v.kind.as_ref())
+    else {
+        return Ok(None);
+    };
+    match value {
+        Kind::StringValue(s) if s.len() == 16 => u64::from_str_radix(s, 16)
+            .map(Some)
+            .map_err(|_| bad_token()),
+        Kind::NullValue(_) => Ok(None),
+        _ => Err(bad_token()),
+    }
+}
+
+fn bad_token() -> Rejection {
+    Rejection::invalid(format!(
+        "`metadata_context.{TOKEN_FIELD}` is not a call token orch policy issued (16 hex digits)"
+    ))
+}
+
+/// The refusal of a call, as the gateway sends it to the client: orch's wording as the
+/// reason, and the same facts as the JSON-RPC error's data (what `orch mcp` puts in a
+/// refused call's `structuredContent`), with the question for the human when the call
+/// waits for an approval.
+fn refused(
+    policy: &Policy,
+    session: &DynSession<'_>,
+    refusal: Refusal,
+    asked: Option<(&Call, &CallDigest)>,
+) -> Rejection {
+    let Refusal { tool, kind, reason } = refusal;
+    let mut data = json!({
+        "refusal": {
+            "tool": tool,
+            "reason": kind.as_str(),
+            "step": session.step_name(),
+            "expected": session.expected_tools(),
+            "allowed": policy.offered(session),
+            "message": &reason,
+        }
+    });
+    if let Some((call, digest)) = asked {
+        let state = elicitation::request_state(digest);
+        data["approval"] = json!({
+            "tool": call.tool,
+            "step": session.step_name(),
+            "digest": digest.to_string(),
+            "pending": true,
+            "requestState": state,
+            "inputRequests": {
+                INPUT_KEY: {
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": elicitation::question_text(&call.tool, &call.arguments, session.step_name()),
+                        "requestedSchema": elicitation::form_schema(),
+                    }
+                }
+            },
+        });
+    }
+    Rejection {
+        code: Code::PermissionDenied,
+        reason,
+        data: Some(data),
+    }
+}
+
+fn store_fault(e: &StoreError) -> Rejection {
+    Rejection::fault(format!("orch policy: the run store failed: {e}"))
+}
+
+fn corrupt(run: &str, why: &str) -> Rejection {
+    Rejection::fault(format!(
+        "orch policy: the stored record of workflow run `{run}` is corrupt: {why}"
+    ))
+}
