@@ -184,18 +184,19 @@ impl<S: SessionStore + 'static> Engine<S> {
             .and_then(|c| c.fields.get(key))
             .and_then(|v| v.kind.as_ref())
             .ok_or_else(missing)?;
-        let name =
-            match value {
-                Kind::StringValue(s) => s.clone(),
-                Kind::NumberValue(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{n:.0}"),
-                Kind::NullValue(_) => return Err(missing()),
-                _ => return Err(Rejection::new(
+        let name = match value {
+            Kind::StringValue(s) => s.clone(),
+            Kind::NumberValue(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{n:.0}"),
+            Kind::NullValue(_) => return Err(missing()),
+            _ => {
+                return Err(Rejection::new(
                     Code::PermissionDenied,
                     format!(
                         "orch policy: the run named by `metadata_context.{key}` must be a string"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         if name.is_empty() || name.len() > MAX_RUN_NAME {
             return Err(Rejection::new(
                 Code::PermissionDenied,

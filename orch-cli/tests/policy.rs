@@ -1,0 +1,194 @@
+//! `orch policy`, the command: it says where it listens, refuses templates it cannot
+//! enforce and addresses it should not serve, stops cleanly on SIGTERM, and — with
+//! Redis — its processes share runs, which survive a restart.
+
+#[path = "../../orch-policy/tests/support/mod.rs"]
+mod ext;
+mod support;
+
+use ext::{Answered, Gateway, REFUND_LINE};
+use orch_policy::wire::authorization_error::Code;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::{redis, temp_dir, wait, Guard, ORCH};
+
+/// `orch policy TEMPLATE --ext-mcp 127.0.0.1:0 EXTRA...`, once it says it listens: the
+/// process and its gRPC URL.
+fn policy(template: &std::path::Path, extra: &[&str]) -> (Guard, String) {
+    let mut child = Command::new(ORCH)
+        .arg("policy")
+        .arg(template)
+        .args(["--ext-mcp", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start orch policy");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let Some(addr) = line.trim().strip_prefix("ext-mcp listening on ") else {
+        let mut err = String::new();
+        let _ = child.kill();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        panic!("orch policy did not say where it listens: {line:?}\n{err}");
+    };
+    let url = format!("http://{addr}");
+    (Guard(child), url)
+}
+
+fn template(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `orch policy ARGS...` expected to stop by itself: its status and stderr.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(ORCH)
+        .arg("policy")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait(&mut child, Duration::from_secs(60));
+    let _ = child.kill();
+    let mut err = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+    (status.and_then(|s| s.code()), err)
+}
+
+#[tokio::test]
+async fn it_says_where_it_listens_and_enforces_the_template() {
+    let dir = temp_dir("policy-listen");
+    let file = template(&dir, "t.json", REFUND_LINE);
+    let (mut process, url) = policy(&file, &[]);
+    let mut gw = Gateway::connect(&url, "alice").await;
+    assert_eq!(
+        gw.call("issue_refund", json!({})).await.code(),
+        Code::PermissionDenied
+    );
+    gw.run_tool("lookup_order").await.unwrap();
+    gw.run_tool("issue_refund").await.unwrap();
+    // SIGTERM: a clean stop, status 0.
+    let pid = process.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = wait(&mut process.0, Duration::from_secs(30)).expect("it stops");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn templates_it_cannot_enforce_and_exposed_addresses_are_refused() {
+    let dir = temp_dir("policy-refused");
+    let chatty = template(
+        &dir,
+        "chatty.json",
+        r#"{"name": "chatty", "tools": ["a"],
+            "steps": [{"name": "S", "isDefault": true},
+                      {"name": "T", "conditions": [{"type": "message_contains", "value": "refund"}]}]}"#,
+    );
+    let (status, err) = refused(&[chatty.to_str().unwrap(), "--ext-mcp", "127.0.0.1:0"]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("reads the user's message"), "{err}");
+    assert!(
+        err.contains(r#"step `T`: message_contains "refund""#),
+        "{err}"
+    );
+
+    let broken = template(&dir, "broken.json", r#"{"name": "x", "steps": ["#);
+    let (status, err) = refused(&[broken.to_str().unwrap(), "--ext-mcp", "127.0.0.1:0"]);
+    assert_eq!(status, Some(1), "{err}");
+
+    let fine = template(&dir, "t.json", REFUND_LINE);
+    let (status, err) = refused(&[fine.to_str().unwrap(), "--ext-mcp", "0.0.0.0:0"]);
+    assert_eq!(status, Some(2), "{err}");
+    assert!(err.contains("no authentication of its own"), "{err}");
+    assert!(err.contains("--allow-remote"), "{err}");
+
+    let (status, err) = refused(&[fine.to_str().unwrap(), "--ext-mcp", "not an address"]);
+    assert_eq!(status, Some(2), "{err}");
+    assert!(err.contains("cannot listen on not an address"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: `cargo xtask test` installs it and runs this"]
+async fn processes_share_runs_through_redis_and_runs_survive_a_restart() {
+    let (_redis, redis_url) = redis();
+    let dir = temp_dir("policy-redis");
+    let file = template(&dir, "t.json", REFUND_LINE);
+    // One decision log per process.
+    let logs = [dir.join("first.jsonl"), dir.join("second.jsonl")];
+    let args = |log: &std::path::Path| {
+        let log = log.to_str().unwrap().to_owned();
+        vec![
+            "--redis".to_owned(),
+            redis_url.clone(),
+            "--audit-log".to_owned(),
+            log,
+            "--audit-chain".to_owned(),
+        ]
+    };
+    let first_args = args(&logs[0]);
+    let first_args: Vec<&str> = first_args.iter().map(String::as_str).collect();
+    let second_args = args(&logs[1]);
+    let second_args: Vec<&str> = second_args.iter().map(String::as_str).collect();
+    let (first, first_url) = policy(&file, &first_args);
+    let (_second, second_url) = policy(&file, &second_args);
+    let mut via_first = Gateway::connect(&first_url, "frank").await;
+    let mut via_second = Gateway::connect(&second_url, "frank").await;
+    via_first.run_tool("lookup_order").await.unwrap();
+    // The call is admitted by one process and its result reported to the other.
+    let token = via_second.call("issue_refund", json!({})).await.token();
+    assert_eq!(
+        via_first.respond(token.as_deref(), ext::ok_result()).await,
+        Answered::Pass
+    );
+    // Restart the first: the run goes on where it was (the email is next).
+    drop(first);
+    let (_restarted, restarted_url) = policy(&file, &first_args);
+    let mut via_restarted = Gateway::connect(&restarted_url, "frank").await;
+    assert_eq!(
+        via_restarted.call("issue_refund", json!({})).await.code(),
+        Code::PermissionDenied
+    );
+    via_restarted.run_tool("send_email").await.unwrap();
+    // Each process kept its decisions, the restarted one continuing the first's chain.
+    let mut decisions = Vec::new();
+    for log in &logs {
+        let text = std::fs::read_to_string(log).unwrap();
+        decisions.extend(
+            text.lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()),
+        );
+        let verified = Command::new(ORCH)
+            .args(["audit", "verify", log.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            verified.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verified.stdout)
+        );
+    }
+    let count = |what: &str| decisions.iter().filter(|d| d["decision"] == what).count();
+    // lookup_order, issue_refund, send_email admitted and recorded; one refund refused.
+    assert_eq!(count("admitted"), 3, "{decisions:#?}");
+    assert_eq!(count("recorded"), 3, "{decisions:#?}");
+    assert_eq!(count("refused"), 1, "{decisions:#?}");
+    assert!(
+        decisions.iter().all(|d| d["run"] == "run:frank"),
+        "{decisions:#?}"
+    );
+}
