@@ -259,11 +259,15 @@ impl<S: SessionStore + 'static> Engine<S> {
         run: &str,
         mut f: impl FnMut(Option<Record>) -> Result<Change<R>, Rejection> + Send,
     ) -> Result<R, Rejection> {
+        // The value this instance last saw is tried first (a store that caches, as the
+        // Redis store does, saves a read per check when no other instance wrote since;
+        // a stale one costs a conflict and a read).
+        let known = self.store.cached(run);
         let modified = orch_store::modify(
             &self.store,
             run,
             orch_store::DEFAULT_MAX_ATTEMPTS,
-            None,
+            known,
             |current| {
                 let record = match current {
                     None => None,

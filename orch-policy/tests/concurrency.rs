@@ -70,13 +70,13 @@ async fn hammer(urls: &[String]) -> Vec<Vec<String>> {
     }
     let logs: Vec<Arc<Mutex<Vec<String>>>> = (0..RUNS).map(|_| Arc::default()).collect();
     let mut tasks = Vec::new();
-    for run in 0..RUNS {
+    for (run, log) in logs.iter().enumerate() {
         for caller in 0..CALLERS {
             let gateways: Vec<Gateway> = gateways
                 .iter()
                 .map(|g| g.for_run(&format!("run-{run}")))
                 .collect();
-            let log = Arc::clone(&logs[run]);
+            let log = Arc::clone(log);
             tasks.push(tokio::spawn(async move {
                 let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((run * 131 + caller) as u64 + 1));
                 for _ in 0..CALLS {
@@ -92,7 +92,7 @@ async fn hammer(urls: &[String]) -> Vec<Vec<String>> {
                         continue;
                     };
                     // One result in five says the tool failed: not recorded.
-                    let failed = rng.next() % 5 == 0;
+                    let failed = rng.next().is_multiple_of(5);
                     if !failed {
                         log.lock().unwrap().push(tool.to_owned());
                     }

@@ -1,0 +1,220 @@
+//! The latency `orch mcp` adds to a `tools/call`, measured the way
+//! `orch-policy/benches/ext_mcp.rs` measures `orch policy` (docs/performance.md): an
+//! open loop at a fixed offered load over loopback, each call timed from its scheduled
+//! start, against an rmcp tool server over Streamable HTTP that answers at once —
+//! called directly, then through the gateway (sessions in memory). The difference of
+//! the two distributions is what the gateway adds: one more HTTP hop, the decision, the
+//! lease and the record.
+//!
+//! ```sh
+//! cargo bench -p orch-mcp --bench added_latency           # 1,000 calls/s for 10 s
+//! ORCH_BENCH_RATE=500 cargo bench -p orch-mcp --bench added_latency
+//! ```
+
+use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
+use orch_store::MemoryStore;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, Tool,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Every call is allowed: the gateway's full path (admit and lease, forward, record).
+const DESK: &str = r#"{
+  "name": "desk",
+  "tools": ["search"],
+  "orchestration": {"steps": [{"name": "Desk", "isDefault": true}]}
+}"#;
+
+/// Client sessions the calls are spread over (a session's calls are admitted one at a
+/// time, so each sees a call every `SESSIONS / rate` seconds).
+const SESSIONS: usize = 50;
+
+/// A tool server that answers at once.
+#[derive(Clone)]
+struct Instant_;
+
+impl ServerHandler for Instant_ {
+    fn get_info(&self) -> rmcp::model::InitializeResult {
+        let mut info = rmcp::model::InitializeResult::default();
+        info.capabilities = rmcp::model::ServerCapabilities::builder()
+            .enable_tools()
+            .build();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = Arc::new(serde_json::Map::from_iter([(
+            "type".to_owned(),
+            serde_json::Value::from("object"),
+        )]));
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "search",
+            "finds things",
+            schema,
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(CallToolResult::success(vec![ContentBlock::text("found")]).into())
+    }
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    // `cargo test --benches` runs benchmarks as tests: nothing to measure then.
+    if std::env::args().any(|a| a == "--test") {
+        return;
+    }
+    let rate = env_or("ORCH_BENCH_RATE", 1_000);
+    let seconds = env_or("ORCH_BENCH_SECONDS", 10);
+    // The servers' runtime (the tool server and the gateway), and the clients'.
+    let servers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (upstream, gateway) = servers.block_on(async {
+        let upstream = serve_tools().await;
+        let machine = orch_codegen::compile_json(DESK, None)
+            .to_machine()
+            .expect("the template compiles");
+        let gateway = Gateway::start(
+            machine,
+            &Upstream::Url(upstream.clone()),
+            MemoryStore::new(),
+            &Options::default(),
+        )
+        .await
+        .expect("the gateway starts");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { gateway.serve_http(listener, &HttpOptions::default()).await });
+        (upstream, format!("http://{addr}/mcp"))
+    });
+    println!("orch mcp, tools/call over loopback Streamable HTTP, {rate} calls/s offered for {seconds} s over {SESSIONS} sessions:");
+    let direct = clients.block_on(measure(&upstream, rate, seconds));
+    let through = clients.block_on(measure(&gateway, rate, seconds));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (what, l) in [
+        ("tool server directly", &direct),
+        ("through orch mcp", &through),
+    ] {
+        println!(
+            "  {what}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls",
+            ms(percentile(l, 50.0)),
+            ms(percentile(l, 90.0)),
+            ms(percentile(l, 99.0)),
+            ms(*l.last().unwrap()),
+            l.len()
+        );
+    }
+    let added = |p| ms(percentile(&through, p)) - ms(percentile(&direct, p));
+    println!(
+        "  added by orch mcp: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms",
+        added(50.0),
+        added(90.0),
+        added(99.0)
+    );
+    drop(clients);
+    servers.shutdown_timeout(Duration::from_secs(1));
+}
+
+/// The tool server over Streamable HTTP on a free loopback port: its URL.
+async fn serve_tools() -> String {
+    let service = StreamableHttpService::new(
+        || Ok(Instant_),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/mcp")
+}
+
+/// `rate` calls a second for `seconds` against `url`, over `SESSIONS` sessions, each
+/// started on schedule (a thread of its own paces them): each call's latency from its
+/// scheduled start, sorted.
+async fn measure(url: &str, rate: u64, seconds: u64) -> Vec<Duration> {
+    let mut sessions: Vec<RunningService<RoleClient, ()>> = Vec::new();
+    for _ in 0..SESSIONS {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        sessions.push(().serve(transport).await.expect("a session"));
+    }
+    let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
+    // Warm up every session.
+    for peer in &peers {
+        peer.call_tool(CallToolRequestParams::new("search"))
+            .await
+            .expect("tools/call");
+    }
+    let total = (rate * seconds) as usize;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let handle = tokio::runtime::Handle::current();
+    let pacer = std::thread::spawn(move || {
+        let begin = Instant::now() + Duration::from_millis(10);
+        let mut tasks = Vec::with_capacity(total);
+        for i in 0..total {
+            let at = begin + interval * i as u32;
+            let now = Instant::now();
+            if at > now {
+                std::thread::sleep(at - now);
+            }
+            let peer = peers[i % SESSIONS].clone();
+            tasks.push(handle.spawn(async move {
+                let result = peer
+                    .call_tool(CallToolRequestParams::new("search"))
+                    .await
+                    .expect("tools/call");
+                assert_ne!(result.is_error, Some(true));
+                at.elapsed()
+            }));
+        }
+        tasks
+    });
+    let tasks = tokio::task::spawn_blocking(move || pacer.join().unwrap())
+        .await
+        .unwrap();
+    let mut latencies = Vec::with_capacity(total);
+    for task in tasks {
+        latencies.push(task.await.unwrap());
+    }
+    for session in sessions {
+        let _ = session.cancel().await;
+    }
+    latencies.sort();
+    latencies
+}
+
+/// The `p`th percentile of sorted `samples` (nearest rank).
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
+    samples[rank.clamp(1, samples.len()) - 1]
+}

@@ -1,0 +1,343 @@
+//! What `orch policy` adds to a `tools/call` behind agentgateway, measured over loopback
+//! gRPC as the gateway calls it (both phases: `CheckRequest` before the call goes
+//! upstream, `CheckResponse` on its result), runs in memory and in a real
+//! `redis-server` (started here; left out with a note when it is not installed):
+//!
+//! - **added latency** at a fixed offered load (open loop: each call starts on schedule
+//!   whether or not earlier ones finished, so a stall shows in the tail instead of
+//!   slowing the load down): p50, p90, p99 and the worst, from the call's scheduled
+//!   start to its response phase's answer;
+//! - **decisions per second** at saturation: 32 callers back to back;
+//! - the same with the policy server's methods called in-process (no gRPC: the decision
+//!   and the store alone), and two checks of a method orch passes at once over gRPC (the
+//!   transport alone).
+//!
+//! Server and client share one process and the machine's cores (a gateway and its
+//! policy server on one 2-core node). The numbers go to docs/performance.md:
+//!
+//! ```sh
+//! cargo bench -p orch-policy --bench ext_mcp            # 1,000 calls/s for 10 s
+//! ORCH_BENCH_RATE=2000 ORCH_BENCH_SECONDS=5 cargo bench -p orch-policy --bench ext_mcp
+//! ```
+
+#[path = "../../orch-store/tests/common/mod.rs"]
+mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use orch_policy::wire::{
+    mcp_request_result, mcp_response_result, McpRequest, McpRequestResult, McpResponse,
+    McpResponseResult,
+};
+use orch_policy::{Options, PolicyServer, TOKEN_FIELD};
+use orch_store::{MemoryStore, RedisStore, SessionStore};
+use prost_types::value::Kind;
+use serde_json::json;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{ok_result, start, string, Answered, Checked, Gateway};
+
+/// A help desk whose tools are always allowed: every call is admitted, leased, recorded
+/// and released — the full path — and runs never block each other.
+const DESK: &str = r#"{
+  "name": "desk",
+  "tools": ["search", "answer"],
+  "orchestration": {
+    "steps": [{"name": "Desk", "isDefault": true, "availableTools": {"allowed": ["search", "answer"]}}]
+  }
+}"#;
+
+/// Runs the calls are spread over (each sees a call every `RUNS / rate` seconds, so no
+/// call waits for another of its run).
+const RUNS: usize = 200;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    // `cargo test --benches` runs benchmarks as tests: nothing to measure then.
+    if std::env::args().any(|a| a == "--test") {
+        return;
+    }
+    let rate = env_or("ORCH_BENCH_RATE", 1_000);
+    let seconds = env_or("ORCH_BENCH_SECONDS", 10);
+    println!("orch policy, both ExtMcp phases per tools/call, {rate} calls/s offered for {seconds} s over {RUNS} runs:");
+    let memory = || async { MemoryStore::new() };
+    measure(
+        "gRPC alone (two checks passed at once)",
+        Via::Floor,
+        memory,
+        rate,
+        seconds,
+    );
+    measure("memory, over gRPC", Via::Grpc, memory, rate, seconds);
+    measure(
+        "memory, in-process (no gRPC)",
+        Via::Direct,
+        memory,
+        rate,
+        seconds,
+    );
+    match common::RedisServer::try_start() {
+        Some(redis) => {
+            let connect = || async {
+                RedisStore::connect(&redis.url)
+                    .await
+                    .expect("connect to redis-server")
+            };
+            measure("Redis, over gRPC", Via::Grpc, connect, rate, seconds);
+            measure(
+                "Redis, in-process (no gRPC)",
+                Via::Direct,
+                connect,
+                rate,
+                seconds,
+            );
+        }
+        None => println!("  Redis: left out (redis-server is not installed)"),
+    }
+}
+
+/// How the calls reach the policy server.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// Both phases over loopback gRPC, as agentgateway calls them.
+    Grpc,
+    /// Two checks of a method orch passes at once, over gRPC: the transport's own cost.
+    Floor,
+    /// The server's methods called in-process: the decisions and the store alone.
+    Direct,
+}
+
+/// The server's two checks, called in-process.
+trait Check: Send + Sync {
+    fn request(&self, r: McpRequest)
+        -> Pin<Box<dyn Future<Output = McpRequestResult> + Send + '_>>;
+    fn response(
+        &self,
+        r: McpResponse,
+    ) -> Pin<Box<dyn Future<Output = McpResponseResult> + Send + '_>>;
+}
+
+impl<S: SessionStore + 'static> Check for PolicyServer<S> {
+    fn request(
+        &self,
+        r: McpRequest,
+    ) -> Pin<Box<dyn Future<Output = McpRequestResult> + Send + '_>> {
+        Box::pin(self.check_request(r))
+    }
+    fn response(
+        &self,
+        r: McpResponse,
+    ) -> Pin<Box<dyn Future<Output = McpResponseResult> + Send + '_>> {
+        Box::pin(self.check_response(r))
+    }
+}
+
+/// Where one call goes.
+#[derive(Clone)]
+enum Target {
+    Grpc(Box<Gateway>, Via),
+    Direct(Arc<dyn Check>),
+}
+
+fn measure<S, F, Fut>(what: &str, via: Via, store: F, rate: u64, seconds: u64)
+where
+    S: SessionStore + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = S>,
+{
+    // The server's runtime: its own two threads, as `orch policy` runs.
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // The gateway's side: another runtime, one connection (HTTP/2 multiplexes).
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let target = match via {
+        Via::Direct => {
+            let server = server_rt.block_on(async {
+                let compiled = orch_codegen::compile_json(DESK, None);
+                PolicyServer::new(&compiled, store().await, Options::default()).unwrap()
+            });
+            Target::Direct(Arc::new(server))
+        }
+        Via::Grpc | Via::Floor => {
+            let url =
+                server_rt.block_on(async { start(DESK, store().await, Options::default()).await });
+            let gateway = client_rt.block_on(Gateway::connect(&url, "warm-up"));
+            Target::Grpc(Box::new(gateway), via)
+        }
+    };
+    client_rt.block_on(async {
+        // Warm up: connections, the store, the allocator.
+        for run in 0..RUNS {
+            one_call(&target, run).await;
+        }
+        let latencies = open_loop(&target, rate, seconds).await;
+        let saturated = closed_loop(&target, 32, Duration::from_secs(3)).await;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "  {what}: latency p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls; saturated: {saturated:.0} calls/s ({:.0} checks/s)",
+            ms(percentile(&latencies, 50.0)),
+            ms(percentile(&latencies, 90.0)),
+            ms(percentile(&latencies, 99.0)),
+            ms(*latencies.last().unwrap()),
+            latencies.len(),
+            saturated * 2.0,
+        );
+    });
+    drop(target);
+    drop(client_rt);
+    server_rt.shutdown_timeout(Duration::from_secs(1));
+}
+
+/// Both phases of one admitted call in run `run`.
+async fn one_call(target: &Target, run: usize) {
+    let run = format!("bench-{run}");
+    let tool = if run.len() % 2 == 0 {
+        "search"
+    } else {
+        "answer"
+    };
+    let params = json!({"name": tool, "arguments": {"q": "where is my order"}});
+    match target {
+        Target::Grpc(gateway, via) => {
+            let mut gw = gateway.for_run(&run);
+            if *via == Via::Floor {
+                assert!(gw.request_raw("ping", None).await.is_admitted());
+                assert_eq!(gw.response("ping", None, json!({})).await, Answered::Pass);
+                return;
+            }
+            let Checked::Admitted(token, _) = gw.call(tool, params["arguments"].clone()).await
+            else {
+                panic!("the desk admits every call")
+            };
+            assert_eq!(
+                gw.respond(token.as_deref(), ok_result()).await,
+                Answered::Pass
+            );
+        }
+        Target::Direct(check) => {
+            let context = |token: Option<String>| {
+                let mut fields = std::collections::BTreeMap::new();
+                fields.insert("run".to_owned(), string(&run));
+                if let Some(token) = token {
+                    fields.insert(TOKEN_FIELD.to_owned(), string(&token));
+                }
+                Some(prost_types::Struct { fields })
+            };
+            let admitted = check
+                .request(McpRequest {
+                    service_names: vec!["backend".into()],
+                    method: "tools/call".into(),
+                    metadata_context: context(None),
+                    mcp_request: Some(params.to_string().into_bytes()),
+                    headers: vec![],
+                })
+                .await;
+            assert!(matches!(
+                admitted.result,
+                Some(mcp_request_result::Result::Pass(_))
+            ));
+            let token = match admitted
+                .metadata
+                .and_then(|m| m.fields.get(TOKEN_FIELD).cloned())
+            {
+                Some(prost_types::Value {
+                    kind: Some(Kind::StringValue(t)),
+                }) => Some(t),
+                _ => None,
+            };
+            let recorded = check
+                .response(McpResponse {
+                    service_names: vec!["backend".into()],
+                    method: "tools/call".into(),
+                    metadata_context: context(token),
+                    mcp_response: ok_result().to_string().into_bytes(),
+                })
+                .await;
+            assert!(matches!(
+                recorded.result,
+                Some(mcp_response_result::Result::Pass(_))
+            ));
+        }
+    }
+}
+
+/// `rate` calls a second for `seconds`, each started on schedule: the latency of each,
+/// from its scheduled start, sorted. A thread of its own paces the calls (a tokio timer
+/// fires on whole milliseconds, which would add up to a millisecond to every call).
+async fn open_loop(target: &Target, rate: u64, seconds: u64) -> Vec<Duration> {
+    let total = (rate * seconds) as usize;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let handle = tokio::runtime::Handle::current();
+    let target = target.clone();
+    let pacer = std::thread::spawn(move || {
+        let begin = Instant::now() + Duration::from_millis(10);
+        let mut tasks = Vec::with_capacity(total);
+        for i in 0..total {
+            let at = begin + interval * i as u32;
+            let now = Instant::now();
+            if at > now {
+                std::thread::sleep(at - now);
+            }
+            let target = target.clone();
+            tasks.push(handle.spawn(async move {
+                one_call(&target, i % RUNS).await;
+                at.elapsed()
+            }));
+        }
+        tasks
+    });
+    let tasks = tokio::task::spawn_blocking(move || pacer.join().unwrap())
+        .await
+        .unwrap();
+    let mut latencies = Vec::with_capacity(total);
+    for task in tasks {
+        latencies.push(task.await.unwrap());
+    }
+    latencies.sort();
+    latencies
+}
+
+/// `callers` tasks calling back to back for `lasting`: calls completed per second.
+async fn closed_loop(target: &Target, callers: usize, lasting: Duration) -> f64 {
+    let start = Instant::now();
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for caller in 0..callers {
+        let target = target.clone();
+        let done = Arc::clone(&done);
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0;
+            while start.elapsed() < lasting {
+                // Each caller has runs of its own: no call waits for another.
+                one_call(&target, caller + callers * (n % 4)).await;
+                n += 1;
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    done.load(std::sync::atomic::Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// The `p`th percentile of sorted `samples` (nearest rank).
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
+    samples[rank.clamp(1, samples.len()) - 1]
+}
