@@ -370,6 +370,39 @@ impl Orchestrated for DynSession<'_> {
     }
 }
 
+/// What a host that asks humans itself does about a gated call ([`Policy::admit_gated`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// The human cannot be asked: a gated call is refused (as needing approval).
+    Refuse,
+    /// Ask: a gated call is refused for now, and the session holds the question.
+    Ask,
+    /// The human answered the question the session holds: approved (`true`) or not.
+    Answer(bool),
+}
+
+/// What [`Policy::admit_gated`] came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gated {
+    /// The call may run; `changed`: an approval was consumed (store the session).
+    Admitted {
+        /// Did the session change?
+        changed: bool,
+    },
+    /// The call may not run (now).
+    Refused {
+        /// Why, in the words the model is sent.
+        refusal: Refusal,
+        /// The call is gated and the session now holds the question about it.
+        asked: bool,
+        /// Did the session change (a question held, a rejection applied)?
+        changed: bool,
+    },
+    /// An answer came, but the session no longer holds the question it answers (an
+    /// event since, or it was answered already): nothing changed.
+    Stale,
+}
+
 impl Policy {
     /// The rules for a host that can run `host_tools`.
     pub fn new<S: Into<String>>(host_tools: impl IntoIterator<Item = S>) -> Self {
@@ -519,6 +552,43 @@ impl Policy {
             }
         }
         result
+    }
+
+    /// Admits this exact call of `tool` for a host that asks a human about gated calls
+    /// itself (an MCP gateway, a policy server): [`Policy::admit_call`], with the human's
+    /// side of `gate` applied first — an answer to the question the session holds, or,
+    /// for a gated call with no answer, the question put and held
+    /// ([`Policy::ask_call`]). What came of it says whether the session changed (the
+    /// host then stores it with whatever else it writes).
+    pub fn admit_gated<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        call: &CallDigest,
+        gate: Gate,
+    ) -> Gated {
+        let held = session.approval();
+        if let Gate::Answer(approved) = gate {
+            if !self.answer_call(session, tool, *call, approved, None) {
+                return Gated::Stale;
+            }
+        }
+        match self.admit_call(session, tool, call) {
+            Ok(()) => Gated::Admitted {
+                changed: session.approval() != held,
+            },
+            Err(refusal) => {
+                let asked = refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask;
+                if asked {
+                    self.ask_call(session, tool, *call);
+                }
+                Gated::Refused {
+                    refusal,
+                    asked,
+                    changed: session.approval() != held,
+                }
+            }
+        }
     }
 
     /// The refusal [`Policy::admit_call`] would answer for this call, without admitting

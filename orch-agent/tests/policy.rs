@@ -231,3 +231,86 @@ orch_macros::orchestration! {
         default step Shop;
     }
 }
+
+/// `admit_gated`, the one admission of hosts that ask humans themselves (`orch mcp`,
+/// `orch policy`): a gated call is asked about (held), approved once, consumed; a
+/// rejection is held; an answer with no question held is stale; a host that cannot ask
+/// refuses without holding anything.
+#[test]
+fn admit_gated_asks_answers_and_consumes() {
+    use orch_agent::{Gate, Gated, RefusalKind};
+    use orch_runtime::CallDigest;
+    let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
+        "approve": ["pay"],
+        "steps": [{"name": "Shop", "isDefault": true}]}}"#;
+    let machine = orch_codegen::compile_json(source, None)
+        .to_machine()
+        .expect("the template compiles");
+    let policy = Policy::new(["browse", "pay"]);
+    let mut session = orch_runtime::dynamic::DynSession::new(&machine);
+    policy.prepare(&mut session);
+    let pay = CallDigest::of_json("pay", &serde_json::json!({"amount": 5}));
+
+    // Cannot ask: refused, nothing held.
+    let refused = policy.admit_gated(&mut session, "pay", &pay, Gate::Refuse);
+    let Gated::Refused {
+        refusal,
+        asked,
+        changed,
+    } = refused
+    else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(
+        (refusal.kind, asked, changed),
+        (RefusalKind::NeedsApproval, false, false)
+    );
+    // An answer before any question is stale.
+    assert_eq!(
+        policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(true)),
+        Gated::Stale
+    );
+    // Asked: held.
+    let asked = policy.admit_gated(&mut session, "pay", &pay, Gate::Ask);
+    assert!(
+        matches!(
+            asked,
+            Gated::Refused {
+                asked: true,
+                changed: true,
+                ..
+            }
+        ),
+        "{asked:?}"
+    );
+    // Approved: admitted once, the approval consumed.
+    assert_eq!(
+        policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(true)),
+        Gated::Admitted { changed: true }
+    );
+    assert_eq!(
+        policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(true)),
+        Gated::Stale
+    );
+    // Ungated tools pass without changing anything.
+    let browse = CallDigest::of_json("browse", &serde_json::json!({}));
+    assert_eq!(
+        policy.admit_gated(&mut session, "browse", &browse, Gate::Ask),
+        Gated::Admitted { changed: false }
+    );
+    // Asked and rejected: the rejection is held, and the same call refused as rejected.
+    policy.admit_gated(&mut session, "pay", &pay, Gate::Ask);
+    let rejected = policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(false));
+    let Gated::Refused {
+        refusal, changed, ..
+    } = rejected
+    else {
+        panic!("{rejected:?}")
+    };
+    assert_eq!((refusal.kind, changed), (RefusalKind::Rejected, true));
+    let again = policy.admit_gated(&mut session, "pay", &pay, Gate::Ask);
+    assert!(
+        matches!(&again, Gated::Refused { refusal, asked: false, changed: false } if refusal.kind == RefusalKind::Rejected),
+        "{again:?}"
+    );
+}

@@ -280,18 +280,7 @@ async fn serve(
         (false, true) => ", JWT required",
         (false, false) => "",
     };
-    let redis = match (&args.redis, args.redis_cluster.as_slice()) {
-        (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),
-        (None, []) => None,
-        (None, seeds) => {
-            let refs: Vec<&str> = seeds.iter().map(String::as_str).collect();
-            Some((
-                RedisStore::connect_cluster(&refs).await,
-                format!("the Redis Cluster at {}", seeds.join(", ")),
-            ))
-        }
-    };
-    match redis {
+    match connect_redis(args.redis.as_deref(), &args.redis_cluster).await {
         None => {
             // The gateway caps the sessions itself (`--max-sessions`): the store never
             // evicts one.
@@ -313,6 +302,25 @@ async fn serve(
                 args.namespace
             );
             gateway.serve_http(listener, &http).await
+        }
+    }
+}
+
+/// The Redis store `--redis URL` or `--redis-cluster URL...` name, connected (or why
+/// not), and how to name it in messages; `None` when neither is given (memory).
+pub(crate) async fn connect_redis(
+    url: Option<&str>,
+    cluster: &[String],
+) -> Option<(Result<RedisStore, orch_store::StoreError>, String)> {
+    match (url, cluster) {
+        (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),
+        (None, []) => None,
+        (None, seeds) => {
+            let refs: Vec<&str> = seeds.iter().map(String::as_str).collect();
+            Some((
+                RedisStore::connect_cluster(&refs).await,
+                format!("the Redis Cluster at {}", seeds.join(", ")),
+            ))
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_policy::{Options, PolicyError, PolicyServer};
-use orch_store::{MemoryStore, RedisStore};
+use orch_store::MemoryStore;
 use std::io::Write;
 use std::time::Duration;
 
@@ -150,18 +150,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         )));
     }
     let ttl = Duration::from_secs(args.run_ttl.max(1));
-    let redis = match (&args.redis, args.redis_cluster.as_slice()) {
-        (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),
-        (None, []) => None,
-        (None, seeds) => {
-            let refs: Vec<&str> = seeds.iter().map(String::as_str).collect();
-            Some((
-                RedisStore::connect_cluster(&refs).await,
-                format!("the Redis Cluster at {}", seeds.join(", ")),
-            ))
-        }
-    };
-    match redis {
+    match crate::mcp::connect_redis(args.redis.as_deref(), &args.redis_cluster).await {
         None => {
             let store = MemoryStore::builder()
                 .ttl(ttl)

@@ -19,11 +19,11 @@ use crate::telemetry;
 use crate::upstream::Relay;
 use crate::Limits;
 use orch_agent::audit::Auditor;
-use orch_agent::{Orchestrated, Policy, Refusal, RefusalKind};
+use orch_agent::{Gate, Gated, Orchestrated, Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use orch_runtime::Snapshot;
-use orch_store::lease::{ms_after, now_ms, token, Lease, Record};
+use orch_store::lease::{token, Record};
 use orch_store::{ModifyError, SessionStore, StoreError, Versioned};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
@@ -142,17 +142,6 @@ enum Admission {
     Asked(Option<String>),
     /// An answer came, but the run no longer holds the question it answers.
     Stale,
-}
-
-/// What the gateway does with a gated call (semantics §13).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Gate {
-    /// The client cannot be asked: refuse it.
-    Refuse,
-    /// Ask the client's human: the run holds the question.
-    Ask,
-    /// The human answered the question the run holds: approved (`true`) or not.
-    Answer(bool),
 }
 
 /// What reserving a session for a call came to.
@@ -392,41 +381,37 @@ impl<S: SessionStore + 'static> Shared<S> {
                     // ended (DELETE, TTL) meanwhile. Do not bring it back.
                     None => return Err(ended(id)),
                 };
-                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
+                if let Some(lease) = record.busy() {
                     return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
                 }
                 let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
-                let held = session.approval();
-                if let Gate::Answer(approved) = gate {
-                    if !policy.answer_call(&mut session, tool, *call, approved, None) {
-                        return Ok(Change::Keep(Admission::Stale));
-                    }
-                }
-                if let Err(refusal) = policy.admit_call(&mut session, tool, call) {
-                    if refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask {
-                        policy.ask_call(&mut session, tool, *call);
+                match policy.admit_gated(&mut session, tool, call, gate) {
+                    Gated::Stale => return Ok(Change::Keep(Admission::Stale)),
+                    Gated::Refused { asked: true, .. } => {
                         record.snapshot = Some(session.snapshot().to_bytes());
                         let step = session.step().map(str::to_owned);
                         return Ok(Change::Write(record, Admission::Asked(step)));
                     }
-                    let refused = Refused::by_workflow(policy, &session, refusal);
-                    if session.approval() == held {
-                        return Ok(Change::Keep(Admission::Refused(refused)));
+                    Gated::Refused {
+                        refusal, changed, ..
+                    } => {
+                        let refused = Refused::by_workflow(policy, &session, refusal);
+                        if !changed {
+                            return Ok(Change::Keep(Admission::Refused(refused)));
+                        }
+                        // A rejection just answered: the run holds it.
+                        record.snapshot = Some(session.snapshot().to_bytes());
+                        return Ok(Change::Write(record, Admission::Refused(refused)));
                     }
-                    // A rejection just answered: the run holds it.
-                    record.snapshot = Some(session.snapshot().to_bytes());
-                    return Ok(Change::Write(record, Admission::Refused(refused)));
+                    Gated::Admitted { changed } => {
+                        if changed {
+                            // The approval this call passed on is consumed with the
+                            // lease's write.
+                            record.snapshot = Some(session.snapshot().to_bytes());
+                        }
+                    }
                 }
-                if session.approval() != held {
-                    // The approval this call passed on is consumed with the lease's write.
-                    record.snapshot = Some(session.snapshot().to_bytes());
-                }
-                let token = token();
-                record.lease = Some(Lease {
-                    token,
-                    tool: tool.to_owned(),
-                    expires_ms: ms_after(lease_for),
-                });
+                let token = record.lease_to(tool, lease_for);
                 Ok(Change::Write(record, Admission::Reserved(token)))
             })
             .await;

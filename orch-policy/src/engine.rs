@@ -13,10 +13,10 @@ use crate::wire::{
 use crate::Options;
 use orch_agent::audit::Auditor;
 use orch_agent::elicitation::{self, Answer, INPUT_KEY};
-use orch_agent::{Orchestrated, Policy, Refusal, RefusalKind};
+use orch_agent::{Gate, Gated, Orchestrated, Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{CallDigest, Snapshot};
-use orch_store::lease::{ms_after, now_ms, token, Lease, Record};
+use orch_store::lease::{token, Record};
 use orch_store::{ModifyError, SessionStore, StoreError};
 use prost_types::value::Kind;
 use serde_json::{json, Map, Value};
@@ -87,15 +87,6 @@ enum Admission {
     Busy(String),
     /// An answer came, but the run no longer holds the question it answers.
     Stale,
-}
-
-/// What a human's answer in the call's params asks for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    /// No answer: a gated call is asked about (the run holds the question).
-    Ask,
-    /// The human answered the question the run holds.
-    Answer(bool),
 }
 
 /// A `tools/call`'s params, read.
@@ -389,40 +380,36 @@ impl<S: SessionStore + 'static> Engine<S> {
                     auditor.take_buffered();
                 }
                 let mut record = record.unwrap_or_default();
-                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds(now_ms())) {
+                if let Some(lease) = record.busy() {
                     return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
                 }
                 let mut session = self.restore(run, record.snapshot.as_deref(), policy)?;
-                let held = session.approval();
-                if let Gate::Answer(approved) = gate {
-                    if !policy.answer_call(&mut session, tool, *digest, approved, None) {
-                        return Ok(Change::Keep(Admission::Stale));
+                match policy.admit_gated(&mut session, tool, digest, gate) {
+                    Gated::Stale => return Ok(Change::Keep(Admission::Stale)),
+                    Gated::Refused {
+                        refusal,
+                        asked,
+                        changed,
+                    } => {
+                        let question = asked.then_some((call, digest));
+                        let rejection = refused(policy, &session, refusal, question);
+                        if !changed {
+                            return Ok(Change::Keep(Admission::Refused(rejection)));
+                        }
+                        // A question just asked, or a rejection just answered: the run
+                        // holds it.
+                        record.snapshot = Some(session.snapshot().to_bytes());
+                        return Ok(Change::Write(record, Admission::Refused(rejection)));
+                    }
+                    Gated::Admitted { changed } => {
+                        if changed {
+                            // The approval this call passed on is consumed with the
+                            // lease's write.
+                            record.snapshot = Some(session.snapshot().to_bytes());
+                        }
                     }
                 }
-                if let Err(refusal) = policy.admit_call(&mut session, tool, digest) {
-                    let asks = refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask;
-                    if asks {
-                        policy.ask_call(&mut session, tool, *digest);
-                    }
-                    let rejection =
-                        refused(policy, &session, refusal, asks.then_some((call, digest)));
-                    if session.approval() == held {
-                        return Ok(Change::Keep(Admission::Refused(rejection)));
-                    }
-                    // A question just asked, or a rejection just answered: the run holds it.
-                    record.snapshot = Some(session.snapshot().to_bytes());
-                    return Ok(Change::Write(record, Admission::Refused(rejection)));
-                }
-                if session.approval() != held {
-                    // The approval this call passed on is consumed with the lease's write.
-                    record.snapshot = Some(session.snapshot().to_bytes());
-                }
-                let token = token();
-                record.lease = Some(Lease {
-                    token,
-                    tool: tool.to_owned(),
-                    expires_ms: ms_after(lease_for),
-                });
+                let token = record.lease_to(tool, lease_for);
                 Ok(Change::Write(record, Admission::Reserved(token)))
             })
             .await;

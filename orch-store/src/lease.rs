@@ -62,6 +62,23 @@ pub struct Record {
 }
 
 impl Record {
+    /// The lease of a call in flight now, if one holds (a lapsed lease does not).
+    pub fn busy(&self) -> Option<&Lease> {
+        self.lease.as_ref().filter(|l| l.holds(now_ms()))
+    }
+
+    /// Leases the record to a call of `tool` for `lasting` from now, replacing any lapsed
+    /// lease: the new lease's token.
+    pub fn lease_to(&mut self, tool: &str, lasting: Duration) -> u64 {
+        let token = token();
+        self.lease = Some(Lease {
+            token,
+            tool: tool.to_owned(),
+            expires_ms: ms_after(lasting),
+        });
+        token
+    }
+
     /// The bytes stored.
     pub fn encode(&self) -> Vec<u8> {
         let mut flags = 0;
@@ -253,6 +270,23 @@ mod tests {
         assert!(Record::decode(b"OMR1\x01\xff\xff\xff\xff")
             .unwrap_err()
             .contains("cut off"));
+    }
+
+    #[test]
+    fn a_lease_holds_until_it_lapses_and_is_replaced_by_the_next() {
+        let mut record = Record::default();
+        assert_eq!(record.busy(), None);
+        let first = record.lease_to("pay", Duration::from_secs(60));
+        assert_eq!(
+            record.busy().map(|l| (l.token, l.tool.as_str())),
+            Some((first, "pay"))
+        );
+        record.lease.as_mut().unwrap().expires_ms = now_ms() - 1;
+        assert_eq!(record.busy(), None, "a lapsed lease does not hold");
+        assert!(record.lease.is_some(), "but it stays until replaced");
+        let second = record.lease_to("refund", Duration::from_secs(60));
+        assert_ne!(first, second);
+        assert_eq!(record.busy().map(|l| l.tool.as_str()), Some("refund"));
     }
 
     #[test]
