@@ -299,8 +299,8 @@ impl<S: SessionStore + 'static> Engine<S> {
                 return Err(Rejection::new(
                     Code::PermissionDenied,
                     format!(
-                        "error: `{}` was not run: the human dismissed the question about it. {}",
-                        call.tool, "Call it again to ask again."
+                        "error: `{}` was not run: the human dismissed the question about it; call it again to ask again",
+                        call.tool
                     ),
                 ))
             }

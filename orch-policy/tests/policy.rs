@@ -555,3 +555,40 @@ async fn checks_beyond_the_limit_are_refused_at_once() {
     );
     assert_eq!(waiting.await.unwrap().code(), Code::ResourceExhausted);
 }
+
+#[tokio::test]
+async fn a_dismissed_question_runs_nothing_and_holds_nothing() {
+    let url = start(GATED_REFUND, MemoryStore::new(), Options::default()).await;
+    let mut gw = Gateway::connect(&url, "gus").await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let args = json!({"order": 3});
+    let state = gw.call("issue_refund", args.clone()).await.data()["approval"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancelled = json!({
+        "name": "issue_refund", "arguments": args, "requestState": state,
+        "inputResponses": {"orch_approval": {"action": "cancel"}}
+    });
+    let dismissed = gw
+        .request_raw("tools/call", Some(cancelled.to_string().into_bytes()))
+        .await;
+    assert_eq!(dismissed.code(), Code::PermissionDenied);
+    assert!(
+        dismissed.error().reason.contains("dismissed"),
+        "{:?}",
+        dismissed.error()
+    );
+    // Nothing held: the same call is asked about again (not refused as rejected).
+    let again = gw.call("issue_refund", args).await;
+    assert_eq!(again.data()["refusal"]["reason"], "needs_approval");
+    // An answer that is not one orch can read is INVALID.
+    let garbled = json!({
+        "name": "issue_refund", "arguments": {"order": 3}, "requestState": state,
+        "inputResponses": {"orch_approval": {"action": "maybe"}}
+    });
+    let invalid = gw
+        .request_raw("tools/call", Some(garbled.to_string().into_bytes()))
+        .await;
+    assert_eq!(invalid.code(), Code::Invalid);
+}
