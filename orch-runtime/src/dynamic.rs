@@ -243,6 +243,28 @@ impl<'m> DynSession<'m> {
         names
     }
 
+    /// [`DynSession::allowed`] without allocating: `f` is called with each allowed tool's
+    /// name — machine tools in declaration order (with their index in
+    /// [`DynMachine::tools`]), then permitted foreign host tools (index `None`).
+    /// `scratch` holds the allowed set while it runs (resized to the machine's words
+    /// once).
+    pub fn for_each_allowed(&self, scratch: &mut Vec<u64>, mut f: impl FnMut(Option<usize>, &str)) {
+        let t = self.machine.tables.view();
+        scratch.clear();
+        scratch.resize(t.words, 0);
+        self.state.allowed_into(&t, &self.available, scratch);
+        for i in BitIter::new(scratch) {
+            if let Some(name) = self.machine.tables.tools.get(i) {
+                f(Some(i), name);
+            }
+        }
+        for name in &self.foreign_available {
+            if self.state.foreign_allowed(&t, name) {
+                f(None, name);
+            }
+        }
+    }
+
     /// The tools the active step's unfinished sequence accepts next, if any (the
     /// run-time form of [`crate::Session::expected`]).
     pub fn expected(&self) -> Option<Vec<&'m str>> {

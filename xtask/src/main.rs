@@ -13,7 +13,9 @@
 //! test, those included; run, a test whose component is missing fails: nothing is
 //! reported as passed that did not run) and `cargo test --workspace --doc` (the doc
 //! examples; the ones marked `ignore` are illustrations that cannot compile on their
-//! own).
+//! own); then the Python package: its wheel built once with maturin (the dev profile, the
+//! same target directory), installed into `target/ci-tools/py`, and pytest run on the
+//! installed package.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -25,6 +27,8 @@ const MCP_SDK: &str = "mcp==2.3.0";
 const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
 /// The SARIF SDK's validator (a self-contained binary in an npm package).
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
+/// What builds and tests the Python package (`orch-py`), in a venv of its own.
+const PY_TOOLS: [&str; 2] = ["maturin==1.16.0", "pytest==9.2.0"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -96,6 +100,60 @@ fn apt(packages: &[&str]) -> bool {
     run("apt-get", &args) || (run("apt-get", &["update", "-q"]) && run("apt-get", &args))
 }
 
+/// The venv the Python package is built, installed and tested in.
+fn py_venv(root: &Path) -> PathBuf {
+    root.join("target/ci-tools/py")
+}
+
+/// Builds the Python package's wheel once (maturin, the dev profile, the workspace's
+/// target directory), installs it into its venv and runs pytest on the installed package
+/// from outside the source tree. Whether every step succeeded.
+fn python_package(root: &Path, limit: std::time::Duration) -> Result<bool, String> {
+    let venv = py_venv(root);
+    let python = venv.join("bin/python");
+    let wheels = root.join("target/wheels");
+    let _ = std::fs::remove_dir_all(&wheels);
+    let mut build = Command::new(&python);
+    build
+        .current_dir(root.join("orch-py"))
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .args(["-m", "maturin", "build", "--profile", "dev", "--out"])
+        .arg(&wheels);
+    eprintln!("xtask: maturin build --profile dev --out target/wheels (orch-py)");
+    if !run_within(build, limit)? {
+        return Ok(false);
+    }
+    let wheel = std::fs::read_dir(&wheels)
+        .map_err(|e| format!("no wheel in {}: {e}", wheels.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| format!("maturin wrote no wheel to {}", wheels.display()))?;
+    let mut install = Command::new(&python);
+    install
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(["--force-reinstall", "--no-deps"])
+        .arg(&wheel);
+    eprintln!("xtask: pip install {}", wheel.display());
+    if !run_within(install, limit)? {
+        return Ok(false);
+    }
+    // From a directory outside the source tree, so `import orch` is the installed wheel.
+    let mut pytest = Command::new(&python);
+    pytest
+        .current_dir(venv)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(root.join("orch-py/tests"));
+    eprintln!("xtask: pytest orch-py/tests (the installed wheel)");
+    run_within(pytest, limit)
+}
+
 fn venv_python(root: &Path) -> PathBuf {
     match std::env::var_os("ORCH_TEST_PYTHON") {
         Some(p) => PathBuf::from(p),
@@ -160,6 +218,29 @@ fn components() -> Vec<Component> {
             how: "the venv of the MCP Python SDK, then `target/ci-tools/venv/bin/pip install openai==3.54.0 anthropic==2.12.0`",
         },
         Component {
+            name: "maturin and pytest (the Python package)",
+            present: |root| {
+                let python = py_venv(root).join("bin/python");
+                runs(&python.to_string_lossy(), &["-m", "maturin", "--version"])
+                    && runs(&python.to_string_lossy(), &["-m", "pytest", "--version"])
+            },
+            install: |root| {
+                let venv = py_venv(root);
+                let venv_s = venv.to_string_lossy().into_owned();
+                let made = venv.join("bin/python").exists()
+                    || run("python3", &["-m", "venv", &venv_s])
+                    || (apt(&["python3-venv"]) && run("python3", &["-m", "venv", &venv_s]));
+                if !made {
+                    return false;
+                }
+                let python = venv.join("bin/python").to_string_lossy().into_owned();
+                let mut args = vec!["-m", "pip", "install", "--quiet", "--disable-pip-version-check"];
+                args.extend(PY_TOOLS);
+                run(&python, &args)
+            },
+            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0`",
+        },
+        Component {
             name: "the SARIF SDK's validator",
             present: |root| sarif_tool(root).is_file(),
             install: |root| {
@@ -202,11 +283,14 @@ fn test(cargo_args: &[String]) -> ExitCode {
         Some(i) => (&cargo_args[..i], &cargo_args[i + 1..]),
         None => (cargo_args, &[][..]),
     };
-    let mut examples = vec!["build", "--workspace", "--examples"];
+    // The Python package is built once, by maturin, after the Rust tests.
+    let mut examples = vec!["build", "--workspace", "--exclude", "orch-py", "--examples"];
     examples.extend(before.iter().map(String::as_str));
     let mut tests = vec![
         "test",
         "--workspace",
+        "--exclude",
+        "orch-py",
         "--no-fail-fast",
         "--lib",
         "--bins",
@@ -215,7 +299,7 @@ fn test(cargo_args: &[String]) -> ExitCode {
     tests.extend(before.iter().map(String::as_str));
     tests.extend(["--", "--include-ignored"]);
     tests.extend(after.iter().map(String::as_str));
-    let mut docs = vec!["test", "--workspace", "--doc"];
+    let mut docs = vec!["test", "--workspace", "--exclude", "orch-py", "--doc"];
     docs.extend(before.iter().map(String::as_str));
     if !after.is_empty() {
         docs.push("--");
@@ -237,7 +321,14 @@ fn test(cargo_args: &[String]) -> ExitCode {
             }
         }
     }
-    ExitCode::SUCCESS
+    match python_package(&root, limit.saturating_sub(start.elapsed())) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// How long the builds and tests may take in all: `ORCH_TEST_MINUTES` (60 unless set).
@@ -258,7 +349,7 @@ fn time_limit() -> std::time::Duration {
 fn run_within(mut command: Command, limit: std::time::Duration) -> Result<bool, String> {
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
+        .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
     let start = std::time::Instant::now();
     loop {
         match child.try_wait() {

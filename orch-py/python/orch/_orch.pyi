@@ -1,0 +1,111 @@
+"""Type stubs of the native module ``orch._orch`` (re-exported by ``orch``)."""
+
+import os
+from typing import Any, Final, Optional, Union
+
+__version__: Final[str]
+REFUSAL_KINDS: Final[list[str]]
+"""Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``unknown_tool``,
+``unavailable``, ``needs_approval``, ``rejected``."""
+
+class TemplateError(ValueError):
+    """A template with errors."""
+
+    diagnostics: list[Diagnostic]
+    """Every diagnostic (errors and warnings), in source order."""
+
+class SnapshotError(ValueError):
+    """Snapshot bytes that cannot be restored."""
+
+class Diagnostic:
+    """One finding of the compiler."""
+
+    code: str
+    """The stable code, e.g. ``E003``."""
+    name: str
+    """The code's name, e.g. ``unknown_tool``."""
+    severity: str
+    """``error`` or ``warning``."""
+    message: str
+    line: Optional[int]
+    """1-based line of the offending value (``None`` when it is not at one place)."""
+    column: Optional[int]
+    """1-based column, in characters."""
+    end_line: Optional[int]
+    end_column: Optional[int]
+    help: Optional[str]
+    """How to fix it, when known."""
+    rendered: str
+    """As ``orch check`` prints it (rustc style)."""
+
+class Refusal:
+    """Why a tool may not run now."""
+
+    tool: str
+    kind: str
+    """One of ``REFUSAL_KINDS``."""
+    message: str
+    """The words orch sends a model everywhere: what is expected next, what is allowed now."""
+
+class Machine:
+    """A compiled template."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits; snapshots carry it."""
+    @property
+    def tools(self) -> list[str]: ...
+    @property
+    def steps(self) -> list[str]: ...
+    @property
+    def warnings(self) -> list[Diagnostic]: ...
+    def session(self, available: Optional[list[str]] = None) -> Session:
+        """A fresh session; ``available``: the host's tools (default: every declared tool)."""
+    def restore(self, snapshot: bytes, available: Optional[list[str]] = None) -> Session:
+        """A session restored from ``Session.snapshot()`` bytes (or the Rust crates')."""
+    def verify(
+        self,
+        max_states: int = 1_000_000,
+        available: Optional[list[str]] = None,
+        permissive: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Every reachable state explored: one dict per finding, as ``orch verify --format json``."""
+
+class Session:
+    """One conversation's workflow state."""
+
+    def allowed(self) -> list[str]:
+        """The tools that may run now."""
+    def check(self, tool: str) -> Optional[Refusal]:
+        """``None`` when ``tool`` may run now, else why not."""
+    def record(self, tool: str) -> str:
+        """Records that ``tool`` ran: ``advanced``, ``completed``, ``free``, ``out_of_sequence`` or ``not_allowed``."""
+    def on_user_message(self, text: str) -> None: ...
+    def set_available(self, tools: list[str]) -> None:
+        """The host's tools (names the template does not declare are foreign tools)."""
+    def reset(self) -> None: ...
+    @property
+    def step(self) -> Optional[str]: ...
+    @property
+    def sequence_index(self) -> int: ...
+    @property
+    def expected(self) -> Optional[list[str]]: ...
+    @property
+    def blocked_on(self) -> Optional[list[str]]: ...
+    @property
+    def history(self) -> list[Optional[str]]: ...
+    @property
+    def machine(self) -> Machine: ...
+    def snapshot(self) -> bytes:
+        """The binary snapshot format of the Rust crates."""
+
+def compile(template: str, /, *, prove_properties: bool = True) -> Machine:
+    """Compiles a template's JSON text; raises ``TemplateError`` with every diagnostic.
+
+    With ``prove_properties=False`` a violated safety property is not an error (E023):
+    ``Machine.verify()`` reports it with its witness, as ``orch verify`` does."""
+
+def load(path: Union[str, os.PathLike[str]], /, *, prove_properties: bool = True) -> Machine:
+    """Reads and compiles a template file, as ``compile``."""

@@ -1,0 +1,565 @@
+//! `orch._orch`, the native half of the `orch` Python package: templates compiled with
+//! every diagnostic, and sessions driven by tool names, over the same engine, wording and
+//! snapshot format as the Rust crates. The Python half (`python/orch/`) re-exports it
+//! and adds the framework adapters.
+//!
+//! Calls into a session allocate nothing on the Rust side beyond what Python itself
+//! needs: tool names are passed as borrowed UTF-8, results are interned Python strings
+//! made once per machine, and the allowed set is computed into a buffer the session
+//! keeps.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+use orch_agent::{Policy, RefusalKind};
+use orch_codegen::diagnostic::SourceText;
+use orch_codegen::verify::explore::{explore_with, Event, Host, Options as ExploreOptions};
+use orch_codegen::Compiled;
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::Snapshot;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use std::sync::Arc;
+
+pyo3::create_exception!(
+    orch,
+    TemplateError,
+    PyValueError,
+    "A template with errors: `diagnostics` lists every one (and the warnings), each with its code, line and column."
+);
+pyo3::create_exception!(
+    orch,
+    SnapshotError,
+    PyValueError,
+    "Snapshot bytes that cannot be restored (corrupt, cut off, or from another template whose steps are gone)."
+);
+
+/// One finding of the compiler.
+#[pyclass(frozen, get_all, skip_from_py_object, module = "orch._orch")]
+#[derive(Clone)]
+struct Diagnostic {
+    /// The stable code, e.g. `E003`.
+    code: String,
+    /// The code's name, e.g. `unknown_tool`.
+    name: String,
+    /// `error` or `warning`.
+    severity: &'static str,
+    /// What was found.
+    message: String,
+    /// 1-based line of the offending value (`None` when it is not at one place).
+    line: Option<usize>,
+    /// 1-based column (in characters).
+    column: Option<usize>,
+    /// Where the offending value ends (line, column), exclusive.
+    end_line: Option<usize>,
+    /// See `end_line`.
+    end_column: Option<usize>,
+    /// How to fix it, when known.
+    help: Option<String>,
+    /// The diagnostic rendered as `orch check` prints it (rustc style, no colour).
+    rendered: String,
+}
+
+#[pymethods]
+impl Diagnostic {
+    fn __repr__(&self) -> String {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => {
+                format!("<Diagnostic {} {}:{}: {}>", self.code, l, c, self.message)
+            }
+            _ => format!("<Diagnostic {}: {}>", self.code, self.message),
+        }
+    }
+
+    fn __str__(&self) -> String {
+        self.rendered.clone()
+    }
+}
+
+fn diagnostics(compiled: &Compiled, source: &str, path: &str) -> Vec<Diagnostic> {
+    let text = SourceText::new(source);
+    compiled
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let at = d.span.and_then(|s| s.byte_range());
+            let start = at.as_ref().map(|r| text.line_col(r.start));
+            let end = at.as_ref().map(|r| text.line_col(r.end));
+            Diagnostic {
+                code: d.code.as_str().to_owned(),
+                name: d.code.name().to_owned(),
+                severity: d.severity().as_str(),
+                message: d.message.clone(),
+                line: start.map(|p| p.0),
+                column: start.map(|p| p.1),
+                end_line: end.map(|p| p.0),
+                end_column: end.map(|p| p.1),
+                help: d.help.clone(),
+                rendered: orch_codegen::diagnostic::render(d, path, &text, false),
+            }
+        })
+        .collect()
+}
+
+/// A compiled template: its tools and steps, its warnings, and sessions over it.
+#[pyclass(frozen, module = "orch._orch")]
+struct Machine {
+    machine: Arc<DynMachine>,
+    properties: Vec<orch_codegen::ir::IrProperty>,
+    warnings: Vec<Diagnostic>,
+    /// The tools' names as Python strings, made once (what `allowed()` hands out).
+    names: Vec<Py<PyString>>,
+}
+
+/// Compiles `source` (named `path` in diagnostics): the machine, or `TemplateError`.
+/// `prove_properties`: a violated property is an error (E023), as for `orch check`;
+/// without, properties are left to [`Machine::verify`], as for `orch verify`.
+fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> PyResult<Machine> {
+    let options = orch_codegen::CheckOptions { prove_properties };
+    let (_, compiled) = orch_codegen::compile_json_with(source, None, options);
+    let found = diagnostics(&compiled, source, path);
+    let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
+        let errors = found.iter().filter(|d| d.severity == "error").count();
+        let first = found
+            .iter()
+            .find(|d| d.severity == "error")
+            .map_or(String::new(), |d| match (d.line, d.column) {
+                (Some(l), Some(c)) => format!(": {path}:{l}:{c}: {} {}", d.code, d.message),
+                _ => format!(": {path}: {} {}", d.code, d.message),
+            });
+        let err = TemplateError::new_err(format!(
+            "the template has {errors} error{}{first}",
+            if errors == 1 { "" } else { "s" }
+        ));
+        err.value(py)
+            .setattr("diagnostics", PyList::new(py, found)?)?;
+        return Err(err);
+    };
+    let names = machine
+        .tools()
+        .iter()
+        .map(|n| PyString::intern(py, n).unbind())
+        .collect();
+    Ok(Machine {
+        properties: ir.properties.clone(),
+        machine: Arc::new(machine),
+        warnings: found,
+        names,
+    })
+}
+
+/// Compiles a template from its JSON text. Raises `TemplateError` (every diagnostic in
+/// `.diagnostics`) when it has errors; warnings are on the machine. With
+/// `prove_properties=False` a violated safety property is not an error: `verify()`
+/// reports it with its witness.
+#[pyfunction]
+#[pyo3(signature = (template, /, *, prove_properties = true))]
+fn compile(py: Python<'_>, template: &str, prove_properties: bool) -> PyResult<Machine> {
+    build(py, template, "template.json", prove_properties)
+}
+
+/// Reads and compiles a template file (`str` or `os.PathLike`), as [`compile`].
+#[pyfunction]
+#[pyo3(signature = (path, /, *, prove_properties = true))]
+fn load(py: Python<'_>, path: std::path::PathBuf, prove_properties: bool) -> PyResult<Machine> {
+    let source = std::fs::read_to_string(&path).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("cannot read {}: {e}", path.display()))
+    })?;
+    build(py, &source, &path.display().to_string(), prove_properties)
+}
+
+#[pymethods]
+impl Machine {
+    /// The template's name (`agentId`, or `name`).
+    #[getter]
+    fn name(&self) -> &str {
+        self.machine.name()
+    }
+
+    /// The fingerprint snapshots carry, as 16 hex digits.
+    #[getter]
+    fn fingerprint(&self) -> String {
+        format!("{:016x}", self.machine.fingerprint())
+    }
+
+    /// The declared tools, in declaration order.
+    #[getter]
+    fn tools(&self, py: Python<'_>) -> Vec<Py<PyString>> {
+        self.names.iter().map(|n| n.clone_ref(py)).collect()
+    }
+
+    /// The steps, in declaration order.
+    #[getter]
+    fn steps(&self) -> Vec<String> {
+        self.machine.steps().to_vec()
+    }
+
+    /// The compiler's warnings.
+    #[getter]
+    fn warnings(&self) -> Vec<Diagnostic> {
+        self.warnings.clone()
+    }
+
+    /// A fresh session. `available`: the tools the host has (default: every declared
+    /// tool); names the template does not declare are foreign tools, judged by the
+    /// step's patterns.
+    #[pyo3(signature = (available = None))]
+    fn session(slf: &Bound<'_, Self>, available: Option<Vec<String>>) -> Session {
+        let this = slf.get();
+        let live = Live::new(Arc::clone(&this.machine), |m| DynSession::new(m));
+        Session::new(slf.clone().unbind(), live, available)
+    }
+
+    /// A session restored from `snapshot` (bytes from `Session.snapshot()`, or from the
+    /// Rust crates: the format is one). Raises `SnapshotError` when the bytes cannot be
+    /// restored; a snapshot of an older version of the template restores by names.
+    #[pyo3(signature = (snapshot, available = None))]
+    fn restore(
+        slf: &Bound<'_, Self>,
+        snapshot: &[u8],
+        available: Option<Vec<String>>,
+    ) -> PyResult<Session> {
+        let this = slf.get();
+        let parsed = Snapshot::from_bytes(snapshot)
+            .map_err(|e| SnapshotError::new_err(format!("the snapshot cannot be read: {e}")))?;
+        let live = Live::try_new(Arc::clone(&this.machine), |m| {
+            DynSession::restore(m, &parsed).map(|(session, _report)| session)
+        })
+        .map_err(|e| SnapshotError::new_err(format!("the snapshot cannot be restored: {e}")))?;
+        Ok(Session::new(slf.clone().unbind(), live, available))
+    }
+
+    /// Explores every state a session can reach (`orch verify`): one dict per finding,
+    /// as `orch verify --format json` prints them — `{"kind": "step", "step",
+    /// "reachable", "witness"}`, `"sequence"` (`completes`), `"trap"`, `"blocked"`,
+    /// `"no_tools"`, `"property"` (`name`, `holds`, `witness`) and a `"summary"`
+    /// (`states`, `complete`). Undecided answers (past `max_states`) are `None`.
+    #[pyo3(signature = (max_states = 1_000_000, available = None, permissive = false))]
+    fn verify<'py>(
+        &self,
+        py: Python<'py>,
+        max_states: usize,
+        available: Option<Vec<String>>,
+        permissive: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let options = ExploreOptions {
+            permissive,
+            available,
+            max_states,
+            max_work: orch_codegen::verify::explore::DEFAULT_WORK,
+        };
+        let host = Host::new(&self.machine, &options)
+            .map_err(|e| PyValueError::new_err(format!("cannot explore: {e:?}")))?;
+        let found = explore_with(&self.machine, &options, &host);
+        let props = orch_codegen::verify::properties::check_with(
+            &self.machine,
+            &self.properties,
+            &options,
+            &host,
+        );
+        let out = PyList::empty(py);
+        let decided = |w: &Option<Vec<Event>>| match (w, found.complete) {
+            (Some(_), _) => Some(true),
+            (None, true) => Some(false),
+            (None, false) => None,
+        };
+        let finding = |kind: &str| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("kind", kind)?;
+            Ok(d)
+        };
+        for step in &found.steps {
+            let d = finding("step")?;
+            d.set_item("step", &step.name)?;
+            d.set_item("reachable", decided(&step.reachable))?;
+            if let Some(w) = &step.reachable {
+                d.set_item("witness", witness(py, w)?)?;
+            }
+            if let Some(r) = &step.reason {
+                d.set_item("reason", r)?;
+            }
+            out.append(d)?;
+            if step.has_sequence && step.reachable.is_some() {
+                let d = finding("sequence")?;
+                d.set_item("step", &step.name)?;
+                d.set_item("completes", decided(&step.completes))?;
+                if let Some(w) = &step.completes {
+                    d.set_item("witness", witness(py, w)?)?;
+                }
+                out.append(d)?;
+            }
+        }
+        for step in found.steps.iter().filter(|s| s.traps) {
+            let d = finding("trap")?;
+            d.set_item("step", &step.name)?;
+            if let Some(w) = &step.reachable {
+                d.set_item("witness", witness(py, w)?)?;
+            }
+            out.append(d)?;
+        }
+        for (kind, w) in [("blocked", &found.blocked), ("no_tools", &found.no_tools)] {
+            if let Some(w) = w {
+                let d = finding(kind)?;
+                d.set_item("witness", witness(py, w)?)?;
+                out.append(d)?;
+            }
+        }
+        for p in &props {
+            let d = finding("property")?;
+            d.set_item("name", &p.name)?;
+            d.set_item("holds", p.holds)?;
+            if let Some(w) = &p.witness {
+                d.set_item("witness", witness(py, w)?)?;
+            }
+            if let Some(m) = &p.message {
+                d.set_item("message", m)?;
+            }
+            out.append(d)?;
+        }
+        let d = finding("summary")?;
+        d.set_item("states", found.states)?;
+        d.set_item("complete", found.complete)?;
+        out.append(d)?;
+        Ok(out)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<Machine {:?}: {} tools, {} steps>",
+            self.machine.name(),
+            self.machine.tools().len(),
+            self.machine.steps().len()
+        )
+    }
+}
+
+/// A witness as `orch simulate` events (an approved call of a gated tool is two:
+/// `{"approve": t}`, `{"tool": t}`).
+fn witness<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for e in events {
+        let d = PyDict::new(py);
+        match e {
+            Event::Available(names) => d.set_item("available", names)?,
+            Event::Message(text) => d.set_item("message", text)?,
+            Event::Tool(t) => d.set_item("tool", t)?,
+            Event::ApprovedTool(t) => {
+                let approve = PyDict::new(py);
+                approve.set_item("approve", t)?;
+                out.append(approve)?;
+                d.set_item("tool", t)?;
+            }
+            Event::Reset => d.set_item("reset", true)?,
+        }
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+self_cell::self_cell!(
+    /// A session and the machine it runs on, owned together.
+    struct Live {
+        owner: Arc<DynMachine>,
+        #[covariant]
+        dependent: DynSession,
+    }
+);
+
+/// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
+/// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`) and `message`, the words
+/// orch sends a model everywhere (what is expected next, what is allowed now).
+#[pyclass(frozen, get_all, module = "orch._orch")]
+struct Refusal {
+    /// The tool refused.
+    tool: String,
+    /// Why, as a stable word.
+    kind: &'static str,
+    /// Why, in words for the model.
+    message: String,
+}
+
+#[pymethods]
+impl Refusal {
+    fn __repr__(&self) -> String {
+        format!("<Refusal {} ({}): {}>", self.tool, self.kind, self.message)
+    }
+
+    fn __str__(&self) -> String {
+        self.message.clone()
+    }
+}
+
+/// One conversation's workflow state. Not thread-safe by design: one per conversation,
+/// used from one thread at a time (Python enforces it).
+#[pyclass(module = "orch._orch")]
+struct Session {
+    machine: Py<Machine>,
+    live: Live,
+    policy: Policy,
+    /// The allowed set, computed in place.
+    scratch: Vec<u64>,
+}
+
+impl Session {
+    fn new(machine: Py<Machine>, mut live: Live, available: Option<Vec<String>>) -> Session {
+        let host = match available {
+            Some(names) => names,
+            None => live.borrow_owner().tools().to_vec(),
+        };
+        let policy = Policy::new(host);
+        live.with_dependent_mut(|_, session| policy.prepare(session));
+        Session {
+            machine,
+            live,
+            policy,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+#[pymethods]
+impl Session {
+    /// The tools that may run now, in declaration order (then allowed foreign tools).
+    fn allowed<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let machine = self.machine.get();
+        let out = PyList::empty(py);
+        let mut failed = None;
+        self.live
+            .borrow_dependent()
+            .for_each_allowed(&mut self.scratch, |i, name| {
+                if failed.is_some() {
+                    return;
+                }
+                let appended = match i.and_then(|i| machine.names.get(i)) {
+                    Some(interned) => out.append(interned.bind(py)),
+                    None => out.append(name),
+                };
+                if let Err(e) = appended {
+                    failed = Some(e);
+                }
+            });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// `None` when `tool` may run now, else the `Refusal` (the same words orch uses
+    /// everywhere).
+    fn check(&self, tool: &str) -> Option<Refusal> {
+        let session = self.live.borrow_dependent();
+        self.policy.admit(session, tool).err().map(|r| Refusal {
+            tool: r.tool,
+            kind: r.kind.as_str(),
+            message: r.reason,
+        })
+    }
+
+    /// Records that `tool` ran: the outcome (`advanced`, `completed`, `free`,
+    /// `out_of_sequence`, `not_allowed`).
+    fn record<'py>(&mut self, py: Python<'py>, tool: &str) -> Bound<'py, PyString> {
+        let outcome = self
+            .live
+            .with_dependent_mut(|_, session| session.record(tool).as_str());
+        PyString::intern(py, outcome)
+    }
+
+    /// A user message: message conditions and sequence resets are evaluated.
+    fn on_user_message(&mut self, text: &str) {
+        self.live
+            .with_dependent_mut(|_, session| session.on_user_message(text));
+    }
+
+    /// The host's tools (names the template does not declare are foreign tools).
+    fn set_available(&mut self, tools: Vec<String>) {
+        self.policy = Policy::new(tools);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.prepare(session));
+    }
+
+    /// Back to a fresh session's state (the host's tools are kept).
+    fn reset(&mut self) {
+        self.live.with_dependent_mut(|_, session| session.reset());
+    }
+
+    /// The active step, if any.
+    #[getter]
+    fn step(&self) -> Option<&str> {
+        self.live.borrow_dependent().step()
+    }
+
+    /// The position in the active step's sequence.
+    #[getter]
+    fn sequence_index(&self) -> usize {
+        self.live.borrow_dependent().sequence_index()
+    }
+
+    /// The tools the active step's unfinished sequence accepts next, if any.
+    #[getter]
+    fn expected(&self) -> Option<Vec<&str>> {
+        self.live.borrow_dependent().expected()
+    }
+
+    /// The tools the sequence waits for when the host has none of them, if so.
+    #[getter]
+    fn blocked_on(&self) -> Option<Vec<&str>> {
+        self.live.borrow_dependent().blocked_on()
+    }
+
+    /// The tools recorded, most recent last (`None` for a slot before the first).
+    #[getter]
+    fn history(&self) -> Vec<Option<&str>> {
+        self.live.borrow_dependent().history()
+    }
+
+    /// The session as bytes: the binary snapshot format of the Rust crates.
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.live.borrow_dependent().snapshot().to_bytes())
+    }
+
+    /// The machine this session runs on.
+    #[getter]
+    fn machine(&self, py: Python<'_>) -> Py<Machine> {
+        self.machine.clone_ref(py)
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.live.borrow_dependent();
+        match s.step() {
+            Some(step) => format!("<Session step={step:?} index={}>", s.sequence_index()),
+            None => "<Session step=None>".to_owned(),
+        }
+    }
+}
+
+/// The refusal kinds, for `Refusal.kind` comparisons.
+fn kinds() -> Vec<&'static str> {
+    [
+        RefusalKind::NotAllowed,
+        RefusalKind::OutOfSequence,
+        RefusalKind::UnknownTool,
+        RefusalKind::Unavailable,
+        RefusalKind::NeedsApproval,
+        RefusalKind::Rejected,
+    ]
+    .iter()
+    .map(|k| k.as_str())
+    .collect()
+}
+
+/// The native module.
+#[pymodule]
+fn _orch(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_class::<Machine>()?;
+    m.add_class::<Session>()?;
+    m.add_class::<Refusal>()?;
+    m.add_class::<Diagnostic>()?;
+    m.add("TemplateError", m.py().get_type::<TemplateError>())?;
+    m.add("SnapshotError", m.py().get_type::<SnapshotError>())?;
+    m.add("REFUSAL_KINDS", kinds())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

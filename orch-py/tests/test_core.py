@@ -1,0 +1,231 @@
+"""The engine through the installed wheel: compilation and diagnostics, sessions,
+refusals in orch's words, snapshots interchangeable with Rust, and verification.
+
+Run against the installed package (``cargo xtask test`` builds the wheel, installs it
+into a venv and runs pytest from outside the source tree), never the source folder.
+"""
+
+import gc
+import os
+import pathlib
+import tracemalloc
+
+import pytest
+
+import orch
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+COGNITIVE = REPO / "examples" / "agents" / "cognitive-reasoner" / "template.json"
+REFUND = REPO / "examples" / "agents" / "refund-desk" / "template.json"
+
+DESK = """{
+  "name": "desk",
+  "tools": ["search", "answer", "escalate"],
+  "orchestration": {
+    "steps": [
+      {"name": "Desk", "isDefault": true, "sequence": ["search", "answer"],
+       "availableTools": {"allowed": ["search", "answer", "kb_*"], "denied": ["kb_admin_*"]}},
+      {"name": "Escalation", "conditions": [{"type": "message_contains", "value": "manager"}],
+       "availableTools": {"allowed": ["escalate"]}}
+    ]
+  }
+}"""
+
+
+def test_the_package_is_the_installed_wheel():
+    # Not the source tree: the native module sits next to the package's __init__.
+    assert "site-packages" in orch.__file__, orch.__file__
+    assert orch.__version__
+
+
+def test_a_session_follows_the_template():
+    machine = orch.compile(DESK)
+    assert machine.name == "desk"
+    assert machine.tools == ["search", "answer", "escalate"]
+    assert machine.steps == ["Desk", "Escalation"]
+    assert len(machine.fingerprint) == 16
+    session = machine.session()
+    assert session.step == "Desk"
+    assert session.allowed() == ["search"]
+    assert session.expected == ["search"]
+    assert session.check("search") is None
+    refusal = session.check("answer")
+    assert isinstance(refusal, orch.Refusal)
+    assert refusal.kind == "out_of_sequence"
+    assert refusal.tool == "answer"
+    # The same words the Rust policy sends a model (orch-agent's Policy).
+    assert refusal.message == (
+        "error: `answer` was not run: the sequence of step `Desk` expects `search` "
+        "at position 0. Allowed now: search."
+    )
+    assert str(refusal) == refusal.message
+    assert session.record("search") == "advanced"
+    assert session.sequence_index == 1
+    assert session.record("answer") == "completed"
+    assert session.allowed() == ["search", "answer"]
+    assert session.history[-2:] == ["search", "answer"]
+    session.on_user_message("I want to talk to a manager")
+    assert session.step == "Escalation"
+    assert session.allowed() == ["escalate"]
+    assert session.check("search").kind == "not_allowed"
+    session.reset()
+    assert session.step == "Desk" and session.sequence_index == 0
+
+
+def test_unknown_and_foreign_tools():
+    machine = orch.compile(DESK)
+    session = machine.session()
+    unknown = session.check("rm_rf")
+    assert unknown.kind == "unknown_tool"
+    assert "there is no tool `rm_rf`" in unknown.message
+    # Foreign tools the host has are judged by the step's patterns.
+    session = machine.session(available=["search", "answer", "kb_lookup", "kb_admin_wipe"])
+    session.record("search")
+    session.record("answer")
+    assert session.allowed() == ["search", "answer", "kb_lookup"]
+    assert session.check("kb_lookup") is None
+    assert session.check("kb_admin_wipe").kind == "not_allowed"
+    # A host without the tool the sequence expects: blocked, never silently widened.
+    blocked = machine.session(available=["answer"])
+    assert blocked.allowed() == []
+    assert blocked.blocked_on == ["search"]
+    blocked.set_available(["search", "answer"])
+    assert blocked.blocked_on is None
+    assert blocked.allowed() == ["search"]
+
+
+def test_every_diagnostic_with_code_line_and_column():
+    source = """{
+  "name": "broken",
+  "tools": ["a", "b"],
+  "steps": [
+    {"name": "S", "isDefault": true, "sequence": ["a", "c"]},
+    {"name": "S", "conditions": [{"type": "tool_used", "value": "zz"}]}
+  ]
+}"""
+    with pytest.raises(orch.TemplateError) as raised:
+        orch.compile(source)
+    error = raised.value
+    assert isinstance(error, ValueError)
+    codes = [(d.code, d.line, d.severity) for d in error.diagnostics]
+    errors = [d for d in error.diagnostics if d.severity == "error"]
+    assert len(errors) >= 3, codes
+    unknown = [d for d in errors if "`c`" in d.message]
+    assert unknown and unknown[0].code == "E015" and unknown[0].line == 5, codes
+    assert unknown[0].column == source.splitlines()[4].index('"c"') + 1
+    assert unknown[0].name == "unknown_tool"
+    assert "did you mean" in (unknown[0].help or "")
+    assert "--> template.json:5:" in unknown[0].rendered
+    assert any(d.line == 6 for d in errors), codes
+    assert str(error).startswith(f"the template has {len(errors)} errors: template.json:")
+    # Not JSON at all: one error at its place.
+    with pytest.raises(orch.TemplateError) as raised:
+        orch.compile('{"name": "x", "steps": [')
+    assert raised.value.diagnostics[0].line == 1
+
+
+def test_warnings_are_on_the_machine():
+    machine = orch.compile(DESK)
+    warnings = machine.warnings
+    assert all(w.severity == "warning" for w in warnings)
+    assert any(w.code == "W004" and "kb_*" in w.message for w in warnings), warnings
+
+
+def test_load_reads_files_and_names_them(tmp_path):
+    machine = orch.load(COGNITIVE)
+    assert machine.name == "cognitive-reasoner"
+    assert orch.load(str(COGNITIVE)).fingerprint == machine.fingerprint
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "tools": ["a"], "steps": [{"name": "S", "sequence": ["b"]}]}')
+    with pytest.raises(orch.TemplateError) as raised:
+        orch.load(bad)
+    assert str(bad) in raised.value.diagnostics[0].rendered
+    with pytest.raises(OSError):
+        orch.load(tmp_path / "missing.json")
+
+
+def test_snapshots_are_the_rust_bytes():
+    machine = orch.load(COGNITIVE)
+    fixture = (HERE / "fixtures" / "cognitive-reasoner.snapshot").read_bytes()
+    # Written by Rust (tests/python_snapshots.rs) after this very scenario:
+    session = machine.session()
+    session.on_user_message("research how many moons Jupiter has")
+    session.record("search")
+    session.record("think")
+    assert session.snapshot() == fixture
+    restored = machine.restore(fixture)
+    assert restored.step == "ResearchMode"
+    assert restored.sequence_index == 2
+    assert restored.allowed() == ["reflect"]
+    assert restored.snapshot() == fixture
+
+
+def test_bad_snapshots_are_errors_not_crashes():
+    machine = orch.load(COGNITIVE)
+    good = machine.session().snapshot()
+    for bad in [b"", b"not a snapshot", good[:-1], good + b"\0", bytes(len(good))]:
+        with pytest.raises(orch.SnapshotError):
+            machine.restore(bad)
+    assert issubclass(orch.SnapshotError, ValueError)
+
+
+def test_approval_gates_are_refused_as_needing_approval():
+    machine = orch.load(REFUND)
+    session = machine.session()
+    session.on_user_message("I want a refund for order 7")
+    session.record("lookup_order")
+    refusal = session.check("issue_refund")
+    assert refusal.kind == "needs_approval"
+    assert "approval" in refusal.message
+    assert set(orch.REFUSAL_KINDS) >= {"needs_approval", "rejected", "out_of_sequence"}
+
+
+def test_verify_reports_reachability_and_properties():
+    source = """{
+  "name": "v",
+  "tools": ["a", "b", "wipe"],
+  "orchestration": {
+    "steps": [
+      {"name": "Start", "isDefault": true, "availableTools": {"allowed": ["a", "wipe"]}},
+      {"name": "Never", "conditions": [{"type": "tool_used", "value": "b"}]}
+    ],
+    "properties": [{"name": "no-wipe-before-a", "tool": "wipe", "after": "a"}]
+  }
+}"""
+    # The violated property is an error for `compile` (E023) ...
+    with pytest.raises(orch.TemplateError) as raised:
+        orch.compile(source)
+    assert any(d.code == "E023" for d in raised.value.diagnostics)
+    # ... and a finding with its witness for verify(), as for `orch verify`.
+    machine = orch.compile(source, prove_properties=False)
+    found = machine.verify()
+    by_kind = {}
+    for f in found:
+        by_kind.setdefault(f["kind"], []).append(f)
+    steps = {f["step"]: f["reachable"] for f in by_kind["step"]}
+    assert steps == {"Start": True, "Never": False}
+    (prop,) = by_kind["property"]
+    assert prop["name"] == "no-wipe-before-a" and prop["holds"] is False
+    assert prop["witness"] == [{"tool": "wipe"}]
+    assert by_kind["summary"][0]["complete"] is True
+
+
+def test_calls_allocate_nothing_in_python_beyond_their_results():
+    machine = orch.compile(DESK)
+    session = machine.session()
+    for _ in range(100):  # warm up: interned names and outcomes
+        session.check("search")
+        session.record("search")
+        session.allowed()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for _ in range(10_000):
+        session.check("search")
+        session.record("search")
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename") if s.size_diff > 0)
+    # check() -> None and record() -> an interned str: nothing kept per call.
+    assert grown < 4096, grown
