@@ -27,8 +27,9 @@ const MCP_SDK: &str = "mcp==2.3.0";
 const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
 /// The SARIF SDK's validator (a self-contained binary in an npm package).
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
-/// What builds and tests the Python package (`orch-py`), in a venv of its own.
-const PY_TOOLS: [&str; 2] = ["maturin==1.16.0", "pytest==9.2.0"];
+/// What builds and tests the Python package (`orch-py`), in a venv of its own, and the
+/// agent frameworks its adapters are tested against.
+const PY_TOOLS: [&str; 3] = ["maturin==1.16.0", "pytest==9.2.0", "openai-agents==0.24.0"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -218,11 +219,13 @@ fn components() -> Vec<Component> {
             how: "the venv of the MCP Python SDK, then `target/ci-tools/venv/bin/pip install openai==3.54.0 anthropic==2.12.0`",
         },
         Component {
-            name: "maturin and pytest (the Python package)",
+            name: "maturin, pytest and the agent frameworks (the Python package)",
             present: |root| {
                 let python = py_venv(root).join("bin/python");
-                runs(&python.to_string_lossy(), &["-m", "maturin", "--version"])
-                    && runs(&python.to_string_lossy(), &["-m", "pytest", "--version"])
+                let python = python.to_string_lossy();
+                runs(&python, &["-m", "maturin", "--version"])
+                    && runs(&python, &["-m", "pytest", "--version"])
+                    && runs(&python, &["-c", "import agents"])
             },
             install: |root| {
                 let venv = py_venv(root);
@@ -238,7 +241,7 @@ fn components() -> Vec<Component> {
                 args.extend(PY_TOOLS);
                 run(&python, &args)
             },
-            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0`",
+            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0`",
         },
         Component {
             name: "the SARIF SDK's validator",

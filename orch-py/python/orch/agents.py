@@ -1,0 +1,185 @@
+"""orch for the OpenAI Agents SDK (``openai-agents``): an agent whose model sees only the
+tools the workflow allows now, is forced to call the one a sequence expects, and whose
+tool calls are judged before they run.
+
+.. code-block:: python
+
+    from agents import Agent, Runner
+    from orch.agents import Orchestration
+
+    run = Orchestration(orch.load("template.json").session())
+    agent = run.agent(Agent(name="researcher", tools=[search, think], model=model))
+    run.on_user_message("research X")
+    result = await Runner.run(agent, "research X", run_config=run.run_config())
+
+What the orchestration does to the agent (a copy; the original is untouched):
+
+- **per-step tools**: each function tool's ``is_enabled`` also asks the session, so a
+  model call offers only the tools allowed now;
+- **forced choice**: when a sequence expects exactly one tool, the model call's
+  ``tool_choice`` names it; a model that answers with text anyway is asked once more,
+  with a reminder that the workflow requires that tool now;
+- **refusals**: a call is judged before it runs — out of order, not allowed in the step,
+  a tool the step hides, an unknown tool, arguments that are not JSON — and refused with
+  orch's words as the tool's result, so the model is told and can correct itself;
+  nothing refused runs;
+- **recording**: a call that ran is recorded, which advances sequences and steps. Calls
+  of one run are admitted, run and recorded one at a time, so several calls in one model
+  turn are each judged against the state the previous one left.
+
+The SDK reports a call of a tool the model was not offered as "not found"; the
+``RunConfig`` from :meth:`Orchestration.run_config` sends orch's refusal instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+from typing import Any, Optional
+
+from agents import Agent, FunctionTool, ModelSettings, RunConfig
+from agents.models.interface import Model
+
+from . import Session
+
+__all__ = ["Orchestration", "OrchestratedModel"]
+
+#: How often a model that answers with text while a tool is forced is asked again.
+REMINDERS = 1
+
+
+class Orchestration:
+    """One workflow run (an :class:`orch.Session`) applied to Agents SDK agents."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._lock = asyncio.Lock()
+        #: The tools that ran, in order (what the session recorded).
+        self.executed: list[str] = []
+
+    def on_user_message(self, text: str) -> None:
+        """Tells the session about the user's message (message conditions)."""
+        self.session.on_user_message(text)
+
+    def forced_tool(self) -> Optional[str]:
+        """The tool the next model call must call: the one a sequence expects, when it
+        is the only tool allowed now."""
+        allowed = self.session.allowed()
+        if len(allowed) == 1 and self.session.expected is not None:
+            return allowed[0]
+        return None
+
+    def agent(self, agent: Agent) -> Agent:
+        """A copy of ``agent`` under the orchestration: its function tools gated and
+        guarded, its model forced when one tool is expected (the model must be a
+        :class:`agents.models.interface.Model` instance)."""
+        if not isinstance(agent.model, Model):
+            raise TypeError(
+                "orch.agents: give the agent a Model instance (e.g. OpenAIChatCompletionsModel), "
+                "not a model name, so the orchestration can force the expected tool"
+            )
+        tools = [self._tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
+        return agent.clone(tools=tools, model=OrchestratedModel(agent.model, self))
+
+    def run_config(self, base: Optional[RunConfig] = None) -> RunConfig:
+        """A ``RunConfig`` whose answer to a call of a tool the model was not offered
+        (hidden now, or unknown) is orch's refusal, sent to the model."""
+        base = base or RunConfig()
+
+        def formatter(args: Any) -> Optional[str]:
+            if getattr(args, "kind", None) != "tool_not_found":
+                return None
+            refusal = self.session.check(args.tool_name)
+            if refusal is not None:
+                return refusal.message
+            return None
+
+        return dataclasses.replace(
+            base, tool_not_found_behavior="return_error_to_model", tool_error_formatter=formatter
+        )
+
+    def _tool(self, tool: FunctionTool) -> FunctionTool:
+        name = tool.name
+        original_enabled = tool.is_enabled
+        original_invoke = tool.on_invoke_tool
+
+        async def is_enabled(ctx: Any, agent: Any) -> bool:
+            enabled = original_enabled
+            if callable(enabled):
+                enabled = enabled(ctx, agent)
+                if inspect.isawaitable(enabled):
+                    enabled = await enabled
+            return bool(enabled) and name in self.session.allowed()
+
+        async def on_invoke_tool(ctx: Any, arguments: str) -> Any:
+            async with self._lock:
+                refusal = self.session.check(name)
+                if refusal is not None:
+                    return refusal.message
+                try:
+                    if arguments.strip():
+                        json.loads(arguments)
+                except ValueError as e:
+                    return f"error: `{name}` was not run: its arguments are not JSON ({e}); call it again with a JSON object."
+                result = await original_invoke(ctx, arguments)
+                self.session.record(name)
+                self.executed.append(name)
+                return result
+
+        return dataclasses.replace(tool, is_enabled=is_enabled, on_invoke_tool=on_invoke_tool)
+
+
+class OrchestratedModel(Model):
+    """A model whose calls are forced to the tool a sequence expects (``tool_choice``),
+    and asked once more when it answers with text while a tool is forced."""
+
+    def __init__(self, inner: Model, orchestration: Orchestration) -> None:
+        self.inner = inner
+        self.orchestration = orchestration
+
+    def _settings(self, settings: ModelSettings) -> tuple[ModelSettings, Optional[str]]:
+        forced = self.orchestration.forced_tool()
+        if forced is None:
+            return settings, None
+        return dataclasses.replace(settings, tool_choice=forced), forced
+
+    async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, *args, **kwargs):  # type: ignore[override]
+        settings, forced = self._settings(model_settings)
+        response = await self.inner.get_response(
+            system_instructions, input, settings, tools, output_schema, handoffs, tracing, *args, **kwargs
+        )
+        for _ in range(REMINDERS):
+            if forced is None or _calls_a_tool(response):
+                break
+            reminder = {
+                "role": "user",
+                "content": f"The workflow requires calling `{forced}` now; call it instead of answering.",
+            }
+            items = [input] if isinstance(input, str) else list(input)
+            if isinstance(input, str):
+                items = [{"role": "user", "content": input}]
+            items = items + [_as_input(item) for item in response.output] + [reminder]
+            response = await self.inner.get_response(
+                system_instructions, items, settings, tools, output_schema, handoffs, tracing, *args, **kwargs
+            )
+        return response
+
+    def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, *args, **kwargs):  # type: ignore[override]
+        settings, _ = self._settings(model_settings)
+        return self.inner.stream_response(
+            system_instructions, input, settings, tools, output_schema, handoffs, tracing, *args, **kwargs
+        )
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def _calls_a_tool(response: Any) -> bool:
+    return any(getattr(item, "type", None) == "function_call" for item in response.output)
+
+
+def _as_input(item: Any) -> Any:
+    dump = getattr(item, "model_dump", None)
+    return dump(exclude_unset=True) if dump is not None else item

@@ -1,0 +1,113 @@
+"""The OpenAI Agents SDK adapter (``orch.agents``) against the real SDK (pinned by
+``cargo xtask test``) and a scripted OpenAI-compatible server: the misbehaving-model
+scenarios the Rust adapters pass — a call out of order, text while a tool is forced, a
+call the sequence does not expect, an unknown tool, a tool the step does not allow, bad
+JSON arguments, several calls in one turn — and nothing disallowed executes."""
+
+import asyncio
+import pathlib
+
+from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+from openai import AsyncOpenAI
+
+import orch
+from orch.agents import Orchestration
+
+from fake_openai import FakeOpenAI, call, calls
+
+set_tracing_disabled(True)
+
+TEMPLATE = (
+    pathlib.Path(__file__).resolve().parents[2]
+    / "examples"
+    / "agents"
+    / "cognitive-reasoner"
+    / "template.json"
+)
+
+
+def research_tools(executed: list):
+    """The cognitive reasoner's tools, logging what actually ran."""
+
+    def make(name):
+        @function_tool(name_override=name)
+        def tool(input: str = "") -> str:
+            """A cognitive tool."""
+            executed.append(name)
+            return f"{name}({input})"
+
+        return tool
+
+    return [make(n) for n in ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]]
+
+
+def run_turn(fake: FakeOpenAI, message: str):
+    executed: list = []
+    run = Orchestration(orch.load(TEMPLATE).session())
+    model = OpenAIChatCompletionsModel(
+        model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
+    )
+    agent = run.agent(Agent(name="reasoner", instructions="Think.", tools=research_tools(executed), model=model))
+    run.on_user_message(message)
+    result = asyncio.run(Runner.run(agent, message, run_config=run.run_config(), max_turns=20))
+    return run, executed, result
+
+
+def test_a_misbehaving_model_cannot_break_the_sequence():
+    script = [
+        call("think", '{"input": "too early"}'),
+        "I think the answer is obvious.",
+        call("debate", "{}"),
+        call("teleport", "{}"),
+        call("search", '{"input": "AI jobs"}'),
+        call("think", '{"input": "analysis"}'),
+        call("reflect", '{"input": "summary"}'),
+        call("debate", '{"input": "jobs"}'),
+        "AI changes jobs: see the analysis.",
+    ]
+    with FakeOpenAI(script) as fake:
+        run, executed, result = run_turn(fake, "Research the impact of AI on jobs")
+    assert result.final_output == "AI changes jobs: see the analysis."
+    # Nothing disallowed ran; the sequence completed within the turn.
+    assert executed == ["search", "think", "reflect"]
+    assert run.executed == ["search", "think", "reflect"]
+    assert run.session.sequence_index == 3
+    # Every model call offered only the allowed tools and forced the expected one.
+    assert fake.offered(0) == ["search"]
+    assert [fake.tool_choice(i) for i in range(7)] == ["search"] * 5 + ["think", "reflect"]
+    assert fake.offered(7) == ["search", "think", "reflect"]
+    assert fake.tool_choice(7) in (None, "auto")
+    # The text answer while `search` was forced was met with the reminder.
+    assert "requires calling `search` now" in str(fake.requests[2]["messages"])
+    # The model was told why, in orch's words.
+    results = fake.tool_results(8)
+    assert results[0].startswith(
+        "error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0."
+    ), results
+    assert "`debate` was not run" in results[1], results
+    assert results[2].startswith("error: there is no tool `teleport`. Allowed now: search."), results
+    assert results[3] == "search(AI jobs)", results
+    assert "`debate` was not run: not allowed in step `ResearchMode`" in results[6], results
+
+
+def test_bad_arguments_and_several_calls_in_one_turn():
+    script = [
+        call("search", "{not json"),
+        # Two calls at once: the second is judged after the first ran.
+        calls(("search", '{"input": "a"}'), ("reflect", '{"input": "b"}')),
+        calls(("think", '{"input": "c"}'), ("think", '{"input": "d"}')),
+        call("reflect", '{"input": "e"}'),
+        "done",
+    ]
+    with FakeOpenAI(script) as fake:
+        run, executed, result = run_turn(fake, "Research the moons of Jupiter")
+    assert result.final_output == "done"
+    assert executed == ["search", "think", "reflect"], executed
+    results = fake.tool_results(4)
+    assert results[0].startswith("error: `search` was not run: its arguments are not JSON"), results
+    assert results[1] == "search(a)"
+    assert "`reflect` was not run" in results[2], results
+    assert results[3] == "think(c)"
+    assert "`think` was not run" in results[4], results
+    assert results[5] == "reflect(e)"
+    assert run.session.sequence_index == 3
