@@ -29,7 +29,12 @@ const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
 /// What builds and tests the Python package (`orch-py`), in a venv of its own, and the
 /// agent frameworks its adapters are tested against.
-const PY_TOOLS: [&str; 3] = ["maturin==1.16.0", "pytest==9.2.0", "openai-agents==0.24.0"];
+const PY_TOOLS: [&str; 4] = [
+    "maturin==1.16.0",
+    "pytest==9.2.0",
+    "openai-agents==0.24.0",
+    "pydantic-ai-slim[openai]==2.68.0",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -225,7 +230,7 @@ fn components() -> Vec<Component> {
                 let python = python.to_string_lossy();
                 runs(&python, &["-m", "maturin", "--version"])
                     && runs(&python, &["-m", "pytest", "--version"])
-                    && runs(&python, &["-c", "import agents"])
+                    && runs(&python, &["-c", "import agents, pydantic_ai"])
             },
             install: |root| {
                 let venv = py_venv(root);
@@ -241,7 +246,7 @@ fn components() -> Vec<Component> {
                 args.extend(PY_TOOLS);
                 run(&python, &args)
             },
-            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0`",
+            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0'`",
         },
         Component {
             name: "the SARIF SDK's validator",

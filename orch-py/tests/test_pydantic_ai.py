@@ -1,0 +1,104 @@
+"""The Pydantic AI adapter (``orch.pydantic_ai``) against the real framework (pinned by
+``cargo xtask test``) and a scripted OpenAI-compatible server: the misbehaving-model
+scenarios — a call out of order, text while a tool is forced, a call the sequence does
+not expect, an unknown tool, a tool the step does not allow, bad JSON arguments, several
+calls in one turn — and nothing disallowed executes."""
+
+import asyncio
+import json
+import pathlib
+
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+import orch
+from orch.pydantic_ai import Orchestrated
+
+from fake_openai import FakeOpenAI, call, calls
+
+TEMPLATE = (
+    pathlib.Path(__file__).resolve().parents[2]
+    / "examples"
+    / "agents"
+    / "cognitive-reasoner"
+    / "template.json"
+)
+NAMES = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]
+
+
+def run_turn(fake: FakeOpenAI, message: str):
+    executed: list = []
+    workflow = Orchestrated(orch.load(TEMPLATE).session())
+    model = OpenAIChatModel("fake", provider=OpenAIProvider(base_url=fake.base_url, api_key="not-a-key"))
+    agent = Agent(model, capabilities=[workflow], retries={"tools": 5, "output": 3})
+
+    def make(name):
+        def tool(input: str = "") -> str:
+            executed.append(name)
+            return f"{name}({input})"
+
+        tool.__name__ = name
+        tool.__doc__ = f"The {name} tool."
+        return tool
+
+    for name in NAMES:
+        agent.tool_plain(make(name))
+    workflow.on_user_message(message)
+    result = asyncio.run(agent.run(message))
+    return workflow, executed, result
+
+
+def messages_text(request: dict) -> str:
+    return json.dumps(request.get("messages", []))
+
+
+def test_a_misbehaving_model_cannot_break_the_sequence():
+    script = [
+        call("think", '{"input": "too early"}'),
+        "I think the answer is obvious.",
+        call("debate", "{}"),
+        call("teleport", "{}"),
+        call("search", '{"input": "AI jobs"}'),
+        call("think", '{"input": "analysis"}'),
+        call("reflect", '{"input": "summary"}'),
+        call("debate", '{"input": "jobs"}'),
+        "AI changes jobs: see the analysis.",
+    ]
+    with FakeOpenAI(script) as fake:
+        workflow, executed, result = run_turn(fake, "Research the impact of AI on jobs")
+    assert result.output == "AI changes jobs: see the analysis."
+    assert executed == ["search", "think", "reflect"]
+    assert workflow.executed == ["search", "think", "reflect"]
+    assert workflow.session.sequence_index == 3
+    assert fake.offered(0) == ["search"]
+    # Forced: the one expected tool offered, and a call required (Pydantic AI sends a
+    # one-tool `tool_choice` list as "required" when that tool is all it offers).
+    forced = [
+        fake.offered(i)[0] if fake.tool_choice(i) in ("required", *fake.offered(i)) and len(fake.offered(i)) == 1 else None
+        for i in range(7)
+    ]
+    assert forced == ["search"] * 5 + ["think", "reflect"]
+    assert fake.offered(7) == ["search", "think", "reflect"]
+    last = messages_text(fake.requests[8])
+    # The reminder while `search` was forced, and no disallowed call ran.
+    assert "requires calling `search` now" in messages_text(fake.requests[2])
+    assert "search(AI jobs)" in last and "think(analysis)" in last and "reflect(summary)" in last
+    assert "too early" not in "".join(executed)
+
+
+def test_bad_arguments_and_several_calls_in_one_turn():
+    script = [
+        call("search", "{not json"),
+        calls(("search", '{"input": "a"}'), ("reflect", '{"input": "b"}')),
+        calls(("think", '{"input": "c"}'), ("think", '{"input": "d"}')),
+        call("reflect", '{"input": "e"}'),
+        "done",
+    ]
+    with FakeOpenAI(script) as fake:
+        workflow, executed, result = run_turn(fake, "Research the moons of Jupiter")
+    assert result.output == "done"
+    assert executed == ["search", "think", "reflect"], executed
+    last = messages_text(fake.requests[-1])
+    assert "`think` was not run" in last, last
+    assert workflow.session.sequence_index == 3
