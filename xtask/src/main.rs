@@ -29,11 +29,13 @@ const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
 /// What builds and tests the Python package (`orch-py`), in a venv of its own, and the
 /// agent frameworks its adapters are tested against.
-const PY_TOOLS: [&str; 4] = [
+const PY_TOOLS: [&str; 6] = [
     "maturin==1.16.0",
     "pytest==9.2.0",
     "openai-agents==0.24.0",
     "pydantic-ai-slim[openai]==2.68.0",
+    "langgraph==1.2.22",
+    "langchain-openai==1.7.4",
 ];
 
 fn main() -> ExitCode {
@@ -230,7 +232,10 @@ fn components() -> Vec<Component> {
                 let python = python.to_string_lossy();
                 runs(&python, &["-m", "maturin", "--version"])
                     && runs(&python, &["-m", "pytest", "--version"])
-                    && runs(&python, &["-c", "import agents, pydantic_ai"])
+                    && runs(
+                        &python,
+                        &["-c", "import agents, pydantic_ai, langgraph, langchain_openai"],
+                    )
             },
             install: |root| {
                 let venv = py_venv(root);
@@ -246,7 +251,7 @@ fn components() -> Vec<Component> {
                 args.extend(PY_TOOLS);
                 run(&python, &args)
             },
-            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0'`",
+            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' langgraph==1.2.22 langchain-openai==1.7.4`",
         },
         Component {
             name: "the SARIF SDK's validator",

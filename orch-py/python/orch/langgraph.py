@@ -1,0 +1,151 @@
+"""orch for LangGraph: the model node binds only the tools the workflow allows now (and
+forces the one a sequence expects), and the tools node judges every call before it runs.
+
+.. code-block:: python
+
+    from langchain_openai import ChatOpenAI
+    from orch.langgraph import Orchestration
+
+    workflow = Orchestration(orch.load("template.json").session(), tools=[search, think, reflect])
+    graph = workflow.graph(ChatOpenAI(model="gpt-4.1"))
+    workflow.on_user_message(question)
+    state = graph.invoke({"messages": [("user", question)]})
+
+The graph is the usual tool-calling loop (``MessagesState``: a model node, a tools node,
+and back), built from three pieces a hand-made graph can use too:
+
+- :meth:`Orchestration.call_model` — a node that binds the tools the session allows now
+  to the model, with ``tool_choice`` naming the one a sequence expects when it is the only
+  one allowed;
+- :meth:`Orchestration.tools_node` — a node that runs the last message's tool calls one
+  at a time, each judged before it runs (refused with orch's words as its
+  ``ToolMessage``: out of order, not allowed in the step, unknown, malformed arguments)
+  and recorded after it ran; nothing refused runs;
+- :meth:`Orchestration.route` — the edge after the model: to the tools while it calls
+  them; back to the model once with a reminder when it answers with text while a tool is
+  forced; else to the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from . import Session
+
+__all__ = ["Orchestration", "REMINDERS"]
+
+#: How often a model that answers with text while a tool is forced is reminded, per turn.
+REMINDERS = 1
+
+_REMINDER_PREFIX = "The workflow requires calling "
+
+
+class Orchestration:
+    """One workflow run (an :class:`orch.Session`) over a set of LangChain tools."""
+
+    def __init__(self, session: Session, tools: Sequence[Any]) -> None:
+        self.session = session
+        self.tools = {t.name: t for t in tools}
+        #: The tools that ran, in order (what the session recorded).
+        self.executed: list[str] = []
+
+    def on_user_message(self, text: str) -> None:
+        """Tells the session about the user's message (message conditions)."""
+        self.session.on_user_message(text)
+
+    def forced_tool(self) -> Optional[str]:
+        """The tool the next model call must call: the one a sequence expects, when it
+        is the only tool allowed now."""
+        allowed = self.session.allowed()
+        if len(allowed) == 1 and self.session.expected is not None:
+            return allowed[0]
+        return None
+
+    def bound(self, model: Any) -> Any:
+        """``model`` with the tools allowed now bound (and the expected one forced)."""
+        allowed = [self.tools[n] for n in self.session.allowed() if n in self.tools]
+        if not allowed:
+            return model
+        forced = self.forced_tool()
+        if forced is not None and forced in self.tools:
+            return model.bind_tools(allowed, tool_choice=forced)
+        return model.bind_tools(allowed)
+
+    def call_model(self, model: Any):
+        """The model node."""
+
+        def node(state: MessagesState) -> dict:
+            return {"messages": [self.bound(model).invoke(state["messages"])]}
+
+        return node
+
+    def tools_node(self, state: MessagesState) -> dict:
+        """The tools node: the last message's tool calls, one at a time."""
+        last = state["messages"][-1]
+        out: list[ToolMessage] = []
+        for bad in getattr(last, "invalid_tool_calls", None) or []:
+            name = bad.get("name") or "(no name)"
+            out.append(
+                ToolMessage(
+                    content=f"error: `{name}` was not run: its arguments are not JSON ({bad.get('error') or 'unparsable'}); call it again with a JSON object.",
+                    tool_call_id=bad.get("id") or "",
+                    name=name,
+                    status="error",
+                )
+            )
+        for call in getattr(last, "tool_calls", None) or []:
+            name, call_id = call["name"], call["id"]
+            refusal = self.session.check(name)
+            if refusal is None and name not in self.tools:
+                refusal_text = f"error: there is no tool `{name}`. Allowed now: {', '.join(self.session.allowed())}."
+            else:
+                refusal_text = refusal.message if refusal is not None else None
+            if refusal_text is not None:
+                out.append(ToolMessage(content=refusal_text, tool_call_id=call_id, name=name, status="error"))
+                continue
+            result = self.tools[name].invoke(call["args"])
+            self.session.record(name)
+            self.executed.append(name)
+            out.append(ToolMessage(content=str(result), tool_call_id=call_id, name=name))
+        return {"messages": out}
+
+    def route(self, state: MessagesState) -> str:
+        """After the model: ``"tools"``, ``"remind"`` or the end."""
+        last = state["messages"][-1]
+        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+            return "tools"
+        forced = self.forced_tool()
+        if forced is not None and self._reminders_this_turn(state) < REMINDERS:
+            return "remind"
+        return END
+
+    def remind(self, state: MessagesState) -> dict:
+        """Tells the model that the workflow requires the forced tool now."""
+        forced = self.forced_tool()
+        return {"messages": [HumanMessage(content=f"{_REMINDER_PREFIX}`{forced}` now; call it instead of answering.")]}
+
+    @staticmethod
+    def _reminders_this_turn(state: MessagesState) -> int:
+        count = 0
+        for message in reversed(state["messages"]):
+            if isinstance(message, HumanMessage):
+                if str(message.content).startswith(_REMINDER_PREFIX):
+                    count += 1
+                else:
+                    break
+        return count
+
+    def graph(self, model: Any) -> Any:
+        """The tool-calling loop under the orchestration, compiled."""
+        builder = StateGraph(MessagesState)
+        builder.add_node("model", self.call_model(model))
+        builder.add_node("tools", self.tools_node)
+        builder.add_node("remind", self.remind)
+        builder.add_edge(START, "model")
+        builder.add_conditional_edges("model", self.route, {"tools": "tools", "remind": "remind", END: END})
+        builder.add_edge("tools", "model")
+        builder.add_edge("remind", "model")
+        return builder.compile()

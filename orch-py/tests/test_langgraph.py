@@ -1,0 +1,100 @@
+"""The LangGraph adapter (``orch.langgraph``) against the real framework (pinned by
+``cargo xtask test``), LangChain's OpenAI chat model and a scripted OpenAI-compatible
+server: the misbehaving-model scenarios, and nothing disallowed executes."""
+
+import json
+import pathlib
+
+from langchain_core.tools import tool as make_tool
+from langchain_openai import ChatOpenAI
+
+import orch
+from orch.langgraph import Orchestration
+
+from fake_openai import FakeOpenAI, call, calls
+
+TEMPLATE = (
+    pathlib.Path(__file__).resolve().parents[2]
+    / "examples"
+    / "agents"
+    / "cognitive-reasoner"
+    / "template.json"
+)
+NAMES = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]
+
+
+def run_turn(fake: FakeOpenAI, message: str):
+    executed: list = []
+
+    def make(name):
+        def run(input: str = "") -> str:
+            executed.append(name)
+            return f"{name}({input})"
+
+        run.__name__ = name
+        run.__doc__ = f"The {name} tool."
+        return make_tool(run)
+
+    workflow = Orchestration(orch.load(TEMPLATE).session(), tools=[make(n) for n in NAMES])
+    model = ChatOpenAI(model="fake", base_url=fake.base_url, api_key="not-a-key", max_retries=0)
+    graph = workflow.graph(model)
+    workflow.on_user_message(message)
+    state = graph.invoke({"messages": [("user", message)]}, {"recursion_limit": 50})
+    return workflow, executed, state
+
+
+def tool_results(state) -> list[str]:
+    return [m.content for m in state["messages"] if m.type == "tool"]
+
+
+def test_a_misbehaving_model_cannot_break_the_sequence():
+    script = [
+        call("think", '{"input": "too early"}'),
+        "I think the answer is obvious.",
+        call("debate", "{}"),
+        call("teleport", "{}"),
+        call("search", '{"input": "AI jobs"}'),
+        call("think", '{"input": "analysis"}'),
+        call("reflect", '{"input": "summary"}'),
+        call("debate", '{"input": "jobs"}'),
+        "AI changes jobs: see the analysis.",
+    ]
+    with FakeOpenAI(script) as fake:
+        workflow, executed, state = run_turn(fake, "Research the impact of AI on jobs")
+    assert state["messages"][-1].content == "AI changes jobs: see the analysis."
+    assert executed == ["search", "think", "reflect"]
+    assert workflow.executed == ["search", "think", "reflect"]
+    assert workflow.session.sequence_index == 3
+    assert fake.offered(0) == ["search"]
+    assert [fake.tool_choice(i) for i in range(7)] == ["search"] * 5 + ["think", "reflect"]
+    assert fake.offered(7) == ["search", "think", "reflect"]
+    assert "requires calling `search` now" in json.dumps(fake.requests[2]["messages"])
+    results = tool_results(state)
+    assert results[0].startswith(
+        "error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0."
+    ), results
+    assert results[1].startswith("error: `debate` was not run"), results
+    assert results[2].startswith("error: there is no tool `teleport`"), results
+    assert results[3:6] == ["search(AI jobs)", "think(analysis)", "reflect(summary)"]
+    assert results[6].startswith("error: `debate` was not run: not allowed in step `ResearchMode`"), results
+
+
+def test_bad_arguments_and_several_calls_in_one_turn():
+    script = [
+        call("search", "{not json"),
+        calls(("search", '{"input": "a"}'), ("reflect", '{"input": "b"}')),
+        calls(("think", '{"input": "c"}'), ("think", '{"input": "d"}')),
+        call("reflect", '{"input": "e"}'),
+        "done",
+    ]
+    with FakeOpenAI(script) as fake:
+        workflow, executed, state = run_turn(fake, "Research the moons of Jupiter")
+    assert state["messages"][-1].content == "done"
+    assert executed == ["search", "think", "reflect"], executed
+    results = tool_results(state)
+    assert results[0].startswith("error: `search` was not run: its arguments are not JSON"), results
+    assert results[1] == "search(a)"
+    assert results[2].startswith("error: `reflect` was not run"), results
+    assert results[3] == "think(c)"
+    assert results[4].startswith("error: `think` was not run"), results
+    assert results[5] == "reflect(e)"
