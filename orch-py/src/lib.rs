@@ -15,7 +15,7 @@ use orch_codegen::diagnostic::SourceText;
 use orch_codegen::verify::explore::{explore_with, Event, Host, Options as ExploreOptions};
 use orch_codegen::Compiled;
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::Snapshot;
+use orch_runtime::{CallDigest, Snapshot, Verdict};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -105,6 +105,8 @@ fn diagnostics(compiled: &Compiled, source: &str, path: &str) -> Vec<Diagnostic>
 #[pyclass(frozen, module = "orch._orch")]
 struct Machine {
     machine: Arc<DynMachine>,
+    /// Does any step (or the orchestration) gate a tool behind a human's approval?
+    gates: bool,
     properties: Vec<orch_codegen::ir::IrProperty>,
     warnings: Vec<Diagnostic>,
     /// The tools' names as Python strings, made once (what `allowed()` hands out).
@@ -140,7 +142,9 @@ fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> Py
         .iter()
         .map(|n| PyString::intern(py, n).unbind())
         .collect();
+    let gates = !ir.approve.is_empty() || ir.steps.iter().any(|s| !s.approve.is_empty());
     Ok(Machine {
+        gates,
         properties: ir.properties.clone(),
         machine: Arc::new(machine),
         warnings: found,
@@ -186,6 +190,12 @@ impl Machine {
     #[getter]
     fn tools(&self, py: Python<'_>) -> Vec<Py<PyString>> {
         self.names.iter().map(|n| n.clone_ref(py)).collect()
+    }
+
+    /// Does the template gate any tool behind a human's approval (`approve`)?
+    #[getter]
+    fn has_gates(&self) -> bool {
+        self.gates
     }
 
     /// The steps, in declaration order.
@@ -448,10 +458,69 @@ impl Session {
     /// everywhere).
     fn check(&self, tool: &str) -> Option<Refusal> {
         let session = self.live.borrow_dependent();
-        self.policy.admit(session, tool).err().map(|r| Refusal {
-            tool: r.tool,
-            kind: r.kind.as_str(),
-            message: r.reason,
+        self.policy.admit(session, tool).err().map(refusal)
+    }
+
+    /// `check` for this exact call (`arguments`: its JSON text): a gated tool passes on a
+    /// human's approval of this call held by the session, and is refused as `rejected`
+    /// on a held rejection (semantics §13). Changes nothing.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
+        let call = CallDigest::of_text(tool, arguments);
+        let session = self.live.borrow_dependent();
+        self.policy.refusal_of(session, tool, &call).map(refusal)
+    }
+
+    /// Admits this exact call before the host runs it: `check_call`, but an approval it
+    /// passes on is consumed (one approval, one call). `None` when it may run.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
+        let call = CallDigest::of_text(tool, arguments);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.admit_call(session, tool, &call).err())
+            .map(refusal)
+    }
+
+    /// This exact call was put to a human: the session holds the question (until the
+    /// next event), and the call still needs an approval.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn ask(&mut self, tool: &str, arguments: &str) {
+        let call = CallDigest::of_text(tool, arguments);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.ask_call(session, tool, call));
+    }
+
+    /// A human approved this exact call: the session holds the approval (until the next
+    /// event), and `admit` lets the call through once.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn approve(&mut self, tool: &str, arguments: &str) {
+        let call = CallDigest::of_text(tool, arguments);
+        self.live
+            .with_dependent_mut(|_, session| session.approve(call));
+    }
+
+    /// A human rejected this exact call: the session holds the rejection, and the call
+    /// is refused as `rejected` until the next event.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn reject(&mut self, tool: &str, arguments: &str) {
+        let call = CallDigest::of_text(tool, arguments);
+        self.live
+            .with_dependent_mut(|_, session| session.reject(call));
+    }
+
+    /// The verdict the session holds on a call, if any: `(digest, verdict)` with the
+    /// call's SHA-256 digest in hex and `pending`, `approved` or `rejected`.
+    #[getter]
+    fn approval(&self) -> Option<(String, &'static str)> {
+        self.live.borrow_dependent().approval().map(|a| {
+            let verdict = match a.verdict {
+                Verdict::Pending => "pending",
+                Verdict::Approved => "approved",
+                Verdict::Rejected => "rejected",
+            };
+            (a.call.to_string(), verdict)
         })
     }
 
@@ -530,6 +599,15 @@ impl Session {
             Some(step) => format!("<Session step={step:?} index={}>", s.sequence_index()),
             None => "<Session step=None>".to_owned(),
         }
+    }
+}
+
+/// The Python face of a policy refusal.
+fn refusal(r: orch_agent::Refusal) -> Refusal {
+    Refusal {
+        tool: r.tool,
+        kind: r.kind.as_str(),
+        message: r.reason,
     }
 }
 

@@ -5,6 +5,7 @@ call the sequence does not expect, an unknown tool, a tool the step does not all
 JSON arguments, several calls in one turn — and nothing disallowed executes."""
 
 import asyncio
+import json
 import pathlib
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
@@ -111,3 +112,71 @@ def test_bad_arguments_and_several_calls_in_one_turn():
     assert "`think` was not run" in results[4], results
     assert results[5] == "reflect(e)"
     assert run.session.sequence_index == 3
+
+
+REFUND = TEMPLATE.parents[1] / "refund-desk" / "template.json"
+
+
+def refund_desk(fake: FakeOpenAI):
+    executed: list = []
+
+    def make(name):
+        @function_tool(name_override=name)
+        def tool(order: int = 0) -> str:
+            """A refund-desk tool."""
+            executed.append(name)
+            return f"{name}({order})"
+
+        return tool
+
+    run = Orchestration(orch.load(REFUND).session())
+    model = OpenAIChatCompletionsModel(
+        model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
+    )
+    tools = [make(n) for n in ["lookup_order", "issue_refund", "send_email"]]
+    agent = run.agent(Agent(name="desk", instructions="Help.", tools=tools, model=model))
+    return run, agent, executed
+
+
+def test_a_gated_call_waits_for_a_human_and_runs_once_approved():
+    script = [
+        call("lookup_order", '{"order": 7}'),
+        call("issue_refund", '{"order": 7}'),
+        call("send_email", '{"order": 7}'),
+        "Refunded order 7.",
+    ]
+    with FakeOpenAI(script) as fake:
+        run, agent, executed = refund_desk(fake)
+        message = "Please refund order 7"
+        run.on_user_message(message)
+        paused = asyncio.run(Runner.run(agent, message, run_config=run.run_config()))
+        # The refund waits for a human: nothing of it ran.
+        assert executed == ["lookup_order"]
+        assert [i.name for i in paused.interruptions] == ["issue_refund"]
+        state = paused.to_state()
+        state.approve(paused.interruptions[0])
+        done = asyncio.run(Runner.run(agent, state, run_config=run.run_config()))
+    assert done.final_output == "Refunded order 7."
+    assert executed == ["lookup_order", "issue_refund", "send_email"]
+    assert run.session.sequence_index == 3
+    # The approval was consumed by the one call it approved.
+    assert run.session.approval is None
+
+
+def test_a_rejected_call_never_runs():
+    script = [
+        call("lookup_order", '{"order": 8}'),
+        call("issue_refund", '{"order": 8}'),
+        "I could not refund it.",
+    ]
+    with FakeOpenAI(script) as fake:
+        run, agent, executed = refund_desk(fake)
+        message = "Please refund order 8"
+        run.on_user_message(message)
+        paused = asyncio.run(Runner.run(agent, message, run_config=run.run_config()))
+        state = paused.to_state()
+        state.reject(paused.interruptions[0], rejection_message="Not this one.")
+        done = asyncio.run(Runner.run(agent, state, run_config=run.run_config()))
+    assert done.final_output == "I could not refund it."
+    assert executed == ["lookup_order"]
+    assert "Not this one." in json.dumps(fake.requests[-1]["messages"])

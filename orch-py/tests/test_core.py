@@ -175,6 +175,7 @@ def test_approval_gates_are_refused_as_needing_approval():
     session = machine.session()
     session.on_user_message("I want a refund for order 7")
     session.record("lookup_order")
+    assert machine.has_gates and not orch.compile(DESK).has_gates
     refusal = session.check("issue_refund")
     assert refusal.kind == "needs_approval"
     assert "approval" in refusal.message
@@ -229,3 +230,25 @@ def test_calls_allocate_nothing_in_python_beyond_their_results():
     grown = sum(s.size_diff for s in after.compare_to(before, "filename") if s.size_diff > 0)
     # check() -> None and record() -> an interned str: nothing kept per call.
     assert grown < 4096, grown
+
+
+def test_approvals_of_exact_calls():
+    machine = orch.load(REFUND)
+    session = machine.session()
+    session.on_user_message("I want a refund for order 7")
+    session.record("lookup_order")
+    args = '{"order": 7, "amount": 20}'
+    assert session.check_call("issue_refund", args).kind == "needs_approval"
+    session.approve("issue_refund", args)
+    assert session.approval[1] == "approved"
+    # Another call (other arguments; key order does not matter) is not approved.
+    assert session.check_call("issue_refund", '{"order": 7, "amount": 2000}').kind == "needs_approval"
+    assert session.check_call("issue_refund", '{"amount": 20, "order": 7}') is None
+    assert session.admit("issue_refund", args) is None
+    assert session.approval is None, "one approval, one call"
+    assert session.admit("issue_refund", args).kind == "needs_approval"
+    session.reject("issue_refund", args)
+    refusal = session.check_call("issue_refund", args)
+    assert refusal.kind == "rejected" and "rejected" in refusal.message
+    # Snapshots carry the held verdict.
+    assert machine.restore(session.snapshot()).approval == session.approval

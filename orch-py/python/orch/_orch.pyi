@@ -60,6 +60,9 @@ class Machine:
     @property
     def steps(self) -> list[str]: ...
     @property
+    def has_gates(self) -> bool:
+        """Does the template gate any tool behind a human's approval (``approve``)?"""
+    @property
     def warnings(self) -> list[Diagnostic]: ...
     def session(self, available: Optional[list[str]] = None) -> Session:
         """A fresh session; ``available``: the host's tools (default: every declared tool)."""
@@ -80,6 +83,19 @@ class Session:
         """The tools that may run now."""
     def check(self, tool: str) -> Optional[Refusal]:
         """``None`` when ``tool`` may run now, else why not."""
+    def check_call(self, tool: str, arguments: str = "{}") -> Optional[Refusal]:
+        """``check`` for this exact call (arguments as JSON text): a gated tool passes on a held approval of it."""
+    def admit(self, tool: str, arguments: str = "{}") -> Optional[Refusal]:
+        """Admits this exact call before it runs, consuming an approval it passes on."""
+    def ask(self, tool: str, arguments: str = "{}") -> None:
+        """This exact call was put to a human: the session holds the question."""
+    def approve(self, tool: str, arguments: str = "{}") -> None:
+        """A human approved this exact call: ``admit`` lets it through once."""
+    def reject(self, tool: str, arguments: str = "{}") -> None:
+        """A human rejected this exact call: it is refused as ``rejected`` until the next event."""
+    @property
+    def approval(self) -> Optional[tuple[str, str]]:
+        """The held verdict: (call digest in hex, ``pending`` | ``approved`` | ``rejected``)."""
     def record(self, tool: str) -> str:
         """Records that ``tool`` ran: ``advanced``, ``completed``, ``free``, ``out_of_sequence`` or ``not_allowed``."""
     def on_user_message(self, text: str) -> None: ...

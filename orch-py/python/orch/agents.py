@@ -25,7 +25,11 @@ What the orchestration does to the agent (a copy; the original is untouched):
   nothing refused runs;
 - **recording**: a call that ran is recorded, which advances sequences and steps. Calls
   of one run are admitted, run and recorded one at a time, so several calls in one model
-  turn are each judged against the state the previous one left.
+  turn are each judged against the state the previous one left;
+- **approvals**: a call of a tool the template gates (``approve``) asks the SDK for a
+  human's approval (``needs_approval``): the run stops with an interruption, and once the
+  application approves it (``state.approve(item)``, then ``Runner.run(agent, state)``)
+  that exact call runs, once. A rejected call never runs.
 
 The SDK reports a call of a tool the model was not offered as "not found"; the
 ``RunConfig`` from :meth:`Orchestration.run_config` sends orch's refusal instead.
@@ -56,6 +60,8 @@ class Orchestration:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._lock = asyncio.Lock()
+        # The calls (by the SDK's call id) that went to a human for approval.
+        self._asked: set[str] = set()
         #: The tools that ran, in order (what the session recorded).
         self.executed: list[str] = []
 
@@ -65,7 +71,11 @@ class Orchestration:
 
     def forced_tool(self) -> Optional[str]:
         """The tool the next model call must call: the one a sequence expects, when it
-        is the only tool allowed now."""
+        is the only tool allowed now — and no human's question or rejection is held (the
+        model must then be free to answer)."""
+        held = self.session.approval
+        if held is not None and held[1] != "approved":
+            return None
         allowed = self.session.allowed()
         if len(allowed) == 1 and self.session.expected is not None:
             return allowed[0]
@@ -103,32 +113,58 @@ class Orchestration:
     def _tool(self, tool: FunctionTool) -> FunctionTool:
         name = tool.name
         original_enabled = tool.is_enabled
+        original_needs_approval = tool.needs_approval
         original_invoke = tool.on_invoke_tool
 
         async def is_enabled(ctx: Any, agent: Any) -> bool:
-            enabled = original_enabled
-            if callable(enabled):
-                enabled = enabled(ctx, agent)
-                if inspect.isawaitable(enabled):
-                    enabled = await enabled
+            enabled = await _resolve(original_enabled, ctx, agent)
             return bool(enabled) and name in self.session.allowed()
 
+        async def needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            refusal = self.session.check_call(name, json.dumps(params))
+            gated = refusal is not None and refusal.kind == "needs_approval"
+            if gated:
+                self._asked.add(call_id)
+                self.session.ask(name, json.dumps(params))
+            return gated or bool(await _resolve(original_needs_approval, ctx, params, call_id))
+
         async def on_invoke_tool(ctx: Any, arguments: str) -> Any:
+            arguments = arguments if arguments.strip() else "{}"
+            try:
+                json.loads(arguments)
+            except ValueError as e:
+                return f"error: `{name}` was not run: its arguments are not JSON ({e}); call it again with a JSON object."
             async with self._lock:
-                refusal = self.session.check(name)
+                refusal = self.session.admit(name, arguments)
+                call_id = getattr(ctx, "tool_call_id", None)
+                if refusal is not None and refusal.kind == "needs_approval" and call_id in self._asked:
+                    # The SDK runs a call it sent for approval only once a human approved it.
+                    self._asked.discard(call_id)
+                    self.session.approve(name, arguments)
+                    refusal = self.session.admit(name, arguments)
                 if refusal is not None:
                     return refusal.message
-                try:
-                    if arguments.strip():
-                        json.loads(arguments)
-                except ValueError as e:
-                    return f"error: `{name}` was not run: its arguments are not JSON ({e}); call it again with a JSON object."
                 result = await original_invoke(ctx, arguments)
                 self.session.record(name)
                 self.executed.append(name)
                 return result
 
-        return dataclasses.replace(tool, is_enabled=is_enabled, on_invoke_tool=on_invoke_tool)
+        if not self.session.machine.has_gates:
+            # The SDK asks for manual approval of arguments a callable policy cannot
+            # inspect (invalid JSON): keep its own policy when the template gates nothing.
+            return dataclasses.replace(tool, is_enabled=is_enabled, on_invoke_tool=on_invoke_tool)
+        return dataclasses.replace(
+            tool, is_enabled=is_enabled, needs_approval=needs_approval, on_invoke_tool=on_invoke_tool
+        )
+
+
+async def _resolve(value: Any, *args: Any) -> Any:
+    """A bool, or what a (possibly async) callable returns for ``args``."""
+    if callable(value):
+        value = value(*args)
+        if inspect.isawaitable(value):
+            value = await value
+    return value
 
 
 class OrchestratedModel(Model):
