@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 import orch
 from orch.agents import Orchestration
 
-from fake_openai import FakeOpenAI, call, calls
+from orch.testing import ScriptedOpenAI, call, calls
 
 set_tracing_disabled(True)
 
@@ -42,7 +42,7 @@ def research_tools(executed: list):
     return [make(n) for n in ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]]
 
 
-def run_turn(fake: FakeOpenAI, message: str):
+def run_turn(fake: ScriptedOpenAI, message: str):
     executed: list = []
     run = Orchestration(orch.load(TEMPLATE).session())
     model = OpenAIChatCompletionsModel(
@@ -66,7 +66,7 @@ def test_a_misbehaving_model_cannot_break_the_sequence():
         call("debate", '{"input": "jobs"}'),
         "AI changes jobs: see the analysis.",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         run, executed, result = run_turn(fake, "Research the impact of AI on jobs")
     assert result.final_output == "AI changes jobs: see the analysis."
     # Nothing disallowed ran; the sequence completed within the turn.
@@ -100,7 +100,7 @@ def test_bad_arguments_and_several_calls_in_one_turn():
         call("reflect", '{"input": "e"}'),
         "done",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         run, executed, result = run_turn(fake, "Research the moons of Jupiter")
     assert result.final_output == "done"
     assert executed == ["search", "think", "reflect"], executed
@@ -117,7 +117,7 @@ def test_bad_arguments_and_several_calls_in_one_turn():
 REFUND = TEMPLATE.parents[1] / "refund-desk" / "template.json"
 
 
-def refund_desk(fake: FakeOpenAI):
+def refund_desk(fake: ScriptedOpenAI):
     executed: list = []
 
     def make(name):
@@ -145,7 +145,7 @@ def test_a_gated_call_waits_for_a_human_and_runs_once_approved():
         call("send_email", '{"order": 7}'),
         "Refunded order 7.",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         run, agent, executed = refund_desk(fake)
         message = "Please refund order 7"
         run.on_user_message(message)
@@ -169,7 +169,7 @@ def test_a_rejected_call_never_runs():
         call("issue_refund", '{"order": 8}'),
         "I could not refund it.",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         run, agent, executed = refund_desk(fake)
         message = "Please refund order 8"
         run.on_user_message(message)

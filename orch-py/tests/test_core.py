@@ -252,3 +252,19 @@ def test_approvals_of_exact_calls():
     assert refusal.kind == "rejected" and "rejected" in refusal.message
     # Snapshots carry the held verdict.
     assert machine.restore(session.snapshot()).approval == session.approval
+
+
+def test_the_research_agent_example_runs_in_every_framework():
+    import subprocess
+    import sys
+
+    example = REPO / "orch-py" / "examples" / "research_agent.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    for framework in ["agents", "pydantic-ai", "langgraph"]:
+        done = subprocess.run(
+            [sys.executable, str(example), framework], capture_output=True, text=True, timeout=120, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        ran = [line.split()[1].split("(")[0] for line in done.stdout.splitlines() if line.startswith("  ran ")]
+        assert ran == ["search", "think", "reflect"], done.stdout
+        assert "answer: Jupiter has 95 confirmed moons" in done.stdout, done.stdout

@@ -11,7 +11,7 @@ from langchain_openai import ChatOpenAI
 import orch
 from orch.langgraph import Orchestration
 
-from fake_openai import FakeOpenAI, call, calls
+from orch.testing import ScriptedOpenAI, call, calls
 
 TEMPLATE = (
     pathlib.Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ TEMPLATE = (
 NAMES = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]
 
 
-def run_turn(fake: FakeOpenAI, message: str):
+def run_turn(fake: ScriptedOpenAI, message: str):
     executed: list = []
 
     def make(name):
@@ -59,7 +59,7 @@ def test_a_misbehaving_model_cannot_break_the_sequence():
         call("debate", '{"input": "jobs"}'),
         "AI changes jobs: see the analysis.",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         workflow, executed, state = run_turn(fake, "Research the impact of AI on jobs")
     assert state["messages"][-1].content == "AI changes jobs: see the analysis."
     assert executed == ["search", "think", "reflect"]
@@ -87,7 +87,7 @@ def test_bad_arguments_and_several_calls_in_one_turn():
         call("reflect", '{"input": "e"}'),
         "done",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         workflow, executed, state = run_turn(fake, "Research the moons of Jupiter")
     assert state["messages"][-1].content == "done"
     assert executed == ["search", "think", "reflect"], executed

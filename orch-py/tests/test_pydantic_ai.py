@@ -15,7 +15,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 import orch
 from orch.pydantic_ai import Orchestrated
 
-from fake_openai import FakeOpenAI, call, calls
+from orch.testing import ScriptedOpenAI, call, calls
 
 TEMPLATE = (
     pathlib.Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ TEMPLATE = (
 NAMES = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]
 
 
-def run_turn(fake: FakeOpenAI, message: str):
+def run_turn(fake: ScriptedOpenAI, message: str):
     executed: list = []
     workflow = Orchestrated(orch.load(TEMPLATE).session())
     model = OpenAIChatModel("fake", provider=OpenAIProvider(base_url=fake.base_url, api_key="not-a-key"))
@@ -65,7 +65,7 @@ def test_a_misbehaving_model_cannot_break_the_sequence():
         call("debate", '{"input": "jobs"}'),
         "AI changes jobs: see the analysis.",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         workflow, executed, result = run_turn(fake, "Research the impact of AI on jobs")
     assert result.output == "AI changes jobs: see the analysis."
     assert executed == ["search", "think", "reflect"]
@@ -95,7 +95,7 @@ def test_bad_arguments_and_several_calls_in_one_turn():
         call("reflect", '{"input": "e"}'),
         "done",
     ]
-    with FakeOpenAI(script) as fake:
+    with ScriptedOpenAI(script) as fake:
         workflow, executed, result = run_turn(fake, "Research the moons of Jupiter")
     assert result.output == "done"
     assert executed == ["search", "think", "reflect"], executed

@@ -1,6 +1,17 @@
-"""A scripted OpenAI-compatible chat-completions server on a loopback port, for the
-framework adapters' tests: it answers each request with the next scripted reply (tool
-calls or text) and keeps every request body. No network beyond loopback."""
+"""A scripted OpenAI-compatible chat-completions server on a loopback port, for testing
+agents offline (orch's adapter tests and examples use it): it answers each request with
+the next scripted reply — tool calls or text — and keeps every request body, so a test
+can check what each model call offered, forced and was told.
+
+.. code-block:: python
+
+    from orch.testing import ScriptedOpenAI, call
+
+    with ScriptedOpenAI([call("search", '{"q": "moons"}'), "Jupiter has 95 moons."]) as fake:
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="unused")
+        ...
+        fake.offered(0), fake.tool_choice(0), fake.tool_results(1)
+"""
 
 from __future__ import annotations
 
@@ -10,6 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
 
 Reply = Union[str, list[tuple[str, str]]]
+"""A scripted reply: text, or the tool calls of one model turn (name, JSON arguments)."""
+
+__all__ = ["Reply", "ScriptedOpenAI", "call", "calls"]
 
 
 def call(name: str, arguments: str = "{}") -> list[tuple[str, str]]:
@@ -22,7 +36,7 @@ def calls(*pairs: tuple[str, str]) -> list[tuple[str, str]]:
     return list(pairs)
 
 
-class FakeOpenAI:
+class ScriptedOpenAI:
     """The server. Use as a context manager; ``base_url`` is what a client needs."""
 
     def __init__(self, replies: list[Reply]) -> None:
@@ -77,7 +91,7 @@ class FakeOpenAI:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> "ScriptedOpenAI":
         self.thread.start()
         return self
 
