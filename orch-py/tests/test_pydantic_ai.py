@@ -102,3 +102,84 @@ def test_bad_arguments_and_several_calls_in_one_turn():
     last = messages_text(fake.requests[-1])
     assert "`think` was not run" in last, last
     assert workflow.session.sequence_index == 3
+
+
+REFUND = TEMPLATE.parents[1] / "refund-desk" / "template.json"
+
+
+def refund_desk(fake: ScriptedOpenAI):
+    from pydantic_ai import DeferredToolRequests
+
+    executed: list = []
+    workflow = Orchestrated(orch.load(REFUND).session())
+    model = OpenAIChatModel("fake", provider=OpenAIProvider(base_url=fake.base_url, api_key="not-a-key"))
+    agent = Agent(
+        model, capabilities=[workflow], retries={"tools": 5, "output": 3}, output_type=[str, DeferredToolRequests]
+    )
+
+    def make(name):
+        def tool(order: int = 0) -> str:
+            executed.append(name)
+            return f"{name}({order})"
+
+        tool.__name__ = name
+        tool.__doc__ = f"The {name} tool."
+        return tool
+
+    for name in ["lookup_order", "issue_refund", "send_email"]:
+        agent.tool_plain(make(name))
+    return workflow, agent, executed
+
+
+def test_a_gated_call_is_deferred_to_a_human_and_runs_once_approved():
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+
+    script = [
+        call("lookup_order", '{"order": 7}'),
+        call("issue_refund", '{"order": 7}'),
+        call("send_email", '{"order": 7}'),
+        "Refunded order 7.",
+    ]
+    with ScriptedOpenAI(script) as fake:
+        workflow, agent, executed = refund_desk(fake)
+        message = "Please refund order 7"
+        workflow.on_user_message(message)
+        paused = asyncio.run(agent.run(message))
+        assert isinstance(paused.output, DeferredToolRequests)
+        assert [c.tool_name for c in paused.output.approvals] == ["issue_refund"]
+        assert executed == ["lookup_order"]
+        assert workflow.session.approval[1] == "pending"
+        call_id = paused.output.approvals[0].tool_call_id
+        done = asyncio.run(
+            agent.run(
+                message_history=paused.all_messages(),
+                deferred_tool_results=DeferredToolResults(approvals={call_id: True}),
+            )
+        )
+    assert done.output == "Refunded order 7."
+    assert executed == ["lookup_order", "issue_refund", "send_email"]
+    assert workflow.session.sequence_index == 3
+
+
+def test_a_denied_call_never_runs():
+    from pydantic_ai import DeferredToolResults
+
+    script = [
+        call("lookup_order", '{"order": 8}'),
+        call("issue_refund", '{"order": 8}'),
+        "I could not refund it.",
+    ]
+    with ScriptedOpenAI(script) as fake:
+        workflow, agent, executed = refund_desk(fake)
+        message = "Please refund order 8"
+        workflow.on_user_message(message)
+        paused = asyncio.run(agent.run(message))
+        call_id = paused.output.approvals[0].tool_call_id
+        done = asyncio.run(
+            agent.run(
+                message_history=paused.all_messages(),
+                deferred_tool_results=DeferredToolResults(approvals={call_id: False}),
+            )
+        )
+    assert done.output == "I could not refund it."
+    assert executed == ["lookup_order"]

@@ -24,7 +24,12 @@ records it after.
   runs;
 - **recording**: a call that ran is recorded. Calls of one run are judged, run and
   recorded one at a time, so several calls in one model turn are each judged against
-  the state the previous one left.
+  the state the previous one left;
+- **approvals** (deferred tools): a call of a tool the template gates raises
+  ``ApprovalRequired``, so the run ends with ``DeferredToolRequests`` (give the agent
+  ``output_type=[str, DeferredToolRequests]``) and the session holds the question; the
+  next run with ``DeferredToolResults(approvals={call_id: True})`` runs that exact call
+  once, and a denied one never runs.
 
 Refusals and reminders count against the agent's retry budgets (``retries``): give a
 misbehaving model room to correct itself.
@@ -33,11 +38,12 @@ misbehaving model room to correct itself.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 
 from . import Session
 
@@ -59,7 +65,11 @@ class Orchestrated(AbstractCapability[Any]):
 
     def forced_tool(self) -> Optional[str]:
         """The tool the next model request must call: the one a sequence expects, when it
-        is the only tool allowed now."""
+        is the only tool allowed now — and no human's question or rejection is held (the
+        model must then be free to answer)."""
+        held = self.session.approval
+        if held is not None and held[1] != "approved":
+            return None
         allowed = self.session.allowed()
         if len(allowed) == 1 and self.session.expected is not None:
             return allowed[0]
@@ -85,11 +95,21 @@ class Orchestrated(AbstractCapability[Any]):
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        name = call.tool_name
+        arguments = json.dumps(call.args_as_dict())
         async with self._lock:
-            refusal = self.session.check(call.tool_name)
+            refusal = self.session.admit(name, arguments)
+            if refusal is not None and refusal.kind == "needs_approval":
+                if not getattr(ctx, "tool_call_approved", False):
+                    # A human decides: the run ends with this call deferred.
+                    self.session.ask(name, arguments)
+                    raise ApprovalRequired(metadata={"orch": refusal.message})
+                # The next run carries the human's approval of this very call.
+                self.session.approve(name, arguments)
+                refusal = self.session.admit(name, arguments)
             if refusal is not None:
                 raise ModelRetry(refusal.message)
             result = await handler(args)
-            self.session.record(call.tool_name)
-            self.executed.append(call.tool_name)
+            self.session.record(name)
+            self.executed.append(name)
             return result
