@@ -6,7 +6,6 @@ JSON arguments, several calls in one turn — and nothing disallowed executes.""
 
 import asyncio
 import json
-import pathlib
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
@@ -14,17 +13,19 @@ from openai import AsyncOpenAI
 import orch
 from orch.agents import Orchestration
 
-from orch.testing import ScriptedOpenAI, call, calls
+from orch.testing import ScriptedOpenAI
+from scenarios import (
+    COGNITIVE,
+    MISBEHAVING,
+    REFUND,
+    REFUND_APPROVED,
+    REFUND_DENIED,
+    SEVERAL_CALLS,
+)
 
 set_tracing_disabled(True)
 
-TEMPLATE = (
-    pathlib.Path(__file__).resolve().parents[2]
-    / "examples"
-    / "agents"
-    / "cognitive-reasoner"
-    / "template.json"
-)
+TEMPLATE = COGNITIVE
 
 
 def research_tools(executed: list):
@@ -55,17 +56,7 @@ def run_turn(fake: ScriptedOpenAI, message: str):
 
 
 def test_a_misbehaving_model_cannot_break_the_sequence():
-    script = [
-        call("think", '{"input": "too early"}'),
-        "I think the answer is obvious.",
-        call("debate", "{}"),
-        call("teleport", "{}"),
-        call("search", '{"input": "AI jobs"}'),
-        call("think", '{"input": "analysis"}'),
-        call("reflect", '{"input": "summary"}'),
-        call("debate", '{"input": "jobs"}'),
-        "AI changes jobs: see the analysis.",
-    ]
+    script = MISBEHAVING
     with ScriptedOpenAI(script) as fake:
         run, executed, result = run_turn(fake, "Research the impact of AI on jobs")
     assert result.final_output == "AI changes jobs: see the analysis."
@@ -92,14 +83,7 @@ def test_a_misbehaving_model_cannot_break_the_sequence():
 
 
 def test_bad_arguments_and_several_calls_in_one_turn():
-    script = [
-        call("search", "{not json"),
-        # Two calls at once: the second is judged after the first ran.
-        calls(("search", '{"input": "a"}'), ("reflect", '{"input": "b"}')),
-        calls(("think", '{"input": "c"}'), ("think", '{"input": "d"}')),
-        call("reflect", '{"input": "e"}'),
-        "done",
-    ]
+    script = SEVERAL_CALLS
     with ScriptedOpenAI(script) as fake:
         run, executed, result = run_turn(fake, "Research the moons of Jupiter")
     assert result.final_output == "done"
@@ -113,8 +97,6 @@ def test_bad_arguments_and_several_calls_in_one_turn():
     assert results[5] == "reflect(e)"
     assert run.session.sequence_index == 3
 
-
-REFUND = TEMPLATE.parents[1] / "refund-desk" / "template.json"
 
 
 def refund_desk(fake: ScriptedOpenAI):
@@ -139,12 +121,7 @@ def refund_desk(fake: ScriptedOpenAI):
 
 
 def test_a_gated_call_waits_for_a_human_and_runs_once_approved():
-    script = [
-        call("lookup_order", '{"order": 7}'),
-        call("issue_refund", '{"order": 7}'),
-        call("send_email", '{"order": 7}'),
-        "Refunded order 7.",
-    ]
+    script = REFUND_APPROVED
     with ScriptedOpenAI(script) as fake:
         run, agent, executed = refund_desk(fake)
         message = "Please refund order 7"
@@ -164,11 +141,7 @@ def test_a_gated_call_waits_for_a_human_and_runs_once_approved():
 
 
 def test_a_rejected_call_never_runs():
-    script = [
-        call("lookup_order", '{"order": 8}'),
-        call("issue_refund", '{"order": 8}'),
-        "I could not refund it.",
-    ]
+    script = REFUND_DENIED
     with ScriptedOpenAI(script) as fake:
         run, agent, executed = refund_desk(fake)
         message = "Please refund order 8"

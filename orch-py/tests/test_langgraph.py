@@ -3,7 +3,6 @@
 server: the misbehaving-model scenarios, and nothing disallowed executes."""
 
 import json
-import pathlib
 
 from langchain_core.tools import tool as make_tool
 from langchain_openai import ChatOpenAI
@@ -11,16 +10,15 @@ from langchain_openai import ChatOpenAI
 import orch
 from orch.langgraph import Orchestration
 
-from orch.testing import ScriptedOpenAI, call, calls
-
-TEMPLATE = (
-    pathlib.Path(__file__).resolve().parents[2]
-    / "examples"
-    / "agents"
-    / "cognitive-reasoner"
-    / "template.json"
+from orch.testing import ScriptedOpenAI
+from scenarios import (
+    COGNITIVE,
+    MISBEHAVING,
+    NAMES,
+    SEVERAL_CALLS,
 )
-NAMES = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]
+
+TEMPLATE = COGNITIVE
 
 
 def run_turn(fake: ScriptedOpenAI, message: str):
@@ -48,17 +46,7 @@ def tool_results(state) -> list[str]:
 
 
 def test_a_misbehaving_model_cannot_break_the_sequence():
-    script = [
-        call("think", '{"input": "too early"}'),
-        "I think the answer is obvious.",
-        call("debate", "{}"),
-        call("teleport", "{}"),
-        call("search", '{"input": "AI jobs"}'),
-        call("think", '{"input": "analysis"}'),
-        call("reflect", '{"input": "summary"}'),
-        call("debate", '{"input": "jobs"}'),
-        "AI changes jobs: see the analysis.",
-    ]
+    script = MISBEHAVING
     with ScriptedOpenAI(script) as fake:
         workflow, executed, state = run_turn(fake, "Research the impact of AI on jobs")
     assert state["messages"][-1].content == "AI changes jobs: see the analysis."
@@ -80,13 +68,7 @@ def test_a_misbehaving_model_cannot_break_the_sequence():
 
 
 def test_bad_arguments_and_several_calls_in_one_turn():
-    script = [
-        call("search", "{not json"),
-        calls(("search", '{"input": "a"}'), ("reflect", '{"input": "b"}')),
-        calls(("think", '{"input": "c"}'), ("think", '{"input": "d"}')),
-        call("reflect", '{"input": "e"}'),
-        "done",
-    ]
+    script = SEVERAL_CALLS
     with ScriptedOpenAI(script) as fake:
         workflow, executed, state = run_turn(fake, "Research the moons of Jupiter")
     assert state["messages"][-1].content == "done"

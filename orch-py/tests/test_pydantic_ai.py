@@ -6,7 +6,6 @@ calls in one turn — and nothing disallowed executes."""
 
 import asyncio
 import json
-import pathlib
 
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -15,16 +14,18 @@ from pydantic_ai.providers.openai import OpenAIProvider
 import orch
 from orch.pydantic_ai import Orchestrated
 
-from orch.testing import ScriptedOpenAI, call, calls
-
-TEMPLATE = (
-    pathlib.Path(__file__).resolve().parents[2]
-    / "examples"
-    / "agents"
-    / "cognitive-reasoner"
-    / "template.json"
+from orch.testing import ScriptedOpenAI
+from scenarios import (
+    COGNITIVE,
+    MISBEHAVING,
+    NAMES,
+    REFUND,
+    REFUND_APPROVED,
+    REFUND_DENIED,
+    SEVERAL_CALLS,
 )
-NAMES = ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]
+
+TEMPLATE = COGNITIVE
 
 
 def run_turn(fake: ScriptedOpenAI, message: str):
@@ -54,17 +55,7 @@ def messages_text(request: dict) -> str:
 
 
 def test_a_misbehaving_model_cannot_break_the_sequence():
-    script = [
-        call("think", '{"input": "too early"}'),
-        "I think the answer is obvious.",
-        call("debate", "{}"),
-        call("teleport", "{}"),
-        call("search", '{"input": "AI jobs"}'),
-        call("think", '{"input": "analysis"}'),
-        call("reflect", '{"input": "summary"}'),
-        call("debate", '{"input": "jobs"}'),
-        "AI changes jobs: see the analysis.",
-    ]
+    script = MISBEHAVING
     with ScriptedOpenAI(script) as fake:
         workflow, executed, result = run_turn(fake, "Research the impact of AI on jobs")
     assert result.output == "AI changes jobs: see the analysis."
@@ -88,13 +79,7 @@ def test_a_misbehaving_model_cannot_break_the_sequence():
 
 
 def test_bad_arguments_and_several_calls_in_one_turn():
-    script = [
-        call("search", "{not json"),
-        calls(("search", '{"input": "a"}'), ("reflect", '{"input": "b"}')),
-        calls(("think", '{"input": "c"}'), ("think", '{"input": "d"}')),
-        call("reflect", '{"input": "e"}'),
-        "done",
-    ]
+    script = SEVERAL_CALLS
     with ScriptedOpenAI(script) as fake:
         workflow, executed, result = run_turn(fake, "Research the moons of Jupiter")
     assert result.output == "done"
@@ -103,8 +88,6 @@ def test_bad_arguments_and_several_calls_in_one_turn():
     assert "`think` was not run" in last, last
     assert workflow.session.sequence_index == 3
 
-
-REFUND = TEMPLATE.parents[1] / "refund-desk" / "template.json"
 
 
 def refund_desk(fake: ScriptedOpenAI):
@@ -134,12 +117,7 @@ def refund_desk(fake: ScriptedOpenAI):
 def test_a_gated_call_is_deferred_to_a_human_and_runs_once_approved():
     from pydantic_ai import DeferredToolRequests, DeferredToolResults
 
-    script = [
-        call("lookup_order", '{"order": 7}'),
-        call("issue_refund", '{"order": 7}'),
-        call("send_email", '{"order": 7}'),
-        "Refunded order 7.",
-    ]
+    script = REFUND_APPROVED
     with ScriptedOpenAI(script) as fake:
         workflow, agent, executed = refund_desk(fake)
         message = "Please refund order 7"
@@ -164,11 +142,7 @@ def test_a_gated_call_is_deferred_to_a_human_and_runs_once_approved():
 def test_a_denied_call_never_runs():
     from pydantic_ai import DeferredToolResults
 
-    script = [
-        call("lookup_order", '{"order": 8}'),
-        call("issue_refund", '{"order": 8}'),
-        "I could not refund it.",
-    ]
+    script = REFUND_DENIED
     with ScriptedOpenAI(script) as fake:
         workflow, agent, executed = refund_desk(fake)
         message = "Please refund order 8"

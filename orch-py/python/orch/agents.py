@@ -47,6 +47,7 @@ from agents import Agent, FunctionTool, ModelSettings, RunConfig
 from agents.models.interface import Model
 
 from . import Session
+from ._adapter import Workflow
 
 __all__ = ["Orchestration", "OrchestratedModel"]
 
@@ -54,7 +55,7 @@ __all__ = ["Orchestration", "OrchestratedModel"]
 REMINDERS = 1
 
 
-class Orchestration:
+class Orchestration(Workflow):
     """One workflow run (an :class:`orch.Session`) applied to Agents SDK agents."""
 
     def __init__(self, session: Session) -> None:
@@ -62,24 +63,7 @@ class Orchestration:
         self._lock = asyncio.Lock()
         # The calls (by the SDK's call id) that went to a human for approval.
         self._asked: set[str] = set()
-        #: The tools that ran, in order (what the session recorded).
         self.executed: list[str] = []
-
-    def on_user_message(self, text: str) -> None:
-        """Tells the session about the user's message (message conditions)."""
-        self.session.on_user_message(text)
-
-    def forced_tool(self) -> Optional[str]:
-        """The tool the next model call must call: the one a sequence expects, when it
-        is the only tool allowed now — and no human's question or rejection is held (the
-        model must then be free to answer)."""
-        held = self.session.approval
-        if held is not None and held[1] != "approved":
-            return None
-        allowed = self.session.allowed()
-        if len(allowed) == 1 and self.session.expected is not None:
-            return allowed[0]
-        return None
 
     def agent(self, agent: Agent) -> Agent:
         """A copy of ``agent`` under the orchestration: its function tools gated and

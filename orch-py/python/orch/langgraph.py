@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from . import Session
+from ._adapter import Workflow
 
 __all__ = ["Orchestration", "REMINDERS"]
 
@@ -43,26 +44,13 @@ REMINDERS = 1
 _REMINDER_PREFIX = "The workflow requires calling "
 
 
-class Orchestration:
+class Orchestration(Workflow):
     """One workflow run (an :class:`orch.Session`) over a set of LangChain tools."""
 
     def __init__(self, session: Session, tools: Sequence[Any]) -> None:
         self.session = session
         self.tools = {t.name: t for t in tools}
-        #: The tools that ran, in order (what the session recorded).
         self.executed: list[str] = []
-
-    def on_user_message(self, text: str) -> None:
-        """Tells the session about the user's message (message conditions)."""
-        self.session.on_user_message(text)
-
-    def forced_tool(self) -> Optional[str]:
-        """The tool the next model call must call: the one a sequence expects, when it
-        is the only tool allowed now."""
-        allowed = self.session.allowed()
-        if len(allowed) == 1 and self.session.expected is not None:
-            return allowed[0]
-        return None
 
     def bound(self, model: Any) -> Any:
         """``model`` with the tools allowed now bound (and the expected one forced)."""

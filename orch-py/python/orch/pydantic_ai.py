@@ -46,34 +46,18 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 
 from . import Session
+from ._adapter import Workflow
 
 __all__ = ["Orchestrated"]
 
 
 @dataclass
-class Orchestrated(AbstractCapability[Any]):
+class Orchestrated(Workflow, AbstractCapability[Any]):
     """One workflow run (an :class:`orch.Session`) as a Pydantic AI capability."""
 
     session: Session
-    #: The tools that ran, in order (what the session recorded).
     executed: list[str] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-
-    def on_user_message(self, text: str) -> None:
-        """Tells the session about the user's message (message conditions)."""
-        self.session.on_user_message(text)
-
-    def forced_tool(self) -> Optional[str]:
-        """The tool the next model request must call: the one a sequence expects, when it
-        is the only tool allowed now — and no human's question or rejection is held (the
-        model must then be free to answer)."""
-        held = self.session.approval
-        if held is not None and held[1] != "approved":
-            return None
-        allowed = self.session.allowed()
-        if len(allowed) == 1 and self.session.expected is not None:
-            return allowed[0]
-        return None
 
     async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
         allowed = set(self.session.allowed())

@@ -1,0 +1,32 @@
+"""What every framework adapter shares: the session, what ran, the user's message, and
+the tool a model call must be forced to."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ._orch import Session
+
+
+class Workflow:
+    """One workflow run (an :class:`orch.Session`) as an adapter drives it."""
+
+    session: Session
+    #: The tools that ran, in order (what the session recorded).
+    executed: list[str]
+
+    def on_user_message(self, text: str) -> None:
+        """Tells the session about the user's message (message conditions)."""
+        self.session.on_user_message(text)
+
+    def forced_tool(self) -> Optional[str]:
+        """The tool the next model call must call: the one a sequence expects, when it is
+        the only tool allowed now — and no human's question or rejection is held (the
+        model must then be free to answer)."""
+        held = self.session.approval
+        if held is not None and held[1] != "approved":
+            return None
+        allowed = self.session.allowed()
+        if len(allowed) == 1 and self.session.expected is not None:
+            return allowed[0]
+        return None
