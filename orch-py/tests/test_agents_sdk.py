@@ -153,3 +153,23 @@ def test_a_rejected_call_never_runs():
     assert done.final_output == "I could not refund it."
     assert executed == ["lookup_order"]
     assert "Not this one." in json.dumps(fake.requests[-1]["messages"])
+
+
+def test_one_orchestration_serves_runs_in_several_event_loops():
+    # Several calls at once (the lock is waited on), then another asyncio.run.
+    with ScriptedOpenAI(SEVERAL_CALLS + SEVERAL_CALLS) as fake:
+        executed: list = []
+        run = Orchestration(orch.load(TEMPLATE).session())
+        model = OpenAIChatCompletionsModel(
+            model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
+        )
+        agent = run.agent(Agent(name="reasoner", instructions="Think.", tools=research_tools(executed), model=model))
+        for _ in range(2):
+            run.on_user_message("Research the moons of Jupiter")
+            result = asyncio.run(Runner.run(agent, "Research", run_config=run.run_config()))
+            assert result.final_output == "done"
+    # The first turn followed the sequence; in the second the completed step leaves the
+    # tools free. What matters: the second event loop was served (no lock bound to the
+    # first one).
+    assert executed[:3] == ["search", "think", "reflect"]
+    assert len(executed) > 3

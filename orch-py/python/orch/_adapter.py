@@ -3,6 +3,7 @@ the tool a model call must be forced to."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Optional
 
 from ._orch import Session
@@ -14,6 +15,17 @@ class Workflow:
     session: Session
     #: The tools that ran, in order (what the session recorded).
     executed: list[str]
+
+    def _turns(self) -> asyncio.Lock:
+        """The lock that admits, runs and records one call of the run at a time, made
+        for the running event loop (an asyncio lock is bound to the loop it first waits
+        in, and a run may span several ``asyncio.run`` calls: pause, then resume)."""
+        loop = asyncio.get_running_loop()
+        held = getattr(self, "_turn_lock", None)
+        if held is None or held[0] is not loop:
+            held = (loop, asyncio.Lock())
+            self._turn_lock = held
+        return held[1]
 
     def on_user_message(self, text: str) -> None:
         """Tells the session about the user's message (message conditions)."""

@@ -37,7 +37,6 @@ The SDK reports a call of a tool the model was not offered as "not found"; the
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 import json
@@ -60,7 +59,6 @@ class Orchestration(Workflow):
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._lock = asyncio.Lock()
         # The calls (by the SDK's call id) that went to a human for approval.
         self._asked: set[str] = set()
         self.executed: list[str] = []
@@ -118,7 +116,7 @@ class Orchestration(Workflow):
                 json.loads(arguments)
             except ValueError as e:
                 return f"error: `{name}` was not run: its arguments are not JSON ({e}); call it again with a JSON object."
-            async with self._lock:
+            async with self._turns():
                 refusal = self.session.admit(name, arguments)
                 call_id = getattr(ctx, "tool_call_id", None)
                 if refusal is not None and refusal.kind == "needs_approval" and call_id in self._asked:

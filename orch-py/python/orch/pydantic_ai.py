@@ -37,7 +37,6 @@ misbehaving model room to correct itself.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -57,7 +56,6 @@ class Orchestrated(Workflow, AbstractCapability[Any]):
 
     session: Session
     executed: list[str] = field(default_factory=list)
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
         allowed = set(self.session.allowed())
@@ -81,7 +79,7 @@ class Orchestrated(Workflow, AbstractCapability[Any]):
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
         name = call.tool_name
         arguments = json.dumps(call.args_as_dict())
-        async with self._lock:
+        async with self._turns():
             refusal = self.session.admit(name, arguments)
             if refusal is not None and refusal.kind == "needs_approval":
                 if not getattr(ctx, "tool_call_approved", False):
