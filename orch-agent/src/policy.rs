@@ -733,6 +733,37 @@ impl Policy {
         applied
     }
 
+    /// The facts of a refusal as data, for a client beside the model's text (what an MCP
+    /// gateway or policy server sends with a refused call): `{"refusal": {"tool",
+    /// "reason", "step", "expected", "allowed", "message"}}`; without a session (a call
+    /// refused for another cause than the workflow) step, expected and allowed are null.
+    pub fn refusal_data<S: Orchestrated + ?Sized>(
+        &self,
+        tool: &str,
+        reason: &str,
+        message: &str,
+        session: Option<&S>,
+    ) -> serde_json::Value {
+        let step = session.and_then(|s| s.step_name().map(str::to_owned));
+        let expected = session.and_then(|s| s.expected_tools()).map(|names| {
+            names
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<String>>()
+        });
+        let allowed = session.map(|s| self.offered(s));
+        serde_json::json!({
+            "refusal": {
+                "tool": tool,
+                "reason": reason,
+                "step": step,
+                "expected": expected,
+                "allowed": allowed,
+                "message": message,
+            }
+        })
+    }
+
     /// The model's text for a call a human rejected, with the human's reason.
     pub fn rejected(refusal: Refusal, decision: Option<&Decision>) -> String {
         match decision.and_then(Decision::reason) {

@@ -11,8 +11,12 @@
 //! ORCH_BENCH_RATE=500 cargo bench -p orch-mcp --bench added_latency
 //! ```
 
+#[path = "../../orch-policy/benches/pacing.rs"]
+mod pacing;
+
 use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
 use orch_store::MemoryStore;
+use pacing::{env_or, percentile};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, Tool,
@@ -23,7 +27,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Every call is allowed: the gateway's full path (admit and lease, forward, record).
 const DESK: &str = r#"{
@@ -72,13 +76,6 @@ impl ServerHandler for Instant_ {
     ) -> Result<CallToolResponse, ErrorData> {
         Ok(CallToolResult::success(vec![ContentBlock::text("found")]).into())
     }
-}
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn main() {
@@ -175,46 +172,19 @@ async fn measure(url: &str, rate: u64, seconds: u64) -> Vec<Duration> {
             .await
             .expect("tools/call");
     }
-    let total = (rate * seconds) as usize;
-    let interval = Duration::from_secs_f64(1.0 / rate as f64);
-    let handle = tokio::runtime::Handle::current();
-    let pacer = std::thread::spawn(move || {
-        let begin = Instant::now() + Duration::from_millis(10);
-        let mut tasks = Vec::with_capacity(total);
-        for i in 0..total {
-            let at = begin + interval * i as u32;
-            let now = Instant::now();
-            if at > now {
-                std::thread::sleep(at - now);
-            }
-            let peer = peers[i % SESSIONS].clone();
-            tasks.push(handle.spawn(async move {
-                let result = peer
-                    .call_tool(CallToolRequestParams::new("search"))
-                    .await
-                    .expect("tools/call");
-                assert_ne!(result.is_error, Some(true));
-                at.elapsed()
-            }));
+    let latencies = pacing::open_loop(rate, seconds, move |i| {
+        let peer = peers[i % SESSIONS].clone();
+        async move {
+            let result = peer
+                .call_tool(CallToolRequestParams::new("search"))
+                .await
+                .expect("tools/call");
+            assert_ne!(result.is_error, Some(true));
         }
-        tasks
-    });
-    let tasks = tokio::task::spawn_blocking(move || pacer.join().unwrap())
-        .await
-        .unwrap();
-    let mut latencies = Vec::with_capacity(total);
-    for task in tasks {
-        latencies.push(task.await.unwrap());
-    }
+    })
+    .await;
     for session in sessions {
         let _ = session.cancel().await;
     }
-    latencies.sort();
     latencies
-}
-
-/// The `p`th percentile of sorted `samples` (nearest rank).
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-    samples[rank.clamp(1, samples.len()) - 1]
 }

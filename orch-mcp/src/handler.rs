@@ -23,8 +23,9 @@ use orch_agent::{Gate, Gated, Orchestrated, Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use orch_runtime::Snapshot;
-use orch_store::lease::{token, Record};
-use orch_store::{ModifyError, SessionStore, StoreError, Versioned};
+pub(crate) use orch_store::lease::Change;
+use orch_store::lease::{self, token, Record};
+use orch_store::{ModifyError, SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
@@ -99,26 +100,7 @@ impl Refused {
         session: Option<&DynSession<'_>>,
         policy: &Policy,
     ) -> Self {
-        let (step, expected, allowed) = match session {
-            Some(session) => (
-                session.step_name().map(str::to_owned),
-                session
-                    .expected_tools()
-                    .map(|names| names.into_iter().map(str::to_owned).collect::<Vec<_>>()),
-                Some(policy.offered(session)),
-            ),
-            None => (None, None, None),
-        };
-        let detail = serde_json::json!({
-            "refusal": {
-                "tool": tool,
-                "reason": reason,
-                "step": step,
-                "expected": expected,
-                "allowed": allowed,
-                "message": &message,
-            }
-        });
+        let detail = policy.refusal_data(tool, reason, &message, session);
         Refused { message, detail }
     }
 
@@ -161,14 +143,6 @@ pub(crate) enum Reserved {
 pub(crate) struct Reservation {
     token: u64,
     written: Option<(u64, Record)>,
-}
-
-/// What a change of a record does.
-pub(crate) enum Change<R> {
-    /// Write this record, then return the value.
-    Write(Record, R),
-    /// Write nothing and return the value.
-    Keep(R),
 }
 
 impl<S: SessionStore + 'static> Shared<S> {
@@ -319,44 +293,20 @@ impl<S: SessionStore + 'static> Shared<S> {
         &self,
         id: &str,
         known: Option<(u64, Record)>,
-        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError> + Send,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError> + Send,
     ) -> Result<(R, Option<(u64, Record)>), McpError> {
-        let known = known.map(|(version, record)| Versioned {
-            bytes: record.encode(),
-            version,
-        });
-        let modified = orch_store::modify(
-            &self.store,
-            id,
-            orch_store::DEFAULT_MAX_ATTEMPTS,
-            known,
-            |current| {
-                let record = match current {
-                    None => None,
-                    Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(id, &e))?),
-                };
-                Ok(match f(record)? {
-                    Change::Write(record, value) => {
-                        orch_store::Change::Write(record.encode(), (value, Some(record)))
-                    }
-                    Change::Keep(value) => orch_store::Change::Keep((value, None)),
-                })
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            ModifyError::Store(StoreError::Conflict { attempts, .. }) => McpError::internal_error(
-                format!(
-                    "orchestration session `{id}` could not be updated: {attempts} attempts conflicted with concurrent updates"
+        lease::modify(&self.store, id, known, |why| corrupt(id, &why), f)
+            .await
+            .map_err(|e| match e {
+                ModifyError::Store(StoreError::Conflict { attempts, .. }) => McpError::internal_error(
+                    format!(
+                        "orchestration session `{id}` could not be updated: {attempts} attempts conflicted with concurrent updates"
+                    ),
+                    None,
                 ),
-                None,
-            ),
-            ModifyError::Store(e) => store_error(e),
-            ModifyError::Change(e) => e,
-        })?;
-        let (value, record) = modified.value;
-        let written = modified.written.zip(record).map(|(w, r)| (w.version, r));
-        Ok((value, written))
+                ModifyError::Store(e) => store_error(e),
+                ModifyError::Change(e) => e,
+            })
     }
 
     /// One look at session `id` for a call of `tool`: refuse it, find it busy, or admit

@@ -1,8 +1,8 @@
 //! The gateway in-process, on rmcp at both ends: an rmcp tool server upstream (which
 //! records what it executes) and an rmcp client downstream, each over an in-memory pipe.
 
-use orch_mcp::{Gateway, Options};
-use orch_store::MemoryStore;
+mod common;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, Tool,
@@ -140,29 +140,9 @@ async fn wait_for(counter: &AtomicUsize, above: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_through_the_gateway() {
-    let machine = orch_codegen::compile_json(TEMPLATE, None)
-        .to_machine()
-        .expect("the template compiles");
     let upstream = Upstream::default();
     let executed = Arc::clone(&upstream.executed);
-    let (to_upstream, upstream_end) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        if let Ok(running) = rmcp::serve_server(upstream, upstream_end).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let gateway = Gateway::start_on(
-        machine,
-        to_upstream,
-        "the in-process server",
-        MemoryStore::new(),
-        &Options::default(),
-    )
-    .await
-    .expect("the gateway starts");
-    let (client_end, gateway_end) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(gateway_end);
-    let served = tokio::spawn(gateway.serve_io(read, write));
+    let (client_end, served) = common::gateway_over_pipes(TEMPLATE, upstream).await;
 
     let handler = Client::default();
     let changed = Arc::clone(&handler.list_changed);

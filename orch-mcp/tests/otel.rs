@@ -3,11 +3,11 @@
 //! caller's `traceparent` (from `_meta`), with the MCP and GenAI attributes and orch's
 //! decision; the forwarded call carries the gateway span's own `traceparent` upstream.
 
+mod common;
+
 use opentelemetry::trace::{SpanId, TraceId, TracerProvider as _};
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use orch_mcp::{Gateway, Options};
-use orch_store::MemoryStore;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     MetaObject, PaginatedRequestParams, RequestMetaObject, Tool,
@@ -93,29 +93,9 @@ async fn calls_are_server_spans_in_the_callers_trace() {
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
     tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
 
-    let machine = orch_codegen::compile_json(TEMPLATE, None)
-        .to_machine()
-        .expect("compiles");
     let upstream = Upstream::default();
     let seen = Arc::clone(&upstream.seen);
-    let (to_upstream, upstream_end) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        if let Ok(running) = rmcp::serve_server(upstream, upstream_end).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let gateway = Gateway::start_on(
-        machine,
-        to_upstream,
-        "the in-process server",
-        MemoryStore::new(),
-        &Options::default(),
-    )
-    .await
-    .expect("the gateway starts");
-    let (client_end, gateway_end) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(gateway_end);
-    tokio::spawn(gateway.serve_io(read, write));
+    let (client_end, _served) = common::gateway_over_pipes(TEMPLATE, upstream).await;
     let client = rmcp::serve_client(Client, client_end)
         .await
         .expect("handshake");

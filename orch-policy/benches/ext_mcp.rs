@@ -22,6 +22,7 @@
 
 #[path = "../../orch-store/tests/common/mod.rs"]
 mod common;
+mod pacing;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -31,6 +32,7 @@ use orch_policy::wire::{
 };
 use orch_policy::{Options, PolicyServer, TOKEN_FIELD};
 use orch_store::{MemoryStore, RedisStore, SessionStore};
+use pacing::{env_or, percentile};
 use prost_types::value::Kind;
 use serde_json::json;
 use std::future::Future;
@@ -52,13 +54,6 @@ const DESK: &str = r#"{
 /// Runs the calls are spread over (each sees a call every `RUNS / rate` seconds, so no
 /// call waits for another of its run).
 const RUNS: usize = 200;
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     // `cargo test --benches` runs benchmarks as tests: nothing to measure then.
@@ -276,40 +271,14 @@ async fn one_call(target: &Target, run: usize) {
     }
 }
 
-/// `rate` calls a second for `seconds`, each started on schedule: the latency of each,
-/// from its scheduled start, sorted. A thread of its own paces the calls (a tokio timer
-/// fires on whole milliseconds, which would add up to a millisecond to every call).
+/// `rate` calls a second for `seconds` against `target`, each started on schedule.
 async fn open_loop(target: &Target, rate: u64, seconds: u64) -> Vec<Duration> {
-    let total = (rate * seconds) as usize;
-    let interval = Duration::from_secs_f64(1.0 / rate as f64);
-    let handle = tokio::runtime::Handle::current();
     let target = target.clone();
-    let pacer = std::thread::spawn(move || {
-        let begin = Instant::now() + Duration::from_millis(10);
-        let mut tasks = Vec::with_capacity(total);
-        for i in 0..total {
-            let at = begin + interval * i as u32;
-            let now = Instant::now();
-            if at > now {
-                std::thread::sleep(at - now);
-            }
-            let target = target.clone();
-            tasks.push(handle.spawn(async move {
-                one_call(&target, i % RUNS).await;
-                at.elapsed()
-            }));
-        }
-        tasks
-    });
-    let tasks = tokio::task::spawn_blocking(move || pacer.join().unwrap())
-        .await
-        .unwrap();
-    let mut latencies = Vec::with_capacity(total);
-    for task in tasks {
-        latencies.push(task.await.unwrap());
-    }
-    latencies.sort();
-    latencies
+    pacing::open_loop(rate, seconds, move |i| {
+        let target = target.clone();
+        async move { one_call(&target, i % RUNS).await }
+    })
+    .await
 }
 
 /// `callers` tasks calling back to back for `lasting`: calls completed per second.
@@ -334,10 +303,4 @@ async fn closed_loop(target: &Target, callers: usize, lasting: Duration) -> f64 
         task.await.unwrap();
     }
     done.load(std::sync::atomic::Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
-}
-
-/// The `p`th percentile of sorted `samples` (nearest rank).
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-    samples[rank.clamp(1, samples.len()) - 1]
 }

@@ -16,10 +16,11 @@ use orch_agent::elicitation::{self, Answer, INPUT_KEY};
 use orch_agent::{Gate, Gated, Orchestrated, Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{CallDigest, Snapshot};
-use orch_store::lease::{token, Record};
+use orch_store::lease::{self, token, Change, Record};
 use orch_store::{ModifyError, SessionStore, StoreError};
 use prost_types::value::Kind;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -38,6 +39,8 @@ const MAX_WAIT_PAUSE: Duration = Duration::from_millis(20);
 /// The shared state of a policy server.
 pub(crate) struct Engine<S> {
     machine: DynMachine,
+    /// The rules for calls of the template's own tools, made once.
+    declared: Policy,
     store: S,
     pub(crate) options: Options,
     permits: Arc<Semaphore>,
@@ -109,15 +112,10 @@ enum Finish {
     NoCall,
 }
 
-/// A change of a record.
-enum Change<R> {
-    Write(Record, R),
-    Keep(R),
-}
-
 impl<S: SessionStore + 'static> Engine<S> {
     pub(crate) fn new(machine: DynMachine, store: S, options: Options) -> Self {
         Engine {
+            declared: Policy::new(machine.tools().to_vec()),
             machine,
             store,
             permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
@@ -201,19 +199,23 @@ impl<S: SessionStore + 'static> Engine<S> {
 
     /// The rules for a call of `tool`: the template's tools and the one called are the
     /// host's (a tool the template does not declare is judged by the step's patterns),
-    /// with a buffered auditor when the server keeps a decision log.
-    fn policy_for(&self, run: &str, extra: &[&str]) -> Policy {
-        let mut host: Vec<String> = self.machine.tools().to_vec();
-        for name in extra {
-            if !host.iter().any(|h| h == name) {
-                host.push((*name).to_owned());
+    /// with a buffered auditor when the server keeps a decision log. A declared tool
+    /// without a log borrows the rules made once.
+    fn policy_for(&self, run: &str, tool: &str) -> Cow<'_, Policy> {
+        let declared = self.machine.tools().iter().any(|t| t == tool);
+        let policy = match (declared, &self.options.audit) {
+            (true, None) => return Cow::Borrowed(&self.declared),
+            (true, Some(_)) => self.declared.clone(),
+            (false, _) => {
+                let mut host = self.machine.tools().to_vec();
+                host.push(tool.to_owned());
+                Policy::new(host)
             }
-        }
-        let policy = Policy::new(host);
-        match &self.options.audit {
+        };
+        Cow::Owned(match &self.options.audit {
             Some(_) => policy.audited(Arc::new(Auditor::buffered(run))),
             None => policy,
-        }
+        })
     }
 
     fn log_attempt(&self, policy: &Policy) {
@@ -248,39 +250,25 @@ impl<S: SessionStore + 'static> Engine<S> {
     async fn modify<R>(
         &self,
         run: &str,
-        mut f: impl FnMut(Option<Record>) -> Result<Change<R>, Rejection> + Send,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, Rejection> + Send,
     ) -> Result<R, Rejection> {
         // The value this instance last saw is tried first (a store that caches, as the
         // Redis store does, saves a read per check when no other instance wrote since;
         // a stale one costs a conflict and a read).
-        let known = self.store.cached(run);
-        let modified = orch_store::modify(
-            &self.store,
-            run,
-            orch_store::DEFAULT_MAX_ATTEMPTS,
-            known,
-            |current| {
-                let record = match current {
-                    None => None,
-                    Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(run, &e))?),
-                };
-                Ok(match f(record)? {
-                    Change::Write(record, value) => {
-                        orch_store::Change::Write(record.encode(), value)
-                    }
-                    Change::Keep(value) => orch_store::Change::Keep(value),
-                })
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            ModifyError::Store(StoreError::Conflict { attempts, .. }) => Rejection::fault(format!(
-                "orch policy: the workflow run `{run}` could not be updated: {attempts} attempts conflicted with concurrent updates"
-            )),
-            ModifyError::Store(e) => store_fault(&e),
-            ModifyError::Change(e) => e,
-        })?;
-        Ok(modified.value)
+        let known = self
+            .store
+            .cached(run)
+            .and_then(|v| Record::decode(&v.bytes).ok().map(|r| (v.version, r)));
+        let (value, _) = lease::modify(&self.store, run, known, |why| corrupt(run, &why), f)
+            .await
+            .map_err(|e| match e {
+                ModifyError::Store(StoreError::Conflict { attempts, .. }) => Rejection::fault(format!(
+                    "orch policy: the workflow run `{run}` could not be updated: {attempts} attempts conflicted with concurrent updates"
+                )),
+                ModifyError::Store(e) => store_fault(&e),
+                ModifyError::Change(e) => e,
+            })?;
+        Ok(value)
     }
 
     /// The request phase of a `tools/call`.
@@ -291,7 +279,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         })?;
         let call = read_call(params, self.options.max_params_bytes)?;
         let digest = CallDigest::of_json(&call.tool, &call.arguments);
-        let policy = self.policy_for(&run, &[&call.tool]);
+        let policy = self.policy_for(&run, &call.tool);
         let gate = match call.answer {
             Some(Answer::Approved) => Gate::Answer(true),
             Some(Answer::Rejected) => Gate::Answer(false),
@@ -455,7 +443,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     return Ok(Change::Keep(Finish::Lapsed));
                 }
                 if !is_error {
-                    let policy = self.policy_for(&run, &[&lease.tool]);
+                    let policy = self.policy_for(&run, &lease.tool);
                     let mut session = self.restore(&run, record.snapshot.as_deref(), &policy)?;
                     policy.record(&mut session, &lease.tool);
                     record.snapshot = Some(session.snapshot().to_bytes());
@@ -687,16 +675,7 @@ fn refused(
     asked: Option<(&Call, &CallDigest)>,
 ) -> Rejection {
     let Refusal { tool, kind, reason } = refusal;
-    let mut data = json!({
-        "refusal": {
-            "tool": tool,
-            "reason": kind.as_str(),
-            "step": session.step_name(),
-            "expected": session.expected_tools(),
-            "allowed": policy.offered(session),
-            "message": &reason,
-        }
-    });
+    let mut data = policy.refusal_data(&tool, kind.as_str(), &reason, Some(session));
     if let Some((call, digest)) = asked {
         let state = elicitation::request_state(digest);
         data["approval"] = json!({

@@ -21,6 +21,7 @@
 //! expiry, `u16` length and the tool's name in UTF-8; the record's expiry as `u64`
 //! milliseconds since the Unix epoch.
 
+use crate::{ModifyError, SessionStore, Versioned};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: &[u8; 4] = b"OMR1";
@@ -153,6 +154,59 @@ impl Record {
         }
         Ok(record)
     }
+}
+
+/// What one look at a record decided ([`modify`]).
+#[derive(Debug)]
+pub enum Change<R> {
+    /// Write this record (if it is still the one looked at), then return the value.
+    Write(Record, R),
+    /// Write nothing and return the value.
+    Keep(R),
+}
+
+/// [`crate::modify`] for a [`Record`]: `change` sees the record stored under `id`
+/// (`None`: nothing stored), decoded, and decides; bytes that are not a record are
+/// `corrupt(why)`. `known` is a version and the record this process believes current
+/// (one it wrote, or the store's [`SessionStore::cached`] value): the first attempt is
+/// made against it without reading. Returns the value and, when it wrote, the new
+/// version and record.
+pub async fn modify<S, R, E>(
+    store: &S,
+    id: &str,
+    known: Option<(u64, Record)>,
+    corrupt: impl Fn(String) -> E + Send,
+    mut change: impl FnMut(Option<Record>) -> Result<Change<R>, E> + Send,
+) -> Result<(R, Option<(u64, Record)>), ModifyError<E>>
+where
+    S: SessionStore + ?Sized,
+{
+    let known = known.map(|(version, record)| Versioned {
+        bytes: record.encode(),
+        version,
+    });
+    let modified = crate::modify(
+        store,
+        id,
+        crate::DEFAULT_MAX_ATTEMPTS,
+        known,
+        move |current| {
+            let record = match current {
+                None => None,
+                Some(v) => Some(Record::decode(&v.bytes).map_err(&corrupt)?),
+            };
+            Ok(match change(record)? {
+                Change::Write(record, value) => {
+                    crate::Change::Write(record.encode(), (value, Some(record)))
+                }
+                Change::Keep(value) => crate::Change::Keep((value, None)),
+            })
+        },
+    )
+    .await?;
+    let (value, record) = modified.value;
+    let written = modified.written.zip(record).map(|(w, r)| (w.version, r));
+    Ok((value, written))
 }
 
 struct Reader<'a> {

@@ -1,0 +1,37 @@
+//! What the in-process gateway tests share: a gateway on `template` in front of an rmcp
+//! tool server, each end over an in-memory pipe.
+
+use orch_mcp::{Gateway, GatewayError, Options};
+use orch_store::MemoryStore;
+use rmcp::ServerHandler;
+use tokio::io::DuplexStream;
+use tokio::task::JoinHandle;
+
+/// Serves `upstream` in-process and a gateway on `template` in front of it: the
+/// client's end of the gateway's pipe, and the task serving the gateway.
+pub async fn gateway_over_pipes<U: ServerHandler>(
+    template: &str,
+    upstream: U,
+) -> (DuplexStream, JoinHandle<Result<(), GatewayError>>) {
+    let machine = orch_codegen::compile_json(template, None)
+        .to_machine()
+        .expect("the template compiles");
+    let (to_upstream, upstream_end) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = rmcp::serve_server(upstream, upstream_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let gateway = Gateway::start_on(
+        machine,
+        to_upstream,
+        "the in-process server",
+        MemoryStore::new(),
+        &Options::default(),
+    )
+    .await
+    .expect("the gateway starts");
+    let (client_end, gateway_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(gateway_end);
+    (client_end, tokio::spawn(gateway.serve_io(read, write)))
+}
