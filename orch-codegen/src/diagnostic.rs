@@ -534,3 +534,63 @@ mod tests {
         assert!(out.contains("help: did you mean `search`?"), "{out}");
     }
 }
+
+/// A diagnostic placed in its source: what the language bindings hand out (positions
+/// 1-based, columns in characters, the end exclusive).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// The stable code, e.g. `E003`.
+    pub code: &'static str,
+    /// The code's name, e.g. `unknown_tool`.
+    pub name: &'static str,
+    /// `error` or `warning`.
+    pub severity: &'static str,
+    /// What was found.
+    pub message: String,
+    /// Where the offending value starts (line, column), when it is at one place.
+    pub start: Option<(usize, usize)>,
+    /// Where it ends (line, column), exclusive.
+    pub end: Option<(usize, usize)>,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+    /// Rendered as `orch check` prints it (rustc style, no colour).
+    pub rendered: String,
+}
+
+/// Every diagnostic of `diagnostics` placed in `source` (named `path` when rendered).
+pub fn placed(diagnostics: &[Diagnostic], source: &str, path: &str) -> Vec<Placed> {
+    let text = SourceText::new(source);
+    diagnostics
+        .iter()
+        .map(|d| {
+            let at = d.span.and_then(|s| s.byte_range());
+            Placed {
+                code: d.code.as_str(),
+                name: d.code.name(),
+                severity: d.severity().as_str(),
+                message: d.message.clone(),
+                start: at.as_ref().map(|r| text.line_col(r.start)),
+                end: at.as_ref().map(|r| text.line_col(r.end)),
+                help: d.help.clone(),
+                rendered: render(d, path, &text, false),
+            }
+        })
+        .collect()
+}
+
+/// The one-line summary a binding's error carries: `the template has N errors:
+/// PATH:LINE:COL: CODE message` (the first error).
+pub fn summary(placed: &[Placed], path: &str) -> String {
+    let errors = placed.iter().filter(|d| d.severity == "error").count();
+    let first = placed
+        .iter()
+        .find(|d| d.severity == "error")
+        .map_or(String::new(), |d| match d.start {
+            Some((l, c)) => format!(": {path}:{l}:{c}: {} {}", d.code, d.message),
+            None => format!(": {path}: {} {}", d.code, d.message),
+        });
+    format!(
+        "the template has {errors} error{}{first}",
+        if errors == 1 { "" } else { "s" }
+    )
+}

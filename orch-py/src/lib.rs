@@ -11,8 +11,9 @@
 #![forbid(unsafe_code)]
 
 use orch_agent::{Policy, RefusalKind};
-use orch_codegen::diagnostic::SourceText;
-use orch_codegen::verify::explore::{explore_with, Event, Host, Options as ExploreOptions};
+use orch_codegen::diagnostic::{placed, summary};
+use orch_codegen::verify::explore::Options as ExploreOptions;
+use orch_codegen::verify::report::{self, Kind};
 use orch_codegen::Compiled;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{CallDigest, Snapshot, Verdict};
@@ -77,26 +78,19 @@ impl Diagnostic {
 }
 
 fn diagnostics(compiled: &Compiled, source: &str, path: &str) -> Vec<Diagnostic> {
-    let text = SourceText::new(source);
-    compiled
-        .diagnostics
-        .iter()
-        .map(|d| {
-            let at = d.span.and_then(|s| s.byte_range());
-            let start = at.as_ref().map(|r| text.line_col(r.start));
-            let end = at.as_ref().map(|r| text.line_col(r.end));
-            Diagnostic {
-                code: d.code.as_str().to_owned(),
-                name: d.code.name().to_owned(),
-                severity: d.severity().as_str(),
-                message: d.message.clone(),
-                line: start.map(|p| p.0),
-                column: start.map(|p| p.1),
-                end_line: end.map(|p| p.0),
-                end_column: end.map(|p| p.1),
-                help: d.help.clone(),
-                rendered: orch_codegen::diagnostic::render(d, path, &text, false),
-            }
+    placed(&compiled.diagnostics, source, path)
+        .into_iter()
+        .map(|d| Diagnostic {
+            code: d.code.to_owned(),
+            name: d.name.to_owned(),
+            severity: d.severity,
+            message: d.message,
+            line: d.start.map(|p| p.0),
+            column: d.start.map(|p| p.1),
+            end_line: d.end.map(|p| p.0),
+            end_column: d.end.map(|p| p.1),
+            help: d.help,
+            rendered: d.rendered,
         })
         .collect()
 }
@@ -121,17 +115,9 @@ fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> Py
     let (_, compiled) = orch_codegen::compile_json_with(source, None, options);
     let found = diagnostics(&compiled, source, path);
     let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
-        let errors = found.iter().filter(|d| d.severity == "error").count();
-        let first = found
-            .iter()
-            .find(|d| d.severity == "error")
-            .map_or(String::new(), |d| match (d.line, d.column) {
-                (Some(l), Some(c)) => format!(": {path}:{l}:{c}: {} {}", d.code, d.message),
-                _ => format!(": {path}: {} {}", d.code, d.message),
-            });
-        let err = TemplateError::new_err(format!(
-            "the template has {errors} error{}{first}",
-            if errors == 1 { "" } else { "s" }
+        let err = TemplateError::new_err(summary(
+            &placed(&compiled.diagnostics, source, path),
+            path,
         ));
         err.value(py)
             .setattr("diagnostics", PyList::new(py, found)?)?;
@@ -258,78 +244,39 @@ impl Machine {
             max_states,
             max_work: orch_codegen::verify::explore::DEFAULT_WORK,
         };
-        let host = Host::new(&self.machine, &options)
-            .map_err(|e| PyValueError::new_err(format!("cannot explore: {e:?}")))?;
-        let found = explore_with(&self.machine, &options, &host);
-        let props = orch_codegen::verify::properties::check_with(
-            &self.machine,
-            &self.properties,
-            &options,
-            &host,
-        );
+        let found = report::verify(&self.machine, &self.properties, &options)
+            .map_err(PyValueError::new_err)?;
         let out = PyList::empty(py);
-        let decided = |w: &Option<Vec<Event>>| match (w, found.complete) {
-            (Some(_), _) => Some(true),
-            (None, true) => Some(false),
-            (None, false) => None,
-        };
-        let finding = |kind: &str| -> PyResult<Bound<'py, PyDict>> {
+        for f in found {
             let d = PyDict::new(py);
-            d.set_item("kind", kind)?;
-            Ok(d)
-        };
-        for step in &found.steps {
-            let d = finding("step")?;
-            d.set_item("step", &step.name)?;
-            d.set_item("reachable", decided(&step.reachable))?;
-            if let Some(w) = &step.reachable {
+            d.set_item("kind", f.kind.as_str())?;
+            if let Some(step) = &f.step {
+                d.set_item("step", step)?;
+            }
+            if let Some(name) = &f.name {
+                d.set_item("name", name)?;
+            }
+            match f.kind {
+                Kind::Step => d.set_item("reachable", f.answer)?,
+                Kind::Sequence => d.set_item("completes", f.answer)?,
+                Kind::Property => d.set_item("holds", f.answer)?,
+                _ => {}
+            }
+            if let Some(w) = &f.witness {
                 d.set_item("witness", witness(py, w)?)?;
             }
-            if let Some(r) = &step.reason {
+            if let Some(r) = &f.reason {
                 d.set_item("reason", r)?;
             }
-            out.append(d)?;
-            if step.has_sequence && step.reachable.is_some() {
-                let d = finding("sequence")?;
-                d.set_item("step", &step.name)?;
-                d.set_item("completes", decided(&step.completes))?;
-                if let Some(w) = &step.completes {
-                    d.set_item("witness", witness(py, w)?)?;
-                }
-                out.append(d)?;
-            }
-        }
-        for step in found.steps.iter().filter(|s| s.traps) {
-            let d = finding("trap")?;
-            d.set_item("step", &step.name)?;
-            if let Some(w) = &step.reachable {
-                d.set_item("witness", witness(py, w)?)?;
-            }
-            out.append(d)?;
-        }
-        for (kind, w) in [("blocked", &found.blocked), ("no_tools", &found.no_tools)] {
-            if let Some(w) = w {
-                let d = finding(kind)?;
-                d.set_item("witness", witness(py, w)?)?;
-                out.append(d)?;
-            }
-        }
-        for p in &props {
-            let d = finding("property")?;
-            d.set_item("name", &p.name)?;
-            d.set_item("holds", p.holds)?;
-            if let Some(w) = &p.witness {
-                d.set_item("witness", witness(py, w)?)?;
-            }
-            if let Some(m) = &p.message {
+            if let Some(m) = &f.message {
                 d.set_item("message", m)?;
             }
+            if let (Some(states), Some(complete)) = (f.states, f.complete) {
+                d.set_item("states", states)?;
+                d.set_item("complete", complete)?;
+            }
             out.append(d)?;
         }
-        let d = finding("summary")?;
-        d.set_item("states", found.states)?;
-        d.set_item("complete", found.complete)?;
-        out.append(d)?;
         Ok(out)
     }
 
@@ -343,23 +290,17 @@ impl Machine {
     }
 }
 
-/// A witness as `orch simulate` events (an approved call of a gated tool is two:
-/// `{"approve": t}`, `{"tool": t}`).
-fn witness<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
+/// A witness as `orch simulate` event dicts.
+fn witness<'py>(py: Python<'py>, events: &[report::Step]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     for e in events {
         let d = PyDict::new(py);
         match e {
-            Event::Available(names) => d.set_item("available", names)?,
-            Event::Message(text) => d.set_item("message", text)?,
-            Event::Tool(t) => d.set_item("tool", t)?,
-            Event::ApprovedTool(t) => {
-                let approve = PyDict::new(py);
-                approve.set_item("approve", t)?;
-                out.append(approve)?;
-                d.set_item("tool", t)?;
-            }
-            Event::Reset => d.set_item("reset", true)?,
+            report::Step::Available(names) => d.set_item("available", names)?,
+            report::Step::Message(text) => d.set_item("message", text)?,
+            report::Step::Tool(t) => d.set_item("tool", t)?,
+            report::Step::Approve(t) => d.set_item("approve", t)?,
+            report::Step::Reset => d.set_item("reset", true)?,
         }
         out.append(d)?;
     }

@@ -7,9 +7,11 @@
 //!   satisfy, with a shortest witness message each;
 //! - [`foreign`]: whether a step admits some foreign tool name, and a shortest one;
 //! - [`properties`]: the template's safety properties (semantics §14), each held,
-//!   violated (with a shortest witness) or undecided.
+//!   violated (with a shortest witness) or undecided;
+//! - [`report`]: all of it as one flat list of findings, for the language bindings.
 
 pub mod explore;
 pub mod foreign;
 pub mod messages;
 pub mod properties;
+pub mod report;

@@ -1,0 +1,563 @@
+//! The native half of the `@orch/core` npm package: templates compiled with every
+//! diagnostic, and sessions driven by tool names, over the same engine, wording and
+//! snapshot format as the Rust crates. Built twice from this one source by napi-rs: a
+//! Node-API addon per platform, and a `wasm32-wasip1-threads` module for runtimes where
+//! the native addon cannot be installed. The TypeScript declarations (`index.d.ts`) are
+//! generated from the items below; the JavaScript half (`js/`) adds the AI SDK adapter
+//! and the AgentDock drop-in.
+#![deny(missing_docs)]
+
+use napi::bindgen_prelude::{Env, Error, JsObjectValue, Result, Status, Uint8Array};
+use napi_derive::napi;
+use orch_agent::Policy;
+use orch_codegen::diagnostic::{placed, summary, Placed};
+use orch_codegen::verify::explore::Options as ExploreOptions;
+use orch_codegen::verify::report::{self, Kind};
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::{CallDigest, Snapshot, Verdict};
+use std::sync::Arc;
+
+/// One finding of the compiler.
+#[napi(object)]
+#[derive(Clone)]
+pub struct Diagnostic {
+    /// The stable code, e.g. `E003`.
+    pub code: String,
+    /// The code's name, e.g. `unknown_tool`.
+    pub name: String,
+    /// `error` or `warning`.
+    #[napi(ts_type = "'error' | 'warning'")]
+    pub severity: String,
+    /// What was found.
+    pub message: String,
+    /// 1-based line of the offending value (absent when it is not at one place).
+    pub line: Option<u32>,
+    /// 1-based column, in characters.
+    pub column: Option<u32>,
+    /// Where the offending value ends (line), exclusive.
+    pub end_line: Option<u32>,
+    /// Where the offending value ends (column), exclusive.
+    pub end_column: Option<u32>,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+    /// The diagnostic as `orch check` prints it (rustc style, no colour).
+    pub rendered: String,
+}
+
+fn small(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn diagnostic(d: Placed) -> Diagnostic {
+    Diagnostic {
+        code: d.code.to_owned(),
+        name: d.name.to_owned(),
+        severity: d.severity.to_owned(),
+        message: d.message,
+        line: d.start.map(|p| small(p.0)),
+        column: d.start.map(|p| small(p.1)),
+        end_line: d.end.map(|p| small(p.0)),
+        end_column: d.end.map(|p| small(p.1)),
+        help: d.help,
+        rendered: d.rendered,
+    }
+}
+
+/// How to compile a template.
+#[napi(object)]
+pub struct CompileOptions {
+    /// The file name diagnostics are rendered with (default `template.json`).
+    pub path: Option<String>,
+    /// A violated safety property is an error (E023), as for `orch check` (default
+    /// `true`). With `false` it is left to `Machine.verify()`, as for `orch verify`.
+    pub prove_properties: Option<bool>,
+}
+
+/// Every diagnostic of a template, errors and warnings, without throwing: what `orch
+/// check` reports.
+#[napi]
+pub fn check(template: String, options: Option<CompileOptions>) -> Vec<Diagnostic> {
+    let (path, prove) = settings(options.as_ref());
+    let opts = orch_codegen::CheckOptions {
+        prove_properties: prove,
+    };
+    let (_, compiled) = orch_codegen::compile_json_with(&template, None, opts);
+    placed(&compiled.diagnostics, &template, path)
+        .into_iter()
+        .map(diagnostic)
+        .collect()
+}
+
+fn settings(options: Option<&CompileOptions>) -> (&str, bool) {
+    let path = options
+        .and_then(|o| o.path.as_deref())
+        .unwrap_or("template.json");
+    let prove = options.and_then(|o| o.prove_properties).unwrap_or(true);
+    (path, prove)
+}
+
+/// Throws a JavaScript `Error` named `name` with `message` and, when given, a
+/// `diagnostics` property; the returned error tells napi-rs that one is pending.
+fn throw_named(
+    env: &Env,
+    name: &str,
+    message: String,
+    diagnostics: Option<Vec<Diagnostic>>,
+) -> Error {
+    let thrown = (|| -> Result<()> {
+        let mut error = env.create_error(Error::new(Status::GenericFailure, message.clone()))?;
+        error.set_named_property("name", name)?;
+        error.set_named_property("code", name)?;
+        if let Some(found) = diagnostics {
+            error.set_named_property("diagnostics", found)?;
+        }
+        env.throw(error)
+    })();
+    match thrown {
+        Ok(()) => Error::new(Status::PendingException, message),
+        Err(e) => e,
+    }
+}
+
+/// A compiled template: its tools and steps, its warnings, and sessions over it.
+#[napi]
+pub struct Machine {
+    machine: Arc<DynMachine>,
+    gates: bool,
+    properties: Vec<orch_codegen::ir::IrProperty>,
+    warnings: Vec<Diagnostic>,
+}
+
+/// Compiles a template from its JSON text. Throws a `TemplateError` (an `Error` with
+/// `name === 'TemplateError'` and every diagnostic in `diagnostics`) when it has
+/// errors; its warnings are on the machine.
+#[napi]
+pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> Result<Machine> {
+    let (path, prove) = settings(options.as_ref());
+    let opts = orch_codegen::CheckOptions {
+        prove_properties: prove,
+    };
+    let (_, compiled) = orch_codegen::compile_json_with(&template, None, opts);
+    let found = placed(&compiled.diagnostics, &template, path);
+    let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
+        let message = summary(&found, path);
+        let all = found.into_iter().map(diagnostic).collect();
+        return Err(throw_named(&env, "TemplateError", message, Some(all)));
+    };
+    let gates = !ir.approve.is_empty() || ir.steps.iter().any(|s| !s.approve.is_empty());
+    Ok(Machine {
+        gates,
+        properties: ir.properties.clone(),
+        machine: Arc::new(machine),
+        warnings: found.into_iter().map(diagnostic).collect(),
+    })
+}
+
+/// How to explore a machine (`orch verify`).
+#[napi(object)]
+pub struct VerifyOptions {
+    /// Stop after this many distinct states (default 1,000,000); past it, answers are
+    /// left undecided.
+    pub max_states: Option<u32>,
+    /// The host's tools (default: every declared tool).
+    pub available: Option<Vec<String>>,
+    /// The host records any tool, allowed or not (AgentDock does not enforce).
+    pub permissive: Option<bool>,
+}
+
+/// One event of a witness, as `orch simulate` reads it (exactly one field is set).
+#[napi(object)]
+pub struct WitnessEvent {
+    /// The host's tools change.
+    pub available: Option<Vec<String>>,
+    /// A user message.
+    pub message: Option<String>,
+    /// A tool runs.
+    pub tool: Option<String>,
+    /// A human approves the next call of this gated tool.
+    pub approve: Option<String>,
+    /// The session is reset.
+    pub reset: Option<bool>,
+}
+
+/// One finding of `Machine.verify()`, as `orch verify --format json` prints it.
+#[napi(object)]
+pub struct Finding {
+    /// What it is about.
+    #[napi(ts_type = "'step' | 'sequence' | 'trap' | 'blocked' | 'no_tools' | 'property' | 'summary'")]
+    pub kind: String,
+    /// The step (`step`, `sequence`, `trap`).
+    pub step: Option<String>,
+    /// The property (`property`).
+    pub name: Option<String>,
+    /// `step`: can it become active? `null` when the search stopped before deciding.
+    pub reachable: Option<Option<bool>>,
+    /// `sequence`: can it complete? `null` when undecided.
+    pub completes: Option<Option<bool>>,
+    /// `property`: does it hold in every reachable state? `null` when undecided.
+    pub holds: Option<Option<bool>>,
+    /// The events that show it, from a fresh session.
+    pub witness: Option<Vec<WitnessEvent>>,
+    /// Why a step is unreachable, in the template's terms.
+    pub reason: Option<String>,
+    /// What a violated property forbade, in words.
+    pub message: Option<String>,
+    /// `summary`: distinct states visited.
+    pub states: Option<u32>,
+    /// `summary`: was everything explored?
+    pub complete: Option<bool>,
+}
+
+fn witness(events: Vec<report::Step>) -> Vec<WitnessEvent> {
+    events
+        .into_iter()
+        .map(|e| {
+            let mut w = WitnessEvent {
+                available: None,
+                message: None,
+                tool: None,
+                approve: None,
+                reset: None,
+            };
+            match e {
+                report::Step::Available(names) => w.available = Some(names),
+                report::Step::Message(text) => w.message = Some(text),
+                report::Step::Tool(t) => w.tool = Some(t),
+                report::Step::Approve(t) => w.approve = Some(t),
+                report::Step::Reset => w.reset = Some(true),
+            }
+            w
+        })
+        .collect()
+}
+
+#[napi]
+impl Machine {
+    /// The template's name (`agentId`, or `name`).
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.machine.name().to_owned()
+    }
+
+    /// The fingerprint snapshots carry, as 16 hex digits.
+    #[napi(getter)]
+    pub fn fingerprint(&self) -> String {
+        format!("{:016x}", self.machine.fingerprint())
+    }
+
+    /// The declared tools, in declaration order.
+    #[napi(getter)]
+    pub fn tools(&self) -> Vec<String> {
+        self.machine.tools().to_vec()
+    }
+
+    /// The steps, in declaration order.
+    #[napi(getter)]
+    pub fn steps(&self) -> Vec<String> {
+        self.machine.steps().to_vec()
+    }
+
+    /// Does the template gate any tool behind a human's approval (`approve`)?
+    #[napi(getter)]
+    pub fn has_gates(&self) -> bool {
+        self.gates
+    }
+
+    /// The compiler's warnings.
+    #[napi(getter)]
+    pub fn warnings(&self) -> Vec<Diagnostic> {
+        self.warnings.clone()
+    }
+
+    /// A fresh session. `available`: the tools the host has (default: every declared
+    /// tool); names the template does not declare are foreign tools, judged by the
+    /// step's patterns.
+    #[napi]
+    pub fn session(&self, available: Option<Vec<String>>) -> Session {
+        let live = Live::new(Arc::clone(&self.machine), |m| DynSession::new(m));
+        Session::new(live, available)
+    }
+
+    /// A session restored from `snapshot` (bytes from `Session.snapshot()`, or from the
+    /// Rust crates or the Python package: the format is one). Throws a `SnapshotError`
+    /// when the bytes cannot be restored; a snapshot of an older version of the
+    /// template restores by names.
+    #[napi]
+    pub fn restore(
+        &self,
+        env: Env,
+        snapshot: Uint8Array,
+        available: Option<Vec<String>>,
+    ) -> Result<Session> {
+        let parsed = match Snapshot::from_bytes(&snapshot) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                let message = format!("the snapshot cannot be read: {e}");
+                return Err(throw_named(&env, "SnapshotError", message, None));
+            }
+        };
+        let live = Live::try_new(Arc::clone(&self.machine), |m| {
+            DynSession::restore(m, &parsed).map(|(session, _report)| session)
+        });
+        match live {
+            Ok(live) => Ok(Session::new(live, available)),
+            Err(e) => {
+                let message = format!("the snapshot cannot be restored: {e}");
+                Err(throw_named(&env, "SnapshotError", message, None))
+            }
+        }
+    }
+
+    /// Explores every state a session can reach (`orch verify`): the findings in the
+    /// order `orch verify --format json` prints them, ending with a `summary`.
+    #[napi]
+    pub fn verify(&self, options: Option<VerifyOptions>) -> Result<Vec<Finding>> {
+        let options = options.unwrap_or(VerifyOptions {
+            max_states: None,
+            available: None,
+            permissive: None,
+        });
+        let explore = ExploreOptions {
+            permissive: options.permissive.unwrap_or(false),
+            available: options.available,
+            max_states: options.max_states.map_or(1_000_000, |n| n as usize),
+            max_work: orch_codegen::verify::explore::DEFAULT_WORK,
+        };
+        let found = report::verify(&self.machine, &self.properties, &explore)
+            .map_err(|e| Error::new(Status::InvalidArg, e))?;
+        Ok(found
+            .into_iter()
+            .map(|f| {
+                let answer = |k: Kind| (f.kind == k).then_some(f.answer);
+                Finding {
+                    kind: f.kind.as_str().to_owned(),
+                    reachable: answer(Kind::Step),
+                    completes: answer(Kind::Sequence),
+                    holds: answer(Kind::Property),
+                    step: f.step,
+                    name: f.name,
+                    witness: f.witness.map(witness),
+                    reason: f.reason,
+                    message: f.message,
+                    states: f.states.map(small),
+                    complete: f.complete,
+                }
+            })
+            .collect())
+    }
+}
+
+self_cell::self_cell!(
+    /// A session and the machine it runs on, owned together.
+    struct Live {
+        owner: Arc<DynMachine>,
+        #[covariant]
+        dependent: DynSession,
+    }
+);
+
+/// Why a tool may not run now, in the same words orch uses everywhere.
+#[napi(object)]
+pub struct Refusal {
+    /// The tool refused.
+    pub tool: String,
+    /// Why, as a stable word.
+    #[napi(
+        ts_type = "'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected'"
+    )]
+    pub kind: String,
+    /// Why, in words for the model (what is expected next, what is allowed now).
+    pub message: String,
+}
+
+fn refusal(r: orch_agent::Refusal) -> Refusal {
+    Refusal {
+        tool: r.tool,
+        kind: r.kind.as_str().to_owned(),
+        message: r.reason,
+    }
+}
+
+/// The verdict a session holds on one exact call.
+#[napi(object)]
+pub struct Approval {
+    /// The call's SHA-256 digest (tool and arguments), in hex.
+    pub digest: String,
+    /// What a human said, or that the question is open.
+    #[napi(ts_type = "'pending' | 'approved' | 'rejected'")]
+    pub verdict: String,
+}
+
+/// One conversation's workflow state. One per conversation; calls on it are
+/// synchronous, so a JavaScript host serialises them by construction (the AI SDK adapter
+/// also keeps one tool call of a session at a time).
+#[napi]
+pub struct Session {
+    live: Live,
+    policy: Policy,
+    /// The allowed set, computed in place.
+    scratch: Vec<u64>,
+}
+
+impl Session {
+    fn new(mut live: Live, available: Option<Vec<String>>) -> Session {
+        let host = match available {
+            Some(names) => names,
+            None => live.borrow_owner().tools().to_vec(),
+        };
+        let policy = Policy::new(host);
+        live.with_dependent_mut(|_, session| policy.prepare(session));
+        Session {
+            live,
+            policy,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+#[napi]
+impl Session {
+    /// The tools that may run now, in declaration order (then allowed foreign tools).
+    #[napi]
+    pub fn allowed(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let session = self.live.borrow_dependent();
+        session.for_each_allowed(&mut self.scratch, |_, name| out.push(name.to_owned()));
+        out
+    }
+
+    /// `null` when `tool` may run now, else the refusal.
+    #[napi]
+    pub fn check(&self, tool: String) -> Option<Refusal> {
+        let session = self.live.borrow_dependent();
+        self.policy.admit(session, &tool).err().map(refusal)
+    }
+
+    /// `check` for this exact call (`args`: its arguments as JSON text, default `{}`):
+    /// a gated tool passes on a human's approval of this call held by the session, and
+    /// is refused as `rejected` on a held rejection. Changes nothing.
+    #[napi]
+    pub fn check_call(&self, tool: String, args: Option<String>) -> Option<Refusal> {
+        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
+        let session = self.live.borrow_dependent();
+        self.policy.refusal_of(session, &tool, &call).map(refusal)
+    }
+
+    /// Admits this exact call before the host runs it: `checkCall`, but an approval it
+    /// passes on is consumed (one approval, one call). `null` when it may run.
+    #[napi]
+    pub fn admit(&mut self, tool: String, args: Option<String>) -> Option<Refusal> {
+        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.admit_call(session, &tool, &call).err())
+            .map(refusal)
+    }
+
+    /// This exact call was put to a human: the session holds the question (until the
+    /// next event), and the call still needs an approval.
+    #[napi]
+    pub fn ask(&mut self, tool: String, args: Option<String>) {
+        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.ask_call(session, &tool, call));
+    }
+
+    /// A human approved this exact call: the session holds the approval (until the next
+    /// event), and `admit` lets the call through once.
+    #[napi]
+    pub fn approve(&mut self, tool: String, args: Option<String>) {
+        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
+        self.live
+            .with_dependent_mut(|_, session| session.approve(call));
+    }
+
+    /// A human rejected this exact call: the session holds the rejection, and the call
+    /// is refused as `rejected` until the next event.
+    #[napi]
+    pub fn reject(&mut self, tool: String, args: Option<String>) {
+        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
+        self.live
+            .with_dependent_mut(|_, session| session.reject(call));
+    }
+
+    /// The verdict the session holds on a call, if any.
+    #[napi(getter)]
+    pub fn approval(&self) -> Option<Approval> {
+        self.live.borrow_dependent().approval().map(|a| Approval {
+            digest: a.call.to_string(),
+            verdict: match a.verdict {
+                Verdict::Pending => "pending",
+                Verdict::Approved => "approved",
+                Verdict::Rejected => "rejected",
+            }
+            .to_owned(),
+        })
+    }
+
+    /// Records that `tool` ran: the outcome.
+    #[napi(ts_return_type = "'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed'")]
+    pub fn record(&mut self, tool: String) -> &'static str {
+        self.live
+            .with_dependent_mut(|_, session| session.record(&tool).as_str())
+    }
+
+    /// A user message: message conditions and sequence resets are evaluated.
+    #[napi]
+    pub fn on_user_message(&mut self, text: String) {
+        self.live
+            .with_dependent_mut(|_, session| session.on_user_message(&text));
+    }
+
+    /// The host's tools (names the template does not declare are foreign tools).
+    #[napi]
+    pub fn set_available(&mut self, tools: Vec<String>) {
+        self.policy = Policy::new(tools);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.prepare(session));
+    }
+
+    /// Back to a fresh session's state (the host's tools are kept).
+    #[napi]
+    pub fn reset(&mut self) {
+        self.live.with_dependent_mut(|_, session| session.reset());
+    }
+
+    /// The active step, if any.
+    #[napi(getter)]
+    pub fn step(&self) -> Option<&str> {
+        self.live.borrow_dependent().step()
+    }
+
+    /// The position in the active step's sequence.
+    #[napi(getter)]
+    pub fn sequence_index(&self) -> u32 {
+        small(self.live.borrow_dependent().sequence_index())
+    }
+
+    /// The tools the active step's unfinished sequence accepts next, if any.
+    #[napi(getter)]
+    pub fn expected(&self) -> Option<Vec<&str>> {
+        self.live.borrow_dependent().expected()
+    }
+
+    /// The tools the sequence waits for when the host has none of them, if so.
+    #[napi(getter)]
+    pub fn blocked_on(&self) -> Option<Vec<&str>> {
+        self.live.borrow_dependent().blocked_on()
+    }
+
+    /// The tools recorded, most recent last (`null` for a slot before the first).
+    #[napi(getter)]
+    pub fn history(&self) -> Vec<Option<&str>> {
+        self.live.borrow_dependent().history()
+    }
+
+    /// The session as bytes: the binary snapshot format of the Rust crates.
+    #[napi]
+    pub fn snapshot(&self) -> Uint8Array {
+        Uint8Array::from(self.live.borrow_dependent().snapshot().to_bytes())
+    }
+}

@@ -1,0 +1,299 @@
+/**
+ * orch for the Vercel AI SDK (`ai` 7): a workflow session decides, at every step of
+ * `generateText` / `streamText`, which tools the model is offered and whether one is
+ * forced, and judges every call before its `execute` runs.
+ *
+ * ```ts
+ * import { compile } from '@orch/core'
+ * import { orchestrate } from '@orch/core/ai-sdk'
+ *
+ * const run = orchestrate(compile(templateJson).session(), tools)
+ * run.onUserMessage(prompt)
+ * const result = await generateText({
+ *   model: run.model(openai('gpt-4.1')),
+ *   prompt,
+ *   stopWhen: stepCountIs(20),
+ *   ...run.settings(),   // tools, prepareStep, toolApproval
+ * })
+ * ```
+ *
+ * - `prepareStep` returns the step's allowed tools as `activeTools`, and forces
+ *   `toolChoice` to the one tool a sequence expects when it is the only one allowed.
+ * - Every tool's `execute` is wrapped: the call is admitted by the session first (one
+ *   call of a run at a time, in the order the model made them), refused calls never run
+ *   and the model gets orch's words as the tool's error, and a call that ran is
+ *   recorded.
+ * - The AI SDK fails a step whose reply does not call the tool `toolChoice` forces
+ *   (`ToolChoiceViolationError`). `run.model(m)` keeps a model to the forced tool: a call
+ *   of another tool is answered with its refusal in orch's words, text with a reminder,
+ *   and the model is asked again within the same step.
+ * - Tools the template gates behind a human's approval map onto the SDK's tool
+ *   approvals (`toolApproval`): the call pauses as a `tool-approval-request`; when the
+ *   next call brings an approving `tool-approval-response`, the session holds that
+ *   approval for that exact call (tool and arguments) and the call runs once; a denied
+ *   one never runs.
+ *
+ * @module
+ */
+import { wrapLanguageModel } from 'ai'
+import type {
+  LanguageModel,
+  LanguageModelMiddleware,
+  ModelMessage,
+  PrepareStepFunction,
+  PrepareStepResult,
+  ToolApprovalStatus,
+  ToolSet,
+} from 'ai'
+import type { Refusal, Session } from '../index.js'
+
+/** How many times a model that answers with text while a tool is forced is reminded. */
+export const REMINDERS = 1
+
+/** How many extra model calls one step may spend on replies that do not call the forced
+ * tool (refusals and reminders) before the SDK gets the last reply. */
+export const CORRECTIONS = 8
+
+/** The error a refused call's `execute` throws: the model receives its message (orch's
+ * words: what was refused, what is expected, what is allowed now). */
+export class OrchRefusalError extends Error {
+  /** The refusal, as the session gave it. */
+  readonly refusal: Refusal
+
+  constructor(refusal: Refusal) {
+    super(refusal.message)
+    this.name = 'OrchRefusalError'
+    this.refusal = refusal
+  }
+}
+
+/** The text a model gets when it answered while `tool` was forced. */
+export function reminder(tool: string): string {
+  return `The workflow requires calling \`${tool}\` now; call it instead of answering.`
+}
+
+/** The approval function `generateText` accepts (`toolApproval`). */
+export type ToolApproval = (options: {
+  toolCall: { toolName: string; input: unknown }
+}) => ToolApprovalStatus | PromiseLike<ToolApprovalStatus>
+
+/** What to spread into `generateText` / `streamText` / `ToolLoopAgent`. */
+export type Settings<TOOLS extends ToolSet> = {
+  tools: TOOLS
+  prepareStep: PrepareStepFunction<TOOLS>
+  toolApproval: ToolApproval
+}
+
+/** Options of {@link orchestrate}. */
+export type OrchestrateOptions = {
+  /** Consulted for calls the template does not gate (default: none need approval). */
+  toolApproval?: ToolApproval
+}
+
+/** The arguments of a call as the session digests them. */
+function argsText(input: unknown): string {
+  return JSON.stringify(input ?? {})
+}
+
+/** Did the conversation approve the call `toolCallId` (an approving
+ * `tool-approval-response` to the `tool-approval-request` that names it)? */
+export function approvedIn(messages: readonly ModelMessage[], toolCallId: string): boolean {
+  const requests = new Set<string>()
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue
+    for (const part of m.content) {
+      if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId) {
+        requests.add(part.approvalId)
+      }
+    }
+  }
+  if (requests.size === 0) return false
+  for (const m of messages) {
+    if (m.role !== 'tool') continue
+    for (const part of m.content) {
+      if (part.type === 'tool-approval-response' && requests.has(part.approvalId)) {
+        return part.approved
+      }
+    }
+  }
+  return false
+}
+
+/** One workflow run driven through the AI SDK. */
+export class Orchestration<TOOLS extends ToolSet> {
+  /** The session: the workflow's state. Snapshot it between turns to keep a run. */
+  readonly session: Session
+  /** The wrapped tools: pass these (not the originals) to the SDK. */
+  readonly tools: TOOLS
+  /** The tools that ran, in order (what the session recorded). */
+  readonly executed: string[] = []
+  private readonly options: OrchestrateOptions
+  private queue: Promise<unknown> = Promise.resolve()
+
+  constructor(session: Session, tools: TOOLS, options: OrchestrateOptions = {}) {
+    this.session = session
+    this.options = options
+    // The SDK's tools are the host's: names the template does not declare are foreign
+    // tools, judged by the step's patterns.
+    session.setAvailable(Object.keys(tools))
+    const wrapped: Record<string, unknown> = {}
+    for (const [name, tool] of Object.entries(tools)) {
+      const original = tool.execute
+      if (original === undefined) {
+        wrapped[name] = tool
+        continue
+      }
+      wrapped[name] = {
+        ...tool,
+        execute: (input: unknown, options: { toolCallId: string; messages: ModelMessage[] }) =>
+          this.serially(async () => {
+            const args = argsText(input)
+            let refused = this.session.admit(name, args)
+            if (refused?.kind === 'needs_approval' && approvedIn(options.messages, options.toolCallId)) {
+              this.session.approve(name, args)
+              refused = this.session.admit(name, args)
+            }
+            if (refused) throw new OrchRefusalError(refused)
+            const output: unknown = await (original as (i: unknown, o: unknown) => unknown)(input, options)
+            this.session.record(name)
+            this.executed.push(name)
+            return output
+          }),
+      }
+    }
+    this.tools = wrapped as TOOLS
+  }
+
+  /** Runs `work` after every call of this run that started before it (admission,
+   * execution and recording of one call never interleave with another's). */
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work)
+    this.queue = next.catch(() => undefined)
+    return next
+  }
+
+  /** Tells the session about the user's message (message conditions, sequence resets). */
+  onUserMessage(text: string): void {
+    this.session.onUserMessage(text)
+  }
+
+  /** The tool the next model call must call: the one a sequence expects, when it is the
+   * only tool allowed now — and no human's question or rejection is held (the model must
+   * then be free to answer). */
+  forcedTool(): string | undefined {
+    const held = this.session.approval
+    if (held && held.verdict !== 'approved') return undefined
+    const allowed = this.session.allowed()
+    if (allowed.length === 1 && this.session.expected) return allowed[0]
+    return undefined
+  }
+
+  /** `prepareStep`: the allowed tools as `activeTools`, and the forced tool, if any. */
+  readonly prepareStep: PrepareStepFunction<TOOLS> = () => {
+    const names = new Set(Object.keys(this.tools))
+    const activeTools = this.session.allowed().filter((t) => names.has(t))
+    const forced = this.forcedTool()
+    const step = forced === undefined ? { activeTools } : { activeTools, toolChoice: { type: 'tool', toolName: forced } }
+    return step as PrepareStepResult<TOOLS>
+  }
+
+  /** `toolApproval`: a call of a tool the template gates asks a human (the session
+   * holds the question); others are left to `options.toolApproval`, if any. */
+  readonly toolApproval: ToolApproval = (options) => {
+    const { toolName, input } = options.toolCall
+    const args = argsText(input)
+    const refused = this.session.checkCall(toolName, args)
+    if (refused?.kind === 'needs_approval') {
+      this.session.ask(toolName, args)
+      return 'user-approval'
+    }
+    return this.options.toolApproval ? this.options.toolApproval(options) : 'not-applicable'
+  }
+
+  /** Everything `generateText` needs from orch: `tools`, `prepareStep`, `toolApproval`. */
+  settings(): Settings<TOOLS> {
+    return { tools: this.tools, prepareStep: this.prepareStep, toolApproval: this.toolApproval }
+  }
+
+  /** `model`, kept to the forced tool inside each model call. The SDK treats a reply
+   * that does not call the tool `toolChoice` forces as a `ToolChoiceViolationError`; this
+   * wrapper answers such a reply before the SDK sees it and asks again: a call of
+   * another tool gets that tool's refusal in orch's words (as its tool result), text
+   * gets a reminder (at most `REMINDERS` times), all within `CORRECTIONS` extra model
+   * calls. Only the reply that calls the forced tool reaches the SDK's steps. */
+  model(model: Exclude<LanguageModel, string>): Exclude<LanguageModel, string> {
+    const middleware: LanguageModelMiddleware = {
+      specificationVersion: 'v4',
+      wrapGenerate: async ({ doGenerate, params, model: inner }) => {
+        let result = await doGenerate()
+        const choice = params.toolChoice
+        const forced = choice?.type === 'tool' ? choice.toolName : undefined
+        if (forced === undefined) return result
+        let prompt = params.prompt
+        let reminded = 0
+        for (let i = 0; i < CORRECTIONS; i++) {
+          const called = result.content.flatMap((part) => (part.type === 'tool-call' ? [part] : []))
+          if (called.some((c) => c.toolName === forced)) break
+          if (called.length === 0) {
+            if (reminded >= REMINDERS) break
+            reminded += 1
+            const text = result.content.flatMap((part) =>
+              part.type === 'text' ? [{ type: 'text' as const, text: part.text }] : [],
+            )
+            prompt = [
+              ...prompt,
+              { role: 'assistant', content: text },
+              { role: 'user', content: [{ type: 'text', text: reminder(forced) }] },
+            ]
+          } else {
+            prompt = [
+              ...prompt,
+              {
+                role: 'assistant',
+                content: called.map((c) => ({
+                  type: 'tool-call' as const,
+                  toolCallId: c.toolCallId,
+                  toolName: c.toolName,
+                  input: parsedOr(c.input),
+                })),
+              },
+              {
+                role: 'tool',
+                content: called.map((c) => ({
+                  type: 'tool-result' as const,
+                  toolCallId: c.toolCallId,
+                  toolName: c.toolName,
+                  output: {
+                    type: 'error-text' as const,
+                    value: this.session.check(c.toolName)?.message ?? reminder(forced),
+                  },
+                })),
+              },
+            ]
+          }
+          result = await inner.doGenerate({ ...params, prompt })
+        }
+        return result
+      },
+    }
+    return wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]['model'], middleware })
+  }
+}
+
+/** A tool call's arguments as a value (the text itself when it is not JSON). */
+function parsedOr(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+/** Drives `session` through the AI SDK with `tools` (the host's tools, by name). */
+export function orchestrate<TOOLS extends ToolSet>(
+  session: Session,
+  tools: TOOLS,
+  options: OrchestrateOptions = {},
+): Orchestration<TOOLS> {
+  return new Orchestration(session, tools, options)
+}
