@@ -1,0 +1,169 @@
+// The engine through the package (`@orch/core`): templates with every diagnostic,
+// sessions, approvals, snapshots that are the Rust crates' bytes, and verify. The same
+// file runs on the native addon and, with NAPI_RS_FORCE_WASI=error, on the WebAssembly
+// build: the API and the answers are one.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { test } from 'node:test'
+import * as orch from '@orch/core'
+import { COGNITIVE, REFUND, SNAPSHOT } from './support.mjs'
+
+const BROKEN = `{
+  "name": "broken",
+  "tools": ["a", "b"],
+  "steps": [
+    {"name": "S", "isDefault": true, "sequence": ["a", "c"]},
+    {"name": "S", "conditions": [{"type": "tool_used", "value": "zz"}]}
+  ]
+}`
+
+test('the package is the installed build, native or WebAssembly as asked', () => {
+  const wasm = process.env.NAPI_RS_FORCE_WASI === 'error'
+  assert.equal(orch.__napiBindingTarget, wasm ? 'wasm32-wasi' : 'native')
+  const require = createRequire(import.meta.url)
+  const where = require.resolve('@orch/core')
+  if (process.env.ORCH_EXPECT_INSTALLED === '1') assert.match(where, /node_modules[\\/]@orch[\\/]core[\\/]/)
+})
+
+test('a template with errors throws every diagnostic, each at its place', () => {
+  let error
+  try {
+    orch.compile(BROKEN)
+  } catch (e) {
+    error = e
+  }
+  assert.ok(error instanceof Error)
+  assert.equal(error.name, 'TemplateError')
+  const errors = error.diagnostics.filter((d) => d.severity === 'error')
+  assert.ok(errors.length >= 3, JSON.stringify(error.diagnostics))
+  const unknown = errors.find((d) => d.message.includes('`c`'))
+  assert.equal(unknown.code, 'E015')
+  assert.equal(unknown.name, 'unknown_tool')
+  assert.equal(unknown.line, 5)
+  assert.equal(unknown.column, BROKEN.split('\n')[4].indexOf('"c"') + 1)
+  assert.match(unknown.help ?? '', /did you mean/)
+  assert.match(unknown.rendered, /--> template\.json:5:/)
+  assert.ok(errors.some((d) => d.line === 6))
+  assert.ok(error.message.startsWith(`the template has ${errors.length} errors: template.json:`))
+  // check() returns the same findings without throwing, under the path given.
+  const found = orch.check(BROKEN, { path: 'agents/broken.json' })
+  assert.deepEqual(
+    found.map((d) => [d.code, d.line, d.column]),
+    error.diagnostics.map((d) => [d.code, d.line, d.column]),
+  )
+  assert.match(found.find((d) => d.code === 'E015').rendered, /--> agents\/broken\.json:5:/)
+  // Not JSON at all: one error at its place.
+  assert.throws(() => orch.compile('{"name": "x", "steps": ['), (e) => e.name === 'TemplateError' && e.diagnostics[0].line === 1)
+})
+
+test('a session follows the template', () => {
+  const machine = orch.compile(COGNITIVE)
+  assert.equal(machine.name, 'cognitive-reasoner')
+  assert.match(machine.fingerprint, /^[0-9a-f]{16}$/)
+  assert.deepEqual(machine.tools, ['search', 'think', 'reflect', 'compare', 'critique', 'brainstorm', 'debate'])
+  assert.ok(machine.steps.includes('ResearchMode'))
+  assert.equal(machine.hasGates, false)
+  const session = machine.session()
+  assert.equal(session.step, 'DefaultMode')
+  session.onUserMessage('research how many moons Jupiter has')
+  assert.equal(session.step, 'ResearchMode')
+  assert.deepEqual(session.allowed(), ['search'])
+  assert.deepEqual(session.expected, ['search'])
+  const refused = session.check('think')
+  assert.equal(refused.kind, 'out_of_sequence')
+  assert.equal(refused.tool, 'think')
+  assert.match(refused.message, /^error: `think` was not run: the sequence of step `ResearchMode` expects `search` at position 0/)
+  assert.equal(session.check('teleport').kind, 'unknown_tool')
+  assert.equal(session.check('search'), null)
+  assert.equal(session.record('search'), 'advanced')
+  assert.equal(session.sequenceIndex, 1)
+  assert.deepEqual(session.history.filter((t) => t !== null), ['search'])
+  // Host tools: a template tool the host lacks blocks the sequence on it.
+  session.setAvailable(['search', 'reflect'])
+  assert.deepEqual(session.blockedOn, ['think'])
+  session.reset()
+  assert.equal(session.step, 'DefaultMode')
+})
+
+test('snapshots are the Rust crates\' bytes, both ways', () => {
+  const machine = orch.compile(COGNITIVE)
+  // Written by Rust (tests/python_snapshots.rs) after this very scenario:
+  const fixture = new Uint8Array(readFileSync(SNAPSHOT))
+  const session = machine.session()
+  session.onUserMessage('research how many moons Jupiter has')
+  session.record('search')
+  session.record('think')
+  assert.deepEqual(Buffer.from(session.snapshot()), Buffer.from(fixture))
+  const restored = machine.restore(fixture)
+  assert.equal(restored.step, 'ResearchMode')
+  assert.equal(restored.sequenceIndex, 2)
+  assert.deepEqual(restored.allowed(), ['reflect'])
+  assert.deepEqual(Buffer.from(restored.snapshot()), Buffer.from(fixture))
+})
+
+test('bad snapshots are errors, not crashes', () => {
+  const machine = orch.compile(COGNITIVE)
+  const good = machine.session().snapshot()
+  const cut = good.slice(0, good.length - 1)
+  const longer = new Uint8Array([...good, 0])
+  for (const bad of [new Uint8Array(0), new TextEncoder().encode('not a snapshot'), cut, longer, new Uint8Array(good.length)]) {
+    assert.throws(() => machine.restore(bad), (e) => e instanceof Error && e.name === 'SnapshotError' && /snapshot/.test(e.message))
+  }
+})
+
+test('approvals: a gated call waits for a human, runs once on approval, never on rejection', () => {
+  const machine = orch.compile(REFUND)
+  assert.equal(machine.hasGates, true)
+  const session = machine.session()
+  session.onUserMessage('I want a refund for order 7')
+  assert.equal(session.record('lookup_order'), 'advanced')
+  const args = '{"order": 7}'
+  assert.equal(session.checkCall('issue_refund', args).kind, 'needs_approval')
+  session.ask('issue_refund', args)
+  assert.equal(session.approval.verdict, 'pending')
+  assert.match(session.approval.digest, /^[0-9a-f]{64}$/)
+  session.approve('issue_refund', args)
+  assert.equal(session.checkCall('issue_refund', '{"order": 8}').kind, 'needs_approval')
+  assert.equal(session.admit('issue_refund', args), null)
+  assert.equal(session.record('issue_refund'), 'advanced')
+  // One approval, one call.
+  assert.equal(session.checkCall('issue_refund', args)?.kind ?? 'ok', 'out_of_sequence')
+  const other = machine.session()
+  other.onUserMessage('refund please')
+  other.record('lookup_order')
+  other.reject('issue_refund', args)
+  assert.equal(other.admit('issue_refund', args).kind, 'rejected')
+})
+
+test('verify reports reachability and properties with witnesses', () => {
+  const source = `{
+  "name": "v",
+  "tools": ["a", "b", "wipe"],
+  "orchestration": {
+    "steps": [
+      {"name": "Start", "isDefault": true, "availableTools": {"allowed": ["a", "wipe"]}},
+      {"name": "Never", "conditions": [{"type": "tool_used", "value": "b"}]}
+    ],
+    "properties": [{"name": "no-wipe-before-a", "tool": "wipe", "after": "a"}]
+  }
+}`
+  // The violated property is an error for compile (E023) ...
+  assert.throws(() => orch.compile(source), (e) => e.diagnostics.some((d) => d.code === 'E023'))
+  // ... and a finding with its witness for verify(), as for `orch verify`.
+  const found = orch.compile(source, { proveProperties: false }).verify()
+  const steps = Object.fromEntries(found.filter((f) => f.kind === 'step').map((f) => [f.step, f.reachable]))
+  assert.deepEqual(steps, { Start: true, Never: false })
+  const [prop] = found.filter((f) => f.kind === 'property')
+  assert.equal(prop.name, 'no-wipe-before-a')
+  assert.equal(prop.holds, false)
+  assert.deepEqual(prop.witness, [{ tool: 'wipe' }])
+  const summary = found.at(-1)
+  assert.equal(summary.kind, 'summary')
+  assert.equal(summary.complete, true)
+  assert.ok(summary.states > 0)
+  // Bounded: past max_states, answers are undecided (null), not false.
+  const bounded = orch.compile(COGNITIVE).verify({ maxStates: 2 })
+  assert.equal(bounded.at(-1).complete, false)
+  assert.ok(bounded.some((f) => f.kind === 'step' && f.reachable === null))
+})

@@ -1,0 +1,395 @@
+/**
+ * A drop-in for AgentDock's orchestration manager, backed by orch: the same class shape
+ * (`getAllowedTools`, `processToolUsage`, `getActiveStep`, `getState`, …), the same
+ * arguments (the template's `orchestration` object, the conversation's messages, the
+ * session id, the host's tool ids) and state kept in the same storage interface
+ * (AgentDock's `StorageProvider`: `get`, `set`, `delete`).
+ *
+ * ```ts
+ * // before: import { createOrchestrationManager } from 'agentdock-core'
+ * import { createOrchestrationManager } from '@orch/core/agentdock'
+ * const manager = createOrchestrationManager({ storageProvider })
+ * const tools = await manager.getAllowedTools(template.orchestration, messages, sessionId, toolIds)
+ * const refusal = await manager.checkToolUsage(template.orchestration, messages, sessionId, name)
+ * if (!refusal) { await runTool(); await manager.processToolUsage(template.orchestration, messages, sessionId, name) }
+ * ```
+ *
+ * What changes for its users (docs/typescript.md has the list): the template is
+ * compiled and checked once (a broken one throws `TemplateError` with every diagnostic
+ * instead of misbehaving at run time); message conditions (`message_contains`,
+ * `message_regex`), sequence groups, `resetSequenceOn` and approval gates work; a call
+ * can be judged before it runs (`checkToolUsage`, in the words orch gives a model);
+ * calls on one session are serialised, so concurrent tool results do not lose
+ * updates within a process; and the stored state is orch's snapshot (with AgentDock's
+ * fields beside it for readers).
+ *
+ * @module
+ */
+import { createRequire } from 'node:module'
+import type { Machine, Refusal, Session } from '../index.js'
+
+const require = createRequire(import.meta.url)
+
+/** AgentDock's storage interface (the part the manager uses). */
+export interface StorageProvider {
+  get<T>(key: string, options?: StorageOptions): Promise<T | null>
+  set<T>(key: string, value: T, options?: StorageOptions): Promise<void>
+  delete(key: string, options?: StorageOptions): Promise<boolean>
+}
+
+/** AgentDock's storage options (the part the manager uses). */
+export interface StorageOptions {
+  /** Time to live, in seconds. */
+  ttlSeconds?: number
+  /** A namespace instead of the provider's. */
+  namespace?: string
+}
+
+/** A storage provider in memory, like AgentDock's default (values kept as given). */
+export class MemoryStorageProvider implements StorageProvider {
+  private readonly items = new Map<string, { value: unknown; expiresAt?: number }>()
+
+  async get<T>(key: string): Promise<T | null> {
+    const item = this.items.get(key)
+    if (item === undefined) return null
+    if (item.expiresAt !== undefined && item.expiresAt <= Date.now()) {
+      this.items.delete(key)
+      return null
+    }
+    return item.value as T
+  }
+
+  async set<T>(key: string, value: T, options: StorageOptions = {}): Promise<void> {
+    const ttl = options.ttlSeconds
+    this.items.set(key, { value, expiresAt: ttl !== undefined && ttl > 0 ? Date.now() + ttl * 1000 : undefined })
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return this.items.delete(key)
+  }
+}
+
+/** AgentDock's condition of a step. */
+export interface OrchestrationCondition {
+  type: string
+  value?: string
+  description?: string
+}
+
+/** AgentDock's step. */
+export interface OrchestrationStep {
+  name: string
+  description?: string
+  conditions?: OrchestrationCondition[]
+  availableTools?: { allowed?: string[]; denied?: string[]; [key: string]: unknown }
+  isDefault?: boolean
+  sequence?: Array<string | string[]>
+  [key: string]: unknown
+}
+
+/** AgentDock's orchestration (a template's `orchestration`). */
+export interface OrchestrationConfig {
+  steps: OrchestrationStep[]
+  description?: string | string[]
+  [key: string]: unknown
+}
+
+/** A conversation message, as AgentDock passes them (only user messages are read). */
+export interface LLMMessage {
+  role: string
+  content: unknown
+}
+
+/** The AI-facing state AgentDock's `getState` returns. */
+export interface AIOrchestrationState {
+  sessionId: string
+  recentlyUsedTools: string[]
+  activeStep?: string
+  sequenceIndex?: number
+  cumulativeTokenUsage?: { promptTokens: number; completionTokens: number; totalTokens: number }
+}
+
+/** What the manager stores per session: AgentDock's fields, and orch's snapshot. */
+export interface OrchestrationState extends AIOrchestrationState {
+  lastAccessed: number
+  ttl: number
+  orch: {
+    /** The session's snapshot (the Rust crates' format), base64. */
+    snapshot: string
+    /** The fingerprint of the template it was taken under. */
+    fingerprint: string
+    /** How many user messages of the conversation were seen, and the last one. */
+    userMessages: number
+    lastUserMessage?: string
+  }
+}
+
+/** The engine the manager compiles with (the package's own by default; the tests and
+ * the benchmark pass the WebAssembly build). */
+export interface Engine {
+  compile(template: string): Machine
+}
+
+/** Options of the manager (AgentDock's, plus `engine`). */
+export interface OrchestrationManagerOptions {
+  storageProvider?: StorageProvider
+  /** Keys are `<namespace>:<sessionId>` (default `orchestration-state`, as AgentDock's). */
+  storageNamespace?: string
+  cleanup?: { ttlMs?: number }
+  engine?: Engine
+}
+
+const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
+
+function base64(bytes: Uint8Array): string {
+  if (typeof Buffer !== 'undefined') return Buffer.from(bytes).toString('base64')
+  let text = ''
+  for (const b of bytes) text += String.fromCharCode(b)
+  return btoa(text)
+}
+
+function unbase64(text: string): Uint8Array {
+  if (typeof Buffer !== 'undefined') return new Uint8Array(Buffer.from(text, 'base64'))
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
+}
+
+/** The text of a message (AgentDock messages carry a string or parts with `text`). */
+function textOf(message: LLMMessage): string {
+  if (typeof message.content === 'string') return message.content
+  if (Array.isArray(message.content)) {
+    return message.content
+      .map((p: unknown) => (p && typeof p === 'object' && 'text' in p && typeof p.text === 'string' ? p.text : ''))
+      .join('')
+  }
+  return ''
+}
+
+/** AgentDock's `OrchestrationManager`, backed by orch. */
+export class OrchestrationManager {
+  private readonly storage: StorageProvider
+  private readonly namespace: string
+  private readonly ttlMs: number
+  private readonly engine: Engine
+  private readonly machines = new WeakMap<object, Machine>()
+  private readonly byText = new Map<string, Machine>()
+  private readonly queues = new Map<string, Promise<unknown>>()
+
+  constructor(options: OrchestrationManagerOptions = {}) {
+    this.storage = options.storageProvider ?? new MemoryStorageProvider()
+    this.namespace = options.storageNamespace ?? 'orchestration-state'
+    this.ttlMs = options.cleanup?.ttlMs ?? DEFAULT_TTL_MS
+    this.engine = options.engine ?? (require('../index.js') as Engine)
+  }
+
+  /** The machine of `orchestration`, compiled once (throws `TemplateError`). */
+  machine(orchestration: OrchestrationConfig): Machine {
+    const known = this.machines.get(orchestration)
+    if (known !== undefined) return known
+    const text = JSON.stringify({ name: 'agentdock', orchestration })
+    let machine = this.byText.get(text)
+    if (machine === undefined) {
+      machine = this.engine.compile(text)
+      this.byText.set(text, machine)
+    }
+    this.machines.set(orchestration, machine)
+    return machine
+  }
+
+  private key(sessionId: string): string {
+    return `${this.namespace}:${sessionId}`
+  }
+
+  /** Runs `work` after every earlier call on `sessionId` in this process. */
+  private serially<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const before = this.queues.get(sessionId) ?? Promise.resolve()
+    const next = before.then(work, work)
+    const settled = next.catch(() => undefined)
+    this.queues.set(sessionId, settled)
+    void settled.then(() => {
+      if (this.queues.get(sessionId) === settled) this.queues.delete(sessionId)
+    })
+    return next
+  }
+
+  /** Loads the session (fresh when none is stored, or when the template changed so
+   * that the snapshot no longer restores), feeds it the user messages it has not seen,
+   * lets `work` act, and stores it back when `save`. */
+  private async withSession<T>(
+    orchestration: OrchestrationConfig,
+    messages: readonly LLMMessage[],
+    sessionId: string,
+    available: readonly string[] | undefined,
+    save: boolean,
+    work: (session: Session, machine: Machine) => T,
+  ): Promise<T> {
+    return this.serially(sessionId, async () => {
+      const machine = this.machine(orchestration)
+      const stored = await this.storage.get<OrchestrationState>(this.key(sessionId))
+      let session: Session
+      let seen = 0
+      let last: string | undefined
+      if (stored?.orch) {
+        try {
+          session = machine.restore(unbase64(stored.orch.snapshot))
+          seen = stored.orch.userMessages
+          last = stored.orch.lastUserMessage
+        } catch {
+          session = machine.session()
+        }
+      } else {
+        session = machine.session()
+      }
+      if (available !== undefined) session.setAvailable([...available])
+      const users = messages.filter((m) => m.role === 'user')
+      let changed = false
+      if (users.length > seen) {
+        for (const m of users.slice(seen)) session.onUserMessage(textOf(m))
+        changed = true
+      } else if (users.length > 0) {
+        const text = textOf(users[users.length - 1] as LLMMessage)
+        if (text !== last) {
+          session.onUserMessage(text)
+          changed = true
+        }
+      }
+      const lastUser = users.length > 0 ? textOf(users[users.length - 1] as LLMMessage) : last
+      const result = work(session, machine)
+      if (save || changed || stored === null) {
+        await this.store(sessionId, session, machine, users.length, lastUser, stored)
+      }
+      return result
+    })
+  }
+
+  private async store(
+    sessionId: string,
+    session: Session,
+    machine: Machine,
+    userMessages: number,
+    lastUserMessage: string | undefined,
+    before: OrchestrationState | null,
+  ): Promise<void> {
+    const history = session.history.filter((t): t is string => t !== null).reverse()
+    const recent: string[] = []
+    for (const t of history) if (!recent.includes(t)) recent.push(t)
+    const state: OrchestrationState = {
+      ...(before ?? {}),
+      sessionId,
+      activeStep: session.step ?? undefined,
+      sequenceIndex: session.sequenceIndex,
+      recentlyUsedTools: recent,
+      lastAccessed: Date.now(),
+      ttl: this.ttlMs,
+      orch: {
+        snapshot: base64(session.snapshot()),
+        fingerprint: machine.fingerprint,
+        userMessages,
+        lastUserMessage,
+      },
+    }
+    await this.storage.set(this.key(sessionId), state, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
+  }
+
+  /** Creates the session's state if there is none; `null` when the storage fails. */
+  async ensureStateExists(sessionId: string): Promise<OrchestrationState | null> {
+    try {
+      return await this.storage.get<OrchestrationState>(this.key(sessionId))
+    } catch {
+      return null
+    }
+  }
+
+  /** The active step of the session, as the template's step object. */
+  async getActiveStep(
+    orchestration: OrchestrationConfig,
+    messages: LLMMessage[],
+    sessionId: string,
+  ): Promise<OrchestrationStep | undefined> {
+    const name = await this.withSession(orchestration, messages, sessionId, undefined, false, (s) => s.step)
+    return orchestration.steps.find((s) => s.name === name)
+  }
+
+  /** The tools of `allToolIds` the session allows now (tool ids the template does not
+   * name are judged by the step's patterns). */
+  async getAllowedTools(
+    orchestration: OrchestrationConfig,
+    messages: LLMMessage[],
+    sessionId: string,
+    allToolIds: string[],
+  ): Promise<string[]> {
+    if (!orchestration?.steps?.length) return allToolIds
+    return this.withSession(orchestration, messages, sessionId, allToolIds, false, (s) => s.allowed())
+  }
+
+  /** Not in AgentDock: `null` when `toolName` may run now, else why not (in the words
+   * orch gives a model). Call it before running a tool. */
+  async checkToolUsage(
+    orchestration: OrchestrationConfig,
+    messages: LLMMessage[],
+    sessionId: string,
+    toolName: string,
+    allToolIds?: string[],
+  ): Promise<Refusal | null> {
+    return this.withSession(orchestration, messages, sessionId, allToolIds, false, (s) => s.check(toolName))
+  }
+
+  /** Records that `toolName` ran: the sequence advances, conditions on tools are
+   * evaluated, the state is stored. */
+  async processToolUsage(
+    orchestration: OrchestrationConfig,
+    messages: LLMMessage[],
+    sessionId: string,
+    toolName: string,
+  ): Promise<void> {
+    if (!orchestration?.steps?.length) return
+    await this.withSession(orchestration, messages, sessionId, undefined, true, (s) => {
+      s.record(toolName)
+    })
+  }
+
+  /** The AI-facing state (`null` when the session has none or the storage fails). */
+  async getState(sessionId: string): Promise<AIOrchestrationState | null> {
+    try {
+      const state = await this.storage.get<OrchestrationState>(this.key(sessionId))
+      if (state === null) return null
+      const { sessionId: id, recentlyUsedTools, activeStep, sequenceIndex, cumulativeTokenUsage } = state
+      return { sessionId: id, recentlyUsedTools, activeStep, sequenceIndex, cumulativeTokenUsage }
+    } catch {
+      return null
+    }
+  }
+
+  /** Updates fields orch does not own (such as `cumulativeTokenUsage`). The workflow's
+   * own fields (`activeStep`, `sequenceIndex`, `recentlyUsedTools`, `orch`) change only
+   * through messages and tool usage: updating them throws. */
+  async updateState(sessionId: string, partialState: Partial<OrchestrationState>): Promise<OrchestrationState | null> {
+    const owned = ['activeStep', 'sequenceIndex', 'recentlyUsedTools', 'orch'].filter((k) => k in partialState)
+    if (owned.length > 0) {
+      throw new Error(
+        `orch owns ${owned.map((k) => `\`${k}\``).join(', ')}: the workflow's state changes through messages and tool usage, not updateState`,
+      )
+    }
+    return this.serially(sessionId, async () => {
+      const state = await this.storage.get<OrchestrationState>(this.key(sessionId))
+      if (state === null) return null
+      const next = { ...state, ...partialState, lastAccessed: Date.now() }
+      await this.storage.set(this.key(sessionId), next, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
+      return next
+    })
+  }
+
+  /** Back to a fresh session (the stored state is removed). */
+  async resetState(sessionId: string): Promise<void> {
+    await this.serially(sessionId, () => this.storage.delete(this.key(sessionId)))
+  }
+
+  /** Forgets the session. */
+  async removeSession(sessionId: string): Promise<void> {
+    await this.resetState(sessionId)
+  }
+}
+
+/** AgentDock's factory. */
+export function createOrchestrationManager(options: OrchestrationManagerOptions = {}): OrchestrationManager {
+  return new OrchestrationManager(options)
+}
