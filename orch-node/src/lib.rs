@@ -7,7 +7,9 @@
 //! and the AgentDock drop-in.
 #![deny(missing_docs)]
 
-use napi::bindgen_prelude::{Env, Error, JsObjectValue, Result, Status, Uint8Array};
+use napi::bindgen_prelude::{
+    Env, Error, JsObjectValue, Result, Status, Uint8Array, Uint8ArraySlice,
+};
 use napi_derive::napi;
 use orch_agent::Policy;
 use orch_codegen::diagnostic::{placed, summary, Placed};
@@ -557,7 +559,9 @@ impl Session {
 
     /// The session as bytes: the binary snapshot format of the Rust crates.
     #[napi]
-    pub fn snapshot(&self) -> Uint8Array {
-        Uint8Array::from(self.live.borrow_dependent().snapshot().to_bytes())
+    pub fn snapshot<'env>(&self, env: &'env Env) -> Result<Uint8ArraySlice<'env>> {
+        // Copied into memory JavaScript owns: cheaper than handing over the Rust
+        // buffer as an external one (which V8 tracks with a finaliser).
+        Uint8ArraySlice::copy_from(env, self.live.borrow_dependent().snapshot().to_bytes())
     }
 }

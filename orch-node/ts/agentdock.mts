@@ -141,6 +141,21 @@ export interface OrchestrationManagerOptions {
 
 const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
 
+/** How many sessions a manager keeps live in memory beside the storage (restoring one
+ * from its snapshot is the cost it saves; the storage stays the truth). */
+export const LIVE_SESSIONS = 10_000
+
+/** How many recently used tools the state lists (AgentDock keeps ten). */
+const RECENT_TOOLS = 10
+
+/** A session kept live: valid while the storage holds `snapshot`. */
+interface Live {
+  machine: Machine
+  session: Session
+  snapshot: string
+  available: string | undefined
+}
+
 function base64(bytes: Uint8Array): string {
   if (typeof Buffer !== 'undefined') return Buffer.from(bytes).toString('base64')
   let text = ''
@@ -173,6 +188,8 @@ export class OrchestrationManager {
   private readonly machines = new WeakMap<object, Machine>()
   private readonly byText = new Map<string, Machine>()
   private readonly queues = new Map<string, Promise<unknown>>()
+  private readonly live = new Map<string, Live>()
+  private readonly fingerprints = new WeakMap<Machine, string>()
 
   constructor(options: OrchestrationManagerOptions = {}) {
     this.storage = options.storageProvider ?? new MemoryStorageProvider()
@@ -195,6 +212,13 @@ export class OrchestrationManager {
     return machine
   }
 
+  /** The machine's fingerprint, asked once. */
+  private fingerprint(machine: Machine): string {
+    let known = this.fingerprints.get(machine)
+    if (known === undefined) this.fingerprints.set(machine, (known = machine.fingerprint))
+    return known
+  }
+
   private key(sessionId: string): string {
     return `${this.namespace}:${sessionId}`
   }
@@ -213,22 +237,33 @@ export class OrchestrationManager {
 
   /** Loads the session (fresh when none is stored, or when the template changed so
    * that the snapshot no longer restores), feeds it the user messages it has not seen,
-   * lets `work` act, and stores it back when `save`. */
+   * lets `work` act, and stores it back when something changed (`used`: the tool that
+   * ran, for AgentDock's `recentlyUsedTools`). */
   private async withSession<T>(
     orchestration: OrchestrationConfig,
     messages: readonly LLMMessage[],
     sessionId: string,
     available: readonly string[] | undefined,
-    save: boolean,
+    used: string | undefined,
     work: (session: Session, machine: Machine) => T,
   ): Promise<T> {
     return this.serially(sessionId, async () => {
       const machine = this.machine(orchestration)
       const stored = await this.storage.get<OrchestrationState>(this.key(sessionId))
+      // The session this process last stored, when the storage still holds exactly that
+      // snapshot (taken out while in use: a failed call leaves nothing half-changed).
+      const cached = this.live.get(sessionId)
+      this.live.delete(sessionId)
       let session: Session
       let seen = 0
       let last: string | undefined
-      if (stored?.orch) {
+      let hosted: string | undefined
+      if (stored?.orch && cached && cached.machine === machine && cached.snapshot === stored.orch.snapshot) {
+        session = cached.session
+        hosted = cached.available
+        seen = stored.orch.userMessages
+        last = stored.orch.lastUserMessage
+      } else if (stored?.orch) {
         try {
           session = machine.restore(unbase64(stored.orch.snapshot))
           seen = stored.orch.userMessages
@@ -239,7 +274,11 @@ export class OrchestrationManager {
       } else {
         session = machine.session()
       }
-      if (available !== undefined) session.setAvailable([...available])
+      if (available !== undefined) {
+        const key = available.join('\u0000')
+        if (key !== hosted) session.setAvailable([...available])
+        hosted = key
+      }
       const users = messages.filter((m) => m.role === 'user')
       let changed = false
       if (users.length > seen) {
@@ -254,9 +293,12 @@ export class OrchestrationManager {
       }
       const lastUser = users.length > 0 ? textOf(users[users.length - 1] as LLMMessage) : last
       const result = work(session, machine)
-      if (save || changed || stored === null) {
-        await this.store(sessionId, session, machine, users.length, lastUser, stored)
+      let snapshot = stored?.orch?.snapshot
+      if (used !== undefined || changed || stored === null) {
+        const ran = used === undefined ? undefined : [used, ...(stored?.recentlyUsedTools ?? []).filter((t) => t !== used)]
+        snapshot = await this.store(sessionId, session, machine, users.length, lastUser, stored, ran?.slice(0, RECENT_TOOLS))
       }
+      if (snapshot !== undefined) this.keep(sessionId, { machine, session, snapshot, available: hosted })
       return result
     })
   }
@@ -268,26 +310,35 @@ export class OrchestrationManager {
     userMessages: number,
     lastUserMessage: string | undefined,
     before: OrchestrationState | null,
-  ): Promise<void> {
-    const history = session.history.filter((t): t is string => t !== null).reverse()
-    const recent: string[] = []
-    for (const t of history) if (!recent.includes(t)) recent.push(t)
+    recent: string[] | undefined,
+  ): Promise<string> {
     const state: OrchestrationState = {
       ...(before ?? {}),
       sessionId,
       activeStep: session.step ?? undefined,
       sequenceIndex: session.sequenceIndex,
-      recentlyUsedTools: recent,
+      recentlyUsedTools: recent ?? before?.recentlyUsedTools ?? [],
       lastAccessed: Date.now(),
       ttl: this.ttlMs,
       orch: {
         snapshot: base64(session.snapshot()),
-        fingerprint: machine.fingerprint,
+        fingerprint: this.fingerprint(machine),
         userMessages,
         lastUserMessage,
       },
     }
     await this.storage.set(this.key(sessionId), state, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
+    return state.orch.snapshot
+  }
+
+  /** Keeps a session this process stored, the least recently used dropped past
+   * `LIVE_SESSIONS`. */
+  private keep(sessionId: string, entry: Live): void {
+    this.live.set(sessionId, entry)
+    if (this.live.size > LIVE_SESSIONS) {
+      const oldest = this.live.keys().next()
+      if (!oldest.done) this.live.delete(oldest.value)
+    }
   }
 
   /** Creates the session's state if there is none; `null` when the storage fails. */
@@ -305,7 +356,7 @@ export class OrchestrationManager {
     messages: LLMMessage[],
     sessionId: string,
   ): Promise<OrchestrationStep | undefined> {
-    const name = await this.withSession(orchestration, messages, sessionId, undefined, false, (s) => s.step)
+    const name = await this.withSession(orchestration, messages, sessionId, undefined, undefined, (s) => s.step)
     return orchestration.steps.find((s) => s.name === name)
   }
 
@@ -318,7 +369,11 @@ export class OrchestrationManager {
     allToolIds: string[],
   ): Promise<string[]> {
     if (!orchestration?.steps?.length) return allToolIds
-    return this.withSession(orchestration, messages, sessionId, allToolIds, false, (s) => s.allowed())
+    return this.withSession(orchestration, messages, sessionId, allToolIds, undefined, (s) => {
+      // In the host's order, as AgentDock filters `allToolIds`.
+      const allowed = new Set(s.allowed())
+      return allToolIds.filter((t) => allowed.has(t))
+    })
   }
 
   /** Not in AgentDock: `null` when `toolName` may run now, else why not (in the words
@@ -330,7 +385,7 @@ export class OrchestrationManager {
     toolName: string,
     allToolIds?: string[],
   ): Promise<Refusal | null> {
-    return this.withSession(orchestration, messages, sessionId, allToolIds, false, (s) => s.check(toolName))
+    return this.withSession(orchestration, messages, sessionId, allToolIds, undefined, (s) => s.check(toolName))
   }
 
   /** Records that `toolName` ran: the sequence advances, conditions on tools are
@@ -342,7 +397,7 @@ export class OrchestrationManager {
     toolName: string,
   ): Promise<void> {
     if (!orchestration?.steps?.length) return
-    await this.withSession(orchestration, messages, sessionId, undefined, true, (s) => {
+    await this.withSession(orchestration, messages, sessionId, undefined, toolName, (s) => {
       s.record(toolName)
     })
   }
@@ -380,7 +435,10 @@ export class OrchestrationManager {
 
   /** Back to a fresh session (the stored state is removed). */
   async resetState(sessionId: string): Promise<void> {
-    await this.serially(sessionId, () => this.storage.delete(this.key(sessionId)))
+    await this.serially(sessionId, () => {
+      this.live.delete(sessionId)
+      return this.storage.delete(this.key(sessionId))
+    })
   }
 
   /** Forgets the session. */
