@@ -186,7 +186,9 @@ pub struct WitnessEvent {
 #[napi(object)]
 pub struct Finding {
     /// What it is about.
-    #[napi(ts_type = "'step' | 'sequence' | 'trap' | 'blocked' | 'no_tools' | 'property' | 'summary'")]
+    #[napi(
+        ts_type = "'step' | 'sequence' | 'trap' | 'blocked' | 'no_tools' | 'property' | 'summary'"
+    )]
     pub kind: String,
     /// The step (`step`, `sequence`, `trap`).
     pub step: Option<String>,
@@ -499,7 +501,9 @@ impl Session {
     }
 
     /// Records that `tool` ran: the outcome.
-    #[napi(ts_return_type = "'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed'")]
+    #[napi(
+        ts_return_type = "'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed'"
+    )]
     pub fn record(&mut self, tool: String) -> &'static str {
         self.live
             .with_dependent_mut(|_, session| session.record(&tool).as_str())

@@ -115,10 +115,8 @@ fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> Py
     let (_, compiled) = orch_codegen::compile_json_with(source, None, options);
     let found = diagnostics(&compiled, source, path);
     let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
-        let err = TemplateError::new_err(summary(
-            &placed(&compiled.diagnostics, source, path),
-            path,
-        ));
+        let err =
+            TemplateError::new_err(summary(&placed(&compiled.diagnostics, source, path), path));
         err.value(py)
             .setattr("diagnostics", PyList::new(py, found)?)?;
         return Err(err);

@@ -15,7 +15,11 @@
 //! examples; the ones marked `ignore` are illustrations that cannot compile on their
 //! own); then the Python package: its wheel built once with maturin (the dev profile, the
 //! same target directory), installed into `target/ci-tools/py`, and pytest run on the
-//! installed package.
+//! installed package; then the npm package: its dev dependencies from the lockfile
+//! (`npm ci`), and `orch-node/scripts/ci.mjs`, which builds the native addon and the
+//! WebAssembly module once each (napi-rs, the same target directory), packs the packages
+//! (`npm pack`), installs the tarballs into a fresh directory and runs `node --test`
+//! there on the native addon and on WebAssembly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -162,6 +166,43 @@ fn python_package(root: &Path, limit: std::time::Duration) -> Result<bool, Strin
     run_within(pytest, limit)
 }
 
+/// The Rust target the npm package's WebAssembly build is compiled for.
+const WASM_TARGET: &str = "wasm32-wasip1-threads";
+
+/// Is Node.js at least 20 (what the npm package supports) on the PATH?
+fn node_20() -> bool {
+    let Ok(out) = Command::new("node").arg("--version").output() else {
+        return false;
+    };
+    let version = String::from_utf8_lossy(&out.stdout);
+    let major = version.trim().trim_start_matches('v').split('.').next();
+    out.status.success()
+        && major
+            .and_then(|m| m.parse::<u32>().ok())
+            .is_some_and(|m| m >= 20)
+}
+
+/// Builds, packs and tests the npm package (`orch-node`): `npm ci`, then
+/// `node scripts/ci.mjs`. Whether every step succeeded.
+fn node_package(root: &Path, limit: std::time::Duration) -> Result<bool, String> {
+    let start = std::time::Instant::now();
+    let dir = root.join("orch-node");
+    let mut ci = Command::new("npm");
+    ci.current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]);
+    eprintln!("xtask: npm ci (orch-node)");
+    if !run_within(ci, limit)? {
+        return Ok(false);
+    }
+    let mut script = Command::new("node");
+    script
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .arg("scripts/ci.mjs");
+    eprintln!("xtask: node scripts/ci.mjs (orch-node: build, npm pack, install, node --test)");
+    run_within(script, limit.saturating_sub(start.elapsed()))
+}
+
 fn venv_python(root: &Path) -> PathBuf {
     match std::env::var_os("ORCH_TEST_PYTHON") {
         Some(p) => PathBuf::from(p),
@@ -254,6 +295,23 @@ fn components() -> Vec<Component> {
             how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' langgraph==1.2.22 langchain-openai==1.7.4`",
         },
         Component {
+            name: "Node.js 20+ with npm (the npm package)",
+            present: |_| node_20() && runs("npm", &["--version"]),
+            install: |_| false,
+            how: "install Node.js 20 or later with npm (https://nodejs.org, or your distribution's `nodejs` and `npm` packages if they are 20+)",
+        },
+        Component {
+            name: "the wasm32-wasip1-threads Rust target (the npm package's WebAssembly build)",
+            present: |_| {
+                Command::new("rustup")
+                    .args(["target", "list", "--installed"])
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == WASM_TARGET))
+            },
+            install: |_| run("rustup", &["target", "add", WASM_TARGET]),
+            how: "`rustup target add wasm32-wasip1-threads`",
+        },
+        Component {
             name: "the SARIF SDK's validator",
             present: |root| sarif_tool(root).is_file(),
             install: |root| {
@@ -296,14 +354,25 @@ fn test(cargo_args: &[String]) -> ExitCode {
         Some(i) => (&cargo_args[..i], &cargo_args[i + 1..]),
         None => (cargo_args, &[][..]),
     };
-    // The Python package is built once, by maturin, after the Rust tests.
-    let mut examples = vec!["build", "--workspace", "--exclude", "orch-py", "--examples"];
+    // The Python package is built once, by maturin, and the npm package once per target,
+    // by napi-rs, after the Rust tests.
+    let mut examples = vec![
+        "build",
+        "--workspace",
+        "--exclude",
+        "orch-py",
+        "--exclude",
+        "orch-node",
+        "--examples",
+    ];
     examples.extend(before.iter().map(String::as_str));
     let mut tests = vec![
         "test",
         "--workspace",
         "--exclude",
         "orch-py",
+        "--exclude",
+        "orch-node",
         "--no-fail-fast",
         "--lib",
         "--bins",
@@ -312,7 +381,15 @@ fn test(cargo_args: &[String]) -> ExitCode {
     tests.extend(before.iter().map(String::as_str));
     tests.extend(["--", "--include-ignored"]);
     tests.extend(after.iter().map(String::as_str));
-    let mut docs = vec!["test", "--workspace", "--exclude", "orch-py", "--doc"];
+    let mut docs = vec![
+        "test",
+        "--workspace",
+        "--exclude",
+        "orch-py",
+        "--exclude",
+        "orch-node",
+        "--doc",
+    ];
     docs.extend(before.iter().map(String::as_str));
     if !after.is_empty() {
         docs.push("--");
@@ -334,13 +411,28 @@ fn test(cargo_args: &[String]) -> ExitCode {
             }
         }
     }
-    match python_package(&root, limit.saturating_sub(start.elapsed())) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("xtask: {e}");
-            ExitCode::FAILURE
+    // Both packages are tested even when one fails, so that one run reports both.
+    let mut passed = true;
+    for (name, package) in [
+        ("the Python package", python_package as fn(&Path, _) -> _),
+        ("the npm package", node_package),
+    ] {
+        match package(&root, limit.saturating_sub(start.elapsed())) {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!("xtask: {name} failed");
+                passed = false;
+            }
+            Err(e) => {
+                eprintln!("xtask: {name}: {e}");
+                passed = false;
+            }
         }
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
