@@ -145,7 +145,10 @@ pub fn findings(found: &Exploration, props: &[PropertyFinding]) -> Vec<Finding> 
             ..Finding::new(Kind::Trap)
         });
     }
-    for (kind, w) in [(Kind::Blocked, &found.blocked), (Kind::NoTools, &found.no_tools)] {
+    for (kind, w) in [
+        (Kind::Blocked, &found.blocked),
+        (Kind::NoTools, &found.no_tools),
+    ] {
         if let Some(w) = w {
             out.push(Finding {
                 witness: Some(witness(w)),
