@@ -6,7 +6,7 @@
 // approvals. Nothing disallowed executes.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { generateText, stepCountIs, tool } from 'ai'
+import { generateText, stepCountIs, streamText, tool } from 'ai'
 import { createOpenAI } from '@ai-sdk/openai'
 import { z } from 'zod'
 import { compile } from '@orch/core'
@@ -195,4 +195,36 @@ test('an approval is for one exact call: other arguments are asked again, never 
   assert.deepEqual(ran, [])
   assert.equal(await run.tools.issue_refund.execute({ order: 7 }, { toolCallId: 'y', messages: [] }), 'issue_refund done for 7')
   assert.deepEqual(ran, ['issue_refund(7)'])
+})
+
+test('streamText: the same guarantees while streaming', async () => {
+  const fake = await ScriptedOpenAI.start(MISBEHAVING)
+  const ran = []
+  try {
+    const run = orchestrate(compile(COGNITIVE).session(), researchTools(ran))
+    const openai = createOpenAI({ baseURL: fake.baseURL, apiKey: 'not-a-key' })
+    run.onUserMessage(MISBEHAVING_QUESTION)
+    const result = streamText({
+      model: run.model(openai.chat('fake')),
+      prompt: MISBEHAVING_QUESTION,
+      stopWhen: stepCountIs(20),
+      ...run.settings(),
+    })
+    let streamed = ''
+    for await (const delta of result.textStream) streamed += delta
+    assert.equal(streamed, 'AI changes jobs: see the analysis.')
+    assert.deepEqual(ran, ['search', 'think', 'reflect'])
+    assert.equal(run.session.sequenceIndex, 3)
+    // Forced steps were asked plainly (and corrected); the free ones streamed.
+    assert.deepEqual(
+      fake.requests.map((r, i) => [fake.toolChoice(i) ?? 'auto', r.stream === true]),
+      [
+        ['search', false], ['search', false], ['search', false], ['search', false], ['search', false],
+        ['think', false], ['reflect', false], ['auto', true], ['auto', true],
+      ],
+    )
+    assert.match(fake.toolResults(1)[0], /`think` was not run/)
+  } finally {
+    await fake.close()
+  }
 })

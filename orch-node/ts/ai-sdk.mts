@@ -35,7 +35,7 @@
  *
  * @module
  */
-import { wrapLanguageModel } from 'ai'
+import { simulateStreamingMiddleware, wrapLanguageModel } from 'ai'
 import type {
   LanguageModel,
   LanguageModelMiddleware,
@@ -76,6 +76,11 @@ export function reminder(tool: string): string {
 export type ToolApproval = (options: {
   toolCall: { toolName: string; input: unknown }
 }) => ToolApprovalStatus | PromiseLike<ToolApprovalStatus>
+
+/** What a middleware's `wrapGenerate` is given. */
+type Generate = Parameters<NonNullable<LanguageModelMiddleware['wrapGenerate']>>[0]
+/** A model call's reply. */
+type Generated = Awaited<ReturnType<Generate['doGenerate']>>
 
 /** What to spread into `generateText` / `streamText` / `ToolLoopAgent`. */
 export type Settings<TOOLS extends ToolSet> = {
@@ -224,59 +229,76 @@ export class Orchestration<TOOLS extends ToolSet> {
   model(model: Exclude<LanguageModel, string>): Exclude<LanguageModel, string> {
     const middleware: LanguageModelMiddleware = {
       specificationVersion: 'v4',
-      wrapGenerate: async ({ doGenerate, params, model: inner }) => {
-        let result = await doGenerate()
-        const choice = params.toolChoice
-        const forced = choice?.type === 'tool' ? choice.toolName : undefined
-        if (forced === undefined) return result
-        let prompt = params.prompt
-        let reminded = 0
-        for (let i = 0; i < CORRECTIONS; i++) {
-          const called = result.content.flatMap((part) => (part.type === 'tool-call' ? [part] : []))
-          if (called.some((c) => c.toolName === forced)) break
-          if (called.length === 0) {
-            if (reminded >= REMINDERS) break
-            reminded += 1
-            const text = result.content.flatMap((part) =>
-              part.type === 'text' ? [{ type: 'text' as const, text: part.text }] : [],
-            )
-            prompt = [
-              ...prompt,
-              { role: 'assistant', content: text },
-              { role: 'user', content: [{ type: 'text', text: reminder(forced) }] },
-            ]
-          } else {
-            prompt = [
-              ...prompt,
-              {
-                role: 'assistant',
-                content: called.map((c) => ({
-                  type: 'tool-call' as const,
-                  toolCallId: c.toolCallId,
-                  toolName: c.toolName,
-                  input: parsedOr(c.input),
-                })),
-              },
-              {
-                role: 'tool',
-                content: called.map((c) => ({
-                  type: 'tool-result' as const,
-                  toolCallId: c.toolCallId,
-                  toolName: c.toolName,
-                  output: {
-                    type: 'error-text' as const,
-                    value: this.session.check(c.toolName)?.message ?? reminder(forced),
-                  },
-                })),
-              },
-            ]
-          }
-          result = await inner.doGenerate({ ...params, prompt })
-        }
-        return result
+      wrapGenerate: ({ doGenerate, params, model: inner }) => this.corrected(doGenerate, params, inner),
+      // A step that forces a tool has nothing to show a user while it streams (its reply
+      // is a tool call): it is generated, corrected, then replayed as a stream.
+      wrapStream: (options) => {
+        const choice = options.params.toolChoice
+        if (choice?.type !== 'tool') return options.doStream()
+        const replay = simulateStreamingMiddleware()
+        const doGenerate = () => this.corrected(options.doGenerate, options.params, options.model)
+        if (replay.wrapStream === undefined) return options.doStream()
+        return replay.wrapStream({ ...options, doGenerate })
       },
     }
     return wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]['model'], middleware })
+  }
+
+  /** The reply of a model call, kept to the tool it forces (see {@link model}). */
+  private async corrected(
+    doGenerate: Generate['doGenerate'],
+    params: Generate['params'],
+    inner: Generate['model'],
+  ): Promise<Generated> {
+    let result = await doGenerate()
+    const choice = params.toolChoice
+    const forced = choice?.type === 'tool' ? choice.toolName : undefined
+    if (forced === undefined) return result
+    let prompt = params.prompt
+    let reminded = 0
+    for (let i = 0; i < CORRECTIONS; i++) {
+      const called = result.content.flatMap((part) => (part.type === 'tool-call' ? [part] : []))
+      if (called.some((c) => c.toolName === forced)) break
+      if (called.length === 0) {
+        if (reminded >= REMINDERS) break
+        reminded += 1
+        const text = result.content.flatMap((part) =>
+          part.type === 'text' ? [{ type: 'text' as const, text: part.text }] : [],
+        )
+        prompt = [
+          ...prompt,
+          { role: 'assistant', content: text },
+          { role: 'user', content: [{ type: 'text', text: reminder(forced) }] },
+        ]
+      } else {
+        prompt = [
+          ...prompt,
+          {
+            role: 'assistant',
+            content: called.map((c) => ({
+              type: 'tool-call' as const,
+              toolCallId: c.toolCallId,
+              toolName: c.toolName,
+              input: parsedOr(c.input),
+            })),
+          },
+          {
+            role: 'tool',
+            content: called.map((c) => ({
+              type: 'tool-result' as const,
+              toolCallId: c.toolCallId,
+              toolName: c.toolName,
+              output: {
+                type: 'error-text' as const,
+                value: this.session.check(c.toolName)?.message ?? reminder(forced),
+              },
+            })),
+          },
+        ]
+      }
+      result = await inner.doGenerate({ ...params, prompt })
+    }
+    return result
   }
 }
 

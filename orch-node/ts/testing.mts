@@ -1,5 +1,6 @@
 /**
- * A scripted OpenAI-compatible chat-completions server on a loopback port, for testing
+ * A scripted OpenAI-compatible chat-completions server on a loopback port (plain or
+ * streamed replies), for testing
  * agents offline (orch's adapter tests and example use it): it answers each request
  * with the next scripted reply — tool calls or text — and keeps every request body, so
  * a test can check what each model call offered, forced and was told.
@@ -41,6 +42,9 @@ export type RequestBody = {
   tool_choice?: string | { type: string; function?: { name: string } }
   [key: string]: unknown
 }
+
+/** A tool call as the API returns it. */
+type ToolCallOut = { id: string; type: string; function: { name: string; arguments: string } }
 
 /** The server. */
 export class ScriptedOpenAI {
@@ -88,7 +92,7 @@ export class ScriptedOpenAI {
       this.requests.push(body)
       const n = this.requests.length
       const reply = this.replies.shift() ?? '(the script has ended)'
-      const message =
+      const message: { role: string; content: string | null; tool_calls?: ToolCallOut[] } =
         typeof reply === 'string'
           ? { role: 'assistant', content: reply }
           : {
@@ -100,15 +104,36 @@ export class ScriptedOpenAI {
                 function: { name, arguments: args },
               })),
             }
+      const finish = typeof reply === 'string' ? 'stop' : 'tool_calls'
+      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }
+      if (body.stream === true) {
+        // Server-sent events, as the API streams: the reply in one delta, then the end.
+        const chunk = (delta: unknown, finishReason: string | null, extra = {}) =>
+          `data: ${JSON.stringify({
+            id: `chatcmpl-${n}`,
+            object: 'chat.completion.chunk',
+            created: 0,
+            model: 'fake',
+            choices: [{ index: 0, delta, finish_reason: finishReason }],
+            ...extra,
+          })}\n\n`
+        const delta =
+          typeof reply === 'string'
+            ? { role: 'assistant', content: reply }
+            : { role: 'assistant', tool_calls: message.tool_calls?.map((c, index) => ({ index, ...c })) }
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.write(chunk(delta, null))
+        res.write(chunk({}, finish, { usage }))
+        res.end('data: [DONE]\n\n')
+        return
+      }
       const payload = JSON.stringify({
         id: `chatcmpl-${n}`,
         object: 'chat.completion',
         created: 0,
         model: 'fake',
-        choices: [
-          { index: 0, message, finish_reason: typeof reply === 'string' ? 'stop' : 'tool_calls' },
-        ],
-        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        choices: [{ index: 0, message, finish_reason: finish }],
+        usage,
       })
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end(payload)
