@@ -80,6 +80,7 @@ run('npm', ['install', '--no-audit', '--no-fund', '--force', ...tarballs, ...PEE
   cwd: fresh,
 })
 cpSync(join(here, 'test'), join(fresh, 'test'), { recursive: true })
+cpSync(join(here, 'examples'), join(fresh, 'examples'), { recursive: true })
 const tests = readdirSync(join(fresh, 'test'))
   .filter((f) => f.endsWith('.test.mjs'))
   .map((f) => join('test', f))

@@ -93,6 +93,8 @@ export type Settings<TOOLS extends ToolSet> = {
 export type OrchestrateOptions = {
   /** Consulted for calls the template does not gate (default: none need approval). */
   toolApproval?: ToolApproval
+  /** Told of every call orch refuses (to log or count them), before the model is. */
+  onRefusal?: (refusal: Refusal) => void
 }
 
 /** The arguments of a call as the session digests them. */
@@ -158,7 +160,10 @@ export class Orchestration<TOOLS extends ToolSet> {
               this.session.approve(name, args)
               refused = this.session.admit(name, args)
             }
-            if (refused) throw new OrchRefusalError(refused)
+            if (refused) {
+              this.options.onRefusal?.(refused)
+              throw new OrchRefusalError(refused)
+            }
             const output: unknown = await (original as (i: unknown, o: unknown) => unknown)(input, options)
             this.session.record(name)
             this.executed.push(name)
@@ -244,6 +249,14 @@ export class Orchestration<TOOLS extends ToolSet> {
     return wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]['model'], middleware })
   }
 
+  /** Why a call made while `forced` is forced does not run, in orch's words. */
+  private refusalText(tool: string, forced: string): string {
+    const refused = this.session.check(tool)
+    if (refused === null) return reminder(forced)
+    this.options.onRefusal?.(refused)
+    return refused.message
+  }
+
   /** The reply of a model call, kept to the tool it forces (see {@link model}). */
   private async corrected(
     doGenerate: Generate['doGenerate'],
@@ -288,10 +301,7 @@ export class Orchestration<TOOLS extends ToolSet> {
               type: 'tool-result' as const,
               toolCallId: c.toolCallId,
               toolName: c.toolName,
-              output: {
-                type: 'error-text' as const,
-                value: this.session.check(c.toolName)?.message ?? reminder(forced),
-              },
+              output: { type: 'error-text' as const, value: this.refusalText(c.toolName, forced) },
             })),
           },
         ]
