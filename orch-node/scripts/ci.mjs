@@ -11,7 +11,7 @@
 //   3. a fresh directory (target/npm/fresh) with the three tarballs and the pinned AI SDK
 //      installed from them and the registry, the tests copied in, and `node --test` run
 //      there twice: on the native addon, and with NAPI_RS_FORCE_WASI=error on the
-//      WebAssembly build.
+//      WebAssembly build; and the declarations type-checked as a TypeScript user sees them.
 //
 // Usage: node scripts/ci.mjs [--release]
 import { execFileSync } from 'node:child_process'
@@ -81,6 +81,8 @@ run('npm', ['install', '--no-audit', '--no-fund', '--force', ...tarballs, ...PEE
 })
 cpSync(join(here, 'test'), join(fresh, 'test'), { recursive: true })
 cpSync(join(here, 'examples'), join(fresh, 'examples'), { recursive: true })
+// The declarations, as a TypeScript user of the installed package sees them.
+run(tsc, ['-p', join('test', 'types', 'tsconfig.json')], { cwd: fresh })
 const tests = readdirSync(join(fresh, 'test'))
   .filter((f) => f.endsWith('.test.mjs'))
   .map((f) => join('test', f))

@@ -1,0 +1,30 @@
+// Type-checked (not run) against the installed package by scripts/ci.mjs: the
+// generated declarations and the adapters' declarations describe the API as used.
+import { generateText, stepCountIs, tool } from 'ai'
+import { z } from 'zod'
+import { check, compile, type Diagnostic, type Finding, type Machine, type Refusal, type Session } from '@orch/core'
+import { orchestrate, OrchRefusalError } from '@orch/core/ai-sdk'
+import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/agentdock'
+import { ScriptedOpenAI, call } from '@orch/core/testing'
+
+const machine: Machine = compile('{}', { path: 'a.json', proveProperties: false })
+const found: Diagnostic[] = check('{}')
+const line: number | undefined = found[0]?.line ?? undefined
+const session: Session = machine.session(['search'])
+const refusal: Refusal | null = session.check('search')
+const kind: 'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected' | undefined =
+  refusal?.kind
+const outcome: 'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed' = session.record('search')
+const bytes: Uint8Array = session.snapshot()
+const again: Session = machine.restore(bytes)
+const findings: Finding[] = machine.verify({ maxStates: 10 })
+const reachable: boolean | null | undefined = findings[0]?.reachable
+
+const tools = { search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q }) }
+const run = orchestrate(again, tools, { onRefusal: (r: Refusal) => void r.message })
+const fake = await ScriptedOpenAI.start([call('search', '{"q":"x"}'), 'done'])
+void generateText({ model: run.model(null as never), prompt: 'x', stopWhen: stepCountIs(3), ...run.settings() })
+const err: Error = new OrchRefusalError({ tool: 't', kind: 'not_allowed', message: 'm' })
+const manager = createOrchestrationManager({ storageProvider: new MemoryStorageProvider() })
+const allowed: Promise<string[]> = manager.getAllowedTools({ steps: [] }, [], 's', ['search'])
+void [line, kind, outcome, reachable, fake, err, allowed]
