@@ -172,11 +172,13 @@ fn the_hot_path_does_not_allocate() {
     assert_eq!(n, 0, "incremental condition state allocated {n} times");
 }
 
-/// The run-time path the Python package drives (`orch-py`): a `DynSession` judged through
-/// the agent policy (`check` that passes), recorded by name, told messages, and its
-/// allowed set computed into a buffer the caller keeps (`for_each_allowed`).
+/// The run-time path the language bindings drive (`orch-py`, `orch-node`): a
+/// `HostedSession` — a `DynSession` that owns its machine, judged through the agent
+/// policy (`check` that passes), recorded by name, told messages, and its allowed set
+/// computed into a buffer it keeps (`for_each_allowed`).
 #[test]
 fn the_run_time_path_of_the_bindings_does_not_allocate() {
+    use orch::agent::hosted::HostedSession;
     use std::hint::black_box;
     let source = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -186,19 +188,17 @@ fn the_run_time_path_of_the_bindings_does_not_allocate() {
     let machine = orch_codegen::compile_json(&source, None)
         .to_machine()
         .expect("it compiles");
-    let policy = orch::agent::Policy::new(machine.tools().to_vec());
-    let mut session = machine.session();
-    let mut scratch = Vec::new();
+    let mut session = HostedSession::new(std::sync::Arc::new(machine), None);
     // The buffer is sized once.
-    session.for_each_allowed(&mut scratch, |_, _| {});
+    session.for_each_allowed(|_, _| {});
     let n = allocations_during(|| {
         for _ in 0..50 {
             session.on_user_message(black_box("Research the impact of AI on jobs"));
             for tool in ["search", "think", "reflect"] {
-                assert!(policy.admit(&session, black_box(tool)).is_ok());
+                assert!(session.check(black_box(tool)).is_none());
                 black_box(session.record(black_box(tool)));
                 let mut count = 0;
-                session.for_each_allowed(&mut scratch, |_, name| {
+                session.for_each_allowed(|_, name| {
                     count += black_box(name).len();
                 });
                 black_box(count);
@@ -208,6 +208,6 @@ fn the_run_time_path_of_the_bindings_does_not_allocate() {
     assert_eq!(n, 0, "the run-time path allocated {n} times");
     // And it agrees with `allowed()`.
     let mut names = Vec::new();
-    session.for_each_allowed(&mut scratch, |_, name| names.push(name.to_owned()));
-    assert_eq!(names, session.allowed());
+    session.for_each_allowed(|_, name| names.push(name.to_owned()));
+    assert_eq!(names, session.session().allowed());
 }

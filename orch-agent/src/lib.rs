@@ -48,6 +48,7 @@ pub mod audit;
 pub mod elicitation;
 #[cfg(feature = "genai")]
 mod genai_model;
+pub mod hosted;
 mod model;
 #[cfg(feature = "openai")]
 mod openai;

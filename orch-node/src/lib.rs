@@ -11,12 +11,11 @@ use napi::bindgen_prelude::{
     Env, Error, JsObjectValue, Result, Status, Uint8Array, Uint8ArraySlice,
 };
 use napi_derive::napi;
-use orch_agent::Policy;
+use orch_agent::hosted::HostedSession;
 use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
-use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::{CallDigest, Snapshot, Verdict};
+use orch_runtime::dynamic::DynMachine;
 use std::sync::Arc;
 
 /// One finding of the compiler.
@@ -278,8 +277,9 @@ impl Machine {
     /// step's patterns.
     #[napi]
     pub fn session(&self, available: Option<Vec<String>>) -> Session {
-        let live = Live::new(Arc::clone(&self.machine), |m| DynSession::new(m));
-        Session::new(live, available)
+        Session {
+            hosted: HostedSession::new(Arc::clone(&self.machine), available),
+        }
     }
 
     /// A session restored from `snapshot` (bytes from `Session.snapshot()`, or from the
@@ -293,22 +293,9 @@ impl Machine {
         snapshot: Uint8Array,
         available: Option<Vec<String>>,
     ) -> Result<Session> {
-        let parsed = match Snapshot::from_bytes(&snapshot) {
-            Ok(parsed) => parsed,
-            Err(e) => {
-                let message = format!("the snapshot cannot be read: {e}");
-                return Err(throw_named(&env, "SnapshotError", message, None));
-            }
-        };
-        let live = Live::try_new(Arc::clone(&self.machine), |m| {
-            DynSession::restore(m, &parsed).map(|(session, _report)| session)
-        });
-        match live {
-            Ok(live) => Ok(Session::new(live, available)),
-            Err(e) => {
-                let message = format!("the snapshot cannot be restored: {e}");
-                Err(throw_named(&env, "SnapshotError", message, None))
-            }
+        match HostedSession::restore(Arc::clone(&self.machine), &snapshot, available) {
+            Ok(hosted) => Ok(Session { hosted }),
+            Err(message) => Err(throw_named(&env, "SnapshotError", message, None)),
         }
     }
 
@@ -351,15 +338,6 @@ impl Machine {
     }
 }
 
-self_cell::self_cell!(
-    /// A session and the machine it runs on, owned together.
-    struct Live {
-        owner: Arc<DynMachine>,
-        #[covariant]
-        dependent: DynSession,
-    }
-);
-
 /// Why a tool may not run now, in the same words orch uses everywhere.
 #[napi(object)]
 pub struct Refusal {
@@ -397,26 +375,12 @@ pub struct Approval {
 /// also keeps one tool call of a session at a time).
 #[napi]
 pub struct Session {
-    live: Live,
-    policy: Policy,
-    /// The allowed set, computed in place.
-    scratch: Vec<u64>,
+    hosted: HostedSession,
 }
 
-impl Session {
-    fn new(mut live: Live, available: Option<Vec<String>>) -> Session {
-        let host = match available {
-            Some(names) => names,
-            None => live.borrow_owner().tools().to_vec(),
-        };
-        let policy = Policy::new(host);
-        live.with_dependent_mut(|_, session| policy.prepare(session));
-        Session {
-            live,
-            policy,
-            scratch: Vec::new(),
-        }
-    }
+/// The words of a call's arguments (`{}` when none are given).
+fn args(arguments: &Option<String>) -> &str {
+    arguments.as_deref().unwrap_or("{}")
 }
 
 #[napi]
@@ -425,16 +389,15 @@ impl Session {
     #[napi]
     pub fn allowed(&mut self) -> Vec<String> {
         let mut out = Vec::new();
-        let session = self.live.borrow_dependent();
-        session.for_each_allowed(&mut self.scratch, |_, name| out.push(name.to_owned()));
+        self.hosted
+            .for_each_allowed(|_, name| out.push(name.to_owned()));
         out
     }
 
     /// `null` when `tool` may run now, else the refusal.
     #[napi]
     pub fn check(&self, tool: String) -> Option<Refusal> {
-        let session = self.live.borrow_dependent();
-        self.policy.admit(session, &tool).err().map(refusal)
+        self.hosted.check(&tool).map(refusal)
     }
 
     /// `check` for this exact call (`args`: its arguments as JSON text, default `{}`):
@@ -442,61 +405,45 @@ impl Session {
     /// is refused as `rejected` on a held rejection. Changes nothing.
     #[napi]
     pub fn check_call(&self, tool: String, args: Option<String>) -> Option<Refusal> {
-        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
-        let session = self.live.borrow_dependent();
-        self.policy.refusal_of(session, &tool, &call).map(refusal)
+        self.hosted
+            .check_call(&tool, self::args(&args))
+            .map(refusal)
     }
 
     /// Admits this exact call before the host runs it: `checkCall`, but an approval it
     /// passes on is consumed (one approval, one call). `null` when it may run.
     #[napi]
     pub fn admit(&mut self, tool: String, args: Option<String>) -> Option<Refusal> {
-        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
-        let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.admit_call(session, &tool, &call).err())
-            .map(refusal)
+        self.hosted.admit(&tool, self::args(&args)).map(refusal)
     }
 
     /// This exact call was put to a human: the session holds the question (until the
     /// next event), and the call still needs an approval.
     #[napi]
     pub fn ask(&mut self, tool: String, args: Option<String>) {
-        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
-        let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.ask_call(session, &tool, call));
+        self.hosted.ask(&tool, self::args(&args));
     }
 
     /// A human approved this exact call: the session holds the approval (until the next
     /// event), and `admit` lets the call through once.
     #[napi]
     pub fn approve(&mut self, tool: String, args: Option<String>) {
-        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
-        self.live
-            .with_dependent_mut(|_, session| session.approve(call));
+        self.hosted.approve(&tool, self::args(&args));
     }
 
     /// A human rejected this exact call: the session holds the rejection, and the call
     /// is refused as `rejected` until the next event.
     #[napi]
     pub fn reject(&mut self, tool: String, args: Option<String>) {
-        let call = CallDigest::of_text(&tool, args.as_deref().unwrap_or("{}"));
-        self.live
-            .with_dependent_mut(|_, session| session.reject(call));
+        self.hosted.reject(&tool, self::args(&args));
     }
 
     /// The verdict the session holds on a call, if any.
     #[napi(getter)]
     pub fn approval(&self) -> Option<Approval> {
-        self.live.borrow_dependent().approval().map(|a| Approval {
-            digest: a.call.to_string(),
-            verdict: match a.verdict {
-                Verdict::Pending => "pending",
-                Verdict::Approved => "approved",
-                Verdict::Rejected => "rejected",
-            }
-            .to_owned(),
+        self.hosted.approval().map(|(digest, verdict)| Approval {
+            digest,
+            verdict: verdict.to_owned(),
         })
     }
 
@@ -505,60 +452,55 @@ impl Session {
         ts_return_type = "'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed'"
     )]
     pub fn record(&mut self, tool: String) -> &'static str {
-        self.live
-            .with_dependent_mut(|_, session| session.record(&tool).as_str())
+        self.hosted.record(&tool)
     }
 
     /// A user message: message conditions and sequence resets are evaluated.
     #[napi]
     pub fn on_user_message(&mut self, text: String) {
-        self.live
-            .with_dependent_mut(|_, session| session.on_user_message(&text));
+        self.hosted.on_user_message(&text);
     }
 
     /// The host's tools (names the template does not declare are foreign tools).
     #[napi]
     pub fn set_available(&mut self, tools: Vec<String>) {
-        self.policy = Policy::new(tools);
-        let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.prepare(session));
+        self.hosted.set_available(tools);
     }
 
     /// Back to a fresh session's state (the host's tools are kept).
     #[napi]
     pub fn reset(&mut self) {
-        self.live.with_dependent_mut(|_, session| session.reset());
+        self.hosted.reset();
     }
 
     /// The active step, if any.
     #[napi(getter)]
     pub fn step(&self) -> Option<&str> {
-        self.live.borrow_dependent().step()
+        self.hosted.session().step()
     }
 
     /// The position in the active step's sequence.
     #[napi(getter)]
     pub fn sequence_index(&self) -> u32 {
-        small(self.live.borrow_dependent().sequence_index())
+        small(self.hosted.session().sequence_index())
     }
 
     /// The tools the active step's unfinished sequence accepts next, if any.
     #[napi(getter)]
     pub fn expected(&self) -> Option<Vec<&str>> {
-        self.live.borrow_dependent().expected()
+        self.hosted.session().expected()
     }
 
     /// The tools the sequence waits for when the host has none of them, if so.
     #[napi(getter)]
     pub fn blocked_on(&self) -> Option<Vec<&str>> {
-        self.live.borrow_dependent().blocked_on()
+        self.hosted.session().blocked_on()
     }
 
     /// The tools recorded, most recent last (`null` for a slot before the first).
     #[napi(getter)]
     pub fn history(&self) -> Vec<Option<&str>> {
-        self.live.borrow_dependent().history()
+        self.hosted.session().history()
     }
 
     /// The session as bytes: the binary snapshot format of the Rust crates.
@@ -566,6 +508,6 @@ impl Session {
     pub fn snapshot<'env>(&self, env: &'env Env) -> Result<Uint8ArraySlice<'env>> {
         // Copied into memory JavaScript owns: cheaper than handing over the Rust
         // buffer as an external one (which V8 tracks with a finaliser).
-        Uint8ArraySlice::copy_from(env, self.live.borrow_dependent().snapshot().to_bytes())
+        Uint8ArraySlice::copy_from(env, self.hosted.snapshot())
     }
 }

@@ -10,13 +10,13 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use orch_agent::{Policy, RefusalKind};
+use orch_agent::hosted::HostedSession;
+use orch_agent::RefusalKind;
 use orch_codegen::diagnostic::{placed, summary};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
 use orch_codegen::Compiled;
-use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::{CallDigest, Snapshot, Verdict};
+use orch_runtime::dynamic::DynMachine;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -199,9 +199,11 @@ impl Machine {
     /// step's patterns.
     #[pyo3(signature = (available = None))]
     fn session(slf: &Bound<'_, Self>, available: Option<Vec<String>>) -> Session {
-        let this = slf.get();
-        let live = Live::new(Arc::clone(&this.machine), |m| DynSession::new(m));
-        Session::new(slf.clone().unbind(), live, available)
+        let hosted = HostedSession::new(Arc::clone(&slf.get().machine), available);
+        Session {
+            machine: slf.clone().unbind(),
+            hosted,
+        }
     }
 
     /// A session restored from `snapshot` (bytes from `Session.snapshot()`, or from the
@@ -213,14 +215,12 @@ impl Machine {
         snapshot: &[u8],
         available: Option<Vec<String>>,
     ) -> PyResult<Session> {
-        let this = slf.get();
-        let parsed = Snapshot::from_bytes(snapshot)
-            .map_err(|e| SnapshotError::new_err(format!("the snapshot cannot be read: {e}")))?;
-        let live = Live::try_new(Arc::clone(&this.machine), |m| {
-            DynSession::restore(m, &parsed).map(|(session, _report)| session)
+        let hosted = HostedSession::restore(Arc::clone(&slf.get().machine), snapshot, available)
+            .map_err(SnapshotError::new_err)?;
+        Ok(Session {
+            machine: slf.clone().unbind(),
+            hosted,
         })
-        .map_err(|e| SnapshotError::new_err(format!("the snapshot cannot be restored: {e}")))?;
-        Ok(Session::new(slf.clone().unbind(), live, available))
     }
 
     /// Explores every state a session can reach (`orch verify`): one dict per finding,
@@ -305,15 +305,6 @@ fn witness<'py>(py: Python<'py>, events: &[report::Step]) -> PyResult<Bound<'py,
     Ok(out)
 }
 
-self_cell::self_cell!(
-    /// A session and the machine it runs on, owned together.
-    struct Live {
-        owner: Arc<DynMachine>,
-        #[covariant]
-        dependent: DynSession,
-    }
-);
-
 /// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
 /// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`) and `message`, the words
 /// orch sends a model everywhere (what is expected next, what is allowed now).
@@ -343,27 +334,7 @@ impl Refusal {
 #[pyclass(module = "orch._orch")]
 struct Session {
     machine: Py<Machine>,
-    live: Live,
-    policy: Policy,
-    /// The allowed set, computed in place.
-    scratch: Vec<u64>,
-}
-
-impl Session {
-    fn new(machine: Py<Machine>, mut live: Live, available: Option<Vec<String>>) -> Session {
-        let host = match available {
-            Some(names) => names,
-            None => live.borrow_owner().tools().to_vec(),
-        };
-        let policy = Policy::new(host);
-        live.with_dependent_mut(|_, session| policy.prepare(session));
-        Session {
-            machine,
-            live,
-            policy,
-            scratch: Vec::new(),
-        }
-    }
+    hosted: HostedSession,
 }
 
 #[pymethods]
@@ -373,20 +344,18 @@ impl Session {
         let machine = self.machine.get();
         let out = PyList::empty(py);
         let mut failed = None;
-        self.live
-            .borrow_dependent()
-            .for_each_allowed(&mut self.scratch, |i, name| {
-                if failed.is_some() {
-                    return;
-                }
-                let appended = match i.and_then(|i| machine.names.get(i)) {
-                    Some(interned) => out.append(interned.bind(py)),
-                    None => out.append(name),
-                };
-                if let Err(e) = appended {
-                    failed = Some(e);
-                }
-            });
+        self.hosted.for_each_allowed(|i, name| {
+            if failed.is_some() {
+                return;
+            }
+            let appended = match i.and_then(|i| machine.names.get(i)) {
+                Some(interned) => out.append(interned.bind(py)),
+                None => out.append(name),
+            };
+            if let Err(e) = appended {
+                failed = Some(e);
+            }
+        });
         match failed {
             Some(e) => Err(e),
             None => Ok(out),
@@ -396,8 +365,7 @@ impl Session {
     /// `None` when `tool` may run now, else the `Refusal` (the same words orch uses
     /// everywhere).
     fn check(&self, tool: &str) -> Option<Refusal> {
-        let session = self.live.borrow_dependent();
-        self.policy.admit(session, tool).err().map(refusal)
+        self.hosted.check(tool).map(refusal)
     }
 
     /// `check` for this exact call (`arguments`: its JSON text): a gated tool passes on a
@@ -405,125 +373,98 @@ impl Session {
     /// on a held rejection (semantics §13). Changes nothing.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
-        let call = CallDigest::of_text(tool, arguments);
-        let session = self.live.borrow_dependent();
-        self.policy.refusal_of(session, tool, &call).map(refusal)
+        self.hosted.check_call(tool, arguments).map(refusal)
     }
 
     /// Admits this exact call before the host runs it: `check_call`, but an approval it
     /// passes on is consumed (one approval, one call). `None` when it may run.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
-        let call = CallDigest::of_text(tool, arguments);
-        let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.admit_call(session, tool, &call).err())
-            .map(refusal)
+        self.hosted.admit(tool, arguments).map(refusal)
     }
 
     /// This exact call was put to a human: the session holds the question (until the
     /// next event), and the call still needs an approval.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn ask(&mut self, tool: &str, arguments: &str) {
-        let call = CallDigest::of_text(tool, arguments);
-        let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.ask_call(session, tool, call));
+        self.hosted.ask(tool, arguments);
     }
 
     /// A human approved this exact call: the session holds the approval (until the next
     /// event), and `admit` lets the call through once.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn approve(&mut self, tool: &str, arguments: &str) {
-        let call = CallDigest::of_text(tool, arguments);
-        self.live
-            .with_dependent_mut(|_, session| session.approve(call));
+        self.hosted.approve(tool, arguments);
     }
 
     /// A human rejected this exact call: the session holds the rejection, and the call
     /// is refused as `rejected` until the next event.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn reject(&mut self, tool: &str, arguments: &str) {
-        let call = CallDigest::of_text(tool, arguments);
-        self.live
-            .with_dependent_mut(|_, session| session.reject(call));
+        self.hosted.reject(tool, arguments);
     }
 
     /// The verdict the session holds on a call, if any: `(digest, verdict)` with the
     /// call's SHA-256 digest in hex and `pending`, `approved` or `rejected`.
     #[getter]
     fn approval(&self) -> Option<(String, &'static str)> {
-        self.live.borrow_dependent().approval().map(|a| {
-            let verdict = match a.verdict {
-                Verdict::Pending => "pending",
-                Verdict::Approved => "approved",
-                Verdict::Rejected => "rejected",
-            };
-            (a.call.to_string(), verdict)
-        })
+        self.hosted.approval()
     }
 
     /// Records that `tool` ran: the outcome (`advanced`, `completed`, `free`,
     /// `out_of_sequence`, `not_allowed`).
     fn record<'py>(&mut self, py: Python<'py>, tool: &str) -> Bound<'py, PyString> {
-        let outcome = self
-            .live
-            .with_dependent_mut(|_, session| session.record(tool).as_str());
-        PyString::intern(py, outcome)
+        PyString::intern(py, self.hosted.record(tool))
     }
 
     /// A user message: message conditions and sequence resets are evaluated.
     fn on_user_message(&mut self, text: &str) {
-        self.live
-            .with_dependent_mut(|_, session| session.on_user_message(text));
+        self.hosted.on_user_message(text);
     }
 
     /// The host's tools (names the template does not declare are foreign tools).
     fn set_available(&mut self, tools: Vec<String>) {
-        self.policy = Policy::new(tools);
-        let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.prepare(session));
+        self.hosted.set_available(tools);
     }
 
     /// Back to a fresh session's state (the host's tools are kept).
     fn reset(&mut self) {
-        self.live.with_dependent_mut(|_, session| session.reset());
+        self.hosted.reset();
     }
 
     /// The active step, if any.
     #[getter]
     fn step(&self) -> Option<&str> {
-        self.live.borrow_dependent().step()
+        self.hosted.session().step()
     }
 
     /// The position in the active step's sequence.
     #[getter]
     fn sequence_index(&self) -> usize {
-        self.live.borrow_dependent().sequence_index()
+        self.hosted.session().sequence_index()
     }
 
     /// The tools the active step's unfinished sequence accepts next, if any.
     #[getter]
     fn expected(&self) -> Option<Vec<&str>> {
-        self.live.borrow_dependent().expected()
+        self.hosted.session().expected()
     }
 
     /// The tools the sequence waits for when the host has none of them, if so.
     #[getter]
     fn blocked_on(&self) -> Option<Vec<&str>> {
-        self.live.borrow_dependent().blocked_on()
+        self.hosted.session().blocked_on()
     }
 
     /// The tools recorded, most recent last (`None` for a slot before the first).
     #[getter]
     fn history(&self) -> Vec<Option<&str>> {
-        self.live.borrow_dependent().history()
+        self.hosted.session().history()
     }
 
     /// The session as bytes: the binary snapshot format of the Rust crates.
     fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.live.borrow_dependent().snapshot().to_bytes())
+        PyBytes::new(py, &self.hosted.snapshot())
     }
 
     /// The machine this session runs on.
@@ -533,7 +474,7 @@ impl Session {
     }
 
     fn __repr__(&self) -> String {
-        let s = self.live.borrow_dependent();
+        let s = self.hosted.session();
         match s.step() {
             Some(step) => format!("<Session step={step:?} index={}>", s.sequence_index()),
             None => "<Session step=None>".to_owned(),

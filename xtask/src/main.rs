@@ -356,40 +356,20 @@ fn test(cargo_args: &[String]) -> ExitCode {
     };
     // The Python package is built once, by maturin, and the npm package once per target,
     // by napi-rs, after the Rust tests.
-    let mut examples = vec![
-        "build",
-        "--workspace",
-        "--exclude",
-        "orch-py",
-        "--exclude",
-        "orch-node",
-        "--examples",
-    ];
+    let packages = ["--exclude", "orch-py", "--exclude", "orch-node"];
+    let mut examples = vec!["build", "--workspace"];
+    examples.extend(packages);
+    examples.push("--examples");
     examples.extend(before.iter().map(String::as_str));
-    let mut tests = vec![
-        "test",
-        "--workspace",
-        "--exclude",
-        "orch-py",
-        "--exclude",
-        "orch-node",
-        "--no-fail-fast",
-        "--lib",
-        "--bins",
-        "--tests",
-    ];
+    let mut tests = vec!["test", "--workspace"];
+    tests.extend(packages);
+    tests.extend(["--no-fail-fast", "--lib", "--bins", "--tests"]);
     tests.extend(before.iter().map(String::as_str));
     tests.extend(["--", "--include-ignored"]);
     tests.extend(after.iter().map(String::as_str));
-    let mut docs = vec![
-        "test",
-        "--workspace",
-        "--exclude",
-        "orch-py",
-        "--exclude",
-        "orch-node",
-        "--doc",
-    ];
+    let mut docs = vec!["test", "--workspace"];
+    docs.extend(packages);
+    docs.push("--doc");
     docs.extend(before.iter().map(String::as_str));
     if !after.is_empty() {
         docs.push("--");

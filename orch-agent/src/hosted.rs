@@ -1,0 +1,170 @@
+//! A session for a host that drives it by tool names from another language: the
+//! session owns its machine (shared by every session of the template), carries the
+//! [`Policy`] of the host's tools, and answers in plain Rust values. The Python and
+//! JavaScript bindings wrap it; nothing here allocates on the hot path (`check`,
+//! `record`, `on_user_message`, the allowed set).
+
+use crate::{Policy, Refusal};
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::{CallDigest, Snapshot, Verdict};
+use std::sync::Arc;
+
+self_cell::self_cell!(
+    /// A session and the machine it runs on, owned together.
+    struct Live {
+        owner: Arc<DynMachine>,
+        #[covariant]
+        dependent: DynSession,
+    }
+);
+
+/// A session that owns its machine, with the host's tools.
+pub struct HostedSession {
+    live: Live,
+    policy: Policy,
+    /// The allowed set, computed in place.
+    scratch: Vec<u64>,
+}
+
+impl HostedSession {
+    /// A fresh session. `available`: the host's tools (default: every declared tool).
+    pub fn new(machine: Arc<DynMachine>, available: Option<Vec<String>>) -> HostedSession {
+        HostedSession::with(Live::new(machine, |m| DynSession::new(m)), available)
+    }
+
+    /// A session restored from snapshot bytes (the binary format every front end
+    /// shares). `Err` says, in words, why the bytes cannot be read or restored.
+    pub fn restore(
+        machine: Arc<DynMachine>,
+        snapshot: &[u8],
+        available: Option<Vec<String>>,
+    ) -> Result<HostedSession, String> {
+        let parsed = Snapshot::from_bytes(snapshot)
+            .map_err(|e| format!("the snapshot cannot be read: {e}"))?;
+        let live = Live::try_new(machine, |m| {
+            DynSession::restore(m, &parsed).map(|(session, _report)| session)
+        })
+        .map_err(|e| format!("the snapshot cannot be restored: {e}"))?;
+        Ok(HostedSession::with(live, available))
+    }
+
+    fn with(mut live: Live, available: Option<Vec<String>>) -> HostedSession {
+        let host = match available {
+            Some(names) => names,
+            None => live.borrow_owner().tools().to_vec(),
+        };
+        let policy = Policy::new(host);
+        live.with_dependent_mut(|_, session| policy.prepare(session));
+        HostedSession {
+            live,
+            policy,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The session, to read where it is (step, sequence index, expected tools, history,
+    /// snapshot).
+    pub fn session(&self) -> &DynSession<'_> {
+        self.live.borrow_dependent()
+    }
+
+    /// The machine it runs on.
+    pub fn machine(&self) -> &Arc<DynMachine> {
+        self.live.borrow_owner()
+    }
+
+    /// Calls `f` with each tool allowed now, in declaration order (its index among the
+    /// declared tools, `None` for a foreign tool), then allowed foreign tools.
+    pub fn for_each_allowed(&mut self, f: impl FnMut(Option<usize>, &str)) {
+        self.live
+            .borrow_dependent()
+            .for_each_allowed(&mut self.scratch, f);
+    }
+
+    /// `None` when `tool` may run now, else why not.
+    pub fn check(&self, tool: &str) -> Option<Refusal> {
+        self.policy.admit(self.session(), tool).err()
+    }
+
+    /// [`check`](Self::check) for this exact call (`arguments`: its JSON text): a gated
+    /// tool passes on a held approval of this call. Changes nothing.
+    pub fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
+        let call = CallDigest::of_text(tool, arguments);
+        self.policy.refusal_of(self.session(), tool, &call)
+    }
+
+    /// Admits this exact call before the host runs it: an approval it passes on is
+    /// consumed. `None` when it may run.
+    pub fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
+        let call = CallDigest::of_text(tool, arguments);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.admit_call(session, tool, &call).err())
+    }
+
+    /// This exact call was put to a human: the session holds the question.
+    pub fn ask(&mut self, tool: &str, arguments: &str) {
+        let call = CallDigest::of_text(tool, arguments);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.ask_call(session, tool, call));
+    }
+
+    /// A human approved this exact call: the session holds the approval.
+    pub fn approve(&mut self, tool: &str, arguments: &str) {
+        let call = CallDigest::of_text(tool, arguments);
+        self.live
+            .with_dependent_mut(|_, session| session.approve(call));
+    }
+
+    /// A human rejected this exact call: the session holds the rejection.
+    pub fn reject(&mut self, tool: &str, arguments: &str) {
+        let call = CallDigest::of_text(tool, arguments);
+        self.live
+            .with_dependent_mut(|_, session| session.reject(call));
+    }
+
+    /// The verdict held on a call, if any: the call's digest (hex) and `pending`,
+    /// `approved` or `rejected`.
+    pub fn approval(&self) -> Option<(String, &'static str)> {
+        self.session().approval().map(|a| {
+            let verdict = match a.verdict {
+                Verdict::Pending => "pending",
+                Verdict::Approved => "approved",
+                Verdict::Rejected => "rejected",
+            };
+            (a.call.to_string(), verdict)
+        })
+    }
+
+    /// Records that `tool` ran: the outcome's word (`advanced`, `completed`, `free`,
+    /// `out_of_sequence`, `not_allowed`).
+    pub fn record(&mut self, tool: &str) -> &'static str {
+        self.live
+            .with_dependent_mut(|_, session| session.record(tool).as_str())
+    }
+
+    /// A user message: message conditions and sequence resets are evaluated.
+    pub fn on_user_message(&mut self, text: &str) {
+        self.live
+            .with_dependent_mut(|_, session| session.on_user_message(text));
+    }
+
+    /// The host's tools change.
+    pub fn set_available(&mut self, tools: Vec<String>) {
+        self.policy = Policy::new(tools);
+        let policy = &self.policy;
+        self.live
+            .with_dependent_mut(|_, session| policy.prepare(session));
+    }
+
+    /// Back to a fresh session's state (the host's tools are kept).
+    pub fn reset(&mut self) {
+        self.live.with_dependent_mut(|_, session| session.reset());
+    }
+
+    /// The session as snapshot bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.session().snapshot().to_bytes()
+    }
+}
