@@ -9,7 +9,10 @@
 // tool to the recently used tools and advances the sequence, then evaluates the step
 // again. Message conditions (`message_contains`, `message_regex`) and sequence groups,
 // which AgentDock's types do not have, are added here so that both sides do the same
-// work on the same template.
+// work on the same template. AgentDock's `logger.debug` calls (which build their
+// argument objects on every call, logged or not) and its `SessionManager` bookkeeping
+// (a stored envelope per session, access times) are left out: this is a lower bound on
+// what AgentDock's own code costs.
 
 /** AgentDock's memory storage provider: values kept as given. */
 export class SharedStorage {

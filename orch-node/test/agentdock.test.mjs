@@ -82,3 +82,14 @@ test("the workflow's own fields are not updated behind its back", async () => {
   assert.deepEqual((await manager.updateState('u', { cumulativeTokenUsage: usage })).cumulativeTokenUsage, usage)
   assert.equal((await manager.getState('u')).sequenceIndex, 1)
 })
+
+test('ensureStateExists creates the state a first call then carries on', async () => {
+  const storageProvider = new MemoryStorageProvider()
+  const manager = createOrchestrationManager({ storageProvider })
+  const created = await manager.ensureStateExists('e')
+  assert.equal(created.sessionId, 'e')
+  assert.deepEqual(created.recentlyUsedTools, [])
+  assert.ok(await storageProvider.get('orchestration-state:e'))
+  assert.deepEqual(await manager.getAllowedTools(ORCHESTRATION, [user('research it')], 'e', NAMES), ['search'])
+  assert.equal((await manager.ensureStateExists('e')).activeStep, 'ResearchMode')
+})

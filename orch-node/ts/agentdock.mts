@@ -341,10 +341,18 @@ export class OrchestrationManager {
     }
   }
 
-  /** Creates the session's state if there is none; `null` when the storage fails. */
-  async ensureStateExists(sessionId: string): Promise<OrchestrationState | null> {
+  /** The session's state, created (AgentDock's fields, no workflow state yet: the
+   * first call with the orchestration starts it) when there is none; `null` when the
+   * storage fails. */
+  async ensureStateExists(sessionId: string): Promise<OrchestrationState | AIOrchestrationState | null> {
     try {
-      return await this.storage.get<OrchestrationState>(this.key(sessionId))
+      return await this.serially(sessionId, async () => {
+        const stored = await this.storage.get<OrchestrationState>(this.key(sessionId))
+        if (stored !== null) return stored
+        const fresh = { sessionId, recentlyUsedTools: [], sequenceIndex: 0, lastAccessed: Date.now(), ttl: this.ttlMs }
+        await this.storage.set(this.key(sessionId), fresh, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
+        return fresh
+      })
     } catch {
       return null
     }
