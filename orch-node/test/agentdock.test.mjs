@@ -93,3 +93,18 @@ test('ensureStateExists creates the state a first call then carries on', async (
   assert.deepEqual(await manager.getAllowedTools(ORCHESTRATION, [user('research it')], 'e', NAMES), ['search'])
   assert.equal((await manager.ensureStateExists('e')).activeStep, 'ResearchMode')
 })
+
+test('a stored state that does not restore is an error, not a silent fresh start', async () => {
+  const storageProvider = new MemoryStorageProvider()
+  const manager = createOrchestrationManager({ storageProvider })
+  await manager.processToolUsage(ORCHESTRATION, [user('research it')], 'x', 'search')
+  const stored = await storageProvider.get('orchestration-state:x')
+  await storageProvider.set('orchestration-state:x', { ...stored, orch: { ...stored.orch, snapshot: 'bm90IGEgc25hcHNob3Q=' } })
+  const fresh = createOrchestrationManager({ storageProvider })
+  await assert.rejects(
+    fresh.getAllowedTools(ORCHESTRATION, [user('research it')], 'x', NAMES),
+    (e) => e.name === 'SnapshotError' && /session `x` cannot be restored/.test(e.message) && /resetState/.test(e.message),
+  )
+  await fresh.resetState('x')
+  assert.deepEqual(await fresh.getAllowedTools(ORCHESTRATION, [user('research it')], 'x', NAMES), ['search'])
+})

@@ -235,8 +235,8 @@ export class OrchestrationManager {
     return next
   }
 
-  /** Loads the session (fresh when none is stored, or when the template changed so
-   * that the snapshot no longer restores), feeds it the user messages it has not seen,
+  /** Loads the session (fresh when none is stored; a stored one that does not restore
+   * — corrupt, or from a template whose steps are gone — is a `SnapshotError`), feeds it the user messages it has not seen,
    * lets `work` act, and stores it back when something changed (`used`: the tool that
    * ran, for AgentDock's `recentlyUsedTools`). */
   private async withSession<T>(
@@ -266,11 +266,16 @@ export class OrchestrationManager {
       } else if (stored?.orch) {
         try {
           session = machine.restore(unbase64(stored.orch.snapshot))
-          seen = stored.orch.userMessages
-          last = stored.orch.lastUserMessage
-        } catch {
-          session = machine.session()
+        } catch (e) {
+          // Never a silent fresh start: the host decides (resetState starts afresh).
+          const error = new Error(
+            `the stored state of session \`${sessionId}\` cannot be restored (${e instanceof Error ? e.message : String(e)}); resetState('${sessionId}') starts it afresh`,
+          )
+          error.name = 'SnapshotError'
+          throw error
         }
+        seen = stored.orch.userMessages
+        last = stored.orch.lastUserMessage
       } else {
         session = machine.session()
       }
