@@ -504,9 +504,8 @@ fn verify_cmd(
             };
             let text = match format {
                 Format::Json => {
-                    let mut lines = verify::property_lines(path, &props);
-                    lines.extend(verify::json_lines(path, &found));
-                    lines.join("\n") + "\n"
+                    let findings = orch_codegen::verify::report::findings(&found, &props);
+                    verify::json_lines(path, &findings).join("\n") + "\n"
                 }
                 Format::Human => {
                     let source = input::read_text(path).unwrap_or_default();

@@ -3,78 +3,65 @@
 //! witness — a list of `orch simulate` events from a fresh session.
 
 use orch_codegen::diagnostic::SourceText;
-use orch_codegen::verify::explore::{explore_with, Event, Exploration, Host, Options};
+use orch_codegen::verify::explore::{Event, Exploration, Options};
 use orch_codegen::verify::properties::PropertyFinding;
+use orch_codegen::verify::report::{self, Finding, Kind};
 use serde_json::{json, Value};
 
-/// The findings of one file, as JSON lines (`--format json`).
-pub fn json_lines(file: &str, found: &Exploration) -> Vec<String> {
-    let mut out = Vec::new();
-    let decided = |w: &Option<Vec<Event>>| match (w, found.complete) {
-        (Some(_), _) => Value::Bool(true),
-        (None, true) => Value::Bool(false),
-        (None, false) => Value::Null,
-    };
-    for step in &found.steps {
-        let mut line = json!({
-            "file": file,
-            "kind": "step",
-            "step": step.name,
-            "reachable": decided(&step.reachable),
-        });
-        if let Some(w) = &step.reachable {
-            line["witness"] = witness_json(w);
-        }
-        if let Some(r) = &step.reason {
-            line["reason"] = Value::String(r.clone());
-        }
-        out.push(line.to_string());
-        if step.has_sequence && step.reachable.is_some() {
-            let mut line = json!({
-                "file": file,
-                "kind": "sequence",
-                "step": step.name,
-                "completes": decided(&step.completes),
-            });
-            if let Some(w) = &step.completes {
-                line["witness"] = witness_json(w);
+/// The findings of one file (`report::findings`, in their order), as JSON lines
+/// (`--format json`).
+pub fn json_lines(file: &str, findings: &[Finding]) -> Vec<String> {
+    let answer = |a: Option<bool>| a.map_or(Value::Null, Value::Bool);
+    findings
+        .iter()
+        .map(|f| {
+            let mut line = serde_json::Map::new();
+            line.insert("file".into(), file.into());
+            line.insert("kind".into(), f.kind.as_str().into());
+            if let Some(step) = &f.step {
+                line.insert("step".into(), step.as_str().into());
             }
-            out.push(line.to_string());
-        }
-    }
-    for step in found.steps.iter().filter(|s| s.traps) {
-        let mut line = json!({"file": file, "kind": "trap", "step": step.name});
-        if let Some(w) = &step.reachable {
-            line["witness"] = witness_json(w);
-        }
-        out.push(line.to_string());
-    }
-    if let Some(w) = &found.blocked {
-        out.push(json!({"file": file, "kind": "blocked", "witness": witness_json(w)}).to_string());
-    }
-    if let Some(w) = &found.no_tools {
-        out.push(json!({"file": file, "kind": "no_tools", "witness": witness_json(w)}).to_string());
-    }
-    out.push(
-        json!({"file": file, "kind": "summary", "states": found.states, "complete": found.complete})
-            .to_string(),
-    );
-    out
+            if let Some(name) = &f.name {
+                line.insert("name".into(), name.as_str().into());
+            }
+            match f.kind {
+                Kind::Step => line.insert("reachable".into(), answer(f.answer)),
+                Kind::Sequence => line.insert("completes".into(), answer(f.answer)),
+                Kind::Property => line.insert("holds".into(), answer(f.answer)),
+                _ => None,
+            };
+            if let Some(w) = &f.witness {
+                line.insert("witness".into(), witness_json(w));
+            }
+            if let Some(r) = &f.reason {
+                line.insert("reason".into(), r.as_str().into());
+            }
+            if let Some(m) = &f.message {
+                line.insert("message".into(), m.as_str().into());
+            }
+            if let Some(states) = f.states {
+                line.insert("states".into(), states.into());
+            }
+            if let Some(complete) = f.complete {
+                line.insert("complete".into(), complete.into());
+            }
+            Value::Object(line).to_string()
+        })
+        .collect()
 }
 
-/// A witness as semantics §10 event objects (an approved call of a gated tool is two:
-/// `{"approve": t}`, `{"tool": t}`).
-pub fn witness_json(w: &[Event]) -> Value {
-    Value::Array(w.iter().flat_map(event_json).collect())
+/// A witness as semantics §10 event objects.
+fn witness_json(w: &[report::Step]) -> Value {
+    Value::Array(w.iter().map(step_json).collect())
 }
 
-fn event_json(e: &Event) -> Vec<Value> {
+fn step_json(e: &report::Step) -> Value {
     match e {
-        Event::Available(list) => vec![json!({ "available": list })],
-        Event::Message(m) => vec![json!({ "message": m })],
-        Event::Tool(t) => vec![json!({ "tool": t })],
-        Event::ApprovedTool(t) => vec![json!({ "approve": t }), json!({ "tool": t })],
-        Event::Reset => vec![json!({ "reset": true })],
+        report::Step::Available(list) => json!({ "available": list }),
+        report::Step::Message(m) => json!({ "message": m }),
+        report::Step::Tool(t) => json!({ "tool": t }),
+        report::Step::Approve(t) => json!({ "approve": t }),
+        report::Step::Reset => json!({ "reset": true }),
     }
 }
 
@@ -193,9 +180,9 @@ fn inline(w: &[Event]) -> String {
     if w.is_empty() {
         return "(a fresh session)".to_owned();
     }
-    w.iter()
-        .flat_map(event_json)
-        .map(|v| v.to_string())
+    report::witness(w)
+        .iter()
+        .map(|v| step_json(v).to_string())
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -231,34 +218,7 @@ pub fn run(
     properties: &[orch_codegen::ir::IrProperty],
     options: &Options,
 ) -> Result<(Exploration, Vec<PropertyFinding>), String> {
-    let host = Host::new(machine, options).map_err(|e| format!("{e:?}"))?;
-    let found = explore_with(machine, options, &host);
-    let props = orch_codegen::verify::properties::check_with(machine, properties, options, &host);
-    Ok((found, props))
-}
-
-/// One JSON line per property: `{"kind": "property", "name", "holds": true|false|null,
-/// "witness": [events]}` (a witness for a violated one; `holds` is null only when the
-/// search stopped at its limit).
-pub fn property_lines(file: &str, found: &[PropertyFinding]) -> Vec<String> {
-    found
-        .iter()
-        .map(|p| {
-            let mut line = json!({
-                "file": file,
-                "kind": "property",
-                "name": p.name,
-                "holds": p.holds,
-            });
-            if let Some(w) = &p.witness {
-                line["witness"] = witness_json(w);
-            }
-            if let Some(m) = &p.message {
-                line["message"] = Value::String(m.clone());
-            }
-            line.to_string()
-        })
-        .collect()
+    report::run(machine, properties, options).map_err(|e| format!("{e:?}"))
 }
 
 /// The properties, rustc-style, each at its `name` in the source.

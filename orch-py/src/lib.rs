@@ -224,9 +224,9 @@ impl Machine {
     }
 
     /// Explores every state a session can reach (`orch verify`): one dict per finding,
-    /// as `orch verify --format json` prints them — `{"kind": "step", "step",
-    /// "reachable", "witness"}`, `"sequence"` (`completes`), `"trap"`, `"blocked"`,
-    /// `"no_tools"`, `"property"` (`name`, `holds`, `witness`) and a `"summary"`
+    /// in the order `orch verify --format json` prints them — `"property"` (`name`,
+    /// `holds`, `witness`), `{"kind": "step", "step", "reachable", "witness"}`,
+    /// `"sequence"` (`completes`), `"trap"`, `"blocked"`, `"no_tools"` and a `"summary"`
     /// (`states`, `complete`). Undecided answers (past `max_states`) are `None`.
     #[pyo3(signature = (max_states = 1_000_000, available = None, permissive = false))]
     fn verify<'py>(

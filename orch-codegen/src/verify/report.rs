@@ -1,10 +1,12 @@
-//! The findings of a verification as one flat list, in the order `orch verify --format
-//! json` prints them: per step (`step`, then `sequence` when it has one and is
-//! reachable), `trap`s, `blocked`, `no_tools`, one `property` per property, and a
-//! closing `summary`. The language bindings (Python, JavaScript) hand this list out
-//! in their own types; it decides nothing itself.
+//! A verification run and its findings as one flat list, in the order `orch verify
+//! --format json` prints them: one `property` per property, then per step (`step`, then
+//! `sequence` when it has one and is reachable), `trap`s, `blocked`, `no_tools`, and a
+//! closing `summary`. `orch verify` renders this list as JSON lines, the language
+//! bindings (Python, JavaScript) hand it out in their own types; it decides nothing
+//! itself.
 
 use super::explore::{explore_with, Event, Exploration, Host, Options};
+use super::messages::MessageError;
 use super::properties::{check_with, PropertyFinding};
 use crate::ir::IrProperty;
 use orch_runtime::dynamic::DynMachine;
@@ -99,17 +101,28 @@ impl Finding {
     }
 }
 
-/// Explores `machine` with `options` and decides `properties`: every finding, in order.
-/// `Err` when the host model cannot be built (an `available` list naming nothing the
-/// template can use), in words.
+/// Explores `machine` with `options` and decides `properties`, the host model prepared
+/// once for both. `Err` when the host model cannot be built (a message condition the
+/// verifier cannot read).
+pub fn run(
+    machine: &DynMachine,
+    properties: &[IrProperty],
+    options: &Options,
+) -> Result<(Exploration, Vec<PropertyFinding>), MessageError> {
+    let host = Host::new(machine, options)?;
+    let found = explore_with(machine, options, &host);
+    let props = check_with(machine, properties, options, &host);
+    Ok((found, props))
+}
+
+/// [`run`], then every finding, in order. `Err` says in words why it could not run.
 pub fn verify(
     machine: &DynMachine,
     properties: &[IrProperty],
     options: &Options,
 ) -> Result<Vec<Finding>, String> {
-    let host = Host::new(machine, options).map_err(|e| format!("cannot explore: {e:?}"))?;
-    let found = explore_with(machine, options, &host);
-    let props = check_with(machine, properties, options, &host);
+    let (found, props) =
+        run(machine, properties, options).map_err(|e| format!("cannot explore: {e:?}"))?;
     Ok(findings(&found, &props))
 }
 
@@ -121,6 +134,15 @@ pub fn findings(found: &Exploration, props: &[PropertyFinding]) -> Vec<Finding> 
         (None, false) => None,
     };
     let mut out = Vec::new();
+    for p in props {
+        out.push(Finding {
+            name: Some(p.name.clone()),
+            answer: p.holds,
+            witness: p.witness.as_deref().map(witness),
+            message: p.message.clone(),
+            ..Finding::new(Kind::Property)
+        });
+    }
     for s in &found.steps {
         out.push(Finding {
             step: Some(s.name.clone()),
@@ -155,15 +177,6 @@ pub fn findings(found: &Exploration, props: &[PropertyFinding]) -> Vec<Finding> 
                 ..Finding::new(kind)
             });
         }
-    }
-    for p in props {
-        out.push(Finding {
-            name: Some(p.name.clone()),
-            answer: p.holds,
-            witness: p.witness.as_deref().map(witness),
-            message: p.message.clone(),
-            ..Finding::new(Kind::Property)
-        });
     }
     out.push(Finding {
         states: Some(found.states),
