@@ -231,6 +231,11 @@ pub enum IrCondition {
 }
 
 impl Ir {
+    /// Does the orchestration or any step gate a tool behind a human's approval?
+    pub fn has_gates(&self) -> bool {
+        !self.approve.is_empty() || self.steps.iter().any(|s| !s.approve.is_empty())
+    }
+
     /// `u64` words per tool set.
     pub fn words(&self) -> usize {
         self.tools.len().div_ceil(64).max(1)

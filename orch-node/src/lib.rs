@@ -145,9 +145,8 @@ pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> R
         let all = found.into_iter().map(diagnostic).collect();
         return Err(throw_named(&env, "TemplateError", message, Some(all)));
     };
-    let gates = !ir.approve.is_empty() || ir.steps.iter().any(|s| !s.approve.is_empty());
     Ok(Machine {
-        gates,
+        gates: ir.has_gates(),
         properties: ir.properties.clone(),
         machine: Arc::new(machine),
         warnings: found.into_iter().map(diagnostic).collect(),

@@ -27,6 +27,7 @@
  */
 import { createRequire } from 'node:module'
 import type { Machine, Refusal, Session } from '../index.js'
+import { Serial } from './serial.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -187,7 +188,7 @@ export class OrchestrationManager {
   private readonly engine: Engine
   private readonly machines = new WeakMap<object, Machine>()
   private readonly byText = new Map<string, Machine>()
-  private readonly queues = new Map<string, Promise<unknown>>()
+  private readonly queues = new Map<string, Serial>()
   private readonly live = new Map<string, Live>()
   private readonly fingerprints = new WeakMap<Machine, string>()
 
@@ -225,13 +226,13 @@ export class OrchestrationManager {
 
   /** Runs `work` after every earlier call on `sessionId` in this process. */
   private serially<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    const before = this.queues.get(sessionId) ?? Promise.resolve()
-    const next = before.then(work, work)
-    const settled = next.catch(() => undefined)
-    this.queues.set(sessionId, settled)
-    void settled.then(() => {
-      if (this.queues.get(sessionId) === settled) this.queues.delete(sessionId)
-    })
+    let queue = this.queues.get(sessionId)
+    if (queue === undefined) this.queues.set(sessionId, (queue = new Serial()))
+    const next = queue.run(work)
+    const forget = () => {
+      if (queue.idle && this.queues.get(sessionId) === queue) this.queues.delete(sessionId)
+    }
+    void next.then(forget, forget)
     return next
   }
 

@@ -46,6 +46,7 @@ import type {
   ToolSet,
 } from 'ai'
 import type { Refusal, Session } from '../index.js'
+import { Serial } from './serial.mjs'
 
 /** How many times a model that answers with text while a tool is forced is reminded. */
 export const REMINDERS = 1
@@ -135,7 +136,7 @@ export class Orchestration<TOOLS extends ToolSet> {
   /** The tools that ran, in order (what the session recorded). */
   readonly executed: string[] = []
   private readonly options: OrchestrateOptions
-  private queue: Promise<unknown> = Promise.resolve()
+  private readonly turns = new Serial()
 
   constructor(session: Session, tools: TOOLS, options: OrchestrateOptions = {}) {
     this.session = session
@@ -153,7 +154,8 @@ export class Orchestration<TOOLS extends ToolSet> {
       wrapped[name] = {
         ...tool,
         execute: (input: unknown, options: { toolCallId: string; messages: ModelMessage[] }) =>
-          this.serially(async () => {
+          // One call of the run at a time: admitted, run and recorded before the next.
+          this.turns.run(async () => {
             const args = argsText(input)
             let refused = this.session.admit(name, args)
             if (refused?.kind === 'needs_approval' && approvedIn(options.messages, options.toolCallId)) {
@@ -174,14 +176,6 @@ export class Orchestration<TOOLS extends ToolSet> {
     this.tools = wrapped as TOOLS
   }
 
-  /** Runs `work` after every call of this run that started before it (admission,
-   * execution and recording of one call never interleave with another's). */
-  private serially<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(work, work)
-    this.queue = next.catch(() => undefined)
-    return next
-  }
-
   /** Tells the session about the user's message (message conditions, sequence resets). */
   onUserMessage(text: string): void {
     this.session.onUserMessage(text)
@@ -190,19 +184,18 @@ export class Orchestration<TOOLS extends ToolSet> {
   /** The tool the next model call must call: the one a sequence expects, when it is the
    * only tool allowed now — and no human's question or rejection is held (the model must
    * then be free to answer). */
-  forcedTool(): string | undefined {
+  forcedTool(allowed: readonly string[] = this.session.allowed()): string | undefined {
     const held = this.session.approval
     if (held && held.verdict !== 'approved') return undefined
-    const allowed = this.session.allowed()
     if (allowed.length === 1 && this.session.expected) return allowed[0]
     return undefined
   }
 
   /** `prepareStep`: the allowed tools as `activeTools`, and the forced tool, if any. */
   readonly prepareStep: PrepareStepFunction<TOOLS> = () => {
-    const names = new Set(Object.keys(this.tools))
-    const activeTools = this.session.allowed().filter((t) => names.has(t))
-    const forced = this.forcedTool()
+    const allowed = this.session.allowed()
+    const activeTools = allowed.filter((t) => Object.hasOwn(this.tools, t))
+    const forced = this.forcedTool(allowed)
     const step = forced === undefined ? { activeTools } : { activeTools, toolChoice: { type: 'tool', toolName: forced } }
     return step as PrepareStepResult<TOOLS>
   }

@@ -12,10 +12,9 @@
 
 use orch_agent::hosted::HostedSession;
 use orch_agent::RefusalKind;
-use orch_codegen::diagnostic::{placed, summary};
+use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
-use orch_codegen::Compiled;
 use orch_runtime::dynamic::DynMachine;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -77,8 +76,8 @@ impl Diagnostic {
     }
 }
 
-fn diagnostics(compiled: &Compiled, source: &str, path: &str) -> Vec<Diagnostic> {
-    placed(&compiled.diagnostics, source, path)
+fn diagnostics(placed: Vec<Placed>) -> Vec<Diagnostic> {
+    placed
         .into_iter()
         .map(|d| Diagnostic {
             code: d.code.to_owned(),
@@ -113,12 +112,11 @@ struct Machine {
 fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> PyResult<Machine> {
     let options = orch_codegen::CheckOptions { prove_properties };
     let (_, compiled) = orch_codegen::compile_json_with(source, None, options);
-    let found = diagnostics(&compiled, source, path);
+    let placed = placed(&compiled.diagnostics, source, path);
     let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
-        let err =
-            TemplateError::new_err(summary(&placed(&compiled.diagnostics, source, path), path));
+        let err = TemplateError::new_err(summary(&placed, path));
         err.value(py)
-            .setattr("diagnostics", PyList::new(py, found)?)?;
+            .setattr("diagnostics", PyList::new(py, diagnostics(placed))?)?;
         return Err(err);
     };
     let names = machine
@@ -126,12 +124,11 @@ fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> Py
         .iter()
         .map(|n| PyString::intern(py, n).unbind())
         .collect();
-    let gates = !ir.approve.is_empty() || ir.steps.iter().any(|s| !s.approve.is_empty());
     Ok(Machine {
-        gates,
+        gates: ir.has_gates(),
         properties: ir.properties.clone(),
         machine: Arc::new(machine),
-        warnings: found,
+        warnings: diagnostics(placed),
         names,
     })
 }

@@ -1,0 +1,29 @@
+/**
+ * One piece of work at a time, in the order asked: what keeps the calls of one run (the
+ * AI SDK adapter) or of one session (the AgentDock drop-in) from interleaving across
+ * their `await`s. Internal to the package.
+ *
+ * @module
+ */
+
+/** A queue of asynchronous work, run one at a time in the order given. */
+export class Serial {
+  private tail: Promise<unknown> = Promise.resolve()
+  private waiting = 0
+
+  /** Runs `work` after everything given before it has settled (a failure included). */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    this.waiting += 1
+    const next = this.tail.then(work, work)
+    const done = () => {
+      this.waiting -= 1
+    }
+    this.tail = next.then(done, done)
+    return next
+  }
+
+  /** Nothing is queued or running (checked once a piece of work has settled). */
+  get idle(): boolean {
+    return this.waiting === 0
+  }
+}
