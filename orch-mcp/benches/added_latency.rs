@@ -13,13 +13,17 @@
 
 #[path = "../../orch-policy/benches/pacing.rs"]
 mod pacing;
+// The tests' rmcp tool-server helpers (the rest of that module is not used here).
+#[allow(dead_code)]
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
 use orch_store::MemoryStore;
 use pacing::{env_or, percentile};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, Tool,
+    PaginatedRequestParams,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -46,11 +50,7 @@ struct Instant_;
 
 impl ServerHandler for Instant_ {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        let mut info = rmcp::model::InitializeResult::default();
-        info.capabilities = rmcp::model::ServerCapabilities::builder()
-            .enable_tools()
-            .build();
-        info
+        common::tool_server_info()
     }
 
     async fn list_tools(
@@ -58,15 +58,7 @@ impl ServerHandler for Instant_ {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(serde_json::Map::from_iter([(
-            "type".to_owned(),
-            serde_json::Value::from("object"),
-        )]));
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "search",
-            "finds things",
-            schema,
-        )]))
+        Ok(common::tool_list(&["search"]))
     }
 
     async fn call_tool(
@@ -79,8 +71,7 @@ impl ServerHandler for Instant_ {
 }
 
 fn main() {
-    // `cargo test --benches` runs benchmarks as tests: nothing to measure then.
-    if std::env::args().any(|a| a == "--test") {
+    if !pacing::benchmarking() {
         return;
     }
     let rate = env_or("ORCH_BENCH_RATE", 1_000);

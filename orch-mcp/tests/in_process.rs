@@ -5,7 +5,7 @@ mod common;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, Tool,
+    PaginatedRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler};
@@ -36,11 +36,7 @@ struct Upstream {
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        let mut info = rmcp::model::InitializeResult::default();
-        info.capabilities = rmcp::model::ServerCapabilities::builder()
-            .enable_tools()
-            .build();
-        info
+        common::tool_server_info()
     }
 
     async fn list_tools(
@@ -48,11 +44,7 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(serde_json::Map::from_iter([(
-            "type".to_owned(),
-            serde_json::Value::from("object"),
-        )]));
-        let tools = [
+        Ok(common::tool_list(&[
             "search",
             "fetch",
             "summarize",
@@ -60,11 +52,7 @@ impl ServerHandler for Upstream {
             "wipe",
             "ext_time",
             "shell",
-        ]
-        .into_iter()
-        .map(|name| Tool::new(name, format!("the {name} tool"), Arc::clone(&schema)))
-        .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        ]))
     }
 
     async fn call_tool(

@@ -10,7 +10,7 @@ use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    MetaObject, PaginatedRequestParams, RequestMetaObject, Tool,
+    MetaObject, PaginatedRequestParams, RequestMetaObject,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleServer, ServerHandler};
@@ -32,11 +32,7 @@ struct Upstream {
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        let mut info = rmcp::model::InitializeResult::default();
-        info.capabilities = rmcp::model::ServerCapabilities::builder()
-            .enable_tools()
-            .build();
-        info
+        common::tool_server_info()
     }
 
     async fn list_tools(
@@ -44,15 +40,7 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(serde_json::Map::from_iter([(
-            "type".to_owned(),
-            serde_json::Value::from("object"),
-        )]));
-        let tools = ["search", "wipe"]
-            .into_iter()
-            .map(|n| Tool::new(n, n, Arc::clone(&schema)))
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(common::tool_list(&["search", "wipe"]))
     }
 
     async fn call_tool(

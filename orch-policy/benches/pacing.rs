@@ -5,6 +5,12 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+/// Is this `cargo bench` (which passes `--bench`)? `cargo test --benches` runs a bench
+/// binary with no arguments: it must not load the machine with a debug build then.
+pub fn benchmarking() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
 /// The number in environment variable `name`, else `default`.
 pub fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

@@ -112,6 +112,28 @@ fn apt(packages: &[&str]) -> bool {
     run("apt-get", &args) || (run("apt-get", &["update", "-q"]) && run("apt-get", &args))
 }
 
+/// Installs `packages` with pip into the venv at `venv`, made first (with Debian's
+/// `python3-venv` when `venv` is missing) if it is not there. Whether it worked.
+fn pip_install(venv: &Path, packages: &[&str]) -> bool {
+    let venv_s = venv.to_string_lossy().into_owned();
+    let made = venv.join("bin/python").exists()
+        || run("python3", &["-m", "venv", &venv_s])
+        || (apt(&["python3-venv"]) && run("python3", &["-m", "venv", &venv_s]));
+    if !made {
+        return false;
+    }
+    let python = venv.join("bin/python").to_string_lossy().into_owned();
+    let mut args = vec![
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ];
+    args.extend_from_slice(packages);
+    run(&python, &args)
+}
+
 /// The venv the Python package is built, installed and tested in.
 fn py_venv(root: &Path) -> PathBuf {
     root.join("target/ci-tools/py")
@@ -234,18 +256,7 @@ fn components() -> Vec<Component> {
                 let python = venv_python(root);
                 runs(&python.to_string_lossy(), &["-c", "import mcp, httpx2"])
             },
-            install: |root| {
-                let venv = root.join("target/ci-tools/venv");
-                let venv_s = venv.to_string_lossy().into_owned();
-                let made = venv.join("bin/python").exists()
-                    || run("python3", &["-m", "venv", &venv_s])
-                    || (apt(&["python3-venv"]) && run("python3", &["-m", "venv", &venv_s]));
-                if !made {
-                    return false;
-                }
-                let python = venv.join("bin/python").to_string_lossy().into_owned();
-                run(&python, &["-m", "pip", "install", "--quiet", "--disable-pip-version-check", MCP_SDK])
-            },
+            install: |root| pip_install(&root.join("target/ci-tools/venv"), &[MCP_SDK]),
             how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/venv && target/ci-tools/venv/bin/pip install mcp==2.3.0` (or point ORCH_TEST_PYTHON at a Python that has `mcp`)",
         },
         Component {
@@ -254,16 +265,7 @@ fn components() -> Vec<Component> {
                 let python = venv_python(root);
                 runs(&python.to_string_lossy(), &["-c", "import openai, anthropic"])
             },
-            install: |root| {
-                let python = root.join("target/ci-tools/venv/bin/python");
-                if !python.exists() {
-                    return false;
-                }
-                let python = python.to_string_lossy().into_owned();
-                let mut args = vec!["-m", "pip", "install", "--quiet", "--disable-pip-version-check"];
-                args.extend(LLM_SDKS);
-                run(&python, &args)
-            },
+            install: |root| pip_install(&root.join("target/ci-tools/venv"), &LLM_SDKS),
             how: "the venv of the MCP Python SDK, then `target/ci-tools/venv/bin/pip install openai==3.54.0 anthropic==2.12.0`",
         },
         Component {
@@ -278,20 +280,7 @@ fn components() -> Vec<Component> {
                         &["-c", "import agents, pydantic_ai, langgraph, langchain_openai"],
                     )
             },
-            install: |root| {
-                let venv = py_venv(root);
-                let venv_s = venv.to_string_lossy().into_owned();
-                let made = venv.join("bin/python").exists()
-                    || run("python3", &["-m", "venv", &venv_s])
-                    || (apt(&["python3-venv"]) && run("python3", &["-m", "venv", &venv_s]));
-                if !made {
-                    return false;
-                }
-                let python = venv.join("bin/python").to_string_lossy().into_owned();
-                let mut args = vec!["-m", "pip", "install", "--quiet", "--disable-pip-version-check"];
-                args.extend(PY_TOOLS);
-                run(&python, &args)
-            },
+            install: |root| pip_install(&py_venv(root), &PY_TOOLS),
             how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' langgraph==1.2.22 langchain-openai==1.7.4`",
         },
         Component {
