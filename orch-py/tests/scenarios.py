@@ -51,3 +51,28 @@ REFUND_DENIED = [
     call("issue_refund", '{"order": 8}'),
     "I could not refund it.",
 ]
+
+
+def research_tool(name: str, executed: list):
+    """The cognitive reasoner's tool `name` as a plain function that logs when it runs
+    (each framework wraps it its own way)."""
+
+    def tool(input: str = "") -> str:
+        executed.append(name)
+        return f"{name}({input})"
+
+    tool.__name__ = name
+    tool.__doc__ = f"The {name} tool."
+    return tool
+
+
+def refund_tool(name: str, executed: list):
+    """The refund desk's tool `name` as a plain function that logs when it runs."""
+
+    def tool(order: int = 0) -> str:
+        executed.append(name)
+        return f"{name}({order})"
+
+    tool.__name__ = name
+    tool.__doc__ = f"The {name} tool."
+    return tool

@@ -21,6 +21,9 @@ from scenarios import (
     REFUND_APPROVED,
     REFUND_DENIED,
     SEVERAL_CALLS,
+    NAMES,
+    refund_tool,
+    research_tool,
 )
 
 set_tracing_disabled(True)
@@ -31,16 +34,7 @@ TEMPLATE = COGNITIVE
 def research_tools(executed: list):
     """The cognitive reasoner's tools, logging what actually ran."""
 
-    def make(name):
-        @function_tool(name_override=name)
-        def tool(input: str = "") -> str:
-            """A cognitive tool."""
-            executed.append(name)
-            return f"{name}({input})"
-
-        return tool
-
-    return [make(n) for n in ["search", "think", "reflect", "compare", "critique", "brainstorm", "debate"]]
+    return [function_tool(research_tool(n, executed), name_override=n) for n in NAMES]
 
 
 def run_turn(fake: ScriptedOpenAI, message: str):
@@ -102,20 +96,11 @@ def test_bad_arguments_and_several_calls_in_one_turn():
 def refund_desk(fake: ScriptedOpenAI):
     executed: list = []
 
-    def make(name):
-        @function_tool(name_override=name)
-        def tool(order: int = 0) -> str:
-            """A refund-desk tool."""
-            executed.append(name)
-            return f"{name}({order})"
-
-        return tool
-
     run = Orchestration(orch.load(REFUND).session())
     model = OpenAIChatCompletionsModel(
         model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
     )
-    tools = [make(n) for n in ["lookup_order", "issue_refund", "send_email"]]
+    tools = [function_tool(refund_tool(n, executed), name_override=n) for n in ["lookup_order", "issue_refund", "send_email"]]
     agent = run.agent(Agent(name="desk", instructions="Help.", tools=tools, model=model))
     return run, agent, executed
 

@@ -16,6 +16,7 @@ from scenarios import (
     MISBEHAVING,
     NAMES,
     SEVERAL_CALLS,
+    research_tool,
 )
 
 TEMPLATE = COGNITIVE
@@ -24,16 +25,8 @@ TEMPLATE = COGNITIVE
 def run_turn(fake: ScriptedOpenAI, message: str):
     executed: list = []
 
-    def make(name):
-        def run(input: str = "") -> str:
-            executed.append(name)
-            return f"{name}({input})"
-
-        run.__name__ = name
-        run.__doc__ = f"The {name} tool."
-        return make_tool(run)
-
-    workflow = Orchestration(orch.load(TEMPLATE).session(), tools=[make(n) for n in NAMES])
+    tools = [make_tool(research_tool(n, executed)) for n in NAMES]
+    workflow = Orchestration(orch.load(TEMPLATE).session(), tools=tools)
     model = ChatOpenAI(model="fake", base_url=fake.base_url, api_key="not-a-key", max_retries=0)
     graph = workflow.graph(model)
     workflow.on_user_message(message)

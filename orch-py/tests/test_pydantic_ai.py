@@ -23,6 +23,8 @@ from scenarios import (
     REFUND_APPROVED,
     REFUND_DENIED,
     SEVERAL_CALLS,
+    refund_tool,
+    research_tool,
 )
 
 TEMPLATE = COGNITIVE
@@ -34,17 +36,8 @@ def run_turn(fake: ScriptedOpenAI, message: str):
     model = OpenAIChatModel("fake", provider=OpenAIProvider(base_url=fake.base_url, api_key="not-a-key"))
     agent = Agent(model, capabilities=[workflow], retries={"tools": 5, "output": 3})
 
-    def make(name):
-        def tool(input: str = "") -> str:
-            executed.append(name)
-            return f"{name}({input})"
-
-        tool.__name__ = name
-        tool.__doc__ = f"The {name} tool."
-        return tool
-
     for name in NAMES:
-        agent.tool_plain(make(name))
+        agent.tool_plain(research_tool(name, executed))
     workflow.on_user_message(message)
     result = asyncio.run(agent.run(message))
     return workflow, executed, result
@@ -100,17 +93,8 @@ def refund_desk(fake: ScriptedOpenAI):
         model, capabilities=[workflow], retries={"tools": 5, "output": 3}, output_type=[str, DeferredToolRequests]
     )
 
-    def make(name):
-        def tool(order: int = 0) -> str:
-            executed.append(name)
-            return f"{name}({order})"
-
-        tool.__name__ = name
-        tool.__doc__ = f"The {name} tool."
-        return tool
-
     for name in ["lookup_order", "issue_refund", "send_email"]:
-        agent.tool_plain(make(name))
+        agent.tool_plain(refund_tool(name, executed))
     return workflow, agent, executed
 
 
