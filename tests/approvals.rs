@@ -3,7 +3,7 @@
 //! by snapshots (both encodings), and old snapshots without one still restore. Typed and
 //! run-time sessions agree.
 
-use orch::approval::{CallDigest, Verdict};
+use orch::approval::{CallDigest, QuestionId, Verdict};
 use orch::{Denied, Snapshot};
 
 orch::include_machine!("approvals");
@@ -175,7 +175,7 @@ fn snapshots_carry_the_verdict_in_both_encodings() {
         match verdict {
             Verdict::Approved => s.approve(call),
             Verdict::Rejected => s.reject(call),
-            Verdict::Pending => s.ask(call),
+            Verdict::Pending => s.ask(call, QuestionId::new(0x5eed)),
         }
         let snap = s.snapshot();
         assert_eq!(
@@ -290,38 +290,54 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[test]
 fn an_answer_applies_only_to_the_question_still_held() {
     let call = pay(20);
+    let q = QuestionId::new(0x0123_4567_89ab_cdef);
     let mut s = checkout();
-    s.ask(call);
+    s.ask(call, q);
     assert_eq!(s.approval().map(|a| a.verdict), Some(Verdict::Pending));
+    assert_eq!(s.approval().map(|a| a.question), Some(q));
     // Asked is not approved.
     assert!(s.check_call(Tool::Pay, &call).unwrap_err().needs_approval());
     // An answer about another call changes nothing.
-    assert!(!s.answer(pay(21), true));
-    // The question survives a snapshot, in both encodings.
+    assert!(!s.answer(pay(21), q, true));
+    // Nor does an answer to another question about this call.
+    assert!(!s.answer(call, QuestionId::new(7), true));
+    assert!(!s.answer(call, QuestionId::NONE, true));
+    // The question survives a snapshot, in both encodings, with its identity.
     let snap = s.snapshot();
     assert!(snap.to_json().contains(r#""verdict":"pending""#));
+    assert!(snap.to_json().contains(r#""question":"0123456789abcdef""#));
     for back in [
         Snapshot::from_json(&snap.to_json()).unwrap(),
         Snapshot::from_bytes(&snap.to_bytes()).unwrap(),
     ] {
         assert_eq!(Session::restore(&back).unwrap().0, s);
     }
-    assert!(s.answer(call, true));
+    assert!(s.answer(call, q, true));
     assert!(s.check_call(Tool::Pay, &call).is_ok());
     // Answered already: a second answer (a replay) is not applied.
-    assert!(!s.answer(call, false));
+    assert!(!s.answer(call, q, false));
     assert_eq!(s.approval().map(|a| a.verdict), Some(Verdict::Approved));
+    // Admitted: the approval is consumed, and a replayed answer does nothing.
+    assert!(s.admit_call(Tool::Pay, &call).is_ok());
+    assert!(!s.answer(call, q, true));
+    assert!(s.check_call(Tool::Pay, &call).is_err());
+    // A new question about the very same call is not answered by the old answer.
+    let q2 = QuestionId::new(0xfeed);
+    s.ask(call, q2);
+    assert!(!s.answer(call, q, true));
+    assert!(s.check_call(Tool::Pay, &call).unwrap_err().needs_approval());
+    assert!(s.answer(call, q2, true));
 
     // Any event between the question and the answer voids the question.
     let mut s = checkout();
-    s.ask(call);
+    s.ask(call, q);
     s.on_user_message("hello?");
-    assert!(!s.answer(call, true));
+    assert!(!s.answer(call, q, true));
     assert!(s.check_call(Tool::Pay, &call).is_err());
     // A rejection answered is held as one.
     let mut s = checkout();
-    s.ask(call);
-    assert!(s.answer(call, false));
+    s.ask(call, q);
+    assert!(s.answer(call, q, false));
     assert!(matches!(
         s.check_call(Tool::Pay, &call),
         Err(Denied::Rejected { .. })

@@ -537,16 +537,17 @@ mod lifecycle {
         // state (holds: 1 word, eligible steps: 1 word; no sequence_match, so no
         // shift-and word), `not_recently_used` counters (cognitive reasoner: none;
         // this machine: one u16, in what was padding); the held verdict on a gated call
-        // (a 32-byte call digest and its verdict, semantics §13); plus the host's
+        // (a 32-byte call digest, its verdict and the 8-byte identity of the question it
+        // answers, semantics §13); plus the host's
         // available tools (1 word). Exact on 64-bit targets.
         #[cfg(target_pointer_width = "64")]
         {
-            assert_eq!(std::mem::size_of::<cognitive_reasoner::Session>(), 120);
-            assert_eq!(std::mem::size_of::<Session>(), 120);
+            assert_eq!(std::mem::size_of::<cognitive_reasoner::Session>(), 128);
+            assert_eq!(std::mem::size_of::<Session>(), 128);
             // The sequence-driven shape (six `sequence_match` steps, 7 tools, no message
             // condition): no flag word, one word each of atoms, eligible steps and
             // shift-and bits (19 positions).
-            assert_eq!(std::mem::size_of::<sequence_shaped::Session>(), 120);
+            assert_eq!(std::mem::size_of::<sequence_shaped::Session>(), 128);
         }
     }
 

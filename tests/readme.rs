@@ -52,7 +52,7 @@ fn the_host_code_runs() {
     assert_eq!(s.record(Tool::Search), Outcome::Advanced { index: 1 });
     let saved: Vec<u8> = s.snapshot().to_bytes();
     assert!(!saved.is_empty());
-    assert_eq!(std::mem::size_of::<Session>(), 120);
+    assert_eq!(std::mem::size_of::<Session>(), 128);
 }
 
 #[test]

@@ -122,8 +122,8 @@ fn the_hot_path_does_not_allocate() {
             black_box(gated.record(Tool::Confirm));
             black_box(gated.check(Tool::Pay).is_err());
             black_box(gated.check_call(Tool::Pay, &call).is_err());
-            gated.ask(call);
-            black_box(gated.answer(call, true));
+            gated.ask(call, orch::QuestionId::new(9));
+            black_box(gated.answer(call, orch::QuestionId::new(9), true));
             black_box(gated.admit_call(Tool::Pay, &call).is_ok());
             gated.reject(call);
             black_box(gated.check_call(Tool::Pay, &call).is_err());

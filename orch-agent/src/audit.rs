@@ -17,7 +17,7 @@
 //! [`Policy`]: crate::Policy
 
 use crate::policy::{Orchestrated, RefusalKind};
-use orch_runtime::CallDigest;
+use orch_runtime::{CallDigest, QuestionId};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -58,6 +58,9 @@ pub enum AuditEvent {
         tool: String,
         /// The call's digest.
         call: CallDigest,
+        /// The question's identity (absent in logs written before questions had one).
+        #[serde(default, skip_serializing_if = "QuestionId::is_none")]
+        question: QuestionId,
     },
     /// A human answered the question about a call.
     Answer {
@@ -65,6 +68,10 @@ pub enum AuditEvent {
         tool: String,
         /// The call's digest.
         call: CallDigest,
+        /// The identity of the question answered (absent in logs written before questions
+        /// had one).
+        #[serde(default, skip_serializing_if = "QuestionId::is_none")]
+        question: QuestionId,
         /// Approved or not.
         approved: bool,
         /// The human's reason, if given.
@@ -618,14 +625,20 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
             AuditEvent::Record { tool } => {
                 policy.record(session, tool);
             }
-            AuditEvent::Ask { tool, call } => policy.ask_call(session, tool, *call),
+            AuditEvent::Ask {
+                tool,
+                call,
+                question,
+            } => policy.ask_call(session, tool, *call, *question),
             AuditEvent::Answer {
                 tool,
                 call,
+                question,
                 approved,
                 reason,
             } => {
-                policy.answer_call(session, tool, *call, *approved, reason.as_deref());
+                let reason = reason.as_deref();
+                policy.answer_call(session, tool, *call, *question, *approved, reason);
             }
             AuditEvent::Reset => policy.reset(session),
         }

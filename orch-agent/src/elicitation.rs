@@ -6,19 +6,22 @@
 //! answers by retrying the call with `requestState` echoed and the answer under
 //! [`INPUT_KEY`] in `inputResponses`.
 //!
-//! The run holds the question (a pending verdict in its session), and an answer applies
-//! only while the run still holds that very question, so the `requestState` needs no
-//! secret: it names the call (its [`CallDigest`]), and a forged or replayed one can only
-//! fail to match.
+//! The run holds the question (a pending verdict in its session, with the question's
+//! identity), and an answer applies only while the run still holds that very question,
+//! so the `requestState` needs no secret: it is the question's [`Ticket`] (its nonce,
+//! expiry and call), from which the host recomputes the identity with the run, step, tool
+//! and template it knows; a forged, moved or replayed one can only fail to match
+//! ([`crate::protocol`]).
 
+use crate::protocol::{Question, Ticket, Unanswered};
 use orch_runtime::CallDigest;
 use serde_json::{json, Value};
 
 /// The key of orch's question in `inputRequests` / `inputResponses`.
 pub const INPUT_KEY: &str = "orch_approval";
 
-/// What a `requestState` orch issues starts with; the call's digest (hex) follows.
-pub const STATE_PREFIX: &str = "orch-approval:";
+/// What a `requestState` orch issues starts with ([`Ticket`]'s text).
+pub const STATE_PREFIX: &str = crate::protocol::TICKET_PREFIX;
 
 /// The boolean field of the form the human fills in.
 pub const APPROVE_FIELD: &str = "approve";
@@ -35,9 +38,10 @@ pub enum Answer {
 }
 
 /// The text of the question put to the human about a call of `tool` with `arguments`
-/// (in workflow step `step`).
-pub fn question_text(tool: &str, arguments: &Value, step: Option<&str>) -> String {
-    let args = serde_json::to_string_pretty(arguments).unwrap_or_default();
+/// (in workflow step `step`). `arguments` is shown as given: pass the exact text the call
+/// carries (or its canonical form), so the human sees every digit the tool will get.
+pub fn question_text(tool: &str, arguments: &str, step: Option<&str>) -> String {
+    let args = arguments;
     let step = step.map_or(String::new(), |s| format!(" (workflow step `{s}`)"));
     format!(
         "The agent asks to call `{tool}`{step} with these arguments:\n{args}\nApprove this exact call? It runs once if you approve it."
@@ -59,9 +63,9 @@ pub fn form_schema() -> Value {
     })
 }
 
-/// The `requestState` that names the call `digest`.
-pub fn request_state(digest: &CallDigest) -> String {
-    format!("{STATE_PREFIX}{digest}")
+/// The `requestState` that names `question`: its [`Ticket`].
+pub fn request_state(question: &Question) -> String {
+    question.ticket().to_string()
 }
 
 /// Is this `requestState` one orch issues (others are an upstream's own)?
@@ -92,30 +96,32 @@ pub fn answer_of(result: &Value) -> Result<Answer, String> {
     }
 }
 
-/// The answer a retried call carries for the call `digest`: `None` on a first call, or
-/// when the retry lacks the answer (the human is asked again). `response` is the entry
-/// under [`INPUT_KEY`] in the call's `inputResponses`. A `requestState` that claims to be
-/// orch's but names another call, or is malformed, is an error (its text says why); one
-/// that is not orch's is not read here.
+/// The answer a retried call carries for the call `digest`, with the ticket of the
+/// question it answers: `None` on a first call, or when the retry lacks the answer (the
+/// human is asked anew). `response` is the entry under [`INPUT_KEY`] in the call's
+/// `inputResponses`. A `requestState` that claims to be orch's but is malformed or names
+/// another call is an error (its text says why); one that is not orch's is not read
+/// here. Whether the run still holds the question is the run's to say
+/// ([`crate::Policy::answer_ticket`]).
 pub fn answer_in_retry(
     request_state: Option<&str>,
     response: Option<&Value>,
     digest: &CallDigest,
-) -> Result<Option<Answer>, String> {
+) -> Result<Option<(Ticket, Answer)>, String> {
     let Some(state) = request_state.filter(|s| is_ours(Some(s))) else {
         if response.is_some() {
             return Err("inputResponses answer orch's approval question, but the retry lacks the requestState it was issued with".into());
         }
         return Ok(None);
     };
-    let named = state
-        .strip_prefix(STATE_PREFIX)
-        .and_then(CallDigest::from_hex)
-        .ok_or("requestState is not one orch issued (it must be echoed unchanged)")?;
-    if named != *digest {
-        return Err("requestState belongs to another call: a retry must repeat the tool and arguments the human was asked about".into());
+    let ticket = Ticket::parse(state).map_err(|e| e.to_string())?;
+    if ticket.call != *digest {
+        return Err(Unanswered::OtherCall.to_string());
     }
-    response.map(answer_of).transpose()
+    let Some(response) = response else {
+        return Ok(None);
+    };
+    Ok(Some((ticket, answer_of(response)?)))
 }
 
 #[cfg(test)]
@@ -151,19 +157,21 @@ mod tests {
     }
 
     #[test]
-    fn request_state_names_the_call() {
+    fn request_state_names_the_question() {
+        use std::time::Duration;
         let d = CallDigest::of_canonical("pay", b"{}");
         let other = CallDigest::of_canonical("pay", b"{\"a\":1}");
-        let state = request_state(&d);
+        let q = Question::new("run", None, "pay", d, 1, Duration::from_secs(60));
+        let state = request_state(&q);
         let declined = json!({"action": "decline"});
         assert_eq!(answer_in_retry(None, None, &d), Ok(None));
         assert_eq!(
             answer_in_retry(Some(&state), Some(&declined), &d),
-            Ok(Some(Answer::Rejected))
+            Ok(Some((q.ticket(), Answer::Rejected)))
         );
         assert_eq!(answer_in_retry(Some(&state), None, &d), Ok(None));
         assert!(answer_in_retry(Some(&state), Some(&declined), &other).is_err());
-        assert!(answer_in_retry(Some("orch-approval:forged"), Some(&declined), &d).is_err());
+        assert!(answer_in_retry(Some("orch-q1:forged"), Some(&declined), &d).is_err());
         // Another server's state is not orch's to read.
         assert_eq!(answer_in_retry(Some("upstream-state"), None, &d), Ok(None));
         assert!(answer_in_retry(None, Some(&declined), &d).is_err());

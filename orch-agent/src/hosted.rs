@@ -6,7 +6,7 @@
 
 use crate::{Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::{CallDigest, Snapshot, Verdict};
+use orch_runtime::{CallDigest, QuestionId, Snapshot, Verdict};
 use std::sync::Arc;
 
 self_cell::self_cell!(
@@ -81,6 +81,13 @@ impl HostedSession {
             .for_each_allowed(&mut self.scratch, f);
     }
 
+    /// The tool the next model call must call, if any: the run protocol's one rule
+    /// ([`Policy::forced_among`]), which every adapter asks instead of deciding itself.
+    pub fn forced_tool(&self) -> Option<String> {
+        let offered = self.policy.offered(self.session());
+        Policy::forced_among(self.session(), &offered).map(str::to_owned)
+    }
+
     /// `None` when `tool` may run now, else why not.
     pub fn check(&self, tool: &str) -> Option<Refusal> {
         self.policy.admit(self.session(), tool).err()
@@ -106,8 +113,10 @@ impl HostedSession {
     pub fn ask(&mut self, tool: &str, arguments: &str) {
         let call = CallDigest::of_text(tool, arguments);
         let policy = &self.policy;
-        self.live
-            .with_dependent_mut(|_, session| policy.ask_call(session, tool, call));
+        self.live.with_dependent_mut(|_, session| {
+            let question = QuestionId::random();
+            policy.ask_call(session, tool, call, question);
+        });
     }
 
     /// A human approved this exact call: the session holds the approval.

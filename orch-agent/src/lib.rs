@@ -55,6 +55,7 @@ mod openai;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod policy;
+pub mod protocol;
 #[cfg(feature = "rig")]
 pub mod rig_hook;
 mod scripted;

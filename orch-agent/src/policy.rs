@@ -6,10 +6,14 @@
 
 use crate::audit::{rule_admitting, rule_of, AuditEvent, Auditor, Position};
 use crate::model::{ToolCall, ToolChoice};
+use crate::protocol::{self, Question, Ticket, Unanswered};
 use orch_runtime::dynamic::DynSession;
-use orch_runtime::{Approval, CallDigest, Denied, Machine, Session, StepEnum, ToolEnum, Verdict};
+use orch_runtime::{
+    Approval, CallDigest, Denied, Machine, QuestionId, Session, StepEnum, ToolEnum, Verdict,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What to offer the model for its next call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,11 +54,29 @@ pub enum RefusalKind {
     NeedsApproval,
     /// The tool is gated and a human rejected this very call.
     Rejected,
+    /// An answer came that applies to no question the run holds (answered already, the
+    /// run changed since, another run's, expired): nothing changed, and nothing was asked
+    /// ([`crate::protocol::Unanswered`]).
+    StaleAnswer,
+    /// Another call of the same run is in flight, and did not finish in time.
+    Busy,
 }
 
 impl RefusalKind {
+    /// Every kind, in the order the documentation lists them.
+    pub const ALL: [RefusalKind; 8] = [
+        RefusalKind::NotAllowed,
+        RefusalKind::OutOfSequence,
+        RefusalKind::UnknownTool,
+        RefusalKind::Unavailable,
+        RefusalKind::NeedsApproval,
+        RefusalKind::Rejected,
+        RefusalKind::StaleAnswer,
+        RefusalKind::Busy,
+    ];
+
     /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`,
-    /// `needs_approval`, `rejected`.
+    /// `needs_approval`, `rejected`, `stale_answer`, `busy`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefusalKind::UnknownTool => "unknown_tool",
@@ -63,6 +85,8 @@ impl RefusalKind {
             RefusalKind::Unavailable => "unavailable",
             RefusalKind::NeedsApproval => "needs_approval",
             RefusalKind::Rejected => "rejected",
+            RefusalKind::StaleAnswer => "stale_answer",
+            RefusalKind::Busy => "busy",
         }
     }
 }
@@ -83,6 +107,10 @@ pub struct ApprovalRequest {
     /// The call's identity: SHA-256 of the tool and its canonical arguments
     /// ([`CallDigest::of_text`]).
     pub digest: CallDigest,
+    /// The question's identity, which the session holds: an answer applies to this
+    /// question only, once ([`orch_runtime::QuestionId`]).
+    #[serde(default, skip_serializing_if = "QuestionId::is_none")]
+    pub question: QuestionId,
 }
 
 /// A human's answer to an [`ApprovalRequest`].
@@ -208,11 +236,13 @@ pub trait Orchestrated {
     fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial>;
     /// The verdict on a call the session holds (semantics §13), if any.
     fn approval(&self) -> Option<Approval>;
-    /// Holds the question "may this exact call run?" put to a human (semantics §13).
-    fn ask_approval(&mut self, call: CallDigest);
-    /// Applies a human's answer to the question held about `call`: `false`, changing
-    /// nothing, when the session no longer holds it (an event since, or answered).
-    fn answer_approval(&mut self, call: CallDigest, approved: bool) -> bool;
+    /// Holds the question `question`, "may this exact call run?", put to a human
+    /// (semantics §13).
+    fn ask_approval(&mut self, call: CallDigest, question: QuestionId);
+    /// Applies a human's answer to the question `question` held about `call`: `false`,
+    /// changing nothing, when the session no longer holds it (an event since, another
+    /// question, or answered).
+    fn answer_approval(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool;
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
@@ -267,12 +297,12 @@ impl<M: Machine> Orchestrated for Session<M> {
         Self::approval(self)
     }
 
-    fn ask_approval(&mut self, call: CallDigest) {
-        self.ask(call);
+    fn ask_approval(&mut self, call: CallDigest, question: QuestionId) {
+        self.ask(call, question);
     }
 
-    fn answer_approval(&mut self, call: CallDigest, approved: bool) -> bool {
-        self.answer(call, approved)
+    fn answer_approval(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
+        self.answer(call, question, approved)
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -329,12 +359,12 @@ impl Orchestrated for DynSession<'_> {
         Self::approval(self)
     }
 
-    fn ask_approval(&mut self, call: CallDigest) {
-        self.ask(call);
+    fn ask_approval(&mut self, call: CallDigest, question: QuestionId) {
+        self.ask(call, question);
     }
 
-    fn answer_approval(&mut self, call: CallDigest, approved: bool) -> bool {
-        self.answer(call, approved)
+    fn answer_approval(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
+        self.answer(call, question, approved)
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -372,13 +402,27 @@ impl Orchestrated for DynSession<'_> {
 
 /// What a host that asks humans itself does about a gated call ([`Policy::admit_gated`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gate {
+pub enum Gate<'a> {
     /// The human cannot be asked: a gated call is refused (as needing approval).
     Refuse,
-    /// Ask: a gated call is refused for now, and the session holds the question.
-    Ask,
-    /// The human answered the question the session holds: approved (`true`) or not.
-    Answer(bool),
+    /// Ask: a gated call is refused for now, and the run holds a new [`Question`] about it.
+    Ask {
+        /// The run the question is asked in ([`Question::run`]).
+        run: &'a str,
+        /// How long the question stays answerable.
+        ttl: Duration,
+    },
+    /// The human answered a question: `ticket` is what the answer carried back. It
+    /// applies only if the run still holds that very question; otherwise the call is
+    /// refused as [`RefusalKind::StaleAnswer`] and nothing is asked.
+    Answer {
+        /// The run the answer came in.
+        run: &'a str,
+        /// The question's ticket, as the answer carried it.
+        ticket: Ticket,
+        /// Approved (`true`) or rejected.
+        approved: bool,
+    },
 }
 
 /// What [`Policy::admit_gated`] came to.
@@ -393,14 +437,12 @@ pub enum Gated {
     Refused {
         /// Why, in the words the model is sent.
         refusal: Refusal,
-        /// The call is gated and the session now holds the question about it.
-        asked: bool,
+        /// The call is gated and the run now holds this question about it: put it to the
+        /// human.
+        question: Option<Question>,
         /// Did the session change (a question held, a rejection applied)?
         changed: bool,
     },
-    /// An answer came, but the session no longer holds the question it answers (an
-    /// event since, or it was answered already): nothing changed.
-    Stale,
 }
 
 impl Policy {
@@ -482,21 +524,31 @@ impl Policy {
     /// What to offer the model for its next call.
     pub fn plan<S: Orchestrated + ?Sized>(&self, session: &S) -> RoundPlan {
         let offered = self.offered(session);
-        // While the session holds a human's rejection (nothing happened since), no tool is
-        // forced: the model must be free to answer instead of calling it again.
-        let rejected = session
-            .approval()
-            .is_some_and(|a| a.verdict == Verdict::Rejected);
-        let tool_choice = if offered.is_empty() {
-            ToolChoice::None
-        } else if offered.len() == 1 && session.expected_tools().is_some() && !rejected {
-            ToolChoice::Tool(offered[0].clone())
-        } else {
-            ToolChoice::Auto
+        let tool_choice = match Self::forced_among(session, &offered) {
+            _ if offered.is_empty() => ToolChoice::None,
+            Some(tool) => ToolChoice::Tool(tool.to_owned()),
+            None => ToolChoice::Auto,
         };
         RoundPlan {
             offered,
             tool_choice,
+        }
+    }
+
+    /// The tool the next model call must call, if any (the run protocol's one rule, every
+    /// host's): the one an unfinished sequence expects, when it is the only tool `offered`
+    /// — and no human's question or rejection is held, since the model must then be free
+    /// to answer instead of calling the gated tool again.
+    pub fn forced_among<'t, S: Orchestrated + ?Sized>(
+        session: &S,
+        offered: &'t [String],
+    ) -> Option<&'t str> {
+        let waiting = session
+            .approval()
+            .is_some_and(|a| a.verdict != Verdict::Approved);
+        match offered {
+            [only] if !waiting && session.expected_tools().is_some() => Some(only),
+            _ => None,
         }
     }
 
@@ -565,12 +617,21 @@ impl Policy {
         session: &mut S,
         tool: &str,
         call: &CallDigest,
-        gate: Gate,
+        gate: Gate<'_>,
     ) -> Gated {
         let held = session.approval();
-        if let Gate::Answer(approved) = gate {
-            if !self.answer_call(session, tool, *call, approved, None) {
-                return Gated::Stale;
+        if let Gate::Answer {
+            run,
+            ticket,
+            approved,
+        } = gate
+        {
+            if let Err(why) = self.answer_ticket(session, run, tool, call, &ticket, approved) {
+                return Gated::Refused {
+                    refusal: self.unanswered(session, tool, why),
+                    question: None,
+                    changed: false,
+                };
             }
         }
         match self.admit_call(session, tool, call) {
@@ -578,16 +639,70 @@ impl Policy {
                 changed: session.approval() != held,
             },
             Err(refusal) => {
-                let asked = refusal.kind == RefusalKind::NeedsApproval && gate == Gate::Ask;
-                if asked {
-                    self.ask_call(session, tool, *call);
-                }
+                let question = match gate {
+                    Gate::Ask { run, ttl } if refusal.kind == RefusalKind::NeedsApproval => {
+                        let question = Question::new(
+                            run,
+                            session.step_name(),
+                            tool,
+                            *call,
+                            session.fingerprint(),
+                            ttl,
+                        );
+                        self.ask_call(session, tool, *call, question.id());
+                        Some(question)
+                    }
+                    _ => None,
+                };
                 Gated::Refused {
                     refusal,
-                    asked,
+                    question,
                     changed: session.approval() != held,
                 }
             }
+        }
+    }
+
+    /// Applies a human's answer that carried back `ticket` to the call `call` of `tool`
+    /// in `run`: only while the run holds the very question the ticket was issued for —
+    /// same run, step, tool, call, template and expiry, not expired, not answered — and
+    /// otherwise why not, changing nothing.
+    pub fn answer_ticket<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        run: &str,
+        tool: &str,
+        call: &CallDigest,
+        ticket: &Ticket,
+        approved: bool,
+    ) -> Result<(), Unanswered> {
+        if ticket.call != *call {
+            return Err(Unanswered::OtherCall);
+        }
+        if protocol::now_ms() >= ticket.expires_ms {
+            return Err(Unanswered::Expired);
+        }
+        let id = ticket.question_id(run, session.step_name(), tool, session.fingerprint());
+        match self.answer_call(session, tool, *call, id, approved, None) {
+            true => Ok(()),
+            false => Err(Unanswered::Stale),
+        }
+    }
+
+    /// The refusal of a call whose answer applied to nothing.
+    pub fn unanswered<S: Orchestrated + ?Sized>(
+        &self,
+        session: &S,
+        tool: &str,
+        why: Unanswered,
+    ) -> Refusal {
+        Refusal {
+            tool: tool.to_owned(),
+            kind: RefusalKind::StaleAnswer,
+            reason: format!(
+                "error: `{tool}` was not run: {why}. Nothing was asked; call it again to put a new question to the human. {}",
+                self.what_now(session, true)
+            ),
         }
     }
 
@@ -655,19 +770,22 @@ impl Policy {
         reason: String,
     ) -> ApprovalRequest {
         let digest = CallDigest::of_text(&call.name, &call.arguments);
-        self.ask_call(session, &call.name, digest);
+        let question = QuestionId::random();
+        self.ask_call(session, &call.name, digest, question);
         ApprovalRequest {
             step: session.step_name().map(str::to_owned),
             call,
             reason,
             digest,
+            question,
         }
     }
 
     /// Applies a human's `decision` on `request` to the session: `false`, changing
     /// nothing, when the session no longer holds that question (an event since, the
-    /// question answered already, or a request altered since it was made — its call
-    /// must still have its digest).
+    /// question answered already — a decision submitted twice applies once —, another
+    /// question asked since, even about the same call, or a request altered since it was
+    /// made — its call must still have its digest).
     pub fn answer<S: Orchestrated + ?Sized>(
         &self,
         session: &mut S,
@@ -680,46 +798,59 @@ impl Policy {
             return false;
         }
         let (approves, reason) = (decision.approves(), decision.reason());
-        self.answer_call(session, &request.call.name, digest, approves, reason)
+        let question = request.question;
+        self.answer_call(
+            session,
+            &request.call.name,
+            digest,
+            question,
+            approves,
+            reason,
+        )
     }
 
-    /// Holds the question about the call `call` of `tool` in the session (the gate's
-    /// wording is the question's), recorded by the auditor.
+    /// Holds the question `question` about the call `call` of `tool` in the session (the
+    /// gate's wording is the question's), recorded by the auditor.
     pub fn ask_call<S: Orchestrated + ?Sized>(
         &self,
         session: &mut S,
         tool: &str,
         call: CallDigest,
+        question: QuestionId,
     ) {
         let before = self.auditor.as_ref().map(|_| Position::of(session));
-        session.ask_approval(call);
+        session.ask_approval(call, question);
         if let (Some(auditor), Some(before)) = (&self.auditor, before) {
             let message = session.check_tool(tool).err().map(|d| d.message);
             let event = AuditEvent::Ask {
                 tool: tool.to_owned(),
                 call,
+                question,
             };
             auditor.emit(session, before, event, "asked", None, None, message);
         }
     }
 
-    /// Applies a human's answer about the call `call` of `tool`: `false`, changing
-    /// nothing, when the session no longer holds that question. Recorded by the auditor
-    /// (`approved`, `denied_by_human`, or `stale`), with the human's reason.
+    /// Applies a human's answer to the question `question` about the call `call` of
+    /// `tool`: `false`, changing nothing, when the session no longer holds that question.
+    /// Recorded by the auditor (`approved`, `denied_by_human`, or `stale`), with the
+    /// human's reason.
     pub fn answer_call<S: Orchestrated + ?Sized>(
         &self,
         session: &mut S,
         tool: &str,
         call: CallDigest,
+        question: QuestionId,
         approved: bool,
         reason: Option<&str>,
     ) -> bool {
         let before = self.auditor.as_ref().map(|_| Position::of(session));
-        let applied = session.answer_approval(call, approved);
+        let applied = session.answer_approval(call, question, approved);
         if let (Some(auditor), Some(before)) = (&self.auditor, before) {
             let event = AuditEvent::Answer {
                 tool: tool.to_owned(),
                 call,
+                question,
                 approved,
                 reason: reason.map(str::to_owned),
             };

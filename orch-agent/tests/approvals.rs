@@ -238,3 +238,48 @@ async fn bad_arguments_to_a_gated_tool_are_refused_without_asking() {
     assert!(call.result.contains("not valid JSON"), "{}", call.result);
     assert_eq!(refunds(&log), 0);
 }
+
+/// A pending approval answers its own question only: submitted again after the same call
+/// was asked about anew, it is stale — the new question waits for its own answer.
+#[tokio::test]
+async fn a_pending_approval_never_answers_a_later_question_about_the_same_call() {
+    let (mut agent, mut session, mut conversation, first, log) =
+        paused(vec![Planned::call("issue_refund", REFUND)]).await;
+    // The user speaks before the human answers: the question is void, and the model
+    // makes the very same call again, which is asked about anew.
+    let turn = agent
+        .run_turn(&mut session, &mut conversation, "yes, refund A-1 please")
+        .await
+        .unwrap();
+    assert_eq!(turn.stop, StopReason::NeedsApproval);
+    let second = turn.pending.expect("asked again");
+    assert_eq!(second.request.digest, first.request.digest, "the same call");
+    assert_ne!(second.request.question, first.request.question);
+    // The first approval, submitted now (late, or twice), applies to nothing.
+    let stale = agent
+        .resume_turn(
+            &mut session,
+            &mut conversation,
+            first.clone(),
+            Decision::Approve,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(stale, AgentError::StaleApproval(_)), "{stale}");
+    assert_eq!(refunds(&log), 0);
+    // The second question's own answer runs the call, once; submitted twice, once.
+    agent
+        .resume_turn(
+            &mut session,
+            &mut conversation,
+            second.clone(),
+            Decision::Approve,
+        )
+        .await
+        .unwrap();
+    let twice = agent
+        .resume_turn(&mut session, &mut conversation, second, Decision::Approve)
+        .await;
+    assert!(matches!(twice, Err(AgentError::StaleApproval(_))));
+    assert_eq!(refunds(&log), 1);
+}

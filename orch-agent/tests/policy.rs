@@ -233,13 +233,16 @@ orch_macros::orchestration! {
 }
 
 /// `admit_gated`, the one admission of hosts that ask humans themselves (`orch mcp`,
-/// `orch policy`): a gated call is asked about (held), approved once, consumed; a
-/// rejection is held; an answer with no question held is stale; a host that cannot ask
-/// refuses without holding anything.
+/// `orch policy`): a gated call is asked about (a question with an identity, held),
+/// approved once, consumed; a rejection is held; an answer that applies to no question
+/// held is refused as stale and asks nothing; a host that cannot ask refuses without
+/// holding anything.
 #[test]
 fn admit_gated_asks_answers_and_consumes() {
+    use orch_agent::protocol::Question;
     use orch_agent::{Gate, Gated, RefusalKind};
     use orch_runtime::CallDigest;
+    use std::time::Duration;
     let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
         "approve": ["pay"],
         "steps": [{"name": "Shop", "isDefault": true}]}}"#;
@@ -250,57 +253,103 @@ fn admit_gated_asks_answers_and_consumes() {
     let mut session = orch_runtime::dynamic::DynSession::new(&machine);
     policy.prepare(&mut session);
     let pay = CallDigest::of_json("pay", &serde_json::json!({"amount": 5}));
+    let ttl = Duration::from_secs(60);
+    let ask = Gate::Ask { run: "r1", ttl };
+    let answer = |question: &Question, approved: bool| Gate::Answer {
+        run: "r1",
+        ticket: question.ticket(),
+        approved,
+    };
+    let stale = |gated: &Gated| {
+        matches!(gated, Gated::Refused { refusal, question: None, changed: false }
+            if refusal.kind == RefusalKind::StaleAnswer)
+    };
+    let asked = |gated: Gated| match gated {
+        Gated::Refused {
+            question: Some(q),
+            changed: true,
+            ..
+        } => q,
+        other => panic!("{other:?}"),
+    };
 
     // Cannot ask: refused, nothing held.
     let refused = policy.admit_gated(&mut session, "pay", &pay, Gate::Refuse);
     let Gated::Refused {
         refusal,
-        asked,
+        question,
         changed,
     } = refused
     else {
         panic!("{refused:?}")
     };
     assert_eq!(
-        (refusal.kind, asked, changed),
-        (RefusalKind::NeedsApproval, false, false)
+        (refusal.kind, question, changed),
+        (RefusalKind::NeedsApproval, None, false)
     );
-    // An answer before any question is stale.
-    assert_eq!(
-        policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(true)),
-        Gated::Stale
-    );
-    // Asked: held.
-    let asked = policy.admit_gated(&mut session, "pay", &pay, Gate::Ask);
-    assert!(
-        matches!(
-            asked,
-            Gated::Refused {
-                asked: true,
-                changed: true,
-                ..
-            }
-        ),
-        "{asked:?}"
-    );
+    // Asked: held, with an identity.
+    let q1 = asked(policy.admit_gated(&mut session, "pay", &pay, ask));
+    assert_eq!(session.approval().map(|a| a.question), Some(q1.id()));
+    assert_eq!((q1.run.as_str(), q1.tool.as_str()), ("r1", "pay"));
+    // The answer in another run applies to nothing, and asks nothing.
+    let foreign = Gate::Answer {
+        run: "r2",
+        ticket: q1.ticket(),
+        approved: true,
+    };
+    assert!(stale(&policy.admit_gated(
+        &mut session,
+        "pay",
+        &pay,
+        foreign
+    )));
     // Approved: admitted once, the approval consumed.
     assert_eq!(
-        policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(true)),
+        policy.admit_gated(&mut session, "pay", &pay, answer(&q1, true)),
         Gated::Admitted { changed: true }
     );
+    // The same answer again: stale, refused, nothing asked.
+    let replay = policy.admit_gated(&mut session, "pay", &pay, answer(&q1, true));
+    assert!(stale(&replay), "{replay:?}");
+    assert_eq!(session.approval(), None);
+    // A new question about the very same call is not answered by the old answer.
+    let q2 = asked(policy.admit_gated(&mut session, "pay", &pay, ask));
+    assert_ne!(q2.id(), q1.id());
+    assert!(stale(&policy.admit_gated(
+        &mut session,
+        "pay",
+        &pay,
+        answer(&q1, true)
+    )));
     assert_eq!(
-        policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(true)),
-        Gated::Stale
+        policy.admit_gated(&mut session, "pay", &pay, answer(&q2, true)),
+        Gated::Admitted { changed: true }
     );
+    // An expired question is not answered either.
+    let q3 = asked(policy.admit_gated(
+        &mut session,
+        "pay",
+        &pay,
+        Gate::Ask {
+            run: "r1",
+            ttl: Duration::ZERO,
+        },
+    ));
+    assert!(stale(&policy.admit_gated(
+        &mut session,
+        "pay",
+        &pay,
+        answer(&q3, true)
+    )));
     // Ungated tools pass without changing anything.
     let browse = CallDigest::of_json("browse", &serde_json::json!({}));
     assert_eq!(
-        policy.admit_gated(&mut session, "browse", &browse, Gate::Ask),
+        policy.admit_gated(&mut session, "browse", &browse, ask),
         Gated::Admitted { changed: false }
     );
     // Asked and rejected: the rejection is held, and the same call refused as rejected.
-    policy.admit_gated(&mut session, "pay", &pay, Gate::Ask);
-    let rejected = policy.admit_gated(&mut session, "pay", &pay, Gate::Answer(false));
+    let q4 = asked(policy.admit_gated(&mut session, "pay", &pay, ask));
+    let rejected = policy.admit_gated(&mut session, "pay", &pay, answer(&q4, false));
     let Gated::Refused {
         refusal, changed, ..
     } = rejected
@@ -308,9 +357,51 @@ fn admit_gated_asks_answers_and_consumes() {
         panic!("{rejected:?}")
     };
     assert_eq!((refusal.kind, changed), (RefusalKind::Rejected, true));
-    let again = policy.admit_gated(&mut session, "pay", &pay, Gate::Ask);
+    let again = policy.admit_gated(&mut session, "pay", &pay, ask);
     assert!(
-        matches!(&again, Gated::Refused { refusal, asked: false, changed: false } if refusal.kind == RefusalKind::Rejected),
+        matches!(&again, Gated::Refused { refusal, question: None, changed: false } if refusal.kind == RefusalKind::Rejected),
         "{again:?}"
     );
+}
+
+/// `Policy::ask` / `Policy::answer` (the agent loop's and the rig hook's approvals): a
+/// decision applies to the question it was given for, once — submitted twice, or after
+/// the same call was asked about anew, it applies to nothing.
+#[test]
+fn an_answer_applies_once_and_only_to_its_own_question() {
+    use orch_agent::{Decision, ToolCall};
+    let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
+        "approve": ["pay"],
+        "steps": [{"name": "Shop", "isDefault": true}]}}"#;
+    let machine = orch_codegen::compile_json(source, None)
+        .to_machine()
+        .expect("the template compiles");
+    let policy = Policy::new(["browse", "pay"]);
+    let mut session = orch_runtime::dynamic::DynSession::new(&machine);
+    policy.prepare(&mut session);
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "pay".into(),
+        arguments: r#"{"order": 7}"#.into(),
+    };
+    let first = policy.ask(&mut session, call.clone(), "needs approval".into());
+    assert!(policy.answer(&mut session, &first, &Decision::Approve));
+    assert!(
+        !policy.answer(&mut session, &first, &Decision::Approve),
+        "twice"
+    );
+    assert!(policy
+        .admit_call(&mut session, "pay", &first.digest)
+        .is_ok());
+    // The same call, asked about again: the first decision does not answer it.
+    let second = policy.ask(&mut session, call, "needs approval".into());
+    assert_eq!(second.digest, first.digest);
+    assert!(!policy.answer(&mut session, &first, &Decision::Approve));
+    assert!(policy
+        .admit_call(&mut session, "pay", &first.digest)
+        .is_err());
+    assert!(policy.answer(&mut session, &second, &Decision::Approve));
+    assert!(policy
+        .admit_call(&mut session, "pay", &second.digest)
+        .is_ok());
 }

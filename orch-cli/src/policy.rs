@@ -46,6 +46,10 @@ pub(crate) struct Args {
     /// milliseconds (keep it below the gateway's 10 s deadline for a check).
     #[arg(long, value_name = "MS", default_value_t = 5_000)]
     pub(crate) busy_wait_ms: u64,
+    /// How long a question put to a human about a gated call stays answerable, in
+    /// seconds (its `requestState` carries the expiry; a later answer is refused).
+    #[arg(long, value_name = "SECONDS", default_value_t = 24 * 60 * 60)]
+    pub(crate) question_ttl: u64,
     /// The largest tools/call params accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub(crate) max_params_bytes: usize,
@@ -126,6 +130,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         run_key: args.run_key.clone(),
         lease: Duration::from_secs(args.lease.max(1)),
         busy_wait: Duration::from_millis(args.busy_wait_ms),
+        question_ttl: Duration::from_secs(args.question_ttl.max(1)),
         max_params_bytes: args.max_params_bytes,
         max_message_bytes: args.max_message_bytes.max(64 << 10),
         max_in_flight: args.max_in_flight.max(1),

@@ -46,8 +46,9 @@ fn write_log(path: &Path) {
         assert!(policy.admit_call(&mut s, "lookup_order", &lookup).is_ok());
         policy.record(&mut s, "lookup_order");
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
-        policy.ask_call(&mut s, "issue_refund", refund);
-        assert!(policy.answer_call(&mut s, "issue_refund", refund, true, None));
+        let question = orch_runtime::QuestionId::new(0x51);
+        policy.ask_call(&mut s, "issue_refund", refund, question);
+        assert!(policy.answer_call(&mut s, "issue_refund", refund, question, true, None));
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_ok());
         policy.record(&mut s, "issue_refund");
     }

@@ -140,8 +140,9 @@ fn orch_decision_records_are_graded_with_their_approvals() {
     policy.record(&mut s, "lookup_order");
     let refund = CallDigest::of_text("issue_refund", r#"{"amount": 1}"#);
     assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
-    policy.ask_call(&mut s, "issue_refund", refund);
-    assert!(policy.answer_call(&mut s, "issue_refund", refund, true, None));
+    let question = orch_runtime::QuestionId::new(0x51);
+    policy.ask_call(&mut s, "issue_refund", refund, question);
+    assert!(policy.answer_call(&mut s, "issue_refund", refund, question, true, None));
     policy.admit_call(&mut s, "issue_refund", &refund).unwrap();
     policy.record(&mut s, "issue_refund");
     std::fs::write(&path, records.lock().unwrap().as_str()).unwrap();

@@ -15,6 +15,7 @@
 
 use orch_agent::elicitation::{self, INPUT_KEY};
 pub(crate) use orch_agent::elicitation::{is_ours, Answer};
+use orch_agent::protocol::{Question, Ticket};
 use orch_runtime::CallDigest;
 use rmcp::model::{
     ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest,
@@ -40,7 +41,11 @@ pub(crate) fn question(
         .map_err(|e| McpError::internal_error(format!("the approval form: {e}"), None))?;
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: elicitation::question_text(tool, arguments, step),
+        message: elicitation::question_text(
+            tool,
+            &serde_json::to_string_pretty(arguments).unwrap_or_default(),
+            step,
+        ),
         requested_schema: schema,
     })
 }
@@ -50,29 +55,30 @@ pub(crate) fn answer_of(result: &serde_json::Value) -> Result<Answer, McpError> 
     elicitation::answer_of(result).map_err(|why| McpError::invalid_params(why, None))
 }
 
-/// The answer a 2026-07-28 retry carries for the call `digest`
-/// ([`elicitation::answer_in_retry`]), a bad `requestState` an invalid-params error.
+/// The answer a 2026-07-28 retry carries for the call `digest`, with the ticket of the
+/// question it answers ([`elicitation::answer_in_retry`]), a bad `requestState` an
+/// invalid-params error.
 pub(crate) fn answer_in_retry(
     request_state: Option<&str>,
     responses: Option<&InputResponses>,
     digest: &CallDigest,
-) -> Result<Option<Answer>, McpError> {
+) -> Result<Option<(Ticket, Answer)>, McpError> {
     let response = responses.and_then(|r| r.get(INPUT_KEY));
     elicitation::answer_in_retry(request_state, response, digest)
         .map_err(|why| McpError::invalid_params(why, None))
 }
 
-/// The `InputRequiredResult` that asks the client's human about the call `digest`.
+/// The `InputRequiredResult` that asks the client's human `question`.
 pub(crate) fn input_required(
     params: ElicitRequestParams,
-    digest: &CallDigest,
+    question: &Question,
 ) -> InputRequiredResult {
     let mut requests = InputRequests::new();
     requests.insert(
         INPUT_KEY.to_owned(),
         InputRequest::Elicitation(ElicitRequest::new(params)),
     );
-    InputRequiredResult::new(Some(requests), Some(elicitation::request_state(digest)))
+    InputRequiredResult::new(Some(requests), Some(elicitation::request_state(question)))
 }
 
 #[cfg(test)]
@@ -83,10 +89,11 @@ mod tests {
     #[test]
     fn the_input_required_result_carries_the_form_and_the_state() {
         let d = CallDigest::of_canonical("pay", b"{}");
-        let result = input_required(question("pay", &json!({}), None).unwrap(), &d);
+        let q = Question::new("s", None, "pay", d, 1, std::time::Duration::from_secs(9));
+        let result = input_required(question("pay", &json!({}), None).unwrap(), &q);
         let v = serde_json::to_value(&result).unwrap();
         assert_eq!(v["resultType"], "input_required");
-        assert_eq!(v["requestState"], elicitation::request_state(&d));
+        assert_eq!(v["requestState"], elicitation::request_state(&q));
         assert_eq!(
             v["inputRequests"][INPUT_KEY]["method"],
             "elicitation/create"

@@ -19,7 +19,8 @@ use crate::telemetry;
 use crate::upstream::Relay;
 use crate::Limits;
 use orch_agent::audit::Auditor;
-use orch_agent::{Gate, Gated, Orchestrated, Policy, Refusal};
+use orch_agent::protocol::{self, Question, ToolResult};
+use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use orch_runtime::Snapshot;
@@ -120,10 +121,8 @@ enum Admission {
     Refused(Refused),
     /// Another call of the session is in flight: its tool.
     Busy(String),
-    /// The call is gated: the run now holds the question for a human (in this step).
-    Asked(Option<String>),
-    /// An answer came, but the run no longer holds the question it answers.
-    Stale,
+    /// The call is gated: the run now holds this question for a human.
+    Asked(Question),
 }
 
 /// What reserving a session for a call came to.
@@ -132,10 +131,8 @@ pub(crate) enum Reserved {
     Go(Reservation),
     /// The call is answered without going upstream.
     Refused(Refused),
-    /// The call waits for a human; the run holds the question (the active step).
-    Asked(Option<String>),
-    /// The answer given no longer applies: the run changed, or it was answered already.
-    Stale,
+    /// The call waits for a human; the run holds this question.
+    Asked(Question),
 }
 
 /// A call's hold on its session: the lease's token, and the version and record the
@@ -317,7 +314,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         policy: &Policy,
         tool: &str,
         call: &CallDigest,
-        gate: Gate,
+        gate: Gate<'_>,
         may_create: bool,
     ) -> Result<(Admission, Option<(u64, Record)>), McpError> {
         let lease_for = self.limits.call_timeout + LEASE_MARGIN;
@@ -336,11 +333,12 @@ impl<S: SessionStore + 'static> Shared<S> {
                 }
                 let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
                 match policy.admit_gated(&mut session, tool, call, gate) {
-                    Gated::Stale => return Ok(Change::Keep(Admission::Stale)),
-                    Gated::Refused { asked: true, .. } => {
+                    Gated::Refused {
+                        question: Some(question),
+                        ..
+                    } => {
                         record.snapshot = Some(session.snapshot().to_bytes());
-                        let step = session.step().map(str::to_owned);
-                        return Ok(Change::Write(record, Admission::Asked(step)));
+                        return Ok(Change::Write(record, Admission::Asked(question)));
                     }
                     Gated::Refused {
                         refusal, changed, ..
@@ -382,7 +380,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         policy: &Policy,
         tool: &str,
         call: &CallDigest,
-        gate: Gate,
+        gate: Gate<'_>,
         may_create: bool,
         ct: &CancellationToken,
     ) -> Result<Reserved, McpError> {
@@ -398,8 +396,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                     return Ok(Reserved::Go(Reservation { token, written }))
                 }
                 (Admission::Refused(reason), _) => return Ok(Reserved::Refused(reason)),
-                (Admission::Asked(step), _) => return Ok(Reserved::Asked(step)),
-                (Admission::Stale, _) => return Ok(Reserved::Stale),
+                (Admission::Asked(question), _) => return Ok(Reserved::Asked(question)),
                 (Admission::Busy(other), _) => other,
             };
             if Instant::now() >= deadline {
@@ -408,7 +405,11 @@ impl<S: SessionStore + 'static> Shared<S> {
                     limit.as_secs_f64()
                 );
                 return Ok(Reserved::Refused(Refused::new(
-                    tool, "busy", message, None, policy,
+                    tool,
+                    RefusalKind::Busy.as_str(),
+                    message,
+                    None,
+                    policy,
                 )));
             }
             // A little randomness, so that waiters on several instances do not look
@@ -676,10 +677,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let session = self
             .shared
             .restore(key, record.snapshot.as_deref(), &policy)?;
+        // What a client sees is the run protocol's one rule (`Policy::offered`, as
+        // `orch policy` and every binding list): the tools the run allows now, gated ones
+        // included — a call of one is then put to a human.
+        let offered = policy.offered(&session);
         Ok(Some(
             tools
                 .iter()
-                .filter(|t| session.check_tool(&t.name).is_ok())
+                .filter(|t| offered.iter().any(|o| *o == *t.name))
                 .cloned()
                 .collect(),
         ))
@@ -765,7 +770,11 @@ impl<S: SessionStore + 'static> Downstream<S> {
             let info = context.peer.peer_info();
             approval::can_ask(info.as_deref().map(|i| &i.capabilities))
         };
-        let ask = if can_ask { Gate::Ask } else { Gate::Refuse };
+        let ttl = self.shared.limits.question_ttl;
+        let ask = match can_ask {
+            true => Gate::Ask { run: &id, ttl },
+            false => Gate::Refuse,
+        };
         let retry = match modern {
             true => approval::answer_in_retry(
                 params.request_state.as_deref(),
@@ -775,29 +784,45 @@ impl<S: SessionStore + 'static> Downstream<S> {
             false => None,
         };
         let gate = match retry {
-            Some(Answer::Approved) => Gate::Answer(true),
-            Some(Answer::Rejected) => Gate::Answer(false),
-            Some(Answer::Dismissed) => return Ok(dismissed(&tool, &policy).into()),
+            Some((ticket, Answer::Approved)) => Gate::Answer {
+                run: &id,
+                ticket,
+                approved: true,
+            },
+            Some((ticket, Answer::Rejected)) => Gate::Answer {
+                run: &id,
+                ticket,
+                approved: false,
+            },
+            Some((_, Answer::Dismissed)) => return Ok(dismissed(&tool, &policy).into()),
             None => ask,
         };
         let shared = &self.shared;
         let reserve =
             |gate| shared.reserve(&id, &policy, &tool, &digest, gate, may_create, &context.ct);
+        // An answer that applies to no question the run holds is refused as it is
+        // (`stale_answer`): asking again on it would let the next copy of the same
+        // answer run the call a second time.
         let mut reserved = reserve(gate).await?;
-        if modern && matches!(reserved, Reserved::Stale) {
-            // The run changed since the question: ask about the call in its new state.
-            reserved = reserve(ask).await?;
-        }
-        if let Reserved::Asked(step) = &reserved {
-            let question = approval::question(&tool, &arguments, step.as_deref())?;
+        if let Reserved::Asked(question) = &reserved {
+            let shown = approval::question(&tool, &arguments, question.step.as_deref())?;
             if modern {
-                return Ok(approval::input_required(question, &digest).into());
+                return Ok(approval::input_required(shown, question).into());
             }
             // A handshake revision: ask the client now, while the call waits. Nothing
             // goes upstream before the answer.
-            reserved = match self.elicit(&context, question).await {
+            let ticket = question.ticket();
+            reserved = match self.elicit(&context, shown).await {
                 Ok(Answer::Dismissed) => return Ok(dismissed(&tool, &policy).into()),
-                Ok(answer) => reserve(Gate::Answer(answer == Answer::Approved)).await?,
+                Ok(answer) => {
+                    let approved = answer == Answer::Approved;
+                    reserve(Gate::Answer {
+                        run: &id,
+                        ticket,
+                        approved,
+                    })
+                    .await?
+                }
                 Err(why) => {
                     let message = format!("error: `{tool}` was not run: it needs a human's approval, and asking the client failed ({why})");
                     let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
@@ -808,8 +833,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let reservation = match reserved {
             Reserved::Go(reservation) => reservation,
             Reserved::Refused(refused) => return Ok(refused.into_result().into()),
-            Reserved::Stale | Reserved::Asked(_) => {
-                let message = format!("error: `{tool}` was not run: the workflow run changed while a human decided about this call, or the answer was given already; call it again to ask again");
+            Reserved::Asked(_) => {
+                let message = format!("error: `{tool}` was not run: the workflow run asked about it again while a human decided; call it again to ask again");
                 let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
                 return Ok(refused.into_result().into());
             }
@@ -851,9 +876,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 return Err(e);
             }
         };
-        // A result with `isError` says the tool failed: the orchestration does not
-        // count it (docs/mcp.md), so the model may call it again.
-        if result.is_error == Some(true) {
+        // Only a complete, successful result says the tool ran (the run protocol's
+        // rule, `protocol::classify`): an error, or a result that is not complete, is
+        // not recorded, so the model may call it again.
+        let ran = match serde_json::to_value(&result) {
+            Ok(value) => protocol::classify(&value),
+            Err(e) => ToolResult::NotRun(protocol::NotRun::Malformed(e.to_string())),
+        };
+        if ran != ToolResult::Ran {
             lease.release().await;
             return Ok(result.into());
         }

@@ -126,6 +126,8 @@ impl Default for Options {
 pub(crate) struct Limits {
     pub(crate) call_timeout: Duration,
     pub(crate) max_in_flight: usize,
+    /// How long a question put to a human stays answerable.
+    pub(crate) question_ttl: Duration,
 }
 
 /// How the gateway serves Streamable HTTP.
@@ -286,6 +288,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let limits = Limits {
             call_timeout: options.call_timeout,
             max_in_flight: options.max_in_flight,
+            question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
         };
         let shared = Arc::new(Shared::new(
             machine,

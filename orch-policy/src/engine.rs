@@ -13,13 +13,15 @@ use crate::wire::{
 use crate::Options;
 use orch_agent::audit::Auditor;
 use orch_agent::elicitation::{self, Answer, INPUT_KEY};
-use orch_agent::{Gate, Gated, Orchestrated, Policy, Refusal};
+use orch_agent::protocol::{self, Question, Ticket, ToolResult};
+use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{CallDigest, Snapshot};
 use orch_store::lease::{self, token, Change, Record};
 use orch_store::{ModifyError, SessionStore, StoreError};
 use prost_types::value::Kind;
-use serde_json::{json, Map, Value};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,25 +90,28 @@ enum Admission {
     Refused(Rejection),
     /// Another call of the run is in flight: its tool.
     Busy(String),
-    /// An answer came, but the run no longer holds the question it answers.
-    Stale,
 }
 
 /// A `tools/call`'s params, read.
 struct Call {
     tool: String,
-    arguments: Value,
+    /// The arguments' text as the call carries it (`{}` when it has none).
+    arguments: String,
+    /// The call's identity, over the arguments as written (numbers exactly).
+    digest: CallDigest,
     /// The params without orch's own approval answer, when they carried one (what goes
-    /// upstream instead).
+    /// upstream instead: every other byte of every value as sent).
     stripped: Option<Vec<u8>>,
-    answer: Option<Answer>,
+    /// The human's answer the retry carries, with the ticket of its question.
+    answer: Option<(Ticket, Answer)>,
 }
 
 /// What finishing a call did.
 enum Finish {
     /// Recorded (or, for an error result, released).
     Done,
-    /// The call's lease lapsed and another call was admitted since: not recorded.
+    /// The call's lease lapsed and another call was admitted since, or its result was
+    /// reported already: not recorded.
     Lapsed,
     /// No call of the run is in flight (none was admitted, or it finished already).
     NoCall,
@@ -278,12 +283,19 @@ impl<S: SessionStore + 'static> Engine<S> {
             Rejection::invalid("tools/call without params: the gateway sent no `mcp_request`")
         })?;
         let call = read_call(params, self.options.max_params_bytes)?;
-        let digest = CallDigest::of_json(&call.tool, &call.arguments);
         let policy = self.policy_for(&run, &call.tool);
         let gate = match call.answer {
-            Some(Answer::Approved) => Gate::Answer(true),
-            Some(Answer::Rejected) => Gate::Answer(false),
-            Some(Answer::Dismissed) => {
+            Some((ticket, Answer::Approved)) => Gate::Answer {
+                run: &run,
+                ticket,
+                approved: true,
+            },
+            Some((ticket, Answer::Rejected)) => Gate::Answer {
+                run: &run,
+                ticket,
+                approved: false,
+            },
+            Some((_, Answer::Dismissed)) => {
                 return Err(Rejection::new(
                     Code::PermissionDenied,
                     format!(
@@ -292,25 +304,21 @@ impl<S: SessionStore + 'static> Engine<S> {
                     ),
                 ))
             }
-            None => Gate::Ask,
+            None => Gate::Ask {
+                run: &run,
+                ttl: self.options.question_ttl,
+            },
         };
-        let mut admission = self.reserve(&run, &policy, &call, &digest, gate).await?;
-        if matches!(admission, Admission::Stale) {
-            // The run changed since the question: ask about the call in its new state.
-            admission = self
-                .reserve(&run, &policy, &call, &digest, Gate::Ask)
-                .await?;
-        }
-        match admission {
+        // An answer that applies to no question the run holds is refused as it is: the
+        // host never asks again on it (the next copy of the same answer would answer
+        // that new question, and run the call a second time).
+        match self.reserve(&run, &policy, &call, gate).await? {
             Admission::Reserved(token) => Ok(Admitted::Call {
                 token,
                 mutated: call.stripped,
             }),
             Admission::Refused(rejection) => Err(rejection),
-            Admission::Busy(_) | Admission::Stale => Err(Rejection::new(
-                Code::PermissionDenied,
-                format!("error: `{}` was not run: the workflow run changed while a human decided about this call, or the answer was given already; call it again to ask again", call.tool),
-            )),
+            Admission::Busy(_) => unreachable_busy(&call.tool),
         }
     }
 
@@ -322,25 +330,32 @@ impl<S: SessionStore + 'static> Engine<S> {
         run: &str,
         policy: &Policy,
         call: &Call,
-        digest: &CallDigest,
-        gate: Gate,
+        gate: Gate<'_>,
     ) -> Result<Admission, Rejection> {
         let deadline = Instant::now() + self.options.busy_wait;
         let mut pause = Duration::from_micros(500);
         loop {
-            let admission = self.try_reserve(run, policy, call, digest, gate).await?;
+            let admission = self.try_reserve(run, policy, call, gate).await?;
             let Admission::Busy(other) = admission else {
                 return Ok(admission);
             };
             if Instant::now() >= deadline {
-                return Err(Rejection::new(
-                    Code::ResourceExhausted,
-                    format!(
-                        "error: `{}` was not run: a call of `{other}` in the same workflow run has been in flight for more than {} s; try again when it has finished.",
-                        call.tool,
-                        self.options.busy_wait.as_secs_f64()
-                    ),
-                ));
+                let reason = format!(
+                    "error: `{}` was not run: a call of `{other}` in the same workflow run has been in flight for more than {} s; try again when it has finished.",
+                    call.tool,
+                    self.options.busy_wait.as_secs_f64()
+                );
+                let data = policy.refusal_data::<DynSession<'_>>(
+                    &call.tool,
+                    RefusalKind::Busy.as_str(),
+                    &reason,
+                    None,
+                );
+                return Err(Rejection {
+                    code: Code::ResourceExhausted,
+                    reason,
+                    data: Some(data),
+                });
             }
             // A little randomness, so that waiters on several instances do not look at
             // the run in lockstep.
@@ -357,8 +372,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         run: &str,
         policy: &Policy,
         call: &Call,
-        digest: &CallDigest,
-        gate: Gate,
+        gate: Gate<'_>,
     ) -> Result<Admission, Rejection> {
         let tool = call.tool.as_str();
         let lease_for = self.options.lease;
@@ -372,15 +386,14 @@ impl<S: SessionStore + 'static> Engine<S> {
                     return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
                 }
                 let mut session = self.restore(run, record.snapshot.as_deref(), policy)?;
-                match policy.admit_gated(&mut session, tool, digest, gate) {
-                    Gated::Stale => return Ok(Change::Keep(Admission::Stale)),
+                match policy.admit_gated(&mut session, tool, &call.digest, gate) {
                     Gated::Refused {
                         refusal,
-                        asked,
+                        question,
                         changed,
                     } => {
-                        let question = asked.then_some((call, digest));
-                        let rejection = refused(policy, &session, refusal, question);
+                        let asked = question.as_ref().map(|q| (call, q));
+                        let rejection = refused(policy, &session, refusal, asked);
                         if !changed {
                             return Ok(Change::Keep(Admission::Refused(rejection)));
                         }
@@ -407,42 +420,37 @@ impl<S: SessionStore + 'static> Engine<S> {
         tried
     }
 
-    /// The response phase of a `tools/call`: records the call (unless its result is an
-    /// error) and drops its lease.
+    /// The response phase of a `tools/call`: records the call when its result says it
+    /// ran ([`protocol::classify`]: a complete, well-formed, successful result), and drops
+    /// its lease either way. A result that is not a tool result is also refused.
     async fn finish_call(&self, response: &McpResponse) -> Result<(), Rejection> {
         let run = self.run_of(response.metadata_context.as_ref())?;
         let result: Value = serde_json::from_slice(&response.mcp_response)
             .map_err(|e| Rejection::invalid(format!("the tools/call result is not JSON: {e}")))?;
-        let Some(result) = result.as_object() else {
-            return Err(Rejection::invalid(
-                "the tools/call result is not a JSON object",
-            ));
-        };
-        let is_error = match result.get("isError") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(Rejection::invalid(
-                    "the tools/call result's `isError` is not a boolean",
-                ))
-            }
-        };
+        let ran = protocol::classify(&result);
         let token = call_token(response.metadata_context.as_ref())?;
         // The decision records of the attempt that is written.
         let mut records = Vec::new();
         let finished = self
             .modify(&run, |record| {
                 records.clear();
+                // A token proves the call was admitted: without its lease now, the lease
+                // lapsed (and another call took the run) or the result came already.
+                let gone = if token.is_some() {
+                    Finish::Lapsed
+                } else {
+                    Finish::NoCall
+                };
                 let Some(mut record) = record else {
-                    return Ok(Change::Keep(Finish::NoCall));
+                    return Ok(Change::Keep(gone));
                 };
                 let Some(lease) = record.lease.take() else {
-                    return Ok(Change::Keep(Finish::NoCall));
+                    return Ok(Change::Keep(gone));
                 };
                 if token.is_some_and(|t| t != lease.token) {
                     return Ok(Change::Keep(Finish::Lapsed));
                 }
-                if !is_error {
+                if ran == ToolResult::Ran {
                     let policy = self.policy_for(&run, &lease.tool);
                     let mut session = self.restore(&run, record.snapshot.as_deref(), &policy)?;
                     policy.record(&mut session, &lease.tool);
@@ -457,14 +465,20 @@ impl<S: SessionStore + 'static> Engine<S> {
         if let Some(audit) = &self.options.audit {
             audit.relay(records);
         }
+        if let ToolResult::NotRun(protocol::NotRun::Malformed(why)) = &ran {
+            // Not recorded, and the client is not handed something that is not a result.
+            return Err(Rejection::invalid(format!(
+                "the tools/call result is not a tool result ({why}): it is withheld and the call is not recorded"
+            )));
+        }
         match finished {
             Finish::Done => Ok(()),
-            // An error result needs no account: pass it.
-            _ if is_error => Ok(()),
+            // A result that says the tool did not run needs no account: pass it.
+            _ if ran != ToolResult::Ran => Ok(()),
             Finish::Lapsed => Err(Rejection::new(
                 Code::PermissionDenied,
                 format!(
-                    "orch policy: this call's admission lapsed (after {} s) and another call of the workflow run was admitted since: its result is withheld and not recorded",
+                    "orch policy: this call's admission lapsed (after {} s) and another call of the workflow run was admitted since, or its result was reported already: it is withheld and not recorded",
                     self.options.lease.as_secs_f64()
                 ),
             )),
@@ -577,7 +591,8 @@ fn response_result(decided: Result<Option<Vec<u8>>, Rejection>) -> McpResponseRe
 }
 
 /// Reads a `tools/call`'s params: an object with a string `name` and, if any, an object
-/// of `arguments`, at most `max` bytes.
+/// of `arguments`, at most `max` bytes, no key written twice (the upstream might read
+/// the other copy than orch judged).
 fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
     if params.len() > max {
         return Err(Rejection::invalid(format!(
@@ -585,30 +600,39 @@ fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
             params.len()
         )));
     }
-    let value: Value = serde_json::from_slice(params)
+    let text = std::str::from_utf8(params)
         .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
-    let Value::Object(mut params) = value else {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
+    if !value.is_object() {
         return Err(Rejection::invalid(
             "tools/call params are not a JSON object",
         ));
-    };
-    let tool = match params.get("name") {
+    }
+    let entries = object_entries(text)?;
+    let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| &**v);
+    let tool = match value.get("name") {
         Some(Value::String(name)) if !name.is_empty() => name.clone(),
         Some(Value::String(_)) => return Err(Rejection::invalid("tools/call `name` is empty")),
         Some(_) => return Err(Rejection::invalid("tools/call `name` is not a string")),
         None => return Err(Rejection::invalid("tools/call params have no `name`")),
     };
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(Value::Object(args)) => Value::Object(args.clone()),
-        Some(_) => {
+    let arguments = match (value.get("arguments"), get("arguments")) {
+        (None | Some(Value::Null), _) => "{}".to_owned(),
+        (Some(Value::Object(_)), Some(raw)) => raw.get().to_owned(),
+        _ => {
             return Err(Rejection::invalid(
                 "tools/call `arguments` is not a JSON object",
             ))
         }
     };
-    let digest = CallDigest::of_json(&tool, &arguments);
-    let state = match params.get("requestState") {
+    if orch_runtime::approval::canonical_json(&arguments).is_none() {
+        return Err(Rejection::invalid(
+            "tools/call `arguments` writes a key of one object twice: orch judges a call only as every reader reads it",
+        ));
+    }
+    let digest = CallDigest::of_text(&tool, &arguments);
+    let state = match value.get("requestState") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
@@ -617,28 +641,80 @@ fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
             ))
         }
     };
-    let response = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+    let response = value.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
     let answer = elicitation::answer_in_retry(state.as_deref(), response, &digest)
         .map_err(Rejection::invalid)?;
     let stripped = if elicitation::is_ours(state.as_deref()) {
-        // The answer is orch's: the upstream gets the call as the model made it.
-        params.remove("requestState");
-        if let Some(Value::Object(responses)) = params.get_mut("inputResponses") {
-            responses.remove(INPUT_KEY);
-            if responses.is_empty() {
-                params.remove("inputResponses");
+        // The answer is orch's: the upstream gets the call as the model made it, every
+        // other value exactly as sent.
+        let mut out = String::with_capacity(text.len());
+        out.push('{');
+        for (key, raw) in &entries {
+            let kept = match key.as_str() {
+                "requestState" => None,
+                "inputResponses" => without_orch_answer(raw)?,
+                _ => Some(raw.get().to_owned()),
+            };
+            if let Some(kept) = kept {
+                if out.len() > 1 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(key).unwrap_or_default());
+                out.push(':');
+                out.push_str(&kept);
             }
         }
-        Some(Value::Object(params).to_string().into_bytes())
+        out.push('}');
+        Some(out.into_bytes())
     } else {
         None
     };
     Ok(Call {
         tool,
         arguments,
+        digest,
         stripped,
         answer,
     })
+}
+
+/// An object's entries as written (values untouched); a key written twice is INVALID.
+fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, Rejection> {
+    let entries = protocol::object_entries(text)
+        .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
+    let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Rejection::invalid(format!(
+            "tools/call params write the key `{}` twice",
+            w[0]
+        )));
+    }
+    Ok(entries)
+}
+
+/// `inputResponses` without orch's own answer: `None` when nothing else is left.
+fn without_orch_answer(raw: &RawValue) -> Result<Option<String>, Rejection> {
+    let entries = object_entries(raw.get())?;
+    let rest: Vec<String> = entries
+        .iter()
+        .filter(|(k, _)| k != INPUT_KEY)
+        .map(|(k, v)| {
+            format!(
+                "{}:{}",
+                serde_json::to_string(k).unwrap_or_default(),
+                v.get()
+            )
+        })
+        .collect();
+    Ok((!rest.is_empty()).then(|| format!("{{{}}}", rest.join(","))))
+}
+
+/// A call that found its run busy is refused by [`Engine::reserve`] before it returns.
+fn unreachable_busy(tool: &str) -> Result<Admitted, Rejection> {
+    Err(Rejection::fault(format!(
+        "orch policy: `{tool}` found its run busy after waiting had ended"
+    )))
 }
 
 /// The call token the gateway fed back in `metadata_context`, if any.
@@ -672,24 +748,25 @@ fn refused(
     policy: &Policy,
     session: &DynSession<'_>,
     refusal: Refusal,
-    asked: Option<(&Call, &CallDigest)>,
+    asked: Option<(&Call, &Question)>,
 ) -> Rejection {
     let Refusal { tool, kind, reason } = refusal;
     let mut data = policy.refusal_data(&tool, kind.as_str(), &reason, Some(session));
-    if let Some((call, digest)) = asked {
-        let state = elicitation::request_state(digest);
+    if let Some((call, question)) = asked {
+        let state = elicitation::request_state(question);
         data["approval"] = json!({
             "tool": call.tool,
-            "step": session.step_name(),
-            "digest": digest.to_string(),
+            "step": question.step,
+            "digest": call.digest.to_string(),
             "pending": true,
             "requestState": state,
+            "expiresMs": question.expires_ms,
             "inputRequests": {
                 INPUT_KEY: {
                     "method": "elicitation/create",
                     "params": {
                         "mode": "form",
-                        "message": elicitation::question_text(&call.tool, &call.arguments, session.step_name()),
+                        "message": elicitation::question_text(&call.tool, &call.arguments, question.step.as_deref()),
                         "requestedSchema": elicitation::form_schema(),
                     }
                 }

@@ -115,6 +115,10 @@ pub struct Options {
     /// How many checks are handled at once (default 256); one more is answered
     /// `RESOURCE_EXHAUSTED` at once.
     pub max_in_flight: usize,
+    /// How long a question put to a human about a gated call stays answerable (its
+    /// ticket carries the expiry). Default: 24 hours
+    /// ([`orch_agent::protocol::DEFAULT_QUESTION_TTL`]).
+    pub question_ttl: Duration,
     /// Where to write a decision record of every call judged and every tool recorded
     /// (`orch_agent::audit`); the `run` of a record is the run's store key. Default:
     /// none.
@@ -127,6 +131,7 @@ impl Default for Options {
             run_key: "run".to_owned(),
             lease: Duration::from_secs(60),
             busy_wait: Duration::from_secs(5),
+            question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
             max_params_bytes: 1 << 20,
             max_message_bytes: 16 << 20,
             max_in_flight: 256,

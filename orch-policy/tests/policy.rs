@@ -147,6 +147,8 @@ async fn malformed_requests_are_invalid_with_a_clear_reason() {
             json!({"content": [], "isError": "yes"}),
             "`isError` is not a boolean",
         ),
+        (json!({}), "no `content`"),
+        (json!({"foo": 1}), "no `content`"),
     ] {
         match gw.respond(None, result).await {
             Answered::Rejected(Code::Invalid, reason) => assert!(reason.contains(says), "{reason}"),
@@ -428,13 +430,13 @@ async fn a_gated_call_is_rejected_with_the_question_and_runs_once_on_approval() 
     assert_eq!(approval["step"], "Refund");
     assert_eq!(approval["pending"], true);
     let state = approval["requestState"].as_str().unwrap().to_owned();
-    assert!(state.starts_with("orch-approval:"), "{state}");
+    assert!(state.starts_with("orch-q1:"), "{state}");
     let question = &approval["inputRequests"]["orch_approval"];
     assert_eq!(question["method"], "elicitation/create");
     assert!(question["params"]["message"]
         .as_str()
         .unwrap()
-        .contains("\"amount\": 20"));
+        .contains("\"amount\":20"));
 
     // The retry carries the human's answer: admitted, and the upstream gets the call
     // as the model made it (orch's answer taken out).
@@ -591,4 +593,230 @@ async fn a_dismissed_question_runs_nothing_and_holds_nothing() {
         .request_raw("tools/call", Some(garbled.to_string().into_bytes()))
         .await;
     assert_eq!(invalid.code(), Code::Invalid);
+}
+
+/// The retry that answers the question `asked` (a refusal carrying it) about `tool`.
+fn answered(tool: &str, args: &serde_json::Value, asked: &Checked, approve: bool) -> Vec<u8> {
+    let state = asked.data()["approval"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    json!({
+        "name": tool, "arguments": args, "requestState": state,
+        "inputResponses": {"orch_approval": {"action": "accept", "content": {"approve": approve}}}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn one_approval_runs_the_call_once_however_often_the_answer_is_sent() {
+    let url = start(GATED_REFUND, MemoryStore::new(), Options::default()).await;
+    let mut gw = Gateway::connect(&url, "erin").await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let args = json!({"order": 7, "amount": 20});
+    let asked = gw.call("issue_refund", args.clone()).await;
+    let answer = answered("issue_refund", &args, &asked, true);
+    // Five copies in a row: the first runs; each later one is refused as a stale answer,
+    // and none puts a new question the next copy could answer.
+    let mut ran = 0;
+    for copy in 0..5 {
+        match gw.request_raw("tools/call", Some(answer.clone())).await {
+            Checked::Admitted(token, _) => {
+                ran += 1;
+                // The refund ran but its result is not back yet (the run is busy), or it
+                // came back: both orders are tried.
+                if copy == 0 {
+                    assert_eq!(
+                        gw.respond(token.as_deref(), ok_result()).await,
+                        Answered::Pass
+                    );
+                }
+            }
+            refused => {
+                assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+                assert_eq!(refused.data()["refusal"]["reason"], "stale_answer");
+                assert!(refused.data().get("approval").is_none(), "asked again");
+            }
+        }
+    }
+    assert_eq!(ran, 1);
+}
+
+#[tokio::test]
+async fn concurrent_copies_of_one_approval_run_the_call_once() {
+    let url = start(GATED_REFUND, MemoryStore::new(), Options::default()).await;
+    let mut gw = Gateway::connect(&url, "fay").await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let args = json!({"order": 8});
+    let asked = gw.call("issue_refund", args.clone()).await;
+    let answer = answered("issue_refund", &args, &asked, true);
+    let copies: Vec<_> = (0..8)
+        .map(|_| {
+            let (mut gw, answer) = (gw.clone(), answer.clone());
+            tokio::spawn(async move {
+                let checked = gw.request_raw("tools/call", Some(answer)).await;
+                if let Checked::Admitted(token, _) = &checked {
+                    gw.respond(token.as_deref(), ok_result()).await;
+                }
+                checked
+            })
+        })
+        .collect();
+    let mut ran = 0;
+    for copy in copies {
+        let checked = copy.await.unwrap();
+        if checked.is_admitted() {
+            ran += 1;
+        } else {
+            assert!(checked.data().get("approval").is_none(), "asked again");
+        }
+    }
+    assert_eq!(ran, 1);
+    // And the sequence moved on exactly once: the email is next, the refund is not.
+    assert_eq!(
+        gw.call("issue_refund", args).await.data()["refusal"]["reason"],
+        "out_of_sequence"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_given_in_one_run_applies_to_nothing_in_another() {
+    let url = start(GATED_REFUND, MemoryStore::new(), Options::default()).await;
+    let mut alice = Gateway::connect(&url, "alice").await;
+    let mut mallory = alice.for_run("mallory");
+    alice.run_tool("lookup_order").await.unwrap();
+    mallory.run_tool("lookup_order").await.unwrap();
+    let args = json!({"order": 1});
+    let asked = alice.call("issue_refund", args.clone()).await;
+    // Mallory's run asked the same question about the same call.
+    let _ = mallory.call("issue_refund", args.clone()).await;
+    let answer = answered("issue_refund", &args, &asked, true);
+    let foreign = mallory
+        .request_raw("tools/call", Some(answer.clone()))
+        .await;
+    assert_eq!(foreign.data()["refusal"]["reason"], "stale_answer");
+    assert!(foreign.data().get("approval").is_none(), "asked");
+    // Nor is Mallory's question answered by it afterwards.
+    let again = mallory
+        .request_raw("tools/call", Some(answer.clone()))
+        .await;
+    assert!(!again.is_admitted(), "{again:?}");
+    // In Alice's run it is her answer.
+    assert!(alice
+        .request_raw("tools/call", Some(answer))
+        .await
+        .is_admitted());
+}
+
+#[tokio::test]
+async fn a_result_that_does_not_say_the_tool_ran_records_nothing() {
+    for result in [
+        json!({"resultType": "input_required", "inputRequests": {}, "requestState": "s"}),
+        json!({"resultType": "task", "task": {"taskId": "t1", "status": "working"}}),
+        json!({"task": {"taskId": "t1", "status": "working"}}),
+        json!({"content": [], "isError": true}),
+        json!({}),
+        json!({"foo": 1}),
+    ] {
+        let mut gw = refund_line(Options::default()).await;
+        gw.run_tool("lookup_order").await.unwrap();
+        let token = gw.call("issue_refund", json!({"order": 2})).await.token();
+        let answered = gw.respond(token.as_deref(), result.clone()).await;
+        assert!(
+            matches!(
+                answered,
+                Answered::Pass | Answered::Rejected(Code::Invalid, _)
+            ),
+            "{result}: {answered:?}"
+        );
+        // Not recorded: the sequence still expects the refund, and the email is refused.
+        let early = gw.call("send_email", json!({})).await;
+        assert_eq!(
+            early.data()["refusal"]["reason"],
+            "out_of_sequence",
+            "{result}"
+        );
+        // And the run is free again: the refund can be called once more.
+        assert!(gw
+            .call("issue_refund", json!({"order": 2}))
+            .await
+            .is_admitted());
+    }
+}
+
+#[tokio::test]
+async fn a_late_result_is_said_to_have_lapsed() {
+    let mut gw = refund_line(Options {
+        lease: Duration::from_millis(200),
+        ..Options::default()
+    })
+    .await;
+    let first = gw.call("lookup_order", json!({})).await.token();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The lease lapsed; another call is admitted and finishes.
+    gw.run_tool("lookup_order").await.unwrap();
+    match gw.respond(first.as_deref(), ok_result()).await {
+        Answered::Rejected(Code::PermissionDenied, reason) => {
+            assert!(reason.contains("lapsed"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn arguments_are_judged_and_forwarded_exactly() {
+    let url = start(GATED_REFUND, MemoryStore::new(), Options::default()).await;
+    let mut gw = Gateway::connect(&url, "hal").await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let raw = |order: &str, state: Option<&str>| {
+        let answer = match state {
+            Some(state) => format!(
+                r#","requestState":"{state}","inputResponses":{{"orch_approval":{{"action":"accept","content":{{"approve":true}}}},"other":{{"x":1.50}}}}"#
+            ),
+            None => String::new(),
+        };
+        format!(r#"{{"name":"issue_refund","arguments":{{"order":{order},"note":2.50}}{answer}}}"#)
+            .into_bytes()
+    };
+    let asked = gw
+        .request_raw("tools/call", Some(raw("12345678901234567890123", None)))
+        .await;
+    let data = asked.data();
+    let message = data["approval"]["inputRequests"]["orch_approval"]["params"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("12345678901234567890123"), "{message}");
+    let state = data["approval"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The approval of order …123 does not admit order …124.
+    let other = gw
+        .request_raw(
+            "tools/call",
+            Some(raw("12345678901234567890124", Some(&state))),
+        )
+        .await;
+    assert!(!other.is_admitted(), "{other:?}");
+    let sent = gw
+        .mutated_raw(raw("12345678901234567890123", Some(&state)))
+        .await
+        .expect("admitted, orch's answer taken out");
+    // Forwarded byte for byte, less orch's answer: every number as the model wrote it.
+    assert_eq!(
+        String::from_utf8(sent).unwrap(),
+        r#"{"name":"issue_refund","arguments":{"order":12345678901234567890123,"note":2.50},"inputResponses":{"other":{"x":1.50}}}"#
+    );
+    // A key written twice is refused: orch would judge one copy, the tool might read the other.
+    let twice = br#"{"name":"lookup_order","name":"issue_refund","arguments":{}}"#.to_vec();
+    assert_eq!(
+        gw.request_raw("tools/call", Some(twice)).await.code(),
+        Code::Invalid
+    );
+    let twice = br#"{"name":"lookup_order","arguments":{"a":1,"a":2}}"#.to_vec();
+    assert_eq!(
+        gw.request_raw("tools/call", Some(twice)).await.code(),
+        Code::Invalid
+    );
 }

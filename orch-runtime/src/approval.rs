@@ -64,14 +64,22 @@ impl CallDigest {
         Self::of_canonical(tool, &canonical)
     }
 
-    /// The digest of a call of `tool` whose arguments arrived as text: canonical JSON
-    /// when the text is JSON, else the text itself (a call a model wrote badly is still
-    /// one exact call).
+    /// The digest of a call of `tool` whose arguments arrived as text: the text in
+    /// canonical form when it is JSON — RFC 8785's (object keys sorted by their UTF-16
+    /// code units, no insignificant whitespace, strings escaped minimally) except that
+    /// **numbers are kept exactly as written**, so no two calls that differ in any digit
+    /// share a digest (`12345678901234567890123` is not `12345678901234567890124`, and
+    /// `1.0` is not `1`) — else the text itself (a call a model wrote badly is still one
+    /// exact call). An object with a key written twice is hashed as its text: which of
+    /// the two a tool reads is the tool's.
     #[cfg(feature = "serde")]
     pub fn of_text(tool: &str, args: &str) -> Self {
-        match serde_json::from_str::<serde_json::Value>(args) {
-            Ok(v) => Self::of_json(tool, &v),
-            Err(_) => {
+        let mut canonical = Vec::with_capacity(args.len());
+        match serde_json::from_str::<&serde_json::value::RawValue>(args) {
+            Ok(raw) if write_canonical_text(raw, &mut canonical, 0).is_ok() => {
+                Self::of_canonical(tool, &canonical)
+            }
+            _ => {
                 let mut raw = Vec::with_capacity(RAW.len() + args.len());
                 raw.extend_from_slice(RAW);
                 raw.extend_from_slice(args.as_bytes());
@@ -118,8 +126,9 @@ impl fmt::Debug for CallDigest {
     }
 }
 
-/// Canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace, strings and
-/// numbers as serde_json writes them.
+/// Canonical JSON of a parsed value: object keys sorted by their UTF-16 code units, no
+/// whitespace, strings and numbers as serde_json writes them (a number already parsed
+/// into a `Value` is what it parsed to: hosts with the text use [`CallDigest::of_text`]).
 #[cfg(feature = "serde")]
 fn write_canonical(v: &serde_json::Value, out: &mut Vec<u8>) {
     use serde_json::Value;
@@ -136,7 +145,7 @@ fn write_canonical(v: &serde_json::Value, out: &mut Vec<u8>) {
         }
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            entries.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
             out.push(b'{');
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
@@ -152,6 +161,112 @@ fn write_canonical(v: &serde_json::Value, out: &mut Vec<u8>) {
         scalar => {
             let _ = serde_json::to_writer(&mut *out, scalar);
         }
+    }
+}
+
+/// The canonical form [`CallDigest::of_text`] hashes, as text: RFC 8785's, numbers kept
+/// as written. `None` when `text` is not JSON, writes a key of one object twice, or nests
+/// deeper than 128 levels.
+#[cfg(feature = "serde")]
+pub fn canonical_json(text: &str) -> Option<String> {
+    let raw = serde_json::from_str::<&serde_json::value::RawValue>(text).ok()?;
+    let mut out = Vec::with_capacity(text.len());
+    write_canonical_text(raw, &mut out, 0).ok()?;
+    String::from_utf8(out).ok()
+}
+
+/// RFC 8785's order of object keys: by their UTF-16 code units.
+#[cfg(feature = "serde")]
+fn utf16_order(a: &str, b: &str) -> core::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// How deep [`write_canonical_text`] follows nested arrays and objects (serde_json's own
+/// parser stops at 128 already; this keeps the recursion bounded on its own).
+#[cfg(feature = "serde")]
+const MAX_DEPTH: usize = 128;
+
+/// Canonical JSON of JSON text, numbers kept as written ([`CallDigest::of_text`]).
+/// `Err` for an object with a duplicate key or nesting past [`MAX_DEPTH`].
+#[cfg(feature = "serde")]
+fn write_canonical_text(
+    raw: &serde_json::value::RawValue,
+    out: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), ()> {
+    use serde_json::value::RawValue;
+    if depth > MAX_DEPTH {
+        return Err(());
+    }
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'{') => {
+            let mut entries: Vec<(String, &RawValue)> =
+                serde_json::from_str::<Entries<'_>>(text).map_err(|_| ())?.0;
+            entries.sort_by(|a, b| utf16_order(&a.0, &b.0));
+            if entries.windows(2).any(|w| w[0].0 == w[1].0) {
+                return Err(());
+            }
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, &k);
+                out.push(b':');
+                write_canonical_text(v, out, depth + 1)?;
+            }
+            out.push(b'}');
+        }
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|_| ())?;
+            out.push(b'[');
+            for (i, item) in items.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical_text(item, out, depth + 1)?;
+            }
+            out.push(b']');
+        }
+        Some(b'"') => {
+            let decoded: String = serde_json::from_str(text).map_err(|_| ())?;
+            let _ = serde_json::to_writer(&mut *out, &decoded);
+        }
+        // A number, `true`, `false` or `null`: exactly as written (the parser checked it).
+        _ => out.extend_from_slice(text.as_bytes()),
+    }
+    Ok(())
+}
+
+/// An object's entries in the order written, duplicates kept (serde_json's maps would
+/// silently keep one).
+#[cfg(feature = "serde")]
+struct Entries<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+#[cfg(feature = "serde")]
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(core::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Entries<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries<'a>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) =
+                    map.next_entry::<String, &'de serde_json::value::RawValue>()?
+                {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(Visit(core::marker::PhantomData))
     }
 }
 
@@ -188,9 +303,10 @@ pub enum Verdict {
     Rejected,
 }
 
-/// The verdict a session holds: for which call, and what the human said. Held until the
-/// next event or until the approved call is admitted. In a JSON snapshot:
-/// `{"call": "<64 hex digits>", "verdict": "pending" | "approved" | "rejected"}`.
+/// The verdict a session holds: for which call, in answer to which question, and what the
+/// human said. Held until the next event or until the approved call is admitted. In a
+/// JSON snapshot: `{"call": "<64 hex digits>", "verdict": "pending" | "approved" |
+/// "rejected", "question": "<16 hex digits>"}` (`question` absent when it is 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -199,6 +315,108 @@ pub struct Approval {
     pub call: CallDigest,
     /// What the human said.
     pub verdict: Verdict,
+    /// The identity of the question the verdict answers (or, pending, waits on): a value
+    /// the host chose when it asked ([`QuestionId`]), so that an answer applies to the one
+    /// question it was given for and to no later question about the same call. `0` for
+    /// a verdict held without a question (`approve`, `reject`, or `ask` without an id).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "QuestionId::is_none")
+    )]
+    pub question: QuestionId,
+}
+
+/// The identity of a question put to a human about one call (semantics §13.1): chosen by
+/// the host when it asks — a random nonce, or a digest binding the nonce to what the
+/// question is about (the run protocol of `orch-agent` does that) — and required of the
+/// answer. `QuestionId::new(0)` is "no identity". In JSON: 16 lowercase hex digits. Kept
+/// as bytes, so that a session holding one stays byte-aligned.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct QuestionId([u8; 8]);
+
+impl QuestionId {
+    /// The absent identity (`0`).
+    pub const NONE: QuestionId = QuestionId([0; 8]);
+
+    /// The identity `id`.
+    pub const fn new(id: u64) -> QuestionId {
+        QuestionId(id.to_le_bytes())
+    }
+
+    /// The identity as a number.
+    pub const fn get(&self) -> u64 {
+        u64::from_le_bytes(self.0)
+    }
+
+    /// Is this the absent identity?
+    pub fn is_none(&self) -> bool {
+        self.get() == 0
+    }
+
+    /// A new random identity ([`nonce`]).
+    pub fn random() -> QuestionId {
+        QuestionId::new(nonce())
+    }
+}
+
+/// A new random number, never 0: SipHash under the process's secret hash keys (drawn from
+/// the operating system's randomness by the standard library) over a counter, the clock
+/// and the process id, so that no two of a process repeat and none can be predicted
+/// without the keys. For question identities and lease tokens.
+pub fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = KEYS
+        .get_or_init(std::collections::hash_map::RandomState::new)
+        .build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish().max(1)
+}
+
+impl fmt::Display for QuestionId {
+    /// 16 lowercase hex digits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.get())
+    }
+}
+
+impl fmt::Debug for QuestionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "QuestionId({self})")
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for QuestionId {
+    /// 16 lowercase hex digits.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for QuestionId {
+    /// 16 hex digits; anything else is an error.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if text.len() != 16 {
+            return Err(serde::de::Error::custom(
+                "a question id must be 16 hex digits",
+            ));
+        }
+        u64::from_str_radix(&text, 16)
+            .map(QuestionId::new)
+            .map_err(|_| serde::de::Error::custom("a question id must be 16 hex digits"))
+    }
 }
 
 #[cfg(test)]
@@ -240,5 +458,42 @@ mod tests {
             CallDigest::of_text("pay", "1"),
             CallDigest::of_text("pay", " 1x")
         );
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn numbers_are_kept_as_written() {
+        let digest = |args: &str| CallDigest::of_text("pay", args);
+        // Beyond 64 bits and beyond double precision: every digit counts.
+        assert_ne!(
+            digest(r#"{"order": 12345678901234567890123}"#),
+            digest(r#"{"order": 12345678901234567890124}"#)
+        );
+        assert_ne!(
+            digest(r#"{"amount": 0.1000000000000000000001}"#),
+            digest(r#"{"amount": 0.1000000000000000000002}"#)
+        );
+        assert_ne!(digest(r#"{"a": 1.0}"#), digest(r#"{"a": 1}"#));
+        // Whitespace and key order still do not.
+        assert_eq!(
+            digest(r#"{ "b" : [1, 2.50] , "a" : "x\u0041" }"#),
+            digest(r#"{"a":"xA","b":[1,2.50]}"#)
+        );
+        // A key written twice: the call is its text.
+        assert_ne!(digest(r#"{"a":1,"a":2}"#), digest(r#"{"a":2}"#));
+        assert_eq!(digest(r#"{"a":1,"a":2}"#), digest(r#"{"a":1,"a":2}"#));
+        // Keys in RFC 8785 order (UTF-16 code units): U+FF61 sorts after U+1F600's
+        // surrogates, though its UTF-8 bytes sort before them.
+        let mut out = Vec::new();
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str("{\"\u{ff61}\":1,\"\u{1f600}\":2}").unwrap();
+        write_canonical_text(raw, &mut out, 0).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"\u{1f600}\":2,\"\u{ff61}\":1}"
+        );
+        // Nesting deeper than serde_json parses is raw text, not a stack overflow.
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        assert_eq!(digest(&deep), digest(&deep));
     }
 }

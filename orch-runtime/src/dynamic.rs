@@ -3,7 +3,7 @@
 //! host that loads templates from a database can use it too. `orch-codegen` builds an
 //! [`OwnedTables`] from a checked template (`Compiled::to_tables`).
 
-use crate::approval::{Approval, CallDigest, Verdict};
+use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
 use crate::regexes::{Matchers, MessageRegex};
@@ -317,27 +317,32 @@ impl<'m> DynSession<'m> {
 
     /// A human approved this exact call: the rule of [`crate::Session::approve`].
     pub fn approve(&mut self, call: CallDigest) {
-        self.state.hold(call, Verdict::Approved);
+        self.state.hold(call, Verdict::Approved, QuestionId::NONE);
     }
 
     /// A human rejected this exact call: the rule of [`crate::Session::reject`].
     pub fn reject(&mut self, call: CallDigest) {
-        self.state.hold(call, Verdict::Rejected);
+        self.state.hold(call, Verdict::Rejected, QuestionId::NONE);
     }
 
-    /// Holds the question "may this exact call run?" put to a human (a pending
-    /// verdict): the call still needs approval, and the answer, when it comes, applies
-    /// only if nothing happened meanwhile ([`Self::answer`]). Replaces any verdict held.
-    pub fn ask(&mut self, call: CallDigest) {
-        self.state.hold(call, Verdict::Pending);
+    /// Holds the question `question` — "may this exact call run?" — put to a human (a
+    /// pending verdict): the call still needs approval, and the answer, when it comes,
+    /// applies only to this question and only if nothing happened meanwhile
+    /// ([`Self::answer`]). Replaces any verdict held. A host that may be given the same
+    /// answer twice (a retried request, a double submit) asks each question with an
+    /// identity of its own ([`QuestionId`], a random nonce at least): an answer given
+    /// for one question then never answers a later one about the same call.
+    pub fn ask(&mut self, call: CallDigest, question: QuestionId) {
+        self.state.hold(call, Verdict::Pending, question);
     }
 
-    /// A human's answer to the question [`Self::ask`] put: approved (`true`) or
-    /// rejected. Applied only while the session still holds that very question — no
-    /// event since, no other question, not answered already — and `false` (nothing
-    /// changed) otherwise: the human must be asked again.
-    pub fn answer(&mut self, call: CallDigest, approved: bool) -> bool {
-        self.state.answer(call, approved)
+    /// A human's answer to the question `question` that [`Self::ask`] put about `call`:
+    /// approved (`true`) or rejected. Applied only while the session still holds that
+    /// very question — no event since, no other question, not answered already — and
+    /// `false` (nothing changed) otherwise: nothing is run on it, and the human must be
+    /// asked anew.
+    pub fn answer(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
+        self.state.answer(call, question, approved)
     }
 
     /// The glob of the active step's `denied` list that refuses the tool `name`: the

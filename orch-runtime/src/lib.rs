@@ -46,7 +46,7 @@ mod state;
 mod tables;
 mod text;
 
-pub use approval::{Approval, CallDigest, Verdict};
+pub use approval::{Approval, CallDigest, QuestionId, Verdict};
 pub use bits::{BitIter, ToolEnum, ToolIter, ToolSet};
 pub use denied::Denied;
 pub use dynamic::{DynMachine, DynSession};

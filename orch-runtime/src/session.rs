@@ -1,6 +1,6 @@
 //! The typed session over a generated machine.
 
-use crate::approval::{Approval, CallDigest, Verdict};
+use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
 use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
@@ -316,28 +316,33 @@ impl<M: Machine> Session<M> {
     /// A human approved this exact call (semantics §13): it may run once, in the
     /// session's current state. Replaces any verdict the session held.
     pub fn approve(&mut self, call: CallDigest) {
-        self.state.hold(call, Verdict::Approved);
+        self.state.hold(call, Verdict::Approved, QuestionId::NONE);
     }
 
     /// A human rejected this exact call: in the current state, checking it again answers
     /// [`Denied::Rejected`] instead of asking again. Replaces any verdict the session held.
     pub fn reject(&mut self, call: CallDigest) {
-        self.state.hold(call, Verdict::Rejected);
+        self.state.hold(call, Verdict::Rejected, QuestionId::NONE);
     }
 
-    /// Holds the question "may this exact call run?" put to a human (a pending
-    /// verdict): the call still needs approval, and the answer, when it comes, applies
-    /// only if nothing happened meanwhile ([`Self::answer`]). Replaces any verdict held.
-    pub fn ask(&mut self, call: CallDigest) {
-        self.state.hold(call, Verdict::Pending);
+    /// Holds the question `question` — "may this exact call run?" — put to a human (a
+    /// pending verdict): the call still needs approval, and the answer, when it comes,
+    /// applies only to this question and only if nothing happened meanwhile
+    /// ([`Self::answer`]). Replaces any verdict held. A host that may be given the same
+    /// answer twice (a retried request, a double submit) asks each question with an
+    /// identity of its own ([`QuestionId`], a random nonce at least): an answer given
+    /// for one question then never answers a later one about the same call.
+    pub fn ask(&mut self, call: CallDigest, question: QuestionId) {
+        self.state.hold(call, Verdict::Pending, question);
     }
 
-    /// A human's answer to the question [`Self::ask`] put: approved (`true`) or
-    /// rejected. Applied only while the session still holds that very question — no
-    /// event since, no other question, not answered already — and `false` (nothing
-    /// changed) otherwise: the human must be asked again.
-    pub fn answer(&mut self, call: CallDigest, approved: bool) -> bool {
-        self.state.answer(call, approved)
+    /// A human's answer to the question `question` that [`Self::ask`] put about `call`:
+    /// approved (`true`) or rejected. Applied only while the session still holds that
+    /// very question — no event since, no other question, not answered already — and
+    /// `false` (nothing changed) otherwise: nothing is run on it, and the human must be
+    /// asked anew.
+    pub fn answer(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
+        self.state.answer(call, question, approved)
     }
 
     /// The glob of the active step's `denied` list that refuses the tool `name`, if one

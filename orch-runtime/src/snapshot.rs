@@ -8,7 +8,7 @@
 //! against the bytes that remain, so hostile input can never make it allocate more than
 //! the input's own size.
 
-use crate::approval::{Approval, CallDigest, Verdict};
+use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
 use crate::bits::{ToolEnum, Words};
 use crate::machine::{Machine, StepEnum};
 use crate::session::Session;
@@ -580,13 +580,17 @@ impl Snapshot {
             put_str(&mut body, m);
         }
         if let Some(a) = &self.approval {
-            body.push(1);
+            // Section 1: a verdict without a question id; 2: with one (8 bytes, LE).
+            body.push(if a.question.is_none() { 1 } else { 2 });
             body.extend_from_slice(a.call.as_bytes());
             body.push(match a.verdict {
                 Verdict::Approved => 1,
                 Verdict::Rejected => 2,
                 Verdict::Pending => 3,
             });
+            if !a.question.is_none() {
+                body.extend_from_slice(&a.question.get().to_le_bytes());
+            }
         }
 
         let mut out = Vec::with_capacity(36 + body.len());
@@ -712,7 +716,8 @@ impl Snapshot {
         let approval = if r.at == bytes.len() {
             None
         } else {
-            if r.byte("the verdict section")? != 1 {
+            let section = r.byte("the verdict section")?;
+            if section != 1 && section != 2 {
                 return Err(r.bad("unknown section"));
             }
             let end = r.at + 32;
@@ -729,9 +734,26 @@ impl Snapshot {
                 3 => Verdict::Pending,
                 _ => return Err(r.bad("invalid verdict")),
             };
+            let question = if section == 2 {
+                let end = r.at + 8;
+                let id = r
+                    .bytes
+                    .get(r.at..end)
+                    .ok_or_else(|| r.bad("truncated: expected the question id"))?;
+                let mut le = [0u8; 8];
+                le.copy_from_slice(id);
+                r.at = end;
+                match u64::from_le_bytes(le) {
+                    0 => return Err(r.bad("a question id of 0 in a section that has one")),
+                    id => QuestionId::new(id),
+                }
+            } else {
+                QuestionId::NONE
+            };
             Some(Approval {
                 call: CallDigest::from_bytes(call),
                 verdict,
+                question,
             })
         };
         if r.at != bytes.len() {

@@ -4,7 +4,7 @@
 //! in fixed arrays, a run-time loaded [`crate::dynamic::DynSession`] in boxed slices, and
 //! both call the same methods here.
 
-use crate::approval::{Approval, CallDigest, Verdict};
+use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
 use crate::bits;
 use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
@@ -493,17 +493,24 @@ where
         Ok(())
     }
 
-    /// Holds a verdict on `call` (semantics §13), replacing any held.
-    pub fn hold(&mut self, call: CallDigest, verdict: Verdict) {
-        self.approval = Some(Approval { call, verdict });
+    /// Holds a verdict on `call` (semantics §13) in answer to `question`, replacing any
+    /// held.
+    pub fn hold(&mut self, call: CallDigest, verdict: Verdict, question: QuestionId) {
+        self.approval = Some(Approval {
+            call,
+            verdict,
+            question,
+        });
     }
 
-    /// Answers the question held about `call` (a [`Verdict::Pending`] verdict): `false`,
-    /// changing nothing, when the session holds no such question.
-    pub fn answer(&mut self, call: CallDigest, approved: bool) -> bool {
+    /// Answers the question `question` held about `call` (a [`Verdict::Pending`]
+    /// verdict): `false`, changing nothing, when the session holds no such question (none,
+    /// another call's, another question about the same call, or answered already).
+    pub fn answer(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
         let asked = Approval {
             call,
             verdict: Verdict::Pending,
+            question,
         };
         if self.approval != Some(asked) {
             return false;
@@ -513,7 +520,7 @@ where
         } else {
             Verdict::Rejected
         };
-        self.hold(call, verdict);
+        self.hold(call, verdict, question);
         true
     }
 

@@ -255,24 +255,10 @@ pub fn ms_after(d: Duration) -> u64 {
 }
 
 /// A fresh lease token: random per process (the standard library's hasher keys), mixed
-/// with a counter and the clock, so that no two holders share one.
+/// with a counter and the clock, so that no two holders share one
+/// ([`orch_runtime::approval::nonce`]).
 pub fn token() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::OnceLock;
-    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = KEYS
-        .get_or_init(std::collections::hash_map::RandomState::new)
-        .build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    h.finish()
+    orch_runtime::approval::nonce()
 }
 
 #[cfg(test)]

@@ -31,8 +31,9 @@ async fn round_trip<S: SessionStore + 'static>(store: Arc<S>, prefix: &str) -> S
         policy.record(&mut s, "lookup_order");
         let refund = CallDigest::of_text("issue_refund", "{}");
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
-        policy.ask_call(&mut s, "issue_refund", refund);
-        assert!(policy.answer_call(&mut s, "issue_refund", refund, true, None));
+        let question = orch_runtime::QuestionId::new(0x51);
+        policy.ask_call(&mut s, "issue_refund", refund, question);
+        assert!(policy.answer_call(&mut s, "issue_refund", refund, question, true, None));
         policy.admit_call(&mut s, "issue_refund", &refund).unwrap();
         policy.record(&mut s, "issue_refund");
     }

@@ -174,6 +174,28 @@ impl Gateway {
         }
     }
 
+    /// The request phase of a `tools/call` with these raw params: the params sent on
+    /// instead, byte for byte, when the call was admitted with a change.
+    pub async fn mutated_raw(&mut self, params: Vec<u8>) -> Option<Vec<u8>> {
+        let request = McpRequest {
+            service_names: self.services.clone(),
+            method: "tools/call".into(),
+            metadata_context: Some(self.context(None)),
+            mcp_request: Some(params),
+            headers: vec![],
+        };
+        let result = self
+            .client
+            .check_request(request)
+            .await
+            .unwrap()
+            .into_inner();
+        match result.result.expect("a result") {
+            mcp_request_result::Result::Mutated(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+
     /// The request phase of `tools/call` of `tool` with `arguments`.
     pub async fn call(&mut self, tool: &str, arguments: Value) -> Checked {
         let params = json!({"name": tool, "arguments": arguments});

@@ -1,0 +1,488 @@
+//! The run protocol: the parts of orch's promise that every host keeps the same way —
+//! `orch mcp`, `orch policy`, the agent loop, the rig hook and the Python and JavaScript
+//! bindings call these and only convert (docs/protocol.md states the protocol).
+//!
+//! - **Questions with an identity.** A gated call is put to a human as a [`Question`]: a
+//!   random nonce, bound to the run, the active step, the tool, the exact call
+//!   ([`CallDigest`]), the template's fingerprint and an expiry. The session holds the
+//!   question's [`QuestionId`] (a digest of all of that); an answer names the question by
+//!   its [`Ticket`] (what a client echoes as `requestState`), and applies only while the
+//!   run holds that very question: once, in the state it was asked in, before it
+//!   expires, in the run it was asked in. Any other answer is *stale*
+//!   ([`Unanswered`]) and is refused as it is — never taken as a reason to ask again, so
+//!   a replayed answer can never answer a later question about the same call.
+//! - **What counts as run.** [`classify`] reads a tool result: only a complete,
+//!   well-formed, successful `CallToolResult` means the tool ran; an error result, an
+//!   `input_required` or task result, or anything malformed means it did not, and says
+//!   which ([`NotRun`]).
+//!
+//! ```
+//! use orch_agent::protocol::{classify, NotRun, ToolResult};
+//! use serde_json::json;
+//! assert_eq!(classify(&json!({"content": []})), ToolResult::Ran);
+//! assert_eq!(
+//!     classify(&json!({"content": [], "isError": true})),
+//!     ToolResult::NotRun(NotRun::Error)
+//! );
+//! assert_eq!(
+//!     classify(&json!({"resultType": "input_required", "inputRequests": {}})),
+//!     ToolResult::NotRun(NotRun::InputRequired)
+//! );
+//! assert!(matches!(classify(&json!({})), ToolResult::NotRun(NotRun::Malformed(_))));
+//! ```
+
+use orch_runtime::{CallDigest, QuestionId};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long a question put to a human stays answerable unless the host says otherwise.
+pub const DEFAULT_QUESTION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// What a [`Ticket`]'s text starts with (the `requestState` orch issues).
+pub const TICKET_PREFIX: &str = "orch-q1:";
+
+/// Prefix of every hashed question, so its identity is never the digest of anything else.
+const DOMAIN: &[u8] = b"orch.question.v1\0";
+
+/// A question put to a human about one exact call (semantics §13.1): what it is bound to.
+/// Its [`QuestionId`] is what the session holds; its [`Ticket`] is what the human's
+/// answer must carry back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Question {
+    /// A random number, new for every question.
+    #[serde(with = "hex_u64")]
+    pub nonce: u64,
+    /// The run (store key, session or credential) the question was asked in; `""` for a
+    /// host that serves one run.
+    pub run: String,
+    /// The active step when it was asked.
+    pub step: Option<String>,
+    /// The tool called.
+    pub tool: String,
+    /// The exact call.
+    pub call: CallDigest,
+    /// The compiled template's fingerprint.
+    #[serde(with = "hex_u64")]
+    pub fingerprint: u64,
+    /// When it stops being answerable, in milliseconds since the Unix epoch.
+    pub expires_ms: u64,
+}
+
+impl Question {
+    /// A new question about the call `call` of `tool` in `run`, asked in `step` of the
+    /// template `fingerprint`, answerable for `ttl` from now.
+    pub fn new(
+        run: &str,
+        step: Option<&str>,
+        tool: &str,
+        call: CallDigest,
+        fingerprint: u64,
+        ttl: Duration,
+    ) -> Question {
+        Question {
+            nonce: nonce(),
+            run: run.to_owned(),
+            step: step.map(str::to_owned),
+            tool: tool.to_owned(),
+            call,
+            fingerprint,
+            expires_ms: now_ms().saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The identity the session holds: SHA-256 over everything the question is bound to,
+    /// its first eight bytes (never 0). Changing any of it — another run, step, tool,
+    /// call, template, expiry or nonce — gives another identity.
+    pub fn id(&self) -> QuestionId {
+        let mut h = hmac_sha256::Hash::new();
+        h.update(DOMAIN);
+        h.update(self.nonce.to_le_bytes());
+        for part in [
+            self.run.as_bytes(),
+            self.step.as_deref().unwrap_or("").as_bytes(),
+            self.tool.as_bytes(),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.update([u8::from(self.step.is_some())]);
+        h.update(self.call.as_bytes());
+        h.update(self.fingerprint.to_le_bytes());
+        h.update(self.expires_ms.to_le_bytes());
+        let digest = h.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        QuestionId::new(u64::from_le_bytes(first).max(1))
+    }
+
+    /// What the answer must carry back: the nonce, the expiry and the call.
+    pub fn ticket(&self) -> Ticket {
+        Ticket {
+            nonce: self.nonce,
+            expires_ms: self.expires_ms,
+            call: self.call,
+        }
+    }
+}
+
+/// The part of a [`Question`] its answer carries back (as a client's `requestState`):
+/// with the run, the step, the tool and the fingerprint the answering host knows, it
+/// gives the question's identity again — and only the question's. In text:
+/// `orch-q1:<nonce, 16 hex digits>:<expiry, decimal ms>:<call digest, 64 hex digits>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    /// The question's nonce.
+    pub nonce: u64,
+    /// The question's expiry (milliseconds since the Unix epoch).
+    pub expires_ms: u64,
+    /// The call asked about.
+    pub call: CallDigest,
+}
+
+impl fmt::Display for Ticket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{TICKET_PREFIX}{:016x}:{}:{}",
+            self.nonce, self.expires_ms, self.call
+        )
+    }
+}
+
+impl Ticket {
+    /// Is this text meant to be one of orch's tickets (others are an upstream's own
+    /// `requestState`)?
+    pub fn is_ours(text: &str) -> bool {
+        text.starts_with(TICKET_PREFIX)
+    }
+
+    /// Reads a ticket's text; an error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Ticket, Unanswered> {
+        let malformed = || Unanswered::Malformed;
+        let rest = text.strip_prefix(TICKET_PREFIX).ok_or_else(malformed)?;
+        let mut parts = rest.split(':');
+        let (Some(nonce), Some(expires), Some(call), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(malformed());
+        };
+        if nonce.len() != 16 || expires.is_empty() || expires.len() > 20 {
+            return Err(malformed());
+        }
+        let nonce = u64::from_str_radix(nonce, 16).map_err(|_| malformed())?;
+        if !expires.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(malformed());
+        }
+        let expires_ms = expires.parse::<u64>().map_err(|_| malformed())?;
+        let call = CallDigest::from_hex(call).ok_or_else(malformed)?;
+        Ok(Ticket {
+            nonce,
+            expires_ms,
+            call,
+        })
+    }
+
+    /// The identity of the question this ticket was issued for, if it was issued in
+    /// `run`, in `step`, for `tool`, by the template `fingerprint`.
+    pub fn question_id(
+        &self,
+        run: &str,
+        step: Option<&str>,
+        tool: &str,
+        fingerprint: u64,
+    ) -> QuestionId {
+        Question {
+            nonce: self.nonce,
+            run: run.to_owned(),
+            step: step.map(str::to_owned),
+            tool: tool.to_owned(),
+            call: self.call,
+            fingerprint,
+            expires_ms: self.expires_ms,
+        }
+        .id()
+    }
+}
+
+/// Why an answer applied to no question: nothing changed and nothing runs on it. It is
+/// never a reason to ask again in the same request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unanswered {
+    /// The ticket is not one orch issued (it must be echoed unchanged).
+    Malformed,
+    /// The ticket names another call than the one retried with it.
+    OtherCall,
+    /// The question expired before the answer came.
+    Expired,
+    /// The run holds no such question: it was answered already (a replay), the run
+    /// changed since it was asked (an event, another question), or it was asked in
+    /// another run or template.
+    Stale,
+}
+
+impl Unanswered {
+    /// A stable name: `malformed`, `other_call`, `expired`, `stale`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unanswered::Malformed => "malformed",
+            Unanswered::OtherCall => "other_call",
+            Unanswered::Expired => "expired",
+            Unanswered::Stale => "stale",
+        }
+    }
+}
+
+impl fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unanswered::Malformed => {
+                "the answer's requestState is not one orch issued (it must be echoed unchanged)"
+            }
+            Unanswered::OtherCall => {
+                "the answer was given for another call: a retry must repeat the tool and arguments the human was asked about"
+            }
+            Unanswered::Expired => "the question expired before the answer came",
+            Unanswered::Stale => {
+                "the answer belongs to no question the workflow run holds: it was answered already, the run changed since it was asked, or it was asked in another run"
+            }
+        })
+    }
+}
+
+/// What a tool result says about the call ([`classify`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolResult {
+    /// A complete, successful result: the tool ran, and is recorded.
+    Ran,
+    /// The tool did not run (or did not finish): nothing is recorded.
+    NotRun(NotRun),
+}
+
+/// Why a result does not count as the tool having run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotRun {
+    /// `isError: true`: the tool failed; the model may call it again.
+    Error,
+    /// `resultType: "input_required"`: the server needs more input before it runs the
+    /// call; the retry is a new call.
+    InputRequired,
+    /// A task was created (`resultType: "task"`, or a `task` instead of content): the
+    /// call has not completed.
+    Task,
+    /// Another `resultType` this protocol does not know to be complete.
+    Other(String),
+    /// Not a `CallToolResult`: what is wrong with it.
+    Malformed(String),
+}
+
+impl NotRun {
+    /// A stable name: `error`, `input_required`, `task`, `other`, `malformed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NotRun::Error => "error",
+            NotRun::InputRequired => "input_required",
+            NotRun::Task => "task",
+            NotRun::Other(_) => "other",
+            NotRun::Malformed(_) => "malformed",
+        }
+    }
+}
+
+impl fmt::Display for NotRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotRun::Error => f.write_str("the result is an error (`isError: true`)"),
+            NotRun::InputRequired => {
+                f.write_str("the server asks for more input (`resultType: \"input_required\"`)")
+            }
+            NotRun::Task => f.write_str("the server created a task: the call has not completed"),
+            NotRun::Other(kind) => {
+                write!(f, "the result's `resultType` is `{kind}`, not `complete`")
+            }
+            NotRun::Malformed(why) => write!(f, "the result is not a tool result: {why}"),
+        }
+    }
+}
+
+/// Reads a `tools/call` result: did the tool run? Only a JSON object with a `content`
+/// array, `resultType` absent or `"complete"`, no `task`, and `isError` absent, null or
+/// `false` counts as run.
+pub fn classify(result: &Value) -> ToolResult {
+    let not_run = ToolResult::NotRun;
+    let malformed = |why: &str| ToolResult::NotRun(NotRun::Malformed(why.to_owned()));
+    let Some(result) = result.as_object() else {
+        return malformed("it is not a JSON object");
+    };
+    match result.get("resultType") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) => match kind.as_str() {
+            "complete" => {}
+            "input_required" => return not_run(NotRun::InputRequired),
+            "task" => return not_run(NotRun::Task),
+            other => return not_run(NotRun::Other(other.to_owned())),
+        },
+        Some(_) => return malformed("its `resultType` is not a string"),
+    }
+    if result.get("task").is_some_and(|t| !t.is_null()) {
+        return not_run(NotRun::Task);
+    }
+    match result.get("content") {
+        Some(Value::Array(_)) => {}
+        Some(_) => return malformed("its `content` is not an array"),
+        None => return malformed("it has no `content`"),
+    }
+    match result.get("isError") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => ToolResult::Ran,
+        Some(Value::Bool(true)) => not_run(NotRun::Error),
+        Some(_) => malformed("its `isError` is not a boolean"),
+    }
+}
+
+/// The entries of the JSON object `text`, in the order written, each value's text
+/// untouched, a key written twice kept twice (a map would silently keep one): for a host
+/// that passes a call on without re-encoding any value, and refuses ambiguous objects.
+pub fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, serde_json::Error> {
+    struct Entries(Vec<(String, Box<RawValue>)>);
+    impl<'de> Deserialize<'de> for Entries {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Entries;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Entries, A::Error> {
+                    let mut entries = Vec::new();
+                    while let Some(entry) = map.next_entry::<String, Box<RawValue>>()? {
+                        entries.push(entry);
+                    }
+                    Ok(Entries(entries))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_str::<Entries>(text).map(|e| e.0)
+}
+
+pub use orch_runtime::approval::nonce;
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+mod hex_u64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{v:016x}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if text.len() != 16 {
+            return Err(serde::de::Error::custom("expected 16 hex digits"));
+        }
+        u64::from_str_radix(&text, 16)
+            .map_err(|_| serde::de::Error::custom("expected 16 hex digits"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn question() -> Question {
+        Question::new(
+            "run:a",
+            Some("Checkout"),
+            "pay",
+            CallDigest::of_canonical("pay", b"{}"),
+            42,
+            Duration::from_secs(60),
+        )
+    }
+
+    #[test]
+    fn a_question_is_bound_to_everything_it_is_about() {
+        let q = question();
+        let id = q.id();
+        assert_ne!(id, QuestionId::NONE);
+        let t = q.ticket();
+        assert_eq!(Ticket::parse(&t.to_string()), Ok(t));
+        assert_eq!(t.question_id("run:a", Some("Checkout"), "pay", 42), id);
+        // Another run, step, tool or template: another identity.
+        assert_ne!(t.question_id("run:b", Some("Checkout"), "pay", 42), id);
+        assert_ne!(t.question_id("run:a", Some("Browse"), "pay", 42), id);
+        assert_ne!(t.question_id("run:a", None, "pay", 42), id);
+        assert_ne!(t.question_id("run:a", Some("Checkout"), "refund", 42), id);
+        assert_ne!(t.question_id("run:a", Some("Checkout"), "pay", 43), id);
+        // An expiry moved in the ticket: another identity.
+        let moved = Ticket {
+            expires_ms: t.expires_ms + 1,
+            ..t
+        };
+        assert_ne!(moved.question_id("run:a", Some("Checkout"), "pay", 42), id);
+        // Two questions about the same call differ.
+        assert_ne!(question().id(), id);
+        // The question survives JSON.
+        let back: Question = serde_json::from_value(serde_json::to_value(&q).unwrap()).unwrap();
+        assert_eq!(back, q);
+    }
+
+    #[test]
+    fn tickets_are_read_strictly() {
+        let t = question().ticket().to_string();
+        for bad in [
+            "",
+            "orch-q1:",
+            "orch-approval:00",
+            &t.replace("orch-q1:", "orch-q2:"),
+            &format!("{t}:1"),
+            &t[..t.len() - 1],
+            &t.replacen(':', ":+", 2),
+        ] {
+            assert_eq!(Ticket::parse(bad), Err(Unanswered::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_a_complete_successful_result_counts_as_run() {
+        assert_eq!(classify(&json!({"content": []})), ToolResult::Ran);
+        assert_eq!(
+            classify(&json!({"content": [], "isError": false, "resultType": "complete"})),
+            ToolResult::Ran
+        );
+        for (result, kind) in [
+            (json!({"content": [], "isError": true}), "error"),
+            (json!({"resultType": "input_required"}), "input_required"),
+            (json!({"resultType": "task", "task": {}}), "task"),
+            (json!({"task": {"taskId": "1"}}), "task"),
+            (json!({"resultType": "later", "content": []}), "other"),
+            (json!({}), "malformed"),
+            (json!({"foo": 1}), "malformed"),
+            (json!([]), "malformed"),
+            (json!({"content": "x"}), "malformed"),
+            (json!({"content": [], "isError": "no"}), "malformed"),
+            (json!({"content": [], "resultType": 1}), "malformed"),
+        ] {
+            match classify(&result) {
+                ToolResult::NotRun(why) => assert_eq!(why.as_str(), kind, "{result}"),
+                ToolResult::Ran => panic!("{result} counted as run"),
+            }
+        }
+    }
+}
