@@ -1,0 +1,781 @@
+//! The cross-surface differential test of the run protocol (docs/protocol.md): random
+//! templates (steps, sequences, gates, properties) and random streams of calls — results
+//! of every kind (success, `isError`, `input_required`, malformed), approvals, rejections,
+//! dismissals, answers replayed and answers given for questions the run no longer
+//! holds — go through every surface that takes them, and every surface must decide each
+//! one as the reference does:
+//!
+//! - the **reference**: `orch_agent::Policy` over a `DynSession`, in memory (what the agent
+//!   loop, the rig hook and the bindings' sessions call);
+//! - **`orch policy`**: both ExtMcp phases over gRPC, as agentgateway drives them;
+//! - **`orch mcp`** on the 2026-07-28 revision family (answers come back on the retried
+//!   call) and on the handshake family (the gateway asks in-band with
+//!   `elicitation/create`), in front of an rmcp tool server that answers what the script
+//!   says, with an rmcp client.
+//!
+//! A decision is what happened to a call — refused (with its kind), asked, or run and
+//! recorded or not — and after every step, the tools a client is shown. A surface that
+//! decides one call otherwise fails the test, with the smallest template and stream
+//! proptest finds. (Tried: making `orch policy` record an `input_required` result, or
+//! `orch mcp` ask again on a stale answer, fails it.)
+
+mod support;
+
+use orch_agent::protocol::{self, Question, ToolResult};
+use orch_agent::{Gate, Gated, Policy};
+use orch_mcp::Gateway as McpGateway;
+use orch_policy::Options;
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::CallDigest;
+use orch_store::MemoryStore;
+use proptest::prelude::*;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ContentBlock, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestMetaObject,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::{Answered, Checked};
+
+/// The tools every generated template declares.
+const TOOLS: [&str; 4] = ["a", "b", "c", "d"];
+
+/// What the upstream answers a forwarded call with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reply {
+    Ok,
+    IsError,
+    InputRequired,
+    Malformed,
+}
+
+/// What the human says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Said {
+    Approve,
+    Reject,
+    Dismiss,
+}
+
+/// One step of a stream.
+#[derive(Clone, Debug)]
+enum Op {
+    /// The model calls `tool` with `{"n": arg}`; if it goes upstream, the upstream answers
+    /// `reply`.
+    Call { tool: usize, arg: u8, reply: Reply },
+    /// The human answers the latest question (its call retried with the answer).
+    Answer { said: Said, reply: Reply },
+    /// The first answer ever sent, sent again (a replay, a late copy).
+    Replay { reply: Reply },
+}
+
+/// What became of one step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Decision {
+    /// Refused, with the refusal's kind.
+    Refused(String),
+    /// Put to a human.
+    Asked,
+    /// Sent upstream: recorded, or not.
+    Ran { recorded: bool },
+    /// Nothing to do (no question yet, nothing to replay).
+    Skipped,
+}
+
+/// One surface's view of one step: the decision, the tools shown after it, and where the
+/// run stands in its store (step, sequence index, the tools recorded).
+type Seen = (Decision, Vec<String>, Position);
+
+/// Where a run stands: its step, sequence index and history (what was recorded).
+type Position = (Option<String>, usize, Vec<Option<String>>);
+
+fn position(session: &DynSession<'_>) -> Position {
+    (
+        session.step().map(str::to_owned),
+        session.sequence_index(),
+        session
+            .history()
+            .into_iter()
+            .map(|t| t.map(str::to_owned))
+            .collect(),
+    )
+}
+
+/// The position of the run stored under `key` (a fresh run when nothing is stored).
+async fn stored(store: &MemoryStore, key: &str, machine: &DynMachine) -> Position {
+    use orch_store::SessionStore;
+    let Some(value) = store.load(key).await.expect("the store answers") else {
+        return position(&DynSession::new(machine));
+    };
+    let record = orch_store::lease::Record::decode(&value.bytes).expect("a run record");
+    match record.snapshot {
+        None => position(&DynSession::new(machine)),
+        Some(bytes) => {
+            let snapshot = orch_runtime::Snapshot::from_bytes(&bytes).expect("a snapshot");
+            position(&DynSession::restore(machine, &snapshot).expect("restores").0)
+        }
+    }
+}
+
+/// A generated step: allowed, denied and gated tools, and a sequence if any.
+type StepParts = (
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Option<Vec<&'static str>>,
+);
+
+fn template() -> impl Strategy<Value = Value> {
+    let subset = |most: usize| proptest::sample::subsequence(TOOLS.to_vec(), 0..=most);
+    let allowed = prop_oneof![
+        Just(Vec::new()),
+        proptest::sample::subsequence(TOOLS.to_vec(), 2..=4)
+    ];
+    let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
+    let step = (allowed, subset(1), subset(2), sequence);
+    (
+        step.clone(),
+        proptest::option::of((0..4usize, step)),
+        subset(2),
+        proptest::option::of((0..4usize, 1..3u8)),
+    )
+        .prop_map(|(first, second, gated, property)| {
+            let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
+                let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
+                if let Some(sequence) = sequence {
+                    step["sequence"] = json!(sequence);
+                }
+                step
+            };
+            let mut steps = vec![step_json("S0", first)];
+            steps[0]["isDefault"] = json!(true);
+            if let Some((trigger, second)) = second {
+                let mut s1 = step_json("S1", second);
+                s1["conditions"] = json!([{"type": "tool_used", "value": TOOLS[trigger]}]);
+                steps.push(s1);
+            }
+            let mut orchestration = json!({"steps": steps, "approve": gated});
+            if let Some((tool, most)) = property {
+                orchestration["properties"] =
+                    json!([{"name": "bounded", "tool": TOOLS[tool], "atMost": most}]);
+            }
+            json!({"agentId": "differential", "tools": TOOLS, "orchestration": orchestration})
+        })
+}
+
+fn reply() -> impl Strategy<Value = Reply> {
+    prop_oneof![
+        4 => Just(Reply::Ok),
+        1 => Just(Reply::IsError),
+        1 => Just(Reply::InputRequired),
+        1 => Just(Reply::Malformed),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let said = prop_oneof![
+        3 => Just(Said::Approve),
+        1 => Just(Said::Reject),
+        1 => Just(Said::Dismiss)
+    ];
+    prop_oneof![
+        5 => (0..4usize, 0..2u8, reply()).prop_map(|(tool, arg, reply)| Op::Call { tool, arg, reply }),
+        3 => (said, reply()).prop_map(|(said, reply)| Op::Answer { said, reply }),
+        1 => reply().prop_map(|reply| Op::Replay { reply }),
+    ]
+}
+
+fn args(arg: u8) -> Value {
+    json!({"n": arg})
+}
+
+/// The upstream's JSON result for `reply`.
+fn result_json(reply: Reply) -> Value {
+    match reply {
+        Reply::Ok => json!({"content": [{"type": "text", "text": "done"}]}),
+        Reply::IsError => json!({"content": [{"type": "text", "text": "failed"}], "isError": true}),
+        Reply::InputRequired => {
+            json!({"resultType": "input_required", "inputRequests": {}, "requestState": "upstream"})
+        }
+        Reply::Malformed => json!({"foo": 1}),
+    }
+}
+
+/// A question a surface put, and how its answer is sent back.
+#[derive(Clone, Debug)]
+struct Asked {
+    tool: usize,
+    arg: u8,
+    /// The `requestState` the surface issued (the reference keeps the question itself).
+    state: String,
+}
+
+/// The reference: the run protocol in memory.
+struct Reference<'m> {
+    policy: Policy,
+    session: DynSession<'m>,
+    question: Option<(Asked, Question)>,
+    first_answer: Option<(Asked, Question, Said)>,
+}
+
+impl<'m> Reference<'m> {
+    fn new(machine: &'m DynMachine) -> Self {
+        let policy = Policy::new(TOOLS);
+        let mut session = DynSession::new(machine);
+        policy.prepare(&mut session);
+        Reference {
+            policy,
+            session,
+            question: None,
+            first_answer: None,
+        }
+    }
+
+    fn gate_call(&mut self, tool: usize, arg: u8, gate: Gate<'_>, reply: Reply) -> Decision {
+        let digest = CallDigest::of_text(TOOLS[tool], &args(arg).to_string());
+        match self
+            .policy
+            .admit_gated(&mut self.session, TOOLS[tool], &digest, gate)
+        {
+            Gated::Admitted { .. } => {
+                let recorded = protocol::classify(&result_json(reply)) == ToolResult::Ran;
+                if recorded {
+                    self.policy.record(&mut self.session, TOOLS[tool]);
+                }
+                Decision::Ran { recorded }
+            }
+            Gated::Refused {
+                question: Some(q), ..
+            } => {
+                let asked = Asked {
+                    tool,
+                    arg,
+                    state: q.ticket().to_string(),
+                };
+                self.question = Some((asked, q));
+                Decision::Asked
+            }
+            Gated::Refused { refusal, .. } => Decision::Refused(refusal.kind.as_str().to_owned()),
+        }
+    }
+
+    fn answer(&mut self, asked: &Asked, question: &Question, said: Said, reply: Reply) -> Decision {
+        let approved = match said {
+            Said::Dismiss => return Decision::Refused("needs_approval".into()),
+            Said::Approve => true,
+            Said::Reject => false,
+        };
+        let gate = Gate::Answer {
+            run: "r",
+            ticket: question.ticket(),
+            approved,
+        };
+        self.gate_call(asked.tool, asked.arg, gate, reply)
+    }
+
+    fn apply(&mut self, op: &Op) -> Seen {
+        let ask = Gate::Ask {
+            run: "r",
+            ttl: Duration::from_secs(3600),
+        };
+        let decision = match *op {
+            Op::Call { tool, arg, reply } => self.gate_call(tool, arg, ask, reply),
+            Op::Answer { said, reply } => match self.question.clone() {
+                None => Decision::Skipped,
+                Some((asked, question)) => {
+                    if self.first_answer.is_none() {
+                        self.first_answer = Some((asked.clone(), question.clone(), said));
+                    }
+                    self.answer(&asked, &question, said, reply)
+                }
+            },
+            Op::Replay { reply } => match self.first_answer.clone() {
+                None => Decision::Skipped,
+                Some((asked, question, said)) => self.answer(&asked, &question, said, reply),
+            },
+        };
+        let mut shown = self.policy.offered(&self.session);
+        shown.sort();
+        (decision, shown, position(&self.session))
+    }
+}
+
+/// Builds the retry of `asked` carrying `said`, as params JSON.
+fn retry_params(asked: &Asked, said: Said) -> Value {
+    let response = match said {
+        Said::Approve => json!({"action": "accept", "content": {"approve": true}}),
+        Said::Reject => json!({"action": "accept", "content": {"approve": false}}),
+        Said::Dismiss => json!({"action": "cancel"}),
+    };
+    json!({
+        "name": TOOLS[asked.tool], "arguments": args(asked.arg),
+        "requestState": asked.state, "inputResponses": {"orch_approval": response},
+    })
+}
+
+/// `orch policy`, driven as agentgateway drives it.
+struct PolicySurface<'m> {
+    gw: support::Gateway,
+    store: Arc<MemoryStore>,
+    machine: &'m DynMachine,
+    question: Option<Asked>,
+    first_answer: Option<(Asked, Said)>,
+}
+
+impl PolicySurface<'_> {
+    async fn send(&mut self, params: Value, reply: Reply) -> Decision {
+        let checked = self
+            .gw
+            .request_raw("tools/call", Some(params.to_string().into_bytes()))
+            .await;
+        match checked {
+            Checked::Admitted(token, _) => {
+                let before = stored(&self.store, "run:r", self.machine).await;
+                let answered = self.gw.respond(token.as_deref(), result_json(reply)).await;
+                match (&answered, reply) {
+                    (Answered::Pass, Reply::Ok | Reply::IsError | Reply::InputRequired) => {}
+                    (Answered::Rejected(..), Reply::Malformed) => {}
+                    _ => panic!("orch policy answered {answered:?} to a {reply:?} result"),
+                }
+                // Recorded: the run's history changed (streams are too short for a full
+                // history to come out the same).
+                let after = stored(&self.store, "run:r", self.machine).await;
+                Decision::Ran {
+                    recorded: after.2 != before.2,
+                }
+            }
+            Checked::Rejected(e) if e.mcp_error.is_none() => {
+                // A dismissed question: refused, with no refusal data.
+                assert!(e.reason.contains("dismissed"), "{e:?}");
+                Decision::Refused("needs_approval".into())
+            }
+            Checked::Rejected(_) => {
+                let data = checked.data();
+                if let Some(state) = data["approval"]["requestState"].as_str() {
+                    let tool = TOOLS
+                        .iter()
+                        .position(|t| params["name"] == *t)
+                        .expect("a template tool");
+                    let arg = params["arguments"]["n"].as_u64().unwrap_or(0) as u8;
+                    self.question = Some(Asked {
+                        tool,
+                        arg,
+                        state: state.to_owned(),
+                    });
+                    return Decision::Asked;
+                }
+                let kind = data["refusal"]["reason"].as_str().expect("a refusal");
+                Decision::Refused(kind.to_owned())
+            }
+        }
+    }
+
+    async fn apply(&mut self, op: &Op) -> Seen {
+        let decision = match *op {
+            Op::Call { tool, arg, reply } => {
+                let params = json!({"name": TOOLS[tool], "arguments": args(arg)});
+                self.send(params, reply).await
+            }
+            Op::Answer { said, reply } => match self.question.clone() {
+                None => Decision::Skipped,
+                Some(asked) => {
+                    if self.first_answer.is_none() {
+                        self.first_answer = Some((asked.clone(), said));
+                    }
+                    self.send(retry_params(&asked, said), reply).await
+                }
+            },
+            Op::Replay { reply } => match self.first_answer.clone() {
+                None => Decision::Skipped,
+                Some((asked, said)) => self.send(retry_params(&asked, said), reply).await,
+            },
+        };
+        let mut shown = self.gw.list(&TOOLS).await;
+        shown.sort();
+        let at = stored(&self.store, "run:r", self.machine).await;
+        (decision, shown, at)
+    }
+}
+
+/// The upstream behind `orch mcp`: answers each call as the script says next.
+#[derive(Clone, Default)]
+struct Upstream {
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+}
+
+impl ServerHandler for Upstream {
+    fn get_info(&self) -> rmcp::model::InitializeResult {
+        let mut info = rmcp::model::InitializeResult::default();
+        info.capabilities = rmcp::model::ServerCapabilities::builder()
+            .enable_tools()
+            .build();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = Arc::new(serde_json::Map::from_iter([(
+            "type".to_owned(),
+            Value::from("object"),
+        )]));
+        let tools = TOOLS
+            .iter()
+            .map(|name| rmcp::model::Tool::new(*name, "a tool", Arc::clone(&schema)))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let reply = self.replies.lock().expect("lock").pop_front();
+        match reply.unwrap_or(Reply::Ok) {
+            Reply::Ok => Ok(CallToolResult::success(vec![ContentBlock::text("done")]).into()),
+            Reply::IsError => Ok(CallToolResult::error(vec![ContentBlock::text("failed")]).into()),
+            Reply::InputRequired => Ok(CallToolResponse::InputRequired(
+                rmcp::model::InputRequiredResult::new(None, Some("upstream".into())),
+            )),
+            // The SDK cannot send a malformed result; a JSON-RPC error is the nearest
+            // thing that says nothing about the tool having run.
+            Reply::Malformed => Err(ErrorData::internal_error("no result", None)),
+        }
+    }
+}
+
+/// The client of `orch mcp`: answers in-band questions (handshake revisions) as the
+/// script says next.
+#[derive(Clone, Default)]
+struct Client {
+    answers: Arc<Mutex<VecDeque<Said>>>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities.elicitation = Some(ElicitationCapability::default());
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let said = self.answers.lock().expect("lock").pop_front();
+        Ok(match said.unwrap_or(Said::Dismiss) {
+            Said::Approve => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
+            }
+            Said::Reject => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}))
+            }
+            Said::Dismiss => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+}
+
+/// `orch mcp` in-process over pipes, one run (the stdio connection's).
+struct McpSurface<'m> {
+    client: RunningService<RoleClient, Client>,
+    store: Arc<MemoryStore>,
+    machine: &'m DynMachine,
+    upstream: Upstream,
+    answers: Arc<Mutex<VecDeque<Said>>>,
+    modern: bool,
+    question: Option<Asked>,
+    first_answer: Option<(Asked, Said)>,
+}
+
+impl<'m> McpSurface<'m> {
+    async fn start(template: &str, machine: &'m DynMachine, modern: bool) -> McpSurface<'m> {
+        let compiled = orch_codegen::compile_json(template, None)
+            .to_machine()
+            .expect("the template compiles");
+        let store = Arc::new(MemoryStore::new());
+        let upstream = Upstream::default();
+        let (to_upstream, upstream_end) = tokio::io::duplex(1 << 16);
+        let served = upstream.clone();
+        tokio::spawn(async move {
+            if let Ok(running) = rmcp::serve_server(served, upstream_end).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let gateway = McpGateway::start_on(
+            compiled,
+            to_upstream,
+            "the scripted server",
+            Arc::clone(&store),
+            &orch_mcp::Options::default(),
+        )
+        .await
+        .expect("the gateway starts");
+        let (client_end, gateway_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(gateway_end);
+        tokio::spawn(gateway.serve_io(read, write));
+        let handler = Client::default();
+        let answers = Arc::clone(&handler.answers);
+        let client = rmcp::serve_client(handler, client_end)
+            .await
+            .expect("handshake");
+        McpSurface {
+            client,
+            store,
+            machine,
+            upstream,
+            answers,
+            modern,
+            question: None,
+            first_answer: None,
+        }
+    }
+
+    /// One `tools/call`, as the script's next upstream reply.
+    async fn send(&mut self, mut params: CallToolRequestParams, reply: Reply) -> Decision {
+        self.upstream.replies.lock().expect("lock").push_back(reply);
+        if self.modern {
+            let mut meta = RequestMetaObject::default();
+            meta.set_protocol_version(ProtocolVersion::V_2026_07_28);
+            let mut capabilities = ClientCapabilities::default();
+            capabilities.elicitation = Some(ElicitationCapability::default());
+            meta.set_client_capabilities(capabilities);
+            params.meta = Some(meta);
+        }
+        let tool = TOOLS
+            .iter()
+            .position(|t| *t == params.name)
+            .expect("a template tool");
+        let arg = params
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("n"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u8;
+        let before = self.at().await;
+        let answered = self.client.peer().call_tool_once(params).await;
+        // A call that never went upstream leaves its reply unused.
+        let unused = self.upstream.replies.lock().expect("lock").pop_back();
+        let went_upstream = unused.is_none();
+        // Recorded: the run's history changed.
+        let recorded = self.at().await.2 != before.2;
+        match answered {
+            Err(e) => {
+                assert!(went_upstream, "an error before the upstream was asked: {e}");
+                Decision::Ran { recorded }
+            }
+            Ok(CallToolResponse::InputRequired(result)) if !went_upstream => {
+                let state = result.request_state.clone().expect("a requestState");
+                self.question = Some(Asked { tool, arg, state });
+                Decision::Asked
+            }
+            Ok(CallToolResponse::Complete(result)) if !went_upstream => {
+                let data = result.structured_content.unwrap_or_default();
+                let kind = data["refusal"]["reason"].as_str().unwrap_or("none");
+                assert_eq!(result.is_error, Some(true), "{kind}");
+                Decision::Refused(kind.to_owned())
+            }
+            Ok(CallToolResponse::Complete(_)) => Decision::Ran { recorded },
+            Ok(other) => {
+                assert!(went_upstream, "{other:?}");
+                Decision::Ran { recorded }
+            }
+        }
+    }
+
+    fn call_params(tool: usize, arg: u8) -> CallToolRequestParams {
+        let mut params = CallToolRequestParams::new(TOOLS[tool]);
+        params.arguments = args(arg).as_object().cloned();
+        params
+    }
+
+    fn retry(asked: &Asked, said: Said) -> CallToolRequestParams {
+        let mut params = Self::call_params(asked.tool, asked.arg);
+        let response = match said {
+            Said::Approve => json!({"action": "accept", "content": {"approve": true}}),
+            Said::Reject => json!({"action": "accept", "content": {"approve": false}}),
+            Said::Dismiss => json!({"action": "cancel"}),
+        };
+        let mut responses = InputResponses::new();
+        responses.insert("orch_approval".into(), response);
+        params.input_responses = Some(responses);
+        params.request_state = Some(asked.state.clone());
+        params
+    }
+
+    async fn apply(&mut self, op: &Op) -> Seen {
+        let decision = match (op.clone(), self.modern) {
+            (Op::Call { tool, arg, reply }, true) => {
+                self.send(Self::call_params(tool, arg), reply).await
+            }
+            (Op::Answer { said, reply }, true) => match self.question.clone() {
+                None => Decision::Skipped,
+                Some(asked) => {
+                    if self.first_answer.is_none() {
+                        self.first_answer = Some((asked.clone(), said));
+                    }
+                    self.send(Self::retry(&asked, said), reply).await
+                }
+            },
+            (Op::Replay { reply }, true) => match self.first_answer.clone() {
+                None => Decision::Skipped,
+                Some((asked, said)) => self.send(Self::retry(&asked, said), reply).await,
+            },
+            // On a handshake revision the question is answered in-band, within the call
+            // (`handshake_stream`).
+            (_, false) => unreachable!("handshake streams are replayed by `handshake_stream`"),
+        };
+        (decision, self.shown().await, self.at().await)
+    }
+
+    /// Where the stdio connection's run stands in the store.
+    async fn at(&self) -> Position {
+        let key = format!("stdio-{}", std::process::id());
+        stored(&self.store, &key, self.machine).await
+    }
+
+    async fn shown(&self) -> Vec<String> {
+        let mut shown: Vec<String> = self
+            .client
+            .peer()
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        shown.sort();
+        shown
+    }
+}
+
+/// Runs `ops` through the reference and every surface; the first divergence, if any.
+async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
+    let text = template.to_string();
+    let compiled = orch_codegen::compile_json(&text, None);
+    let machine = compiled
+        .to_machine()
+        .ok_or_else(|| "the template does not compile".to_owned())?;
+    let mut reference = Reference::new(&machine);
+    let store = Arc::new(MemoryStore::new());
+    let url = support::start(&text, Arc::clone(&store), Options::default()).await;
+    let mut policy = PolicySurface {
+        gw: support::Gateway::connect(&url, "r").await,
+        store,
+        machine: &machine,
+        question: None,
+        first_answer: None,
+    };
+    let mut modern = McpSurface::start(&text, &machine, true).await;
+    for (i, op) in ops.iter().enumerate() {
+        let expected = reference.apply(op);
+        if std::env::var("ORCH_DIFFERENTIAL_TRACE").is_ok() {
+            eprintln!("{op:?} -> {:?}", expected.0);
+        }
+        let seen = policy.apply(op).await;
+        if seen != expected {
+            return Err(format!(
+                "orch policy diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
+            ));
+        }
+        let seen = modern.apply(op).await;
+        if seen != expected {
+            return Err(format!(
+                "orch mcp (2026-07-28) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
+            ));
+        }
+    }
+    handshake_stream(&text, &machine, ops).await
+}
+
+/// The handshake family: `orch mcp` asks in-band, so a question and its answer are one
+/// call. The stream is replayed as such: each call the reference asks about is answered
+/// by the next `Answer` of the stream (or dismissed when there is none before the next
+/// call); replays do not exist in-band and are left out.
+async fn handshake_stream(text: &str, machine: &DynMachine, ops: &[Op]) -> Result<(), String> {
+    let mut reference = Reference::new(machine);
+    let mut legacy = McpSurface::start(text, machine, false).await;
+    let mut i = 0;
+    while i < ops.len() {
+        let Op::Call { tool, arg, reply } = ops[i] else {
+            i += 1;
+            continue;
+        };
+        // The answer the human gives if asked: the stream's next answer before its next
+        // call, else a dismissal.
+        let next = ops[i + 1..]
+            .iter()
+            .take_while(|op| !matches!(op, Op::Call { .. }))
+            .find_map(|op| match op {
+                Op::Answer { said, reply } => Some((*said, *reply)),
+                _ => None,
+            });
+        let (said, answer_reply) = next.unwrap_or((Said::Dismiss, Reply::Ok));
+        let (mut expected, _, _) = reference.apply(&Op::Call { tool, arg, reply });
+        let upstream_reply = if expected == Decision::Asked {
+            expected = reference
+                .apply(&Op::Answer {
+                    said,
+                    reply: answer_reply,
+                })
+                .0;
+            answer_reply
+        } else {
+            reply
+        };
+        let mut shown = reference.policy.offered(&reference.session);
+        shown.sort();
+        let want = (expected, shown, position(&reference.session));
+        legacy.answers.lock().expect("lock").push_back(said);
+        let decision = legacy
+            .send(McpSurface::call_params(tool, arg), upstream_reply)
+            .await;
+        legacy.answers.lock().expect("lock").clear();
+        let seen = (decision, legacy.shown().await, legacy.at().await);
+        if seen != want {
+            return Err(format!(
+                "orch mcp (handshake) diverges at call {i} ({:?}): {seen:?}, the reference {want:?}",
+                ops[i]
+            ));
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("ORCH_DIFFERENTIAL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(96),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_surface_decides_every_call_as_the_reference_does(
+        template in template(),
+        // At most 11 steps: fewer recorded tools than the shortest history (10) holds,
+        // so a recorded tool always changes it.
+        ops in proptest::collection::vec(op(), 1..11),
+    ) {
+        let compiled = orch_codegen::compile_json(&template.to_string(), None);
+        prop_assume!(compiled.to_machine().is_some());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let outcome = runtime.block_on(run(&template, &ops));
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        if let Err(divergence) = outcome {
+            prop_assert!(false, "{divergence}\ntemplate: {template}");
+        }
+    }
+}
