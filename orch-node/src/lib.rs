@@ -344,7 +344,7 @@ pub struct Refusal {
     pub tool: String,
     /// Why, as a stable word.
     #[napi(
-        ts_type = "'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected'"
+        ts_type = "'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected' | 'stale_answer' | 'busy'"
     )]
     pub kind: String,
     /// Why, in words for the model (what is expected next, what is allowed now).
@@ -488,6 +488,14 @@ impl Session {
     #[napi(getter)]
     pub fn expected(&self) -> Option<Vec<&str>> {
         self.hosted.session().expected()
+    }
+
+    /// The tool the next model call must call, if any: the one an unfinished sequence
+    /// expects when it is the only tool allowed, and no human's question or rejection is
+    /// held (the rule every orch host follows).
+    #[napi(getter)]
+    pub fn forced_tool(&self) -> Option<String> {
+        self.hosted.forced_tool()
     }
 
     /// The tools the sequence waits for when the host has none of them, if so.

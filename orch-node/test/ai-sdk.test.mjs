@@ -197,6 +197,40 @@ test('an approval is for one exact call: other arguments are asked again, never 
   assert.deepEqual(ran, ['issue_refund(7)'])
 })
 
+test('an approval is of the call the human saw: a second call under the same id never runs on it', async () => {
+  const ran = []
+  const run = orchestrate(compile(REFUND).session(), refundTools(ran))
+  run.onUserMessage('refund order 7')
+  assert.equal(run.session.record('lookup_order'), 'advanced')
+  // The model gave two calls one id; the human was shown (and approved) order 7.
+  const shown = (order) => ({ type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: { order } })
+  const approval = [
+    { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' },
+  ]
+  const answer = { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: 'a1', approved: true }] }
+  const twice = [
+    { role: 'user', content: 'refund order 7' },
+    { role: 'assistant', content: [shown(7), shown(9999), ...approval] },
+    answer,
+  ]
+  for (const order of [9999, 7]) {
+    await assert.rejects(
+      run.tools.issue_refund.execute({ order }, { toolCallId: 'c1', messages: twice }),
+      (e) => e instanceof OrchRefusalError && /same id `c1`/.test(e.message),
+    )
+  }
+  // One call under the id, but not the one executed: not approved.
+  const once = [{ role: 'user', content: 'refund order 7' }, { role: 'assistant', content: [shown(7), ...approval] }, answer]
+  await assert.rejects(
+    run.tools.issue_refund.execute({ order: 9999 }, { toolCallId: 'c1', messages: once }),
+    (e) => e instanceof OrchRefusalError && e.refusal.kind === 'needs_approval',
+  )
+  assert.deepEqual(ran, [])
+  // The call the human saw runs, once.
+  assert.equal(await run.tools.issue_refund.execute({ order: 7 }, { toolCallId: 'c1', messages: once }), 'issue_refund done for 7')
+  assert.deepEqual(ran, ['issue_refund(7)'])
+})
+
 test('streamText: the same guarantees while streaming', async () => {
   const fake = await ScriptedOpenAI.start(MISBEHAVING)
   const ran = []

@@ -103,9 +103,51 @@ function argsText(input: unknown): string {
   return JSON.stringify(input ?? {})
 }
 
-/** Did the conversation approve the call `toolCallId` (an approving
- * `tool-approval-response` to the `tool-approval-request` that names it)? */
-export function approvedIn(messages: readonly ModelMessage[], toolCallId: string): boolean {
+/** JSON with object keys sorted: two inputs that are the same call print the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value as object).sort()
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`
+  }
+  return JSON.stringify(value ?? null)
+}
+
+/** The tool calls in the conversation that carry the id `toolCallId` (more than one when
+ * a model reused an id). */
+export function callsNamed(
+  messages: readonly ModelMessage[],
+  toolCallId: string,
+): { toolName: string; input: unknown }[] {
+  const calls: { toolName: string; input: unknown }[] = []
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue
+    for (const part of m.content) {
+      if (part.type === 'tool-call' && part.toolCallId === toolCallId) {
+        calls.push({ toolName: part.toolName, input: part.input })
+      }
+    }
+  }
+  return calls
+}
+
+/** Did the conversation approve this very call — `toolName` with `input`, under the id
+ * `toolCallId` (an approving `tool-approval-response` to the `tool-approval-request` that
+ * names it)? Only when the id names exactly one call in the conversation, and that call
+ * is this one: a human's approval is of the call they were shown, never of another
+ * call that reuses its id. */
+export function approvedIn(
+  messages: readonly ModelMessage[],
+  toolCallId: string,
+  toolName?: string,
+  input?: unknown,
+): boolean {
+  const calls = callsNamed(messages, toolCallId)
+  if (toolName !== undefined) {
+    if (calls.length !== 1) return false
+    const [shown] = calls
+    if (shown.toolName !== toolName || canonical(shown.input) !== canonical(input ?? {})) return false
+  }
   const requests = new Set<string>()
   for (const m of messages) {
     if (m.role !== 'assistant' || typeof m.content === 'string') continue
@@ -157,8 +199,22 @@ export class Orchestration<TOOLS extends ToolSet> {
           // One call of the run at a time: admitted, run and recorded before the next.
           this.turns.run(async () => {
             const args = argsText(input)
+            if (callsNamed(options.messages, options.toolCallId).length > 1) {
+              // Two calls under one id: an approval or a result could be taken for the
+              // other one. Neither runs.
+              const duplicate: Refusal = {
+                tool: name,
+                kind: 'not_allowed',
+                message: `error: \`${name}\` was not run: the model gave two tool calls the same id \`${options.toolCallId}\`; each call needs an id of its own.`,
+              }
+              this.options.onRefusal?.(duplicate)
+              throw new OrchRefusalError(duplicate)
+            }
             let refused = this.session.admit(name, args)
-            if (refused?.kind === 'needs_approval' && approvedIn(options.messages, options.toolCallId)) {
+            if (
+              refused?.kind === 'needs_approval' &&
+              approvedIn(options.messages, options.toolCallId, name, input)
+            ) {
               this.session.approve(name, args)
               refused = this.session.admit(name, args)
             }
@@ -184,18 +240,17 @@ export class Orchestration<TOOLS extends ToolSet> {
   /** The tool the next model call must call: the one a sequence expects, when it is the
    * only tool allowed now — and no human's question or rejection is held (the model must
    * then be free to answer). */
-  forcedTool(allowed: readonly string[] = this.session.allowed()): string | undefined {
-    const held = this.session.approval
-    if (held && held.verdict !== 'approved') return undefined
-    if (allowed.length === 1 && this.session.expected) return allowed[0]
-    return undefined
+  forcedTool(): string | undefined {
+    // The rule is orch's own (`Session.forcedTool`), the same on every surface.
+    return this.session.forcedTool ?? undefined
   }
+
 
   /** `prepareStep`: the allowed tools as `activeTools`, and the forced tool, if any. */
   readonly prepareStep: PrepareStepFunction<TOOLS> = () => {
     const allowed = this.session.allowed()
     const activeTools = allowed.filter((t) => Object.hasOwn(this.tools, t))
-    const forced = this.forcedTool(allowed)
+    const forced = this.forcedTool()
     const step = forced === undefined ? { activeTools } : { activeTools, toolChoice: { type: 'tool', toolName: forced } }
     return step as PrepareStepResult<TOOLS>
   }

@@ -303,7 +303,8 @@ fn witness<'py>(py: Python<'py>, events: &[report::Step]) -> PyResult<Bound<'py,
 }
 
 /// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
-/// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`) and `message`, the words
+/// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`, `stale_answer`, `busy`)
+/// and `message`, the words
 /// orch sends a model everywhere (what is expected next, what is allowed now).
 #[pyclass(frozen, get_all, module = "orch._orch")]
 struct Refusal {
@@ -447,6 +448,14 @@ impl Session {
         self.hosted.session().expected()
     }
 
+    /// The tool the next model call must call, if any: the one an unfinished sequence
+    /// expects when it is the only tool allowed, and no human's question or rejection is
+    /// held (the rule every orch host follows).
+    #[getter]
+    fn forced_tool(&self) -> Option<String> {
+        self.hosted.forced_tool()
+    }
+
     /// The tools the sequence waits for when the host has none of them, if so.
     #[getter]
     fn blocked_on(&self) -> Option<Vec<&str>> {
@@ -490,17 +499,7 @@ fn refusal(r: orch_agent::Refusal) -> Refusal {
 
 /// The refusal kinds, for `Refusal.kind` comparisons.
 fn kinds() -> Vec<&'static str> {
-    [
-        RefusalKind::NotAllowed,
-        RefusalKind::OutOfSequence,
-        RefusalKind::UnknownTool,
-        RefusalKind::Unavailable,
-        RefusalKind::NeedsApproval,
-        RefusalKind::Rejected,
-    ]
-    .iter()
-    .map(|k| k.as_str())
-    .collect()
+    RefusalKind::ALL.iter().map(|k| k.as_str()).collect()
 }
 
 /// The native module.

@@ -34,11 +34,6 @@ class Workflow:
     def forced_tool(self) -> Optional[str]:
         """The tool the next model call must call: the one a sequence expects, when it is
         the only tool allowed now — and no human's question or rejection is held (the
-        model must then be free to answer)."""
-        held = self.session.approval
-        if held is not None and held[1] != "approved":
-            return None
-        allowed = self.session.allowed()
-        if len(allowed) == 1 and self.session.expected is not None:
-            return allowed[0]
-        return None
+        model must then be free to answer). The rule is orch's own
+        (:attr:`orch.Session.forced_tool`), the same on every surface."""
+        return self.session.forced_tool

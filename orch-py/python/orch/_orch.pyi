@@ -6,7 +6,7 @@ from typing import Any, Final, Optional, Union
 __version__: Final[str]
 REFUSAL_KINDS: Final[list[str]]
 """Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``unknown_tool``,
-``unavailable``, ``needs_approval``, ``rejected``."""
+``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``."""
 
 class TemplateError(ValueError):
     """A template with errors."""
@@ -108,6 +108,11 @@ class Session:
     def sequence_index(self) -> int: ...
     @property
     def expected(self) -> Optional[list[str]]: ...
+    @property
+    def forced_tool(self) -> Optional[str]:
+        """The tool the next model call must call, if any (orch's one rule: the tool an
+        unfinished sequence expects when it is the only one allowed, while no human's
+        question or rejection is held)."""
     @property
     def blocked_on(self) -> Optional[list[str]]: ...
     @property
