@@ -109,14 +109,32 @@ impl HostedSession {
             .with_dependent_mut(|_, session| policy.admit_call(session, tool, &call).err())
     }
 
-    /// This exact call was put to a human: the session holds the question.
-    pub fn ask(&mut self, tool: &str, arguments: &str) {
+    /// This exact call was put to a human: the session holds the question, with a new
+    /// random identity, which is returned: [`answer`](Self::answer) needs it.
+    pub fn ask(&mut self, tool: &str, arguments: &str) -> QuestionId {
+        let call = CallDigest::of_text(tool, arguments);
+        let policy = &self.policy;
+        let question = QuestionId::random();
+        self.live
+            .with_dependent_mut(|_, session| policy.ask_call(session, tool, call, question));
+        question
+    }
+
+    /// A human's answer to the question `question` about this exact call: applied only
+    /// while the session holds that very question (once; not after an event, another
+    /// question, or an answer already given). `false`: nothing changed.
+    pub fn answer(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        question: QuestionId,
+        approved: bool,
+    ) -> bool {
         let call = CallDigest::of_text(tool, arguments);
         let policy = &self.policy;
         self.live.with_dependent_mut(|_, session| {
-            let question = QuestionId::random();
-            policy.ask_call(session, tool, call, question);
-        });
+            policy.answer_call(session, tool, call, question, approved, None)
+        })
     }
 
     /// A human approved this exact call: the session holds the approval.

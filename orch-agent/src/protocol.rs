@@ -374,6 +374,19 @@ pub fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, serde_
     serde_json::from_str::<Entries>(text).map(|e| e.0)
 }
 
+/// [`classify`] of a result given as JSON text, as one word: `ran`, or why not (`error`,
+/// `input_required`, `task`, `other`, `malformed` — text that is not JSON is malformed).
+/// What the bindings expose, so every language reads results by the one rule.
+pub fn result_kind(result: &str) -> &'static str {
+    match serde_json::from_str::<Value>(result) {
+        Ok(value) => match classify(&value) {
+            ToolResult::Ran => "ran",
+            ToolResult::NotRun(why) => why.as_str(),
+        },
+        Err(_) => "malformed",
+    }
+}
+
 pub use orch_runtime::approval::nonce;
 
 /// Milliseconds since the Unix epoch, now.

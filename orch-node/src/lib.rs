@@ -120,6 +120,14 @@ fn throw_named(
     }
 }
 
+/// What a tool result (JSON text, an MCP `CallToolResult`) says about the call: `'ran'`
+/// when it completed successfully, else why not (orch's one rule: only a call that ran
+/// is recorded).
+#[napi(ts_return_type = "'ran' | 'error' | 'input_required' | 'task' | 'other' | 'malformed'")]
+pub fn result_kind(result: String) -> &'static str {
+    orch_agent::protocol::result_kind(&result)
+}
+
 /// A compiled template: its tools and steps, its warnings, and sessions over it.
 #[napi]
 pub struct Machine {
@@ -417,10 +425,28 @@ impl Session {
     }
 
     /// This exact call was put to a human: the session holds the question (until the
-    /// next event), and the call still needs an approval.
+    /// next event), and the call still needs an approval. Returns the question's identity
+    /// (16 hex digits), which `answer` needs.
     #[napi]
-    pub fn ask(&mut self, tool: String, args: Option<String>) {
-        self.hosted.ask(&tool, self::args(&args));
+    pub fn ask(&mut self, tool: String, args: Option<String>) -> String {
+        self.hosted.ask(&tool, self::args(&args)).to_string()
+    }
+
+    /// A human's answer to the question `question` (what `ask` returned) about this exact
+    /// call: applied only while the session holds that very question, once. `false`:
+    /// nothing changed (answered already, an event since, another question asked).
+    #[napi]
+    pub fn answer(&mut self, tool: String, args: String, question: String, approved: bool) -> bool {
+        let id = (question.len() == 16)
+            .then(|| u64::from_str_radix(&question, 16).ok())
+            .flatten();
+        match id {
+            Some(id) => {
+                let question = orch_runtime::QuestionId::new(id);
+                self.hosted.answer(&tool, &args, question, approved)
+            }
+            None => false,
+        }
     }
 
     /// A human approved this exact call: the session holds the approval (until the next

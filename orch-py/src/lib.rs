@@ -382,10 +382,22 @@ impl Session {
     }
 
     /// This exact call was put to a human: the session holds the question (until the
-    /// next event), and the call still needs an approval.
+    /// next event), and the call still needs an approval. Returns the question's identity
+    /// (16 hex digits), which `answer` needs.
     #[pyo3(signature = (tool, arguments = "{}"))]
-    fn ask(&mut self, tool: &str, arguments: &str) {
-        self.hosted.ask(tool, arguments);
+    fn ask(&mut self, tool: &str, arguments: &str) -> String {
+        self.hosted.ask(tool, arguments).to_string()
+    }
+
+    /// A human's answer to the question `question` (what `ask` returned) about this exact
+    /// call: applied only while the session holds that very question, once. `False`:
+    /// nothing changed (answered already, an event since, another question asked).
+    #[pyo3(signature = (tool, arguments, question, approved))]
+    fn answer(&mut self, tool: &str, arguments: &str, question: &str, approved: bool) -> bool {
+        match question_id(question) {
+            Some(question) => self.hosted.answer(tool, arguments, question, approved),
+            None => false,
+        }
     }
 
     /// A human approved this exact call: the session holds the approval (until the next
@@ -502,11 +514,28 @@ fn kinds() -> Vec<&'static str> {
     RefusalKind::ALL.iter().map(|k| k.as_str()).collect()
 }
 
+/// A question's identity from its 16 hex digits (`None`: not one `ask` returned).
+fn question_id(text: &str) -> Option<orch_runtime::QuestionId> {
+    (text.len() == 16)
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
+        .map(orch_runtime::QuestionId::new)
+}
+
+/// What a tool result (JSON text, an MCP `CallToolResult`) says about the call: `ran`
+/// when it completed successfully, else why not — `error`, `input_required`, `task`,
+/// `other` or `malformed` (orch's one rule: only a call that ran is recorded).
+#[pyfunction]
+fn result_kind(result: &str) -> &'static str {
+    orch_agent::protocol::result_kind(result)
+}
+
 /// The native module.
 #[pymodule]
 fn _orch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(result_kind, m)?)?;
     m.add_class::<Machine>()?;
     m.add_class::<Session>()?;
     m.add_class::<Refusal>()?;

@@ -73,3 +73,55 @@ def test_bad_arguments_and_several_calls_in_one_turn():
     assert results[3] == "think(c)"
     assert results[4].startswith("error: `think` was not run"), results
     assert results[5] == "reflect(e)"
+
+
+def refund_graph(fake: ScriptedOpenAI):
+    from scenarios import REFUND, refund_tool
+
+    executed: list = []
+    tools = [make_tool(refund_tool(n, executed)) for n in ["lookup_order", "issue_refund", "send_email"]]
+    workflow = Orchestration(orch.load(REFUND).session(), tools=tools)
+    model = ChatOpenAI(model="fake", base_url=fake.base_url, api_key="not-a-key", max_retries=0)
+    return workflow, workflow.graph(model), executed
+
+
+def test_a_gated_call_pauses_with_interrupt_and_runs_once_approved():
+    from langgraph.types import Command
+    from scenarios import REFUND_APPROVED
+
+    config = {"configurable": {"thread_id": "refund-7"}, "recursion_limit": 50}
+    with ScriptedOpenAI(REFUND_APPROVED) as fake:
+        workflow, graph, executed = refund_graph(fake)
+        message = "Please refund order 7"
+        workflow.on_user_message(message)
+        paused = graph.invoke({"messages": [("user", message)]}, config)
+        interrupts = paused["__interrupt__"]
+        assert len(interrupts) == 1
+        asked = interrupts[0].value
+        assert asked["tool"] == "issue_refund" and asked["arguments"] == {"order": 7}
+        assert asked["step"] == "Refund" and len(asked["question"]) == 16
+        assert executed == ["lookup_order"], "nothing runs before the answer"
+        assert workflow.session.approval[1] == "pending"
+        done = graph.invoke(Command(resume={"approve": True}), config)
+    assert done["messages"][-1].content == "Refunded order 7."
+    assert executed == ["lookup_order", "issue_refund", "send_email"]
+    assert workflow.session.sequence_index == 3
+
+
+def test_a_rejected_call_never_runs_and_the_model_hears_the_reason():
+    from langgraph.types import Command
+    from scenarios import REFUND_DENIED
+
+    config = {"configurable": {"thread_id": "refund-8"}, "recursion_limit": 50}
+    with ScriptedOpenAI(REFUND_DENIED) as fake:
+        workflow, graph, executed = refund_graph(fake)
+        message = "Please refund order 8"
+        workflow.on_user_message(message)
+        paused = graph.invoke({"messages": [("user", message)]}, config)
+        assert paused["__interrupt__"][0].value["tool"] == "issue_refund"
+        done = graph.invoke(Command(resume={"approve": False, "reason": "not eligible"}), config)
+    assert done["messages"][-1].content == "I could not refund it."
+    assert executed == ["lookup_order"]
+    results = tool_results(done)
+    assert "rejected" in results[-1] and "not eligible" in results[-1], results
+    assert workflow.session.approval[1] == "rejected"

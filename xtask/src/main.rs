@@ -14,8 +14,8 @@
 //! reported as passed that did not run) and `cargo test --workspace --doc` (the doc
 //! examples; the ones marked `ignore` are illustrations that cannot compile on their
 //! own); then the Python package: its wheel built once with maturin (the dev profile, the
-//! same target directory), installed into `target/ci-tools/py`, and pytest run on the
-//! installed package; then the npm package: its dev dependencies from the lockfile
+//! same target directory), installed into `target/ci-tools/py`, pytest run on the
+//! installed package and mypy's stubtest on its stubs; then the npm package: its dev dependencies from the lockfile
 //! (`npm ci`), and `orch-node/scripts/ci.mjs`, which builds the native addon and the
 //! WebAssembly module once each (napi-rs, the same target directory), packs the packages
 //! (`npm pack`), installs the tarballs into a fresh directory and runs `node --test`
@@ -33,9 +33,10 @@ const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
 /// What builds and tests the Python package (`orch-py`), in a venv of its own, and the
 /// agent frameworks its adapters are tested against.
-const PY_TOOLS: [&str; 6] = [
+const PY_TOOLS: [&str; 7] = [
     "maturin==1.16.0",
     "pytest==9.2.0",
+    "mypy==2.4.1",
     "openai-agents==0.24.0",
     "pydantic-ai-slim[openai]==2.68.0",
     "langgraph==1.2.22",
@@ -185,7 +186,16 @@ fn python_package(root: &Path, limit: std::time::Duration) -> Result<bool, Strin
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(root.join("orch-py/tests"));
     eprintln!("xtask: pytest orch-py/tests (the installed wheel)");
-    run_within(pytest, limit)
+    if !run_within(pytest, limit)? {
+        return Ok(false);
+    }
+    // The stubs say what the native module really has: every name, signature and kind.
+    let mut stubtest = Command::new(&python);
+    stubtest
+        .current_dir(py_venv(root))
+        .args(["-m", "mypy.stubtest", "orch._orch", "orch._types"]);
+    eprintln!("xtask: mypy.stubtest orch._orch orch._types (the installed wheel's stubs)");
+    run_within(stubtest, limit)
 }
 
 /// The Rust target the npm package's WebAssembly build is compiled for.
@@ -275,13 +285,14 @@ fn components() -> Vec<Component> {
                 let python = python.to_string_lossy();
                 runs(&python, &["-m", "maturin", "--version"])
                     && runs(&python, &["-m", "pytest", "--version"])
+                    && runs(&python, &["-m", "mypy", "--version"])
                     && runs(
                         &python,
                         &["-c", "import agents, pydantic_ai, langgraph, langchain_openai"],
                     )
             },
             install: |root| pip_install(&py_venv(root), &PY_TOOLS),
-            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' langgraph==1.2.22 langchain-openai==1.7.4`",
+            how: "Python 3.10+ with venv: `python3 -m venv target/ci-tools/py && target/ci-tools/py/bin/pip install maturin==1.16.0 pytest==9.2.0 mypy==2.4.1 openai-agents==0.24.0 'pydantic-ai-slim[openai]==2.68.0' langgraph==1.2.22 langchain-openai==1.7.4`",
         },
         Component {
             name: "Node.js 20+ with npm (the npm package)",

@@ -32,10 +32,29 @@ from ._orch import (
     __version__,
     compile,
     load,
+    result_kind,
+)
+from ._types import (
+    Finding,
+    FindingKind,
+    Outcome,
+    RefusalKind,
+    ResultKind,
+    Severity,
+    Verdict,
+    WitnessEvent,
 )
 
 __all__ = [
     "REFUSAL_KINDS",
+    "Finding",
+    "FindingKind",
+    "Outcome",
+    "RefusalKind",
+    "ResultKind",
+    "Severity",
+    "Verdict",
+    "WitnessEvent",
     "Diagnostic",
     "Machine",
     "Refusal",
@@ -45,4 +64,5 @@ __all__ = [
     "__version__",
     "compile",
     "load",
+    "result_kind",
 ]

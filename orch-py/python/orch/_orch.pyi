@@ -1,10 +1,12 @@
 """Type stubs of the native module ``orch._orch`` (re-exported by ``orch``)."""
 
 import os
-from typing import Any, Final, Optional, Union
+from typing import Final, Optional, Union
+
+from ._types import Finding, Outcome, RefusalKind, ResultKind, Severity, Verdict
 
 __version__: Final[str]
-REFUSAL_KINDS: Final[list[str]]
+REFUSAL_KINDS: Final[list[RefusalKind]]
 """Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``unknown_tool``,
 ``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``."""
 
@@ -24,7 +26,7 @@ class Diagnostic:
     """The stable code, e.g. ``E003``."""
     name: str
     """The code's name, e.g. ``unknown_tool``."""
-    severity: str
+    severity: Severity
     """``error`` or ``warning``."""
     message: str
     line: Optional[int]
@@ -42,7 +44,7 @@ class Refusal:
     """Why a tool may not run now."""
 
     tool: str
-    kind: str
+    kind: RefusalKind
     """One of ``REFUSAL_KINDS``."""
     message: str
     """The words orch sends a model everywhere: what is expected next, what is allowed now."""
@@ -73,7 +75,7 @@ class Machine:
         max_states: int = 1_000_000,
         available: Optional[list[str]] = None,
         permissive: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Finding]:
         """Every reachable state explored: one dict per finding, as ``orch verify --format json``."""
 
 class Session:
@@ -87,16 +89,22 @@ class Session:
         """``check`` for this exact call (arguments as JSON text): a gated tool passes on a held approval of it."""
     def admit(self, tool: str, arguments: str = "{}") -> Optional[Refusal]:
         """Admits this exact call before it runs, consuming an approval it passes on."""
-    def ask(self, tool: str, arguments: str = "{}") -> None:
-        """This exact call was put to a human: the session holds the question."""
+    def ask(self, tool: str, arguments: str = "{}") -> str:
+        """This exact call was put to a human: the session holds the question. Returns
+        the question's identity (16 hex digits), which ``answer`` needs."""
+    def answer(self, tool: str, arguments: str, question: str, approved: bool) -> bool:
+        """A human's answer to the question ``question`` (what ``ask`` returned) about this
+        exact call: applied only while the session holds that very question, once;
+        ``False`` when nothing changed (answered already, an event since, another
+        question asked since)."""
     def approve(self, tool: str, arguments: str = "{}") -> None:
         """A human approved this exact call: ``admit`` lets it through once."""
     def reject(self, tool: str, arguments: str = "{}") -> None:
         """A human rejected this exact call: it is refused as ``rejected`` until the next event."""
     @property
-    def approval(self) -> Optional[tuple[str, str]]:
+    def approval(self) -> Optional[tuple[str, Verdict]]:
         """The held verdict: (call digest in hex, ``pending`` | ``approved`` | ``rejected``)."""
-    def record(self, tool: str) -> str:
+    def record(self, tool: str) -> Outcome:
         """Records that ``tool`` ran: ``advanced``, ``completed``, ``free``, ``out_of_sequence`` or ``not_allowed``."""
     def on_user_message(self, text: str) -> None: ...
     def set_available(self, tools: list[str]) -> None:
@@ -130,3 +138,9 @@ def compile(template: str, /, *, prove_properties: bool = True) -> Machine:
 
 def load(path: Union[str, os.PathLike[str]], /, *, prove_properties: bool = True) -> Machine:
     """Reads and compiles a template file, as ``compile``."""
+
+def result_kind(result: str) -> ResultKind:
+    """What a tool result (JSON text, an MCP ``CallToolResult``) says about the call:
+    ``ran`` when it completed successfully, else why not — ``error``,
+    ``input_required``, ``task``, ``other`` or ``malformed`` (orch's one rule: only a
+    call that ran is recorded)."""

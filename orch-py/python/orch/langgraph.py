@@ -20,7 +20,13 @@ and back), built from three pieces a hand-made graph can use too:
 - :meth:`Orchestration.tools_node` — a node that runs the last message's tool calls one
   at a time, each judged before it runs (refused with orch's words as its
   ``ToolMessage``: out of order, not allowed in the step, unknown, malformed arguments)
-  and recorded after it ran; nothing refused runs;
+  and recorded after it ran; nothing refused runs. A call of a tool the template gates
+  (``approve``) **pauses the graph** with LangGraph's ``interrupt``, whose value says
+  what the human is asked (``tool``, ``arguments``, ``step``, ``question``, ``message``);
+  resume it with ``Command(resume={"approve": True})`` (or ``False``, with an optional
+  ``"reason"``): approved, that exact call runs once; rejected, it never runs and the
+  model is told. Interrupts need a checkpointer (``graph(model, checkpointer=...)``; an
+  in-memory one by default when the template gates tools);
 - :meth:`Orchestration.route` — the edge after the model: to the tools while it calls
   them; back to the model once with a reminder when it answers with text while a tool is
   forced; else to the end.
@@ -30,8 +36,12 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+import json
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
 
 from . import Session
 from ._adapter import Workflow
@@ -51,6 +61,9 @@ class Orchestration(Workflow):
         self.session = session
         self.tools = {t.name: t for t in tools}
         self.executed: list[str] = []
+        # The question held about each paused call (by tool call id): a resumed node runs
+        # again from the top, and must not ask anew about the call it paused on.
+        self._asked: dict[str, str] = {}
 
     def bound(self, model: Any) -> Any:
         """``model`` with the tools allowed now bound (and the expected one forced)."""
@@ -84,21 +97,64 @@ class Orchestration(Workflow):
                     status="error",
                 )
             )
+        ran = False
         for call in getattr(last, "tool_calls", None) or []:
             name, call_id = call["name"], call["id"]
-            refusal = self.session.check(name)
-            if refusal is None and name not in self.tools:
-                refusal_text = f"error: there is no tool `{name}`. Allowed now: {', '.join(self.session.allowed())}."
-            else:
-                refusal_text = refusal.message if refusal is not None else None
-            if refusal_text is not None:
-                out.append(ToolMessage(content=refusal_text, tool_call_id=call_id, name=name, status="error"))
+            arguments = json.dumps(call["args"])
+            if name not in self.tools:
+                text = f"error: there is no tool `{name}`. Allowed now: {', '.join(self.session.allowed())}."
+                out.append(ToolMessage(content=text, tool_call_id=call_id, name=name, status="error"))
+                continue
+            refusal = self.session.admit(name, arguments)
+            if refusal is not None and refusal.kind == "needs_approval":
+                if ran:
+                    # A resumed node runs again from the top: pausing after a call ran would
+                    # run that call twice. The model is told to call it again; the next
+                    # round asks before anything runs.
+                    text = f"{refusal.message} It was not put to the human because another call of the same step ran first; call it again on its own."
+                    out.append(ToolMessage(content=text, tool_call_id=call_id, name=name, status="error"))
+                    continue
+                refusal = self._approval(name, arguments, call, refusal)
+            if refusal is not None:
+                out.append(ToolMessage(content=refusal.message, tool_call_id=call_id, name=name, status="error"))
                 continue
             result = self.tools[name].invoke(call["args"])
             self.session.record(name)
             self.executed.append(name)
+            ran = True
             out.append(ToolMessage(content=str(result), tool_call_id=call_id, name=name))
         return {"messages": out}
+
+    def _approval(self, name: str, arguments: str, call: dict, refusal: Any) -> Any:
+        """Pauses on a gated call until a human answers (LangGraph's ``interrupt``), then
+        applies the answer to the question the session holds: the refusal that stands,
+        or ``None`` when the call may run (once)."""
+        call_id = call["id"]
+        question = self._asked.get(call_id)
+        held = self.session.approval
+        if question is None or held is None or held[1] != "pending":
+            question = self.session.ask(name, arguments)
+            self._asked[call_id] = question
+        answer = interrupt(
+            {
+                "tool": name,
+                "arguments": call["args"],
+                "step": self.session.step,
+                "question": question,
+                "message": refusal.message,
+            }
+        )
+        self._asked.pop(call_id, None)
+        approved = answer is True or (isinstance(answer, dict) and answer.get("approve") is True)
+        if not self.session.answer(name, arguments, question, approved):
+            return _Refused(
+                "stale_answer",
+                f"error: `{name}` was not run: the answer belongs to no question the workflow run holds (it changed since it was asked). Call it again to ask again.",
+            )
+        refused = self.session.admit(name, arguments)
+        if refused is not None and not approved and isinstance(answer, dict) and answer.get("reason"):
+            return _Refused(refused.kind, f"{refused.message} The human said: {answer['reason']}")
+        return refused
 
     def route(self, state: MessagesState) -> str:
         """After the model: ``"tools"``, ``"remind"`` or the end."""
@@ -126,8 +182,11 @@ class Orchestration(Workflow):
                     break
         return count
 
-    def graph(self, model: Any) -> Any:
-        """The tool-calling loop under the orchestration, compiled."""
+    def graph(self, model: Any, checkpointer: Any = None) -> Any:
+        """The tool-calling loop under the orchestration, compiled with ``checkpointer``.
+        A template that gates tools needs one (a gated call pauses the graph with
+        ``interrupt``): an in-memory one by default, and then each ``invoke`` names its
+        thread (``{"configurable": {"thread_id": ...}}``)."""
         builder = StateGraph(MessagesState)
         builder.add_node("model", self.call_model(model))
         builder.add_node("tools", self.tools_node)
@@ -136,4 +195,15 @@ class Orchestration(Workflow):
         builder.add_conditional_edges("model", self.route, {"tools": "tools", "remind": "remind", END: END})
         builder.add_edge("tools", "model")
         builder.add_edge("remind", "model")
-        return builder.compile()
+        if checkpointer is None and self.session.machine.has_gates:
+            checkpointer = InMemorySaver()
+        return builder.compile(checkpointer=checkpointer)
+
+
+class _Refused:
+    """A refusal of the adapter's own (a stale answer, or a rejection with the human's
+    reason), shaped as :class:`orch.Refusal`."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        self.message = message

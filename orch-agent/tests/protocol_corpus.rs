@@ -1,0 +1,271 @@
+//! The run protocol's corpus for the bindings: random templates (steps, sequences,
+//! message conditions, gates) and random streams of session events — messages, calls with
+//! results of every kind, questions, answers (replayed and late ones too), approvals,
+//! rejections, resets — each with what the Rust reference (`Policy` over a `DynSession`)
+//! decides and where the session stands after it. The corpus is written to
+//! `orch-py/tests/fixtures/protocol.json`; the Python package (`test_protocol.py`) and the
+//! npm package (`protocol.test.mjs`, native and WebAssembly) replay it and must decide
+//! every step alike. This test keeps the file true: a change of the protocol's decisions
+//! fails it until the corpus is written afresh (`ORCH_BLESS=1`), so every binding is then
+//! checked against the new decisions.
+
+use orch_agent::protocol;
+use orch_agent::Policy;
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::{CallDigest, QuestionId, Verdict};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+use serde_json::{json, Value};
+use std::path::Path;
+
+const TOOLS: [&str; 4] = ["a", "b", "c", "d"];
+const CASES: usize = 60;
+
+/// A generated step: allowed, denied and gated tools, and a sequence if any.
+type StepParts = (
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Option<Vec<&'static str>>,
+);
+
+fn template() -> impl Strategy<Value = Value> {
+    let allowed = prop_oneof![
+        Just(Vec::new()),
+        proptest::sample::subsequence(TOOLS.to_vec(), 2..=4)
+    ];
+    let subset = |most: usize| proptest::sample::subsequence(TOOLS.to_vec(), 0..=most);
+    let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
+    let step = (allowed, subset(1), subset(2), sequence);
+    (
+        step.clone(),
+        proptest::option::of((0..4usize, step.clone())),
+        proptest::option::of(step),
+        subset(1),
+    )
+        .prop_map(|(first, second, third, gated)| {
+            let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
+                let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
+                if let Some(sequence) = sequence {
+                    step["sequence"] = json!(sequence);
+                    step["resetSequenceOn"] = json!(["message_contains"]);
+                }
+                step
+            };
+            let mut steps = vec![];
+            if let Some(third) = third {
+                let mut s2 = step_json("Refund", third);
+                s2["conditions"] = json!([{"type": "message_contains", "value": "refund"}]);
+                steps.push(s2);
+            }
+            if let Some((trigger, second)) = second {
+                let mut s1 = step_json("After", second);
+                s1["conditions"] = json!([{"type": "tool_used", "value": TOOLS[trigger]}]);
+                steps.push(s1);
+            }
+            let mut s0 = step_json("Start", first);
+            s0["isDefault"] = json!(true);
+            steps.push(s0);
+            json!({"agentId": "corpus", "tools": TOOLS, "orchestration": {"steps": steps, "approve": gated}})
+        })
+}
+
+fn op() -> impl Strategy<Value = Value> {
+    let result = prop_oneof![
+        5 => Just(json!({"content": [{"type": "text", "text": "done"}]})),
+        1 => Just(json!({"content": [], "isError": true})),
+        1 => Just(json!({"resultType": "input_required", "inputRequests": {}})),
+        1 => Just(json!({"resultType": "task", "task": {"taskId": "t"}})),
+        1 => Just(json!({"foo": 1})),
+    ];
+    let tool = (0..4usize).prop_map(|t| TOOLS[t]);
+    let args = prop_oneof![
+        Just(r#"{"n": 1}"#),
+        Just(r#"{"n":1}"#),
+        Just(r#"{"n": 12345678901234567890123}"#),
+        Just(r#"{"n": 12345678901234567890124}"#),
+    ];
+    prop_oneof![
+        2 => prop_oneof![Just("please refund it"), Just("hello")]
+            .prop_map(|text| json!({"op": "message", "text": text})),
+        6 => (tool.clone(), args.clone(), result)
+            .prop_map(|(tool, args, result)| json!({"op": "call", "tool": tool, "args": args, "result": result.to_string()})),
+        2 => (tool.clone(), args.clone()).prop_map(|(tool, args)| json!({"op": "ask", "tool": tool, "args": args})),
+        3 => (prop_oneof![Just("latest"), Just("first")], any::<bool>())
+            .prop_map(|(which, approved)| json!({"op": "answer", "which": which, "approved": approved})),
+        1 => (tool.clone(), args.clone()).prop_map(|(tool, args)| json!({"op": "approve", "tool": tool, "args": args})),
+        1 => (tool, args).prop_map(|(tool, args)| json!({"op": "reject", "tool": tool, "args": args})),
+        1 => Just(json!({"op": "reset"})),
+    ]
+}
+
+/// The reference, replaying one case.
+struct Reference<'m> {
+    policy: Policy,
+    session: DynSession<'m>,
+    /// Questions asked, in order: the call and the identity.
+    questions: Vec<(String, String, QuestionId)>,
+}
+
+impl Reference<'_> {
+    fn apply(&mut self, op: &Value) -> Value {
+        let text = |key: &str| op[key].as_str().unwrap_or_default().to_owned();
+        let decision = match op["op"].as_str().unwrap_or_default() {
+            "message" => {
+                self.policy.message(&mut self.session, &text("text"));
+                json!("ok")
+            }
+            "call" => {
+                let (tool, args) = (text("tool"), text("args"));
+                let digest = CallDigest::of_text(&tool, &args);
+                match self.policy.admit_call(&mut self.session, &tool, &digest) {
+                    Err(refusal) => json!(format!("refused:{}", refusal.kind.as_str())),
+                    Ok(()) => match protocol::result_kind(&text("result")) {
+                        "ran" => {
+                            self.policy.record(&mut self.session, &tool);
+                            json!("ran")
+                        }
+                        why => json!(format!("not_run:{why}")),
+                    },
+                }
+            }
+            "ask" => {
+                let (tool, args) = (text("tool"), text("args"));
+                let question = QuestionId::random();
+                let digest = CallDigest::of_text(&tool, &args);
+                self.policy
+                    .ask_call(&mut self.session, &tool, digest, question);
+                self.questions.push((tool, args, question));
+                json!("asked")
+            }
+            "answer" => {
+                let which = match text("which").as_str() {
+                    "first" => self.questions.first(),
+                    _ => self.questions.last(),
+                };
+                match which.cloned() {
+                    None => json!("no_question"),
+                    Some((tool, args, question)) => {
+                        let digest = CallDigest::of_text(&tool, &args);
+                        let approved = op["approved"].as_bool().unwrap_or(false);
+                        let applied = self.policy.answer_call(
+                            &mut self.session,
+                            &tool,
+                            digest,
+                            question,
+                            approved,
+                            None,
+                        );
+                        json!(if applied { "applied" } else { "stale" })
+                    }
+                }
+            }
+            "approve" => {
+                self.session
+                    .approve(CallDigest::of_text(&text("tool"), &text("args")));
+                json!("held")
+            }
+            "reject" => {
+                self.session
+                    .reject(CallDigest::of_text(&text("tool"), &text("args")));
+                json!("held")
+            }
+            "reset" => {
+                self.policy.reset(&mut self.session);
+                json!("ok")
+            }
+            other => panic!("unknown op {other}"),
+        };
+        let mut allowed = self.policy.offered(&self.session);
+        allowed.sort();
+        let forced = Policy::forced_among(&self.session, &self.policy.offered(&self.session))
+            .map(str::to_owned);
+        let verdict = self.session.approval().map(|a| match a.verdict {
+            Verdict::Pending => "pending",
+            Verdict::Approved => "approved",
+            Verdict::Rejected => "rejected",
+        });
+        json!({
+            "decision": decision,
+            "allowed": allowed,
+            "forced": forced,
+            "step": self.session.step(),
+            "index": self.session.sequence_index(),
+            "verdict": verdict,
+        })
+    }
+}
+
+fn corpus() -> Value {
+    let mut runner = TestRunner::deterministic();
+    let mut cases = Vec::new();
+    while cases.len() < CASES {
+        let template = template()
+            .new_tree(&mut runner)
+            .expect("a template")
+            .current();
+        let text = template.to_string();
+        let Some(machine): Option<DynMachine> =
+            orch_codegen::compile_json(&text, None).to_machine()
+        else {
+            continue;
+        };
+        let ops = proptest::collection::vec(op(), 4..24)
+            .new_tree(&mut runner)
+            .expect("a stream")
+            .current();
+        let policy = Policy::new(TOOLS);
+        let mut session = DynSession::new(&machine);
+        policy.prepare(&mut session);
+        let mut reference = Reference {
+            policy,
+            session,
+            questions: Vec::new(),
+        };
+        let steps: Vec<Value> = ops
+            .iter()
+            .map(|op| {
+                let mut step = op.clone();
+                step["expect"] = reference.apply(op);
+                step
+            })
+            .collect();
+        cases.push(json!({"template": text, "steps": steps}));
+    }
+    json!({
+        "about": "Written by orch-agent/tests/protocol_corpus.rs (ORCH_BLESS=1): what the Rust reference decides; the bindings' tests replay it.",
+        "tools": TOOLS,
+        "cases": cases,
+    })
+}
+
+#[test]
+fn the_bindings_corpus_is_what_the_reference_decides() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../orch-py/tests/fixtures/protocol.json");
+    let fresh = serde_json::to_string_pretty(&corpus()).expect("json") + "\n";
+    if std::env::var_os("ORCH_BLESS").is_some() {
+        std::fs::write(&path, &fresh).expect("write the corpus");
+    }
+    let stored = std::fs::read_to_string(&path).expect("the corpus (ORCH_BLESS=1 writes it)");
+    assert!(
+        stored == fresh,
+        "the protocol's decisions changed: write the corpus afresh with ORCH_BLESS=1 (the bindings' tests replay it)"
+    );
+    // The corpus exercises every kind of decision.
+    for needed in [
+        "\"ran\"",
+        "\"not_run:error\"",
+        "\"not_run:input_required\"",
+        "\"not_run:task\"",
+        "\"not_run:malformed\"",
+        "\"refused:needs_approval\"",
+        "\"refused:rejected\"",
+        "\"refused:out_of_sequence\"",
+        "\"applied\"",
+        "\"stale\"",
+    ] {
+        assert!(fresh.contains(needed), "the corpus never decides {needed}");
+    }
+}

@@ -1,0 +1,68 @@
+"""The kinds orch's answers come in, as types: every word a ``Refusal``, a recorded
+outcome, a verdict, a tool result or a verification finding can be (checked against the
+native module by mypy's stubtest in the test command)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, TypedDict
+
+__all__ = [
+    "Finding",
+    "FindingKind",
+    "Outcome",
+    "RefusalKind",
+    "ResultKind",
+    "Severity",
+    "Verdict",
+    "WitnessEvent",
+]
+
+RefusalKind = Literal[
+    "not_allowed",
+    "out_of_sequence",
+    "unknown_tool",
+    "unavailable",
+    "needs_approval",
+    "rejected",
+    "stale_answer",
+    "busy",
+]
+"""Why a call is refused (``orch_agent::RefusalKind``)."""
+
+Outcome = Literal["advanced", "completed", "free", "out_of_sequence", "not_allowed"]
+"""What recording a tool did."""
+
+Verdict = Literal["pending", "approved", "rejected"]
+"""Where a human stands on a call."""
+
+Severity = Literal["error", "warning"]
+
+ResultKind = Literal["ran", "error", "input_required", "task", "other", "malformed"]
+"""What a tool result says about the call: ``ran``, or why it did not."""
+
+FindingKind = Literal["step", "sequence", "trap", "blocked", "no_tools", "property", "summary"]
+
+class WitnessEvent(TypedDict, total=False):
+    """One event of a witness, as ``orch simulate`` reads it (exactly one key)."""
+
+    available: list[str]
+    message: str
+    tool: str
+    approve: str
+    reset: bool
+
+class Finding(TypedDict, total=False):
+    """One finding of ``Machine.verify``, as ``orch verify --format json`` prints it."""
+
+    kind: FindingKind
+    step: str
+    name: str
+    reachable: Optional[bool]
+    completes: Optional[bool]
+    holds: Optional[bool]
+    witness: list[WitnessEvent]
+    reason: str
+    message: str
+    states: int
+    complete: bool
+
