@@ -14,6 +14,7 @@
 //! ([`crate::protocol`]).
 
 use crate::protocol::{Question, Ticket, Unanswered};
+use crate::Gate;
 use orch_runtime::CallDigest;
 use serde_json::{json, Value};
 
@@ -122,6 +123,30 @@ pub fn answer_in_retry(
         return Ok(None);
     };
     Ok(Some((ticket, answer_of(response)?)))
+}
+
+/// The gate for a call that carries `retry` (the human's answer and the ticket of the
+/// question it answers) in `run`, else `otherwise` (ask, or refuse); `None` when the
+/// human dismissed the question (nothing is held, the call is not run).
+pub fn gate<'a>(
+    run: &'a str,
+    retry: Option<(Ticket, Answer)>,
+    otherwise: Gate<'a>,
+) -> Option<Gate<'a>> {
+    let (ticket, answer) = match retry {
+        None => return Some(otherwise),
+        Some(retry) => retry,
+    };
+    let approved = match answer {
+        Answer::Approved => true,
+        Answer::Rejected => false,
+        Answer::Dismissed => return None,
+    };
+    Some(Gate::Answer {
+        run,
+        ticket,
+        approved,
+    })
 }
 
 #[cfg(test)]

@@ -232,6 +232,16 @@ orch_macros::orchestration! {
     }
 }
 
+/// A shop whose `pay` needs a human's approval of each call, compiled at run time.
+fn gated_shop() -> orch_runtime::dynamic::DynMachine {
+    let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
+        "approve": ["pay"],
+        "steps": [{"name": "Shop", "isDefault": true}]}}"#;
+    orch_codegen::compile_json(source, None)
+        .to_machine()
+        .expect("the template compiles")
+}
+
 /// `admit_gated`, the one admission of hosts that ask humans themselves (`orch mcp`,
 /// `orch policy`): a gated call is asked about (a question with an identity, held),
 /// approved once, consumed; a rejection is held; an answer that applies to no question
@@ -243,12 +253,7 @@ fn admit_gated_asks_answers_and_consumes() {
     use orch_agent::{Gate, Gated, RefusalKind};
     use orch_runtime::CallDigest;
     use std::time::Duration;
-    let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
-        "approve": ["pay"],
-        "steps": [{"name": "Shop", "isDefault": true}]}}"#;
-    let machine = orch_codegen::compile_json(source, None)
-        .to_machine()
-        .expect("the template compiles");
+    let machine = gated_shop();
     let policy = Policy::new(["browse", "pay"]);
     let mut session = orch_runtime::dynamic::DynSession::new(&machine);
     policy.prepare(&mut session);
@@ -370,12 +375,7 @@ fn admit_gated_asks_answers_and_consumes() {
 #[test]
 fn an_answer_applies_once_and_only_to_its_own_question() {
     use orch_agent::{Decision, ToolCall};
-    let source = r#"{"agentId": "shop", "tools": ["browse", "pay"], "orchestration": {
-        "approve": ["pay"],
-        "steps": [{"name": "Shop", "isDefault": true}]}}"#;
-    let machine = orch_codegen::compile_json(source, None)
-        .to_machine()
-        .expect("the template compiles");
+    let machine = gated_shop();
     let policy = Policy::new(["browse", "pay"]);
     let mut session = orch_runtime::dynamic::DynSession::new(&machine);
     policy.prepare(&mut session);

@@ -114,9 +114,10 @@ impl Refused {
 }
 
 /// What one look at a session decided for a tool call.
-enum Admission {
-    /// The lease with this token was written.
-    Reserved(u64),
+enum Admission<'m> {
+    /// The lease with this token was written; the session as admitted (what the lease's
+    /// record holds), so that recording the result need not restore it again.
+    Reserved(u64, DynSession<'m>),
     /// The orchestration refuses the call.
     Refused(Refused),
     /// Another call of the session is in flight: its tool.
@@ -126,20 +127,22 @@ enum Admission {
 }
 
 /// What reserving a session for a call came to.
-pub(crate) enum Reserved {
+pub(crate) enum Reserved<'m> {
     /// The call may go upstream.
-    Go(Reservation),
+    Go(Reservation<'m>),
     /// The call is answered without going upstream.
     Refused(Refused),
     /// The call waits for a human; the run holds this question.
     Asked(Question),
 }
 
-/// A call's hold on its session: the lease's token, and the version and record the
-/// lease was written with (so that recording the result can skip a read).
-pub(crate) struct Reservation {
+/// A call's hold on its session: the lease's token, the version and record the lease was
+/// written with (so that recording the result can skip a read), and the session as
+/// admitted (so that it need not be restored again while nobody wrote meanwhile).
+pub(crate) struct Reservation<'m> {
     token: u64,
     written: Option<(u64, Record)>,
+    session: Option<DynSession<'m>>,
 }
 
 impl<S: SessionStore + 'static> Shared<S> {
@@ -316,7 +319,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         call: &CallDigest,
         gate: Gate<'_>,
         may_create: bool,
-    ) -> Result<(Admission, Option<(u64, Record)>), McpError> {
+    ) -> Result<(Admission<'_>, Option<(u64, Record)>), McpError> {
         let lease_for = self.limits.call_timeout + LEASE_MARGIN;
         let tried = self
             .modify_from(id, None, |record| {
@@ -360,7 +363,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                     }
                 }
                 let token = record.lease_to(tool, lease_for);
-                Ok(Change::Write(record, Admission::Reserved(token)))
+                Ok(Change::Write(record, Admission::Reserved(token, session)))
             })
             .await;
         if tried.is_ok() {
@@ -383,7 +386,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         gate: Gate<'_>,
         may_create: bool,
         ct: &CancellationToken,
-    ) -> Result<Reserved, McpError> {
+    ) -> Result<Reserved<'_>, McpError> {
         let limit = self.limits.call_timeout;
         let deadline = Instant::now() + limit;
         let mut pause = Duration::from_millis(1);
@@ -392,8 +395,12 @@ impl<S: SessionStore + 'static> Shared<S> {
                 .try_reserve(id, policy, tool, call, gate, may_create)
                 .await?;
             let busy = match tried {
-                (Admission::Reserved(token), written) => {
-                    return Ok(Reserved::Go(Reservation { token, written }))
+                (Admission::Reserved(token, session), written) => {
+                    return Ok(Reserved::Go(Reservation {
+                        token,
+                        written,
+                        session: Some(session),
+                    }))
                 }
                 (Admission::Refused(reason), _) => return Ok(Reserved::Refused(reason)),
                 (Admission::Asked(question), _) => return Ok(Reserved::Asked(question)),
@@ -431,15 +438,25 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
-        reservation: Reservation,
+        reservation: Reservation<'_>,
     ) -> Result<bool, McpError> {
-        let token = reservation.token;
-        let finished = self.modify_from(id, reservation.written, |record| {
+        let Reservation {
+            token,
+            written,
+            session: mut admitted,
+        } = reservation;
+        let admitted_from = written.as_ref().map(|(_, r)| r.snapshot.clone());
+        let finished = self.modify_from(id, written, |record| {
             Self::forget_attempt(policy);
             let Some(mut record) = record else {
                 return Ok(Change::Keep(false));
             };
-            let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
+            // The session as admitted, while the record is still the one the lease was
+            // written with (the first attempt, made without a read); else restored.
+            let mut session = match admitted.take() {
+                Some(s) if admitted_from.as_ref() == Some(&record.snapshot) => s,
+                _ => self.restore(id, record.snapshot.as_deref(), policy)?,
+            };
             let before = policy.offered(&session);
             policy.record(&mut session, tool);
             let changed = policy.offered(&session) != before;
@@ -783,19 +800,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
             )?,
             false => None,
         };
-        let gate = match retry {
-            Some((ticket, Answer::Approved)) => Gate::Answer {
-                run: &id,
-                ticket,
-                approved: true,
-            },
-            Some((ticket, Answer::Rejected)) => Gate::Answer {
-                run: &id,
-                ticket,
-                approved: false,
-            },
-            Some((_, Answer::Dismissed)) => return Ok(dismissed(&tool, &policy).into()),
-            None => ask,
+        let Some(gate) = orch_agent::elicitation::gate(&id, retry, ask) else {
+            return Ok(dismissed(&tool, &policy).into());
         };
         let shared = &self.shared;
         let reserve =

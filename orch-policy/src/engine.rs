@@ -284,30 +284,18 @@ impl<S: SessionStore + 'static> Engine<S> {
         })?;
         let call = read_call(params, self.options.max_params_bytes)?;
         let policy = self.policy_for(&run, &call.tool);
-        let gate = match call.answer {
-            Some((ticket, Answer::Approved)) => Gate::Answer {
-                run: &run,
-                ticket,
-                approved: true,
-            },
-            Some((ticket, Answer::Rejected)) => Gate::Answer {
-                run: &run,
-                ticket,
-                approved: false,
-            },
-            Some((_, Answer::Dismissed)) => {
-                return Err(Rejection::new(
-                    Code::PermissionDenied,
-                    format!(
-                        "error: `{}` was not run: the human dismissed the question about it; call it again to ask again",
-                        call.tool
-                    ),
-                ))
-            }
-            None => Gate::Ask {
-                run: &run,
-                ttl: self.options.question_ttl,
-            },
+        let ask = Gate::Ask {
+            run: &run,
+            ttl: self.options.question_ttl,
+        };
+        let Some(gate) = elicitation::gate(&run, call.answer, ask) else {
+            return Err(Rejection::new(
+                Code::PermissionDenied,
+                format!(
+                    "error: `{}` was not run: the human dismissed the question about it; call it again to ask again",
+                    call.tool
+                ),
+            ));
         };
         // An answer that applies to no question the run holds is refused as it is: the
         // host never asks again on it (the next copy of the same answer would answer

@@ -1,9 +1,23 @@
 """Type stubs of the native module ``orch._orch`` (re-exported by ``orch``)."""
 
 import os
-from typing import Final, Optional, Union
+from typing import Final, Optional, Union, final
 
 from ._types import Finding, Outcome, RefusalKind, ResultKind, Severity, Verdict
+
+__all__ = [
+    "compile",
+    "load",
+    "result_kind",
+    "Machine",
+    "Session",
+    "Refusal",
+    "Diagnostic",
+    "TemplateError",
+    "SnapshotError",
+    "REFUSAL_KINDS",
+    "__version__",
+]
 
 __version__: Final[str]
 REFUSAL_KINDS: Final[list[RefusalKind]]
@@ -19,6 +33,7 @@ class TemplateError(ValueError):
 class SnapshotError(ValueError):
     """Snapshot bytes that cannot be restored."""
 
+@final
 class Diagnostic:
     """One finding of the compiler."""
 
@@ -40,6 +55,7 @@ class Diagnostic:
     rendered: str
     """As ``orch check`` prints it (rustc style)."""
 
+@final
 class Refusal:
     """Why a tool may not run now."""
 
@@ -49,6 +65,7 @@ class Refusal:
     message: str
     """The words orch sends a model everywhere: what is expected next, what is allowed now."""
 
+@final
 class Machine:
     """A compiled template."""
 
@@ -78,6 +95,7 @@ class Machine:
     ) -> list[Finding]:
         """Every reachable state explored: one dict per finding, as ``orch verify --format json``."""
 
+@final
 class Session:
     """One conversation's workflow state."""
 
