@@ -374,6 +374,86 @@ pub fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, serde_
     serde_json::from_str::<Entries>(text).map(|e| e.0)
 }
 
+/// The first number in the JSON text `arguments` that a host which parses numbers into
+/// 64-bit integers or doubles (as the MCP SDKs do) would pass on as another number —
+/// an integer beyond 64 bits, a decimal past double precision — as written; `None` when
+/// every number survives (or the text is not JSON: that is for the parser to say). A
+/// gateway that cannot forward such a call exactly refuses it: it judges calls, it never
+/// rewrites one.
+///
+/// ```
+/// use orch_agent::protocol::inexact_number;
+/// assert_eq!(inexact_number(r#"{"order": 7, "amount": 19.99, "big": 18446744073709551615}"#), None);
+/// assert_eq!(
+///     inexact_number(r#"{"order": 12345678901234567890123}"#).as_deref(),
+///     Some("12345678901234567890123")
+/// );
+/// assert_eq!(inexact_number(r#"[0.1000000000000000000001]"#).as_deref(), Some("0.1000000000000000000001"));
+/// ```
+pub fn inexact_number(arguments: &str) -> Option<String> {
+    let raw = serde_json::from_str::<&RawValue>(arguments).ok()?;
+    first_inexact(raw, 0)
+}
+
+fn first_inexact(raw: &RawValue, depth: usize) -> Option<String> {
+    if depth > 128 {
+        return None;
+    }
+    let text = raw.get();
+    match text.as_bytes().first()? {
+        b'{' => serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(text)
+            .ok()?
+            .values()
+            .find_map(|v| first_inexact(v, depth + 1)),
+        b'[' => serde_json::from_str::<Vec<&RawValue>>(text)
+            .ok()?
+            .into_iter()
+            .find_map(|v| first_inexact(v, depth + 1)),
+        b'-' | b'0'..=b'9' => (!survives(text)).then(|| text.to_owned()),
+        _ => None,
+    }
+}
+
+/// Does the number `lexeme` come out of a 64-bit integer or double parser as the same
+/// number?
+fn survives(lexeme: &str) -> bool {
+    if !lexeme.contains(['.', 'e', 'E']) {
+        return lexeme.parse::<i64>().is_ok() || lexeme.parse::<u64>().is_ok();
+    }
+    match lexeme.parse::<f64>() {
+        Ok(f) if f.is_finite() => {
+            let written = serde_json::Number::from_f64(f).map(|n| n.to_string());
+            written.is_some_and(|w| decimal(&w) == decimal(lexeme))
+        }
+        _ => false,
+    }
+}
+
+/// A decimal number as (negative, significant digits, exponent of the last digit), so
+/// that `1.50`, `15e-1` and `1.5` compare equal; zero is `(false, "", 0)`.
+fn decimal(lexeme: &str) -> (bool, String, i64) {
+    let (negative, rest) = match lexeme.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, lexeme),
+    };
+    let (mantissa, exponent) = match rest.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().unwrap_or(0)),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: String = int.chars().chain(frac.chars()).collect();
+    let mut exponent = exponent - frac.len() as i64;
+    while digits.ends_with('0') {
+        digits.pop();
+        exponent += 1;
+    }
+    let digits = digits.trim_start_matches('0').to_owned();
+    if digits.is_empty() {
+        return (false, digits, 0);
+    }
+    (negative, digits, exponent)
+}
+
 /// [`classify`] of a result given as JSON text, as one word: `ran`, or why not (`error`,
 /// `input_required`, `task`, `other`, `malformed` — text that is not JSON is malformed).
 /// What the bindings expose, so every language reads results by the one rule.

@@ -87,6 +87,19 @@ pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
         message: format!("Invalid Request: not a JSON-RPC message an MCP client may send ({e})"),
         id: id.clone(),
     })?;
+    // The SDK reads numbers as 64-bit integers or doubles: a call whose arguments hold a
+    // number it would change is refused rather than passed on as another call.
+    if method.as_deref() == Some("tools/call") {
+        if let Some(number) = std::str::from_utf8(bytes).ok().and_then(inexact_arguments) {
+            return Err(Refused {
+                code: -32602,
+                message: format!(
+                    "Invalid params: the argument {number} cannot be passed on exactly (orch mcp reads numbers as 64-bit integers or doubles, and never forwards a call changed); send it as a string"
+                ),
+                id,
+            });
+        }
+    }
     // The SDK reads a request it cannot type as a custom one: for a method it knows,
     // that means the params are wrong.
     if let ClientJsonRpcMessage::Request(r) = &message {
@@ -103,6 +116,16 @@ pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
         }
     }
     Ok(message)
+}
+
+/// The first number of a `tools/call` message's arguments that the SDK would change
+/// ([`orch_agent::protocol::inexact_number`]), read from the message as sent.
+fn inexact_arguments(message: &str) -> Option<String> {
+    let entries = orch_agent::protocol::object_entries(message).ok()?;
+    let params = entries.iter().find(|(k, _)| k == "params")?.1.get();
+    let params = orch_agent::protocol::object_entries(params).ok()?;
+    let arguments = params.iter().find(|(k, _)| k == "arguments")?.1.get();
+    orch_agent::protocol::inexact_number(arguments)
 }
 
 /// Checks one line from the client: `Ok` with what it is, to pass it on; `Err` with the
@@ -377,6 +400,18 @@ mod tests {
             None
         );
         assert_eq!(response_id(b"not json"), None);
+        // Numbers the SDK would change are refused; those it keeps pass.
+        let r = reply(
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"pay","arguments":{"order":12345678901234567890123}}}"#,
+        );
+        assert_eq!(r["error"]["code"], -32602);
+        assert!(r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("12345678901234567890123")));
+        assert!(check(
+            br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"pay","arguments":{"order":7,"amount":19.50}}}"#
+        )
+        .is_ok());
         // An unknown method passes (the SDK answers it with -32601).
         assert!(check(br#"{"jsonrpc":"2.0","id":3,"method":"vendor/thing","params":{}}"#).is_ok());
     }

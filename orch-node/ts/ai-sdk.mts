@@ -144,8 +144,8 @@ export function approvedIn(
 ): boolean {
   const calls = callsNamed(messages, toolCallId)
   if (toolName !== undefined) {
-    if (calls.length !== 1) return false
-    const [shown] = calls
+    const shown = calls.length === 1 ? calls[0] : undefined
+    if (shown === undefined) return false
     if (shown.toolName !== toolName || canonical(shown.input) !== canonical(input ?? {})) return false
   }
   const requests = new Set<string>()
