@@ -361,7 +361,7 @@ impl QuestionId {
 
 /// A new random number, never 0: SipHash under the process's secret hash keys (drawn from
 /// the operating system's randomness by the standard library) over a counter, the clock
-/// and the process id, so that no two of a process repeat and none can be predicted
+/// and (where there is one) the process id, so that no two of a process repeat and none can be predicted
 /// without the keys. For question identities and lease tokens.
 pub fn nonce() -> u64 {
     use std::hash::{BuildHasher, Hasher};
@@ -378,6 +378,9 @@ pub fn nonce() -> u64 {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos()),
     );
+    // WASI has no process ids (asking panics there); the hash keys differ per process
+    // anyway.
+    #[cfg(not(target_family = "wasm"))]
     h.write_u32(std::process::id());
     h.finish().max(1)
 }

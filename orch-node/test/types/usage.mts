@@ -2,7 +2,7 @@
 // generated declarations and the adapters' declarations describe the API as used.
 import { generateText, stepCountIs, tool } from 'ai'
 import { z } from 'zod'
-import { check, compile, type Diagnostic, type Finding, type Machine, type Refusal, type Session } from '@orch/core'
+import { check, compile, resultKind, type Diagnostic, type Finding, type Machine, type Refusal, type Session } from '@orch/core'
 import { orchestrate, OrchRefusalError } from '@orch/core/ai-sdk'
 import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/agentdock'
 import { ScriptedOpenAI, call } from '@orch/core/testing'
@@ -12,8 +12,20 @@ const found: Diagnostic[] = check('{}')
 const line: number | undefined = found[0]?.line ?? undefined
 const session: Session = machine.session(['search'])
 const refusal: Refusal | null = session.check('search')
-const kind: 'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected' | undefined =
-  refusal?.kind
+const kind:
+  | 'not_allowed'
+  | 'out_of_sequence'
+  | 'unknown_tool'
+  | 'unavailable'
+  | 'needs_approval'
+  | 'rejected'
+  | 'stale_answer'
+  | 'busy'
+  | undefined = refusal?.kind
+const question: string = session.ask('search', '{}')
+const applied: boolean = session.answer('search', '{}', question, true)
+const forced: string | null | undefined = session.forcedTool
+const ran: 'ran' | 'error' | 'input_required' | 'task' | 'other' | 'malformed' = resultKind('{}')
 const outcome: 'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed' = session.record('search')
 const bytes: Uint8Array = session.snapshot()
 const again: Session = machine.restore(bytes)
@@ -27,4 +39,4 @@ void generateText({ model: run.model(null as never), prompt: 'x', stopWhen: step
 const err: Error = new OrchRefusalError({ tool: 't', kind: 'not_allowed', message: 'm' })
 const manager = createOrchestrationManager({ storageProvider: new MemoryStorageProvider() })
 const allowed: Promise<string[]> = manager.getAllowedTools({ steps: [] }, [], 's', ['search'])
-void [line, kind, outcome, reachable, fake, err, allowed]
+void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran]
