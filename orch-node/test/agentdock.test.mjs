@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/agentdock'
+import { SnapshotError, TemplateError } from '@orch/core'
 import { COGNITIVE, NAMES } from './support.mjs'
 
 const ORCHESTRATION = JSON.parse(COGNITIVE).orchestration
@@ -71,7 +72,7 @@ test('concurrent tool usage on one session loses no update', async () => {
 test('a broken orchestration is an error with every diagnostic, not a silent fallback', async () => {
   const manager = createOrchestrationManager()
   const broken = { steps: [{ name: 'A', isDefault: true }, { name: 'A', isDefault: true }] }
-  await assert.rejects(manager.getAllowedTools(broken, [], 'b', NAMES), (e) => e.name === 'TemplateError' && e.diagnostics.length > 0)
+  await assert.rejects(manager.getAllowedTools(broken, [], 'b', NAMES), (e) => e instanceof TemplateError && e.diagnostics.length > 0)
 })
 
 test("the workflow's own fields are not updated behind its back", async () => {
@@ -103,7 +104,7 @@ test('a stored state that does not restore is an error, not a silent fresh start
   const fresh = createOrchestrationManager({ storageProvider })
   await assert.rejects(
     fresh.getAllowedTools(ORCHESTRATION, [user('research it')], 'x', NAMES),
-    (e) => e.name === 'SnapshotError' && /session `x` cannot be restored/.test(e.message) && /resetState/.test(e.message),
+    (e) => e instanceof SnapshotError && /session `x` cannot be restored/.test(e.message) && /resetState/.test(e.message),
   )
   await fresh.resetState('x')
   assert.deepEqual(await fresh.getAllowedTools(ORCHESTRATION, [user('research it')], 'x', NAMES), ['search'])

@@ -34,6 +34,8 @@ test('a template with errors throws every diagnostic, each at its place', () => 
     error = e
   }
   assert.ok(error instanceof Error)
+  assert.ok(error instanceof orch.TemplateError, 'caught by type')
+  assert.ok(!(error instanceof orch.SnapshotError))
   assert.equal(error.name, 'TemplateError')
   const errors = error.diagnostics.filter((d) => d.severity === 'error')
   assert.ok(errors.length >= 3, JSON.stringify(error.diagnostics))
@@ -108,7 +110,10 @@ test('bad snapshots are errors, not crashes', () => {
   const cut = good.slice(0, good.length - 1)
   const longer = new Uint8Array([...good, 0])
   for (const bad of [new Uint8Array(0), new TextEncoder().encode('not a snapshot'), cut, longer, new Uint8Array(good.length)]) {
-    assert.throws(() => machine.restore(bad), (e) => e instanceof Error && e.name === 'SnapshotError' && /snapshot/.test(e.message))
+    assert.throws(
+      () => machine.restore(bad),
+      (e) => e instanceof orch.SnapshotError && e.name === 'SnapshotError' && /snapshot/.test(e.message),
+    )
   }
 })
 

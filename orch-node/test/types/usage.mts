@@ -2,7 +2,7 @@
 // generated declarations and the adapters' declarations describe the API as used.
 import { generateText, stepCountIs, tool } from 'ai'
 import { z } from 'zod'
-import { check, compile, resultKind, type Diagnostic, type Finding, type Machine, type Refusal, type Session } from '@orch/core'
+import { check, compile, resultKind, SnapshotError, TemplateError, type Diagnostic, type Finding, type Machine, type Refusal, type Session } from '@orch/core'
 import { orchestrate, OrchRefusalError } from '@orch/core/ai-sdk'
 import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/agentdock'
 import { ScriptedOpenAI, call } from '@orch/core/testing'
@@ -39,4 +39,11 @@ void generateText({ model: run.model(null as never), prompt: 'x', stopWhen: step
 const err: Error = new OrchRefusalError({ tool: 't', kind: 'not_allowed', message: 'm' })
 const manager = createOrchestrationManager({ storageProvider: new MemoryStorageProvider() })
 const allowed: Promise<string[]> = manager.getAllowedTools({ steps: [] }, [], 's', ['search'])
-void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran]
+let caught: Diagnostic[] = []
+try {
+  compile('{')
+} catch (e) {
+  if (e instanceof TemplateError) caught = e.diagnostics
+  else if (e instanceof SnapshotError) caught = []
+}
+void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught]
