@@ -275,46 +275,6 @@ pub trait SessionStore: Send + Sync {
     }
 }
 
-/// A shared store is a store: one `Arc` handed to several hosts (or kept by a test to
-/// look at what they wrote) reads and writes the same values.
-impl<S: SessionStore + ?Sized> SessionStore for std::sync::Arc<S> {
-    fn load(&self, id: &str) -> impl Future<Output = Result<Option<Versioned>, StoreError>> + Send {
-        (**self).load(id)
-    }
-
-    fn compare_and_set(
-        &self,
-        id: &str,
-        expected: Option<u64>,
-        bytes: Vec<u8>,
-    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
-        (**self).compare_and_set(id, expected, bytes)
-    }
-
-    fn store(
-        &self,
-        id: &str,
-        bytes: Vec<u8>,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        (**self).store(id, bytes)
-    }
-
-    fn remove(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).remove(id)
-    }
-
-    fn count(&self) -> Option<usize> {
-        (**self).count()
-    }
-
-    fn cached(&self, id: &str) -> Option<Versioned> {
-        (**self).cached(id)
-    }
-
-    fn backoff(&self, attempt: u32) -> impl Future<Output = ()> + Send {
-        (**self).backoff(attempt)
-    }
-}
 
 /// What one look at a stored value decided ([`modify`]).
 #[derive(Debug)]
