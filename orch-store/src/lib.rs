@@ -275,7 +275,6 @@ pub trait SessionStore: Send + Sync {
     }
 }
 
-
 /// What one look at a stored value decided ([`modify`]).
 #[derive(Debug)]
 pub enum Change<R> {
