@@ -149,19 +149,7 @@ impl Gateway {
 
     /// The request phase of a call with these raw params.
     pub async fn request_raw(&mut self, method: &str, params: Option<Vec<u8>>) -> Checked {
-        let request = McpRequest {
-            service_names: self.services.clone(),
-            method: method.into(),
-            metadata_context: Some(self.context(None)),
-            mcp_request: params,
-            headers: vec![],
-        };
-        let result = self
-            .client
-            .check_request(request)
-            .await
-            .unwrap()
-            .into_inner();
+        let result = self.check_request(method, params).await;
         match result.result.expect("a result") {
             mcp_request_result::Result::Pass(_) => {
                 Checked::Admitted(token_of(&result.metadata), None)
@@ -177,23 +165,31 @@ impl Gateway {
     /// The request phase of a `tools/call` with these raw params: the params sent on
     /// instead, byte for byte, when the call was admitted with a change.
     pub async fn mutated_raw(&mut self, params: Vec<u8>) -> Option<Vec<u8>> {
-        let request = McpRequest {
-            service_names: self.services.clone(),
-            method: "tools/call".into(),
-            metadata_context: Some(self.context(None)),
-            mcp_request: Some(params),
-            headers: vec![],
-        };
-        let result = self
-            .client
-            .check_request(request)
-            .await
-            .unwrap()
-            .into_inner();
+        let result = self.check_request("tools/call", Some(params)).await;
         match result.result.expect("a result") {
             mcp_request_result::Result::Mutated(bytes) => Some(bytes),
             _ => None,
         }
+    }
+
+    /// `CheckRequest` of `method` with these raw params, for this run.
+    async fn check_request(
+        &mut self,
+        method: &str,
+        params: Option<Vec<u8>>,
+    ) -> orch_policy::wire::McpRequestResult {
+        let request = McpRequest {
+            service_names: self.services.clone(),
+            method: method.into(),
+            metadata_context: Some(self.context(None)),
+            mcp_request: params,
+            headers: vec![],
+        };
+        self.client
+            .check_request(request)
+            .await
+            .unwrap()
+            .into_inner()
     }
 
     /// The request phase of `tools/call` of `tool` with `arguments`.
