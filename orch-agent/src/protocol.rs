@@ -314,33 +314,58 @@ impl fmt::Display for NotRun {
 /// array, `resultType` absent or `"complete"`, no `task`, and `isError` absent, null or
 /// `false` counts as run.
 pub fn classify(result: &Value) -> ToolResult {
-    let not_run = ToolResult::NotRun;
     let malformed = |why: &str| ToolResult::NotRun(NotRun::Malformed(why.to_owned()));
     let Some(result) = result.as_object() else {
         return malformed("it is not a JSON object");
     };
-    match result.get("resultType") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(kind)) => match kind.as_str() {
-            "complete" => {}
-            "input_required" => return not_run(NotRun::InputRequired),
-            "task" => return not_run(NotRun::Task),
-            other => return not_run(NotRun::Other(other.to_owned())),
-        },
+    let result_type = match result.get("resultType") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(kind)) => Some(kind.as_str()),
         Some(_) => return malformed("its `resultType` is not a string"),
-    }
-    if result.get("task").is_some_and(|t| !t.is_null()) {
-        return not_run(NotRun::Task);
+    };
+    let has_task = result.get("task").is_some_and(|t| !t.is_null());
+    if let Some(not_run) = deferred(result_type, has_task) {
+        return not_run;
     }
     match result.get("content") {
         Some(Value::Array(_)) => {}
         Some(_) => return malformed("its `content` is not an array"),
         None => return malformed("it has no `content`"),
     }
-    match result.get("isError") {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => ToolResult::Ran,
-        Some(Value::Bool(true)) => not_run(NotRun::Error),
-        Some(_) => malformed("its `isError` is not a boolean"),
+    let is_error = match result.get("isError") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return malformed("its `isError` is not a boolean"),
+    };
+    classify_fields(result_type, has_task, is_error)
+}
+
+/// [`classify`] of a result a host already holds typed (an MCP SDK's `CallToolResult`,
+/// whose `content` is a list by construction): its `resultType`, whether it carries a
+/// `task`, and its `isError`.
+pub fn classify_fields(
+    result_type: Option<&str>,
+    has_task: bool,
+    is_error: Option<bool>,
+) -> ToolResult {
+    if let Some(not_run) = deferred(result_type, has_task) {
+        return not_run;
+    }
+    match is_error {
+        Some(true) => ToolResult::NotRun(NotRun::Error),
+        None | Some(false) => ToolResult::Ran,
+    }
+}
+
+/// A result that is not complete (yet): why, if so.
+fn deferred(result_type: Option<&str>, has_task: bool) -> Option<ToolResult> {
+    let not_run = |why| Some(ToolResult::NotRun(why));
+    match result_type {
+        None | Some("complete") if has_task => not_run(NotRun::Task),
+        None | Some("complete") => None,
+        Some("input_required") => not_run(NotRun::InputRequired),
+        Some("task") => not_run(NotRun::Task),
+        Some(other) => not_run(NotRun::Other(other.to_owned())),
     }
 }
 

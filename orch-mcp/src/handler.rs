@@ -885,10 +885,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // Only a complete, successful result says the tool ran (the run protocol's
         // rule, `protocol::classify`): an error, or a result that is not complete, is
         // not recorded, so the model may call it again.
-        let ran = match serde_json::to_value(&result) {
-            Ok(value) => protocol::classify(&value),
-            Err(e) => ToolResult::NotRun(protocol::NotRun::Malformed(e.to_string())),
-        };
+        let result_type = result.result_type.as_ref().map(|t| t.as_str());
+        let ran = protocol::classify_fields(result_type, false, result.is_error);
         if ran != ToolResult::Ran {
             lease.release().await;
             return Ok(result.into());
