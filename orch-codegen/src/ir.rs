@@ -32,8 +32,21 @@ pub struct Ir {
     /// The tools that need a human's approval while no step is active (the
     /// orchestration's `approve`; semantics §13).
     pub approve: IrGate,
+    /// `orchestration.lostResults` (semantics §15): what a lost result means, per tool.
+    pub lost: IrLost,
     /// `orchestration.properties` (semantics §14): what `orch verify` proves.
     pub properties: Vec<IrProperty>,
+}
+
+/// The tools of each `orchestration.lostResults` list (semantics §15).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IrLost {
+    /// A lost result counts as not run.
+    pub retry: IrGate,
+    /// A lost result counts as run.
+    pub ran: IrGate,
+    /// A lost result holds the run for an operator (also every tool in no list).
+    pub hold: IrGate,
 }
 
 /// Tools that need a human's approval of each call (semantics §13).
@@ -264,6 +277,9 @@ impl Ir {
             contains: self.contains.clone(),
             regexes: self.regexes.clone(),
             approve: Gate::NONE,
+            lost_retry: Gate::NONE,
+            lost_ran: Gate::NONE,
+            lost_hold: Gate::NONE,
             plan: OwnedPlan::default(),
         };
         // Every run of words (a static set, a whole sequence) is stored once: steps
@@ -328,6 +344,11 @@ impl Ir {
         }
         t.approve = gate(&mut t, &self.approve, &mut intern);
         t.fingerprint = fingerprint(&t);
+        // What a lost result means is the host's concern, not the session's: added after
+        // the fingerprint, so that changing it keeps the runs' snapshots and approvals.
+        t.lost_retry = gate(&mut t, &self.lost.retry, &mut intern);
+        t.lost_ran = gate(&mut t, &self.lost.ran, &mut intern);
+        t.lost_hold = gate(&mut t, &self.lost.hold, &mut intern);
         // Derived from the tables above (so not part of the fingerprint).
         t.plan = OwnedPlan::derive(&t.view());
         t

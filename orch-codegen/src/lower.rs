@@ -3,7 +3,7 @@
 
 use crate::check::{MachineName, StepInfo};
 use crate::ident;
-use crate::ir::{Ir, IrGate, IrProperty, IrStep, IrTool, ToolBits};
+use crate::ir::{Ir, IrGate, IrLost, IrProperty, IrStep, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
 use crate::model::{Spanned, Step, Template};
 use orch_runtime::compiled::is_pattern;
@@ -24,6 +24,7 @@ pub(super) struct Parts<'a, 't> {
     pub max_rounds: Option<u64>,
     pub description: Vec<String>,
     pub approve: IrGate,
+    pub lost: IrLost,
     pub properties: Vec<IrProperty>,
 }
 
@@ -85,6 +86,7 @@ pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
         regexes: p.regexes,
         max_rounds: p.max_rounds,
         approve: p.approve,
+        lost: p.lost,
         properties: p.properties,
     }
 }
@@ -147,6 +149,7 @@ pub fn placeholder(t: &Template) -> Ir {
         regexes: Vec::new(),
         max_rounds: None,
         approve: IrGate::default(),
+        lost: IrLost::default(),
         properties: Vec::new(),
     }
 }

@@ -103,8 +103,23 @@ pub struct Template {
     /// `orchestration.approve`: tools (names or patterns) that need a human's approval
     /// of each call in every step (semantics §13).
     pub approve: Vec<Spanned<String>>,
+    /// `orchestration.lostResults`: what a call whose result never came means, per tool
+    /// (semantics §15).
+    pub lost_results: LostResults,
     /// `orchestration.properties`: safety properties `orch verify` proves (semantics §14).
     pub properties: Vec<Property>,
+}
+
+/// `orchestration.lostResults` (semantics §15): tools (names or patterns) by what a lost
+/// result of one of their calls means. A tool in none of the lists is held.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LostResults {
+    /// `retry`: the call counts as not run; the model may call it again.
+    pub retry: Vec<Spanned<String>>,
+    /// `ran`: the call counts as run (recorded).
+    pub ran: Vec<Spanned<String>>,
+    /// `hold`: the run is held until an operator says whether it ran (the default).
+    pub hold: Vec<Spanned<String>>,
 }
 
 /// One entry of `orchestration.properties` (semantics §14).

@@ -93,6 +93,13 @@ impl DynMachine {
         &self.tables.tools
     }
 
+    /// What a lost result of a call of `tool` means (semantics §15): the template's
+    /// `orchestration.lostResults`, for declared and foreign tools alike.
+    pub fn lost_rule(&self, tool: &str) -> crate::LostRule {
+        let index = self.tables.tools.iter().position(|t| t == tool);
+        self.tables.view().lost_rule(index, tool)
+    }
+
     /// The step names, in template order.
     pub fn steps(&self) -> &[String] {
         &self.tables.step_names

@@ -54,6 +54,7 @@ pub use machine::{Machine, StepEnum};
 pub use session::{HistoryEntry, Outcome, Session, SessionDenied};
 pub use snapshot::{AgentDockView, RestoreError, RestoreReport, Snapshot};
 pub use state::Usage;
+pub use tables::LostRule;
 
 pub mod compiled {
     //! The compiled form of a template: the contract between the compiler (`orch-codegen`,

@@ -295,9 +295,44 @@ compiled_form! {
         /// The tools that need a human's approval of each call while no step is active
         /// (the orchestration's `approve`).
         approve: value(Gate),
+        /// The tools a lost result of which counts as not run (`lostResults.retry`,
+        /// semantics §15).
+        lost_retry: value(Gate),
+        /// The tools a lost result of which counts as run (`lostResults.ran`).
+        lost_ran: value(Gate),
+        /// The tools a lost result of which holds the run (`lostResults.hold`; every
+        /// tool in no list is held too).
+        lost_hold: value(Gate),
         /// The incremental form of the conditions (derived from the fields above by
         /// [`crate::plan::OwnedPlan::derive`]).
         plan: nested(Plan OwnedPlan),
+    }
+}
+
+/// What a call whose result never came means (a *lost result*: the gateway that admitted
+/// it never heard how it ended), declared per tool by the template's
+/// `orchestration.lostResults` (semantics §15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LostRule {
+    /// The call counts as not run: the model may call the tool again. For tools that
+    /// are harmless to run twice (reads, searches).
+    Retry,
+    /// The run is held: every call is refused until an operator says whether the call
+    /// ran. The default, for tools that must not run twice.
+    Hold,
+    /// The call counts as run: it is recorded. For tools whose effect is certain once
+    /// sent (a log line), or that are idempotent on the other side.
+    Ran,
+}
+
+impl LostRule {
+    /// The rule's name in templates: `"retry"`, `"hold"` or `"ran"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostRule::Retry => "retry",
+            LostRule::Hold => "hold",
+            LostRule::Ran => "ran",
+        }
     }
 }
 
@@ -381,6 +416,25 @@ impl<'a, S: AsRef<str>> Tables<'a, S> {
     #[inline]
     pub fn gates(&self, gate: Gate, tool: usize) -> bool {
         gate.set != u32::MAX && crate::bits::test(self.set_at(gate.set), tool)
+    }
+
+    /// What a lost result of a call of `name` means (`tool`: its index when it is a
+    /// declared tool; semantics §15): the safest list that names it wins (`hold` over
+    /// `ran` over `retry`), and a tool in no list is held.
+    pub fn lost_rule(&self, tool: Option<usize>, name: &str) -> LostRule {
+        let holds = |gate: Gate| match tool {
+            Some(i) => self.gates(gate, i),
+            None => self.gates_foreign(gate, name),
+        };
+        if holds(self.lost_hold) {
+            LostRule::Hold
+        } else if holds(self.lost_ran) {
+            LostRule::Ran
+        } else if holds(self.lost_retry) {
+            LostRule::Retry
+        } else {
+            LostRule::Hold
+        }
     }
 
     /// Does `gate` hold the foreign tool `name` (one of its patterns matches it)?

@@ -67,6 +67,11 @@ pub fn check_with(t: &Template, options: CheckOptions) -> Checked {
     let step_idents = c.idents(&step_names.unique, "step");
     let default_step = c.default_step();
     let approve = c.gate(&t.approve, &universe, "orchestration.approve");
+    let lost = crate::ir::IrLost {
+        retry: c.gate(&t.lost_results.retry, &universe, "lostResults.retry"),
+        ran: c.gate(&t.lost_results.ran, &universe, "lostResults.ran"),
+        hold: c.gate(&t.lost_results.hold, &universe, "lostResults.hold"),
+    };
     let steps: Vec<StepInfo<'_>> = t
         .steps
         .iter()
@@ -101,6 +106,7 @@ pub fn check_with(t: &Template, options: CheckOptions) -> Checked {
         max_rounds: t.max_rounds.as_ref().map(|m| m.value),
         description: t.description.clone(),
         approve,
+        lost,
         properties,
     });
     let tables = c.check_table_size(&ir);

@@ -8,6 +8,7 @@
 //! item       := "tools" ":" "[" tool,* "]" ";"
 //!             | "description" ":" string ";" | "history" ":" int ";" | "max_steps" ":" int ";"
 //!             | "approve" ":" "[" tool,* "]" ";"
+//!             | "lost" ("retry" | "ran" | "hold") ":" "[" tool,* "]" ";"
 //!             | "property" name ":" tool ("after" tool | "at_most" int | "never" | "approved") ";"
 //!             | doc* "default"? "step" name (";" | "{" step_item* "}")
 //! step_item  := "description" ":" string ";"
@@ -227,6 +228,22 @@ impl Parse for Dsl {
                     let list = low.colon_list(&body)?;
                     template.approve.extend(list);
                 }
+                "lost" => {
+                    let which = Ident::parse_any(&body)?;
+                    let lost = &mut template.lost_results;
+                    let list = match which.to_string().as_str() {
+                        "retry" => &mut lost.retry,
+                        "ran" => &mut lost.ran,
+                        "hold" => &mut lost.hold,
+                        other => {
+                            return Err(syn::Error::new(
+                                which.span(),
+                                format!("unexpected `{other}`: a lost result is `lost retry: [..]`, `lost ran: [..]` or `lost hold: [..]`"),
+                            ))
+                        }
+                    };
+                    list.extend(low.colon_list(&body)?);
+                }
                 "property" => {
                     let name = low.name(&body)?;
                     body.parse::<Token![:]>()?;
@@ -287,7 +304,7 @@ impl Parse for Dsl {
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `property`, `step` or `default step`"),
+                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `lost`, `property`, `step` or `default step`"),
                     ))
                 }
             }

@@ -368,6 +368,22 @@ impl Reader {
         if let Some(v) = get(orch, "approve") {
             t.approve = self.strings(v, "orchestration.approve").unwrap_or_default();
         }
+        if let Some(v) = get(orch, "lostResults") {
+            if let Some(o) = self.object(v, "orchestration.lostResults") {
+                self.known_keys(o, "`lostResults`", &["retry", "ran", "hold"]);
+                let lost = &mut t.lost_results;
+                for (key, list) in [
+                    ("retry", &mut lost.retry),
+                    ("ran", &mut lost.ran),
+                    ("hold", &mut lost.hold),
+                ] {
+                    if let Some(v) = get(o, key) {
+                        let field = format!("orchestration.lostResults.{key}");
+                        *list = self.strings(v, &field).unwrap_or_default();
+                    }
+                }
+            }
+        }
         match get(orch, "properties") {
             Some(Value::Array(a)) => {
                 for p in &a.elements {

@@ -171,6 +171,9 @@ pub mod demo_agent {
         contains: &[],
         regexes: &["(?i)research"],
         approve: __rt::Gate::NONE,
+        lost_retry: __rt::Gate::NONE,
+        lost_ran: __rt::Gate::NONE,
+        lost_hold: __rt::Gate::NONE,
         plan: __rt::Plan {
             atom_words: 1,
             step_words: 1,
