@@ -60,11 +60,15 @@ pub enum RefusalKind {
     StaleAnswer,
     /// Another call of the same run is in flight, and did not finish in time.
     Busy,
+    /// The run is held: an earlier call's result never came, its tool must not run
+    /// twice (`lostResults`, semantics §15), and no operator has said yet whether it
+    /// ran.
+    OutcomeUnknown,
 }
 
 impl RefusalKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [RefusalKind; 8] = [
+    pub const ALL: [RefusalKind; 9] = [
         RefusalKind::NotAllowed,
         RefusalKind::OutOfSequence,
         RefusalKind::UnknownTool,
@@ -73,10 +77,11 @@ impl RefusalKind {
         RefusalKind::Rejected,
         RefusalKind::StaleAnswer,
         RefusalKind::Busy,
+        RefusalKind::OutcomeUnknown,
     ];
 
     /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`,
-    /// `needs_approval`, `rejected`, `stale_answer`, `busy`.
+    /// `needs_approval`, `rejected`, `stale_answer`, `busy`, `outcome_unknown`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefusalKind::UnknownTool => "unknown_tool",
@@ -87,6 +92,7 @@ impl RefusalKind {
             RefusalKind::Rejected => "rejected",
             RefusalKind::StaleAnswer => "stale_answer",
             RefusalKind::Busy => "busy",
+            RefusalKind::OutcomeUnknown => "outcome_unknown",
         }
     }
 }

@@ -20,12 +20,13 @@ use crate::upstream::Relay;
 use crate::Limits;
 use orch_agent::audit::Auditor;
 use orch_agent::protocol::{self, Question, ToolResult};
-use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
+use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use orch_runtime::Snapshot;
 pub(crate) use orch_store::lease::Change;
 use orch_store::lease::{self, token, Record};
+use orch_store::run;
 use orch_store::{ModifyError, SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
@@ -331,39 +332,33 @@ impl<S: SessionStore + 'static> Shared<S> {
                     // ended (DELETE, TTL) meanwhile. Do not bring it back.
                     None => return Err(ended(id)),
                 };
-                if let Some(lease) = record.busy() {
-                    return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
-                }
-                let mut session = self.restore(id, record.snapshot.as_deref(), policy)?;
-                match policy.admit_gated(&mut session, tool, call, gate) {
-                    Gated::Refused {
+                let (admission, write) = run::admit(
+                    &mut record,
+                    &self.machine,
+                    policy,
+                    |snapshot| self.restore(id, snapshot, policy),
+                    tool,
+                    call,
+                    gate,
+                    lease_for,
+                )?;
+                let admission = match admission {
+                    run::Admission::Admitted { token, session } => {
+                        Admission::Reserved(token, session)
+                    }
+                    run::Admission::Busy(tool) => Admission::Busy(tool),
+                    run::Admission::Refused {
                         question: Some(question),
                         ..
-                    } => {
-                        record.snapshot = Some(session.snapshot().to_bytes());
-                        return Ok(Change::Write(record, Admission::Asked(question)));
-                    }
-                    Gated::Refused {
-                        refusal, changed, ..
-                    } => {
-                        let refused = Refused::by_workflow(policy, &session, refusal);
-                        if !changed {
-                            return Ok(Change::Keep(Admission::Refused(refused)));
-                        }
-                        // A rejection just answered: the run holds it.
-                        record.snapshot = Some(session.snapshot().to_bytes());
-                        return Ok(Change::Write(record, Admission::Refused(refused)));
-                    }
-                    Gated::Admitted { changed } => {
-                        if changed {
-                            // The approval this call passed on is consumed with the
-                            // lease's write.
-                            record.snapshot = Some(session.snapshot().to_bytes());
-                        }
-                    }
-                }
-                let token = record.lease_to(tool, lease_for);
-                Ok(Change::Write(record, Admission::Reserved(token, session)))
+                    } => Admission::Asked(question),
+                    run::Admission::Refused {
+                        refusal, session, ..
+                    } => Admission::Refused(Refused::by_workflow(policy, &session, refusal)),
+                };
+                Ok(match write {
+                    true => Change::Write(record, admission),
+                    false => Change::Keep(admission),
+                })
             })
             .await;
         if tried.is_ok() {
@@ -430,59 +425,77 @@ impl<S: SessionStore + 'static> Shared<S> {
         }
     }
 
-    /// Records that `tool` ran in session `id` and drops the lease `token` (if the lease
-    /// lapsed and another call holds the session now, its lease stays). Returns whether
-    /// the tools the session allows changed. A session deleted meanwhile stays deleted.
-    async fn finish(
+    /// Settles the call holding lease `token` of session `id` with what the gateway knows
+    /// of its `outcome` ([`run::settle`]): recorded, released, or — a lost result — what
+    /// the template's `lostResults` says. `admitted`: the session as admitted, used when
+    /// the record is still the one the lease was written with (no restore). A session
+    /// deleted meanwhile stays deleted.
+    pub(crate) async fn settle(
         &self,
         id: &str,
         policy: &Policy,
-        tool: &str,
         reservation: Reservation<'_>,
-    ) -> Result<bool, McpError> {
+        outcome: run::Outcome,
+    ) -> Result<run::Settled, McpError> {
         let Reservation {
             token,
             written,
             session: mut admitted,
         } = reservation;
         let admitted_from = written.as_ref().map(|(_, r)| r.snapshot.clone());
-        let finished = self.modify_from(id, written, |record| {
+        let settled = self.modify_from(id, written, |record| {
             Self::forget_attempt(policy);
             let Some(mut record) = record else {
-                return Ok(Change::Keep(false));
+                return Ok(Change::Keep(run::Settled::Lapsed));
             };
-            // The session as admitted, while the record is still the one the lease was
-            // written with (the first attempt, made without a read); else restored.
-            let mut session = match admitted.take() {
-                Some(s) if admitted_from.as_ref() == Some(&record.snapshot) => s,
-                _ => self.restore(id, record.snapshot.as_deref(), policy)?,
+            let same = admitted_from.as_ref() == Some(&record.snapshot);
+            let admitted = admitted.take();
+            let restore = |snapshot: Option<&[u8]>| match admitted {
+                Some(session) if same => Ok(session),
+                _ => self.restore(id, snapshot, policy),
             };
-            let before = policy.offered(&session);
-            policy.record(&mut session, tool);
-            let changed = policy.offered(&session) != before;
-            record.snapshot = Some(session.snapshot().to_bytes());
-            if record.lease.as_ref().is_some_and(|l| l.token == token) {
-                record.lease = None;
+            let (settled, write) = run::settle(
+                &mut record,
+                &self.machine,
+                policy,
+                restore,
+                Some(token),
+                outcome,
+            )?;
+            if settled == run::Settled::Held {
+                eprintln!(
+                    "orch mcp: the result of a call in workflow run `{id}` was lost and its tool must not run twice: the run is held until an operator resolves it (`orch resolve`)"
+                );
             }
-            Ok(Change::Write(record, changed))
+            Ok(match write {
+                true => Change::Write(record, settled),
+                false => Change::Keep(settled),
+            })
         });
-        let finished = finished.await;
-        if finished.is_ok() {
+        let settled = settled.await;
+        if settled.is_ok() {
             self.log_attempt(policy);
         }
-        finished.map(|(changed, _)| changed)
+        settled.map(|(settled, _)| settled)
     }
 
-    /// Drops the lease `token` of session `id`, recording nothing.
-    pub(crate) async fn release(&self, id: &str, token: u64) -> Result<(), McpError> {
-        self.modify(id, |record| match record {
-            Some(mut record) if record.lease.as_ref().is_some_and(|l| l.token == token) => {
-                record.lease = None;
-                Ok(Change::Write(record, ()))
-            }
-            _ => Ok(Change::Keep(())),
-        })
-        .await
+    /// Settles lease `token` of session `id` with no session at hand (`outcome`:
+    /// [`run::Outcome::NotRun`] releases it, [`run::Outcome::Lost`] applies the tool's
+    /// lost rule).
+    pub(crate) async fn settle_token(
+        &self,
+        id: &str,
+        token: u64,
+        outcome: run::Outcome,
+    ) -> Result<run::Settled, McpError> {
+        let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+        let policy = self.judge(policy, id);
+        let reservation = Reservation {
+            token,
+            written: None,
+            session: None,
+        };
+        self.settle(id, &policy, reservation, outcome).await
     }
 
     /// Sends `request` to the upstream and waits for its answer, at most the call
@@ -493,24 +506,29 @@ impl<S: SessionStore + 'static> Shared<S> {
         request: ClientRequest,
         method: &str,
         ct: &CancellationToken,
-    ) -> Result<ServerResult, McpError> {
+    ) -> Result<ServerResult, Unanswered> {
         let limit = self.limits.call_timeout;
         let gone = || {
-            McpError::internal_error(
+            Unanswered::lost(McpError::internal_error(
                 format!("the upstream MCP server is unavailable: it went away before answering `{method}`"),
                 None,
-            )
+            ))
         };
         // Sending may wait on the upstream's pipe; an upstream that died meanwhile ends
-        // the wait.
+        // the wait (before anything was sent: the request never reached it).
         let handle = tokio::select! {
             biased;
-            () = self.relay.upstream_gone.cancelled() => return Err(gone()),
+            () = self.relay.upstream_gone.cancelled() => return Err(Unanswered {
+                lost: false,
+                ..gone()
+            }),
             sent = self
                 .upstream
                 .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit)) =>
             {
-                sent.map_err(|e| upstream_error(e, method, limit))?
+                // A failed send may have written part of the request: its fate is
+                // unknown.
+                sent.map_err(|e| Unanswered::of(e, method, limit))?
             }
         };
         let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
@@ -522,7 +540,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             biased;
             answer = handle.await_response() => answer
                 .map(with_result_type)
-                .map_err(|e| upstream_error(e, method, limit)),
+                .map_err(|e| Unanswered::of(e, method, limit)),
             () = self.relay.upstream_gone.cancelled() => Err(gone()),
             () = ct.cancelled() => {
                 if self.relay.upstream_gone.is_cancelled() {
@@ -534,9 +552,39 @@ impl<S: SessionStore + 'static> Shared<S> {
                 ));
                 // The upstream may be gone; the client is answered either way.
                 let _ = peer.send_notification(notification.into()).await;
-                Err(cancelled(method))
+                Err(Unanswered::lost(cancelled(method)))
             }
         }
+    }
+}
+
+/// A forwarded request that got no result: the error the client gets, and whether the
+/// request may have reached the upstream without its answer coming back (a *lost*
+/// result: a timeout, the upstream gone mid-call, a cancellation) rather than being
+/// answered with an error (the upstream's own) or never sent.
+pub(crate) struct Unanswered {
+    error: McpError,
+    lost: bool,
+}
+
+impl Unanswered {
+    fn lost(error: McpError) -> Self {
+        Unanswered { error, lost: true }
+    }
+
+    /// An rmcp failure: the upstream's own error is an answer; anything else is lost.
+    fn of(e: ServiceError, method: &str, limit: Duration) -> Self {
+        let lost = !matches!(e, ServiceError::McpError(_));
+        Unanswered {
+            error: upstream_error(e, method, limit),
+            lost,
+        }
+    }
+}
+
+impl From<Unanswered> for McpError {
+    fn from(u: Unanswered) -> Self {
+        u.error
     }
 }
 
@@ -625,7 +673,8 @@ fn corrupt(id: &str, why: &str) -> McpError {
 
 /// Holds a session's lease while a call is forwarded: dropped without
 /// [`LeaseGuard::disarm`] (the request's task was dropped: the client went away, the
-/// gateway stops), it releases the lease from a task of its own.
+/// gateway stops), the call's result is lost, and a task of its own settles the lease by
+/// the tool's lost rule.
 struct LeaseGuard<S: SessionStore + 'static> {
     shared: Arc<Shared<S>>,
     id: String,
@@ -638,11 +687,16 @@ impl<S: SessionStore + 'static> LeaseGuard<S> {
         self.armed = false;
     }
 
-    async fn release(mut self) {
+    /// Settles the lease with what the gateway knows of the call's outcome.
+    async fn settle(mut self, outcome: run::Outcome) {
         self.armed = false;
-        if let Err(e) = self.shared.release(&self.id, self.token).await {
+        if let Err(e) = self
+            .shared
+            .settle_token(&self.id, self.token, outcome)
+            .await
+        {
             eprintln!(
-                "orch mcp: warning: the lease of session `{}` could not be released ({}); it lapses by itself",
+                "orch mcp: warning: the lease of session `{}` could not be settled ({}); it lapses by itself, and the template's lostResults decides what that means",
                 self.id, e.message
             );
         }
@@ -657,7 +711,7 @@ impl<S: SessionStore + 'static> Drop for LeaseGuard<S> {
         let (shared, id, token) = (Arc::clone(&self.shared), self.id.clone(), self.token);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = shared.release(&id, token).await;
+                let _ = shared.settle_token(&id, token, run::Outcome::Lost).await;
             });
         }
     }
@@ -871,15 +925,19 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let result = match forwarded {
             Ok(ServerResult::CallToolResult(result)) => result,
             Ok(_) => {
-                lease.release().await;
+                lease.settle(run::Outcome::NotRun).await;
                 return Err(McpError::internal_error(
                     format!("the upstream MCP server answered `tools/call` of `{tool}` with something other than a tool result"),
                     None,
                 ));
             }
-            Err(e) => {
-                lease.release().await;
-                return Err(e);
+            Err(unanswered) => {
+                let outcome = match unanswered.lost {
+                    true => run::Outcome::Lost,
+                    false => run::Outcome::NotRun,
+                };
+                lease.settle(outcome).await;
+                return Err(unanswered.error);
             }
         };
         // Only a complete, successful result says the tool ran (the run protocol's
@@ -888,14 +946,25 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let result_type = result.result_type.as_ref().map(|t| t.as_str());
         let ran = protocol::classify_fields(result_type, false, result.is_error);
         if ran != ToolResult::Ran {
-            lease.release().await;
+            lease.settle(run::Outcome::NotRun).await;
             return Ok(result.into());
         }
-        let recorded = self.shared.finish(&id, &policy, &tool, reservation).await;
-        let changed = match recorded {
-            Ok(changed) => changed,
+        lease.disarm();
+        let settled = self
+            .shared
+            .settle(&id, &policy, reservation, run::Outcome::Ran)
+            .await;
+        let changed = match settled {
+            Ok(run::Settled::Recorded { changed }) => changed,
+            Ok(_) => {
+                return Err(McpError::internal_error(
+                    format!("`{tool}` ran, but its admission lapsed meanwhile (the store took longer than the call timeout and its margin): its result is withheld and not recorded"),
+                    None,
+                ));
+            }
             Err(e) => {
-                lease.release().await;
+                // Neither recorded nor released: the lease lapses, and the template's
+                // lostResults decides what that means.
                 return Err(McpError::internal_error(
                     format!(
                         "`{tool}` ran, but the orchestration could not record it: {}",
@@ -905,7 +974,6 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 ));
             }
         };
-        lease.disarm();
         if changed {
             // The client may have hung up meanwhile; the call itself succeeded. A client
             // without sessions hears of it on its `subscriptions/listen` stream.

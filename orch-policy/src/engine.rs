@@ -14,10 +14,11 @@ use crate::Options;
 use orch_agent::audit::Auditor;
 use orch_agent::elicitation::{self, Answer, INPUT_KEY};
 use orch_agent::protocol::{self, Question, Ticket, ToolResult};
-use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
+use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{CallDigest, Snapshot};
 use orch_store::lease::{self, token, Change, Record};
+use orch_store::run;
 use orch_store::{ModifyError, SessionStore, StoreError};
 use prost_types::value::Kind;
 use serde_json::value::RawValue;
@@ -31,6 +32,11 @@ use tokio::sync::Semaphore;
 /// key the gateway's configuration feeds it back under (`orch_call:
 /// 'mcpGuardrails.orch_call'`).
 pub const TOKEN_FIELD: &str = "orch_call";
+
+/// The store key of the workflow run named `name`.
+pub(crate) fn run_key(name: &str) -> String {
+    format!("run:{name}")
+}
 
 /// The longest run name accepted, in bytes.
 const MAX_RUN_NAME: usize = 512;
@@ -104,17 +110,6 @@ struct Call {
     stripped: Option<Vec<u8>>,
     /// The human's answer the retry carries, with the ticket of its question.
     answer: Option<(Ticket, Answer)>,
-}
-
-/// What finishing a call did.
-enum Finish {
-    /// Recorded (or, for an error result, released).
-    Done,
-    /// The call's lease lapsed and another call was admitted since, or its result was
-    /// reported already: not recorded.
-    Lapsed,
-    /// No call of the run is in flight (none was admitted, or it finished already).
-    NoCall,
 }
 
 impl<S: SessionStore + 'static> Engine<S> {
@@ -199,7 +194,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                 ),
             ));
         }
-        Ok(format!("run:{name}"))
+        Ok(run_key(&name))
     }
 
     /// The rules for a call of `tool`: the template's tools and the one called are the
@@ -362,44 +357,38 @@ impl<S: SessionStore + 'static> Engine<S> {
         call: &Call,
         gate: Gate<'_>,
     ) -> Result<Admission, Rejection> {
-        let tool = call.tool.as_str();
-        let lease_for = self.options.lease;
         let tried = self
             .modify(run, |record| {
                 if let Some(auditor) = policy.auditor() {
                     auditor.take_buffered();
                 }
                 let mut record = record.unwrap_or_default();
-                if let Some(lease) = record.busy() {
-                    return Ok(Change::Keep(Admission::Busy(lease.tool.clone())));
-                }
-                let mut session = self.restore(run, record.snapshot.as_deref(), policy)?;
-                match policy.admit_gated(&mut session, tool, &call.digest, gate) {
-                    Gated::Refused {
+                let (admission, write) = run::admit(
+                    &mut record,
+                    &self.machine,
+                    policy,
+                    |snapshot| self.restore(run, snapshot, policy),
+                    &call.tool,
+                    &call.digest,
+                    gate,
+                    self.options.lease,
+                )?;
+                let admission = match admission {
+                    run::Admission::Admitted { token, .. } => Admission::Reserved(token),
+                    run::Admission::Busy(tool) => Admission::Busy(tool),
+                    run::Admission::Refused {
                         refusal,
                         question,
-                        changed,
+                        session,
                     } => {
                         let asked = question.as_ref().map(|q| (call, q));
-                        let rejection = refused(policy, &session, refusal, asked);
-                        if !changed {
-                            return Ok(Change::Keep(Admission::Refused(rejection)));
-                        }
-                        // A question just asked, or a rejection just answered: the run
-                        // holds it.
-                        record.snapshot = Some(session.snapshot().to_bytes());
-                        return Ok(Change::Write(record, Admission::Refused(rejection)));
+                        Admission::Refused(refused(policy, &session, refusal, asked))
                     }
-                    Gated::Admitted { changed } => {
-                        if changed {
-                            // The approval this call passed on is consumed with the
-                            // lease's write.
-                            record.snapshot = Some(session.snapshot().to_bytes());
-                        }
-                    }
-                }
-                let token = record.lease_to(tool, lease_for);
-                Ok(Change::Write(record, Admission::Reserved(token)))
+                };
+                Ok(match write {
+                    true => Change::Write(record, admission),
+                    false => Change::Keep(admission),
+                })
             })
             .await;
         if tried.is_ok() {
@@ -417,37 +406,40 @@ impl<S: SessionStore + 'static> Engine<S> {
             .map_err(|e| Rejection::invalid(format!("the tools/call result is not JSON: {e}")))?;
         let ran = protocol::classify(&result);
         let token = call_token(response.metadata_context.as_ref())?;
+        let outcome = match ran {
+            ToolResult::Ran => run::Outcome::Ran,
+            ToolResult::NotRun(_) => run::Outcome::NotRun,
+        };
         // The decision records of the attempt that is written.
         let mut records = Vec::new();
-        let finished = self
+        let settled = self
             .modify(&run, |record| {
                 records.clear();
-                // A token proves the call was admitted: without its lease now, the lease
-                // lapsed (and another call took the run) or the result came already.
-                let gone = if token.is_some() {
-                    Finish::Lapsed
-                } else {
-                    Finish::NoCall
-                };
                 let Some(mut record) = record else {
+                    let gone = if token.is_some() {
+                        run::Settled::Lapsed
+                    } else {
+                        run::Settled::NoCall
+                    };
                     return Ok(Change::Keep(gone));
                 };
-                let Some(lease) = record.lease.take() else {
-                    return Ok(Change::Keep(gone));
-                };
-                if token.is_some_and(|t| t != lease.token) {
-                    return Ok(Change::Keep(Finish::Lapsed));
+                let held_tool = record.lease.as_ref().map(|l| l.tool.clone());
+                let policy = self.policy_for(&run, held_tool.as_deref().unwrap_or(""));
+                let (settled, write) = run::settle(
+                    &mut record,
+                    &self.machine,
+                    &policy,
+                    |snapshot| self.restore(&run, snapshot, &policy),
+                    token,
+                    outcome,
+                )?;
+                if let Some(auditor) = policy.auditor() {
+                    records = auditor.take_buffered();
                 }
-                if ran == ToolResult::Ran {
-                    let policy = self.policy_for(&run, &lease.tool);
-                    let mut session = self.restore(&run, record.snapshot.as_deref(), &policy)?;
-                    policy.record(&mut session, &lease.tool);
-                    record.snapshot = Some(session.snapshot().to_bytes());
-                    if let Some(auditor) = policy.auditor() {
-                        records = auditor.take_buffered();
-                    }
-                }
-                Ok(Change::Write(record, Finish::Done))
+                Ok(match write {
+                    true => Change::Write(record, settled),
+                    false => Change::Keep(settled),
+                })
             })
             .await?;
         if let Some(audit) = &self.options.audit {
@@ -459,18 +451,18 @@ impl<S: SessionStore + 'static> Engine<S> {
                 "the tools/call result is not a tool result ({why}): it is withheld and the call is not recorded"
             )));
         }
-        match finished {
-            Finish::Done => Ok(()),
+        match settled {
+            run::Settled::Recorded { .. } | run::Settled::Released | run::Settled::Held => Ok(()),
             // A result that says the tool did not run needs no account: pass it.
             _ if ran != ToolResult::Ran => Ok(()),
-            Finish::Lapsed => Err(Rejection::new(
+            run::Settled::Lapsed => Err(Rejection::new(
                 Code::PermissionDenied,
                 format!(
-                    "orch policy: this call's admission lapsed (after {} s) and another call of the workflow run was admitted since, or its result was reported already: it is withheld and not recorded",
+                    "orch policy: this call's admission lapsed (after {} s): its result counted as lost, and what that means was decided by the template's `lostResults`, or its result was reported already: it is withheld and not recorded",
                     self.options.lease.as_secs_f64()
                 ),
             )),
-            Finish::NoCall => Err(Rejection::new(
+            run::Settled::NoCall => Err(Rejection::new(
                 Code::PermissionDenied,
                 "orch policy: no call of this workflow run is in flight (was the request phase of tools/call configured?): the result is withheld and not recorded",
             )),

@@ -240,3 +240,16 @@ pub fn message_reset_warnings(ir: &Ir) -> Vec<String> {
         })
         .collect()
 }
+
+/// An operator's answer for the workflow run `run` (the name the gateway's
+/// `metadata_context` gave it) held on a lost result (`lostResults`, semantics §15): the
+/// held call ran, or it did not. `Ok(Some(tool))`: the held call's tool;
+/// `Ok(None)`: the run is not held. `machine`: the template the server runs.
+pub async fn resolve<S: SessionStore + ?Sized>(
+    store: &S,
+    machine: &orch_runtime::dynamic::DynMachine,
+    run: &str,
+    resolution: orch_store::run::Resolution,
+) -> Result<Option<String>, orch_store::run::ResolveError> {
+    orch_store::run::resolve_key(store, &engine::run_key(run), machine, resolution).await
+}

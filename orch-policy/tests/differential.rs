@@ -40,7 +40,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{Answered, Checked};
+use support::{Answered, Checked, Shared};
 
 /// The tools every generated template declares.
 const TOOLS: [&str; 4] = ["a", "b", "c", "d"];
@@ -104,37 +104,6 @@ fn position(session: &DynSession<'_>) -> Position {
             .map(|t| t.map(str::to_owned))
             .collect(),
     )
-}
-
-/// One in-memory store that a surface writes and the test reads: the gateways use only
-/// the store's primitive operations, forwarded here.
-#[derive(Clone, Default)]
-struct Shared(Arc<MemoryStore>);
-
-impl orch_store::SessionStore for Shared {
-    async fn load(
-        &self,
-        id: &str,
-    ) -> Result<Option<orch_store::Versioned>, orch_store::StoreError> {
-        self.0.load(id).await
-    }
-
-    async fn compare_and_set(
-        &self,
-        id: &str,
-        expected: Option<u64>,
-        bytes: Vec<u8>,
-    ) -> Result<Option<u64>, orch_store::StoreError> {
-        self.0.compare_and_set(id, expected, bytes).await
-    }
-
-    async fn store(&self, id: &str, bytes: Vec<u8>) -> Result<u64, orch_store::StoreError> {
-        self.0.store(id, bytes).await
-    }
-
-    async fn remove(&self, id: &str) -> Result<bool, orch_store::StoreError> {
-        self.0.remove(id).await
-    }
 }
 
 /// The position of the run stored under `key` (a fresh run when nothing is stored).

@@ -275,14 +275,27 @@ async fn without_a_token_the_response_falls_back_to_the_runs_one_call_in_flight(
     }
 }
 
-#[tokio::test]
-async fn a_lost_response_lapses_and_the_call_counts_as_not_run() {
-    let mut gw = refund_line(Options {
+/// [`REFUND_LINE`] with what its lost results mean (`lostResults`, semantics §15).
+fn refund_line_losing(lost: &str) -> String {
+    REFUND_LINE.replace(
+        r#""orchestration": {"#,
+        &format!(r#""orchestration": {{ "lostResults": {lost},"#),
+    )
+}
+
+async fn losing<S: orch_store::SessionStore + 'static>(lost: &str, store: S) -> Gateway {
+    let options = Options {
         lease: Duration::from_millis(300),
         busy_wait: Duration::from_millis(50),
         ..Options::default()
-    })
-    .await;
+    };
+    let url = start(&refund_line_losing(lost), store, options).await;
+    Gateway::connect(&url, "alice").await
+}
+
+#[tokio::test]
+async fn a_lost_result_of_a_retry_tool_counts_as_not_run() {
+    let mut gw = losing(r#"{"retry": ["*"]}"#, MemoryStore::new()).await;
     let lost = gw.call("lookup_order", json!({})).await.token();
     // While it holds, another call of the run waits, then is refused as busy.
     let busy = gw.call("lookup_order", json!({})).await;
@@ -295,29 +308,90 @@ async fn a_lost_response_lapses_and_the_call_counts_as_not_run() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     // Lapsed: the lookup never counted, so the refund is still refused...
     assert!(!gw.call("issue_refund", json!({})).await.is_admitted());
-    // ... and a late result of a lapsed call is still recorded while no other call
-    // was admitted since.
-    assert_eq!(
-        gw.respond(lost.as_deref(), ok_result()).await,
-        Answered::Pass
-    );
-    gw.run_tool("issue_refund").await.unwrap();
-
-    // Lapsed and another call admitted since: the late result is withheld.
-    let lost = gw.call("send_email", json!({})).await.token();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let next = gw.call("send_email", json!({})).await.token();
+    // ... and the lost call's late result, settled already, is withheld.
     match gw.respond(lost.as_deref(), ok_result()).await {
         Answered::Rejected(Code::PermissionDenied, reason) => {
             assert!(reason.contains("lapsed"), "{reason}")
         }
         other => panic!("{other:?}"),
     }
+    gw.run_tool("lookup_order").await.unwrap();
+    gw.run_tool("issue_refund").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lost_result_of_a_ran_tool_counts_as_run() {
+    let mut gw = losing(r#"{"ran": ["lookup_order"]}"#, MemoryStore::new()).await;
+    let lost = gw.call("lookup_order", json!({})).await.token();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Lapsed: the lookup counts as run, so the refund is admitted.
+    gw.run_tool("issue_refund").await.unwrap();
+    match gw.respond(lost.as_deref(), ok_result()).await {
+        Answered::Rejected(Code::PermissionDenied, reason) => {
+            assert!(reason.contains("lapsed"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_lost_result_holds_the_run_until_its_own_result_comes() {
+    // No list names issue_refund: held, the safe default.
+    let mut gw = losing(r#"{"retry": ["lookup_order"]}"#, MemoryStore::new()).await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let lost = gw.call("issue_refund", json!({"order": 7})).await.token();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Every call of the run is refused while nobody knows whether the refund ran.
+    for tool in ["issue_refund", "send_email", "lookup_order"] {
+        let held = gw.call(tool, json!({})).await;
+        assert_eq!(held.code(), Code::PermissionDenied, "{tool}");
+        assert_eq!(held.data()["refusal"]["reason"], "outcome_unknown");
+        assert!(
+            held.error()
+                .reason
+                .contains("`issue_refund` must not run twice"),
+            "{:?}",
+            held.error()
+        );
+    }
+    // Its own result, late, resolves it: the refund ran, and the sequence goes on.
     assert_eq!(
-        gw.respond(next.as_deref(), ok_result()).await,
+        gw.respond(lost.as_deref(), ok_result()).await,
         Answered::Pass
     );
-    gw.run_tool("close_ticket").await.unwrap();
+    assert!(!gw.call("issue_refund", json!({})).await.is_admitted());
+    gw.run_tool("send_email").await.unwrap();
+}
+
+#[tokio::test]
+async fn an_operator_resolves_a_held_run() {
+    let store = Shared::default();
+    let mut gw = losing("{}", store.clone()).await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let _lost = gw.call("issue_refund", json!({"order": 7})).await.token();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!gw.call("send_email", json!({})).await.is_admitted());
+    // The operator says the refund did not run: the run goes on from before it.
+    let machine = orch_codegen::compile_json(&refund_line_losing("{}"), None)
+        .to_machine()
+        .unwrap();
+    let resolved = orch_policy::resolve(
+        &store,
+        &machine,
+        "alice",
+        orch_store::run::Resolution::NotRun,
+    )
+    .await
+    .unwrap();
+    assert_eq!(resolved.as_deref(), Some("issue_refund"));
+    // Nothing held any more: a second resolution changes nothing.
+    let again = orch_policy::resolve(&store, &machine, "alice", orch_store::run::Resolution::Ran)
+        .await
+        .unwrap();
+    assert_eq!(again, None);
+    assert!(!gw.call("send_email", json!({})).await.is_admitted());
+    gw.run_tool("issue_refund").await.unwrap();
+    gw.run_tool("send_email").await.unwrap();
 }
 
 #[tokio::test]
@@ -747,11 +821,17 @@ async fn a_result_that_does_not_say_the_tool_ran_records_nothing() {
 
 #[tokio::test]
 async fn a_late_result_is_said_to_have_lapsed() {
-    let mut gw = refund_line(Options {
+    let options = Options {
         lease: Duration::from_millis(200),
         ..Options::default()
-    })
+    };
+    let url = start(
+        &refund_line_losing(r#"{"retry": ["*"]}"#),
+        MemoryStore::new(),
+        options,
+    )
     .await;
+    let mut gw = Gateway::connect(&url, "alice").await;
     let first = gw.call("lookup_order", json!({})).await.token();
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The lease lapsed; another call is admitted and finishes.

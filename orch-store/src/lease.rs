@@ -15,8 +15,12 @@
 //! together, under the one session TTL. A run with an absolute end (a run `orch mcp`
 //! minted for a credential) carries its expiry besides the store's idle TTL.
 //!
+//! A lease that lapses without its result is a *lost result*: what it means is the
+//! template's (`lostResults`, semantics §15) — applied by [`crate::run`] — and a lease
+//! kept *held* blocks the run until an operator resolves it.
+//!
 //! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
-//! bit 1 snapshot, bit 2 lease, bit 3 expiry), then for each present field in that order:
+//! bit 1 snapshot, bit 2 lease, bit 3 expiry, bit 4 the lease is held), then for each present field in that order:
 //! handshake and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64`
 //! expiry, `u16` length and the tool's name in UTF-8; the record's expiry as `u64`
 //! milliseconds since the Unix epoch.
@@ -29,6 +33,7 @@ const HANDSHAKE: u8 = 1;
 const SNAPSHOT: u8 = 2;
 const LEASE: u8 = 4;
 const EXPIRES: u8 = 8;
+const HELD: u8 = 16;
 
 /// A call in flight: who holds the session, for which tool, until when.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,12 +44,15 @@ pub struct Lease {
     pub tool: String,
     /// When the lease lapses, in milliseconds since the Unix epoch.
     pub expires_ms: u64,
+    /// The call's result was lost and its tool must not run twice: the lease holds
+    /// until an operator says whether the call ran (its expiry no longer counts).
+    pub held: bool,
 }
 
 impl Lease {
-    /// Does the lease still hold at `now_ms`?
+    /// Does the lease still hold at `now_ms`? A held lease always does.
     pub fn holds(&self, now_ms: u64) -> bool {
-        self.expires_ms > now_ms
+        self.held || self.expires_ms > now_ms
     }
 }
 
@@ -63,9 +71,23 @@ pub struct Record {
 }
 
 impl Record {
-    /// The lease of a call in flight now, if one holds (a lapsed lease does not).
+    /// The lease of a call in flight now, if one holds (a lapsed lease does not, a held
+    /// one is not in flight).
     pub fn busy(&self) -> Option<&Lease> {
-        self.lease.as_ref().filter(|l| l.holds(now_ms()))
+        self.lease.as_ref().filter(|l| !l.held && l.holds(now_ms()))
+    }
+
+    /// The lease of a call whose result was lost, if it lapsed without one (and is not
+    /// held yet): what it means is still to be decided.
+    pub fn lapsed(&self) -> Option<&Lease> {
+        self.lease
+            .as_ref()
+            .filter(|l| !l.held && !l.holds(now_ms()))
+    }
+
+    /// The held lease, if the run is held for an operator.
+    pub fn held(&self) -> Option<&Lease> {
+        self.lease.as_ref().filter(|l| l.held)
     }
 
     /// Leases the record to a call of `tool` for `lasting` from now, replacing any lapsed
@@ -76,6 +98,7 @@ impl Record {
             token,
             tool: tool.to_owned(),
             expires_ms: ms_after(lasting),
+            held: false,
         });
         token
     }
@@ -101,6 +124,9 @@ impl Record {
         }
         if let Some(lease) = &self.lease {
             flags |= LEASE;
+            if lease.held {
+                flags |= HELD;
+            }
             out.extend_from_slice(&lease.token.to_be_bytes());
             out.extend_from_slice(&lease.expires_ms.to_be_bytes());
             let name = lease.tool.as_bytes();
@@ -123,8 +149,11 @@ impl Record {
             return Err("not a gateway session record (no `OMR1` magic)".into());
         }
         let flags = r.take(1)?[0];
-        if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES) != 0 {
+        if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES | HELD) != 0 {
             return Err(format!("unknown flags {flags:#04x}"));
+        }
+        if flags & HELD != 0 && flags & LEASE == 0 {
+            return Err("flags say a lease is held, but there is no lease".into());
         }
         let mut record = Record::default();
         if flags & HANDSHAKE != 0 {
@@ -144,6 +173,7 @@ impl Record {
                 token,
                 tool,
                 expires_ms,
+                held: flags & HELD != 0,
             });
         }
         if flags & EXPIRES != 0 {
@@ -274,11 +304,17 @@ mod tests {
                 token: 42,
                 tool: "pay".into(),
                 expires_ms: 1_700_000_000_000,
+                held: false,
             }),
             expires_ms: Some(1_800_000_000_000),
         };
+        let mut held = full.clone();
+        if let Some(lease) = held.lease.as_mut() {
+            lease.held = true;
+        }
         for record in [
             full.clone(),
+            held,
             Record::default(),
             Record {
                 lease: None,
@@ -306,6 +342,7 @@ mod tests {
             .contains("trailing bytes"));
         assert!(Record::decode(b"XXXX\0").unwrap_err().contains("magic"));
         assert!(Record::decode(b"OMR1\x80").unwrap_err().contains("flags"));
+        assert!(Record::decode(b"OMR1\x10").unwrap_err().contains("held"));
         // A length that points past the end.
         assert!(Record::decode(b"OMR1\x01\xff\xff\xff\xff")
             .unwrap_err()
@@ -323,6 +360,12 @@ mod tests {
         );
         record.lease.as_mut().unwrap().expires_ms = now_ms() - 1;
         assert_eq!(record.busy(), None, "a lapsed lease does not hold");
+        assert_eq!(record.lapsed().map(|l| l.token), Some(first));
+        record.lease.as_mut().unwrap().held = true;
+        assert_eq!(record.busy(), None, "a held lease is not in flight");
+        assert_eq!(record.lapsed(), None);
+        assert_eq!(record.held().map(|l| l.token), Some(first));
+        record.lease.as_mut().unwrap().held = false;
         assert!(record.lease.is_some(), "but it stays until replaced");
         let second = record.lease_to("refund", Duration::from_secs(60));
         assert_ne!(first, second);

@@ -36,6 +36,8 @@ pub mod lease;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "run")]
+pub mod run;
 
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 #[cfg(feature = "redis")]

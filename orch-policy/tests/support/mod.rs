@@ -304,3 +304,34 @@ pub fn allowed_serially(template: &str, log: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// One in-memory store that a surface writes and the test reads: the gateways use only
+/// the store's primitive operations, forwarded here.
+#[derive(Clone, Default)]
+pub struct Shared(pub std::sync::Arc<orch_store::MemoryStore>);
+
+impl orch_store::SessionStore for Shared {
+    async fn load(
+        &self,
+        id: &str,
+    ) -> Result<Option<orch_store::Versioned>, orch_store::StoreError> {
+        self.0.load(id).await
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        bytes: Vec<u8>,
+    ) -> Result<Option<u64>, orch_store::StoreError> {
+        self.0.compare_and_set(id, expected, bytes).await
+    }
+
+    async fn store(&self, id: &str, bytes: Vec<u8>) -> Result<u64, orch_store::StoreError> {
+        self.0.store(id, bytes).await
+    }
+
+    async fn remove(&self, id: &str) -> Result<bool, orch_store::StoreError> {
+        self.0.remove(id).await
+    }
+}
