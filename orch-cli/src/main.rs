@@ -11,6 +11,7 @@ mod input;
 mod mcp;
 mod policy;
 mod report;
+mod resolve;
 mod simulate;
 mod verify;
 
@@ -122,6 +123,10 @@ enum Command {
     /// comes back; calls the workflow refuses never reach the upstream, across any
     /// number of instances sharing Redis.
     Policy(Box<policy::Args>),
+    /// Resolve a workflow run held on a lost result (docs/protocol.md#lost-results):
+    /// the held call ran (`--ran`) or did not (`--not-run`), written into the store the
+    /// gateways share. Exit 0 when it was held and is resolved, 1 when it is not held.
+    Resolve(Box<resolve::Args>),
     /// Decision logs (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -273,6 +278,7 @@ fn main() -> ExitCode {
         },
         Command::Mcp(args) => mcp::run(*args),
         Command::Policy(args) => policy::run(*args),
+        Command::Resolve(args) => resolve::run(*args),
         Command::Audit {
             action: AuditAction::Verify { log, format },
         } => audit_verify_cmd(&log, format),

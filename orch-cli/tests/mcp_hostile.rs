@@ -561,3 +561,70 @@ fn requests_in_flight_are_capped() {
     );
     assert!(!executed(&log).iter().any(|e| e.run == "c"));
 }
+
+/// A call whose result is lost (the call timeout passes) and whose tool must not run
+/// twice holds the run: every call is refused as `outcome_unknown` until an operator
+/// says whether it ran (`orch resolve`, against the gateways' Redis).
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_lost_result_holds_the_run_until_an_operator_resolves_it() {
+    let python = python();
+    let (_redis, redis_url) = redis();
+    let dir = temp_dir("held");
+    let log = dir.join("executed.log");
+    // shop.json, but `slow` is in no lostResults list: held when its result is lost.
+    let shop = std::fs::read_to_string(here("shop.json")).expect("shop.json");
+    let held_shop = shop.replace(
+        r#""retry": ["browse", "slow", "change_tools"]"#,
+        r#""retry": ["browse"]"#,
+    );
+    assert_ne!(held_shop, shop);
+    let template = dir.join("held_shop.json");
+    std::fs::write(&template, held_shop).expect("write the template");
+    let template = template.to_string_lossy().into_owned();
+    let upstream = shop_upstream(&python, &log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let gw = Gateway::http(
+        &template,
+        &["--call-timeout", "2", "--redis", &redis_url],
+        &[],
+        &upstream,
+    );
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    let slow = client.call("slow", json!({"run": "h", "seconds": 3600}));
+    assert!(slow["error"]["message"].as_str().is_some(), "{slow}");
+    // Did `slow` run? Nobody knows: pay is refused, with the reason as data.
+    let refused = client.call("pay", json!({"run": "h"}));
+    assert!(!succeeded(&refused), "{refused}");
+    let data = &refused["result"]["structuredContent"];
+    assert_eq!(data["refusal"]["reason"], "outcome_unknown", "{refused}");
+    assert!(
+        text(&refused).contains("`slow` must not run twice"),
+        "{refused}"
+    );
+    let stderr = gw.stderr();
+    assert!(
+        stderr.contains("is held until an operator resolves it"),
+        "{stderr}"
+    );
+    // The operator says it did not run.
+    let resolve = |outcome: &str| {
+        std::process::Command::new(support::ORCH)
+            .args(["resolve", &template, &client.session, outcome])
+            .args(["--redis", &redis_url, "--namespace", "orch-mcp"])
+            .output()
+            .expect("run orch resolve")
+    };
+    let resolved = resolve("--not-run");
+    let said = String::from_utf8_lossy(&resolved.stdout).into_owned();
+    assert_eq!(
+        resolved.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&resolved.stderr)
+    );
+    assert!(said.contains("`slow` was dropped as not run"), "{said}");
+    // Nothing is held any more: a second answer changes nothing, and the run goes on.
+    assert_eq!(resolve("--ran").status.code(), Some(1));
+    assert!(succeeded(&client.call("pay", json!({"run": "h"}))));
+}

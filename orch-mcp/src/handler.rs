@@ -353,7 +353,14 @@ impl<S: SessionStore + 'static> Shared<S> {
                     } => Admission::Asked(question),
                     run::Admission::Refused {
                         refusal, session, ..
-                    } => Admission::Refused(Refused::by_workflow(policy, &session, refusal)),
+                    } => {
+                        if refusal.kind == RefusalKind::OutcomeUnknown && write {
+                            eprintln!(
+                                "orch mcp: a call in workflow run `{id}` lapsed without its result and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
+                            );
+                        }
+                        Admission::Refused(Refused::by_workflow(policy, &session, refusal))
+                    }
                 };
                 Ok(match write {
                     true => Change::Write(record, admission),
@@ -464,7 +471,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             )?;
             if settled == run::Settled::Held {
                 eprintln!(
-                    "orch mcp: the result of a call in workflow run `{id}` was lost and its tool must not run twice: the run is held until an operator resolves it (`orch resolve`)"
+                    "orch mcp: the result of a call in workflow run `{id}` was lost and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
                 );
             }
             Ok(match write {
