@@ -352,7 +352,7 @@ pub struct Refusal {
     pub tool: String,
     /// Why, as a stable word.
     #[napi(
-        ts_type = "'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected' | 'stale_answer' | 'busy'"
+        ts_type = "'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected' | 'stale_answer' | 'busy' | 'outcome_unknown'"
     )]
     pub kind: String,
     /// Why, in words for the model (what is expected next, what is allowed now).

@@ -303,7 +303,8 @@ fn witness<'py>(py: Python<'py>, events: &[report::Step]) -> PyResult<Bound<'py,
 }
 
 /// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
-/// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`, `stale_answer`, `busy`)
+/// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`, `stale_answer`, `busy`,
+/// `outcome_unknown`)
 /// and `message`, the words
 /// orch sends a model everywhere (what is expected next, what is allowed now).
 #[pyclass(frozen, get_all, module = "orch._orch")]

@@ -21,6 +21,7 @@ const kind:
   | 'rejected'
   | 'stale_answer'
   | 'busy'
+  | 'outcome_unknown'
   | undefined = refusal?.kind
 const question: string = session.ask('search', '{}')
 const applied: boolean = session.answer('search', '{}', question, true)

@@ -22,7 +22,7 @@ __all__ = [
 __version__: Final[str]
 REFUSAL_KINDS: Final[list[RefusalKind]]
 """Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``unknown_tool``,
-``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``."""
+``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``, ``outcome_unknown``."""
 
 class TemplateError(ValueError):
     """A template with errors."""

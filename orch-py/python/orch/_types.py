@@ -26,6 +26,7 @@ RefusalKind = Literal[
     "rejected",
     "stale_answer",
     "busy",
+    "outcome_unknown",
 ]
 """Why a call is refused (``orch_agent::RefusalKind``)."""
 
