@@ -27,7 +27,7 @@ use orch_mcp::Gateway as McpGateway;
 use orch_policy::Options;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
-use orch_store::{MemoryStore, SessionStore};
+use orch_store::SessionStore;
 use proptest::prelude::*;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,

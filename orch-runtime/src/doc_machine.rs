@@ -189,6 +189,9 @@ macro_rules! __doc_machine {
                 contains: &["research", "publish"],
                 regexes: &[],
                 approve: __rt::Gate::NONE,
+                lost_retry: __rt::Gate::NONE,
+                lost_ran: __rt::Gate::NONE,
+                lost_hold: __rt::Gate::NONE,
                 plan: __rt::Plan {
                     atom_words: 1,
                     step_words: 1,
