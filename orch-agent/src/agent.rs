@@ -21,7 +21,9 @@ pub struct ToolCallReport {
     /// Why it was not executed, when the orchestration or the host refused it (`None`
     /// when it ran, or when its arguments were not JSON).
     pub refusal: Option<RefusalKind>,
-    /// The orchestration outcome when executed (`advanced`, `completed`, `free`, ...).
+    /// The orchestration outcome when the tool ran and was recorded (`advanced`,
+    /// `completed`, `free`, ...); `None` when it was not executed or returned an error
+    /// (an error is not a run: nothing is recorded).
     pub outcome: Option<&'static str>,
     /// What the model was sent back: the tool's output, or the error.
     pub result: String,
@@ -510,17 +512,18 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             Ok(v) => v,
             Err(why) => return refuse(call, None, why),
         };
-        let result = match tool.call(arguments).await {
-            Ok(out) => out,
-            Err(e) => format!("error: {e}"),
+        let (result, outcome) = match tool.call(arguments).await {
+            // Only a call that completed successfully counts as run, and is recorded (the
+            // run protocol's rule, docs/protocol.md).
+            Ok(out) => (out, Some(self.policy.record(session, &call.name))),
+            // An error is not a run (as MCP's `isError`): the model may call it again.
+            Err(e) => (format!("error: {e}"), None),
         };
-        // It ran (even if it reported an error): record it.
-        let outcome = self.policy.record(session, &call.name);
         Executed::Done(ToolCallReport {
             call,
             executed: true,
             refusal: None,
-            outcome: Some(outcome),
+            outcome,
             result,
         })
     }

@@ -321,14 +321,12 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
     }
 
     async fn on_outcome(&self, _ctx: &HookContext, event: OutcomeEvent<'_>) -> OutcomeAction {
-        // Only a tool whose body ran is recorded. rig hands a call this hook (or a layer)
-        // refused to this hook too, as a *skipped* result; a tool rig does not know, or
-        // whose arguments it could not decode, never ran either.
-        let ran = event.tool_result().is_some_and(|r| {
-            !r.is_skipped()
-                && !r.is_error_kind(ToolErrorKind::NotFound)
-                && !r.is_error_kind(ToolErrorKind::InvalidArgs)
-        });
+        // Only a tool that completed successfully is recorded (the run protocol's rule,
+        // docs/protocol.md: an error, like MCP's `isError`, is not a run, and the model
+        // may call it again). rig hands a call this hook (or a layer) refused to this
+        // hook too, as a *skipped* result; a tool rig does not know, or whose arguments
+        // it could not decode, is an error: none of them ran.
+        let ran = event.tool_result().is_some_and(|r| r.is_success());
         if let (Some(tool), true) = (event.tool_name(), ran) {
             let outcome = self.with_session(|s| self.policy.record(s, tool));
             self.emit(HookEvent::Recorded {

@@ -276,3 +276,44 @@ async fn the_templates_max_steps_is_the_default_cap() {
     assert_eq!(turn.rounds.len(), 10);
     assert_eq!(turn.stop, StopReason::MaxRounds);
 }
+
+/// A tool that returns an error did not run (the run protocol's rule, as MCP's
+/// `isError`): nothing is recorded, and the sequence still expects it.
+#[tokio::test]
+async fn a_tool_that_fails_is_not_recorded() {
+    let (mut registry, _) = tools(&["search"]);
+    let params = serde_json::json!({"type": "object"});
+    let attempts = Arc::new(Mutex::new(0));
+    let seen = attempts.clone();
+    registry.register("search", "fails once", params, move |_| {
+        let seen = seen.clone();
+        async move {
+            let mut n = seen.lock().unwrap();
+            *n += 1;
+            match *n {
+                1 => Err("the index is down".to_owned()),
+                _ => Ok("results".to_owned()),
+            }
+        }
+    });
+    let model = ScriptedModel::new([
+        Planned::call("search", "{}"),
+        Planned::call("think", "{}"),
+        Planned::call("search", "{}"),
+        Planned::text("done"),
+    ]);
+    let mut agent = Agent::<Machine, _>::new(model, registry);
+    let mut session = Session::new();
+    let turn = agent
+        .run_turn(&mut session, &mut Vec::new(), "research it")
+        .await
+        .unwrap();
+    let failed = &turn.rounds[0].calls[0];
+    assert!(failed.executed && failed.outcome.is_none(), "{failed:?}");
+    assert!(failed.result.contains("the index is down"));
+    // Still expecting search: think is out of sequence.
+    assert!(!turn.rounds[1].calls[0].executed);
+    let retried = &turn.rounds[2].calls[0];
+    assert_eq!(retried.outcome, Some("advanced"), "{retried:?}");
+    assert_eq!(*attempts.lock().unwrap(), 2);
+}

@@ -10,14 +10,15 @@ use orch_agent::{HookEvent, OrchHook, Policy, ToolChoice};
 use rig_agent::AgentBuilder;
 use rig_core::message::ToolName;
 use rig_core::providers::openai::{OpenAIConfig, Route};
-use rig_core::tool::{DynamicTool, ToolOutput};
+use rig_core::tool::{DynamicTool, ToolExecutionError, ToolOutput};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
 orch_macros::orchestration!(file = "../examples/agents/cognitive-reasoner/template.json");
 use cognitive_reasoner::Session;
 
-/// The cognitive tools as rig tools; each logs its run and returns `name(input)`.
+/// The cognitive tools as rig tools; each logs its run and returns `name(input)`, or
+/// fails when its input is `fail`.
 fn rig_tools(log: &Arc<Mutex<Vec<String>>>) -> Vec<DynamicTool> {
     common::TOOLS
         .iter()
@@ -31,6 +32,9 @@ fn rig_tools(log: &Arc<Mutex<Vec<String>>>) -> Vec<DynamicTool> {
                 move |args: Value| {
                     let log = Arc::clone(&log);
                     Box::pin(async move {
+                        if args["input"] == "fail" {
+                            return Err(ToolExecutionError::network("the index is down"));
+                        }
                         log.lock().expect("lock").push(name.to_owned());
                         Ok(ToolOutput::text(format!(
                             "{name}({})",
@@ -239,4 +243,31 @@ async fn invalid_arguments_are_not_executed() {
         "{results:?}"
     );
     assert_eq!(run.answer.as_deref(), Ok("sorry"));
+}
+
+/// A tool that fails did not run (the run protocol's rule, as MCP's `isError`): it is
+/// not recorded, and the sequence still expects it.
+#[tokio::test]
+async fn a_tool_that_fails_is_not_recorded() {
+    let fake = Fake::new([
+        call("search", r#"{"input": "fail"}"#),
+        call("think", "{}"),
+        call("search", r#"{"input": "again"}"#),
+        call("think", "{}"),
+        text("done"),
+    ]);
+    let run = run(fake, "research it").await;
+    assert_eq!(run.executed, ["search", "think"]);
+    let recorded: Vec<&str> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            HookEvent::Recorded { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, ["search", "think"]);
+    let results = fake::tool_results_openai(&run.requests[2]);
+    assert_eq!(results[0], "the index is down", "{results:?}");
+    assert!(results[1].contains("expects `search`"), "{results:?}");
 }
