@@ -15,7 +15,7 @@ use orch_agent::audit::Auditor;
 use orch_agent::elicitation::{self, Answer, INPUT_KEY};
 use orch_agent::protocol::{self, Question, Ticket, ToolResult};
 use orch_agent::{Gate, Policy, Refusal, RefusalKind};
-use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::dynamic::{DetachedSession, DynMachine, DynSession};
 use orch_runtime::{CallDigest, Snapshot};
 use orch_store::lease::{self, token, Change, Record};
 use orch_store::run;
@@ -24,7 +24,9 @@ use prost_types::value::Kind;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
@@ -52,7 +54,18 @@ pub(crate) struct Engine<S> {
     store: S,
     pub(crate) options: Options,
     permits: Arc<Semaphore>,
+    /// The sessions of calls this instance admitted, by lease token, with the snapshot
+    /// they were admitted at: the response phase attaches one instead of restoring the
+    /// run again while the stored snapshot is still that one (at most
+    /// [`MAX_KEPT_SESSIONS`]; a call whose entry is gone is restored as usual).
+    admitted: Mutex<HashMap<u64, (Option<Vec<u8>>, DetachedSession)>>,
+    /// How many times a run was restored from its snapshot (the cost a kept session
+    /// saves; read by the tests).
+    restores: AtomicUsize,
 }
+
+/// The most admitted sessions an instance keeps for their response phase.
+const MAX_KEPT_SESSIONS: usize = 4096;
 
 /// A check answered with an `AuthorizationError`.
 struct Rejection {
@@ -90,8 +103,9 @@ impl Rejection {
 
 /// What one look at a run decided for a call.
 enum Admission {
-    /// Admitted: the lease with this token was written.
-    Reserved(u64),
+    /// Admitted: the lease with this token was written, with this snapshot; the session
+    /// as admitted.
+    Reserved(u64, Option<Vec<u8>>, DetachedSession),
     /// Refused by the workflow.
     Refused(Rejection),
     /// Another call of the run is in flight: its tool.
@@ -120,6 +134,8 @@ impl<S: SessionStore + 'static> Engine<S> {
             store,
             permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
             options,
+            admitted: Mutex::new(HashMap::new()),
+            restores: AtomicUsize::new(0),
         }
     }
 
@@ -218,6 +234,26 @@ impl<S: SessionStore + 'static> Engine<S> {
         })
     }
 
+    /// Keeps the session a call was admitted with for its response phase.
+    fn keep_admitted(&self, token: u64, snapshot: Option<Vec<u8>>, session: DetachedSession) {
+        let mut kept = self.admitted.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= MAX_KEPT_SESSIONS {
+            // Calls whose response never came: drop one (it is restored if it comes).
+            if let Some(&old) = kept.keys().next() {
+                kept.remove(&old);
+            }
+        }
+        kept.insert(token, (snapshot, session));
+    }
+
+    /// The session kept for the call with lease `token`, if any.
+    fn take_admitted(&self, token: u64) -> Option<(Option<Vec<u8>>, DetachedSession)> {
+        self.admitted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&token)
+    }
+
     fn log_attempt(&self, policy: &Policy) {
         if let (Some(audit), Some(buffered)) = (&self.options.audit, policy.auditor()) {
             audit.relay(buffered.take_buffered());
@@ -230,6 +266,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         snapshot: Option<&[u8]>,
         policy: &Policy,
     ) -> Result<DynSession<'_>, Rejection> {
+        self.restores.fetch_add(1, Ordering::Relaxed);
         let mut session = match snapshot {
             None => DynSession::new(&self.machine),
             Some(bytes) => Snapshot::from_bytes(bytes)
@@ -296,10 +333,13 @@ impl<S: SessionStore + 'static> Engine<S> {
         // host never asks again on it (the next copy of the same answer would answer
         // that new question, and run the call a second time).
         match self.reserve(&run, &policy, &call, gate).await? {
-            Admission::Reserved(token) => Ok(Admitted::Call {
-                token,
-                mutated: call.stripped,
-            }),
+            Admission::Reserved(token, snapshot, session) => {
+                self.keep_admitted(token, snapshot, session);
+                Ok(Admitted::Call {
+                    token,
+                    mutated: call.stripped,
+                })
+            }
             Admission::Refused(rejection) => Err(rejection),
             Admission::Busy(_) => unreachable_busy(&call.tool),
         }
@@ -374,7 +414,9 @@ impl<S: SessionStore + 'static> Engine<S> {
                     self.options.lease,
                 )?;
                 let admission = match admission {
-                    run::Admission::Admitted { token, .. } => Admission::Reserved(token),
+                    run::Admission::Admitted { token, session } => {
+                        Admission::Reserved(token, record.snapshot.clone(), session.detach())
+                    }
                     run::Admission::Busy(tool) => Admission::Busy(tool),
                     run::Admission::Refused {
                         refusal,
@@ -425,14 +467,20 @@ impl<S: SessionStore + 'static> Engine<S> {
                 };
                 let held_tool = record.lease.as_ref().map(|l| l.tool.clone());
                 let policy = self.policy_for(&run, held_tool.as_deref().unwrap_or(""));
-                let (settled, write) = run::settle(
-                    &mut record,
-                    &self.machine,
-                    &policy,
-                    |snapshot| self.restore(&run, snapshot, &policy),
-                    token,
-                    outcome,
-                )?;
+                // The session as this instance admitted it, while the stored snapshot is
+                // still the one it was admitted at: no second restore.
+                let kept = token.and_then(|t| self.take_admitted(t));
+                let restore = |snapshot: Option<&[u8]>| {
+                    let attached = kept
+                        .filter(|(at, _)| at.as_deref() == snapshot)
+                        .and_then(|(_, session)| session.attach(&self.machine));
+                    match attached {
+                        Some(session) => Ok(session),
+                        None => self.restore(&run, snapshot, &policy),
+                    }
+                };
+                let (settled, write) =
+                    run::settle(&mut record, &self.machine, &policy, restore, token, outcome)?;
                 if let Some(auditor) = policy.auditor() {
                     records = auditor.take_buffered();
                 }
@@ -768,4 +816,75 @@ fn corrupt(run: &str, why: &str) -> Rejection {
     Rejection::fault(format!(
         "orch policy: the stored record of workflow run `{run}` is corrupt: {why}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use orch_store::MemoryStore;
+
+    fn context(run: &str, token: Option<&str>) -> prost_types::Struct {
+        let text = |s: &str| prost_types::Value {
+            kind: Some(Kind::StringValue(s.to_owned())),
+        };
+        let mut fields = std::collections::BTreeMap::new();
+        fields.insert("run".to_owned(), text(run));
+        if let Some(token) = token {
+            fields.insert(TOKEN_FIELD.to_owned(), text(token));
+        }
+        prost_types::Struct { fields }
+    }
+
+    async fn served_call(engine: &Engine<MemoryStore>, tool: &str) {
+        let request = McpRequest {
+            method: "tools/call".into(),
+            metadata_context: Some(context("r", None)),
+            mcp_request: Some(format!(r#"{{"name":"{tool}","arguments":{{}}}}"#).into_bytes()),
+            ..McpRequest::default()
+        };
+        {
+            let admitted = engine.check_request(request).await;
+            let token = match admitted
+                .metadata
+                .as_ref()
+                .and_then(|m| m.fields.get(TOKEN_FIELD))
+            {
+                Some(prost_types::Value {
+                    kind: Some(Kind::StringValue(t)),
+                }) => t.clone(),
+                other => panic!("not admitted: {other:?} {admitted:?}"),
+            };
+            let response = McpResponse {
+                method: "tools/call".into(),
+                metadata_context: Some(context("r", Some(&token))),
+                mcp_response: br#"{"content":[{"type":"text","text":"ok"}]}"#.to_vec(),
+                ..McpResponse::default()
+            };
+            let answered = engine.check_response(response).await;
+            assert!(
+                !matches!(answered.result, Some(mcp_response_result::Result::Error(_))),
+                "{answered:?}"
+            );
+        }
+    }
+
+    /// Both phases of a served call restore the run once: the response phase attaches
+    /// the session the request phase admitted.
+    #[tokio::test]
+    async fn a_served_call_restores_the_run_once() {
+        let compiled = orch_codegen::compile_json(
+            r#"{"agentId": "s", "tools": ["a", "b"], "orchestration": {"defaultStep": "S",
+                "steps": [{"name": "S", "sequence": ["a", "b"]}]}}"#,
+            None,
+        );
+        let machine = compiled.to_machine().expect("a valid template");
+        let engine = Engine::new(machine, MemoryStore::new(), Options::default());
+        served_call(&engine, "a").await;
+        assert_eq!(engine.restores.load(Ordering::Relaxed), 1);
+        served_call(&engine, "b").await;
+        assert_eq!(engine.restores.load(Ordering::Relaxed), 2);
+        // Recorded both: a third call of `a` is a new sequence round, not refused.
+        served_call(&engine, "a").await;
+        assert_eq!(engine.restores.load(Ordering::Relaxed), 3);
+    }
 }

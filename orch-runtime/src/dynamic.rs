@@ -111,6 +111,28 @@ impl DynMachine {
     }
 }
 
+/// A [`DynSession`] without its machine ([`DynSession::detach`]).
+#[derive(Clone, Debug)]
+pub struct DetachedSession {
+    fingerprint: u64,
+    state: DynState,
+    available: Box<[u64]>,
+    foreign_available: Vec<String>,
+}
+
+impl DetachedSession {
+    /// The session again, over `machine`: `None` when `machine` is not the template it
+    /// was detached from (another fingerprint), whose tables would not fit its state.
+    pub fn attach(self, machine: &DynMachine) -> Option<DynSession<'_>> {
+        (machine.fingerprint() == self.fingerprint).then(|| DynSession {
+            machine,
+            state: self.state,
+            available: self.available,
+            foreign_available: self.foreign_available,
+        })
+    }
+}
+
 /// What recording a tool did, by name (see [`crate::Outcome`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DynOutcome {
@@ -189,6 +211,18 @@ impl<'m> DynSession<'m> {
     /// The machine.
     pub fn machine(&self) -> &'m DynMachine {
         self.machine
+    }
+
+    /// The session without its borrow of the machine, to keep between two uses (a
+    /// gateway's two phases of one call) and [`DetachedSession::attach`] again: cheaper
+    /// than a snapshot and a restore.
+    pub fn detach(self) -> DetachedSession {
+        DetachedSession {
+            fingerprint: self.machine.fingerprint(),
+            state: self.state,
+            available: self.available,
+            foreign_available: self.foreign_available,
+        }
     }
 
     /// Sets the host's tool list: the declared tools in it are the available set A
