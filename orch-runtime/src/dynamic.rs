@@ -124,7 +124,7 @@ impl DetachedSession {
     /// The session again, over `machine`: `None` when `machine` is not the template it
     /// was detached from (another fingerprint), whose tables would not fit its state.
     pub fn attach(self, machine: &DynMachine) -> Option<DynSession<'_>> {
-        (machine.fingerprint() == self.fingerprint).then(|| DynSession {
+        (machine.fingerprint() == self.fingerprint).then_some(DynSession {
             machine,
             state: self.state,
             available: self.available,
