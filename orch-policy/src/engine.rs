@@ -58,11 +58,15 @@ pub(crate) struct Engine<S> {
     /// they were admitted at: the response phase attaches one instead of restoring the
     /// run again while the stored snapshot is still that one (at most
     /// [`MAX_KEPT_SESSIONS`]; a call whose entry is gone is restored as usual).
-    admitted: Mutex<HashMap<u64, (Option<Vec<u8>>, DetachedSession)>>,
+    admitted: Mutex<HashMap<u64, Kept>>,
     /// How many times a run was restored from its snapshot (the cost a kept session
     /// saves; read by the tests).
     restores: AtomicUsize,
 }
+
+/// A session kept for a call's response phase: the snapshot it was admitted at, and the
+/// session.
+type Kept = (Option<Vec<u8>>, DetachedSession);
 
 /// The most admitted sessions an instance keeps for their response phase.
 const MAX_KEPT_SESSIONS: usize = 4096;
@@ -247,7 +251,7 @@ impl<S: SessionStore + 'static> Engine<S> {
     }
 
     /// The session kept for the call with lease `token`, if any.
-    fn take_admitted(&self, token: u64) -> Option<(Option<Vec<u8>>, DetachedSession)> {
+    fn take_admitted(&self, token: u64) -> Option<Kept> {
         self.admitted
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
