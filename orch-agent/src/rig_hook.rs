@@ -33,7 +33,6 @@ use rig_agent::agent::{
 };
 use rig_agent::run::patch::RequestPatch;
 use rig_core::message::{AssistantContent, ToolChoice as RigToolChoice, ToolName};
-use rig_core::tool::ToolErrorKind;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
