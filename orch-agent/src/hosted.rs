@@ -167,8 +167,13 @@ impl HostedSession {
     /// Records that `tool` ran: the outcome's word (`advanced`, `completed`, `free`,
     /// `out_of_sequence`, `not_allowed`).
     pub fn record(&mut self, tool: &str) -> &'static str {
+        self.record_outcome(tool).as_str()
+    }
+
+    /// Records that `tool` ran: the outcome.
+    pub fn record_outcome(&mut self, tool: &str) -> orch_runtime::dynamic::DynOutcome {
         self.live
-            .with_dependent_mut(|_, session| session.record(tool).as_str())
+            .with_dependent_mut(|_, session| session.record(tool))
     }
 
     /// A user message: message conditions and sequence resets are evaluated.

@@ -483,12 +483,18 @@ fn decimal(lexeme: &str) -> (bool, String, i64) {
 /// `input_required`, `task`, `other`, `malformed` — text that is not JSON is malformed).
 /// What the bindings expose, so every language reads results by the one rule.
 pub fn result_kind(result: &str) -> &'static str {
+    match classify_text(result) {
+        ToolResult::Ran => "ran",
+        ToolResult::NotRun(why) => why.as_str(),
+    }
+}
+
+/// [`classify`] for a result's JSON text: text that is not JSON is
+/// [`NotRun::Malformed`].
+pub fn classify_text(result: &str) -> ToolResult {
     match serde_json::from_str::<Value>(result) {
-        Ok(value) => match classify(&value) {
-            ToolResult::Ran => "ran",
-            ToolResult::NotRun(why) => why.as_str(),
-        },
-        Err(_) => "malformed",
+        Ok(value) => classify(&value),
+        Err(e) => ToolResult::NotRun(NotRun::Malformed(format!("not JSON: {e}"))),
     }
 }
 

@@ -27,8 +27,7 @@ pub struct Diagnostic {
     /// The code's name, e.g. `unknown_tool`.
     pub name: String,
     /// `error` or `warning`.
-    #[napi(ts_type = "'error' | 'warning'")]
-    pub severity: String,
+    pub severity: Severity,
     /// What was found.
     pub message: String,
     /// 1-based line of the offending value (absent when it is not at one place).
@@ -53,7 +52,10 @@ fn diagnostic(d: Placed) -> Diagnostic {
     Diagnostic {
         code: d.code.to_owned(),
         name: d.name.to_owned(),
-        severity: d.severity.to_owned(),
+        severity: match d.severity {
+            "error" => Severity::Error,
+            _ => Severity::Warning,
+        },
         message: d.message,
         line: d.start.map(|p| small(p.0)),
         column: d.start.map(|p| small(p.1)),
@@ -123,9 +125,139 @@ fn throw_named(
 /// What a tool result (JSON text, an MCP `CallToolResult`) says about the call: `'ran'`
 /// when it completed successfully, else why not (orch's one rule: only a call that ran
 /// is recorded).
-#[napi(ts_return_type = "'ran' | 'error' | 'input_required' | 'task' | 'other' | 'malformed'")]
-pub fn result_kind(result: String) -> &'static str {
-    orch_agent::protocol::result_kind(&result)
+#[napi]
+pub fn result_kind(result: String) -> ResultKind {
+    use orch_agent::protocol::{classify_text, NotRun, ToolResult};
+    match classify_text(&result) {
+        ToolResult::Ran => ResultKind::Ran,
+        ToolResult::NotRun(NotRun::Error) => ResultKind::Error,
+        ToolResult::NotRun(NotRun::InputRequired) => ResultKind::InputRequired,
+        ToolResult::NotRun(NotRun::Task) => ResultKind::Task,
+        ToolResult::NotRun(NotRun::Other(_)) => ResultKind::Other,
+        ToolResult::NotRun(NotRun::Malformed(_)) => ResultKind::Malformed,
+        // `NotRun` is non-exhaustive: a kind this package does not name is another one.
+        ToolResult::NotRun(_) => ResultKind::Other,
+    }
+}
+
+/// A compiler finding's severity.
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The template is rejected.
+    Error,
+    /// The template is still compiled.
+    Warning,
+}
+
+/// What a tool result says about its call ([`result_kind`]).
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResultKind {
+    /// It completed successfully: the call ran.
+    Ran,
+    /// `isError: true`.
+    Error,
+    /// `resultType: "input_required"`.
+    InputRequired,
+    /// A task, not a completed call.
+    Task,
+    /// Another `resultType`.
+    Other,
+    /// Not a tool result.
+    Malformed,
+}
+
+/// Why a call is refused (`orch_agent::RefusalKind`).
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// The active step does not allow it.
+    NotAllowed,
+    /// The sequence expects another tool.
+    OutOfSequence,
+    /// No such tool.
+    UnknownTool,
+    /// Allowed, but the host has not made it available.
+    Unavailable,
+    /// A human must approve this call.
+    NeedsApproval,
+    /// A human rejected this call.
+    Rejected,
+    /// An answer to no question the session holds.
+    StaleAnswer,
+    /// Another call of the run is in flight.
+    Busy,
+    /// The run is held: an earlier call's outcome is unknown.
+    OutcomeUnknown,
+}
+
+impl From<orch_agent::RefusalKind> for RefusalKind {
+    fn from(kind: orch_agent::RefusalKind) -> Self {
+        use orch_agent::RefusalKind as K;
+        match kind {
+            K::NotAllowed => RefusalKind::NotAllowed,
+            K::OutOfSequence => RefusalKind::OutOfSequence,
+            K::UnknownTool => RefusalKind::UnknownTool,
+            K::Unavailable => RefusalKind::Unavailable,
+            K::NeedsApproval => RefusalKind::NeedsApproval,
+            K::Rejected => RefusalKind::Rejected,
+            K::StaleAnswer => RefusalKind::StaleAnswer,
+            K::Busy => RefusalKind::Busy,
+            K::OutcomeUnknown => RefusalKind::OutcomeUnknown,
+            // `RefusalKind` is non-exhaustive; every kind it has is above (the test
+            // `every_refusal_kind_has_its_name` fails when one is missing).
+            _ => RefusalKind::NotAllowed,
+        }
+    }
+}
+
+/// What a human said of a call, or that the question is open.
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Asked, not answered.
+    Pending,
+    /// Approved: the call may run once.
+    Approved,
+    /// Rejected: the call must not run.
+    Rejected,
+}
+
+/// What recording a tool did.
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The sequence advanced.
+    Advanced,
+    /// The sequence completed.
+    Completed,
+    /// No sequence waited; the tool was allowed.
+    Free,
+    /// A sequence expected another tool.
+    OutOfSequence,
+    /// No sequence waited; the tool was not allowed.
+    NotAllowed,
+}
+
+/// What a verification finding is about.
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FindingKind {
+    /// Can the step become active?
+    Step,
+    /// Can the step's sequence complete?
+    Sequence,
+    /// Once active, does the step keep the session for good?
+    Trap,
+    /// A reachable state waits on tools the host does not have.
+    Blocked,
+    /// A reachable state allows no tool at all.
+    NoTools,
+    /// A safety property.
+    Property,
+    /// The exploration's summary.
+    Summary,
 }
 
 /// A compiled template: its tools and steps, its warnings, and sessions over it.
@@ -192,10 +324,7 @@ pub struct WitnessEvent {
 #[napi(object)]
 pub struct Finding {
     /// What it is about.
-    #[napi(
-        ts_type = "'step' | 'sequence' | 'trap' | 'blocked' | 'no_tools' | 'property' | 'summary'"
-    )]
-    pub kind: String,
+    pub kind: FindingKind,
     /// The step (`step`, `sequence`, `trap`).
     pub step: Option<String>,
     /// The property (`property`).
@@ -328,7 +457,15 @@ impl Machine {
             .map(|f| {
                 let answer = |k: Kind| (f.kind == k).then_some(f.answer);
                 Finding {
-                    kind: f.kind.as_str().to_owned(),
+                    kind: match f.kind {
+                        Kind::Step => FindingKind::Step,
+                        Kind::Sequence => FindingKind::Sequence,
+                        Kind::Trap => FindingKind::Trap,
+                        Kind::Blocked => FindingKind::Blocked,
+                        Kind::NoTools => FindingKind::NoTools,
+                        Kind::Property => FindingKind::Property,
+                        Kind::Summary => FindingKind::Summary,
+                    },
                     reachable: answer(Kind::Step),
                     completes: answer(Kind::Sequence),
                     holds: answer(Kind::Property),
@@ -351,10 +488,7 @@ pub struct Refusal {
     /// The tool refused.
     pub tool: String,
     /// Why, as a stable word.
-    #[napi(
-        ts_type = "'not_allowed' | 'out_of_sequence' | 'unknown_tool' | 'unavailable' | 'needs_approval' | 'rejected' | 'stale_answer' | 'busy' | 'outcome_unknown'"
-    )]
-    pub kind: String,
+    pub kind: RefusalKind,
     /// Why, in words for the model (what is expected next, what is allowed now).
     pub message: String,
 }
@@ -362,7 +496,7 @@ pub struct Refusal {
 fn refusal(r: orch_agent::Refusal) -> Refusal {
     Refusal {
         tool: r.tool,
-        kind: r.kind.as_str().to_owned(),
+        kind: r.kind.into(),
         message: r.reason,
     }
 }
@@ -373,8 +507,7 @@ pub struct Approval {
     /// The call's SHA-256 digest (tool and arguments), in hex.
     pub digest: String,
     /// What a human said, or that the question is open.
-    #[napi(ts_type = "'pending' | 'approved' | 'rejected'")]
-    pub verdict: String,
+    pub verdict: Verdict,
 }
 
 /// One conversation's workflow state. One per conversation; calls on it are
@@ -466,18 +599,27 @@ impl Session {
     /// The verdict the session holds on a call, if any.
     #[napi(getter)]
     pub fn approval(&self) -> Option<Approval> {
-        self.hosted.approval().map(|(digest, verdict)| Approval {
-            digest,
-            verdict: verdict.to_owned(),
+        self.hosted.session().approval().map(|a| Approval {
+            digest: a.call.to_string(),
+            verdict: match a.verdict {
+                orch_runtime::Verdict::Pending => Verdict::Pending,
+                orch_runtime::Verdict::Approved => Verdict::Approved,
+                orch_runtime::Verdict::Rejected => Verdict::Rejected,
+            },
         })
     }
 
     /// Records that `tool` ran: the outcome.
-    #[napi(
-        ts_return_type = "'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed'"
-    )]
-    pub fn record(&mut self, tool: String) -> &'static str {
-        self.hosted.record(&tool)
+    #[napi]
+    pub fn record(&mut self, tool: String) -> Outcome {
+        use orch_runtime::dynamic::DynOutcome as O;
+        match self.hosted.record_outcome(&tool) {
+            O::Advanced { .. } => Outcome::Advanced,
+            O::Completed => Outcome::Completed,
+            O::Free => Outcome::Free,
+            O::OutOfSequence { .. } => Outcome::OutOfSequence,
+            O::NotAllowed => Outcome::NotAllowed,
+        }
     }
 
     /// A user message: message conditions and sequence resets are evaluated.
@@ -542,5 +684,28 @@ impl Session {
         // Copied into memory JavaScript owns: cheaper than handing over the Rust
         // buffer as an external one (which V8 tracks with a finaliser).
         Uint8ArraySlice::copy_from(env, self.hosted.snapshot())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RefusalKind;
+
+    /// Each of the engine's refusal kinds becomes the string enum value of its own name.
+    #[test]
+    fn every_refusal_kind_has_its_name() {
+        for kind in orch_agent::RefusalKind::ALL {
+            let ours = format!("{:?}", RefusalKind::from(kind));
+            let snake: String = ours
+                .chars()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    let sep = (i > 0 && c.is_ascii_uppercase()).then_some('_');
+                    sep.into_iter()
+                        .chain(std::iter::once(c.to_ascii_lowercase()))
+                })
+                .collect();
+            assert_eq!(snake, kind.as_str());
+        }
     }
 }

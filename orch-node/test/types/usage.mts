@@ -2,7 +2,7 @@
 // generated declarations and the adapters' declarations describe the API as used.
 import { generateText, stepCountIs, tool } from 'ai'
 import { z } from 'zod'
-import { check, compile, resultKind, SnapshotError, TemplateError, type Diagnostic, type Finding, type Machine, type Refusal, type Session } from '@orch/core'
+import { check, compile, resultKind, SnapshotError, TemplateError, type Diagnostic, type Finding, type Machine, type Outcome, type Refusal, type RefusalKind, type ResultKind, type Session, type Verdict } from '@orch/core'
 import { orchestrate, OrchRefusalError } from '@orch/core/ai-sdk'
 import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/agentdock'
 import { ScriptedOpenAI, call } from '@orch/core/testing'
@@ -27,7 +27,13 @@ const question: string = session.ask('search', '{}')
 const applied: boolean = session.answer('search', '{}', question, true)
 const forced: string | null | undefined = session.forcedTool
 const ran: 'ran' | 'error' | 'input_required' | 'task' | 'other' | 'malformed' = resultKind('{}')
+// The kinds are named string unions (napi string enums): compared with plain strings.
+const named: RefusalKind | undefined = refusal?.kind
+const isHeld: boolean = named === 'outcome_unknown'
+const kindOfResult: ResultKind = ran
+const verdict: Verdict | undefined = session.approval?.verdict
 const outcome: 'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed' = session.record('search')
+const typedOutcome: Outcome = outcome
 const bytes: Uint8Array = session.snapshot()
 const again: Session = machine.restore(bytes)
 const findings: Finding[] = machine.verify({ maxStates: 10 })
@@ -47,4 +53,4 @@ try {
   if (e instanceof TemplateError) caught = e.diagnostics
   else if (e instanceof SnapshotError) caught = []
 }
-void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught]
+void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome]
