@@ -212,6 +212,18 @@ impl From<orch_agent::RefusalKind> for RefusalKind {
     }
 }
 
+/// What a call whose result never came means (`lostResults`, semantics §15).
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostRule {
+    /// Counts as not run: the model may call it again.
+    Retry,
+    /// Holds the run until an operator says whether it ran (the default).
+    Hold,
+    /// Counts as run: recorded.
+    Ran,
+}
+
 /// What a human said of a call, or that the question is open.
 #[napi(string_enum = "snake_case")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -400,6 +412,17 @@ impl Machine {
     #[napi(getter)]
     pub fn has_gates(&self) -> bool {
         self.gates
+    }
+
+    /// What a lost result of a call of `tool` means (`lostResults`): for a host that runs
+    /// tools elsewhere and may never hear how a call ended.
+    #[napi]
+    pub fn lost_rule(&self, tool: String) -> LostRule {
+        match self.machine.lost_rule(&tool) {
+            orch_runtime::LostRule::Retry => LostRule::Retry,
+            orch_runtime::LostRule::Ran => LostRule::Ran,
+            orch_runtime::LostRule::Hold => LostRule::Hold,
+        }
     }
 
     /// The compiler's warnings.

@@ -172,3 +172,13 @@ test('verify reports reachability and properties with witnesses', () => {
   assert.equal(bounded.at(-1).complete, false)
   assert.ok(bounded.some((f) => f.kind === 'step' && f.reachable === null))
 })
+
+test('what a lost result means is the template\'s', () => {
+  const machine = orch.compile(`{"name": "shop", "tools": ["search", "pay", "log_event"], "orchestration": {
+    "steps": [], "lostResults": {"retry": ["*"], "ran": ["log_*"], "hold": ["pay"]}}}`)
+  assert.equal(machine.lostRule('search'), 'retry')
+  assert.equal(machine.lostRule('pay'), 'hold')
+  assert.equal(machine.lostRule('log_event'), 'ran')
+  assert.equal(machine.lostRule('log_foreign'), 'ran')
+  assert.equal(orch.compile('{"name": "m", "tools": ["a"], "steps": []}').lostRule('a'), 'hold')
+})

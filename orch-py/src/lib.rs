@@ -179,6 +179,14 @@ impl Machine {
         self.gates
     }
 
+    /// What a lost result of a call of `tool` means (`lostResults`): `"retry"` (not
+    /// run), `"ran"` (recorded) or `"hold"` (the run waits for an operator; the
+    /// default), for a host that runs tools elsewhere and may never hear how a call
+    /// ended.
+    fn lost_rule(&self, tool: &str) -> &'static str {
+        self.machine.lost_rule(tool).as_str()
+    }
+
     /// The steps, in declaration order.
     #[getter]
     fn steps(&self) -> Vec<String> {

@@ -268,3 +268,15 @@ def test_the_research_agent_example_runs_in_every_framework():
         ran = [line.split()[1].split("(")[0] for line in done.stdout.splitlines() if line.startswith("  ran ")]
         assert ran == ["search", "think", "reflect"], done.stdout
         assert "answer: Jupiter has 95 confirmed moons" in done.stdout, done.stdout
+
+
+def test_what_a_lost_result_means_is_the_templates():
+    machine = orch.compile(
+        '{"name": "shop", "tools": ["search", "pay", "log_event"], "orchestration": {'
+        '"steps": [], "lostResults": {"retry": ["*"], "ran": ["log_*"], "hold": ["pay"]}}}'
+    )
+    assert machine.lost_rule("search") == "retry"
+    assert machine.lost_rule("pay") == "hold"
+    assert machine.lost_rule("log_event") == "ran"
+    assert machine.lost_rule("log_foreign") == "ran"
+    assert orch.compile('{"name": "m", "tools": ["a"], "steps": []}').lost_rule("a") == "hold"

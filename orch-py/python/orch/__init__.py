@@ -37,6 +37,7 @@ from ._orch import (
 from ._types import (
     Finding,
     FindingKind,
+    LostRule,
     Outcome,
     RefusalKind,
     ResultKind,
@@ -49,6 +50,7 @@ __all__ = [
     "REFUSAL_KINDS",
     "Finding",
     "FindingKind",
+    "LostRule",
     "Outcome",
     "RefusalKind",
     "ResultKind",

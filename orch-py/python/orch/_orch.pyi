@@ -3,7 +3,7 @@
 import os
 from typing import Final, Optional, Union, final
 
-from ._types import Finding, Outcome, RefusalKind, ResultKind, Severity, Verdict
+from ._types import Finding, LostRule, Outcome, RefusalKind, ResultKind, Severity, Verdict
 
 __all__ = [
     "compile",
@@ -83,6 +83,8 @@ class Machine:
         """Does the template gate any tool behind a human's approval (``approve``)?"""
     @property
     def warnings(self) -> list[Diagnostic]: ...
+    def lost_rule(self, tool: str) -> LostRule:
+        """What a lost result of a call of ``tool`` means (``lostResults``): ``"retry"``, ``"ran"`` or ``"hold"`` (the default)."""
     def session(self, available: Optional[list[str]] = None) -> Session:
         """A fresh session; ``available``: the host's tools (default: every declared tool)."""
     def restore(self, snapshot: bytes, available: Optional[list[str]] = None) -> Session:

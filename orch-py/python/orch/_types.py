@@ -9,6 +9,7 @@ from typing import Literal, Optional, TypedDict
 __all__ = [
     "Finding",
     "FindingKind",
+    "LostRule",
     "Outcome",
     "RefusalKind",
     "ResultKind",
@@ -35,6 +36,9 @@ Outcome = Literal["advanced", "completed", "free", "out_of_sequence", "not_allow
 
 Verdict = Literal["pending", "approved", "rejected"]
 """Where a human stands on a call."""
+
+LostRule = Literal["retry", "hold", "ran"]
+"""What a call whose result never came means (``lostResults``; ``hold`` is the default)."""
 
 Severity = Literal["error", "warning"]
 
