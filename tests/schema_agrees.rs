@@ -72,7 +72,7 @@ fn corpus() -> Vec<Value> {
         .collect()
 }
 
-const KEYS: [&str; 31] = [
+const KEYS: [&str; 35] = [
     "agentId",
     "name",
     "tools",
@@ -92,6 +92,10 @@ const KEYS: [&str; 31] = [
     "sequence",
     "resetSequenceOn",
     "approve",
+    "lostResults",
+    "retry",
+    "ran",
+    "hold",
     "properties",
     "tool",
     "after",
