@@ -44,6 +44,7 @@ use rmcp::transport::streamable_http_server::session::{
     SessionManager, SessionState, SessionStore as HandshakeStore, SessionStoreError,
 };
 use serde_json::Value;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -61,6 +62,33 @@ pub(crate) struct Guarded<S> {
     pub(crate) options: HttpOptions,
     /// Checks bearer JWTs, when the gateway accepts them.
     pub(crate) jwt: Option<JwtVerifier>,
+    /// Sessions this instance is restoring from the store (their handshake replayed into
+    /// a new worker), each with the gate its requests pass one at a time until the
+    /// restore is done ([`Guarded::restore_gate`]).
+    pub(crate) restoring: RestoreGates,
+}
+
+/// The gates of sessions being restored, by session id.
+pub(crate) type RestoreGates = Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>;
+
+/// A request's pass through a restoring session's gate: held while the request is handed
+/// to the MCP SDK; the first request's pass also ends the restore when it is dropped
+/// (the SDK has restored the session by then, or failed to).
+struct RestorePass {
+    _held: tokio::sync::OwnedMutexGuard<()>,
+    /// Set on the request that began the restore: the map entry to remove.
+    ends: Option<(RestoreGates, String)>,
+}
+
+impl Drop for RestorePass {
+    fn drop(&mut self) {
+        if let Some((gates, id)) = self.ends.take() {
+            gates
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&id);
+        }
+    }
 }
 
 fn error_response(status: http::StatusCode, code: i64, message: String, id: Value) -> Response {
@@ -274,8 +302,18 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
             return refused;
         }
     }
+    // A session this instance does not hold is restored by the SDK on its first request.
+    // The SDK publishes the new worker before the handshake replay is done, and a second
+    // request of the same session that finds it then is sent to a worker still waiting
+    // for `initialize`, which stops the worker (HTTP 500, the session lost): while a
+    // restore is under way, the session's requests go one at a time.
+    let pass = match &session {
+        Some(id) => guarded.restore_gate(id).await,
+        None => None,
+    };
     let deleting = request.method() == http::Method::DELETE;
     let mut response = next.run(request).await;
+    drop(pass);
     if deleting && response.status() == http::StatusCode::ACCEPTED {
         // The session is gone when the answer is sent: say so (clients such as the
         // Python SDK take 202 for a failure).
@@ -437,6 +475,30 @@ impl<S: SessionStore + 'static> Guarded<S> {
 
     /// Sessions held now: the larger of this instance's session workers and, when the
     /// store can count cheaply (in memory), the sessions stored.
+    /// The pass of a request of session `id` through its restore gate: `None` when this
+    /// instance holds the session's worker and no restore of it is under way.
+    async fn restore_gate(&self, id: &str) -> Option<RestorePass> {
+        let local = self.manager.sessions.read().await.contains_key(id);
+        let (gate, begins) = {
+            let mut gates = self
+                .restoring
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match gates.get(id) {
+                Some(gate) => (Arc::clone(gate), false),
+                None if local => return None,
+                None => {
+                    let gate = Arc::new(tokio::sync::Mutex::new(()));
+                    gates.insert(id.to_owned(), Arc::clone(&gate));
+                    (gate, true)
+                }
+            }
+        };
+        let held = gate.lock_owned().await;
+        let ends = begins.then(|| (Arc::clone(&self.restoring), id.to_owned()));
+        Some(RestorePass { _held: held, ends })
+    }
+
     async fn live_sessions(&self) -> usize {
         let workers = self.manager.sessions.read().await.len();
         workers.max(self.shared.store.count().unwrap_or(0))

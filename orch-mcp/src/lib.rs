@@ -428,6 +428,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             manager,
             options: options.clone(),
             jwt,
+            restoring: Arc::default(),
         });
         let app = axum::Router::new().nest_service("/mcp", service).layer(
             axum::middleware::from_fn_with_state(guarded, http::guard::<S>),
