@@ -15,6 +15,7 @@ use orch_policy::Options;
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::Snapshot;
 use orch_store::lease::Record;
+use orch_store::run::Resolution;
 use orch_store::{RedisStore, SessionStore};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -209,7 +210,20 @@ async fn a_lost_response_lapses_across_instances_and_runs_survive_new_instances(
         Code::ResourceExhausted
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    // ... and once it lapses, judges as if it never ran: the refund is still next.
+    // ... and once it lapses, nobody knows whether the refund ran: the run is held (no
+    // lostResults list names it), on every instance.
+    for tool in ["send_email", "issue_refund"] {
+        let held = via_b.call(tool, json!({})).await;
+        assert_eq!(held.code(), Code::PermissionDenied);
+        assert_eq!(held.data()["refusal"]["reason"], "outcome_unknown");
+    }
+    // An operator checks and says it did not run: the refund is still next.
+    let machine = orch_codegen::compile_json(REFUND_LINE, None)
+        .to_machine()
+        .unwrap();
+    let store = RedisStore::connect(&redis.url).await.unwrap();
+    let resolved = orch_policy::resolve(&store, &machine, "dora", Resolution::NotRun).await;
+    assert_eq!(resolved.unwrap().as_deref(), Some("issue_refund"));
     assert_eq!(
         via_b.call("send_email", json!({})).await.code(),
         Code::PermissionDenied
@@ -220,7 +234,8 @@ async fn a_lost_response_lapses_across_instances_and_runs_survive_new_instances(
         via_b.respond(again.as_deref(), ok_result()).await,
         Answered::Pass
     );
-    // The lost call's late result is withheld: another call was admitted since.
+    // The lost call's late result is withheld: it was settled, and another call was
+    // admitted since.
     assert!(matches!(
         via_a.respond(lost.as_deref(), ok_result()).await,
         Answered::Rejected(Code::PermissionDenied, _)
