@@ -5,6 +5,7 @@ use crate::model::{
     ToolChoice,
 };
 use crate::policy::{ApprovalRequest, Decision, Policy, RefusalKind, RoundPlan};
+use crate::protocol;
 use crate::telemetry;
 use crate::tools::ToolRegistry;
 use orch_runtime::{CallDigest, Machine, Session, StepEnum, Usage};
@@ -303,8 +304,26 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             };
             turn.usage.prompt = turn.usage.prompt.saturating_add(round.usage.prompt);
             turn.usage.completion = turn.usage.completion.saturating_add(round.usage.completion);
+            // Two calls under one id: a result or an approval could be taken for the
+            // other one. Neither runs.
+            let shared_ids = protocol::shared_ids(round.calls.iter().map(|c| c.id.as_str()));
             let mut calls = std::mem::take(&mut round.calls).into_iter();
             while let Some(call) = calls.next() {
+                if shared_ids.contains(&call.id) {
+                    let refusal = protocol::shared_id_refusal(&call.name, &call.id);
+                    conversation.push(ChatMessage::Tool {
+                        tool_call_id: call.id.clone(),
+                        content: refusal.reason.clone(),
+                    });
+                    round.reports.push(ToolCallReport {
+                        call,
+                        executed: false,
+                        refusal: Some(refusal.kind),
+                        outcome: None,
+                        result: refusal.reason,
+                    });
+                    continue;
+                }
                 // Checked against the state after the previous call of this same step.
                 let rejection = round.rejection.take();
                 let report = match self.execute_traced(session, call, rejection).await {

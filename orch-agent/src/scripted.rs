@@ -16,6 +16,8 @@ pub struct Planned {
     pub calls: Vec<(String, String)>,
     /// Tokens to report: (prompt, completion).
     pub usage: (u64, u64),
+    /// Ids given to calls by their position in `calls` (the others get `call_<n>`).
+    pub ids: Vec<(usize, String)>,
 }
 
 impl Planned {
@@ -39,6 +41,15 @@ impl Planned {
     #[must_use]
     pub fn and_call(mut self, tool: &str, arguments: &str) -> Self {
         self.calls.push((tool.to_owned(), arguments.to_owned()));
+        self
+    }
+
+    /// Gives the last call added the id `id` (a model that reuses ids is tried with
+    /// this).
+    #[must_use]
+    pub fn with_id(mut self, id: &str) -> Self {
+        let last = self.calls.len().saturating_sub(1);
+        self.ids.push((last, id.to_owned()));
         self
     }
 
@@ -114,10 +125,11 @@ impl Model for ScriptedModel {
             }
         }
         let has_calls = !planned.calls.is_empty();
-        for (name, arguments) in planned.calls {
+        for (position, (name, arguments)) in planned.calls.into_iter().enumerate() {
             *n += 1;
+            let given = planned.ids.iter().rev().find(|(p, _)| *p == position);
             events.push(ModelEvent::ToolCall(ToolCall {
-                id: format!("call_{n}"),
+                id: given.map_or_else(|| format!("call_{n}"), |(_, id)| id.clone()),
                 name,
                 arguments,
             }));

@@ -317,3 +317,35 @@ async fn a_tool_that_fails_is_not_recorded() {
     assert_eq!(retried.outcome, Some("advanced"), "{retried:?}");
     assert_eq!(*attempts.lock().unwrap(), 2);
 }
+
+/// Two calls of one model response under one id: neither runs (an approval or a result
+/// given for one could be taken for the other), and the model is told why.
+#[tokio::test]
+async fn calls_that_share_an_id_are_refused() {
+    let (registry, log) = tools(&[]);
+    let model = ScriptedModel::new([
+        Planned::call("search", r#"{"input": "a"}"#)
+            .with_id("dup")
+            .and_call("search", r#"{"input": "b"}"#)
+            .with_id("dup")
+            .and_call("search", "{}"),
+        Planned::text("done"),
+    ]);
+    let mut agent = Agent::<Machine, _>::new(model, registry);
+    let mut session = Session::new();
+    let turn = agent
+        .run_turn(&mut session, &mut Vec::new(), "research it")
+        .await
+        .unwrap();
+    let calls = &turn.rounds[0].calls;
+    for refused in &calls[..2] {
+        assert!(!refused.executed, "{refused:?}");
+        assert!(
+            refused.result.contains("two tool calls the same id `dup`"),
+            "{}",
+            refused.result
+        );
+    }
+    assert!(calls[2].executed, "a call with an id of its own runs");
+    assert_eq!(common::counts(&log)["search"], 1);
+}
