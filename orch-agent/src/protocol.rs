@@ -524,6 +524,36 @@ mod hex_u64 {
     }
 }
 
+/// The ids that more than one of a model response's tool calls carry (empty ids
+/// ignored): a result or an approval for one of them could be taken for another, so no
+/// call under a shared id runs ([`shared_id_refusal`]).
+pub fn shared_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut shared: Vec<String> = Vec::new();
+    for id in ids.into_iter().filter(|id| !id.is_empty()) {
+        if seen.contains(&id) {
+            if !shared.iter().any(|s| s == id) {
+                shared.push(id.to_owned());
+            }
+        } else {
+            seen.push(id);
+        }
+    }
+    shared
+}
+
+/// The refusal of a call of `tool` whose id `id` another call of the same model
+/// response carries too.
+pub fn shared_id_refusal(tool: &str, id: &str) -> crate::Refusal {
+    crate::Refusal {
+        tool: tool.to_owned(),
+        kind: crate::RefusalKind::NotAllowed,
+        reason: format!(
+            "error: `{tool}` was not run: the model gave two tool calls the same id `{id}`; each call needs an id of its own."
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,35 +638,5 @@ mod tests {
                 ToolResult::Ran => panic!("{result} counted as run"),
             }
         }
-    }
-}
-
-/// The ids that more than one of a model response's tool calls carry (empty ids
-/// ignored): a result or an approval for one of them could be taken for another, so no
-/// call under a shared id runs ([`shared_id_refusal`]).
-pub fn shared_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut shared: Vec<String> = Vec::new();
-    for id in ids.into_iter().filter(|id| !id.is_empty()) {
-        if seen.contains(&id) {
-            if !shared.iter().any(|s| s == id) {
-                shared.push(id.to_owned());
-            }
-        } else {
-            seen.push(id);
-        }
-    }
-    shared
-}
-
-/// The refusal of a call of `tool` whose id `id` another call of the same model
-/// response carries too.
-pub fn shared_id_refusal(tool: &str, id: &str) -> crate::Refusal {
-    crate::Refusal {
-        tool: tool.to_owned(),
-        kind: crate::RefusalKind::NotAllowed,
-        reason: format!(
-            "error: `{tool}` was not run: the model gave two tool calls the same id `{id}`; each call needs an id of its own."
-        ),
     }
 }
