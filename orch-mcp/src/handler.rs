@@ -23,11 +23,10 @@ use orch_agent::protocol::{self, Question, ToolResult};
 use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
-use orch_runtime::Snapshot;
 pub(crate) use orch_store::lease::Change;
-use orch_store::lease::{self, token, Record};
-use orch_store::run;
-use orch_store::{ModifyError, SessionStore, StoreError};
+use orch_store::lease::{token, Record};
+use orch_store::run::{self, RunError};
+use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
@@ -237,34 +236,6 @@ impl<S: SessionStore + 'static> Shared<S> {
         })
     }
 
-    /// The session as its record stores it (a fresh session if it has no snapshot),
-    /// with the upstream's tools as its host tools.
-    fn restore(
-        &self,
-        id: &str,
-        snapshot: Option<&[u8]>,
-        policy: &Policy,
-    ) -> Result<DynSession<'_>, McpError> {
-        let mut session = match snapshot {
-            None => DynSession::new(&self.machine),
-            Some(bytes) => {
-                let restored = Snapshot::from_bytes(bytes)
-                    .and_then(|snapshot| DynSession::restore(&self.machine, &snapshot));
-                match restored {
-                    Ok((session, _report)) => session,
-                    Err(e) => {
-                        return Err(McpError::internal_error(
-                            format!("orchestration session `{id}` cannot be restored: {e}"),
-                            None,
-                        ))
-                    }
-                }
-            }
-        };
-        policy.prepare(&mut session);
-        Ok(session)
-    }
-
     /// The record stored under `id`, if any.
     pub(crate) async fn record(&self, id: &str) -> Result<Option<Record>, McpError> {
         match self.store.load(id).await.map_err(store_error)? {
@@ -280,34 +251,25 @@ impl<S: SessionStore + 'static> Shared<S> {
     pub(crate) async fn modify<R>(
         &self,
         id: &str,
-        f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError> + Send,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, RunError> + Send,
     ) -> Result<R, McpError> {
         self.modify_from(id, None, f).await.map(|(value, _)| value)
     }
 
     /// [`Shared::modify`], trying first against `known` (a version and the record this
     /// instance wrote at it) without reading: one round trip fewer when nobody wrote in
-    /// between. The store's one compare-and-set loop ([`orch_store::modify`]): a
-    /// decision to write nothing is only taken on a record read from the store. Returns
-    /// the value and, when it wrote, the new version and record.
+    /// between. The store's one compare-and-set loop ([`run::modify`]): a decision to
+    /// write nothing is only taken on a record read from the store. Returns the value
+    /// and, when it wrote, the new version and record.
     async fn modify_from<R>(
         &self,
         id: &str,
         known: Option<(u64, Record)>,
-        f: impl FnMut(Option<Record>) -> Result<Change<R>, McpError> + Send,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, RunError> + Send,
     ) -> Result<(R, Option<(u64, Record)>), McpError> {
-        lease::modify(&self.store, id, known, |why| corrupt(id, &why), f)
+        run::modify(&self.store, id, known, f)
             .await
-            .map_err(|e| match e {
-                ModifyError::Store(StoreError::Conflict { attempts, .. }) => McpError::internal_error(
-                    format!(
-                        "orchestration session `{id}` could not be updated: {attempts} attempts conflicted with concurrent updates"
-                    ),
-                    None,
-                ),
-                ModifyError::Store(e) => store_error(e),
-                ModifyError::Change(e) => e,
-            })
+            .map_err(|e| run_error(id, e))
     }
 
     /// One look at session `id` for a call of `tool`: refuse it, find it busy, or admit
@@ -330,13 +292,13 @@ impl<S: SessionStore + 'static> Shared<S> {
                     None if may_create => Record::default(),
                     // An HTTP session's record is made at its handshake: none means it
                     // ended (DELETE, TTL) meanwhile. Do not bring it back.
-                    None => return Err(ended(id)),
+                    None => return Err(RunError::Ended),
                 };
                 let (admission, write) = run::admit(
                     &mut record,
                     &self.machine,
                     policy,
-                    |snapshot| self.restore(id, snapshot, policy),
+                    |snapshot| run::restore(&self.machine, policy, snapshot),
                     tool,
                     call,
                     gate,
@@ -459,7 +421,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             let admitted = admitted.take();
             let restore = |snapshot: Option<&[u8]>| match admitted {
                 Some(session) if same => Ok(session),
-                _ => self.restore(id, snapshot, policy),
+                _ => run::restore(&self.machine, policy, snapshot),
             };
             let (settled, write) = run::settle(
                 &mut record,
@@ -678,6 +640,21 @@ fn corrupt(id: &str, why: &str) -> McpError {
     )
 }
 
+/// A failure of the run protocol for session `id`, as the client gets it.
+fn run_error(id: &str, e: RunError) -> McpError {
+    match e {
+        RunError::Ended => ended(id),
+        RunError::Store(e) => store_error(e),
+        RunError::Corrupt(why) => corrupt(id, &why),
+        RunError::Conflict { attempts } => McpError::internal_error(
+            format!(
+                "orchestration session `{id}` could not be updated: {attempts} attempts conflicted with concurrent updates"
+            ),
+            None,
+        ),
+    }
+}
+
 /// Holds a session's lease while a call is forwarded: dropped without
 /// [`LeaseGuard::disarm`] (the request's task was dropped: the client went away, the
 /// gateway stops), the call's result is lost, and a task of its own settles the lease by
@@ -752,9 +729,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
             None if key.starts_with(RUN_PREFIX) => return Ok(None),
             None => Record::default(),
         };
-        let session = self
-            .shared
-            .restore(key, record.snapshot.as_deref(), &policy)?;
+        let session = run::restore(&self.shared.machine, &policy, record.snapshot.as_deref())
+            .map_err(|e| run_error(key, e))?;
         // What a client sees is the run protocol's one rule (`Policy::offered`, as
         // `orch policy` and every binding list): the tools the run allows now, gated ones
         // included — a call of one is then put to a human.

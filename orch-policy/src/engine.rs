@@ -16,10 +16,10 @@ use orch_agent::elicitation::{self, Answer, INPUT_KEY};
 use orch_agent::protocol::{self, Question, Ticket, ToolResult};
 use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DetachedSession, DynMachine, DynSession};
-use orch_runtime::{CallDigest, Snapshot};
-use orch_store::lease::{self, token, Change, Record};
-use orch_store::run;
-use orch_store::{ModifyError, SessionStore, StoreError};
+use orch_runtime::CallDigest;
+use orch_store::lease::{token, Change, Record};
+use orch_store::run::{self, RunError};
+use orch_store::SessionStore;
 use prost_types::value::Kind;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -264,26 +264,14 @@ impl<S: SessionStore + 'static> Engine<S> {
         }
     }
 
+    /// The session of a run's record ([`run::restore`]), counted.
     fn restore(
         &self,
-        run: &str,
         snapshot: Option<&[u8]>,
         policy: &Policy,
-    ) -> Result<DynSession<'_>, Rejection> {
+    ) -> Result<DynSession<'_>, RunError> {
         self.restores.fetch_add(1, Ordering::Relaxed);
-        let mut session = match snapshot {
-            None => DynSession::new(&self.machine),
-            Some(bytes) => Snapshot::from_bytes(bytes)
-                .and_then(|snapshot| DynSession::restore(&self.machine, &snapshot))
-                .map(|(session, _report)| session)
-                .map_err(|e| {
-                    Rejection::fault(format!(
-                        "orch policy: the workflow run `{run}` cannot be restored: {e}"
-                    ))
-                })?,
-        };
-        policy.prepare(&mut session);
-        Ok(session)
+        run::restore(&self.machine, policy, snapshot)
     }
 
     /// Applies `f` to the record of `run` with compare-and-set, reading again after a
@@ -291,7 +279,7 @@ impl<S: SessionStore + 'static> Engine<S> {
     async fn modify<R>(
         &self,
         run: &str,
-        f: impl FnMut(Option<Record>) -> Result<Change<R>, Rejection> + Send,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, RunError> + Send,
     ) -> Result<R, Rejection> {
         // The value this instance last saw is tried first (a store that caches, as the
         // Redis store does, saves a read per check when no other instance wrote since;
@@ -300,15 +288,9 @@ impl<S: SessionStore + 'static> Engine<S> {
             .store
             .cached(run)
             .and_then(|v| Record::decode(&v.bytes).ok().map(|r| (v.version, r)));
-        let (value, _) = lease::modify(&self.store, run, known, |why| corrupt(run, &why), f)
+        let (value, _) = run::modify(&self.store, run, known, f)
             .await
-            .map_err(|e| match e {
-                ModifyError::Store(StoreError::Conflict { attempts, .. }) => Rejection::fault(format!(
-                    "orch policy: the workflow run `{run}` could not be updated: {attempts} attempts conflicted with concurrent updates"
-                )),
-                ModifyError::Store(e) => store_fault(&e),
-                ModifyError::Change(e) => e,
-            })?;
+            .map_err(|e| failed(run, &e))?;
         Ok(value)
     }
 
@@ -411,7 +393,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     &mut record,
                     &self.machine,
                     policy,
-                    |snapshot| self.restore(run, snapshot, policy),
+                    |snapshot| self.restore(snapshot, policy),
                     &call.tool,
                     &call.digest,
                     gate,
@@ -480,7 +462,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                         .and_then(|(_, session)| session.attach(&self.machine));
                     match attached {
                         Some(session) => Ok(session),
-                        None => self.restore(&run, snapshot, &policy),
+                        None => self.restore(snapshot, &policy),
                     }
                 };
                 let (settled, write) =
@@ -542,11 +524,16 @@ impl<S: SessionStore + 'static> Engine<S> {
             names.push(self.judged_name(name, &response.service_names).to_owned());
         }
         let policy = Policy::new(names.clone());
-        let record = match self.store.load(&run).await.map_err(|e| store_fault(&e))? {
-            None => Record::default(),
-            Some(v) => Record::decode(&v.bytes).map_err(|e| corrupt(&run, &e))?,
+        let record = match self.store.load(&run).await {
+            Err(e) => return Err(failed(&run, &RunError::Store(e))),
+            Ok(None) => Record::default(),
+            Ok(Some(v)) => {
+                Record::decode(&v.bytes).map_err(|why| failed(&run, &RunError::Corrupt(why)))?
+            }
         };
-        let session = self.restore(&run, record.snapshot.as_deref(), &policy)?;
+        let session = self
+            .restore(record.snapshot.as_deref(), &policy)
+            .map_err(|e| failed(&run, &e))?;
         let allowed = policy.offered(&session);
         let before = tools.len();
         let mut keep = names.iter().map(|n| allowed.contains(n));
@@ -812,14 +799,9 @@ fn refused(
     }
 }
 
-fn store_fault(e: &StoreError) -> Rejection {
-    Rejection::fault(format!("orch policy: the run store failed: {e}"))
-}
-
-fn corrupt(run: &str, why: &str) -> Rejection {
-    Rejection::fault(format!(
-        "orch policy: the stored record of workflow run `{run}` is corrupt: {why}"
-    ))
+/// A failure of the run protocol, as the gateway gets it: the check fails closed.
+fn failed(run: &str, e: &RunError) -> Rejection {
+    Rejection::fault(format!("orch policy: workflow run `{run}`: {e}"))
 }
 
 #[cfg(test)]

@@ -250,6 +250,6 @@ pub async fn resolve<S: SessionStore + ?Sized>(
     machine: &orch_runtime::dynamic::DynMachine,
     run: &str,
     resolution: orch_store::run::Resolution,
-) -> Result<Option<String>, orch_store::run::ResolveError> {
+) -> Result<Option<String>, orch_store::run::RunError> {
     orch_store::run::resolve_key(store, &engine::run_key(run), machine, resolution).await
 }

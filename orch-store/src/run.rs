@@ -23,7 +23,89 @@ use orch_agent::protocol::Question;
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{CallDigest, LostRule};
+use std::fmt;
 use std::time::Duration;
+
+/// Why the run protocol could not decide: the store's failure, or a record it cannot
+/// read. A host converts it to its wire (`orch mcp` a JSON-RPC error, `orch policy` a
+/// fail-closed `UNKNOWN`); the decisions themselves are [`Admission`] and [`Settled`].
+#[derive(Debug)]
+pub enum RunError {
+    /// The store failed.
+    Store(crate::StoreError),
+    /// Every compare-and-set attempt conflicted with concurrent updates of the run.
+    Conflict {
+        /// How many attempts were made.
+        attempts: u32,
+    },
+    /// The stored record, or the session snapshot in it, cannot be read: what is wrong.
+    /// It is left as it is.
+    Corrupt(String),
+    /// The run's record is gone (its session ended: `DELETE`, TTL) and is not brought
+    /// back.
+    Ended,
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Store(e) => write!(f, "the session store failed: {e}"),
+            RunError::Conflict { attempts } => write!(
+                f,
+                "{attempts} attempts conflicted with concurrent updates of the run"
+            ),
+            RunError::Corrupt(why) => write!(
+                f,
+                "its stored record is corrupt ({why}); it was left as it is"
+            ),
+            RunError::Ended => write!(f, "the run has ended"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// The session a run's record stores (`snapshot`; a fresh one without), with `policy`'s
+/// host tools made available.
+pub fn restore<'m>(
+    machine: &'m DynMachine,
+    policy: &Policy,
+    snapshot: Option<&[u8]>,
+) -> Result<DynSession<'m>, RunError> {
+    let mut session = match snapshot {
+        None => DynSession::new(machine),
+        Some(bytes) => orch_runtime::Snapshot::from_bytes(bytes)
+            .and_then(|snapshot| DynSession::restore(machine, &snapshot))
+            .map(|(session, _report)| session)
+            .map_err(|e| RunError::Corrupt(format!("its session cannot be restored: {e}")))?,
+    };
+    policy.prepare(&mut session);
+    Ok(session)
+}
+
+/// [`crate::lease::modify`] with the run protocol's errors: `change` sees the record
+/// under `key` (`None`: nothing stored) and decides, and may run more than once;
+/// `known` is a version and record this process believes current, tried first without a
+/// read. Returns the value and, when it wrote, the new version and record.
+pub async fn modify<S, R>(
+    store: &S,
+    key: &str,
+    known: Option<(u64, Record)>,
+    change: impl FnMut(Option<Record>) -> Result<crate::lease::Change<R>, RunError> + Send,
+) -> Result<(R, Option<(u64, Record)>), RunError>
+where
+    S: crate::SessionStore + ?Sized,
+{
+    crate::lease::modify(store, key, known, RunError::Corrupt, change)
+        .await
+        .map_err(|e| match e {
+            crate::ModifyError::Store(crate::StoreError::Conflict { attempts, .. }) => {
+                RunError::Conflict { attempts }
+            }
+            crate::ModifyError::Store(e) => RunError::Store(e),
+            crate::ModifyError::Change(e) => e,
+        })
+}
 
 /// What one look at a run decided for a call ([`admit`]).
 #[derive(Debug)]
@@ -275,27 +357,6 @@ pub fn held_refusal(tool: &str, held: &str) -> Refusal {
     }
 }
 
-/// Why [`resolve_key`] could not resolve a run.
-#[derive(Debug)]
-pub enum ResolveError {
-    /// The store failed (or every attempt conflicted).
-    Store(crate::StoreError),
-    /// The stored record, or its session, cannot be read: what is wrong. It was left as
-    /// it is.
-    Corrupt(String),
-}
-
-impl std::fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ResolveError::Store(e) => write!(f, "the session store: {e}"),
-            ResolveError::Corrupt(why) => write!(f, "{why}"),
-        }
-    }
-}
-
-impl std::error::Error for ResolveError {}
-
 /// [`resolve`] for the run stored under `key` in `store` (compiled from `machine`'s
 /// template), with compare-and-set: `Ok(Some(tool))`, the held call's tool;
 /// `Ok(None)`, the run is not held (or nothing is stored under `key`).
@@ -304,34 +365,19 @@ pub async fn resolve_key<S: crate::SessionStore + ?Sized>(
     key: &str,
     machine: &DynMachine,
     resolution: Resolution,
-) -> Result<Option<String>, ResolveError> {
+) -> Result<Option<String>, RunError> {
     use crate::lease::Change;
     let policy = Policy::new(machine.tools().to_vec());
-    let restore = |snapshot: Option<&[u8]>| -> Result<DynSession<'_>, ResolveError> {
-        let Some(bytes) = snapshot else {
-            return Ok(DynSession::new(machine));
-        };
-        let snapshot = orch_runtime::Snapshot::from_bytes(bytes)
-            .map_err(|e| ResolveError::Corrupt(format!("the run `{key}`'s session: {e}")))?;
-        let (session, _) = DynSession::restore(machine, &snapshot)
-            .map_err(|e| ResolveError::Corrupt(format!("the run `{key}`'s session: {e}")))?;
-        Ok(session)
-    };
-    let corrupt = |why: String| ResolveError::Corrupt(format!("the record `{key}`: {why}"));
-    let changed = crate::lease::modify(store, key, None, corrupt, |record| {
+    let (tool, _) = modify(store, key, None, |record| {
         let Some(mut record) = record else {
             return Ok(Change::Keep(None));
         };
-        let tool = resolve(&mut record, &policy, restore, resolution)?;
-        Ok(match tool {
+        let restore = |snapshot: Option<&[u8]>| restore(machine, &policy, snapshot);
+        Ok(match resolve(&mut record, &policy, restore, resolution)? {
             Some(tool) => Change::Write(record, Some(tool)),
             None => Change::Keep(None),
         })
     })
-    .await;
-    match changed {
-        Ok((tool, _)) => Ok(tool),
-        Err(crate::ModifyError::Store(e)) => Err(ResolveError::Store(e)),
-        Err(crate::ModifyError::Change(e)) => Err(e),
-    }
+    .await?;
+    Ok(tool)
 }
