@@ -276,7 +276,7 @@ async fn a_store_that_fails_fails_closed() {
     let checked = gw.call("issue_refund", json!({})).await;
     assert_eq!(checked.code(), Code::Unknown, "{checked:?}");
     assert!(
-        checked.error().reason.contains("the run store failed"),
+        checked.error().reason.contains("the session store failed"),
         "{:?}",
         checked.error()
     );
