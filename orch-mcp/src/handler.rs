@@ -430,6 +430,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                 restore,
                 Some(token),
                 outcome,
+                true,
             )?;
             if settled == run::Settled::Held {
                 eprintln!(

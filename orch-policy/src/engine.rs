@@ -465,8 +465,15 @@ impl<S: SessionStore + 'static> Engine<S> {
                         None => self.restore(snapshot, &policy),
                     }
                 };
-                let (settled, write) =
-                    run::settle(&mut record, &self.machine, &policy, restore, token, outcome)?;
+                let (settled, write) = run::settle(
+                    &mut record,
+                    &self.machine,
+                    &policy,
+                    restore,
+                    token,
+                    outcome,
+                    false,
+                )?;
                 if let Some(auditor) = policy.auditor() {
                     records = auditor.take_buffered();
                 }

@@ -150,10 +150,10 @@ pub enum Outcome {
 /// What settling a call did ([`settle`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Settled {
-    /// The tool was recorded (it ran, or its lost result counts as run); `changed`:
-    /// the tools the run offers changed.
+    /// The tool was recorded (it ran, or its lost result counts as run).
     Recorded {
-        /// Did the tools the run offers change?
+        /// Did the tools the run offers change? (Only looked at when the host asked:
+        /// `false` otherwise.)
         changed: bool,
     },
     /// The lease was dropped, nothing recorded (it did not run, or its lost result may
@@ -242,6 +242,7 @@ pub fn admit<'m, E>(
 /// the hold (the result came after all). `restore` makes the session from the record's
 /// snapshot when the tool is recorded (a host that kept the session as admitted hands it
 /// back when the snapshot is the one it was admitted with, and saves a restore).
+/// `track_offered`: say whether recording changed the tools the run offers.
 pub fn settle<'m, E>(
     record: &mut Record,
     machine: &'m DynMachine,
@@ -249,6 +250,7 @@ pub fn settle<'m, E>(
     restore: impl FnOnce(Option<&[u8]>) -> Result<DynSession<'m>, E>,
     token: Option<u64>,
     outcome: Outcome,
+    track_offered: bool,
 ) -> Result<Looked<Settled>, E> {
     let gone = if token.is_some() {
         Settled::Lapsed
@@ -284,9 +286,11 @@ pub fn settle<'m, E>(
         }
         LostRule::Ran => {
             let mut session = restore(record.snapshot.as_deref())?;
-            let before = policy.offered(&session);
+            // Comparing the offered tools costs two lists: only for a host that tells
+            // its clients when they change.
+            let before = track_offered.then(|| policy.offered(&session));
             policy.record(&mut session, &tool);
-            let changed = policy.offered(&session) != before;
+            let changed = before.is_some_and(|b| policy.offered(&session) != b);
             record.snapshot = Some(session.snapshot().to_bytes());
             record.lease = None;
             Ok((Settled::Recorded { changed }, true))
