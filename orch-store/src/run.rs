@@ -196,7 +196,7 @@ pub fn admit<'m, E>(
     let mut write = false;
     if let Some(lapsed) = record.lapsed() {
         let rule = machine.lost_rule(&lapsed.tool);
-        apply_lost(record, &mut session, policy, rule);
+        apply(record, Some(&mut session), policy, rule);
         write = true;
     }
     if let Some(held) = record.held() {
@@ -277,29 +277,27 @@ pub fn settle<'m, E>(
         Outcome::NotRun => LostRule::Retry,
         Outcome::Lost => machine.lost_rule(&tool),
     };
-    match rule {
-        LostRule::Hold => {
-            if let Some(lease) = record.lease.as_mut() {
-                lease.held = true;
-            }
-            Ok((Settled::Held, true))
-        }
-        LostRule::Ran => {
-            let mut session = restore(record.snapshot.as_deref())?;
-            // Comparing the offered tools costs two lists: only for a host that tells
-            // its clients when they change.
-            let before = track_offered.then(|| policy.offered(&session));
-            policy.record(&mut session, &tool);
-            let changed = before.is_some_and(|b| policy.offered(&session) != b);
-            record.snapshot = Some(session.snapshot().to_bytes());
-            record.lease = None;
-            Ok((Settled::Recorded { changed }, true))
-        }
-        LostRule::Retry => {
-            record.lease = None;
-            Ok((Settled::Released, true))
-        }
-    }
+    let mut session = match rule {
+        LostRule::Ran => Some(restore(record.snapshot.as_deref())?),
+        LostRule::Retry | LostRule::Hold => None,
+    };
+    // Comparing the offered tools costs two lists: only for a host that tells its
+    // clients when they change.
+    let before = session
+        .as_ref()
+        .filter(|_| track_offered)
+        .map(|s| policy.offered(s));
+    apply(record, session.as_mut(), policy, rule);
+    let settled = match rule {
+        LostRule::Hold => Settled::Held,
+        LostRule::Retry => Settled::Released,
+        LostRule::Ran => Settled::Recorded {
+            changed: session
+                .zip(before)
+                .is_some_and(|(s, b)| policy.offered(&s) != b),
+        },
+    };
+    Ok((settled, true))
 }
 
 /// What an operator says of a held run's call ([`resolve`]).
@@ -323,21 +321,27 @@ pub fn resolve<'m, E>(
         return Ok(None);
     };
     let tool = held.tool.clone();
-    if resolution == Resolution::Ran {
-        let mut session = restore(record.snapshot.as_deref())?;
-        policy.record(&mut session, &tool);
-        record.snapshot = Some(session.snapshot().to_bytes());
-    }
-    record.lease = None;
+    let (rule, mut session) = match resolution {
+        Resolution::Ran => (LostRule::Ran, Some(restore(record.snapshot.as_deref())?)),
+        Resolution::NotRun => (LostRule::Retry, None),
+    };
+    apply(record, session.as_mut(), policy, rule);
     Ok(Some(tool))
 }
 
-/// Applies `rule` to the lapsed lease of `record` (`session`: the record's session).
-fn apply_lost(record: &mut Record, session: &mut DynSession<'_>, policy: &Policy, rule: LostRule) {
+/// Applies `rule` to the lease of `record`: `Retry` drops it, `Ran` records its tool in
+/// `session` (the record's session: required for `Ran`) and drops it, `Hold` marks it
+/// held. The one place a call's lease is settled.
+fn apply(
+    record: &mut Record,
+    session: Option<&mut DynSession<'_>>,
+    policy: &Policy,
+    rule: LostRule,
+) {
     match rule {
         LostRule::Retry => record.lease = None,
         LostRule::Ran => {
-            if let Some(lease) = record.lease.take() {
+            if let (Some(lease), Some(session)) = (record.lease.take(), session) {
                 policy.record(session, &lease.tool);
                 record.snapshot = Some(session.snapshot().to_bytes());
             }
