@@ -65,41 +65,30 @@ fn the_rules_leave_the_fingerprint_alone() {
     assert_eq!(with.fingerprint(), machine(&without).fingerprint());
 }
 
-fn codes(src: &str) -> Vec<String> {
-    orch_codegen::compile_json(src, None)
+/// Asserts that compiling a template whose `lostResults` is `lost` reports `code` with
+/// a message that mentions `mentions`.
+fn reports(lost: &str, code: &str, mentions: &str) {
+    let src = format!(
+        r#"{{"agentId": "s", "tools": ["pay"], "orchestration": {{"steps": [], "lostResults": {lost}}}}}"#
+    );
+    let found: Vec<String> = orch_codegen::compile_json(&src, None)
         .diagnostics
         .iter()
         .map(|d| format!("{}: {}", d.code.as_str(), d.message))
-        .collect()
+        .collect();
+    assert!(
+        found
+            .iter()
+            .any(|c| c.starts_with(code) && c.contains(mentions)),
+        "{lost}: {found:?}"
+    );
 }
 
 #[test]
 fn a_misspelt_list_an_unknown_tool_and_a_wrong_type_are_errors() {
-    let misspelt = codes(
-        r#"{"agentId": "s", "tools": ["pay"],
-            "orchestration": {"steps": [], "lostResults": {"retyr": ["pay"]}}}"#,
-    );
-    assert!(
-        misspelt
-            .iter()
-            .any(|c| c.starts_with("E021") && c.contains("retyr")),
-        "{misspelt:?}"
-    );
-    let unknown = codes(
-        r#"{"agentId": "s", "tools": ["pay"],
-            "orchestration": {"steps": [], "lostResults": {"ran": ["pya"]}}}"#,
-    );
-    assert!(
-        unknown
-            .iter()
-            .any(|c| c.starts_with("E015") && c.contains("pya")),
-        "{unknown:?}"
-    );
-    let wrong = codes(
-        r#"{"agentId": "s", "tools": ["pay"],
-            "orchestration": {"steps": [], "lostResults": ["pay"]}}"#,
-    );
-    assert!(wrong.iter().any(|c| c.starts_with("E002")), "{wrong:?}");
+    reports(r#"{"retyr": ["pay"]}"#, "E021", "retyr");
+    reports(r#"{"ran": ["pya"]}"#, "E015", "pya");
+    reports(r#"["pay"]"#, "E002", "");
 }
 
 mod dsl {
