@@ -92,8 +92,11 @@ fn both_revisions_on_both_sides_through_the_python_sdk() {
             assert_eq!(second["isError"], true, "{what}: {second}");
             assert_eq!(second["structured"]["refusal"]["step"], "Paid", "{what}");
         }
-        // What reached the upstream: per run, one pay then one receipt, on the revision
-        // the gateway speaks with it; the refused calls never.
+        // What reached the upstream: per run, one pay then one receipt; the refused
+        // calls never. A 2026-07-28 client's calls go on the gateway's own connection
+        // (the newest revision both sides speak); a handshake client's on its session's
+        // own connection, opened on the client's revision, as the client would without
+        // the gateway.
         let lines = log_lines(&log);
         let seen: Vec<(String, String, String)> = lines
             .iter()
@@ -108,13 +111,12 @@ fn both_revisions_on_both_sides_through_the_python_sdk() {
         let expected: Vec<(String, String, String)> = [MODERN, "legacy"]
             .iter()
             .flat_map(|run| {
-                ["pay", "receipt"].map(|tool| {
-                    (
-                        (*run).to_owned(),
-                        tool.to_owned(),
-                        upstream_version.to_owned(),
-                    )
-                })
+                let version = match *run {
+                    MODERN => upstream_version,
+                    _ => "2025-11-25",
+                };
+                ["pay", "receipt"]
+                    .map(|tool| ((*run).to_owned(), tool.to_owned(), version.to_owned()))
             })
             .collect();
         assert_eq!(seen, expected, "upstream {upstream_version}");

@@ -16,7 +16,7 @@ use crate::approval::{self, Answer};
 use crate::jwt::JWT_PREFIX;
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::telemetry;
-use crate::upstream::Relay;
+use crate::upstream::{self, Link, Origin, Relay, SessionLink, ToolList, Upstream};
 use crate::Limits;
 use orch_agent::audit::Auditor;
 use orch_agent::protocol::{self, Question, ToolResult};
@@ -31,8 +31,8 @@ use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
     CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode,
-    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InitializeResult,
-    ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
+    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
+    InitializeResult, ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
     ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsResult,
     MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
     ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ResultType, ServerResult,
@@ -42,10 +42,10 @@ use rmcp::model::{
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
 };
-use rmcp::{ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -64,14 +64,20 @@ const MAX_WAIT_PAUSE: Duration = Duration::from_millis(50);
 pub(crate) struct Shared<S> {
     pub(crate) machine: DynMachine,
     pub(crate) store: S,
-    pub(crate) upstream: Peer<RoleClient>,
+    /// The gateway's own upstream connection: it lists the tools, and carries the
+    /// requests of clients without a connection of their own.
+    pub(crate) upstream: Link,
+    /// Where a client session's own upstream connection is opened (`None`: every
+    /// session shares the gateway's, as with [`crate::Gateway::start_on`]).
+    pub(crate) reconnect: Option<Upstream>,
+    /// Ends the gateway with this reason (the upstream went away).
+    pub(crate) ended: Arc<tokio::sync::watch::Sender<Option<String>>>,
     /// What the gateway says of itself in `initialize`.
     pub(crate) info: InitializeResult,
     pub(crate) relay: Arc<Relay>,
     pub(crate) limits: Limits,
-    /// The upstream's tools: the last list it gave (read without waiting; replaced
-    /// whole when a re-fetch succeeds).
-    tools: RwLock<Arc<Vec<Tool>>>,
+    /// The upstream's tools as the gateway's own connection lists them.
+    tools: ToolList,
     /// Permits for requests being handled (a request that finds none is refused).
     requests: Arc<Semaphore>,
     /// Tool calls being forwarded now.
@@ -150,7 +156,9 @@ impl<S: SessionStore + 'static> Shared<S> {
     pub(crate) fn new(
         machine: DynMachine,
         store: S,
-        upstream: Peer<RoleClient>,
+        upstream: Link,
+        reconnect: Option<Upstream>,
+        ended: Arc<tokio::sync::watch::Sender<Option<String>>>,
         info: InitializeResult,
         relay: Arc<Relay>,
         limits: Limits,
@@ -161,11 +169,13 @@ impl<S: SessionStore + 'static> Shared<S> {
             machine,
             store,
             upstream,
+            reconnect,
+            ended,
             info,
             relay,
             requests: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
             limits,
-            tools: RwLock::new(Arc::new(tools)),
+            tools: ToolList::new(tools),
             in_flight: AtomicUsize::new(0),
             audit,
         }
@@ -195,31 +205,20 @@ impl<S: SessionStore + 'static> Shared<S> {
         }
     }
 
-    /// The upstream's tools as last fetched.
+    /// The upstream's tools as the gateway's own connection last listed them.
     pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
-        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+        self.tools.get()
     }
 
-    /// Fetches the upstream's tool list again (after it said the list changed), within
-    /// the call timeout. On success the new list replaces the old and every client is
-    /// told; on failure the last good list stays, and stderr says so. Nothing waits for
-    /// this: requests meanwhile use the last good list.
+    /// Fetches the upstream's tool list again on the gateway's own connection (after it
+    /// said the list changed), within the call timeout; on success every client is told
+    /// (see [`ToolList::refresh`]). Nothing waits for this: requests meanwhile use the
+    /// last good list.
     pub(crate) async fn refresh_tools(&self) {
         let limit = self.limits.call_timeout;
-        let fetched = tokio::time::timeout(limit, self.upstream.list_all_tools()).await;
-        let why = match fetched {
-            Ok(Ok(tools)) => {
-                *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
-                self.relay.tools_changed().await;
-                return;
-            }
-            Ok(Err(e)) => upstream_error(e, "tools/list", limit).message.into_owned(),
-            Err(_) => format!("no answer within {} s", limit.as_secs_f64()),
-        };
-        eprintln!(
-            "orch mcp: warning: the upstream MCP server said its tools changed, but listing them again failed ({why}); still serving the last list ({} tools)",
-            self.tools().len()
-        );
+        if self.tools.refresh(&self.upstream.peer, limit).await.is_ok() {
+            self.relay.tools_changed().await;
+        }
     }
 
     /// A permit to handle one request, or the error that says the gateway is full.
@@ -468,34 +467,44 @@ impl<S: SessionStore + 'static> Shared<S> {
         self.settle(id, &policy, reservation, outcome).await
     }
 
-    /// Sends `request` to the upstream and waits for its answer, at most the call
-    /// timeout; when `ct` is cancelled first (the client cancelled, or went away), the
-    /// upstream is told to cancel too.
+    /// Sends `request` to the upstream on `link` and waits for its answer, at most the
+    /// call timeout; what the upstream says about it meanwhile (progress, questions for
+    /// the human, log lines) goes to the client that sent it (`context`). When the
+    /// client cancels first (or went away), the upstream is told to cancel too.
     async fn forward(
         &self,
+        link: &Link,
         request: ClientRequest,
         method: &str,
-        ct: &CancellationToken,
+        context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, Unanswered> {
         let limit = self.limits.call_timeout;
+        let ct = &context.ct;
         let gone = || {
             Unanswered::lost(McpError::internal_error(
                 format!("the upstream MCP server is unavailable: it went away before answering `{method}`"),
                 None,
             ))
         };
+        let origin = Origin {
+            client: &context.peer,
+            id: &context.id,
+            progress_token: context.meta.get_progress_token(),
+        };
         // Sending may wait on the upstream's pipe; an upstream that died meanwhile ends
         // the wait (before anything was sent: the request never reached it).
-        let handle = tokio::select! {
+        let (handle, _routed) = tokio::select! {
             biased;
-            () = self.relay.upstream_gone.cancelled() => return Err(Unanswered {
+            () = link.gone.cancelled() => return Err(Unanswered {
                 lost: false,
                 ..gone()
             }),
-            sent = self
-                .upstream
-                .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit)) =>
-            {
+            sent = link.routes.send(
+                &link.peer,
+                request,
+                PeerRequestOptions::with_timeout(limit),
+                Some(origin),
+            ) => {
                 // A failed send may have written part of the request: its fate is
                 // unknown.
                 sent.map_err(|e| Unanswered::of(e, method, limit))?
@@ -511,9 +520,9 @@ impl<S: SessionStore + 'static> Shared<S> {
             answer = handle.await_response() => answer
                 .map(with_result_type)
                 .map_err(|e| Unanswered::of(e, method, limit)),
-            () = self.relay.upstream_gone.cancelled() => Err(gone()),
+            () = link.gone.cancelled() => Err(gone()),
             () = ct.cancelled() => {
-                if self.relay.upstream_gone.is_cancelled() {
+                if link.gone.is_cancelled() {
                     return Err(gone());
                 }
                 let notification = CancelledNotification::new(CancelledNotificationParam::new(
@@ -707,6 +716,30 @@ pub(crate) struct Downstream<S> {
     pub(crate) shared: Arc<Shared<S>>,
     /// The session's id when the transport has no session ids (stdio: one client).
     pub(crate) fixed_id: Option<String>,
+    /// The session's own upstream connection, opened at its `initialize` (a handshake
+    /// revision); closed with the session.
+    pub(crate) session: std::sync::OnceLock<SessionLink>,
+}
+
+impl<S> Downstream<S> {
+    /// A client session of `shared`'s gateway (`fixed_id`: its id when the transport has
+    /// none).
+    pub(crate) fn new(shared: Arc<Shared<S>>, fixed_id: Option<String>) -> Self {
+        Downstream {
+            shared,
+            fixed_id,
+            session: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The upstream connection a request of this session goes on: the session's own on
+    /// a handshake revision, else the gateway's.
+    fn link(&self, context: &RequestContext<RoleServer>) -> Link {
+        match self.session.get() {
+            Some(session) if !is_modern(context) => session.link.clone(),
+            _ => self.shared.upstream.clone(),
+        }
+    }
 }
 
 /// Did this request come on a revision without sessions (2026-07-28 or later)?
@@ -721,10 +754,11 @@ pub(crate) fn names_modern_revision(meta: &RequestMetaObject) -> bool {
 
 impl<S: SessionStore + 'static> Downstream<S> {
     /// The upstream's tools that the workflow state under `key` allows now, in the
-    /// upstream's order; `None` when `key` names a run that has ended (a session or the
-    /// stdio connection without a record has just begun).
-    async fn visible_tools(&self, key: &str) -> Result<Option<Vec<Tool>>, McpError> {
-        let (tools, policy) = self.policy();
+    /// upstream's order (as the connection of a request on a `modern` revision or not
+    /// lists them); `None` when `key` names a run that has ended (a session or the stdio
+    /// connection without a record has just begun).
+    async fn visible_tools(&self, key: &str, modern: bool) -> Result<Option<Vec<Tool>>, McpError> {
+        let (tools, policy) = self.policy(modern);
         let record = match self.shared.record(key).await? {
             Some(record) => record,
             None if key.starts_with(RUN_PREFIX) => return Ok(None),
@@ -779,7 +813,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
         let _permit = self.shared.permit()?;
-        let mut result = self.shared.forward(request, method, &context.ct).await?;
+        let link = self.link(context);
+        let mut result = self.shared.forward(&link, request, method, context).await?;
         if is_modern(context) {
             if let Some((_, meta)) = fields_of(&mut result) {
                 self.stamp(meta);
@@ -796,8 +831,13 @@ impl<S: SessionStore + 'static> Downstream<S> {
         }
     }
 
-    fn policy(&self) -> (Arc<Vec<Tool>>, Policy) {
-        let tools = self.shared.tools();
+    /// The upstream's tools as this request's connection lists them, and the rules over
+    /// them.
+    fn policy(&self, modern: bool) -> (Arc<Vec<Tool>>, Policy) {
+        let tools = match self.session.get() {
+            Some(session) if !modern => session.tools.get(),
+            _ => self.shared.tools(),
+        };
         let policy = Policy::new(tools.iter().map(|t| t.name.to_string()));
         (tools, policy)
     }
@@ -809,7 +849,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
     ) -> Result<CallToolResponse, McpError> {
         let _permit = self.shared.permit()?;
         let id = self.state_key(&context)?;
-        let (_, policy) = self.policy();
+        let (_, policy) = self.policy(is_modern(&context));
         let policy = self.shared.judge(policy, &id);
         let tool = params.name.to_string();
         // Over stdio the one session's record is made by its first call, and so is the
@@ -898,12 +938,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
         }
         // The upstream's spans join this call's trace.
         telemetry::propagate(&mut params.meta);
+        let link = self.link(&context);
         let forwarded = self
             .shared
             .forward(
+                &link,
                 ClientRequest::CallToolRequest(CallToolRequest::new(params)),
                 "tools/call",
-                &context.ct,
+                &context,
             )
             .await;
         let result = match forwarded {
@@ -1057,14 +1099,14 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
             context.cancelled().await;
             return Ok(());
         };
-        let mut last = self.visible_tools(&run).await.ok().flatten();
+        let mut last = self.visible_tools(&run, true).await.ok().flatten();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
                 () = wake.notified() => {}
                 () = tokio::time::sleep(LISTEN_POLL) => {}
             }
-            match self.visible_tools(&run).await {
+            match self.visible_tools(&run, true).await {
                 // The run ended: so does its stream.
                 Ok(None) => return Ok(()),
                 Ok(Some(now)) => {
@@ -1079,8 +1121,57 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         }
     }
 
+    /// A handshake client: the session gets its own upstream connection, opened with
+    /// the client's capabilities and identity, so that the upstream sees the client as
+    /// it would without the gateway (it asks it for input, samples, roots as the
+    /// client allows) and everything it says there (logs, progress, resource updates)
+    /// is this session's alone.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        if let (Some(upstream), None) = (&self.shared.reconnect, self.session.get()) {
+            let mut config = request.clone();
+            config.protocol_version = result.protocol_version.clone();
+            config.meta = None;
+            // Over stdio the gateway serves this one session: when its upstream goes
+            // away, so does the gateway (exit 2, for a supervisor to restart it).
+            let on_gone: Option<upstream::OnGone> = match self.fixed_id {
+                Some(_) => {
+                    let ended = Arc::clone(&self.shared.ended);
+                    Some(Box::new(move |reason| {
+                        let _ = ended.send(Some(reason));
+                    }))
+                }
+                None => None,
+            };
+            let link = upstream::connect_session(
+                upstream,
+                Arc::clone(&self.shared.relay),
+                context.peer.clone(),
+                config,
+                self.shared.limits.call_timeout,
+                on_gone,
+            )
+            .await
+            .map_err(|why| {
+                McpError::internal_error(
+                    format!("the upstream MCP server is unavailable: {why}"),
+                    None,
+                )
+            })?;
+            // A second `initialize` on one session keeps the first connection.
+            let _ = self.session.set(link);
+        }
+        Ok(result)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.shared.relay.add(context.peer);
+        let linked = self.session.get().is_some();
+        self.shared.relay.add(context.peer, linked);
     }
 
     async fn list_tools(
@@ -1090,7 +1181,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
     ) -> Result<ListToolsResult, McpError> {
         let _permit = self.shared.permit()?;
         let id = self.state_key(&context)?;
-        let allowed = self.visible_tools(&id).await?.ok_or_else(|| ended(&id))?;
+        let allowed = self
+            .visible_tools(&id, is_modern(&context))
+            .await?
+            .ok_or_else(|| ended(&id))?;
         let mut result = ListToolsResult::with_all_items(allowed);
         // The list is the run's, and changes with its next call: no one else may cache
         // it, and it is stale at once (`subscriptions/listen` says when it changed).

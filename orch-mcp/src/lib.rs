@@ -215,6 +215,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             machine,
             running,
             upstream.to_string(),
+            Some(upstream.clone()),
             relay,
             store,
             options,
@@ -223,7 +224,11 @@ impl<S: SessionStore + 'static> Gateway<S> {
     }
 
     /// [`Gateway::start`] with an upstream already at the other end of `transport` (an
-    /// in-process server, a socket): `what` names it in errors.
+    /// in-process server, a socket): `what` names it in errors. There is one connection,
+    /// so every client session shares it: what the upstream says that is not about one
+    /// request (a log line, a resource update) reaches a client only while that
+    /// client's request is the only one in flight ([`Gateway::start`] opens a
+    /// connection per session instead).
     pub async fn start_on<T, E, A>(
         machine: DynMachine,
         transport: T,
@@ -239,13 +244,23 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let running =
             upstream::connect_on(transport, what, Arc::clone(&relay), options.startup_timeout)
                 .await?;
-        Self::started(machine, running, what.to_owned(), relay, store, options).await
+        Self::started(
+            machine,
+            running,
+            what.to_owned(),
+            None,
+            relay,
+            store,
+            options,
+        )
+        .await
     }
 
     async fn started(
         machine: DynMachine,
         running: upstream::Running,
         what: String,
+        reconnect: Option<Upstream>,
         relay: Arc<Relay>,
         store: S,
         options: &Options,
@@ -254,7 +269,14 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let peer = running.peer().clone();
         let upstream_info = peer.peer_info().map(|info| (*info).clone());
         let upstream_ct = running.cancellation_token();
+        let link = upstream::Link {
+            peer: peer.clone(),
+            gone: relay.upstream_gone.clone(),
+            routes: Arc::clone(&running.service().routes),
+        };
         let (gone_tx, gone) = watch::channel(None);
+        let gone_tx = Arc::new(gone_tx);
+        let ended = Arc::clone(&gone_tx);
         // Fires when the upstream goes away, so that requests in flight are answered at
         // once instead of waiting for the MCP SDK to give up on them.
         let gone_token = relay.upstream_gone.clone();
@@ -293,7 +315,9 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let shared = Arc::new(Shared::new(
             machine,
             store,
-            peer,
+            link,
+            reconnect,
+            ended,
             info,
             Arc::clone(&relay),
             limits,
@@ -305,9 +329,9 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let weak = Arc::downgrade(&shared);
         let refresher = tokio_util::sync::CancellationToken::new();
         let stop = refresher.clone();
-        if upstream::is_modern(&shared.upstream) {
+        if upstream::is_modern(&shared.upstream.peer) {
             tokio::spawn(upstream::listen_upstream(
-                shared.upstream.clone(),
+                shared.upstream.peer.clone(),
                 Arc::clone(&relay),
                 refresher.clone(),
             ));
@@ -346,10 +370,10 @@ impl<S: SessionStore + 'static> Gateway<S> {
     {
         let (ours, sdk) = tokio::io::duplex(1 << 16);
         let pump = tokio::spawn(framing::pump(input, output, ours));
-        let downstream = Downstream {
-            shared: Arc::clone(&self.shared),
-            fixed_id: Some(format!("stdio-{}", std::process::id())),
-        };
+        let downstream = Downstream::new(
+            Arc::clone(&self.shared),
+            Some(format!("stdio-{}", std::process::id())),
+        );
         let outcome = tokio::select! {
             served = rmcp::serve_server(downstream, sdk) => match served {
                 Err(e) => Err(GatewayError::Client(format!("the MCP client's handshake failed: {e}"))),
@@ -410,12 +434,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let manager = Arc::new(manager);
         let shared = Arc::clone(&self.shared);
         let service = StreamableHttpService::new(
-            move || {
-                Ok(Downstream {
-                    shared: Arc::clone(&shared),
-                    fixed_id: None,
-                })
-            },
+            move || Ok(Downstream::new(Arc::clone(&shared), None)),
             Arc::clone(&manager),
             config,
         );

@@ -8,12 +8,20 @@
 
 use crate::GatewayError;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotification,
-    LoggingMessageNotificationParam, ProtocolVersion, ResourceUpdatedNotification,
-    ResourceUpdatedNotificationParam, ServerNotification, SubscriptionFilter,
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, GetExtensions, GetMeta,
+    Implementation, ListRootsRequest, ListRootsResult, LoggingMessageNotification,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestId, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService, SubscriptionSink};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, OriginatingRequestId, PeerRequestOptions,
+    RequestContext, RequestHandle, RunningService, ServiceError, SubscriptionSink,
+};
 use rmcp::transport::IntoTransport;
+use rmcp::ErrorData as McpError;
 use rmcp::{ClientHandler, ClientLifecycleMode, Peer, RoleClient, RoleServer};
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,8 +62,9 @@ impl std::fmt::Display for Upstream {
 /// that the upstream's tool list must be fetched again.
 #[derive(Default)]
 pub(crate) struct Relay {
-    /// Clients on the handshake revisions (one per MCP session).
-    clients: Mutex<Vec<Peer<RoleServer>>>,
+    /// Clients on the handshake revisions (one per MCP session), each with whether it
+    /// has an upstream connection of its own (which then tells it of list changes).
+    clients: Mutex<Vec<(Peer<RoleServer>, bool)>>,
     /// Open `subscriptions/listen` streams (2026-07-28), each with the run it listens
     /// for (`None`: only changes of the upstream's lists).
     listeners: Mutex<Vec<Listener>>,
@@ -145,34 +154,41 @@ impl Relay {
         self.wake(Some(run));
     }
 
-    /// Adds a client that finished its handshake.
-    pub(crate) fn add(&self, peer: Peer<RoleServer>) {
+    /// Adds a client that finished its handshake; `linked`: it has an upstream
+    /// connection of its own.
+    pub(crate) fn add(&self, peer: Peer<RoleServer>, linked: bool) {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        clients.retain(|p| !p.is_transport_closed());
-        clients.push(peer);
+        clients.retain(|(p, _)| !p.is_transport_closed());
+        clients.push((peer, linked));
     }
 
-    /// The clients still connected.
-    pub(crate) fn clients(&self) -> Vec<Peer<RoleServer>> {
+    /// The clients still connected (`unlinked_only`: those without an upstream
+    /// connection of their own).
+    pub(crate) fn clients(&self, unlinked_only: bool) -> Vec<Peer<RoleServer>> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        clients.retain(|p| !p.is_transport_closed());
-        clients.clone()
+        clients.retain(|(p, _)| !p.is_transport_closed());
+        clients
+            .iter()
+            .filter(|(_, linked)| !(unlinked_only && *linked))
+            .map(|(p, _)| p.clone())
+            .collect()
     }
 
-    /// Tells every client that the tools changed (the upstream's list was fetched
-    /// again); every listener looks at its run's tools again.
+    /// Tells every client without a connection of its own that the tools changed (the
+    /// gateway's own connection fetched the upstream's list again); every listener looks
+    /// at its run's tools again.
     pub(crate) async fn tools_changed(&self) {
         let changed = ServerNotification::ToolListChangedNotification(Default::default());
-        for peer in self.clients() {
+        for peer in self.clients(true) {
             let _ = peer.send_notification(changed.clone()).await;
         }
         self.wake(None);
     }
 
-    /// Relays an upstream notification to every client (a listener gets it when it
-    /// asked for its kind).
+    /// Relays a change the gateway's own upstream connection heard of to every client
+    /// without a connection of its own (a listener gets it when it asked for its kind).
     pub(crate) async fn broadcast(&self, notification: ServerNotification) {
-        for peer in self.clients() {
+        for peer in self.clients(true) {
             // A client that went away meanwhile is no reason to stop the others.
             let _ = peer.send_notification(notification.clone()).await;
         }
@@ -183,39 +199,359 @@ impl Relay {
     }
 }
 
-/// The gateway's side of the upstream connection.
+/// The client requests forwarded on one upstream connection and not yet answered: what
+/// the upstream says about one of them (progress, a question for the human, a log line)
+/// goes to the client that made it, under that client's own identifiers.
+#[derive(Default)]
+pub(crate) struct Routes {
+    // A tokio lock: a route is written while its request is being sent, so that a
+    // notification about the request cannot be read before the route exists.
+    table: tokio::sync::Mutex<Vec<Route>>,
+}
+
+/// One forwarded request.
+struct Route {
+    /// Its id on the upstream connection.
+    upstream_id: RequestId,
+    /// The progress token the MCP SDK put on it upstream.
+    upstream_token: ProgressToken,
+    /// The client that sent it, its id there, and the progress token it asked for.
+    client: Peer<RoleServer>,
+    client_id: RequestId,
+    client_token: Option<ProgressToken>,
+}
+
+/// Removes a route when its request is answered (or its task dropped).
+pub(crate) struct Routed {
+    routes: Arc<Routes>,
+    upstream_id: RequestId,
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        let routes = Arc::clone(&self.routes);
+        let id = self.upstream_id.clone();
+        // Usually uncontended: taken at once; else a task removes it.
+        if let Ok(mut table) = routes.table.try_lock() {
+            table.retain(|r| r.upstream_id != id);
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                routes.table.lock().await.retain(|r| r.upstream_id != id);
+            });
+        }
+    }
+}
+
+/// The client a forwarded request came from, as [`Routes::send`] needs it.
+pub(crate) struct Origin<'a> {
+    pub(crate) client: &'a Peer<RoleServer>,
+    pub(crate) id: &'a RequestId,
+    pub(crate) progress_token: Option<ProgressToken>,
+}
+
+impl Routes {
+    /// Sends `request` on `peer` and routes what the upstream says about it to `origin`
+    /// until the returned guard is dropped.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        options: PeerRequestOptions,
+        origin: Option<Origin<'_>>,
+    ) -> Result<(RequestHandle<RoleClient>, Option<Routed>), ServiceError> {
+        let Some(origin) = origin else {
+            return Ok((peer.send_cancellable_request(request, options).await?, None));
+        };
+        let mut table = self.table.lock().await;
+        let handle = peer.send_cancellable_request(request, options).await?;
+        table.push(Route {
+            upstream_id: handle.id.clone(),
+            upstream_token: handle.progress_token.clone(),
+            client: origin.client.clone(),
+            client_id: origin.id.clone(),
+            client_token: origin.progress_token,
+        });
+        let routed = Routed {
+            routes: Arc::clone(self),
+            upstream_id: handle.id.clone(),
+        };
+        Ok((handle, Some(routed)))
+    }
+
+    /// The client and its progress token for the upstream's progress `token`.
+    async fn progress(&self, token: &ProgressToken) -> Option<(Peer<RoleServer>, ProgressToken)> {
+        let table = self.table.lock().await;
+        let route = table.iter().find(|r| r.upstream_token == *token)?;
+        Some((route.client.clone(), route.client_token.clone()?))
+    }
+
+    /// The client request an upstream request or notification belongs to: the one whose
+    /// response stream it came on (`origin`, over HTTP), else the only one in flight.
+    async fn owner(&self, origin: Option<&RequestId>) -> Option<(Peer<RoleServer>, RequestId)> {
+        let table = self.table.lock().await;
+        let route = match origin {
+            Some(id) => table.iter().find(|r| r.upstream_id == *id),
+            None => None,
+        }
+        .or(match table.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        })?;
+        Some((route.client.clone(), route.client_id.clone()))
+    }
+}
+
+/// The upstream's tools as one connection last listed them: read without waiting,
+/// replaced whole when a re-fetch succeeds.
+pub(crate) struct ToolList {
+    tools: Mutex<Arc<Vec<Tool>>>,
+}
+
+impl ToolList {
+    pub(crate) fn new(tools: Vec<Tool>) -> Self {
+        ToolList {
+            tools: Mutex::new(Arc::new(tools)),
+        }
+    }
+
+    /// The last list.
+    pub(crate) fn get(&self) -> Arc<Vec<Tool>> {
+        Arc::clone(&self.tools.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Lists the tools again on `peer` within `limit`: on success the new list replaces
+    /// the old; on failure the last good list stays, stderr says so, and `Err` is
+    /// returned.
+    pub(crate) async fn refresh(&self, peer: &Peer<RoleClient>, limit: Duration) -> Result<(), ()> {
+        let fetched = tokio::time::timeout(limit, peer.list_all_tools()).await;
+        let why = match fetched {
+            Ok(Ok(tools)) => {
+                *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+                return Ok(());
+            }
+            Ok(Err(e)) => crate::handler::upstream_error(e, "tools/list", limit)
+                .message
+                .into_owned(),
+            Err(_) => format!("no answer within {} s", limit.as_secs_f64()),
+        };
+        eprintln!(
+            "orch mcp: warning: the upstream MCP server said its tools changed, but listing them again failed ({why}); still serving the last list ({} tools)",
+            self.get().len()
+        );
+        Err(())
+    }
+}
+
+/// One connection to the upstream, as a forwarded request uses it.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) peer: Peer<RoleClient>,
+    /// Cancelled when this connection has gone away.
+    pub(crate) gone: tokio_util::sync::CancellationToken,
+    pub(crate) routes: Arc<Routes>,
+}
+
+/// A client session's own connection to the upstream (a handshake revision): opened with
+/// the client's capabilities and identity, so the upstream sees the client as it would
+/// without the gateway, and everything it says on it is the session's. Closed when
+/// dropped (with the session).
+pub(crate) struct SessionLink {
+    pub(crate) link: Link,
+    /// The tools the upstream lists on this connection.
+    pub(crate) tools: Arc<ToolList>,
+    _close: CloseOnDrop,
+}
+
+struct CloseOnDrop(Option<rmcp::service::RunningServiceCancellationToken>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
+    }
+}
+
+/// The gateway's side of an upstream connection: the gateway's own (`owner` `None`: it
+/// lists the tools, and serves the requests of clients without a connection of their
+/// own) or one client session's.
 pub(crate) struct UpstreamClient {
     pub(crate) relay: Arc<Relay>,
+    pub(crate) routes: Arc<Routes>,
+    /// The client session this connection is for, and what it said in `initialize`.
+    pub(crate) owner: Option<(Peer<RoleServer>, ClientConfig)>,
+    /// A session connection's own tool list, and how long a re-fetch may take.
+    pub(crate) tools: Option<(Arc<ToolList>, Duration)>,
+}
+
+impl UpstreamClient {
+    /// Where a message from the upstream goes that is not about one request (a log
+    /// line, a resource update): the session's client, or on the gateway's own
+    /// connection the client of the only request in flight (else no one: it would
+    /// reach a session it is not about).
+    async fn session_client(&self) -> Option<Peer<RoleServer>> {
+        match &self.owner {
+            Some((client, _)) => Some(client.clone()),
+            None => self.routes.owner(None).await.map(|(client, _)| client),
+        }
+    }
+
+    /// Asks the client whose request caused it (else the session's client) what the
+    /// upstream asks, on that request's stream, and relays the answer; cancelled when
+    /// the upstream cancels its request.
+    async fn ask_client(
+        &self,
+        mut request: ServerRequest,
+        context: RequestContext<RoleClient>,
+        method: &str,
+    ) -> Result<ClientResult, McpError> {
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let (client, client_request) = match self.routes.owner(origin.as_ref()).await {
+            Some((client, id)) => (client, Some(id)),
+            None => match &self.owner {
+                Some((client, _)) => (client.clone(), None),
+                None => {
+                    return Err(McpError::internal_error(
+                        format!("orch mcp cannot relay `{method}`: no client request of the gateway is in flight on this connection"),
+                        None,
+                    ))
+                }
+            },
+        };
+        if let Some(id) = client_request {
+            request.extensions_mut().insert(OriginatingRequestId(id));
+        }
+        let meta = context.meta;
+        request.get_meta_mut().extend(meta);
+        let handle = client
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| relay_error(e, method))?;
+        let (peer, id) = (handle.peer.clone(), handle.id.clone());
+        tokio::select! {
+            answer = handle.await_response() => answer.map_err(|e| relay_error(e, method)),
+            () = context.ct.cancelled() => {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the upstream MCP server cancelled its request".into()),
+                ));
+                let _ = peer.send_notification(notification.into()).await;
+                Err(McpError::internal_error(format!("`{method}` was cancelled"), None))
+            }
+        }
+    }
+}
+
+/// The client's failure to answer a relayed request, for the upstream.
+fn relay_error(e: ServiceError, method: &str) -> McpError {
+    match e {
+        ServiceError::McpError(e) => e,
+        other => McpError::internal_error(
+            format!("the client did not answer `{method}`: {other}"),
+            None,
+        ),
+    }
 }
 
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("orch-mcp", env!("CARGO_PKG_VERSION")),
-        )
+        match &self.owner {
+            Some((_, config)) => config.clone(),
+            None => ClientConfig::new(
+                ClientCapabilities::default(),
+                Implementation::new("orch-mcp", env!("CARGO_PKG_VERSION")),
+            ),
+        }
     }
 
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        // The gateway fetches the list again in a task of its own, then tells its
-        // clients (each client's filtered view may change with the upstream's list).
-        self.relay.upstream_tools_changed.notify_one();
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(request));
+        match self
+            .ask_client(request, context, "elicitation/create")
+            .await?
+        {
+            ClientResult::ElicitResult(result) => Ok(result),
+            _ => Err(unexpected_answer("elicitation/create")),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        match self
+            .ask_client(request, context, "sampling/createMessage")
+            .await?
+        {
+            ClientResult::CreateMessageResult(result) => Ok(*result),
+            _ => Err(unexpected_answer("sampling/createMessage")),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, McpError> {
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        match self.ask_client(request, context, "roots/list").await? {
+            ClientResult::ListRootsResult(result) => Ok(result),
+            _ => Err(unexpected_answer("roots/list")),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        mut params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // Progress reaches the client that asked for it, under its own token.
+        if let Some((client, token)) = self.routes.progress(&params.progress_token).await {
+            params.progress_token = token;
+            let _ = client.notify_progress(params).await;
+        }
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        match (&self.owner, &self.tools) {
+            // A session's connection: its list is fetched again in a task of its own
+            // (a re-fetch that hangs blocks nothing), then its client is told.
+            (Some((client, _)), Some((tools, limit))) => {
+                let (client, tools, limit) = (client.clone(), Arc::clone(tools), *limit);
+                let peer = context.peer;
+                tokio::spawn(async move {
+                    if tools.refresh(&peer, limit).await.is_ok() {
+                        let _ = client.notify_tool_list_changed().await;
+                    }
+                });
+            }
+            // The gateway's own: the gateway's task fetches it again, then tells its
+            // clients (each client's filtered view may change with the upstream's list).
+            _ => self.relay.upstream_tools_changed.notify_one(),
+        }
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relay
-            .broadcast(ServerNotification::PromptListChangedNotification(
-                Default::default(),
-            ))
-            .await;
+        let changed = ServerNotification::PromptListChangedNotification(Default::default());
+        self.list_changed(changed).await;
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relay
-            .broadcast(ServerNotification::ResourceListChangedNotification(
-                Default::default(),
-            ))
-            .await;
+        let changed = ServerNotification::ResourceListChangedNotification(Default::default());
+        self.list_changed(changed).await;
     }
 
     async fn on_resource_updated(
@@ -223,11 +559,10 @@ impl ClientHandler for UpstreamClient {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.relay
-            .broadcast(ServerNotification::ResourceUpdatedNotification(
-                ResourceUpdatedNotification::new(params),
-            ))
-            .await;
+        // Subscriptions are a session's: only its own connection carries its updates.
+        if let Some((client, _)) = &self.owner {
+            let _ = client.notify_resource_updated(params).await;
+        }
     }
 
     async fn on_logging_message(
@@ -235,12 +570,34 @@ impl ClientHandler for UpstreamClient {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.relay
-            .broadcast(ServerNotification::LoggingMessageNotification(
-                LoggingMessageNotification::new(params),
-            ))
-            .await;
+        if let Some(client) = self.session_client().await {
+            let _ = client
+                .send_notification(ServerNotification::LoggingMessageNotification(
+                    LoggingMessageNotification::new(params),
+                ))
+                .await;
+        }
     }
+}
+
+impl UpstreamClient {
+    /// A list of the upstream's changed: a session's connection tells its client; the
+    /// gateway's own tells the clients without a connection of their own.
+    async fn list_changed(&self, changed: ServerNotification) {
+        match &self.owner {
+            Some((client, _)) => {
+                let _ = client.send_notification(changed).await;
+            }
+            None => self.relay.broadcast(changed).await,
+        }
+    }
+}
+
+fn unexpected_answer(method: &str) -> McpError {
+    McpError::internal_error(
+        format!("the client answered `{method}` with a result of another kind"),
+        None,
+    )
 }
 
 /// A running upstream connection.
@@ -281,7 +638,12 @@ where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let handler = UpstreamClient { relay };
+    let handler = UpstreamClient {
+        relay,
+        routes: Arc::default(),
+        owner: None,
+        tools: None,
+    };
     // Either revision: `server/discover` first, the `initialize` handshake when the
     // upstream does not know it.
     let lifecycle = ClientLifecycleMode::Auto {
@@ -299,6 +661,106 @@ where
         ))),
         Ok(Ok(running)) => Ok(running),
     }
+}
+
+/// Told why a session's upstream connection went away (unless the gateway closed it).
+pub(crate) type OnGone = Box<dyn FnOnce(String) + Send>;
+
+/// Opens a client session's own connection to the upstream (see [`SessionLink`]): the
+/// `initialize` handshake with what the client said in its own (`config`), within
+/// `timeout`.
+pub(crate) async fn connect_session(
+    upstream: &Upstream,
+    relay: Arc<Relay>,
+    client: Peer<RoleServer>,
+    config: ClientConfig,
+    timeout: Duration,
+    on_gone: Option<OnGone>,
+) -> Result<SessionLink, String> {
+    let tools = Arc::new(ToolList::new(Vec::new()));
+    let handler = UpstreamClient {
+        relay,
+        routes: Arc::default(),
+        owner: Some((client, config)),
+        tools: Some((Arc::clone(&tools), timeout)),
+    };
+    let what = upstream.to_string();
+    let connected = async {
+        match upstream {
+            Upstream::Command { program, args } => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                let transport = rmcp::transport::TokioChildProcess::new(command)
+                    .map_err(|e| format!("cannot start the upstream MCP server {what}: {e}"))?;
+                rmcp::serve_client_with_lifecycle(
+                    handler,
+                    transport,
+                    ClientLifecycleMode::Initialize,
+                )
+                .await
+                .map_err(|e| {
+                    format!("the upstream MCP server {what} failed the MCP handshake: {e}")
+                })
+            }
+            Upstream::Url(url) => {
+                let transport =
+                    rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+                rmcp::serve_client_with_lifecycle(
+                    handler,
+                    transport,
+                    ClientLifecycleMode::Initialize,
+                )
+                .await
+                .map_err(|e| {
+                    format!("the upstream MCP server {what} failed the MCP handshake: {e}")
+                })
+            }
+        }
+    };
+    let handshake = async {
+        let running = connected.await?;
+        // The session's first list: what its calls are checked against.
+        let listed = running.peer().list_all_tools().await.map_err(|e| {
+            format!(
+                "the upstream MCP server {what} cannot list its tools: {}",
+                crate::handler::upstream_error(e, "tools/list", timeout).message
+            )
+        })?;
+        Ok::<_, String>((running, listed))
+    };
+    let (running, listed) = tokio::time::timeout(timeout, handshake)
+        .await
+        .map_err(|_| {
+            format!(
+                "the upstream MCP server {what} did not complete the MCP handshake and list its tools within {} s",
+                timeout.as_secs_f64()
+            )
+        })??;
+    *tools.tools.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(listed);
+    let link = Link {
+        peer: running.peer().clone(),
+        gone: tokio_util::sync::CancellationToken::new(),
+        routes: Arc::clone(&running.service().routes),
+    };
+    let close = CloseOnDrop(Some(running.cancellation_token()));
+    let gone = link.gone.clone();
+    tokio::spawn(async move {
+        let _fire = gone.drop_guard();
+        let reason = match running.waiting().await {
+            // Closed by the gateway: the session ended.
+            Ok(rmcp::service::QuitReason::Cancelled) => return,
+            Ok(_) => format!("the upstream MCP server {what} closed the connection"),
+            Err(e) => format!("the upstream MCP server {what} failed: {e}"),
+        };
+        if let Some(on_gone) = on_gone {
+            on_gone(reason);
+        }
+    });
+    Ok(SessionLink {
+        link,
+        tools,
+        _close: close,
+    })
 }
 
 /// Is the upstream on a revision without sessions (2026-07-28 or later)?
