@@ -59,6 +59,16 @@ pub(crate) struct Args {
     /// Checks handled at once; one more is answered RESOURCE_EXHAUSTED at once.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub(crate) max_in_flight: usize,
+    /// Connections open at once; one more is closed at once.
+    #[arg(long, value_name = "N", default_value_t = 1_024)]
+    pub(crate) max_connections: usize,
+    /// How long a new connection may take to send its first bytes (the HTTP/2 preface).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub(crate) handshake_timeout: u64,
+    /// How long a connection may stay silent before it is closed (the gateway opens a
+    /// new one for its next check).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(crate) idle_timeout: u64,
     /// Append a decision record of every call judged and every tool recorded to this
     /// file, as JSON lines (docs/audit.md).
     #[arg(long, value_name = "FILE")]
@@ -134,6 +144,9 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         max_params_bytes: args.max_params_bytes,
         max_message_bytes: args.max_message_bytes.max(64 << 10),
         max_in_flight: args.max_in_flight.max(1),
+        max_connections: args.max_connections.max(1),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
+        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
         audit: crate::mcp::open_audit_log(
             args.audit_log.as_deref(),
             args.audit_chain,

@@ -115,6 +115,16 @@ pub struct Options {
     /// How many checks are handled at once (default 256); one more is answered
     /// `RESOURCE_EXHAUSTED` at once.
     pub max_in_flight: usize,
+    /// How many connections are open at once (default 1,024); one more is closed at
+    /// once, so a flood of idle connections cannot starve the gateway's own.
+    pub max_connections: usize,
+    /// How long a new connection may take to send its first bytes (the HTTP/2 preface;
+    /// default 10 s) before it is closed.
+    pub handshake_timeout: Duration,
+    /// How long a connection may stay silent (no bytes either way, HTTP/2 pings
+    /// included) before it is closed (default 60 s); a gateway opens a new one for its
+    /// next check.
+    pub idle_timeout: Duration,
     /// How long a question put to a human about a gated call stays answerable (its
     /// ticket carries the expiry). Default: 24 hours
     /// ([`orch_agent::protocol::DEFAULT_QUESTION_TTL`]).
@@ -135,6 +145,9 @@ impl Default for Options {
             max_params_bytes: 1 << 20,
             max_message_bytes: 16 << 20,
             max_in_flight: 256,
+            max_connections: 1024,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
             audit: None,
         }
     }

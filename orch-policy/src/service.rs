@@ -5,8 +5,13 @@ use crate::wire::{McpRequest, McpRequestResult, McpResponse, McpResponseResult};
 use crate::{PolicyError, PolicyServer};
 use orch_store::SessionStore;
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tonic::transport::server::TcpIncoming;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::{Request, Response, Status};
 
 #[tonic::async_trait]
@@ -43,10 +48,16 @@ pub(crate) async fn serve<S: SessionStore + 'static>(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), PolicyError> {
     let limit = server.engine.options.max_message_bytes;
+    let options = server.engine.options.clone();
     let service = ExtMcpServer::new(server)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(limit);
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = limited(
+        listener,
+        options.max_connections.max(1),
+        options.handshake_timeout,
+        options.idle_timeout,
+    );
     let (asked, stopping) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown.await;
@@ -65,5 +76,122 @@ pub(crate) async fn serve<S: SessionStore + 'static>(
         served = served => served
             .map_err(|e| PolicyError::Io(format!("the ExtMcp gRPC server failed: {e}"))),
         () = grace => Ok(()),
+    }
+}
+
+/// The connections `listener` accepts, at most `max` open at once (one more is closed at
+/// once), each closed when it sends nothing within `handshake` of being accepted or
+/// stays silent for `idle` later.
+fn limited(
+    listener: tokio::net::TcpListener,
+    max: usize,
+    handshake: Duration,
+    idle: Duration,
+) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<Limited>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let permits = Arc::new(Semaphore::new(max));
+    tokio::spawn(async move {
+        loop {
+            let stream = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    // Out of file descriptors, a connection reset before it was
+                    // accepted: keep serving the others.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                },
+                () = tx.closed() => return,
+            };
+            let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let connection = Limited {
+                stream,
+                _permit: permit,
+                quiet: Box::pin(tokio::time::sleep(handshake)),
+                idle,
+            };
+            if tx.send(Ok(connection)).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// An accepted connection that holds one of the connection permits and ends when it
+/// stays silent too long.
+pub(crate) struct Limited {
+    stream: tokio::net::TcpStream,
+    _permit: OwnedSemaphorePermit,
+    /// Fires when the connection has been silent too long.
+    quiet: Pin<Box<tokio::time::Sleep>>,
+    idle: Duration,
+}
+
+impl Limited {
+    /// Bytes went one way or the other: the connection is not idle.
+    fn active(&mut self) {
+        let deadline = tokio::time::Instant::now() + self.idle;
+        self.quiet.as_mut().reset(deadline);
+    }
+}
+
+impl Connected for Limited {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.stream.connect_info()
+    }
+}
+
+impl AsyncRead for Limited {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.stream).poll_read(cx, buf) {
+            Poll::Ready(result) => {
+                if buf.filled().len() > before {
+                    self.active();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => match self.quiet.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the connection stayed silent too long",
+                ))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Limited {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.stream).poll_write(cx, buf);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            self.active();
+        }
+        written
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }

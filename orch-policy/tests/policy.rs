@@ -900,3 +900,69 @@ async fn arguments_are_judged_and_forwarded_exactly() {
         Code::Invalid
     );
 }
+
+/// Reads `stream` until the server closes it (end of file or a reset); a guard of a
+/// minute against a hang, not a measurement.
+async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    let wait = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .is_ok()
+}
+
+#[tokio::test]
+async fn silent_and_surplus_connections_are_closed_and_a_gateway_is_still_served() {
+    let url = start(
+        REFUND_LINE,
+        MemoryStore::new(),
+        Options {
+            max_connections: 3,
+            handshake_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+            ..Options::default()
+        },
+    )
+    .await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    // Two connections that never say anything, and one that sends only the HTTP/2
+    // preface: they hold every connection the server allows.
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    let mut preface = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        preface
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+    }
+    // One more is closed at once, while they hold them.
+    let mut surplus = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_by_server(&mut surplus).await,
+        "the surplus connection stays open"
+    );
+    // The silent ones are closed (after the handshake timeout), the preface-only one
+    // after it has been idle for the idle timeout.
+    for s in &mut silent {
+        assert!(closed_by_server(s).await, "a silent connection stays open");
+    }
+    assert!(
+        closed_by_server(&mut preface).await,
+        "a preface-only connection stays open"
+    );
+    // Their places are free again: a gateway's check is served.
+    let mut gw = Gateway::connect(&url, "alice").await;
+    assert!(gw.call("lookup_order", json!({})).await.is_admitted());
+}
