@@ -23,9 +23,9 @@
 //! Besides `/mcp`, the guard answers `/runs` itself: `POST /runs` mints a run and its
 //! token, `DELETE /runs/<id>` revokes one (see [`crate::runs`]).
 
-use crate::framing::{classify, jsonrpc_error_body};
+use crate::framing::{self, classify, jsonrpc_error_body};
 use crate::handler::{Change, Shared};
-use crate::jwt::{JwtVerifier, JWT_PREFIX};
+use crate::jwt::JwtVerifier;
 use crate::runs::{is_run_id, run_key, RunKey, TOKEN_PREFIX};
 use crate::HttpOptions;
 use axum::body::Body;
@@ -206,6 +206,36 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
     request: Request,
     next: Next,
 ) -> Response {
+    // OAuth 2.0 Protected Resource Metadata (RFC 9728), as the MCP authorization
+    // specification asks of a server that takes tokens from an authorization server.
+    if request.uri().path().starts_with(WELL_KNOWN_RESOURCE) {
+        return guarded.resource_metadata(request.headers());
+    }
+    let metadata = guarded.resource_metadata_url(request.headers());
+    let mut response = admit(guarded, request, next).await;
+    // Every 401 says where the metadata is (RFC 9728 §5.1), so a client can find the
+    // identity provider that issues the JWTs this gateway takes.
+    if let (http::StatusCode::UNAUTHORIZED, Some(url)) = (response.status(), metadata) {
+        let challenge = format!("Bearer realm=\"orch mcp\", resource_metadata=\"{url}\"");
+        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(http::header::WWW_AUTHENTICATE, value);
+        }
+    }
+    response
+}
+
+/// Where the protected-resource metadata is served (and, with the MCP endpoint's path
+/// appended, `/.well-known/oauth-protected-resource/mcp`).
+const WELL_KNOWN_RESOURCE: &str = "/.well-known/oauth-protected-resource";
+
+/// The guard proper: credentials, the run a request belongs to, bodies, restores.
+async fn admit<S: SessionStore + 'static>(
+    guarded: Arc<Guarded<S>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let presented = match guarded.presented(request.headers()).await {
         Ok(presented) => presented,
         Err(refused) => return refused,
@@ -261,6 +291,18 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
             }
             Ok(Ok(bytes)) => bytes,
         };
+        let header_version = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok());
+        if let Some(refused) = framing::unknown_on_modern(&bytes, header_version) {
+            return error_response(
+                http::StatusCode::NOT_FOUND,
+                refused.code,
+                refused.message,
+                refused.id,
+            );
+        }
         let message = match classify(&bytes) {
             Ok(message) => message,
             Err(refused) => {
@@ -280,7 +322,12 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
                     return session_full(max, id);
                 }
             }
-            if !run && session.is_none() && reads_a_run(&r.request) && is_modern(&r.request) {
+            if !run && session.is_none() && is_modern(&r.request) && guarded.options.anonymous_run {
+                parts
+                    .extensions
+                    .insert(RunKey(crate::ANONYMOUS_RUN.to_owned()));
+            } else if !run && session.is_none() && reads_a_run(&r.request) && is_modern(&r.request)
+            {
                 let mut refused = unauthorized(RUN_REQUIRED);
                 *refused.body_mut() = Body::from(jsonrpc_error_body(
                     -32001,
@@ -337,6 +384,55 @@ pub(crate) async fn guard<S: SessionStore + 'static>(
 }
 
 impl<S: SessionStore + 'static> Guarded<S> {
+    /// This gateway's URL for a request with `headers` (its `Host`, and
+    /// `X-Forwarded-Proto` when a TLS proxy in front says so), when the gateway takes JWTs
+    /// and the host is a plain host name or address.
+    fn base_url(&self, headers: &http::HeaderMap) -> Option<String> {
+        self.jwt.as_ref()?;
+        let host = headers.get(http::header::HOST)?.to_str().ok()?;
+        let plain = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+        let scheme = match headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some("https") => "https",
+            _ => "http",
+        };
+        plain.then(|| format!("{scheme}://{host}"))
+    }
+
+    /// The URL of this gateway's protected-resource metadata, when it takes JWTs.
+    fn resource_metadata_url(&self, headers: &http::HeaderMap) -> Option<String> {
+        Some(format!(
+            "{}{WELL_KNOWN_RESOURCE}/mcp",
+            self.base_url(headers)?
+        ))
+    }
+
+    /// `GET /.well-known/oauth-protected-resource[/mcp]`: the MCP endpoint as a protected
+    /// resource whose tokens come from the configured JWT issuer (404 when the gateway
+    /// takes no JWTs: its credentials come from its operator or `POST /runs`).
+    fn resource_metadata(&self, headers: &http::HeaderMap) -> Response {
+        let (Some(jwt), Some(base)) = (self.jwt.as_ref(), self.base_url(headers)) else {
+            return plain_error(
+                http::StatusCode::NOT_FOUND,
+                "this orch mcp gateway takes no tokens from an authorization server: present the operator's token or a run token from POST /runs".into(),
+            );
+        };
+        json_response(
+            http::StatusCode::OK,
+            &serde_json::json!({
+                "resource": format!("{base}/mcp"),
+                "authorization_servers": [jwt.issuer()],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "orch mcp",
+            }),
+        )
+    }
+
     /// Must every request present a credential (an operator token or JWTs are
     /// configured)?
     fn auth_required(&self) -> bool {
@@ -447,11 +543,13 @@ impl<S: SessionStore + 'static> Guarded<S> {
                     format!("`{id}` is not a run id (64 lowercase hex digits)"),
                 );
             }
-            let own = matches!(&presented, Presented::Run(RunKey(key))
-                if *key == run_key(id) || *key == format!("{JWT_PREFIX}{id}"));
-            if self.auth_required() && !own && !matches!(presented, Presented::Operator) {
+            // Ending a run takes the operator's token or the token minted for that run
+            // — never a JWT (its holder would reset a run whose once-only tools then run
+            // again), and never nothing, whether or not the gateway authenticates calls.
+            let own = matches!(&presented, Presented::Run(RunKey(key)) if *key == run_key(id));
+            if !own && !matches!(presented, Presented::Operator) {
                 return unauthorized(
-                    "revoking a run takes the operator's token or the run's own token",
+                    "ending a run takes the operator's token or the token minted for that run (`Authorization: Bearer <token>`)",
                 );
             }
             return match self.shared.revoke_run(id).await {

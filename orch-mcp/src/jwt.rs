@@ -59,6 +59,11 @@ pub(crate) struct JwtVerifier {
 }
 
 impl JwtVerifier {
+    /// The issuer whose tokens are taken.
+    pub(crate) fn issuer(&self) -> &str {
+        &self.options.issuer
+    }
+
     /// Reads or fetches the key set; an error says why it cannot be had.
     pub(crate) async fn load(options: JwtOptions) -> Result<Self, GatewayError> {
         let http = reqwest::Client::builder()
@@ -116,6 +121,8 @@ impl JwtVerifier {
         validation.set_issuer(&[&self.options.issuer]);
         validation.set_audience(&[&self.options.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        // A token is taken from its `nbf` on (when it has one), not only until `exp`.
+        validation.validate_nbf = true;
         validation.leeway = 30;
         let claims = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
             token,
