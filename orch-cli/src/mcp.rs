@@ -61,6 +61,11 @@ pub(crate) struct Args {
     /// port can drive the upstream's tools).
     #[arg(long, requires = "listen")]
     pub(crate) insecure_no_auth: bool,
+    /// MCP 2026-07-28 requests without a run credential all belong to one run of this
+    /// gateway (shared by instances on one store), as the one run of `orch mcp` over
+    /// stdio: for a gateway with one user. Not with an operator token or JWTs.
+    #[arg(long, requires = "listen")]
+    pub(crate) anonymous_run: bool,
     /// Accept JWTs from an identity provider as run credentials, checked against its
     /// JSON Web Key Set: a file, or its jwks_uri (http or https). Needs --jwt-issuer and
     /// --jwt-audience.
@@ -255,6 +260,11 @@ async fn serve(
         run_claim: args.jwt_run_claim.clone(),
     });
     let authenticated = bearer_token.is_some() || jwt.is_some();
+    if args.anonymous_run && authenticated {
+        return Err(GatewayError::Client(
+            "--anonymous-run is for a gateway without authentication: with an operator token or JWTs every run has a credential".into(),
+        ));
+    }
     if !local.ip().is_loopback() && !authenticated && !args.insecure_no_auth {
         return Err(GatewayError::Client(format!(
             "refusing to serve {local} without authentication: anyone who reaches it could drive the upstream's tools. \
@@ -273,6 +283,7 @@ async fn serve(
         session_ttl: ttl,
         run_ttl: Duration::from_secs(args.run_ttl.max(1)),
         jwt,
+        anonymous_run: args.anonymous_run,
     };
     let auth = match (http.bearer_token.is_some(), http.jwt.is_some()) {
         (true, true) => ", bearer token or JWT required",

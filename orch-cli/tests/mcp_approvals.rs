@@ -230,7 +230,7 @@ fn request_state_cannot_be_replayed_forged_or_moved_to_another_call() {
     let replayed = call(addr, &token, 6, args, Some((&state, approve)));
     assert_eq!(replayed["result"]["isError"], true, "{replayed}");
     assert_eq!(
-        replayed["result"]["structuredContent"]["refusal"]["reason"], "stale_answer",
+        replayed["result"]["_meta"]["orch/refusal"]["reason"], "stale_answer",
         "{replayed}"
     );
     assert_eq!(paid(&log, "raw"), [9], "a replay runs nothing");
@@ -289,7 +289,7 @@ fn one_approval_runs_one_payment_however_often_it_is_sent() {
                 reply["result"]["resultType"], "input_required",
                 "asked again: {reply}"
             );
-            let reason = &reply["result"]["structuredContent"]["refusal"]["reason"];
+            let reason = &reply["result"]["_meta"]["orch/refusal"]["reason"];
             assert!(
                 reason == "stale_answer" || reason == "busy",
                 "{run}: {reply}"

@@ -596,8 +596,8 @@ fn a_lost_result_holds_the_run_until_an_operator_resolves_it() {
     // Did `slow` run? Nobody knows: pay is refused, with the reason as data.
     let refused = client.call("pay", json!({"run": "h"}));
     assert!(!succeeded(&refused), "{refused}");
-    let data = &refused["result"]["structuredContent"];
-    assert_eq!(data["refusal"]["reason"], "outcome_unknown", "{refused}");
+    let data = &refused["result"]["_meta"]["orch/refusal"];
+    assert_eq!(data["reason"], "outcome_unknown", "{refused}");
     assert!(
         text(&refused).contains("`slow` must not run twice"),
         "{refused}"

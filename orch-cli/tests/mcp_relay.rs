@@ -141,3 +141,45 @@ fn a_stdio_client_is_asked_itself_and_a_bare_client_refuses_itself() {
     }
     assert_eq!(seen["asked"], json!([]), "{seen}");
 }
+
+/// A refusal of a tool that declares an `outputSchema` reaches the official TypeScript
+/// SDK's `callTool` as a result: its facts in `_meta["orch/refusal"]`, no
+/// `structuredContent` that the SDK would check against the schema and reject
+/// (`conformance/refusal-client.mjs`, on the Node.js and SDK `conformance/` installs).
+#[test]
+#[ignore = "needs Node.js 22 and the MCP TypeScript SDK (conformance/): `cargo xtask test` installs them"]
+fn a_refusal_of_a_tool_with_an_output_schema_is_a_result_to_the_typescript_sdk() {
+    let python = python();
+    let dir = temp_dir("relay-output-schema");
+    let gw = support::shop_gateway(&python, &dir.join("executed.log"), &[], &[]);
+    let conformance = support::repo_root().join("conformance");
+    let node = conformance.join("node_modules/node/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: `cargo xtask test` installs it",
+        node.display()
+    );
+    // `pay` twice: the shop's tools declare output schemas (the Python SDK derives them),
+    // and the second `pay` is refused.
+    let calls = r#"[["pay", {"run": "ts"}], ["pay", {"run": "ts"}]]"#;
+    let out = Command::new(&node)
+        .arg(conformance.join("refusal-client.mjs"))
+        .args([gw.url.as_str(), calls])
+        .current_dir(&conformance)
+        .output()
+        .expect("run refusal-client.mjs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the SDK threw: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("JSON");
+    assert_eq!(seen[0]["isError"], false, "{seen}");
+    let refused = &seen[1];
+    assert_eq!(refused["hasOutputSchema"], true, "{seen}");
+    assert_eq!(refused["isError"], true, "{seen}");
+    assert_eq!(refused["structuredContent"], Value::Null, "{seen}");
+    assert_eq!(refused["refusal"]["reason"], "not_allowed", "{seen}");
+    assert_eq!(refused["refusal"]["step"], "Paid", "{seen}");
+}

@@ -35,6 +35,55 @@ const KNOWN_METHODS: [&str; 15] = [
     "subscriptions/listen",
 ];
 
+/// Methods the 2026-07-28 revision removed: a request that names that revision (or a
+/// later one) and one of these is answered "Method not found" (over HTTP with 404), as
+/// the revision requires of a server that does not implement a method.
+const REMOVED_IN_2026: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// A request on a revision without sessions (named by its `_meta`, or by the
+/// `MCP-Protocol-Version` header `header_version` over HTTP) for a method that revision
+/// does not have — one it removed, or one no revision defines: the JSON-RPC error
+/// (-32601) to answer it with.
+pub(crate) fn unknown_on_modern(bytes: &[u8], header_version: Option<&str>) -> Option<Refused> {
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    let method = value.get("method")?.as_str()?;
+    let id = match value.get("id")? {
+        id @ (Value::String(_) | Value::Number(_)) => id.clone(),
+        _ => return None,
+    };
+    let meta_version = value
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(Value::as_str);
+    let modern = |v: &str| {
+        serde_json::from_value::<rmcp::model::ProtocolVersion>(Value::String(v.to_owned()))
+            .is_ok_and(|v| !v.has_initialize())
+    };
+    if !meta_version.or(header_version).is_some_and(modern) {
+        return None;
+    }
+    let removed = REMOVED_IN_2026.contains(&method);
+    if !removed && KNOWN_METHODS.contains(&method) {
+        return None;
+    }
+    let why = match removed {
+        true => "the MCP revision this request names (2026-07-28 or later) removed it",
+        false => "no MCP revision has it",
+    };
+    Some(Refused {
+        code: -32601,
+        message: format!("Method not found: `{method}` ({why})"),
+        id,
+    })
+}
+
 /// Why a message was refused: a JSON-RPC error's code, message and the request's id
 /// (`null` when it has none or it cannot be read).
 #[derive(Debug)]

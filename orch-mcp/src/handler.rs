@@ -30,7 +30,7 @@ use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode,
+    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode, GetMeta,
     GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
     InitializeResult, ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
     ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsResult,
@@ -56,6 +56,9 @@ const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// How often a `subscriptions/listen` stream reads its run, to hear of changes made
 /// through other gateway instances (those made through its own wake it at once).
 const LISTEN_POLL: Duration = Duration::from_secs(1);
+
+/// How long an answer waits at most for the progress that came before it to be relayed.
+const PROGRESS_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// The longest pause between two looks at a session whose call is in flight.
 const MAX_WAIT_PAUSE: Duration = Duration::from_millis(50);
@@ -111,13 +114,26 @@ impl Refused {
         Refused { message, detail }
     }
 
-    /// The tool result the client gets.
-    fn into_result(self) -> CallToolResult {
+    /// The tool result the client gets: the facts (`{"tool", "reason", …}`) in `_meta`
+    /// under [`REFUSAL_META_KEY`] always, and as `structuredContent` (`{"refusal": …}`) unless the tool
+    /// declares an `outputSchema` (`structured` false), which they would not match (an
+    /// SDK that checks results against it would reject the refusal).
+    fn into_result(self, structured: bool) -> CallToolResult {
         let mut result = CallToolResult::error(vec![ContentBlock::text(self.message)]);
-        result.structured_content = Some(self.detail);
+        let facts = self.detail.get("refusal").cloned().unwrap_or_default();
+        result
+            .meta
+            .get_or_insert_default()
+            .insert(REFUSAL_META_KEY.to_owned(), facts);
+        if structured {
+            result.structured_content = Some(self.detail);
+        }
         result
     }
 }
+
+/// Where a refusal's facts are in the result's `_meta` (docs/mcp.md, "Refusals").
+pub(crate) const REFUSAL_META_KEY: &str = "orch/refusal";
 
 /// What one look at a session decided for a tool call.
 enum Admission<'m> {
@@ -491,6 +507,18 @@ impl<S: SessionStore + 'static> Shared<S> {
             id: &context.id,
             progress_token: context.meta.get_progress_token(),
         };
+        // The client's own `_meta` goes on (the MCP SDK took it off the request): on
+        // 2026-07-28 its revision, capabilities, identity and log level, so the upstream
+        // sees the client as it is, not the gateway. The SDK puts its own progress token
+        // on; the gateway's trace context, when it set one, stays.
+        let mut options = PeerRequestOptions::with_timeout(limit);
+        let mut meta = context.meta.clone();
+        for key in ["traceparent", "tracestate"] {
+            if request.get_meta().0 .0.contains_key(key) {
+                meta.0 .0.remove(key);
+            }
+        }
+        options.meta = Some(meta);
         // Sending may wait on the upstream's pipe; an upstream that died meanwhile ends
         // the wait (before anything was sent: the request never reached it).
         let (handle, _routed) = tokio::select! {
@@ -499,27 +527,27 @@ impl<S: SessionStore + 'static> Shared<S> {
                 lost: false,
                 ..gone()
             }),
-            sent = link.routes.send(
-                &link.peer,
-                request,
-                PeerRequestOptions::with_timeout(limit),
-                Some(origin),
-            ) => {
+            sent = link.routes.send(&link.peer, request, options, Some(origin)) => {
                 // A failed send may have written part of the request: its fate is
                 // unknown.
                 sent.map_err(|e| Unanswered::of(e, method, limit))?
             }
         };
         let (peer, request_id) = (handle.peer.clone(), handle.id.clone());
+        let upstream_token = handle.progress_token.clone();
         // Biased, in this order: an answer that has arrived is taken (the call ran, so it
         // is recorded), whatever else happened at the same time; then the upstream going
         // away; the client's cancellation last (the gateway stops its client side once
         // the upstream is gone, and the client is told what happened).
         tokio::select! {
             biased;
-            answer = handle.await_response() => answer
-                .map(with_result_type)
-                .map_err(|e| Unanswered::of(e, method, limit)),
+            answer = handle.await_response() => {
+                // The progress the upstream sent before its answer goes out first.
+                link.routes.progress_drained(&upstream_token, PROGRESS_DRAIN_LIMIT).await;
+                answer
+                    .map(with_result_type)
+                    .map_err(|e| Unanswered::of(e, method, limit))
+            }
             () = link.gone.cancelled() => Err(gone()),
             () = ct.cancelled() => {
                 if link.gone.is_cancelled() {
@@ -849,12 +877,18 @@ impl<S: SessionStore + 'static> Downstream<S> {
     ) -> Result<CallToolResponse, McpError> {
         let _permit = self.shared.permit()?;
         let id = self.state_key(&context)?;
-        let (_, policy) = self.policy(is_modern(&context));
+        let (tools, policy) = self.policy(is_modern(&context));
         let policy = self.shared.judge(policy, &id);
         let tool = params.name.to_string();
+        // A refusal carries its facts as structured content only where that cannot
+        // contradict the tool's declared output schema.
+        let structured = !tools
+            .iter()
+            .any(|t| t.name == tool && t.output_schema.is_some());
         // Over stdio the one session's record is made by its first call, and so is the
-        // record of a run a JWT claim names.
-        let may_create = self.fixed_id.is_some() || id.starts_with(JWT_PREFIX);
+        // record of a run a JWT claim names, and of the anonymous run.
+        let may_create =
+            self.fixed_id.is_some() || id.starts_with(JWT_PREFIX) || id == crate::ANONYMOUS_RUN;
         // The call's identity, for an approval of this exact call (semantics §13).
         let arguments = serde_json::Value::Object(params.arguments.clone().unwrap_or_default());
         let digest = CallDigest::of_json(&tool, &arguments);
@@ -879,7 +913,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             false => None,
         };
         let Some(gate) = orch_agent::elicitation::gate(&id, retry, ask) else {
-            return Ok(dismissed(&tool, &policy).into());
+            return Ok(dismissed(&tool, &policy, structured).into());
         };
         let shared = &self.shared;
         let reserve =
@@ -897,7 +931,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             // goes upstream before the answer.
             let ticket = question.ticket();
             reserved = match self.elicit(&context, shown).await {
-                Ok(Answer::Dismissed) => return Ok(dismissed(&tool, &policy).into()),
+                Ok(Answer::Dismissed) => return Ok(dismissed(&tool, &policy, structured).into()),
                 Ok(answer) => {
                     let approved = answer == Answer::Approved;
                     reserve(Gate::Answer {
@@ -910,17 +944,17 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 Err(why) => {
                     let message = format!("error: `{tool}` was not run: it needs a human's approval, and asking the client failed ({why})");
                     let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
-                    return Ok(refused.into_result().into());
+                    return Ok(refused.into_result(structured).into());
                 }
             };
         }
         let reservation = match reserved {
             Reserved::Go(reservation) => reservation,
-            Reserved::Refused(refused) => return Ok(refused.into_result().into()),
+            Reserved::Refused(refused) => return Ok(refused.into_result(structured).into()),
             Reserved::Asked(_) => {
                 let message = format!("error: `{tool}` was not run: the workflow run asked about it again while a human decided; call it again to ask again");
                 let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
-                return Ok(refused.into_result().into());
+                return Ok(refused.into_result(structured).into());
             }
         };
         let mut lease = LeaseGuard {
@@ -950,6 +984,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
             .await;
         let result = match forwarded {
             Ok(ServerResult::CallToolResult(result)) => result,
+            // The upstream needs the client's input first (2026-07-28, multi-round): the
+            // call did not run; the client answers and calls again, and that call is
+            // judged and forwarded like any other (the upstream's `requestState` and
+            // the client's `inputResponses` passed on as they are).
+            Ok(ServerResult::InputRequiredResult(asked)) => {
+                lease.settle(run::Outcome::NotRun).await;
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
             Ok(_) => {
                 lease.settle(run::Outcome::NotRun).await;
                 return Err(McpError::internal_error(
@@ -1032,11 +1074,11 @@ impl<S: SessionStore + 'static> Downstream<S> {
 }
 
 /// The answer to a call whose approval the human dismissed: not run, nothing held.
-fn dismissed(tool: &str, policy: &Policy) -> CallToolResult {
+fn dismissed(tool: &str, policy: &Policy, structured: bool) -> CallToolResult {
     let message = format!(
         "error: `{tool}` was not run: it needs a human's approval, and the human dismissed the question without answering"
     );
-    Refused::new(tool, "needs_approval", message, None, policy).into_result()
+    Refused::new(tool, "needs_approval", message, None, policy).into_result(structured)
 }
 
 /// Counts a forwarded tool call while it is in flight.
@@ -1148,7 +1190,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
                 }
                 None => None,
             };
-            let link = upstream::connect_session(
+            let connected = upstream::connect_session(
                 upstream,
                 Arc::clone(&self.shared.relay),
                 context.peer.clone(),
@@ -1156,15 +1198,22 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
                 self.shared.limits.call_timeout,
                 on_gone,
             )
-            .await
-            .map_err(|why| {
-                McpError::internal_error(
-                    format!("the upstream MCP server is unavailable: {why}"),
-                    None,
-                )
-            })?;
-            // A second `initialize` on one session keeps the first connection.
-            let _ = self.session.set(link);
+            .await;
+            match connected {
+                // A second `initialize` on one session keeps the first connection.
+                Ok(link) => {
+                    let _ = self.session.set(link);
+                }
+                // An upstream that speaks only 2026-07-28 takes no handshake: the session
+                // is served on the gateway's own connection, as before.
+                Err(_) if upstream::is_modern(&self.shared.upstream.peer) => {}
+                Err(why) => {
+                    return Err(McpError::internal_error(
+                        format!("the upstream MCP server is unavailable: {why}"),
+                        None,
+                    ))
+                }
+            }
         }
         Ok(result)
     }
@@ -1252,6 +1301,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         let forwarded = ClientRequest::GetPromptRequest(GetPromptRequest::new(request));
         match self.pass(forwarded, "prompts/get", &context).await? {
             ServerResult::GetPromptResult(r) => Ok(r.into()),
+            ServerResult::InputRequiredResult(r) => Ok(GetPromptResponse::InputRequired(r)),
             _ => Err(unexpected("prompts/get")),
         }
     }
@@ -1308,6 +1358,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         let forwarded = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request));
         match self.pass(forwarded, "resources/read", &context).await? {
             ServerResult::ReadResourceResult(r) => Ok(r.into()),
+            ServerResult::InputRequiredResult(r) => Ok(ReadResourceResponse::InputRequired(r)),
             _ => Err(unexpected("resources/read")),
         }
     }

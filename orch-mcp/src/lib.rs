@@ -55,6 +55,9 @@ mod upstream;
 pub use jwt::{Jwks, JwtOptions};
 pub use upstream::Upstream;
 
+/// The store key of the one run of [`HttpOptions::anonymous_run`].
+pub const ANONYMOUS_RUN: &str = "anon:run";
+
 use handler::{Downstream, Shared};
 use orch_codegen::ir::{Ir, IrCondition};
 use orch_runtime::dynamic::DynMachine;
@@ -170,6 +173,11 @@ pub struct HttpOptions {
     /// run is named by one of its claims. Like the bearer token, it makes
     /// authentication required.
     pub jwt: Option<JwtOptions>,
+    /// MCP 2026-07-28 requests that present no run credential all belong to one run
+    /// (kept under [`ANONYMOUS_RUN`] in the store, so instances sharing it share the
+    /// run), as the one run over stdio — for a gateway with one user. Refused with an
+    /// operator token or JWTs.
+    pub anonymous_run: bool,
 }
 
 impl Default for HttpOptions {
@@ -185,6 +193,7 @@ impl Default for HttpOptions {
             session_ttl: Duration::from_secs(86_400),
             run_ttl: Duration::from_secs(86_400),
             jwt: None,
+            anonymous_run: false,
         }
     }
 }
@@ -438,6 +447,11 @@ impl<S: SessionStore + 'static> Gateway<S> {
             Arc::clone(&manager),
             config,
         );
+        if options.anonymous_run && (options.bearer_token.is_some() || options.jwt.is_some()) {
+            return Err(GatewayError::Client(
+                "an anonymous run is for a gateway without authentication: with an operator token or JWTs every run has a credential".into(),
+            ));
+        }
         let jwt = match &options.jwt {
             Some(jwt) => Some(jwt::JwtVerifier::load(jwt.clone()).await?),
             None => None,

@@ -207,6 +207,13 @@ pub(crate) struct Routes {
     // A tokio lock: a route is written while its request is being sent, so that a
     // notification about the request cannot be read before the route exists.
     table: tokio::sync::Mutex<Vec<Route>>,
+    /// Progress notifications per upstream token: how many came off the wire (counted
+    /// in order with the responses, by [`Observed`]) and how many have been relayed (the
+    /// MCP SDK handles notifications in tasks of their own, so a request's answer can be
+    /// at hand before the progress that preceded it has gone out).
+    progress: Mutex<std::collections::HashMap<ProgressToken, (u64, u64)>>,
+    /// Woken whenever a progress notification has been relayed.
+    progress_relayed: tokio::sync::Notify,
 }
 
 /// One forwarded request.
@@ -280,6 +287,56 @@ impl Routes {
         Ok((handle, Some(routed)))
     }
 
+    /// A progress notification with `token` came off the wire.
+    fn progress_seen(&self, token: &ProgressToken) {
+        let mut counts = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.entry(token.clone()).or_default().0 += 1;
+    }
+
+    /// A progress notification with `token` has been relayed (or dropped: no one asked
+    /// for it).
+    fn progress_done(&self, token: &ProgressToken, routed: bool) {
+        {
+            let mut counts = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(count) = counts.get_mut(token) {
+                count.1 += 1;
+                // Progress for no request in flight: nobody waits for it.
+                if !routed && count.1 >= count.0 {
+                    counts.remove(token);
+                }
+            }
+        }
+        self.progress_relayed.notify_waiters();
+    }
+
+    /// Waits until every progress notification with `token` that came before the
+    /// request's answer has been relayed, so the client gets them before the answer (at
+    /// most `limit`, against a relay that never finishes); then forgets the token.
+    pub(crate) async fn progress_drained(&self, token: &ProgressToken, limit: Duration) {
+        let drained = async {
+            loop {
+                let relayed = self.progress_relayed.notified();
+                tokio::pin!(relayed);
+                relayed.as_mut().enable();
+                {
+                    let mut counts = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+                    match counts.get(token) {
+                        Some((seen, done)) if done < seen => {}
+                        _ => {
+                            counts.remove(token);
+                            return;
+                        }
+                    }
+                }
+                relayed.await;
+            }
+        };
+        if tokio::time::timeout(limit, drained).await.is_err() {
+            let mut counts = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            counts.remove(token);
+        }
+    }
+
     /// The client and its progress token for the upstream's progress `token`.
     async fn progress(&self, token: &ProgressToken) -> Option<(Peer<RoleServer>, ProgressToken)> {
         let table = self.table.lock().await;
@@ -341,6 +398,46 @@ impl ToolList {
             self.get().len()
         );
         Err(())
+    }
+}
+
+/// An upstream transport that counts the progress notifications coming off it, in the
+/// order the messages arrive ([`Routes::progress_drained`]).
+pub(crate) struct Observed<T> {
+    inner: T,
+    routes: Arc<Routes>,
+}
+
+impl<T> Observed<T> {
+    pub(crate) fn new(inner: T, routes: Arc<Routes>) -> Self {
+        Observed { inner, routes }
+    }
+}
+
+impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleClient>
+    for Observed<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let rmcp::model::JsonRpcMessage::Notification(n) = &message {
+            if let ServerNotification::ProgressNotification(p) = &n.notification {
+                self.routes.progress_seen(&p.params.progress_token);
+            }
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 
@@ -519,10 +616,14 @@ impl ClientHandler for UpstreamClient {
         _context: NotificationContext<RoleClient>,
     ) {
         // Progress reaches the client that asked for it, under its own token.
-        if let Some((client, token)) = self.routes.progress(&params.progress_token).await {
+        let upstream_token = params.progress_token.clone();
+        let routed = self.routes.progress(&upstream_token).await;
+        let found = routed.is_some();
+        if let Some((client, token)) = routed {
             params.progress_token = token;
             let _ = client.notify_progress(params).await;
         }
+        self.routes.progress_done(&upstream_token, found);
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -609,19 +710,65 @@ pub(crate) async fn connect(
     relay: Arc<Relay>,
     timeout: Duration,
 ) -> Result<Running, GatewayError> {
+    let auto = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    match connect_with(upstream, Arc::clone(&relay), timeout, auto).await {
+        Ok(running) => Ok(running),
+        // An upstream that answers `server/discover` with something that is neither a
+        // DiscoverResult nor an error (`{}`) is met with the `initialize` handshake on a
+        // new connection, as a client that never heard of `server/discover` would.
+        Err(Handshake::Failed(first)) => {
+            connect_with(upstream, relay, timeout, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(|second| {
+                    GatewayError::Upstream(format!(
+                        "{first}; with the `initialize` handshake alone: {}",
+                        second.message()
+                    ))
+                })
+        }
+        Err(other) => Err(GatewayError::Upstream(other.message())),
+    }
+}
+
+/// Why a connection to the upstream failed.
+enum Handshake {
+    /// It could not be started or reached, or did not answer in time.
+    Unreachable(String),
+    /// It answered the handshake with something the client could not take.
+    Failed(String),
+}
+
+impl Handshake {
+    fn message(self) -> String {
+        match self {
+            Handshake::Unreachable(m) | Handshake::Failed(m) => m,
+        }
+    }
+}
+
+/// One attempt of [`connect`] with `lifecycle`.
+async fn connect_with(
+    upstream: &Upstream,
+    relay: Arc<Relay>,
+    timeout: Duration,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Running, Handshake> {
     let what = upstream.to_string();
     match upstream {
         Upstream::Command { program, args } => {
             let mut command = tokio::process::Command::new(program);
             command.args(args);
             let transport = rmcp::transport::TokioChildProcess::new(command).map_err(|e| {
-                GatewayError::Upstream(format!("cannot start the upstream MCP server {what}: {e}"))
+                Handshake::Unreachable(format!("cannot start the upstream MCP server {what}: {e}"))
             })?;
-            connect_on(transport, &what, relay, timeout).await
+            handshake(transport, &what, relay, timeout, lifecycle).await
         }
         Upstream::Url(url) => {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
-            connect_on(transport, &what, relay, timeout).await
+            handshake(transport, &what, relay, timeout, lifecycle).await
         }
     }
 }
@@ -638,25 +785,45 @@ where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let handler = UpstreamClient {
-        relay,
-        routes: Arc::default(),
-        owner: None,
-        tools: None,
-    };
     // Either revision: `server/discover` first, the `initialize` handshake when the
     // upstream does not know it.
     let lifecycle = ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: None,
     };
+    handshake(transport, what, relay, timeout, lifecycle)
+        .await
+        .map_err(|e| GatewayError::Upstream(e.message()))
+}
+
+/// The MCP handshake with the upstream at the end of `transport` in `lifecycle`, within
+/// `timeout`.
+async fn handshake<T, E, A>(
+    transport: T,
+    what: &str,
+    relay: Arc<Relay>,
+    timeout: Duration,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Running, Handshake>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let routes: Arc<Routes> = Arc::default();
+    let handler = UpstreamClient {
+        relay,
+        routes: Arc::clone(&routes),
+        owner: None,
+        tools: None,
+    };
+    let transport = Observed::new(transport.into_transport(), routes);
     let connected = rmcp::serve_client_with_lifecycle(handler, transport, lifecycle);
     match tokio::time::timeout(timeout, connected).await {
-        Err(_) => Err(GatewayError::Upstream(format!(
+        Err(_) => Err(Handshake::Unreachable(format!(
             "the upstream MCP server {what} did not complete the MCP handshake within {} s",
             timeout.as_secs_f64()
         ))),
-        Ok(Err(e)) => Err(GatewayError::Upstream(format!(
+        Ok(Err(e)) => Err(Handshake::Failed(format!(
             "the upstream MCP server {what} failed the MCP handshake: {e}"
         ))),
         Ok(Ok(running)) => Ok(running),
@@ -678,9 +845,10 @@ pub(crate) async fn connect_session(
     on_gone: Option<OnGone>,
 ) -> Result<SessionLink, String> {
     let tools = Arc::new(ToolList::new(Vec::new()));
+    let routes: Arc<Routes> = Arc::default();
     let handler = UpstreamClient {
         relay,
-        routes: Arc::default(),
+        routes: Arc::clone(&routes),
         owner: Some((client, config)),
         tools: Some((Arc::clone(&tools), timeout)),
     };

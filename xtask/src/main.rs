@@ -4,7 +4,8 @@
 //! Some tests need programs outside Rust: `redis-server` and `redis-cli` (the Redis and
 //! Redis Cluster stores, gateways sharing sessions), `tmux` (the interactive simulator),
 //! the official MCP Python SDK (the `orch mcp` gateway's client and upstream) and the
-//! SARIF SDK's validator. Plain `cargo test` reports those tests as *ignored*, with what
+//! SARIF SDK's validator, Node.js 22 with the official MCP conformance suite and its
+//! reference servers (`conformance/`). Plain `cargo test` reports those tests as *ignored*, with what
 //! they need. This command installs what is missing where it can — `apt-get` when it
 //! runs as root, a venv under `target/ci-tools/venv` for the Python SDK, `npm` for the
 //! SARIF validator — and otherwise stops with one line per missing piece and how to get
@@ -29,6 +30,11 @@ const MCP_SDK: &str = "mcp==2.3.0";
 /// The LLM SDKs whose own message types build the transcripts `orch check-trace` is
 /// tested on (offline: only their types are used).
 const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
+/// The versions of the MCP conformance suite whose reference servers are vendored in
+/// `conformance/reference-<version>` (the suites themselves are pinned in
+/// `conformance/package.json`).
+const CONFORMANCE_REFERENCES: [&str; 2] = ["0.1.16", "0.2.0-alpha.11"];
+
 /// The SARIF SDK's validator (a self-contained binary in an npm package).
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
 /// What builds and tests the Python package (`orch-py`), in a venv of its own, and the
@@ -214,6 +220,25 @@ fn node_20() -> bool {
             .is_some_and(|m| m >= 20)
 }
 
+/// Are Node.js 22, the conformance suites and the reference servers' dependencies
+/// installed under `conformance/`?
+fn conformance_ready(root: &Path) -> bool {
+    let dir = root.join("conformance");
+    let node = dir.join("node_modules/node/bin/node");
+    let node_22 = Command::new(&node)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| {
+            o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with("v22.")
+        });
+    node_22
+        && CONFORMANCE_REFERENCES.iter().all(|r| {
+            dir.join(format!("node_modules/conformance-{r}/dist/index.js"))
+                .is_file()
+                && dir.join(format!("reference-{r}/node_modules/tsx")).is_dir()
+        })
+}
+
 /// Builds, packs and tests the npm package (`orch-node`): `npm ci`, then
 /// `node scripts/ci.mjs`. Whether every step succeeded.
 fn node_package(root: &Path, limit: std::time::Duration) -> Result<bool, String> {
@@ -299,6 +324,39 @@ fn components() -> Vec<Component> {
             present: |_| node_20() && runs("npm", &["--version"]),
             install: |_| false,
             how: "install Node.js 20 or later with npm (https://nodejs.org, or your distribution's `nodejs` and `npm` packages if they are 20+)",
+        },
+        Component {
+            name: "Node.js 22, the MCP conformance suite and its reference servers (conformance/)",
+            present: conformance_ready,
+            install: |root| {
+                let dir = root.join("conformance");
+                // Node.js 22 from npm first (the `node` package), then the reference
+                // servers' dependencies installed with it on the PATH.
+                let ci = |at: &Path, path: Option<&str>| {
+                    eprintln!("xtask: npm ci ({})", at.display());
+                    let mut command = Command::new("npm");
+                    command
+                        .args(["ci", "--no-audit", "--no-fund", "--silent"])
+                        .current_dir(at)
+                        .stdout(Stdio::null());
+                    if let Some(path) = path {
+                        command.env("PATH", path);
+                    }
+                    command.status().is_ok_and(|s| s.success())
+                };
+                if !ci(&dir, None) {
+                    return false;
+                }
+                let path = format!(
+                    "{}:{}",
+                    dir.join("node_modules/node/bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                );
+                CONFORMANCE_REFERENCES
+                    .iter()
+                    .all(|r| ci(&dir.join(format!("reference-{r}")), Some(&path)))
+            },
+            how: "npm (any Node.js), then `npm ci` in conformance/ (it installs Node.js 22 as the npm package `node`) and in each conformance/reference-*/ with conformance/node_modules/node/bin first on the PATH",
         },
         Component {
             name: "the wasm32-wasip1-threads Rust target (the npm package's WebAssembly build)",

@@ -47,9 +47,21 @@ async def on_elicit(context, params):
     return ElicitResult(action=answer)
 
 
+def refusal_of(result):
+    """The refusal's facts `orch mcp` put in the result's `_meta` (`orch/refusal`)."""
+    meta = result.meta
+    if meta is not None and hasattr(meta, "model_dump"):
+        meta = meta.model_dump(by_alias=True)
+    return (meta or {}).get("orch/refusal")
+
+
 def summary(result):
     text = result.content[0].text if result.content else None
-    return {"isError": bool(result.is_error), "structured": result.structured_content, "text": text}
+    # A refusal's facts are data: `structuredContent` for a tool without an output
+    # schema, `_meta["orch/refusal"]` always (the shop's tools have output schemas).
+    refusal = refusal_of(result)
+    structured = {"refusal": refusal} if refusal is not None else result.structured_content
+    return {"isError": bool(result.is_error), "structured": structured, "text": text}
 
 
 async def main():

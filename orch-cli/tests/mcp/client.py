@@ -116,6 +116,14 @@ def text(result):
     return " ".join(c.text for c in result.content if getattr(c, "text", None) is not None)
 
 
+def refusal_of(result):
+    """The refusal's facts `orch mcp` put in the result's `_meta` (`orch/refusal`)."""
+    meta = result.meta
+    if meta is not None and hasattr(meta, "model_dump"):
+        meta = meta.model_dump(by_alias=True)
+    return (meta or {}).get("orch/refusal")
+
+
 def expect(actual, expected, what):
     assert actual == expected, f"{what}: expected {expected!r}, got {actual!r}"
 
@@ -147,20 +155,18 @@ async def walk(client, seen):
         "error: `summarize` was not run: the sequence of step `Research` expects `search` at position 0. Allowed now: search.",
         "refusal text",
     )
-    expect(
-        refused.structured_content,
-        {
-            "refusal": {
-                "tool": "summarize",
-                "reason": "out_of_sequence",
-                "step": "Research",
-                "expected": ["search"],
-                "allowed": ["search"],
-                "message": text(refused),
-            }
-        },
-        "the refusal as data",
-    )
+    facts = {
+        "tool": "summarize",
+        "reason": "out_of_sequence",
+        "step": "Research",
+        "expected": ["search"],
+        "allowed": ["search"],
+        "message": text(refused),
+    }
+    expect(refusal_of(refused), facts, "the refusal as data, in _meta")
+    # Not as structured content: `summarize` declares an output schema (the SDK derives
+    # one from its `-> str`), which a refusal would not match.
+    expect(refused.structured_content, None, "no structuredContent against the output schema")
     # Denied everywhere, and unknown to the upstream: refused too.
     assert (await client.call_tool("delete_all", {})).is_error
     unknown = await client.call_tool("format_disk", {})

@@ -1,0 +1,429 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
+//! `conformance/package.json`) run against its own reference server
+//! (`conformance/reference-*`, vendored from the suite's repository at the same
+//! version) directly, and through `orch mcp` fronting it with a template that allows
+//! every tool in any order (`conformance/everything.json`): over Streamable HTTP, over
+//! stdio (`conformance/stdio-bridge.mjs`, the official TypeScript SDK's transports), and
+//! as three instances sharing one `redis-server` behind a round-robin TCP balancer. A
+//! gateway that enforces nothing must be invisible: every scenario the reference passes
+//! must pass through `orch mcp` too, except the few listed in [`GAPS`] and
+//! [`SPREAD_GAPS`] with their reason. The suite sends no credential, so the gateways run
+//! with `--anonymous-run` (2026-07-28 requests without one share one run, as a local
+//! gateway with one user would).
+//!
+//! The results are the conformance table of docs/mcp.md; this test fails when the table
+//! there says anything else (`ORCH_BLESS=1` writes it).
+//!
+//! Needs Node.js 22 and the suite (`cargo xtask test` installs both into `conformance/`
+//! with npm); ignored under plain `cargo test`.
+
+mod support;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{free_port, redis, repo_root, temp_dir, wait_for_port, Gateway, Guard};
+
+/// Scenarios `orch mcp` does not pass although the reference does, each with why.
+/// Keyed by (suite, revision, scenario); `*` as scenario: every scenario of the run.
+const GAPS: &[(&str, &str, &str, &str)] = &[
+    (
+        "0.2.0-alpha.11",
+        "2026-07-28",
+        "server-stateless",
+        "one check calls the reference's `test_streaming_elicitation`, which answers with two JSON objects in one `application/json` body; the MCP SDK `orch mcp` speaks to its upstream with (rmcp) takes that body for malformed, so the call fails with -32603",
+    ),
+];
+
+/// Scenarios that fail now and then through one way only, with why (open defects, kept
+/// visible in the table instead of retried).
+const FLAKY_GAPS: &[(&str, &str, &str)] = &[(
+    "tools-call-with-progress",
+    "*",
+    "now and then (more often under load) the last of the three progress notifications does not reach the client before the result (the SDK then drops it), through every way; the gateway holds an answer until the progress counted before it on the wire has been relayed, so the loss is elsewhere: cause not found yet",
+)];
+
+/// Scenarios that fail only with sessions spread over instances (`3 instances, Redis`),
+/// with why: the MCP SDK keeps what a session has in flight towards its client in the
+/// instance that serves it.
+const SPREAD_GAPS: &[(&str, &str)] = &[
+    ("tools-call-elicitation", "the upstream's question goes out on the stream of the call, from the instance serving it; the client's answer is a new POST that the balancer may send to another instance, which has no such question in flight"),
+    ("tools-call-sampling", "as for elicitation: the answer to `sampling/createMessage` may reach another instance"),
+    ("elicitation-sep1034-defaults", "as for elicitation"),
+    ("elicitation-sep1330-enums", "as for elicitation"),
+    ("tools-call-with-logging", "log lines go on the session's standalone (GET) stream, which the client may hold open on another instance"),
+];
+
+/// One run of the suite: its version (a directory under `conformance/node_modules`
+/// and a reference server), and how it selects scenarios.
+struct Run {
+    suite: &'static str,
+    /// `--spec-version X` or `--requirements X`.
+    select: (&'static str, &'static str),
+    /// Also through three instances sharing Redis (the two requirement sets of the newer
+    /// suite: every scenario once per revision family, and the spread run's lost
+    /// questions wait out the suite's timeouts, so it is not repeated for each run).
+    spread: bool,
+}
+
+const RUNS: &[Run] = &[
+    Run {
+        suite: "0.1.16",
+        select: ("--spec-version", "2025-06-18"),
+        spread: false,
+    },
+    Run {
+        suite: "0.1.16",
+        select: ("--spec-version", "2025-11-25"),
+        spread: false,
+    },
+    Run {
+        suite: "0.2.0-alpha.11",
+        select: ("--spec-version", "2025-06-18"),
+        spread: false,
+    },
+    Run {
+        suite: "0.2.0-alpha.11",
+        select: ("--requirements", "2025-11-25"),
+        spread: true,
+    },
+    Run {
+        suite: "0.2.0-alpha.11",
+        select: ("--requirements", "2026-07-28"),
+        spread: true,
+    },
+];
+
+/// The ways the reference is reached.
+const WAYS: &[&str] = &[
+    "reference",
+    "HTTP upstream",
+    "stdio upstream",
+    "3 instances, Redis",
+];
+
+fn conformance_dir() -> PathBuf {
+    repo_root().join("conformance")
+}
+
+/// Node.js 22 as npm installed it into `conformance/`.
+fn node() -> PathBuf {
+    let node = conformance_dir().join("node_modules/node/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: `cargo xtask test` installs Node.js 22 and the conformance suite there (npm ci in conformance/ and its reference-* directories)",
+        node.display()
+    );
+    node
+}
+
+/// The reference server of `suite`, on a free port: its URL.
+fn reference(suite: &str) -> (Guard, String) {
+    let dir = conformance_dir().join(format!("reference-{suite}"));
+    assert!(
+        dir.join("node_modules/tsx").exists(),
+        "{}: its dependencies are not installed (`cargo xtask test` runs npm ci there)",
+        dir.display()
+    );
+    let port = free_port();
+    let child = Command::new(node())
+        .args(["--import", "tsx", "everything-server.ts"])
+        .current_dir(&dir)
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the reference server");
+    let guard = Guard(child);
+    wait_for_port(port, Duration::from_secs(60), "the reference server");
+    (guard, format!("http://localhost:{port}/mcp"))
+}
+
+/// Runs `run` against `url`: each scenario's name and whether it passed (no check
+/// failed).
+fn suite(run: &Run, url: &str, out: &Path) -> BTreeMap<String, bool> {
+    let cli = conformance_dir().join(format!(
+        "node_modules/conformance-{}/dist/index.js",
+        run.suite
+    ));
+    let _ = std::fs::remove_dir_all(out);
+    let output = Command::new(node())
+        .arg(&cli)
+        .args(["server", "--url", url, run.select.0, run.select.1, "-o"])
+        .arg(out)
+        .current_dir(conformance_dir())
+        .output()
+        .expect("run the conformance suite");
+    let mut results = BTreeMap::new();
+    for entry in std::fs::read_dir(out).unwrap_or_else(|e| {
+        panic!(
+            "the suite wrote no results to {} ({e}):\n{}\n{}",
+            out.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    }) {
+        let path = entry.expect("a results entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        // `server-<scenario>-<timestamp>`, the timestamp `YYYY-MM-DDTHH-MM-SS-mmmZ`.
+        let Some(scenario) = name
+            .strip_prefix("server-")
+            .and_then(|rest| rest.get(..rest.len().saturating_sub(25)))
+        else {
+            continue;
+        };
+        let checks: Value = std::fs::read_to_string(path.join("checks.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or(Value::Null);
+        let passed = checks
+            .as_array()
+            .is_some_and(|checks| checks.iter().all(|c| c["status"] != "FAILURE"));
+        results.insert(scenario.to_owned(), passed);
+    }
+    assert!(
+        !results.is_empty(),
+        "the suite ran no scenario against {url}:\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    results
+}
+
+/// A TCP balancer on a free port that hands each connection to the next of `to`.
+fn round_robin(to: Vec<String>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the balancer");
+    let addr = listener.local_addr().expect("its address").to_string();
+    let next = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for client in listener.incoming().map_while(Result::ok) {
+            let target = &to[next.fetch_add(1, Ordering::Relaxed) % to.len()];
+            let Ok(server) = TcpStream::connect(target) else {
+                continue;
+            };
+            pipe(client, server);
+        }
+    });
+    addr
+}
+
+/// Copies bytes both ways between `a` and `b` until either side closes.
+fn pipe(a: TcpStream, b: TcpStream) {
+    let copy = |mut from: TcpStream, mut to: TcpStream| {
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = to.shutdown(std::net::Shutdown::Write);
+        });
+    };
+    if let (Ok(a2), Ok(b2)) = (a.try_clone(), b.try_clone()) {
+        copy(a, b2);
+        copy(b, a2);
+    }
+}
+
+fn template() -> String {
+    conformance_dir()
+        .join("everything.json")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `orch mcp` fronting `upstream_url` the way `way` names: its URL, and what keeps it up.
+fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, String) {
+    let template = template();
+    match way {
+        "HTTP upstream" => {
+            let gw = Gateway::http(
+                &template,
+                &["--anonymous-run", "--upstream-url", upstream_url],
+                &[],
+                &[],
+            );
+            let url = gw.url.clone();
+            (vec![gw], url)
+        }
+        "stdio upstream" => {
+            let node = node().to_string_lossy().into_owned();
+            let bridge = conformance_dir().join("stdio-bridge.mjs");
+            let bridge = bridge.to_string_lossy().into_owned();
+            let gw = Gateway::http(
+                &template,
+                &["--anonymous-run"],
+                &[],
+                &[&node, &bridge, upstream_url],
+            );
+            let url = gw.url.clone();
+            (vec![gw], url)
+        }
+        _ => {
+            let namespace = format!("conformance:{}", std::process::id());
+            let extra = [
+                "--anonymous-run",
+                "--upstream-url",
+                upstream_url,
+                "--redis",
+                redis_url,
+                "--namespace",
+                &namespace,
+            ];
+            let gws: Vec<Gateway> = (0..3)
+                .map(|_| Gateway::http(&template, &extra, &[], &[]))
+                .collect();
+            let balancer = round_robin(gws.iter().map(|g| g.addr.clone()).collect());
+            (gws, format!("http://{balancer}/mcp"))
+        }
+    }
+}
+
+/// Renders the table docs/mcp.md carries.
+fn table(rows: &BTreeMap<(String, String, String), Vec<Option<bool>>>) -> String {
+    let mut out = String::from("| scenario | suite | revision |");
+    for way in WAYS {
+        out.push_str(&format!(" {way} |"));
+    }
+    out.push_str("\n|---|---|---|");
+    for _ in WAYS {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    for ((suite, revision, scenario), results) in rows {
+        out.push_str(&format!("| `{scenario}` | {suite} | {revision} |"));
+        for (w, passed) in results.iter().enumerate() {
+            let flaky = w > 0
+                && FLAKY_GAPS
+                    .iter()
+                    .any(|(sc, way, _)| sc == scenario && (*way == WAYS[w] || *way == "*"));
+            if flaky && passed.is_some() {
+                out.push_str(" flaky |");
+                continue;
+            }
+            out.push_str(match passed {
+                Some(true) => " pass |",
+                Some(false) => " **fail** |",
+                None => " — |",
+            });
+        }
+        out.push('\n');
+    }
+    out
+}
+
+const BEGIN: &str = "<!-- conformance table: written by orch-cli/tests/conformance.rs -->\n";
+const END: &str = "<!-- end of the conformance table -->";
+
+#[test]
+#[ignore = "needs Node.js 22 and the MCP conformance suite: `cargo xtask test` installs them"]
+fn orch_mcp_passes_what_the_reference_passes() {
+    let (_redis, redis_url) = redis();
+    let work = temp_dir("conformance");
+    let mut rows: BTreeMap<(String, String, String), Vec<Option<bool>>> = BTreeMap::new();
+    let mut regressions = Vec::new();
+    let suites: Vec<&str> = {
+        let mut s: Vec<&str> = RUNS.iter().map(|r| r.suite).collect();
+        s.dedup();
+        s
+    };
+    for suite_version in suites {
+        let (_reference, reference_url) = reference(suite_version);
+        // The four ways run at once (the suite mostly waits on the network).
+        let found: Vec<Vec<(String, String, bool)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = WAYS
+                .iter()
+                .enumerate()
+                .map(|(w, way)| {
+                    let (reference_url, redis_url, work) = (&reference_url, &redis_url, &work);
+                    scope.spawn(move || {
+                        let spread = *way == "3 instances, Redis";
+                        if spread && !RUNS.iter().any(|r| r.suite == suite_version && r.spread) {
+                            return Vec::new();
+                        }
+                        let (_gateways, url) = match *way {
+                            "reference" => (Vec::new(), reference_url.clone()),
+                            _ => through(way, reference_url, redis_url),
+                        };
+                        let mut found = Vec::new();
+                        let spread = *way == "3 instances, Redis";
+                        let runs = RUNS
+                            .iter()
+                            .filter(|r| r.suite == suite_version && (r.spread || !spread));
+                        for run in runs {
+                            let out = work.join(format!("{suite_version}-{}-{w}", run.select.1));
+                            for (scenario, passed) in suite(run, &url, &out) {
+                                found.push((run.select.1.to_owned(), scenario, passed));
+                            }
+                        }
+                        found
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a way's run"))
+                .collect()
+        });
+        for (w, results) in found.into_iter().enumerate() {
+            for (revision, scenario, passed) in results {
+                let key = (suite_version.to_owned(), revision, scenario);
+                let row = rows.entry(key).or_insert_with(|| vec![None; WAYS.len()]);
+                row[w] = Some(passed);
+            }
+        }
+    }
+    for ((suite, revision, scenario), results) in &rows {
+        let gap = GAPS
+            .iter()
+            .any(|(s, r, sc, _)| *s == suite && *r == revision && (*sc == scenario || *sc == "*"));
+        let spread_gap = SPREAD_GAPS.iter().any(|(sc, _)| sc == scenario);
+        for (w, passed) in results.iter().enumerate().skip(1) {
+            let flaky = FLAKY_GAPS
+                .iter()
+                .any(|(sc, way, _)| sc == scenario && (*way == WAYS[w] || *way == "*"));
+            let known = gap || flaky || (spread_gap && WAYS[w] == "3 instances, Redis");
+            if results[0] == Some(true) && *passed == Some(false) && !known {
+                regressions.push(format!(
+                    "{scenario} ({suite}, {revision}) through {}",
+                    WAYS[w]
+                ));
+            }
+        }
+    }
+    let table = table(&rows);
+    let docs_path = repo_root().join("docs/mcp.md");
+    let docs = std::fs::read_to_string(&docs_path).expect("docs/mcp.md");
+    let (Some(begin), Some(end)) = (docs.find(BEGIN), docs.find(END)) else {
+        panic!("docs/mcp.md has no conformance table markers ({BEGIN:?} … {END:?})");
+    };
+    let written = &docs[begin + BEGIN.len()..end];
+    if std::env::var_os("ORCH_BLESS").is_some() {
+        let updated = format!("{}{BEGIN}{table}{}", &docs[..begin], &docs[end..]);
+        std::fs::write(&docs_path, updated).expect("write docs/mcp.md");
+    } else {
+        assert_eq!(
+            written, table,
+            "docs/mcp.md's conformance table is not what the suite found (ORCH_BLESS=1 writes it)"
+        );
+    }
+    assert!(
+        regressions.is_empty(),
+        "orch mcp fails what the reference passes:\n{}",
+        regressions.join("\n")
+    );
+}
