@@ -7,11 +7,12 @@
 
 mod support;
 
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use support::http::Client;
 use support::load::{rate, session_life};
-use support::{python, shop_gateway, temp_dir};
+use support::{free_port, here, python, shop_upstream, temp_dir, wait_for_port, Gateway, Guard};
 
 fn full() -> bool {
     std::env::var("ORCH_LOAD").is_ok_and(|v| v == "1")
@@ -32,10 +33,33 @@ fn memory_stays_flat_under_session_churn() {
     // session cap is just above one round of abandoned sessions: a session that is not
     // freed makes a later round hit it.
     let cap = (4 * (churn / 64) + 8).to_string();
-    let gw = Arc::new(shop_gateway(
-        &python,
-        &log,
-        &["--session-ttl", "2", "--max-sessions", &cap],
+    // The upstream over Streamable HTTP: each client session has an upstream session of
+    // its own, which over stdio would be a server process per session (what is measured
+    // here is the gateway's memory).
+    let port = free_port();
+    let mut upstream = shop_upstream(&python, &log);
+    upstream.extend(["--http".to_owned(), port.to_string()]);
+    let _upstream = Guard(
+        Command::new(&upstream[0])
+            .args(&upstream[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start shop_tools.py"),
+    );
+    wait_for_port(port, Duration::from_secs(30), "shop_tools.py");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let gw = Arc::new(Gateway::http(
+        &here("shop.json"),
+        &[
+            "--session-ttl",
+            "2",
+            "--max-sessions",
+            &cap,
+            "--upstream-url",
+            &url,
+        ],
+        &[],
         &[],
     ));
     let addr = gw.addr.clone();
