@@ -502,10 +502,12 @@ impl<S: SessionStore + 'static> Shared<S> {
                 None,
             ))
         };
+        let progress_token = context.meta.get_progress_token();
+        let asked_progress = progress_token.is_some();
         let origin = Origin {
             client: &context.peer,
             id: &context.id,
-            progress_token: context.meta.get_progress_token(),
+            progress_token,
         };
         // The client's own `_meta` goes on (the MCP SDK took it off the request): on
         // 2026-07-28 its revision, capabilities, identity and log level, so the upstream
@@ -542,8 +544,11 @@ impl<S: SessionStore + 'static> Shared<S> {
         tokio::select! {
             biased;
             answer = handle.await_response() => {
-                // The progress the upstream sent before its answer goes out first.
-                link.routes.progress_drained(&upstream_token, PROGRESS_DRAIN_LIMIT).await;
+                // The progress the upstream sent before its answer goes out first (to a
+                // client that asked for progress; without a token nothing is relayed).
+                if asked_progress {
+                    link.routes.progress_drained(&upstream_token, PROGRESS_DRAIN_LIMIT).await;
+                }
                 answer
                     .map(with_result_type)
                     .map_err(|e| Unanswered::of(e, method, limit))
