@@ -515,10 +515,15 @@ impl<S: SessionStore + 'static> Shared<S> {
         // on; the gateway's trace context, when it set one, stays.
         let mut options = PeerRequestOptions::with_timeout(limit);
         let mut meta = context.meta.clone();
-        for key in ["traceparent", "tracestate"] {
-            if request.get_meta().0 .0.contains_key(key) {
-                meta.0 .0.remove(key);
-            }
+        let ours = match &request {
+            ClientRequest::CallToolRequest(call) => call.params.meta.as_ref(),
+            _ => None,
+        };
+        // The gateway's span context (set on a call it traces) replaces the client's:
+        // the upstream's spans are children of the gateway's, in the client's trace.
+        if ours.is_some_and(|m| m.0 .0.contains_key("traceparent")) {
+            meta.0 .0.remove("traceparent");
+            meta.0 .0.remove("tracestate");
         }
         options.meta = Some(meta);
         // Sending may wait on the upstream's pipe; an upstream that died meanwhile ends
