@@ -459,3 +459,150 @@ fn orch_mcp_passes_what_the_reference_passes() {
         regressions.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// `orch mcp` as the client: the suite's client scenarios
+
+/// The client scenarios no client of ours takes part in, with why (prefixes of names).
+const CLIENT_GAPS: &[(&str, &str)] = &[(
+    "auth/",
+    "`orch mcp` has no OAuth client: it reaches its upstream with no credential (an upstream that needs authorization is fronted from its own network side), so the authorization scenarios, which test a client's OAuth flow, are not run",
+)];
+
+/// The client scenarios `suite` lists: (name, revisions), those of [`CLIENT_GAPS`] and
+/// extensions left out.
+fn client_scenarios(suite: &str) -> Vec<(String, Vec<String>)> {
+    let cli = conformance_dir().join(format!("node_modules/conformance-{suite}/dist/index.js"));
+    let output = Command::new(node())
+        .arg(&cli)
+        .args(["list", "--client"])
+        .current_dir(conformance_dir())
+        .output()
+        .expect("list the client scenarios");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let found: Vec<(String, Vec<String>)> = text
+        .lines()
+        .filter_map(|line| {
+            let (name, revisions) = line.trim().strip_prefix("- ")?.split_once(" [")?;
+            let revisions: Vec<String> = revisions
+                .trim_end_matches(']')
+                .split(',')
+                .filter(|r| r.starts_with("20"))
+                .map(str::to_owned)
+                .collect();
+            let gap = CLIENT_GAPS
+                .iter()
+                .any(|(prefix, _)| name.starts_with(prefix));
+            (!gap && !revisions.is_empty()).then(|| (name.to_owned(), revisions))
+        })
+        .collect();
+    assert!(
+        !found.is_empty(),
+        "the suite {suite} listed no client scenario:\n{text}"
+    );
+    found
+}
+
+/// Runs client scenario `scenario` at `revision` with `command` as the client: passed?
+fn client_run(suite: &str, scenario: &str, revision: &str, command: &str, out: &Path) -> bool {
+    let cli = conformance_dir().join(format!("node_modules/conformance-{suite}/dist/index.js"));
+    let status = Command::new(node())
+        .arg(&cli)
+        .args(["client", "--command", command, "--scenario", scenario])
+        .args(["--spec-version", revision, "-o"])
+        .arg(out)
+        .current_dir(conformance_dir())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run the conformance suite");
+    status.success()
+}
+
+const CLIENT_BEGIN: &str =
+    "<!-- conformance client table: written by orch-cli/tests/conformance.rs -->\n";
+const CLIENT_END: &str = "<!-- end of the conformance client table -->";
+
+/// The suite's client scenarios (every one but the authorization ones, see
+/// [`CLIENT_GAPS`]) with `conformance/client-driver.mjs` as the client — on its own, and
+/// reaching the scenario's server through `orch mcp`, so that the gateway is the client
+/// the scenario judges. Fails when a scenario the driver passes on its own fails through
+/// the gateway, and when docs/mcp.md's client table says otherwise (`ORCH_BLESS=1`).
+#[test]
+#[ignore = "needs Node.js 22 and the MCP conformance suite: `cargo xtask test` installs them"]
+fn orch_mcp_as_a_client_passes_what_the_driver_passes() {
+    let work = temp_dir("conformance-client");
+    let node = node().to_string_lossy().into_owned();
+    let orch = Path::new(env!("CARGO_BIN_EXE_orch"))
+        .to_string_lossy()
+        .into_owned();
+    let template = conformance_dir().join("clients.json");
+    let template = template.to_string_lossy().into_owned();
+    // The suite splits the command at spaces.
+    for part in [&node, &orch, &template] {
+        assert!(
+            !part.contains(' '),
+            "the conformance suite splits a client command at spaces: {part}"
+        );
+    }
+    let direct = format!("{node} client-driver.mjs");
+    let via = format!("{node} client-driver.mjs --via {orch} {template}");
+    let mut rows: BTreeMap<(String, String, String), [bool; 2]> = BTreeMap::new();
+    for suite_version in ["0.1.16", "0.2.0-alpha.11"] {
+        let runs: Vec<(String, String)> = client_scenarios(suite_version)
+            .into_iter()
+            .flat_map(|(name, revisions)| revisions.into_iter().map(move |r| (name.clone(), r)))
+            .collect();
+        // Each run starts its own mock server (and gateway): the two ways at once.
+        for (i, (scenario, revision)) in runs.iter().enumerate() {
+            let results = std::thread::scope(|scope| {
+                let ways = [&direct, &via].map(|command| {
+                    let out = work.join(format!("{suite_version}-{i}-{}", command.len()));
+                    let (scenario, revision) = (scenario.as_str(), revision.as_str());
+                    scope
+                        .spawn(move || client_run(suite_version, scenario, revision, command, &out))
+                });
+                ways.map(|h| h.join().expect("a client run"))
+            });
+            rows.insert(
+                (suite_version.to_owned(), revision.clone(), scenario.clone()),
+                results,
+            );
+        }
+    }
+    let mut table = String::from(
+        "| scenario | suite | revision | driver | driver through `orch mcp` |\n|---|---|---|---|---|\n",
+    );
+    let mut regressions = Vec::new();
+    for ((suite, revision, scenario), [driver, gateway]) in &rows {
+        let cell = |passed: &bool| if *passed { "pass" } else { "**fail**" };
+        table.push_str(&format!(
+            "| `{scenario}` | {suite} | {revision} | {} | {} |\n",
+            cell(driver),
+            cell(gateway)
+        ));
+        if *driver && !*gateway {
+            regressions.push(format!("{scenario} ({suite}, {revision})"));
+        }
+    }
+    let docs_path = repo_root().join("docs/mcp.md");
+    let docs = std::fs::read_to_string(&docs_path).expect("docs/mcp.md");
+    let (Some(begin), Some(end)) = (docs.find(CLIENT_BEGIN), docs.find(CLIENT_END)) else {
+        panic!("docs/mcp.md has no client table markers ({CLIENT_BEGIN:?} … {CLIENT_END:?})");
+    };
+    if std::env::var_os("ORCH_BLESS").is_some() {
+        let updated = format!("{}{CLIENT_BEGIN}{table}{}", &docs[..begin], &docs[end..]);
+        std::fs::write(&docs_path, updated).expect("write docs/mcp.md");
+    } else {
+        assert_eq!(
+            &docs[begin + CLIENT_BEGIN.len()..end],
+            table,
+            "docs/mcp.md's client table is not what the suite found (ORCH_BLESS=1 writes it)"
+        );
+    }
+    assert!(
+        regressions.is_empty(),
+        "through orch mcp, the client fails what it passes on its own:\n{}",
+        regressions.join("\n")
+    );
+}

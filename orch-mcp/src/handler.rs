@@ -30,7 +30,7 @@ use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode, GetMeta,
+    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode,
     GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
     InitializeResult, ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
     ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsResult,

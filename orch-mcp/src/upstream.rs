@@ -559,10 +559,16 @@ impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
         match &self.owner {
             Some((_, config)) => config.clone(),
-            None => ClientConfig::new(
-                ClientCapabilities::default(),
-                Implementation::new("orch-mcp", env!("CARGO_PKG_VERSION")),
-            ),
+            None => {
+                let mut config = ClientConfig::new(
+                    ClientCapabilities::default(),
+                    Implementation::new("orch-mcp", env!("CARGO_PKG_VERSION")),
+                );
+                // What an `initialize` offers: the latest revision that has it
+                // (2026-07-28 is reached by `server/discover`, never by `initialize`).
+                config.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+                config
+            }
         }
     }
 
@@ -712,7 +718,7 @@ pub(crate) async fn connect(
 ) -> Result<Running, GatewayError> {
     let auto = ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: None,
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
     match connect_with(upstream, Arc::clone(&relay), timeout, auto).await {
         Ok(running) => Ok(running),
@@ -789,7 +795,7 @@ where
     // upstream does not know it.
     let lifecycle = ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: None,
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
     handshake(transport, what, relay, timeout, lifecycle)
         .await
