@@ -109,6 +109,43 @@ fn each_session_talks_with_its_own_upstream_session_over_http_upstreams() {
     two_clients_see_only_their_own(&python, &gw.url, &dir);
 }
 
+/// Every progress notification the upstream sends before its answer reaches the client
+/// before the answer (the SDK drops progress that comes after): `countdown(10)` reports
+/// ten back to back and answers at once, 30 times, through both upstream transports.
+/// Each session has its own upstream connection; the gateway counts progress off that
+/// connection's wire in order with the answers, and holds an answer until the progress
+/// before it has been relayed (rmcp handles notifications in tasks of their own).
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn every_progress_before_an_answer_arrives_before_it() {
+    let python = python();
+    let port = free_port();
+    let _upstream = Guard(
+        Command::new(&python)
+            .args([here("relay_tools.py"), "--http".into(), port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start relay_tools.py"),
+    );
+    wait_for_port(port, Duration::from_secs(30), "relay_tools.py");
+    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let template = here("relay.json");
+    let tools = here("relay_tools.py");
+    let over_http = Gateway::http(&template, &["--upstream-url", &upstream], &[], &[]);
+    let over_stdio = Gateway::http(&template, &[], &[], &[&python, &tools]);
+    for gw in [&over_http, &over_stdio] {
+        let args = ["--url", &gw.url, "--who", "p", "--countdown", "10", "30"];
+        let seen = support::python_report(&python, "relay_client.py", &args);
+        assert_eq!(
+            seen["countdowns"],
+            json!(vec![10; 30]),
+            "through {}: {seen}",
+            gw.url
+        );
+    }
+}
+
 /// Over stdio, end to end; and a client that offers no elicitation, sampling or roots
 /// is presented upstream as it is: what the upstream asks anyway reaches the client,
 /// which refuses it itself (the gateway no longer answers `roots/list` with an empty

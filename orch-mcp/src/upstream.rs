@@ -484,6 +484,16 @@ pub(crate) struct UpstreamClient {
 }
 
 impl UpstreamClient {
+    /// The gateway's own connection's side.
+    fn shared(relay: Arc<Relay>) -> Self {
+        UpstreamClient {
+            relay,
+            routes: Arc::default(),
+            owner: None,
+            tools: None,
+        }
+    }
+
     /// Where a message from the upstream goes that is not about one request (a log
     /// line, a resource update): the session's client, or on the gateway's own
     /// connection the client of the only request in flight (else no one: it would
@@ -720,13 +730,14 @@ pub(crate) async fn connect(
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
-    match connect_with(upstream, Arc::clone(&relay), timeout, auto).await {
+    let shared = || UpstreamClient::shared(Arc::clone(&relay));
+    match connect_with(upstream, shared(), timeout, auto).await {
         Ok(running) => Ok(running),
         // An upstream that answers `server/discover` with something that is neither a
         // DiscoverResult nor an error (`{}`) is met with the `initialize` handshake on a
         // new connection, as a client that never heard of `server/discover` would.
         Err(Handshake::Failed(first)) => {
-            connect_with(upstream, relay, timeout, ClientLifecycleMode::Initialize)
+            connect_with(upstream, shared(), timeout, ClientLifecycleMode::Initialize)
                 .await
                 .map_err(|second| {
                     GatewayError::Upstream(format!(
@@ -755,10 +766,10 @@ impl Handshake {
     }
 }
 
-/// One attempt of [`connect`] with `lifecycle`.
+/// One connection to `upstream` handled by `handler`, opened with `lifecycle`.
 async fn connect_with(
     upstream: &Upstream,
-    relay: Arc<Relay>,
+    handler: UpstreamClient,
     timeout: Duration,
     lifecycle: ClientLifecycleMode,
 ) -> Result<Running, Handshake> {
@@ -770,11 +781,11 @@ async fn connect_with(
             let transport = rmcp::transport::TokioChildProcess::new(command).map_err(|e| {
                 Handshake::Unreachable(format!("cannot start the upstream MCP server {what}: {e}"))
             })?;
-            handshake(transport, &what, relay, timeout, lifecycle).await
+            handshake(transport, &what, handler, timeout, lifecycle).await
         }
         Upstream::Url(url) => {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
-            handshake(transport, &what, relay, timeout, lifecycle).await
+            handshake(transport, &what, handler, timeout, lifecycle).await
         }
     }
 }
@@ -797,17 +808,24 @@ where
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
-    handshake(transport, what, relay, timeout, lifecycle)
-        .await
-        .map_err(|e| GatewayError::Upstream(e.message()))
+    handshake(
+        transport,
+        what,
+        UpstreamClient::shared(relay),
+        timeout,
+        lifecycle,
+    )
+    .await
+    .map_err(|e| GatewayError::Upstream(e.message()))
 }
 
 /// The MCP handshake with the upstream at the end of `transport` in `lifecycle`, within
-/// `timeout`.
+/// `timeout`, the connection handled by `handler`. Every connection is [`Observed`]: its
+/// requests' answers wait for the progress before them.
 async fn handshake<T, E, A>(
     transport: T,
     what: &str,
-    relay: Arc<Relay>,
+    handler: UpstreamClient,
     timeout: Duration,
     lifecycle: ClientLifecycleMode,
 ) -> Result<Running, Handshake>
@@ -815,14 +833,7 @@ where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let routes: Arc<Routes> = Arc::default();
-    let handler = UpstreamClient {
-        relay,
-        routes: Arc::clone(&routes),
-        owner: None,
-        tools: None,
-    };
-    let transport = Observed::new(transport.into_transport(), routes);
+    let transport = Observed::new(transport.into_transport(), Arc::clone(&handler.routes));
     let connected = rmcp::serve_client_with_lifecycle(handler, transport, lifecycle);
     match tokio::time::timeout(timeout, connected).await {
         Err(_) => Err(Handshake::Unreachable(format!(
@@ -859,40 +870,9 @@ pub(crate) async fn connect_session(
         tools: Some((Arc::clone(&tools), timeout)),
     };
     let what = upstream.to_string();
-    let connected = async {
-        match upstream {
-            Upstream::Command { program, args } => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args);
-                let transport = rmcp::transport::TokioChildProcess::new(command)
-                    .map_err(|e| format!("cannot start the upstream MCP server {what}: {e}"))?;
-                rmcp::serve_client_with_lifecycle(
-                    handler,
-                    transport,
-                    ClientLifecycleMode::Initialize,
-                )
-                .await
-                .map_err(|e| {
-                    format!("the upstream MCP server {what} failed the MCP handshake: {e}")
-                })
-            }
-            Upstream::Url(url) => {
-                let transport =
-                    rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
-                rmcp::serve_client_with_lifecycle(
-                    handler,
-                    transport,
-                    ClientLifecycleMode::Initialize,
-                )
-                .await
-                .map_err(|e| {
-                    format!("the upstream MCP server {what} failed the MCP handshake: {e}")
-                })
-            }
-        }
-    };
+    let connected = connect_with(upstream, handler, timeout, ClientLifecycleMode::Initialize);
     let handshake = async {
-        let running = connected.await?;
+        let running = connected.await.map_err(Handshake::message)?;
         // The session's first list: what its calls are checked against.
         let listed = running.peer().list_all_tools().await.map_err(|e| {
             format!(

@@ -16,6 +16,9 @@ for stray messages; print
     {"result": {...converse's answer...}, "logs": [...], "progress": [...],
      "asked": [...], "sampled": [...], "roots": n}
 
+`--countdown N TIMES` instead calls `countdown(N)` TIMES times and prints how many
+progress notifications arrived before each answer: `{"countdowns": [N, N, ...]}`.
+
 `--bare` declares no elicitation, sampling or roots capability (no callbacks).
 """
 
@@ -34,6 +37,7 @@ parser.add_argument("--level")
 parser.add_argument("--barrier")
 parser.add_argument("--peers", type=int, default=1)
 parser.add_argument("--bare", action="store_true")
+parser.add_argument("--countdown", type=int, nargs=2, metavar=("N", "TIMES"))
 parser.add_argument("command", nargs="*")
 args = parser.parse_args()
 
@@ -93,6 +97,19 @@ async def main():
         if args.level:
             await client.set_logging_level(args.level)
         await barrier()
+        if args.countdown:
+            n, times = args.countdown
+            counts = []
+            for _ in range(times):
+                got = []
+
+                async def count(progress, total, message, got=got):
+                    got.append(progress)
+
+                await client.call_tool("countdown", {"n": n}, progress_callback=count)
+                counts.append(len(got))
+            print(json.dumps({"countdowns": counts}))
+            return
         result = await client.call_tool("converse", {"who": args.who}, progress_callback=on_progress)
         if result.is_error:
             print(json.dumps({"error": result.content[0].text}))

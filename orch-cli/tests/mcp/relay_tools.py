@@ -15,6 +15,8 @@ answers with what it got, as JSON text:
 
 (`level`: the level this session's client set.)
 
+`countdown(n)`: reports progress 1/n … n/n back to back and answers "done".
+
 A request the client refuses (no such capability) is reported as `{"error": "..."}` in
 its place instead of failing the call.
 
@@ -92,6 +94,15 @@ async def converse(who: str, ctx: Context) -> str:
         roots = [str(r.uri) for r in roots.roots]
     await ctx.report_progress(2, 2, f"{who}: done")
     return json.dumps({"who": who, "level": floor, "elicited": elicited, "sampled": sampled, "roots": roots})
+
+
+@server.tool()
+async def countdown(n: int, ctx: Context) -> str:
+    """Report progress 1/n … n/n back to back, then answer at once: the last progress
+    and the answer leave together, so a relay that does not keep their order loses it."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n)
+    return "done"
 
 
 if args.http:
