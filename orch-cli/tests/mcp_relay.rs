@@ -110,7 +110,8 @@ fn each_session_talks_with_its_own_upstream_session_over_http_upstreams() {
 }
 
 /// Every progress notification the upstream sends before its answer reaches the client
-/// before the answer (the SDK drops progress that comes after): `countdown(10)` reports
+/// before the answer (the SDK drops progress that comes after), in the order sent (the
+/// gateway relays each in a turn of its wire order): `countdown(10)` reports
 /// ten back to back and answers at once, 30 times, through both upstream transports.
 /// Each session has its own upstream connection; the gateway counts progress off that
 /// connection's wire in order with the answers, and holds an answer until the progress

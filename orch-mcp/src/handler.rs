@@ -525,6 +525,11 @@ impl<S: SessionStore + 'static> Shared<S> {
             meta.0 .0.remove("traceparent");
             meta.0 .0.remove("tracestate");
         }
+        // A handshake session on a 2026-07-28 connection: the level it set goes with
+        // every request (the upstream logs only for requests that carry one).
+        if let Some(level) = link.kept.as_ref().and_then(|kept| kept.level()) {
+            meta.set_log_level(level);
+        }
         options.meta = Some(meta);
         // Sending may wait on the upstream's pipe; an upstream that died meanwhile ends
         // the wait (before anything was sent: the request never reached it).
@@ -1191,32 +1196,36 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
             config.meta = None;
             // Over stdio the gateway serves this one session: when its upstream goes
             // away, so does the gateway (exit 2, for a supervisor to restart it).
-            let on_gone: Option<upstream::OnGone> = match self.fixed_id {
-                Some(_) => {
-                    let ended = Arc::clone(&self.shared.ended);
-                    Some(Box::new(move |reason| {
-                        let _ = ended.send(Some(reason));
-                    }))
-                }
-                None => None,
+            let on_gone = || -> Option<upstream::OnGone> {
+                self.fixed_id.as_ref()?;
+                let ended = Arc::clone(&self.shared.ended);
+                Some(Box::new(move |reason| {
+                    let _ = ended.send(Some(reason));
+                }))
             };
-            let connected = upstream::connect_session(
-                upstream,
-                Arc::clone(&self.shared.relay),
-                context.peer.clone(),
-                config,
-                self.shared.limits.call_timeout,
-                on_gone,
-            )
-            .await;
+            let connect = |config, modern| {
+                upstream::connect_session(
+                    upstream,
+                    Arc::clone(&self.shared.relay),
+                    context.peer.clone(),
+                    config,
+                    self.shared.limits.call_timeout,
+                    on_gone(),
+                    modern,
+                )
+            };
+            let mut connected = connect(config.clone(), false).await;
+            // An upstream that speaks only 2026-07-28 takes no handshake: the session's
+            // connection is on that revision, the gateway keeping for the session what
+            // the revision removed (its log level, its subscriptions).
+            if connected.is_err() && upstream::is_modern(&self.shared.upstream.peer) {
+                connected = connect(config, true).await;
+            }
             match connected {
                 // A second `initialize` on one session keeps the first connection.
                 Ok(link) => {
                     let _ = self.session.set(link);
                 }
-                // An upstream that speaks only 2026-07-28 takes no handshake: the session
-                // is served on the gateway's own connection, as before.
-                Err(_) if upstream::is_modern(&self.shared.upstream.peer) => {}
                 Err(why) => {
                     return Err(McpError::internal_error(
                         format!("the upstream MCP server is unavailable: {why}"),
@@ -1378,6 +1387,9 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if let Some(kept) = self.link(&context).kept {
+            return kept.subscribe(request.uri, true).await;
+        }
         let forwarded = ClientRequest::SubscribeRequest(SubscribeRequest::new(request));
         self.pass(forwarded, "resources/subscribe", &context)
             .await
@@ -1389,6 +1401,9 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if let Some(kept) = self.link(&context).kept {
+            return kept.subscribe(request.uri, false).await;
+        }
         let forwarded = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(request));
         self.pass(forwarded, "resources/unsubscribe", &context)
             .await
@@ -1415,6 +1430,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if let Some(kept) = self.link(&context).kept {
+            kept.set_level(request.level);
+            return Ok(());
+        }
         let forwarded = ClientRequest::SetLevelRequest(SetLevelRequest::new(request));
         self.pass(forwarded, "logging/setLevel", &context)
             .await

@@ -282,6 +282,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             peer: peer.clone(),
             gone: relay.upstream_gone.clone(),
             routes: Arc::clone(&running.service().routes),
+            kept: None,
         };
         let (gone_tx, gone) = watch::channel(None);
         let gone_tx = Arc::new(gone_tx);

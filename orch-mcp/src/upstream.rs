@@ -11,7 +11,7 @@ use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
     ClientRequest, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, GetExtensions, GetMeta,
-    Implementation, ListRootsRequest, ListRootsResult, LoggingMessageNotification,
+    Implementation, ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotification,
     LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     RequestId, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
     SubscriptionFilter, Tool,
@@ -199,6 +199,9 @@ impl Relay {
     }
 }
 
+/// How long a relayed notification waits for the ones before it to be relayed.
+const TURN_LIMIT: Duration = Duration::from_secs(5);
+
 /// The client requests forwarded on one upstream connection and not yet answered: what
 /// the upstream says about one of them (progress, a question for the human, a log line)
 /// goes to the client that made it, under that client's own identifiers.
@@ -214,6 +217,37 @@ pub(crate) struct Routes {
     progress: Mutex<std::collections::HashMap<ProgressToken, (u64, u64)>>,
     /// Woken whenever a progress notification has been relayed.
     progress_relayed: tokio::sync::Notify,
+    /// The notifications relayed to a client (progress, log lines, resource updates) in
+    /// the order they came off the wire: tickets handed out by [`Observed`] as they
+    /// arrive, and how many have had their turn (the MCP SDK handles each in a task of
+    /// its own, so without turns they would race each other to the client).
+    order: Mutex<(u64, u64)>,
+    /// Woken whenever a notification has had its turn.
+    turned: tokio::sync::Notify,
+}
+
+/// A relayed notification's place in its connection's wire order.
+#[derive(Clone, Copy)]
+struct Ticket(u64);
+
+/// A notification's turn to be relayed; the next one's comes when this is dropped.
+struct Turn<'a> {
+    routes: &'a Routes,
+    ticket: u64,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        {
+            let mut order = self
+                .routes
+                .order
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            order.1 = order.1.max(self.ticket + 1);
+        }
+        self.routes.turned.notify_waiters();
+    }
 }
 
 /// One forwarded request.
@@ -285,6 +319,36 @@ impl Routes {
             upstream_id: handle.id.clone(),
         };
         Ok((handle, Some(routed)))
+    }
+
+    /// The next place in wire order.
+    fn ticket(&self) -> Ticket {
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        order.0 += 1;
+        Ticket(order.0 - 1)
+    }
+
+    /// Waits until every notification that came off the wire before `ticket`'s has been
+    /// relayed (at most [`TURN_LIMIT`]: one whose handler never ran holds up no other
+    /// for longer). `None` (a notification without a ticket): no wait.
+    async fn turn(&self, ticket: Option<&Ticket>) -> Option<Turn<'_>> {
+        let Ticket(ticket) = *ticket?;
+        let mine = async {
+            loop {
+                let turned = self.turned.notified();
+                tokio::pin!(turned);
+                turned.as_mut().enable();
+                if self.order.lock().unwrap_or_else(PoisonError::into_inner).1 >= ticket {
+                    return;
+                }
+                turned.await;
+            }
+        };
+        let _ = tokio::time::timeout(TURN_LIMIT, mine).await;
+        Some(Turn {
+            routes: self,
+            ticket,
+        })
     }
 
     /// A progress notification with `token` came off the wire.
@@ -427,10 +491,19 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
     }
 
     async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await?;
-        if let rmcp::model::JsonRpcMessage::Notification(n) = &message {
+        let mut message = self.inner.receive().await?;
+        if let rmcp::model::JsonRpcMessage::Notification(n) = &mut message {
             if let ServerNotification::ProgressNotification(p) = &n.notification {
                 self.routes.progress_seen(&p.params.progress_token);
+            }
+            if matches!(
+                n.notification,
+                ServerNotification::ProgressNotification(_)
+                    | ServerNotification::LoggingMessageNotification(_)
+                    | ServerNotification::ResourceUpdatedNotification(_)
+            ) {
+                let ticket = self.routes.ticket();
+                n.notification.extensions_mut().insert(ticket);
             }
         }
         Some(message)
@@ -448,6 +521,122 @@ pub(crate) struct Link {
     /// Cancelled when this connection has gone away.
     pub(crate) gone: tokio_util::sync::CancellationToken,
     pub(crate) routes: Arc<Routes>,
+    /// A handshake session's connection on 2026-07-28 (an upstream without the
+    /// handshake): what the gateway keeps for the session that the revision no longer
+    /// asks the server to keep.
+    pub(crate) kept: Option<Arc<Kept>>,
+}
+
+/// What a handshake client's session keeps when its upstream connection is on
+/// 2026-07-28, which removed `logging/setLevel` and `resources/(un)subscribe`: the
+/// gateway answers those itself, sends the level in every request's `_meta`
+/// (`io.modelcontextprotocol/logLevel`: the upstream logs only for requests that carry
+/// it), and holds a `subscriptions/listen` stream for the session's subscriptions and
+/// list changes.
+pub(crate) struct Kept {
+    level: Mutex<Option<LoggingLevel>>,
+    /// The resources the session subscribed to, and the stream that listens for them
+    /// (replaced whenever the set changes; closed when dropped).
+    listening: tokio::sync::Mutex<(
+        std::collections::BTreeSet<String>,
+        Option<tokio_util::sync::DropGuard>,
+    )>,
+    peer: Peer<RoleClient>,
+    client: Peer<RoleServer>,
+    tools: Arc<ToolList>,
+    limit: Duration,
+}
+
+impl Kept {
+    /// The level the session set, if any.
+    pub(crate) fn level(&self) -> Option<LoggingLevel> {
+        *self.level.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `logging/setLevel`, kept.
+    pub(crate) fn set_level(&self, level: LoggingLevel) {
+        *self.level.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+    }
+
+    /// `resources/subscribe` (`on`) or `unsubscribe`: the session's listen stream is
+    /// opened again with the new set, and is open when this returns.
+    pub(crate) async fn subscribe(self: &Arc<Self>, uri: String, on: bool) -> Result<(), McpError> {
+        let mut listening = self.listening.lock().await;
+        let changed = if on {
+            listening.0.insert(uri)
+        } else {
+            listening.0.remove(&uri)
+        };
+        if changed {
+            let stop = self.listen(listening.0.iter().cloned().collect()).await?;
+            listening.1 = Some(stop.drop_guard());
+        }
+        Ok(())
+    }
+
+    /// Opens a `subscriptions/listen` stream for the list changes the upstream offers
+    /// and `resources`, and relays what comes on it to the session's client until the
+    /// returned token is cancelled (or the stream ends).
+    async fn listen(
+        self: &Arc<Self>,
+        resources: Vec<String>,
+    ) -> Result<tokio_util::sync::CancellationToken, McpError> {
+        let caps = self.peer.peer_info().map(|info| info.capabilities.clone());
+        let mut filter = SubscriptionFilter::default();
+        filter.tools_list_changed = Some(true);
+        if let Some(caps) = &caps {
+            filter.prompts_list_changed = caps.prompts.as_ref().map(|_| true);
+            filter.resources_list_changed = caps.resources.as_ref().map(|_| true);
+        }
+        if !resources.is_empty() {
+            filter.resource_subscriptions = Some(resources);
+        }
+        let limit = self.limit;
+        let mut subscription = match tokio::time::timeout(limit, self.peer.listen(filter)).await {
+            Ok(Ok(subscription)) => subscription,
+            Ok(Err(e)) => {
+                return Err(crate::handler::upstream_error(
+                    e,
+                    "subscriptions/listen",
+                    limit,
+                ))
+            }
+            Err(_) => {
+                return Err(McpError::internal_error(
+                    format!(
+                        "the upstream MCP server did not answer `subscriptions/listen` within {} s",
+                        limit.as_secs_f64()
+                    ),
+                    None,
+                ))
+            }
+        };
+        let stop = tokio_util::sync::CancellationToken::new();
+        let (kept, ended) = (Arc::downgrade(self), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let next = tokio::select! {
+                    next = subscription.next() => next,
+                    () = ended.cancelled() => return,
+                };
+                let (Ok(Some(notification)), Some(kept)) = (next, kept.upgrade()) else {
+                    return;
+                };
+                match notification {
+                    // The session's list is fetched again, then its client is told.
+                    ServerNotification::ToolListChangedNotification(_) => {
+                        if kept.tools.refresh(&kept.peer, kept.limit).await.is_ok() {
+                            let _ = kept.client.notify_tool_list_changed().await;
+                        }
+                    }
+                    other => {
+                        let _ = kept.client.send_notification(other).await;
+                    }
+                }
+            }
+        });
+        Ok(stop)
+    }
 }
 
 /// A client session's own connection to the upstream (a handshake revision): opened with
@@ -629,8 +818,9 @@ impl ClientHandler for UpstreamClient {
     async fn on_progress(
         &self,
         mut params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        let _turn = self.routes.turn(context.extensions.get()).await;
         // Progress reaches the client that asked for it, under its own token.
         let upstream_token = params.progress_token.clone();
         let routed = self.routes.progress(&upstream_token).await;
@@ -674,8 +864,9 @@ impl ClientHandler for UpstreamClient {
     async fn on_resource_updated(
         &self,
         params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        let _turn = self.routes.turn(context.extensions.get()).await;
         // Subscriptions are a session's: only its own connection carries its updates.
         if let Some((client, _)) = &self.owner {
             let _ = client.notify_resource_updated(params).await;
@@ -685,8 +876,9 @@ impl ClientHandler for UpstreamClient {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        let _turn = self.routes.turn(context.extensions.get()).await;
         if let Some(client) = self.session_client().await {
             let _ = client
                 .send_notification(ServerNotification::LoggingMessageNotification(
@@ -860,6 +1052,7 @@ pub(crate) async fn connect_session(
     config: ClientConfig,
     timeout: Duration,
     on_gone: Option<OnGone>,
+    modern: bool,
 ) -> Result<SessionLink, String> {
     let tools = Arc::new(ToolList::new(Vec::new()));
     let routes: Arc<Routes> = Arc::default();
@@ -870,7 +1063,16 @@ pub(crate) async fn connect_session(
         tools: Some((Arc::clone(&tools), timeout)),
     };
     let what = upstream.to_string();
-    let connected = connect_with(upstream, handler, timeout, ClientLifecycleMode::Initialize);
+    // An upstream without the handshake is reached on 2026-07-28, with the client's
+    // identity and capabilities in every request's `_meta`.
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    let connected = connect_with(upstream, handler, timeout, lifecycle);
     let handshake = async {
         let running = connected.await.map_err(Handshake::message)?;
         // The session's first list: what its calls are checked against.
@@ -891,10 +1093,33 @@ pub(crate) async fn connect_session(
             )
         })??;
     *tools.tools.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(listed);
+    let kept = match (is_modern(running.peer()), &running.service().owner) {
+        (true, Some((client, _))) => {
+            let kept = Arc::new(Kept {
+                level: Mutex::new(None),
+                listening: tokio::sync::Mutex::new(Default::default()),
+                peer: running.peer().clone(),
+                client: client.clone(),
+                tools: Arc::clone(&tools),
+                limit: timeout,
+            });
+            // List changes come only on a listen stream on this revision.
+            match kept.listen(Vec::new()).await {
+                Ok(stop) => kept.listening.lock().await.1 = Some(stop.drop_guard()),
+                Err(e) => eprintln!(
+                    "orch mcp: warning: the upstream MCP server refused `subscriptions/listen` ({}); a session will not hear of changes of its tool list",
+                    e.message
+                ),
+            }
+            Some(kept)
+        }
+        _ => None,
+    };
     let link = Link {
         peer: running.peer().clone(),
         gone: tokio_util::sync::CancellationToken::new(),
         routes: Arc::clone(&running.service().routes),
+        kept,
     };
     let close = CloseOnDrop(Some(running.cancellation_token()));
     let gone = link.gone.clone();

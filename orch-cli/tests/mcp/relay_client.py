@@ -17,7 +17,8 @@ for stray messages; print
      "asked": [...], "sampled": [...], "roots": n}
 
 `--countdown N TIMES` instead calls `countdown(N)` TIMES times and prints how many
-progress notifications arrived before each answer: `{"countdowns": [N, N, ...]}`.
+progress notifications arrived before each answer, in order (-1: out of order):
+`{"countdowns": [N, N, ...]}`.
 
 `--bare` declares no elicitation, sampling or roots capability (no callbacks).
 """
@@ -107,7 +108,8 @@ async def main():
                     got.append(progress)
 
                 await client.call_tool("countdown", {"n": n}, progress_callback=count)
-                counts.append(len(got))
+                # Out of order: -1.
+                counts.append(len(got) if got == sorted(got) else -1)
             print(json.dumps({"countdowns": counts}))
             return
         result = await client.call_tool("converse", {"who": args.who}, progress_callback=on_progress)
