@@ -106,10 +106,11 @@ const WAYS: &[&str] = &[
     "3 instances, Redis",
 ];
 
-/// How many of [`WAYS`] gate the test (the reference, the HTTP and the stdio upstream).
-/// The three instances are run and reported, not gated: a session spread over instances
-/// loses what the upstream asks of it now and then, depending on where the balancer
-/// sends each request ([`SPREAD_GAPS`]).
+/// How many of [`WAYS`] docs/mcp.md's table must match cell for cell (the reference,
+/// the HTTP and the stdio upstream). The three instances gate regressions only (a
+/// scenario the reference passes must pass there unless it is a [`SPREAD_GAPS`] gap);
+/// their cells are written, not compared: which gap scenarios fail depends on where the
+/// balancer sends each request.
 const GATING: usize = 3;
 
 fn conformance_dir() -> PathBuf {
@@ -421,7 +422,10 @@ fn orch_mcp_passes_what_the_reference_passes() {
             .iter()
             .any(|(s, r, sc, _)| *s == suite && *r == revision && (*sc == scenario || *sc == "*"));
         let spread_gap = SPREAD_GAPS.iter().any(|(sc, _)| sc == scenario);
-        for (w, passed) in results.iter().enumerate().take(GATING).skip(1) {
+        // Every way gates regressions (the three instances too: a scenario the reference
+        // passes fails there only as a listed gap); the table compares the
+        // [`GATING`] columns.
+        for (w, passed) in results.iter().enumerate().skip(1) {
             let flaky = FLAKY_GAPS
                 .iter()
                 .any(|(sc, way, _)| sc == scenario && (*way == WAYS[w] || *way == "*"));
