@@ -381,7 +381,18 @@ impl Auditor {
             }
             state.tools.insert(record.run.clone(), names.clone());
         }
-        state.seq += 1;
+        // A log continued from a record numbered u64::MAX cannot number another.
+        let Some(seq) = state.seq.checked_add(1) else {
+            if !state.failing {
+                state.failing = true;
+                orch_runtime::eprintln_printable!(
+                    "orch: warning: the decision log's record numbers are used up (the last is {}); decisions go on unrecorded (run `{}`)",
+                    state.seq, record.run
+                );
+            }
+            return;
+        };
+        state.seq = seq;
         record.seq = state.seq;
         record.prev = None;
         record.hash = None;
@@ -395,7 +406,7 @@ impl Auditor {
             Ok(()) => state.failing = false,
             Err(why) if !state.failing => {
                 state.failing = true;
-                eprintln!(
+                orch_runtime::eprintln_printable!(
                     "orch: warning: the decision log could not be written ({why}); decisions go on (run `{}`)",
                     record.run
                 );
@@ -462,13 +473,45 @@ impl std::fmt::Display for ChainBreak {
     }
 }
 
+/// What an auditor already holds about a chained log, from an earlier verification or
+/// a published head: the hash of a record (the head it anchored) and/or how many records
+/// the log had then. A log that is shorter than that, or diverges from it, fails.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// The hash of the last record anchored (`orch audit verify` prints it as the head).
+    pub head: Option<String>,
+    /// How many records were anchored.
+    pub count: Option<u64>,
+}
+
+/// A chained log that verified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// How many records it has.
+    pub records: u64,
+    /// The hash of its last record, to anchor (`None` for an empty log).
+    pub head: Option<String>,
+}
+
 /// Checks a chained log (JSON lines): every record parses, carries its own hash and the
 /// hash of the record before it, and numbers follow one another. Returns the number of
-/// records.
+/// records. Records cut off the end go unnoticed here: [`verify`] against an [`Anchor`]
+/// catches them.
 pub fn verify_chain(log: &str) -> Result<usize, ChainBreak> {
+    verify(log, &Anchor::default()).map(|v| usize::try_from(v.records).unwrap_or(usize::MAX))
+}
+
+/// Checks a chained log as [`verify_chain`] does, and against what the auditor already
+/// holds (`anchor`): with a count, the log must have at least that many records, and
+/// with a head too, the record at that count must hash to it; with a head alone, some
+/// record must hash to it. Records after the anchor are new ones. A break names the
+/// line: the record that diverges, or the line after the last for a log cut short.
+pub fn verify(log: &str, anchor: &Anchor) -> Result<Verified, ChainBreak> {
     let mut prev: Option<String> = None;
     let mut seq: Option<u64> = None;
-    let mut count = 0;
+    let mut count: u64 = 0;
+    let mut last_line = 0;
+    let mut head_found = false;
     for (i, line) in log.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
@@ -495,15 +538,55 @@ pub fn verify_chain(log: &str) -> Result<usize, ChainBreak> {
             }));
         }
         if let Some(seq) = seq {
-            if record.seq != seq + 1 {
-                return Err(fail(format!("record {} follows record {seq}", record.seq)));
+            match seq.checked_add(1) {
+                Some(next) if record.seq == next => {}
+                Some(_) => return Err(fail(format!("record {} follows record {seq}", record.seq))),
+                None => {
+                    return Err(fail(format!(
+                        "record {} follows record {seq}, the last number there is",
+                        record.seq
+                    )))
+                }
             }
         }
         seq = Some(record.seq);
+        count = count.saturating_add(1);
+        match (anchor.count, &anchor.head) {
+            (Some(anchored), Some(head)) if anchored == count && head != hash => {
+                return Err(fail(format!(
+                    "record {count} hashes to {hash}, but the anchored head is {head}: the log diverges from what was anchored at or before this record"
+                )));
+            }
+            (None, Some(head)) if head == hash => head_found = true,
+            _ => {}
+        }
         prev = Some(hash.clone());
-        count += 1;
+        last_line = line_no;
     }
-    Ok(count)
+    let after = last_line + 1;
+    if let Some(anchored) = anchor.count {
+        if count < anchored {
+            return Err(ChainBreak {
+                line: after,
+                why: format!(
+                    "the log ends after {count} records, but {anchored} were anchored: records were cut off its end"
+                ),
+            });
+        }
+    } else if let Some(head) = &anchor.head {
+        if !head_found {
+            return Err(ChainBreak {
+                line: after,
+                why: format!(
+                    "no record hashes to the anchored head {head}: the log was cut before it, or rewritten"
+                ),
+            });
+        }
+    }
+    Ok(Verified {
+        records: count,
+        head: prev,
+    })
 }
 
 /// The first record of a log that its events do not re-derive.

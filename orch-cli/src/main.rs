@@ -18,6 +18,7 @@ mod verify;
 use clap::{Parser, Subcommand, ValueEnum};
 use orch_codegen::diagnostic;
 use orch_codegen::{Code, Compiled, Diagnostic, Severity};
+use orch_runtime::printable::printable;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -176,11 +177,22 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum AuditAction {
     /// Check that a chained decision log is untampered: every record carries its own
-    /// hash and the previous record's, and numbers follow one another. Exit 0 when the
-    /// chain holds, 1 at the first record that breaks it, 2 on usage or I/O errors.
+    /// hash and the previous record's, and numbers follow one another; prints the
+    /// number of records and the head (the last record's hash) to anchor. Records cut off
+    /// the end are caught against what was anchored before (`--expect-head`,
+    /// `--expect-count`). Exit 0 when the chain holds, 1 at the first record that breaks
+    /// it, 2 on usage or I/O errors.
     Verify {
         /// The decision log (JSON lines), or `-` for standard input.
         log: String,
+        /// The head an earlier verification printed (or a published one): some record
+        /// must hash to it — with `--expect-count`, the record at that count.
+        #[arg(long, value_name = "HASH")]
+        expect_head: Option<String>,
+        /// How many records the log had when it was anchored: it must have at least as
+        /// many.
+        #[arg(long, value_name = "N")]
+        expect_count: Option<u64>,
         /// Output format: `human` or `json` (one object).
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
@@ -280,8 +292,20 @@ fn main() -> ExitCode {
         Command::Policy(args) => policy::run(*args),
         Command::Resolve(args) => resolve::run(*args),
         Command::Audit {
-            action: AuditAction::Verify { log, format },
-        } => audit_verify_cmd(&log, format),
+            action:
+                AuditAction::Verify {
+                    log,
+                    expect_head,
+                    expect_count,
+                    format,
+                },
+        } => {
+            let anchor = orch_agent::audit::Anchor {
+                head: expect_head.map(|h| h.trim().to_ascii_lowercase()),
+                count: expect_count,
+            };
+            audit_verify_cmd(&log, &anchor, format)
+        }
         Command::Replay { file, log, format } => replay_cmd(&file, &log, format),
         Command::CheckTrace {
             file,
@@ -547,7 +571,7 @@ fn read_log(path: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read the decision log `{path}`: {e}"))
 }
 
-fn audit_verify_cmd(path: &str, format: Format) -> u8 {
+fn audit_verify_cmd(path: &str, anchor: &orch_agent::audit::Anchor, format: Format) -> u8 {
     let log = match read_log(path) {
         Ok(log) => log,
         Err(e) => {
@@ -555,16 +579,39 @@ fn audit_verify_cmd(path: &str, format: Format) -> u8 {
             return USAGE_OR_IO;
         }
     };
-    let (text, code) = match (orch_agent::audit::verify_chain(&log), format) {
-        (Ok(n), Format::Human) => (format!("{path}: {n} records, the chain holds\n"), OK),
-        (Ok(n), Format::Json) => (
+    let anchored = anchor.head.is_some() || anchor.count.is_some();
+    let (text, code) = match (orch_agent::audit::verify(&log, anchor), format) {
+        (Ok(v), Format::Human) => {
+            let head = v.head.as_deref().unwrap_or("none (no records)");
+            let also = if anchored {
+                ", and it holds what was anchored"
+            } else {
+                ""
+            };
+            (
+                format!(
+                    "{}: {} records, the chain holds{also}\nhead: {head}\n",
+                    printable(path),
+                    v.records
+                ),
+                OK,
+            )
+        }
+        (Ok(v), Format::Json) => (
             format!(
                 "{}\n",
-                serde_json::json!({"log": path, "intact": true, "records": n})
+                serde_json::json!({"log": path, "intact": true, "records": v.records, "head": v.head})
             ),
             OK,
         ),
-        (Err(b), Format::Human) => (format!("error: {path}: {b}\n"), FOUND_ERRORS),
+        (Err(b), Format::Human) => (
+            format!(
+                "error: {}: {}\n",
+                printable(path),
+                printable(&b.to_string())
+            ),
+            FOUND_ERRORS,
+        ),
         (Err(b), Format::Json) => (
             format!(
                 "{}\n",
@@ -607,7 +654,14 @@ fn replay_cmd(file: &str, path: &str, format: Format) -> u8 {
                 ),
                 OK,
             ),
-            (Err(d), Format::Human) => (format!("error: {path}: {d}\n"), FOUND_ERRORS),
+            (Err(d), Format::Human) => (
+                format!(
+                    "error: {}: {}\n",
+                    printable(path),
+                    printable(&d.to_string())
+                ),
+                FOUND_ERRORS,
+            ),
             (Err(d), Format::Json) => (
                 format!(
                     "{}\n",
@@ -635,7 +689,7 @@ fn check_trace_cmd(file: &str, path: &str, format: Format) -> u8 {
     let (trace_format, events) = match orch_cli::trace::parse(&text) {
         Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!("error: {path}: {e}");
+            eprintln!("error: {}: {}", printable(path), printable(&e.to_string()));
             return USAGE_OR_IO;
         }
     };
@@ -693,7 +747,7 @@ fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {
             // A closed pipe (`orch simulate t.json ev | head`) is not an error.
             Err(simulate::RunError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => OK,
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", printable(&e.to_string()));
                 USAGE_OR_IO
             }
         }

@@ -143,11 +143,13 @@ pub(crate) fn run(args: Args) -> u8 {
             args: rest.to_vec(),
         },
         (None, None) => {
-            eprintln!("error: orch mcp: name the upstream MCP server: `orch mcp {} -- COMMAND [ARGS...]` or `--upstream-url URL`", args.file);
+            orch_runtime::eprintln_printable!("error: orch mcp: name the upstream MCP server: `orch mcp {} -- COMMAND [ARGS...]` or `--upstream-url URL`", args.file);
             return USAGE_OR_IO;
         }
         (Some(_), Some(_)) => {
-            eprintln!("error: orch mcp: give either COMMAND or --upstream-url, not both");
+            orch_runtime::eprintln_printable!(
+                "error: orch mcp: give either COMMAND or --upstream-url, not both"
+            );
             return USAGE_OR_IO;
         }
     };
@@ -157,7 +159,7 @@ pub(crate) fn run(args: Args) -> u8 {
             return FOUND_ERRORS;
         };
         for warning in orch_mcp::message_warnings(ir) {
-            eprintln!("warning: {}: {warning}", args.file);
+            orch_runtime::eprintln_printable!("warning: {}: {warning}", args.file);
         }
         prepared = Some(machine);
         OK
@@ -171,7 +173,7 @@ pub(crate) fn run(args: Args) -> u8 {
         Some(url) => match orch_agent::otel::init_otlp(url, "orch-mcp") {
             Ok(guard) => Some(guard),
             Err(e) => {
-                eprintln!("error: orch mcp: --otlp-endpoint: {e}");
+                orch_runtime::eprintln_printable!("error: orch mcp: --otlp-endpoint: {e}");
                 return USAGE_OR_IO;
             }
         },
@@ -183,7 +185,9 @@ pub(crate) fn run(args: Args) -> u8 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: orch mcp: cannot start the async runtime: {e}");
+            orch_runtime::eprintln_printable!(
+                "error: orch mcp: cannot start the async runtime: {e}"
+            );
             return USAGE_OR_IO;
         }
     };
@@ -193,7 +197,7 @@ pub(crate) fn run(args: Args) -> u8 {
     match served {
         Ok(()) => OK,
         Err(e) => {
-            eprintln!("error: orch mcp: {e}");
+            orch_runtime::eprintln_printable!("error: orch mcp: {e}");
             USAGE_OR_IO
         }
     }
@@ -300,7 +304,9 @@ async fn serve(
                 .max_sessions(usize::MAX)
                 .build();
             let gateway = Gateway::start(machine, &upstream, store, &options).await?;
-            eprintln!("orch mcp: serving http://{local}/mcp (sessions in memory{auth})");
+            orch_runtime::eprintln_printable!(
+                "orch mcp: serving http://{local}/mcp (sessions in memory{auth})"
+            );
             gateway.serve_http(listener, &http).await
         }
         Some((connected, what)) => {
@@ -308,7 +314,7 @@ async fn serve(
                 .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
                 .map_err(|e| GatewayError::Client(format!("cannot use {what}: {e}")))?;
             let gateway = Gateway::start(machine, &upstream, store, &options).await?;
-            eprintln!(
+            orch_runtime::eprintln_printable!(
                 "orch mcp: serving http://{local}/mcp (sessions in {what}, namespace `{}`{auth})",
                 args.namespace
             );

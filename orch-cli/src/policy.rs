@@ -90,18 +90,18 @@ pub(crate) fn run(args: Args) -> u8 {
         };
         let reading = orch_policy::message_conditions(ir);
         if !reading.is_empty() {
-            eprintln!(
+            orch_runtime::eprintln_printable!(
                 "error: {}: orch policy cannot enforce this template: it reads the user's message, which MCP traffic never carries:",
                 args.file
             );
             for line in reading {
-                eprintln!("  {line}");
+                orch_runtime::eprintln_printable!("  {line}");
             }
-            eprintln!("  (switch steps on tool use instead, or run orch inside the agent with orch-agent)");
+            orch_runtime::eprintln_printable!("  (switch steps on tool use instead, or run orch inside the agent with orch-agent)");
             return FOUND_ERRORS;
         }
         for warning in orch_policy::message_reset_warnings(ir) {
-            eprintln!("warning: {}: {warning}", args.file);
+            orch_runtime::eprintln_printable!("warning: {}: {warning}", args.file);
         }
         prepared = Some(compiled.clone());
         OK
@@ -116,7 +116,9 @@ pub(crate) fn run(args: Args) -> u8 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: orch policy: cannot start the async runtime: {e}");
+            orch_runtime::eprintln_printable!(
+                "error: orch policy: cannot start the async runtime: {e}"
+            );
             return USAGE_OR_IO;
         }
     };
@@ -125,11 +127,11 @@ pub(crate) fn run(args: Args) -> u8 {
     match served {
         Ok(()) => OK,
         Err(PolicyError::Template(e)) => {
-            eprintln!("error: {}: {e}", args.file);
+            orch_runtime::eprintln_printable!("error: {}: {e}", args.file);
             FOUND_ERRORS
         }
         Err(e) => {
-            eprintln!("error: orch policy: {e}");
+            orch_runtime::eprintln_printable!("error: orch policy: {e}");
             USAGE_OR_IO
         }
     }
@@ -198,7 +200,9 @@ fn ready(local: std::net::SocketAddr, what: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "ext-mcp listening on {local}");
     let _ = out.flush();
-    eprintln!("orch policy: serving agentgateway's ExtMcp at {local} ({what})");
+    orch_runtime::eprintln_printable!(
+        "orch policy: serving agentgateway's ExtMcp at {local} ({what})"
+    );
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -441,8 +441,9 @@ pub fn interactive(
             s.on_user_message(line);
             Some(describe(s))
         };
+        // Names from the template and the line typed, escaped for the terminal.
         if let Some(r) = reply {
-            writeln!(out, "{r}")?;
+            writeln!(out, "{}", orch_runtime::printable::printable_lines(&r))?;
         }
         write!(out, "> ")?;
         out.flush()?;

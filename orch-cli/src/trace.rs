@@ -11,6 +11,7 @@ use orch_agent::{Orchestrated, Policy};
 use orch_codegen::ir::{IrProperty, IrRule};
 use orch_runtime::compiled::glob_match;
 use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::printable::printable;
 use orch_runtime::CallDigest;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -372,59 +373,59 @@ fn was_gated(session: &DynSession<'_>, tool: &str) -> bool {
     session.check(tool).is_err_and(|d| d.needs_approval())
 }
 
-/// The human rendering of a report.
+/// The human rendering of a report. Every text from the trace or the template (tool and
+/// step names, messages) is [`printable`]: a control character in a tool name cannot
+/// rewrite the report on a terminal.
 pub fn human(path: &str, report: &Value) -> String {
+    let text = |v: &Value| printable(v.as_str().unwrap_or("")).into_owned();
     let mut out = String::new();
     for c in report["calls"].as_array().into_iter().flatten() {
         let ran = if c["ran"] == true { "ran" } else { "not run" };
-        let step = c["step"].as_str().unwrap_or("-");
+        let step = match c["step"].as_str() {
+            Some(step) => printable(step).into_owned(),
+            None => "-".to_owned(),
+        };
+        let tool = text(&c["tool"]);
         match c["message"].as_str() {
             None => out.push_str(&format!(
-                "call {} `{}` in step {step}: allowed, {ran}\n",
-                c["n"],
-                c["tool"].as_str().unwrap_or("")
+                "call {} `{tool}` in step {step}: allowed, {ran}\n",
+                c["n"]
             )),
             Some(m) => out.push_str(&format!(
-                "call {} `{}` in step {step}: {} ({m}), {ran}\n",
+                "call {} `{tool}` in step {step}: {} ({}), {ran}\n",
                 c["n"],
-                c["tool"].as_str().unwrap_or(""),
-                c["verdict"].as_str().unwrap_or("")
+                text(&c["verdict"]),
+                printable(m)
             )),
         }
     }
-    let steps: Vec<&str> = report["steps"]
+    let steps: Vec<String> = report["steps"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
+        .map(|s| printable(s).into_owned())
         .collect();
     out.push_str(&format!("steps visited: {}\n", steps.join(" → ")));
     for p in report["properties"].as_array().into_iter().flatten() {
         match p["holds"].as_bool() {
-            Some(true) => out.push_str(&format!(
-                "property `{}` holds\n",
-                p["name"].as_str().unwrap_or("")
-            )),
+            Some(true) => out.push_str(&format!("property `{}` holds\n", text(&p["name"]))),
             _ => out.push_str(&format!(
                 "error: property `{}` is violated at call {}: {}\n",
-                p["name"].as_str().unwrap_or(""),
+                text(&p["name"]),
                 p["call"],
-                p["why"].as_str().unwrap_or("")
+                text(&p["why"])
             )),
         }
     }
     for v in report["violations"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "error: call {}: {}\n",
-            v["call"],
-            v["why"].as_str().unwrap_or("")
-        ));
+        out.push_str(&format!("error: call {}: {}\n", v["call"], text(&v["why"])));
     }
     let verdict = if report["ok"] == true {
         "follows the workflow"
     } else {
         "does not follow the workflow"
     };
-    out.push_str(&format!("{path}: the trace {verdict}\n"));
+    out.push_str(&format!("{}: the trace {verdict}\n", printable(path)));
     out
 }

@@ -173,7 +173,9 @@ pub fn human(file: &str, source: &str, found: &Exploration) -> String {
             " (stopped at the state limit: incomplete)"
         }
     ));
-    out
+    // Step names, tool names and source lines come from the template: escaped for the
+    // terminal (the report's own line breaks kept).
+    orch_runtime::printable::printable_lines(&out).into_owned()
 }
 
 fn inline(w: &[Event]) -> String {

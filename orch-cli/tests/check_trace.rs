@@ -198,3 +198,30 @@ fn malformed_traces_are_usage_errors() {
         Some(2)
     );
 }
+
+/// A transcript whose tool name carries `ESC[1A ESC[2K CR` cannot rewrite the report on
+/// a terminal: the human report escapes it (the refusal stays visible), the JSON report
+/// keeps the name exact.
+#[test]
+fn a_hostile_tool_name_is_escaped_in_the_human_report() {
+    let dir = support::temp_dir("check-trace-hostile");
+    let name = "issue_refund\u{1b}[1A\u{1b}[2K\rcall 1 `lookup_order` in step Lookup: allowed, ran";
+    let transcript = serde_json::json!([
+        {"role": "user", "content": "refund please"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"}
+    ]);
+    let path = dir.join("hostile.json");
+    std::fs::write(&path, transcript.to_string()).unwrap();
+    let o = orch(&["check-trace", REFUNDS, &path.display().to_string()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\r'),
+        "raw control characters reached the report: {out:?}"
+    );
+    assert!(out.contains("issue_refund\\u{1b}[1A"), "{out}");
+    let (_, report) = grade(REFUNDS, &path);
+    assert_eq!(report["calls"][0]["tool"], name, "{report}");
+}

@@ -331,12 +331,23 @@ pub fn location(path: &str, source: &SourceText<'_>, span: Span) -> String {
 /// of a very long line, only the part around the underlined text).
 pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) -> String {
     use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+    use orch_runtime::printable::printable;
+
+    // Text from the template (names quoted in messages, notes and labels) and the path
+    // reach a terminal escaped; the renderer shows control characters in the source
+    // lines as symbols itself.
+    let message = printable(&d.message);
+    let label = d.label.as_deref().map(printable);
+    let notes: Vec<_> = d.notes.iter().map(|n| printable(n)).collect();
+    let help = d.help.as_deref().map(printable);
+    let related_labels: Vec<_> = d.related.iter().map(|(_, l)| printable(l)).collect();
+    let path = &*printable(path);
 
     let level = match d.severity() {
         Severity::Error => Level::ERROR,
         Severity::Warning => Level::WARNING,
     };
-    let title = level.primary_title(d.message.as_str()).id(d.code.as_str());
+    let title = level.primary_title(&*message).id(d.code.as_str());
     let mut header = None;
     let mut far_notes: Vec<String> = Vec::new();
     let primary = d.span.and_then(Span::byte_range).map(|r| {
@@ -348,10 +359,11 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
             let mut related: Vec<(std::ops::Range<usize>, &str)> = d
                 .related
                 .iter()
-                .filter_map(|(s, label)| {
+                .zip(&related_labels)
+                .filter_map(|((s, _), label)| {
                     let r = s.byte_range()?;
                     let start = source.floor(r.start);
-                    Some((start..source.ceil(r.end).max(start), label.as_str()))
+                    Some((start..source.ceil(r.end).max(start), &**label))
                 })
                 .collect();
             // Related places far from the main one are named in a note instead of drawn,
@@ -406,7 +418,7 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
                 .annotation(
                     AnnotationKind::Primary
                         .span(shift(&primary))
-                        .label(d.label.as_deref().unwrap_or("")),
+                        .label(label.as_deref().unwrap_or("")),
                 );
             for (r, label) in &related {
                 snippet = snippet.annotation(AnnotationKind::Context.span(shift(r)).label(*label));
@@ -422,11 +434,15 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
         }
         None => Group::with_title(title).element(Origin::path(path)),
     };
-    for note in far_notes.iter().chain(&d.notes) {
-        group = group.element(Level::NOTE.message(note.as_str()));
+    for note in far_notes
+        .iter()
+        .map(String::as_str)
+        .chain(notes.iter().map(|n| &**n))
+    {
+        group = group.element(Level::NOTE.message(note));
     }
-    if let Some(help) = &d.help {
-        group = group.element(Level::HELP.message(help.as_str()));
+    if let Some(help) = &help {
+        group = group.element(Level::HELP.message(&**help));
     }
     let renderer = if color {
         Renderer::styled()

@@ -332,7 +332,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                         refusal, session, ..
                     } => {
                         if refusal.kind == RefusalKind::OutcomeUnknown && write {
-                            eprintln!(
+                            orch_runtime::eprintln_printable!(
                                 "orch mcp: a call in workflow run `{id}` lapsed without its result and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
                             );
                         }
@@ -448,7 +448,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                 true,
             )?;
             if settled == run::Settled::Held {
-                eprintln!(
+                orch_runtime::eprintln_printable!(
                     "orch mcp: the result of a call in workflow run `{id}` was lost and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
                 );
             }
@@ -732,7 +732,7 @@ impl<S: SessionStore + 'static> LeaseGuard<S> {
             .settle_token(&self.id, self.token, outcome)
             .await
         {
-            eprintln!(
+            orch_runtime::eprintln_printable!(
                 "orch mcp: warning: the lease of session `{}` could not be settled ({}); it lapses by itself, and the template's lostResults decides what that means",
                 self.id, e.message
             );

@@ -199,11 +199,13 @@ impl JwtVerifier {
             Ok(keys) if !keys.keys.is_empty() => {
                 *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys);
             }
-            Ok(_) => eprintln!(
+            Ok(_) => orch_runtime::eprintln_printable!(
                 "orch mcp: warning: the JSON Web Key Set {} is empty now; keeping the last one",
                 describe(&self.options.jwks)
             ),
-            Err(why) => eprintln!("orch mcp: warning: {why}; keeping the last key set"),
+            Err(why) => orch_runtime::eprintln_printable!(
+                "orch mcp: warning: {why}; keeping the last key set"
+            ),
         }
     }
 }

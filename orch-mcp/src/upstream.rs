@@ -457,7 +457,7 @@ impl ToolList {
                 .into_owned(),
             Err(_) => format!("no answer within {} s", limit.as_secs_f64()),
         };
-        eprintln!(
+        orch_runtime::eprintln_printable!(
             "orch mcp: warning: the upstream MCP server said its tools changed, but listing them again failed ({why}); still serving the last list ({} tools)",
             self.get().len()
         );
@@ -1106,7 +1106,7 @@ pub(crate) async fn connect_session(
             // List changes come only on a listen stream on this revision.
             match kept.listen(Vec::new()).await {
                 Ok(stop) => kept.listening.lock().await.1 = Some(stop.drop_guard()),
-                Err(e) => eprintln!(
+                Err(e) => orch_runtime::eprintln_printable!(
                     "orch mcp: warning: the upstream MCP server refused `subscriptions/listen` ({}); a session will not hear of changes of its tool list",
                     e.message
                 ),
@@ -1167,7 +1167,7 @@ pub(crate) async fn listen_upstream(
         opened = peer.listen(filter) => match opened {
             Ok(subscription) => subscription,
             Err(e) => {
-                eprintln!(
+                orch_runtime::eprintln_printable!(
                     "orch mcp: warning: the upstream MCP server refused `subscriptions/listen` ({e}); changes of its tool list will not be seen"
                 );
                 return;

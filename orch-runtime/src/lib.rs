@@ -37,6 +37,7 @@ mod doc_machine;
 pub mod dynamic;
 mod machine;
 mod plan;
+pub mod printable;
 mod regexes;
 #[cfg(feature = "serde")]
 mod serde_impl;

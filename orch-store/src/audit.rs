@@ -51,7 +51,9 @@ impl StoreLog {
                     }
                 }
                 if let Some(e) = last {
-                    eprintln!("orch: warning: decision record `{key}` could not be written: {e}");
+                    orch_runtime::eprintln_printable!(
+                        "orch: warning: decision record `{key}` could not be written: {e}"
+                    );
                 }
             }
         });
