@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
+#[cfg(feature = "sign")]
+#[path = "audit_sign.rs"]
+pub mod sign;
+
 /// The record format this crate writes (`v` of every record).
 pub const RECORD_VERSION: u32 = 1;
 
@@ -193,6 +197,155 @@ impl DecisionRecord {
     }
 }
 
+/// A signed checkpoint in a chained log (docs/audit.md, "Checkpoints"): a line of its
+/// own in the chain (numbered and linked like a record) whose Ed25519 signature covers
+/// its number, time and the hash of the line before it — and so, through the chain,
+/// every line before it. Rebuilding the chain without the key, moving a checkpoint, or
+/// cutting lines before one breaks it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointRecord {
+    /// [`RECORD_VERSION`].
+    pub v: u32,
+    /// Its number in the log (records and checkpoints are numbered together).
+    pub seq: u64,
+    /// When, in RFC 3339 UTC with milliseconds.
+    pub time: String,
+    /// The signature.
+    pub checkpoint: CheckpointSignature,
+    /// The hash of the line before it (`None` only at the start of a log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+    /// The SHA-256 (hex) of this line without `hash` (signature included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+}
+
+/// Who signed a checkpoint, and the signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSignature {
+    /// The signing key's id: the first 16 hex digits of the SHA-256 of its 32 public
+    /// key bytes ([`key_id`]).
+    pub key: String,
+    /// The Ed25519 signature (128 hex digits) of [`CheckpointRecord::signed_message`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+}
+
+impl CheckpointRecord {
+    /// The checkpoint as one JSON line (no newline).
+    pub fn to_json(&self) -> String {
+        // Plain strings and numbers: serializing cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Its hash in the chain: SHA-256 of its JSON without `hash`.
+    pub fn digest(&self) -> String {
+        let mut unhashed = self.clone();
+        unhashed.hash = None;
+        hex(&hmac_sha256::Hash::hash(unhashed.to_json().as_bytes()))
+    }
+
+    /// What the key signs: `orch-audit-checkpoint/1 ` followed by the SHA-256 (hex) of
+    /// the checkpoint's JSON without `sig` and `hash`.
+    pub fn signed_message(&self) -> Vec<u8> {
+        let mut unsigned = self.clone();
+        unsigned.hash = None;
+        unsigned.checkpoint.sig = None;
+        let digest = hex(&hmac_sha256::Hash::hash(unsigned.to_json().as_bytes()));
+        format!("{CHECKPOINT_CONTEXT}{digest}").into_bytes()
+    }
+}
+
+/// The prefix of every signed checkpoint message (domain separation).
+pub const CHECKPOINT_CONTEXT: &str = "orch-audit-checkpoint/1 ";
+
+/// A key's id as checkpoints name it: the first 16 hex digits of the SHA-256 of its 32
+/// public key bytes.
+pub fn key_id(public_key: &[u8; 32]) -> String {
+    hex(&hmac_sha256::Hash::hash(public_key)[..8])
+}
+
+/// Signs checkpoints for an [`Auditor`] ([`Auditor::signed`]; `sign::SigningKey` with
+/// feature `sign`).
+pub trait CheckpointSigner: Send + Sync {
+    /// The key's id ([`key_id`]).
+    fn key_id(&self) -> String;
+    /// The signature of `message`, hex.
+    fn sign(&self, message: &[u8]) -> String;
+}
+
+/// The public keys a verifier accepts checkpoints from ([`verify_signed`];
+/// `sign::PublicKeys` with feature `sign`).
+pub trait CheckpointKeys {
+    /// Checks `sig` (hex) over `message` by the key named `key`; says why not.
+    fn check(&self, key: &str, message: &[u8], sig: &str) -> Result<(), String>;
+}
+
+/// One line of a chained log.
+enum Line {
+    Record(Box<DecisionRecord>),
+    Checkpoint(CheckpointRecord),
+}
+
+impl Line {
+    fn parse(line: &str) -> Result<Line, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("not a decision record: {e}"))?;
+        if value.get("checkpoint").is_some() {
+            serde_json::from_value(value)
+                .map(Line::Checkpoint)
+                .map_err(|e| format!("not a checkpoint: {e}"))
+        } else {
+            serde_json::from_value(value)
+                .map(|r| Line::Record(Box::new(r)))
+                .map_err(|e| format!("not a decision record: {e}"))
+        }
+    }
+
+    fn seq(&self) -> u64 {
+        match self {
+            Line::Record(r) => r.seq,
+            Line::Checkpoint(c) => c.seq,
+        }
+    }
+
+    fn prev(&self) -> &Option<String> {
+        match self {
+            Line::Record(r) => &r.prev,
+            Line::Checkpoint(c) => &c.prev,
+        }
+    }
+
+    fn hash(&self) -> &Option<String> {
+        match self {
+            Line::Record(r) => &r.hash,
+            Line::Checkpoint(c) => &c.hash,
+        }
+    }
+
+    fn digest(&self) -> String {
+        match self {
+            Line::Record(r) => r.digest(),
+            Line::Checkpoint(c) => c.digest(),
+        }
+    }
+}
+
+/// Is `line` a signed checkpoint (not a decision record)? Readers of a log's events skip
+/// checkpoints.
+pub fn is_checkpoint(line: &str) -> bool {
+    serde_json::from_str::<CheckpointRecord>(line).is_ok()
+}
+
+/// The number and hash of the last line of a chained log (a record or a checkpoint),
+/// for [`Auditor::continuing_after`]; `None` when `line` is neither.
+pub fn last_link(line: &str) -> Option<(u64, Option<String>)> {
+    let line = Line::parse(line).ok()?;
+    Some((line.seq(), line.hash().clone()))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -203,6 +356,13 @@ pub trait DecisionSink: Send + Sync {
     /// Takes one record. A sink that fails says why; the decision stands either way (the
     /// auditor reports the failure to stderr once per failure streak).
     fn write(&self, record: &DecisionRecord) -> Result<(), String>;
+
+    /// Takes one signed checkpoint ([`Auditor::signed`]). A sink that keeps no
+    /// checkpoints says so (the default).
+    fn write_checkpoint(&self, checkpoint: &CheckpointRecord) -> Result<(), String> {
+        let _ = checkpoint;
+        Err("this sink keeps no checkpoints".into())
+    }
 }
 
 impl<F: Fn(&DecisionRecord) + Send + Sync> DecisionSink for F {
@@ -230,14 +390,23 @@ impl JsonLines {
     }
 }
 
-impl DecisionSink for JsonLines {
-    fn write(&self, record: &DecisionRecord) -> Result<(), String> {
-        let mut line = record.to_json();
+impl JsonLines {
+    fn line(&self, mut line: String) -> Result<(), String> {
         line.push('\n');
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         file.write_all(line.as_bytes())
             .and_then(|()| file.flush())
             .map_err(|e| e.to_string())
+    }
+}
+
+impl DecisionSink for JsonLines {
+    fn write(&self, record: &DecisionRecord) -> Result<(), String> {
+        self.line(record.to_json())
+    }
+
+    fn write_checkpoint(&self, checkpoint: &CheckpointRecord) -> Result<(), String> {
+        self.line(checkpoint.to_json())
     }
 }
 
@@ -249,6 +418,15 @@ pub struct Auditor {
     state: Mutex<Chain>,
     /// Set for a buffered auditor: where its records wait.
     buffer: Option<Buffer>,
+    /// Set for a signing auditor ([`Auditor::signed`]).
+    signing: Option<Signing>,
+}
+
+/// When and with what a signing auditor writes checkpoints.
+struct Signing {
+    signer: Arc<dyn CheckpointSigner>,
+    every_records: u64,
+    every: std::time::Duration,
 }
 
 #[derive(Default)]
@@ -258,6 +436,9 @@ struct Chain {
     /// The host's tools last written, per run.
     tools: std::collections::HashMap<String, Vec<String>>,
     failing: bool,
+    /// Records written since the last checkpoint, and when that was.
+    pending: u64,
+    last_checkpoint: Option<std::time::Instant>,
 }
 
 /// Records kept back until the host knows they happened ([`Auditor::buffered`]).
@@ -281,6 +462,7 @@ impl Auditor {
             chained: false,
             state: Mutex::default(),
             buffer: None,
+            signing: None,
         }
     }
 
@@ -295,12 +477,101 @@ impl Auditor {
     /// chaining go on from it.
     #[must_use]
     pub fn continuing(self, last: &DecisionRecord) -> Self {
+        self.continuing_after(last.seq, last.hash.clone())
+    }
+
+    /// Continues a chained log whose last line (a record or a checkpoint, see
+    /// [`last_link`]) has number `seq` and hash `hash`.
+    #[must_use]
+    pub fn continuing_after(self, seq: u64, hash: Option<String>) -> Self {
         {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.seq = last.seq;
-            state.prev = last.hash.clone();
+            state.seq = seq;
+            state.prev = hash;
         }
         self
+    }
+
+    /// Chains the records and signs checkpoints with `signer`: one after every
+    /// `every_records` records, one after the first record written `every` or more
+    /// after the last checkpoint, and one when [`Auditor::checkpoint`] is called or the
+    /// auditor is dropped (a host's shutdown) — each only when records were written
+    /// since the last. A host with a timer calls [`Auditor::checkpoint_if_due`] on it.
+    #[must_use]
+    pub fn signed(
+        mut self,
+        signer: Arc<dyn CheckpointSigner>,
+        every_records: u64,
+        every: std::time::Duration,
+    ) -> Self {
+        self.chained = true;
+        self.signing = Some(Signing {
+            signer,
+            every_records: every_records.max(1),
+            every,
+        });
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last_checkpoint = Some(std::time::Instant::now());
+        self
+    }
+
+    /// Writes a signed checkpoint now, if records were written since the last (a
+    /// signing auditor; otherwise nothing).
+    pub fn checkpoint(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.checkpoint_locked(&mut state);
+    }
+
+    /// Writes a signed checkpoint if records wait and the interval has passed since the
+    /// last (for a host's timer).
+    pub fn checkpoint_if_due(&self) {
+        let Some(signing) = &self.signing else { return };
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state
+            .last_checkpoint
+            .is_none_or(|at| at.elapsed() >= signing.every)
+        {
+            self.checkpoint_locked(&mut state);
+        }
+    }
+
+    /// Signs and writes a checkpoint when records wait.
+    fn checkpoint_locked(&self, state: &mut Chain) {
+        let Some(signing) = &self.signing else { return };
+        if state.pending == 0 {
+            return;
+        }
+        let Some(seq) = state.seq.checked_add(1) else {
+            return;
+        };
+        let mut checkpoint = CheckpointRecord {
+            v: RECORD_VERSION,
+            seq,
+            time: now_rfc3339(),
+            checkpoint: CheckpointSignature {
+                key: signing.signer.key_id(),
+                sig: None,
+            },
+            prev: state.prev.clone(),
+            hash: None,
+        };
+        checkpoint.checkpoint.sig = Some(signing.signer.sign(&checkpoint.signed_message()));
+        let hash = checkpoint.digest();
+        checkpoint.hash = Some(hash.clone());
+        match self.sink.write_checkpoint(&checkpoint) {
+            Ok(()) => {
+                state.seq = seq;
+                state.prev = Some(hash);
+                state.pending = 0;
+                state.last_checkpoint = Some(std::time::Instant::now());
+            }
+            Err(why) => orch_runtime::eprintln_printable!(
+                "orch: warning: the decision log's checkpoint could not be written ({why}); decisions go on (run `{}`)",
+                self.run
+            ),
+        }
     }
 
     /// An auditor of the run `run` that keeps its records in a [`Buffer`] instead of
@@ -403,7 +674,18 @@ impl Auditor {
             state.prev = Some(hash);
         }
         match self.sink.write(&record) {
-            Ok(()) => state.failing = false,
+            Ok(()) => {
+                state.failing = false;
+                if let Some(signing) = &self.signing {
+                    state.pending = state.pending.saturating_add(1);
+                    let late = state
+                        .last_checkpoint
+                        .is_some_and(|at| at.elapsed() >= signing.every);
+                    if state.pending >= signing.every_records || late {
+                        self.checkpoint_locked(state);
+                    }
+                }
+            }
             Err(why) if !state.failing => {
                 state.failing = true;
                 orch_runtime::eprintln_printable!(
@@ -413,6 +695,14 @@ impl Auditor {
             }
             Err(_) => {}
         }
+    }
+}
+
+impl Drop for Auditor {
+    /// A signing auditor's last checkpoint: the records since the one before are
+    /// anchored at shutdown.
+    fn drop(&mut self) {
+        self.checkpoint();
     }
 }
 
@@ -487,10 +777,18 @@ pub struct Anchor {
 /// A chained log that verified.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
-    /// How many records it has.
+    /// How many decision records it has (checkpoints not counted).
     pub records: u64,
-    /// The hash of its last record, to anchor (`None` for an empty log).
+    /// How many checkpoints.
+    pub checkpoints: u64,
+    /// The hash of its last line, to anchor (`None` for an empty log).
     pub head: Option<String>,
+    /// Whether the checkpoints' signatures were checked (keys were given).
+    pub signed: bool,
+    /// Decision records after the last checkpoint (all of them without one).
+    pub unanchored: u64,
+    /// The line of the first of those, if any.
+    pub unanchored_from: Option<usize>,
 }
 
 /// Checks a chained log (JSON lines): every record parses, carries its own hash and the
@@ -503,67 +801,120 @@ pub fn verify_chain(log: &str) -> Result<usize, ChainBreak> {
 
 /// Checks a chained log as [`verify_chain`] does, and against what the auditor already
 /// holds (`anchor`): with a count, the log must have at least that many records, and
-/// with a head too, the record at that count must hash to it; with a head alone, some
-/// record must hash to it. Records after the anchor are new ones. A break names the
-/// line: the record that diverges, or the line after the last for a log cut short.
+/// with a head too, the record at that count (or a checkpoint right after it) must hash
+/// to it; with a head alone, some line must. Records after the anchor are new ones. A
+/// break names the line: the record that diverges, or the line after the last for a log
+/// cut short. Checkpoints are checked as links of the chain; their signatures only by
+/// [`verify_signed`].
 pub fn verify(log: &str, anchor: &Anchor) -> Result<Verified, ChainBreak> {
+    verify_signed(log, anchor, None)
+}
+
+/// [`verify`], and with `keys`, every checkpoint must be signed by one of them: a
+/// checkpoint whose signature does not verify (the chain was rebuilt without the key,
+/// or the checkpoint was moved) or that names another key fails at its line, and so
+/// does a log with records but no checkpoint at all. Records after the last checkpoint
+/// are reported as unanchored ([`Verified::unanchored`]).
+pub fn verify_signed(
+    log: &str,
+    anchor: &Anchor,
+    keys: Option<&dyn CheckpointKeys>,
+) -> Result<Verified, ChainBreak> {
     let mut prev: Option<String> = None;
     let mut seq: Option<u64> = None;
     let mut count: u64 = 0;
+    let mut checkpoints: u64 = 0;
+    let mut unanchored: u64 = 0;
+    let mut unanchored_from: Option<usize> = None;
     let mut last_line = 0;
     let mut head_found = false;
-    for (i, line) in log.lines().enumerate() {
+    // With a count and a head: the line of the anchored record, until the head is found
+    // on it or on a checkpoint right after it.
+    let mut window: Option<usize> = None;
+    let diverges = |line: usize, head: &str| {
+        ChainBreak {
+        line,
+        why: format!(
+            "record {} does not lead to the anchored head {head}: the log diverges from what was anchored at or before this record",
+            anchor.count.unwrap_or(0)
+        ),
+    }
+    };
+    for (i, text) in log.lines().enumerate() {
         let line_no = i + 1;
-        if line.trim().is_empty() {
+        if text.trim().is_empty() {
             continue;
         }
         let fail = |why: String| ChainBreak { line: line_no, why };
-        let record: DecisionRecord =
-            serde_json::from_str(line).map_err(|e| fail(format!("not a decision record: {e}")))?;
-        let Some(hash) = &record.hash else {
+        let line = Line::parse(text).map_err(fail)?;
+        let Some(hash) = line.hash().clone() else {
             return Err(fail(
                 "the record carries no hash: the log is not chained".into(),
             ));
         };
-        if *hash != record.digest() {
+        let digest = line.digest();
+        if hash != digest {
             return Err(fail(format!(
-                "the record was altered: its content hashes to {}, it says {hash}",
-                record.digest()
+                "the record was altered: its content hashes to {digest}, it says {hash}"
             )));
         }
-        if record.prev != prev {
-            return Err(fail(match (&record.prev, &prev) {
+        if *line.prev() != prev {
+            return Err(fail(match (line.prev(), &prev) {
                 (None, Some(_)) => "a record is missing before it, or the log was cut and restarted".into(),
                 _ => "it does not follow the record before it (a record was removed, inserted or reordered)".into(),
             }));
         }
         if let Some(seq) = seq {
             match seq.checked_add(1) {
-                Some(next) if record.seq == next => {}
-                Some(_) => return Err(fail(format!("record {} follows record {seq}", record.seq))),
+                Some(next) if line.seq() == next => {}
+                Some(_) => return Err(fail(format!("record {} follows record {seq}", line.seq()))),
                 None => {
                     return Err(fail(format!(
                         "record {} follows record {seq}, the last number there is",
-                        record.seq
+                        line.seq()
                     )))
                 }
             }
         }
-        seq = Some(record.seq);
-        count = count.saturating_add(1);
-        match (anchor.count, &anchor.head) {
-            (Some(anchored), Some(head)) if anchored == count && head != hash => {
-                return Err(fail(format!(
-                    "record {count} hashes to {hash}, but the anchored head is {head}: the log diverges from what was anchored at or before this record"
-                )));
+        match &line {
+            Line::Record(_) => {
+                if let (Some(at), Some(head)) = (window.take(), &anchor.head) {
+                    return Err(diverges(at, head));
+                }
+                count = count.saturating_add(1);
+                unanchored = unanchored.saturating_add(1);
+                unanchored_from.get_or_insert(line_no);
+                if anchor.count == Some(count) && anchor.head.is_some() {
+                    window = Some(line_no);
+                }
             }
-            (None, Some(head)) if head == hash => head_found = true,
-            _ => {}
+            Line::Checkpoint(c) => {
+                if let Some(keys) = keys {
+                    let Some(sig) = &c.checkpoint.sig else {
+                        return Err(fail("the checkpoint carries no signature".into()));
+                    };
+                    keys.check(&c.checkpoint.key, &c.signed_message(), sig)
+                        .map_err(|why| fail(format!("the checkpoint does not verify: {why}")))?;
+                }
+                checkpoints = checkpoints.saturating_add(1);
+                unanchored = 0;
+                unanchored_from = None;
+            }
         }
-        prev = Some(hash.clone());
+        // With a count, the head counts only right at the anchored record.
+        if anchor.head.as_deref() == Some(hash.as_str())
+            && (anchor.count.is_none() || window.take().is_some())
+        {
+            head_found = true;
+        }
+        seq = Some(line.seq());
+        prev = Some(hash);
         last_line = line_no;
     }
     let after = last_line + 1;
+    if let (Some(at), Some(head)) = (window, &anchor.head) {
+        return Err(diverges(at, head));
+    }
     if let Some(anchored) = anchor.count {
         if count < anchored {
             return Err(ChainBreak {
@@ -573,7 +924,8 @@ pub fn verify(log: &str, anchor: &Anchor) -> Result<Verified, ChainBreak> {
                 ),
             });
         }
-    } else if let Some(head) = &anchor.head {
+    }
+    if let Some(head) = &anchor.head {
         if !head_found {
             return Err(ChainBreak {
                 line: after,
@@ -583,9 +935,21 @@ pub fn verify(log: &str, anchor: &Anchor) -> Result<Verified, ChainBreak> {
             });
         }
     }
+    if keys.is_some() && checkpoints == 0 && count > 0 {
+        return Err(ChainBreak {
+            line: after,
+            why: format!(
+                "no checkpoint in the log: none of its {count} records is signed (its checkpoints were removed and the chain rebuilt, or it was written without a key)"
+            ),
+        });
+    }
     Ok(Verified {
         records: count,
+        checkpoints,
         head: prev,
+        signed: keys.is_some(),
+        unanchored,
+        unanchored_from,
     })
 }
 
@@ -644,7 +1008,8 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
     let mut report = Replayed::default();
     for (i, line) in log.lines().enumerate() {
         let line_no = i + 1;
-        if line.trim().is_empty() {
+        // Checkpoints sign the log; they are no event.
+        if line.trim().is_empty() || is_checkpoint(line) {
             continue;
         }
         let logged: DecisionRecord = serde_json::from_str(line).map_err(|e| Divergence {

@@ -6,6 +6,7 @@
 //! or a template that cannot be compiled for graph/simulate/gen), 2 usage or I/O
 //! problems (missing or unreadable files, bad events).
 
+mod audit_log;
 mod graph;
 mod input;
 mod mcp;
@@ -18,7 +19,7 @@ mod verify;
 use clap::{Parser, Subcommand, ValueEnum};
 use orch_codegen::diagnostic;
 use orch_codegen::{Code, Compiled, Diagnostic, Severity};
-use orch_runtime::printable::printable;
+use orch_runtime::printable::{printable, printable_lines};
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -176,6 +177,14 @@ enum Command {
 /// `orch audit` actions.
 #[derive(Subcommand, Debug)]
 enum AuditAction {
+    /// Make an Ed25519 key pair for signed checkpoints: PREFIX.key (the private key,
+    /// PKCS#8 PEM, readable by its owner only) for `orch mcp`/`orch policy
+    /// --audit-key`, and PREFIX.pub (the public key, SPKI PEM) for `orch audit verify
+    /// --public-key`. Refuses to overwrite. Exit 0, or 2 on I/O errors.
+    Keygen {
+        /// Where to write: PREFIX.key and PREFIX.pub.
+        prefix: String,
+    },
     /// Check that a chained decision log is untampered: every record carries its own
     /// hash and the previous record's, and numbers follow one another; prints the
     /// number of records and the head (the last record's hash) to anchor. Records cut off
@@ -193,6 +202,12 @@ enum AuditAction {
         /// many.
         #[arg(long, value_name = "N")]
         expect_count: Option<u64>,
+        /// Check every checkpoint's signature against this public key (SPKI PEM, as
+        /// `orch audit keygen` writes it); give it again for each key while keys are
+        /// rotated. A log with records but no checkpoint then fails, and records after
+        /// the last checkpoint are reported as unanchored.
+        #[arg(long, value_name = "FILE")]
+        public_key: Vec<String>,
         /// Output format: `human` or `json` (one object).
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
@@ -297,6 +312,7 @@ fn main() -> ExitCode {
                     log,
                     expect_head,
                     expect_count,
+                    public_key,
                     format,
                 },
         } => {
@@ -304,8 +320,11 @@ fn main() -> ExitCode {
                 head: expect_head.map(|h| h.trim().to_ascii_lowercase()),
                 count: expect_count,
             };
-            audit_verify_cmd(&log, &anchor, format)
+            audit_verify_cmd(&log, &anchor, &public_key, format)
         }
+        Command::Audit {
+            action: AuditAction::Keygen { prefix },
+        } => audit_keygen_cmd(&prefix),
         Command::Replay { file, log, format } => replay_cmd(&file, &log, format),
         Command::CheckTrace {
             file,
@@ -571,16 +590,73 @@ fn read_log(path: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read the decision log `{path}`: {e}"))
 }
 
-fn audit_verify_cmd(path: &str, anchor: &orch_agent::audit::Anchor, format: Format) -> u8 {
+/// `orch audit keygen PREFIX`: PREFIX.key (private, 0600) and PREFIX.pub.
+fn audit_keygen_cmd(prefix: &str) -> u8 {
+    use orch_agent::audit::sign::SigningKey;
+    let made = SigningKey::generate().and_then(|key| {
+        let private = key.to_pem()?;
+        let public = key.public_key().to_pem()?;
+        let (key_path, pub_path) = (format!("{prefix}.key"), format!("{prefix}.pub"));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(&key_path)
+            .and_then(|mut f| f.write_all(private.as_bytes()))
+            .map_err(|e| format!("cannot write {key_path}: {e}"))?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&pub_path)
+            .and_then(|mut f| f.write_all(public.as_bytes()))
+            .map_err(|e| format!("cannot write {pub_path}: {e}"))?;
+        Ok(format!(
+            "wrote {key_path} (private: give it to the gateways' --audit-key, keep it secret) and {pub_path} (public: for orch audit verify --public-key); key id {}\n",
+            key.public_key().id()
+        ))
+    });
+    match made {
+        Ok(text) => print_out(&printable_lines(&text)),
+        Err(e) => {
+            eprintln!("error: {}", printable(&e));
+            USAGE_OR_IO
+        }
+    }
+}
+
+fn audit_verify_cmd(
+    path: &str,
+    anchor: &orch_agent::audit::Anchor,
+    public_keys: &[String],
+    format: Format,
+) -> u8 {
+    use orch_agent::audit::sign::{PublicKey, PublicKeys};
     let log = match read_log(path) {
         Ok(log) => log,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", printable(&e));
             return USAGE_OR_IO;
         }
     };
+    let keys = match public_keys
+        .iter()
+        .map(|p| PublicKey::read(Path::new(p)))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(keys) => PublicKeys(keys),
+        Err(e) => {
+            eprintln!("error: {}", printable(&e));
+            return USAGE_OR_IO;
+        }
+    };
+    let checked: Option<&dyn orch_agent::audit::CheckpointKeys> =
+        (!keys.0.is_empty()).then_some(&keys);
     let anchored = anchor.head.is_some() || anchor.count.is_some();
-    let (text, code) = match (orch_agent::audit::verify(&log, anchor), format) {
+    let (text, code) = match (
+        orch_agent::audit::verify_signed(&log, anchor, checked),
+        format,
+    ) {
         (Ok(v), Format::Human) => {
             let head = v.head.as_deref().unwrap_or("none (no records)");
             let also = if anchored {
@@ -588,19 +664,36 @@ fn audit_verify_cmd(path: &str, anchor: &orch_agent::audit::Anchor, format: Form
             } else {
                 ""
             };
-            (
-                format!(
-                    "{}: {} records, the chain holds{also}\nhead: {head}\n",
-                    printable(path),
-                    v.records
-                ),
-                OK,
-            )
+            let mut text = format!(
+                "{}: {} records, the chain holds{also}\nhead: {head}\n",
+                printable(path),
+                v.records
+            );
+            if v.signed {
+                text.push_str(&format!(
+                    "checkpoints: {}, every signature verifies\n",
+                    v.checkpoints
+                ));
+                if let Some(from) = v.unanchored_from {
+                    text.push_str(&format!(
+                        "warning: {} records after the last checkpoint (from line {from}) are unanchored: no signature covers them yet\n",
+                        v.unanchored
+                    ));
+                }
+            } else if v.checkpoints > 0 {
+                text.push_str(&format!(
+                    "checkpoints: {} (signatures not checked: give --public-key)\n",
+                    v.checkpoints
+                ));
+            }
+            (text, OK)
         }
         (Ok(v), Format::Json) => (
             format!(
                 "{}\n",
-                serde_json::json!({"log": path, "intact": true, "records": v.records, "head": v.head})
+                serde_json::json!({"log": path, "intact": true, "records": v.records, "head": v.head,
+                    "checkpoints": v.checkpoints, "signed": v.signed, "unanchored": v.unanchored,
+                    "unanchored_from": v.unanchored_from})
             ),
             OK,
         ),

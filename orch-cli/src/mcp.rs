@@ -1,11 +1,9 @@
 //! `orch mcp`: the orchestrating MCP gateway (the `orch-mcp` crate) behind a command.
 
 use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
-use orch_agent::audit::{Auditor, DecisionRecord, JsonLines};
 use orch_mcp::{Gateway, GatewayError, HttpOptions, Jwks, JwtOptions, Options, Upstream};
 use orch_store::{MemoryStore, RedisStore};
 use std::ffi::OsString;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The command line of `orch mcp`.
@@ -99,15 +97,8 @@ pub(crate) struct Args {
     /// Client requests handled at once; one more is refused at once.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub(crate) max_in_flight: usize,
-    /// Append a decision record of every call judged, every tool recorded and every
-    /// approval question and answer to this file, as JSON lines (docs/audit.md).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) audit_log: Option<String>,
-    /// Chain the decision records (each carries its hash and the previous one's), so
-    /// `orch audit verify` can tell the log is untampered; an existing chained log is
-    /// continued.
-    #[arg(long, requires = "audit_log")]
-    pub(crate) audit_chain: bool,
+    #[command(flatten)]
+    pub(crate) audit: crate::audit_log::AuditArgs,
     /// Export a server span per `tools/call` (in the caller's trace when its `_meta`
     /// carries a `traceparent`, which is passed on upstream) and the decision counter
     /// over OTLP/HTTP to the collector at this base URL, e.g. http://127.0.0.1:4318
@@ -191,7 +182,14 @@ pub(crate) fn run(args: Args) -> u8 {
             return USAGE_OR_IO;
         }
     };
-    let served = runtime.block_on(serve(machine, upstream, &args));
+    // Ctrl-C or SIGTERM ends the gateway cleanly: dropping `serve` writes the decision
+    // log's last checkpoint.
+    let served = runtime.block_on(async {
+        tokio::select! {
+            served = serve(machine, upstream, &args) => served,
+            () = crate::policy::shutdown() => Ok(()),
+        }
+    });
     // The upstream child and open connections are not waited for.
     runtime.shutdown_timeout(Duration::from_secs(1));
     match served {
@@ -233,11 +231,13 @@ async fn serve(
     upstream: Upstream,
     args: &Args,
 ) -> Result<(), GatewayError> {
+    let audit = crate::audit_log::open(&args.audit, "orch-mcp").map_err(GatewayError::Client)?;
+    let _last_checkpoint = crate::audit_log::CheckpointAtExit(audit.clone());
     let options = Options {
         startup_timeout: Duration::from_secs(args.startup_timeout),
         call_timeout: Duration::from_secs(args.call_timeout.max(1)),
         max_in_flight: args.max_in_flight.max(1),
-        audit: audit_log(args)?,
+        audit,
     };
     let ttl = Duration::from_secs(args.session_ttl.max(1));
     let Some(addr) = &args.listen else {
@@ -340,37 +340,4 @@ pub(crate) async fn connect_redis(
             ))
         }
     }
-}
-
-/// The decision log `--audit-log` names, continuing the chain of an existing chained log.
-fn audit_log(args: &Args) -> Result<Option<Arc<Auditor>>, GatewayError> {
-    open_audit_log(args.audit_log.as_deref(), args.audit_chain, "orch-mcp")
-        .map_err(GatewayError::Client)
-}
-
-/// The decision log at `path` (JSON lines, appended to), written as `program`; with
-/// `chain`, its records are chained, continuing the chain of an existing log. `None`
-/// without a path.
-pub(crate) fn open_audit_log(
-    path: Option<&str>,
-    chain: bool,
-    program: &str,
-) -> Result<Option<Arc<Auditor>>, String> {
-    let Some(path) = path else {
-        return Ok(None);
-    };
-    let sink =
-        JsonLines::append(path).map_err(|e| format!("cannot open the decision log {path}: {e}"))?;
-    let mut auditor = Auditor::new(sink, program);
-    if chain {
-        auditor = auditor.chained();
-        let existing = std::fs::read_to_string(path).unwrap_or_default();
-        if let Some(last) = existing.lines().rev().find(|l| !l.trim().is_empty()) {
-            let last: DecisionRecord = serde_json::from_str(last).map_err(|e| {
-                format!("the decision log {path} does not end with a decision record ({e}): give another file")
-            })?;
-            auditor = auditor.continuing(&last);
-        }
-    }
-    Ok(Some(Arc::new(auditor)))
 }

@@ -69,14 +69,8 @@ pub(crate) struct Args {
     /// new one for its next check).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub(crate) idle_timeout: u64,
-    /// Append a decision record of every call judged and every tool recorded to this
-    /// file, as JSON lines (docs/audit.md).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) audit_log: Option<String>,
-    /// Chain the decision records, so `orch audit verify` can tell the log is
-    /// untampered; an existing chained log is continued.
-    #[arg(long, requires = "audit_log")]
-    pub(crate) audit_chain: bool,
+    #[command(flatten)]
+    pub(crate) audit: crate::audit_log::AuditArgs,
 }
 
 /// Runs the policy server: 1 when the template has errors or reads user messages
@@ -138,6 +132,8 @@ pub(crate) fn run(args: Args) -> u8 {
 }
 
 async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), PolicyError> {
+    let audit = crate::audit_log::open(&args.audit, "orch-policy").map_err(PolicyError::Io)?;
+    let _last_checkpoint = crate::audit_log::CheckpointAtExit(audit.clone());
     let options = Options {
         run_key: args.run_key.clone(),
         lease: Duration::from_secs(args.lease.max(1)),
@@ -149,12 +145,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         max_connections: args.max_connections.max(1),
         handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
         idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
-        audit: crate::mcp::open_audit_log(
-            args.audit_log.as_deref(),
-            args.audit_chain,
-            "orch-policy",
-        )
-        .map_err(PolicyError::Io)?,
+        audit: audit.clone(),
     };
     let addr = &args.ext_mcp;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -206,7 +197,7 @@ fn ready(local: std::net::SocketAddr, what: &str) {
 }
 
 /// Completes on Ctrl-C or SIGTERM.
-async fn shutdown() {
+pub(crate) async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

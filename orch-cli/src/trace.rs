@@ -183,7 +183,8 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, String> {
     let mut events = Vec::new();
     let mut open: Vec<(String, String)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+        // Checkpoints sign the log; they are no event.
+        if line.trim().is_empty() || orch_agent::audit::is_checkpoint(line) {
             continue;
         }
         let r: DecisionRecord = serde_json::from_str(line)

@@ -13,6 +13,7 @@
 mod support;
 
 use serde_json::{json, Value};
+use std::time::Duration;
 use support::http::{run_token, MODERN};
 use support::{here, log_lines, python, temp_dir, Gateway};
 
@@ -392,4 +393,104 @@ fn the_gateway_writes_a_chained_decision_log_that_replays() {
     assert_eq!(verified.status.code(), Some(0), "{verified:?}");
     let replayed = orch(&["replay", &here("gated_shop.json"), &audit_arg]);
     assert_eq!(replayed.status.code(), Some(0), "{replayed:?}");
+}
+
+/// With `--audit-key`, the gateway signs checkpoints into its chained log (after every
+/// `--checkpoint-every` records and when it stops on SIGTERM); `orch audit verify
+/// --public-key` checks every signature, and a record edited with the chain rebuilt
+/// around it — what someone without the key can do — fails at the next checkpoint.
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn the_gateway_signs_checkpoints_that_orch_audit_verify_checks() {
+    let python = python();
+    let dir = temp_dir("approvals-signed");
+    let log = dir.join("executed.log");
+    let audit = dir.join("decisions.jsonl");
+    let audit_arg = audit.display().to_string();
+    let orch = |args: &[&str]| {
+        std::process::Command::new(support::ORCH)
+            .args(args)
+            .output()
+            .expect("orch runs")
+    };
+    let prefix = dir.join("audit").display().to_string();
+    let made = orch(&["audit", "keygen", &prefix]);
+    assert_eq!(made.status.code(), Some(0), "{made:?}");
+    let (key, public) = (format!("{prefix}.key"), format!("{prefix}.pub"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the private key is its owner's alone");
+    }
+    // Keygen never overwrites.
+    assert_eq!(orch(&["audit", "keygen", &prefix]).status.code(), Some(2));
+    let mut gw = gated_gateway(
+        &python,
+        &log,
+        &[
+            "--audit-log",
+            &audit_arg,
+            "--audit-key",
+            &key,
+            "--checkpoint-every",
+            "3",
+        ],
+    );
+    let addr = gw.addr.clone();
+    let token = run_token(&addr, Some(OPERATOR));
+    let mut meta = support::http::modern_meta(MODERN);
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let receipt = json!({"name": "receipt", "arguments": {"run": "signed"}, "_meta": meta});
+    let r = support::http::modern_request(&addr, Some(&token), 1, "tools/call", receipt, &[]);
+    assert_eq!(r.response(1).unwrap()["result"]["isError"], true);
+    let args = json!({"run": "signed", "amount": 4});
+    let asked = call(&addr, &token, 2, args.clone(), None);
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let approve = json!({"orch_approval": {"action": "accept", "content": {"approve": true}}});
+    let done = call(&addr, &token, 3, args, Some((&state, approve)));
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    // Stopped cleanly: the last records are signed at shutdown.
+    let pid = gw.child.0.id().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    let status = support::wait(&mut gw.child.0, Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", gw.stderr());
+
+    let verified = orch(&[
+        "audit",
+        "verify",
+        &audit_arg,
+        "--public-key",
+        &public,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+    let v: Value = serde_json::from_slice(&verified.stdout).unwrap();
+    assert_eq!(v["records"], 7, "{v}");
+    assert_eq!(
+        v["checkpoints"], 3,
+        "after records 3 and 6, and at shutdown: {v}"
+    );
+    assert_eq!(v["unanchored"], 0, "{v}");
+    // The events still replay (checkpoints are not events).
+    let replayed = orch(&["replay", &here("gated_shop.json"), &audit_arg]);
+    assert_eq!(replayed.status.code(), Some(0), "{replayed:?}");
+    // Another key's public half does not verify it.
+    let other = dir.join("other").display().to_string();
+    assert_eq!(orch(&["audit", "keygen", &other]).status.code(), Some(0));
+    let wrong = orch(&[
+        "audit",
+        "verify",
+        &audit_arg,
+        "--public-key",
+        &format!("{other}.pub"),
+    ]);
+    assert_eq!(wrong.status.code(), Some(1), "{wrong:?}");
+    assert!(
+        String::from_utf8_lossy(&wrong.stdout).contains("line 4:"),
+        "{wrong:?}"
+    );
 }

@@ -128,8 +128,15 @@ async fn processes_share_runs_through_redis_and_runs_survive_a_restart() {
     let (_redis, redis_url) = redis();
     let dir = temp_dir("policy-redis");
     let file = template(&dir, "t.json", REFUND_LINE);
-    // One decision log per process.
+    // One decision log per process, each record signed at once (a killed process writes
+    // no checkpoint at shutdown).
     let logs = [dir.join("first.jsonl"), dir.join("second.jsonl")];
+    let prefix = dir.join("audit").display().to_string();
+    let made = Command::new(ORCH)
+        .args(["audit", "keygen", &prefix])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
     let args = |log: &std::path::Path| {
         let log = log.to_str().unwrap().to_owned();
         vec![
@@ -138,6 +145,10 @@ async fn processes_share_runs_through_redis_and_runs_survive_a_restart() {
             "--audit-log".to_owned(),
             log,
             "--audit-chain".to_owned(),
+            "--audit-key".to_owned(),
+            format!("{prefix}.key"),
+            "--checkpoint-every".to_owned(),
+            "1".to_owned(),
         ]
     };
     let first_args = args(&logs[0]);
@@ -170,10 +181,19 @@ async fn processes_share_runs_through_redis_and_runs_survive_a_restart() {
         let text = std::fs::read_to_string(log).unwrap();
         decisions.extend(
             text.lines()
-                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()),
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|l| l.get("checkpoint").is_none()),
         );
+        let public = format!("{prefix}.pub");
         let verified = Command::new(ORCH)
-            .args(["audit", "verify", log.to_str().unwrap()])
+            .args([
+                "audit",
+                "verify",
+                log.to_str().unwrap(),
+                "--public-key",
+                &public,
+            ])
+            .args(["--format", "json"])
             .output()
             .unwrap();
         assert!(
@@ -181,6 +201,9 @@ async fn processes_share_runs_through_redis_and_runs_survive_a_restart() {
             "{}",
             String::from_utf8_lossy(&verified.stdout)
         );
+        let v: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
+        assert_eq!(v["unanchored"], 0, "every record is signed: {v}");
+        assert_eq!(v["checkpoints"], v["records"], "{v}");
     }
     let count = |what: &str| decisions.iter().filter(|d| d["decision"] == what).count();
     // lookup_order, issue_refund, send_email admitted and recorded; one refund refused.
