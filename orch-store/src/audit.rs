@@ -10,7 +10,7 @@
 //! instance) its own prefix, as numbering is per auditor.
 
 use crate::{SessionStore, StoreError};
-use orch_agent::audit::{DecisionRecord, DecisionSink};
+use orch_agent::audit::{CheckpointRecord, DecisionRecord, DecisionSink};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -19,7 +19,8 @@ pub const QUEUE: usize = 65_536;
 
 /// A decision sink writing to a store (see the module docs).
 pub struct StoreLog {
-    queue: mpsc::Sender<DecisionRecord>,
+    /// Each line's number and JSON.
+    queue: mpsc::Sender<(u64, String)>,
 }
 
 impl StoreLog {
@@ -30,12 +31,12 @@ impl StoreLog {
         store: Arc<S>,
         prefix: impl Into<String>,
     ) -> (Self, tokio::task::JoinHandle<()>) {
-        let (queue, mut records) = mpsc::channel::<DecisionRecord>(QUEUE);
+        let (queue, mut records) = mpsc::channel::<(u64, String)>(QUEUE);
         let prefix = prefix.into();
         let task = tokio::spawn(async move {
-            while let Some(record) = records.recv().await {
-                let key = key(&prefix, record.seq);
-                let bytes = record.to_json().into_bytes();
+            while let Some((seq, json)) = records.recv().await {
+                let key = key(&prefix, seq);
+                let bytes = json.into_bytes();
                 let mut last = None;
                 for attempt in 0..3u64 {
                     match store.store(&key, bytes.clone()).await {
@@ -61,14 +62,25 @@ impl StoreLog {
     }
 }
 
-impl DecisionSink for StoreLog {
-    fn write(&self, record: &DecisionRecord) -> Result<(), String> {
-        self.queue.try_send(record.clone()).map_err(|e| match e {
+impl StoreLog {
+    fn queue(&self, seq: u64, json: String) -> Result<(), String> {
+        self.queue.try_send((seq, json)).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
                 format!("the store is {QUEUE} records behind; this record is lost")
             }
             mpsc::error::TrySendError::Closed(_) => "the store's writer has stopped".into(),
         })
+    }
+}
+
+impl DecisionSink for StoreLog {
+    fn write(&self, record: &DecisionRecord) -> Result<(), String> {
+        self.queue(record.seq, record.to_json())
+    }
+
+    /// A signed checkpoint goes under its own number like a record.
+    fn write_checkpoint(&self, checkpoint: &CheckpointRecord) -> Result<(), String> {
+        self.queue(checkpoint.seq, checkpoint.to_json())
     }
 }
 

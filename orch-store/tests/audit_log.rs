@@ -71,3 +71,38 @@ async fn a_log_in_redis_reads_back_verifies_and_replays() {
         .namespace("audit-test");
     assert_eq!(read_log(&again, "decisions").await.unwrap(), log);
 }
+
+/// A signing auditor's checkpoints go into the store under their own numbers, like
+/// records: the log read back verifies with the public key, every record anchored (the
+/// last checkpoint is written when the auditor is dropped).
+#[tokio::test]
+async fn a_signed_log_in_a_store_verifies_with_its_key() {
+    use orch_agent::audit::sign::{PublicKeys, SigningKey};
+    use orch_agent::audit::{verify_signed, Anchor};
+    let store = Arc::new(MemoryStore::builder().no_ttl().build());
+    let machine = orch_codegen::compile_json(TEMPLATE, None)
+        .to_machine()
+        .unwrap();
+    let key = SigningKey::generate().unwrap();
+    let keys = PublicKeys(vec![key.public_key()]);
+    let (sink, writer) = StoreLog::spawn(Arc::clone(&store), "audit:signed");
+    {
+        let auditor = Auditor::new(sink, "run-1").signed(
+            Arc::new(key),
+            2,
+            std::time::Duration::from_secs(3600),
+        );
+        let policy = Policy::new(["lookup_order"]).audited(Arc::new(auditor));
+        let mut s = machine.session();
+        policy.prepare(&mut s);
+        policy.message(&mut s, "refund A-1");
+        let lookup = CallDigest::of_text("lookup_order", "{}");
+        policy.admit_call(&mut s, "lookup_order", &lookup).unwrap();
+        policy.record(&mut s, "lookup_order");
+    }
+    writer.await.unwrap();
+    let log = read_log(&*store, "audit:signed").await.unwrap();
+    let v = verify_signed(&log, &Anchor::default(), Some(&keys)).unwrap();
+    assert_eq!((v.records, v.checkpoints, v.unanchored), (4, 2, 0), "{log}");
+    assert_eq!(replay(&machine, &log).unwrap().records, 4);
+}
