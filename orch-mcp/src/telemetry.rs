@@ -69,10 +69,12 @@ impl CallSpan {
         {
             let decision = match response {
                 CallToolResponse::InputRequired(_) => "needs_approval".to_owned(),
+                // A refusal's facts are always in `_meta` (a tool with an output schema
+                // gets no `structuredContent` refusal).
                 CallToolResponse::Complete(r) => match r
-                    .structured_content
+                    .meta
                     .as_ref()
-                    .and_then(|s| s.get("refusal"))
+                    .and_then(|m| m.get(crate::handler::REFUSAL_META_KEY))
                     .and_then(|r| r.get("reason"))
                     .and_then(|r| r.as_str())
                 {

@@ -40,7 +40,15 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(&["search", "wipe"]))
+        // `wipe` declares an output schema: its refusal carries no `structuredContent`,
+        // and the span still names the refusal.
+        let mut list = common::tool_list(&["search", "wipe"]);
+        let schema =
+            serde_json::json!({"type": "object", "properties": {"wiped": {"type": "boolean"}}});
+        if let serde_json::Value::Object(schema) = schema {
+            list.tools[1].output_schema = Some(Arc::new(schema));
+        }
+        Ok(list)
     }
 
     async fn call_tool(
