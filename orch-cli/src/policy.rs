@@ -71,6 +71,12 @@ pub(crate) struct Args {
     pub(crate) idle_timeout: u64,
     #[command(flatten)]
     pub(crate) audit: crate::audit_log::AuditArgs,
+    /// Export a server span per `tools/call` check (in the gateway's trace when its gRPC
+    /// request carries W3C `traceparent` metadata) and the decision counter over
+    /// OTLP/HTTP to the collector at this base URL, e.g. http://127.0.0.1:4318
+    /// (docs/audit.md).
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub(crate) otlp_endpoint: Option<String>,
 }
 
 /// Runs the policy server: 1 when the template has errors or reads user messages
@@ -102,6 +108,17 @@ pub(crate) fn run(args: Args) -> u8 {
     });
     let Some(compiled) = prepared else {
         return code;
+    };
+    // Spans go out while the guard lives (flushed when it drops, at the end).
+    let _otel = match &args.otlp_endpoint {
+        None => None,
+        Some(url) => match orch_agent::otel::init_otlp(url, "orch-policy") {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                orch_runtime::eprintln_printable!("error: orch policy: --otlp-endpoint: {e}");
+                return USAGE_OR_IO;
+            }
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -144,14 +144,36 @@ impl<S: SessionStore + 'static> Engine<S> {
     }
 
     /// `CheckRequest`.
-    pub(crate) async fn check_request(&self, request: McpRequest) -> McpRequestResult {
+    pub(crate) async fn check_request(
+        &self,
+        request: McpRequest,
+        parent: &crate::telemetry::Parent,
+    ) -> McpRequestResult {
         let Ok(_permit) = self.permits.try_acquire() else {
             return request_result(Err(self.overloaded()));
         };
         if request.method != "tools/call" {
             return request_result(Ok(Admitted::Pass));
         }
-        request_result(self.admit(&request).await)
+        let span = crate::telemetry::check(
+            parent,
+            &tool_named(&request, self.options.max_params_bytes).unwrap_or_default(),
+            &self
+                .run_of(request.metadata_context.as_ref())
+                .unwrap_or_default(),
+        );
+        let decided = span.run(self.admit(&request)).await;
+        span.decided(match &decided {
+            Ok(_) => "admitted",
+            Err(rejection) => rejection
+                .data
+                .as_ref()
+                .and_then(|d| d.get("refusal"))
+                .and_then(|r| r.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or("failed"),
+        });
+        request_result(decided)
     }
 
     /// `CheckResponse`.
@@ -577,6 +599,16 @@ enum Admitted {
     },
 }
 
+/// The tool a `tools/call` names, for its span (the call itself is read by `admit`).
+fn tool_named(request: &McpRequest, max_params_bytes: usize) -> Option<String> {
+    let params = request.mcp_request.as_deref()?;
+    if params.len() > max_params_bytes {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(params).ok()?;
+    value.get("name")?.as_str().map(str::to_owned)
+}
+
 fn request_result(decided: Result<Admitted, Rejection>) -> McpRequestResult {
     use mcp_request_result::Result as R;
     let (result, metadata) = match decided {
@@ -836,7 +868,9 @@ mod tests {
             ..McpRequest::default()
         };
         {
-            let admitted = engine.check_request(request).await;
+            let admitted = engine
+                .check_request(request, &crate::telemetry::Parent::default())
+                .await;
             let token = match admitted
                 .metadata
                 .as_ref()

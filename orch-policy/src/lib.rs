@@ -47,6 +47,7 @@
 
 mod engine;
 mod service;
+mod telemetry;
 
 /// The ExtMcp messages (prost) and the service's client and server (tonic), package
 /// `agentgateway.dev.ext_mcp`.
@@ -190,9 +191,12 @@ impl<S: SessionStore + 'static> PolicyServer<S> {
         })
     }
 
-    /// Answers agentgateway's `CheckRequest`.
+    /// Answers agentgateway's `CheckRequest` (with no trace context: the gRPC service
+    /// passes the gateway's on).
     pub async fn check_request(&self, request: wire::McpRequest) -> wire::McpRequestResult {
-        self.engine.check_request(request).await
+        self.engine
+            .check_request(request, &telemetry::Parent::default())
+            .await
     }
 
     /// Answers agentgateway's `CheckResponse`.

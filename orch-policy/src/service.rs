@@ -20,8 +20,11 @@ impl<S: SessionStore + 'static> ExtMcp for PolicyServer<S> {
         &self,
         request: Request<McpRequest>,
     ) -> Result<Response<McpRequestResult>, Status> {
+        let parent = crate::telemetry::parent(request.metadata());
         Ok(Response::new(
-            self.engine.check_request(request.into_inner()).await,
+            self.engine
+                .check_request(request.into_inner(), &parent)
+                .await,
         ))
     }
 
