@@ -298,3 +298,58 @@ fn the_documented_test_vector_verifies() {
     let changed = log.replacen("message 1", "message 2", 1);
     assert!(verify_signed(&changed, &anchor, Some(&keys)).is_err());
 }
+
+/// A chained log without checkpoints, written by an auditor without a key.
+fn unsigned_log(records: usize) -> String {
+    let dir = std::env::temp_dir().join(format!("orch-audit-unsigned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!(
+        "log-{records}-{:?}.jsonl",
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    {
+        let auditor = Auditor::new(JsonLines::append(&path).unwrap(), "r1").chained();
+        auditor.relay((0..records).map(record));
+    }
+    std::fs::read_to_string(&path).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Every edit of an unsigned chained log is detected where it happened unless it
+    /// only cut lines off the end; with the chain rebuilt around it (no key needed) it
+    /// passes as a chain — every record is reported unanchored — and the original's
+    /// anchored head and count catch it unless it only added lines after them.
+    #[test]
+    fn every_edit_of_an_unsigned_log_is_detected_or_unanchored(edits in prop::collection::vec(edit(), 1..4)) {
+        let log = unsigned_log(8);
+        let original = lines(&log);
+        let anchored = verify(&log, &Anchor::default()).unwrap();
+        prop_assert_eq!(anchored.unanchored, 8);
+        let anchor = Anchor { head: anchored.head.clone(), count: Some(anchored.records) };
+        let mut edited = original.clone();
+        for e in &edits {
+            if edited.is_empty() {
+                break;
+            }
+            edited = apply(&edited, e);
+        }
+        prop_assume!(edited != original);
+        let prefix = edited.len() < original.len() && edited[..] == original[..edited.len()];
+        if verify(&join(&edited), &Anchor::default()).is_ok() {
+            prop_assert!(prefix || edited.is_empty(), "an edit went unnoticed: {:?}", edits);
+        }
+        for candidate in [edited.clone(), rebuild(&edited)] {
+            let extends = candidate.len() > original.len() && candidate[..original.len()] == original[..];
+            let text = join(&candidate);
+            if let Ok(v) = verify(&text, &Anchor::default()) {
+                prop_assert_eq!(v.unanchored, v.records);
+            }
+            if !extends && candidate != original {
+                prop_assert!(verify(&text, &anchor).is_err(), "{:?}", edits);
+            }
+        }
+    }
+}

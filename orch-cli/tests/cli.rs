@@ -452,3 +452,37 @@ fn simulate_streams_the_trace_while_events_arrive() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// Text from a template or an events file reaches the terminal escaped: a tool name
+/// holding `ESC[2K` or a carriage return cannot erase or rewrite `orch check`'s,
+/// `orch verify`'s or `orch simulate`'s report.
+#[test]
+fn human_reports_escape_control_characters_from_inputs() {
+    let hostile = "{\"name\":\"t\",\"tools\":[\"ok\",\"a\\u001b[2K\\rb\"],\"orchestration\":{\"steps\":[{\"name\":\"S\\u001b[1A\",\"isDefault\":true,\"availableTools\":{\"allowed\":[\"zz\\u001b[1Ax\"]}}]}}";
+    let template = tmp("hostile-escape.json", hostile.as_bytes());
+    for args in [
+        vec!["check", template.as_str()],
+        vec!["verify", template.as_str()],
+    ] {
+        let o = orch(&args);
+        let out = format!("{}{}", text(&o.stdout), text(&o.stderr));
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\r'),
+            "{args:?}: raw control characters: {out:?}"
+        );
+    }
+    let events = tmp(
+        "hostile-events.jsonl",
+        // The second names an unknown event kind holding ESC [1A: the error quotes it.
+        b"{\"tool\": \"x\\u001b[2Kallowed\"}\n{\"\\u001b[1Abogus\": 1}\n",
+    );
+    let clean = tmp(
+        "hostile-clean.json",
+        b"{\"name\":\"t\",\"tools\":[\"a\\u001b[2Kb\"],\"orchestration\":{\"steps\":[{\"name\":\"S\",\"isDefault\":true}]}}",
+    );
+    let o = orch(&["simulate", &clean, &events]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(!err.is_empty(), "the second event is bad: {out}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(err.contains("\\u{1b}[1Abogus"), "{err:?}");
+}
