@@ -155,14 +155,15 @@ impl<S: SessionStore + 'static> Engine<S> {
         if request.method != "tools/call" {
             return request_result(Ok(Admitted::Pass));
         }
-        let span = crate::telemetry::check(
-            parent,
-            &tool_named(&request, self.options.max_params_bytes).unwrap_or_default(),
-            &self
-                .run_of(request.metadata_context.as_ref())
-                .unwrap_or_default(),
-        );
-        let decided = span.run(self.admit(&request)).await;
+        // The call is read once: its tool and run name the span, then it is judged.
+        let (span, decided) = match self.read_request(&request) {
+            Ok((run, call)) => {
+                let span = crate::telemetry::check(parent, &call.tool, &run);
+                let decided = span.run(self.admit(&run, call)).await;
+                (span, decided)
+            }
+            Err(rejection) => (crate::telemetry::check(parent, "", ""), Err(rejection)),
+        };
         span.decided(match &decided {
             Ok(_) => "admitted",
             Err(rejection) => rejection
@@ -317,18 +318,22 @@ impl<S: SessionStore + 'static> Engine<S> {
     }
 
     /// The request phase of a `tools/call`.
-    async fn admit(&self, request: &McpRequest) -> Result<Admitted, Rejection> {
+    /// The run a `tools/call` check names and the call it carries.
+    fn read_request(&self, request: &McpRequest) -> Result<(String, Call), Rejection> {
         let run = self.run_of(request.metadata_context.as_ref())?;
         let params = request.mcp_request.as_deref().ok_or_else(|| {
             Rejection::invalid("tools/call without params: the gateway sent no `mcp_request`")
         })?;
-        let call = read_call(params, self.options.max_params_bytes)?;
-        let policy = self.policy_for(&run, &call.tool);
+        Ok((run, read_call(params, self.options.max_params_bytes)?))
+    }
+
+    async fn admit(&self, run: &str, call: Call) -> Result<Admitted, Rejection> {
+        let policy = self.policy_for(run, &call.tool);
         let ask = Gate::Ask {
-            run: &run,
+            run,
             ttl: self.options.question_ttl,
         };
-        let Some(gate) = elicitation::gate(&run, call.answer, ask) else {
+        let Some(gate) = elicitation::gate(run, call.answer, ask) else {
             return Err(Rejection::new(
                 Code::PermissionDenied,
                 format!(
@@ -340,7 +345,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         // An answer that applies to no question the run holds is refused as it is: the
         // host never asks again on it (the next copy of the same answer would answer
         // that new question, and run the call a second time).
-        match self.reserve(&run, &policy, &call, gate).await? {
+        match self.reserve(run, &policy, &call, gate).await? {
             Admission::Reserved(token, snapshot, session) => {
                 self.keep_admitted(token, snapshot, session);
                 Ok(Admitted::Call {
@@ -597,16 +602,6 @@ enum Admitted {
         token: u64,
         mutated: Option<Vec<u8>>,
     },
-}
-
-/// The tool a `tools/call` names, for its span (the call itself is read by `admit`).
-fn tool_named(request: &McpRequest, max_params_bytes: usize) -> Option<String> {
-    let params = request.mcp_request.as_deref()?;
-    if params.len() > max_params_bytes {
-        return None;
-    }
-    let value: Value = serde_json::from_slice(params).ok()?;
-    value.get("name")?.as_str().map(str::to_owned)
 }
 
 fn request_result(decided: Result<Admitted, Rejection>) -> McpRequestResult {
