@@ -74,3 +74,26 @@ pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, String> {
     opentelemetry::global::set_meter_provider(meters.clone());
     Ok(OtelGuard { provider, meters })
 }
+
+/// Makes the W3C trace context a request carried (`traceparent`, and `tracestate` when
+/// there is one) the parent of `span`, so a server's span joins its caller's trace; no
+/// `traceparent`, nothing changes. The gateways take it from an MCP request's `_meta`
+/// (`orch mcp`) or a gRPC request's metadata (`orch policy`).
+pub fn set_remote_parent(
+    span: &tracing::Span,
+    traceparent: Option<&str>,
+    tracestate: Option<&str>,
+) {
+    use opentelemetry::propagation::TextMapPropagator;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let Some(traceparent) = traceparent else {
+        return;
+    };
+    let mut carrier = std::collections::HashMap::new();
+    carrier.insert("traceparent".to_owned(), traceparent.to_owned());
+    if let Some(state) = tracestate {
+        carrier.insert("tracestate".to_owned(), state.to_owned());
+    }
+    let parent = opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
+    let _ = span.set_parent(parent);
+}

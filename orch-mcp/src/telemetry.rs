@@ -16,8 +16,6 @@ pub(crate) struct CallSpan(#[cfg(feature = "otel")] tracing::Span);
 pub(crate) fn call(tool: &str, run: &str, request_id: &str, meta: &MetaObject) -> CallSpan {
     #[cfg(feature = "otel")]
     {
-        use opentelemetry::propagation::TextMapPropagator;
-        use tracing_opentelemetry::OpenTelemetrySpanExt;
         let span = tracing::info_span!(
             "tools/call",
             otel.name = format!("tools/call {tool}"),
@@ -29,16 +27,7 @@ pub(crate) fn call(tool: &str, run: &str, request_id: &str, meta: &MetaObject) -
             "gen_ai.tool.call.id" = request_id,
             "orch.decision" = tracing::field::Empty,
         );
-        if let Some(traceparent) = meta.get_traceparent() {
-            let mut carrier = std::collections::HashMap::new();
-            carrier.insert("traceparent".to_owned(), traceparent.to_owned());
-            if let Some(state) = meta.get_tracestate() {
-                carrier.insert("tracestate".to_owned(), state.to_owned());
-            }
-            let parent =
-                opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
-            let _ = span.set_parent(parent);
-        }
+        orch_agent::otel::set_remote_parent(&span, meta.get_traceparent(), meta.get_tracestate());
         CallSpan(span)
     }
     #[cfg(not(feature = "otel"))]

@@ -13,19 +13,19 @@ pub(crate) struct CheckSpan(#[cfg(feature = "otel")] tracing::Span);
 /// The W3C trace context of a gateway's request (its `traceparent` and `tracestate`
 /// gRPC metadata), or nothing without the feature.
 #[derive(Default)]
-pub(crate) struct Parent(#[cfg(feature = "otel")] std::collections::HashMap<String, String>);
+pub(crate) struct Parent(#[cfg(feature = "otel")] Option<(String, Option<String>)>);
 
 /// The trace context `metadata` carries.
 pub(crate) fn parent(metadata: &tonic::metadata::MetadataMap) -> Parent {
     #[cfg(feature = "otel")]
     {
-        let mut carrier = std::collections::HashMap::new();
-        for key in ["traceparent", "tracestate"] {
-            if let Some(value) = metadata.get(key).and_then(|v| v.to_str().ok()) {
-                carrier.insert(key.to_owned(), value.to_owned());
-            }
-        }
-        Parent(carrier)
+        let text = |key: &str| {
+            metadata
+                .get(key)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        Parent(text("traceparent").map(|parent| (parent, text("tracestate"))))
     }
     #[cfg(not(feature = "otel"))]
     {
@@ -39,8 +39,6 @@ pub(crate) fn parent(metadata: &tonic::metadata::MetadataMap) -> Parent {
 pub(crate) fn check(parent: &Parent, tool: &str, run: &str) -> CheckSpan {
     #[cfg(feature = "otel")]
     {
-        use opentelemetry::propagation::TextMapPropagator;
-        use tracing_opentelemetry::OpenTelemetrySpanExt;
         let span = tracing::info_span!(
             "tools/call",
             otel.name = format!("tools/call {tool}"),
@@ -51,10 +49,8 @@ pub(crate) fn check(parent: &Parent, tool: &str, run: &str) -> CheckSpan {
             "gen_ai.tool.name" = tool,
             "orch.decision" = tracing::field::Empty,
         );
-        if !parent.0.is_empty() {
-            let context =
-                opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&parent.0);
-            let _ = span.set_parent(context);
+        if let Some((traceparent, tracestate)) = &parent.0 {
+            orch_agent::otel::set_remote_parent(&span, Some(traceparent), tracestate.as_deref());
         }
         CheckSpan(span)
     }
