@@ -185,16 +185,26 @@ pub struct DecisionRecord {
 impl DecisionRecord {
     /// The record as one JSON line (no newline).
     pub fn to_json(&self) -> String {
-        // Plain strings, numbers and enums: serializing cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        json_line(self)
     }
 
     /// The hash a chained log gives this record: SHA-256 of its JSON without `hash`.
     pub fn digest(&self) -> String {
         let mut unhashed = self.clone();
         unhashed.hash = None;
-        hex(&hmac_sha256::Hash::hash(unhashed.to_json().as_bytes()))
+        sha256_hex(&unhashed.to_json())
     }
+}
+
+/// A line of a log as compact JSON. Plain strings, numbers and enums: serializing cannot
+/// fail.
+fn json_line<T: Serialize>(line: &T) -> String {
+    serde_json::to_string(line).unwrap_or_default()
+}
+
+/// The lowercase hex SHA-256 of `text`.
+fn sha256_hex(text: &str) -> String {
+    hex(&hmac_sha256::Hash::hash(text.as_bytes()))
 }
 
 /// A signed checkpoint in a chained log (docs/audit.md, "Checkpoints"): a line of its
@@ -236,15 +246,14 @@ pub struct CheckpointSignature {
 impl CheckpointRecord {
     /// The checkpoint as one JSON line (no newline).
     pub fn to_json(&self) -> String {
-        // Plain strings and numbers: serializing cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        json_line(self)
     }
 
     /// Its hash in the chain: SHA-256 of its JSON without `hash`.
     pub fn digest(&self) -> String {
         let mut unhashed = self.clone();
         unhashed.hash = None;
-        hex(&hmac_sha256::Hash::hash(unhashed.to_json().as_bytes()))
+        sha256_hex(&unhashed.to_json())
     }
 
     /// What the key signs: `orch-audit-checkpoint/1 ` followed by the SHA-256 (hex) of
@@ -253,7 +262,7 @@ impl CheckpointRecord {
         let mut unsigned = self.clone();
         unsigned.hash = None;
         unsigned.checkpoint.sig = None;
-        let digest = hex(&hmac_sha256::Hash::hash(unsigned.to_json().as_bytes()));
+        let digest = sha256_hex(&unsigned.to_json());
         format!("{CHECKPOINT_CONTEXT}{digest}").into_bytes()
     }
 }
@@ -290,17 +299,17 @@ enum Line {
 }
 
 impl Line {
+    /// A record (the common case, parsed once), else a checkpoint; the error is the one
+    /// for what the line claims to be.
     fn parse(line: &str) -> Result<Line, String> {
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("not a decision record: {e}"))?;
-        if value.get("checkpoint").is_some() {
-            serde_json::from_value(value)
-                .map(Line::Checkpoint)
-                .map_err(|e| format!("not a checkpoint: {e}"))
-        } else {
-            serde_json::from_value(value)
-                .map(|r| Line::Record(Box::new(r)))
-                .map_err(|e| format!("not a decision record: {e}"))
+        let as_record = match serde_json::from_str(line) {
+            Ok(record) => return Ok(Line::Record(Box::new(record))),
+            Err(e) => e,
+        };
+        match serde_json::from_str(line) {
+            Ok(checkpoint) => Ok(Line::Checkpoint(checkpoint)),
+            Err(e) if line.contains("\"checkpoint\"") => Err(format!("not a checkpoint: {e}")),
+            Err(_) => Err(format!("not a decision record: {as_record}")),
         }
     }
 
