@@ -581,13 +581,7 @@ impl Kept {
         self: &Arc<Self>,
         resources: Vec<String>,
     ) -> Result<tokio_util::sync::CancellationToken, McpError> {
-        let caps = self.peer.peer_info().map(|info| info.capabilities.clone());
-        let mut filter = SubscriptionFilter::default();
-        filter.tools_list_changed = Some(true);
-        if let Some(caps) = &caps {
-            filter.prompts_list_changed = caps.prompts.as_ref().map(|_| true);
-            filter.resources_list_changed = caps.resources.as_ref().map(|_| true);
-        }
+        let mut filter = list_changes(&self.peer);
         if !resources.is_empty() {
             filter.resource_subscriptions = Some(resources);
         }
@@ -1157,12 +1151,10 @@ pub(crate) async fn listen_upstream(
     relay: Arc<Relay>,
     stop: tokio_util::sync::CancellationToken,
 ) {
-    let Some(info) = peer.peer_info() else { return };
-    let caps = &info.capabilities;
-    let mut filter = SubscriptionFilter::default();
-    filter.tools_list_changed = Some(true);
-    filter.prompts_list_changed = caps.prompts.as_ref().map(|_| true);
-    filter.resources_list_changed = caps.resources.as_ref().map(|_| true);
+    if peer.peer_info().is_none() {
+        return;
+    }
+    let filter = list_changes(&peer);
     let mut subscription = tokio::select! {
         opened = peer.listen(filter) => match opened {
             Ok(subscription) => subscription,
@@ -1188,4 +1180,17 @@ pub(crate) async fn listen_upstream(
             other => relay.broadcast(other).await,
         }
     }
+}
+
+/// A `subscriptions/listen` filter for the list changes the upstream on `peer` offers:
+/// its tools always, its prompts and resources when it has them.
+fn list_changes(peer: &Peer<RoleClient>) -> SubscriptionFilter {
+    let mut filter = SubscriptionFilter::default();
+    filter.tools_list_changed = Some(true);
+    if let Some(info) = peer.peer_info() {
+        let caps = &info.capabilities;
+        filter.prompts_list_changed = caps.prompts.as_ref().map(|_| true);
+        filter.resources_list_changed = caps.resources.as_ref().map(|_| true);
+    }
+    filter
 }
