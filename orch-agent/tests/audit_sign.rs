@@ -27,24 +27,23 @@ fn record(n: usize) -> DecisionRecord {
 /// A log of `records` records written by an auditor signing every `every` records (and
 /// at drop), and the public keys that check it.
 fn signed_log(records: usize, every: u64) -> (String, PublicKeys) {
-    let dir = std::env::temp_dir().join(format!("orch-audit-sign-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!(
-        "log-{records}-{every}-{:?}.jsonl",
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_file(&path);
     let key = SigningKey::generate().unwrap();
     let public = PublicKeys(vec![key.public_key()]);
-    {
-        let auditor = Auditor::new(JsonLines::append(&path).unwrap(), "r1").signed(
-            Arc::new(key),
-            every,
-            Duration::from_secs(3600),
-        );
-        auditor.relay((0..records).map(record));
-    }
-    (std::fs::read_to_string(&path).unwrap(), public)
+    let log = written(records, |auditor| {
+        auditor.signed(Arc::new(key), every, Duration::from_secs(3600))
+    });
+    (log, public)
+}
+
+/// The log an auditor made by `make` (from a plain one on a fresh file) writes for
+/// `records` records, dropped at the end.
+fn written(records: usize, make: impl FnOnce(Auditor) -> Auditor) -> String {
+    let dir = std::env::temp_dir().join(format!("orch-audit-sign-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("log-{:?}.jsonl", std::thread::current().id()));
+    let _ = std::fs::remove_file(&path);
+    make(Auditor::new(JsonLines::append(&path).unwrap(), "r1")).relay((0..records).map(record));
+    std::fs::read_to_string(&path).unwrap()
 }
 
 fn lines(log: &str) -> Vec<String> {
@@ -301,18 +300,7 @@ fn the_documented_test_vector_verifies() {
 
 /// A chained log without checkpoints, written by an auditor without a key.
 fn unsigned_log(records: usize) -> String {
-    let dir = std::env::temp_dir().join(format!("orch-audit-unsigned-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!(
-        "log-{records}-{:?}.jsonl",
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_file(&path);
-    {
-        let auditor = Auditor::new(JsonLines::append(&path).unwrap(), "r1").chained();
-        auditor.relay((0..records).map(record));
-    }
-    std::fs::read_to_string(&path).unwrap()
+    written(records, Auditor::chained)
 }
 
 proptest! {

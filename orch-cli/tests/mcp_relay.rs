@@ -13,6 +13,21 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::{free_port, here, python, temp_dir, wait_for_port, Gateway, Guard, ORCH};
 
+/// `relay_tools.py` over Streamable HTTP on a free port: what keeps it up, and its URL.
+fn http_upstream(python: &str) -> (Guard, String) {
+    let port = free_port();
+    let upstream = Guard(
+        Command::new(python)
+            .args([here("relay_tools.py"), "--http".into(), port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start relay_tools.py"),
+    );
+    wait_for_port(port, Duration::from_secs(30), "relay_tools.py");
+    (upstream, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 /// Two clients connected at once, each calling `converse` while the other is
 /// connected: each sees exactly its own conversation.
 fn two_clients_see_only_their_own(python: &str, url: &str, dir: &std::path::Path) {
@@ -89,17 +104,7 @@ fn each_session_talks_with_its_own_upstream_session_over_stdio_upstreams() {
 fn each_session_talks_with_its_own_upstream_session_over_http_upstreams() {
     let python = python();
     let dir = temp_dir("relay-http-upstream");
-    let port = free_port();
-    let _upstream = Guard(
-        Command::new(&python)
-            .args([here("relay_tools.py"), "--http".into(), port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start relay_tools.py"),
-    );
-    wait_for_port(port, Duration::from_secs(30), "relay_tools.py");
-    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let (_upstream, upstream) = http_upstream(&python);
     let gw = Gateway::http(
         &here("relay.json"),
         &["--upstream-url", &upstream],
@@ -120,17 +125,7 @@ fn each_session_talks_with_its_own_upstream_session_over_http_upstreams() {
 #[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
 fn every_progress_before_an_answer_arrives_before_it() {
     let python = python();
-    let port = free_port();
-    let _upstream = Guard(
-        Command::new(&python)
-            .args([here("relay_tools.py"), "--http".into(), port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start relay_tools.py"),
-    );
-    wait_for_port(port, Duration::from_secs(30), "relay_tools.py");
-    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let (_upstream, upstream) = http_upstream(&python);
     let template = here("relay.json");
     let tools = here("relay_tools.py");
     let over_http = Gateway::http(&template, &["--upstream-url", &upstream], &[], &[]);
