@@ -314,6 +314,13 @@ async fn serve(
                 .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
                 .map_err(|e| GatewayError::Client(format!("cannot use {what}: {e}")))?;
             let gateway = Gateway::start(machine, &upstream, store, &options).await?;
+            // Instances sharing the store relay to each other what the balancer sent to
+            // the wrong one (a client's answer, a notification for a stream held
+            // elsewhere), on the store's server.
+            let bus = connect_bus(args.redis.as_deref(), &args.redis_cluster, &args.namespace)
+                .await
+                .map_err(|e| GatewayError::Client(format!("cannot use {what}: {e}")))?;
+            gateway.join_instances(std::sync::Arc::new(bus)).await?;
             orch_runtime::eprintln_printable!(
                 "orch mcp: serving http://{local}/mcp (sessions in {what}, namespace `{}`{auth})",
                 args.namespace
@@ -321,6 +328,25 @@ async fn serve(
             gateway.serve_http(listener, &http).await
         }
     }
+}
+
+/// The bus of the instances sharing the Redis store `--redis URL` or `--redis-cluster
+/// URL...` name (on a cluster, through the first node that answers: a message published
+/// on one node reaches every node's subscribers), channel `<namespace>:bus`.
+async fn connect_bus(
+    url: Option<&str>,
+    cluster: &[String],
+    namespace: &str,
+) -> Result<orch_store::RedisBus, orch_store::StoreError> {
+    let channel = format!("{namespace}:bus");
+    let mut last = None;
+    for url in url.into_iter().chain(cluster.iter().map(String::as_str)) {
+        match orch_store::RedisBus::connect(url, &channel).await {
+            Ok(bus) => return Ok(bus),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| orch_store::StoreError::Backend("no Redis server named".into())))
 }
 
 /// The Redis store `--redis URL` or `--redis-cluster URL...` name, connected (or why

@@ -6,8 +6,8 @@
 //! stdio (`conformance/stdio-bridge.mjs`, the official TypeScript SDK's transports), and
 //! as three instances sharing one `redis-server` behind a round-robin TCP balancer. A
 //! gateway that enforces nothing must be invisible: every scenario the reference passes
-//! must pass through `orch mcp` too, except the few listed in [`GAPS`] and
-//! [`SPREAD_GAPS`] with their reason. The suite sends no credential, so the gateways run
+//! must pass through `orch mcp` too — the three instances included — except the few
+//! listed in [`GAPS`] with their reason. The suite sends no credential, so the gateways run
 //! with `--anonymous-run` (2026-07-28 requests without one share one run, as a local
 //! gateway with one user would).
 //!
@@ -21,12 +21,8 @@ mod support;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use support::{free_port, redis, repo_root, temp_dir, wait_for_port, Gateway, Guard};
 
@@ -46,17 +42,6 @@ const GAPS: &[(&str, &str, &str, &str)] = &[
 /// its last progress now and then until each session's upstream connection counted its
 /// progress too (tests/mcp_relay.rs, `every_progress_before_an_answer_arrives_before_it`).
 const FLAKY_GAPS: &[(&str, &str, &str)] = &[];
-
-/// Scenarios that fail only with sessions spread over instances (`3 instances, Redis`),
-/// with why: the MCP SDK keeps what a session has in flight towards its client in the
-/// instance that serves it.
-const SPREAD_GAPS: &[(&str, &str)] = &[
-    ("tools-call-elicitation", "the upstream's question goes out on the stream of the call, from the instance serving it; the client's answer is a new POST that the balancer may send to another instance, which has no such question in flight"),
-    ("tools-call-sampling", "as for elicitation: the answer to `sampling/createMessage` may reach another instance"),
-    ("elicitation-sep1034-defaults", "as for elicitation"),
-    ("elicitation-sep1330-enums", "as for elicitation"),
-    ("tools-call-with-logging", "log lines go on the session's standalone (GET) stream, which the client may hold open on another instance"),
-];
 
 /// One run of the suite: its version (a directory under `conformance/node_modules`
 /// and a reference server), and how it selects scenarios.
@@ -107,10 +92,10 @@ const WAYS: &[&str] = &[
 ];
 
 /// How many of [`WAYS`] docs/mcp.md's table must match cell for cell (the reference,
-/// the HTTP and the stdio upstream). The three instances gate regressions only (a
-/// scenario the reference passes must pass there unless it is a [`SPREAD_GAPS`] gap);
-/// their cells are written, not compared: which gap scenarios fail depends on where the
-/// balancer sends each request.
+/// the HTTP and the stdio upstream). The three instances gate regressions as every way
+/// does (a scenario the reference passes must pass there); their cells are written, not
+/// compared: of the scenarios the reference fails, which also fail there may depend on
+/// where the balancer sends each request.
 const GATING: usize = 3;
 
 fn conformance_dir() -> PathBuf {
@@ -203,47 +188,6 @@ fn suite(run: &Run, url: &str, out: &Path) -> BTreeMap<String, bool> {
     results
 }
 
-/// A TCP balancer on a free port that hands each connection to the next of `to`.
-fn round_robin(to: Vec<String>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the balancer");
-    let addr = listener.local_addr().expect("its address").to_string();
-    let next = Arc::new(AtomicUsize::new(0));
-    std::thread::spawn(move || {
-        for client in listener.incoming().map_while(Result::ok) {
-            let target = &to[next.fetch_add(1, Ordering::Relaxed) % to.len()];
-            let Ok(server) = TcpStream::connect(target) else {
-                continue;
-            };
-            pipe(client, server);
-        }
-    });
-    addr
-}
-
-/// Copies bytes both ways between `a` and `b` until either side closes.
-fn pipe(a: TcpStream, b: TcpStream) {
-    let copy = |mut from: TcpStream, mut to: TcpStream| {
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 16 * 1024];
-            loop {
-                match from.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if to.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            let _ = to.shutdown(std::net::Shutdown::Write);
-        });
-    };
-    if let (Ok(a2), Ok(b2)) = (a.try_clone(), b.try_clone()) {
-        copy(a, b2);
-        copy(b, a2);
-    }
-}
-
 fn template() -> String {
     conformance_dir()
         .join("everything.json")
@@ -292,7 +236,8 @@ fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, Str
             let gws: Vec<Gateway> = (0..3)
                 .map(|_| Gateway::http(&template, &extra, &[], &[]))
                 .collect();
-            let balancer = round_robin(gws.iter().map(|g| g.addr.clone()).collect());
+            let balancer =
+                support::balance::round_robin(gws.iter().map(|g| g.addr.clone()).collect());
             (gws, format!("http://{balancer}/mcp"))
         }
     }
@@ -321,14 +266,11 @@ fn table(rows: &BTreeMap<(String, String, String), Vec<Option<bool>>>) -> String
                 out.push_str(" flaky |");
                 continue;
             }
-            // A known gap reads the same whichever way a run went (a balancer may now
-            // and then keep a session on one instance).
+            // A known gap reads the same whichever way a run went.
             let gap = w > 0
-                && (GAPS
+                && GAPS
                     .iter()
-                    .any(|(s, r, sc, _)| *s == suite && *r == revision && *sc == scenario)
-                    || (WAYS[w] == "3 instances, Redis"
-                        && SPREAD_GAPS.iter().any(|(sc, _)| *sc == scenario)));
+                    .any(|(s, r, sc, _)| *s == suite && *r == revision && *sc == scenario);
             if gap && passed.is_some() {
                 out.push_str(" gap |");
                 continue;
@@ -421,7 +363,6 @@ fn orch_mcp_passes_what_the_reference_passes() {
         let gap = GAPS
             .iter()
             .any(|(s, r, sc, _)| *s == suite && *r == revision && (*sc == scenario || *sc == "*"));
-        let spread_gap = SPREAD_GAPS.iter().any(|(sc, _)| sc == scenario);
         // Every way gates regressions (the three instances too: a scenario the reference
         // passes fails there only as a listed gap); the table compares the
         // [`GATING`] columns.
@@ -429,7 +370,7 @@ fn orch_mcp_passes_what_the_reference_passes() {
             let flaky = FLAKY_GAPS
                 .iter()
                 .any(|(sc, way, _)| sc == scenario && (*way == WAYS[w] || *way == "*"));
-            let known = gap || flaky || (spread_gap && WAYS[w] == "3 instances, Redis");
+            let known = gap || flaky;
             if results[0] == Some(true) && *passed == Some(false) && !known {
                 regressions.push(format!(
                     "{scenario} ({suite}, {revision}) through {}",

@@ -64,29 +64,36 @@ fn two_clients_see_only_their_own(python: &str, url: &str, dir: &std::path::Path
     assert_eq!(b["logs"], json!(["b: error"]), "{b}");
     assert_eq!(b["result"]["level"], "error", "{b}");
     for (who, seen) in [("a", &a), ("b", &b)] {
-        // Progress, under the client's own token (the SDK matches it to the call).
-        assert_eq!(
-            seen["progress"],
-            json!([
-                [1.0, 2.0, format!("{who}: half")],
-                [2.0, 2.0, format!("{who}: done")]
-            ]),
-            "{seen}"
-        );
-        // The questions, samples and roots were the calling client's, and its answers
-        // reached the upstream.
-        assert_eq!(seen["asked"], json!([format!("{who}: confirm?")]), "{seen}");
-        assert_eq!(seen["sampled"], json!([who]), "{seen}");
-        assert_eq!(seen["roots"], 1, "{seen}");
-        let result = &seen["result"];
-        assert_eq!(
-            result["elicited"],
-            json!({"action": "accept", "content": {"ok": true}}),
-            "{seen}"
-        );
-        assert_eq!(result["sampled"], format!("{who} sampled {who}"), "{seen}");
-        assert_eq!(result["roots"], json!([format!("file:///{who}")]), "{seen}");
+        assert_conversed(who, seen);
     }
+}
+
+/// What `relay_client.py` saw of its `converse(who)`, apart from the log lines: its
+/// progress, the question, the sample and the roots asked of it, and the upstream got
+/// its answers.
+fn assert_conversed(who: &str, seen: &Value) {
+    // Progress, under the client's own token (the SDK matches it to the call).
+    assert_eq!(
+        seen["progress"],
+        json!([
+            [1.0, 2.0, format!("{who}: half")],
+            [2.0, 2.0, format!("{who}: done")]
+        ]),
+        "{seen}"
+    );
+    // The questions, samples and roots were the calling client's, and its answers
+    // reached the upstream.
+    assert_eq!(seen["asked"], json!([format!("{who}: confirm?")]), "{seen}");
+    assert_eq!(seen["sampled"], json!([who]), "{seen}");
+    assert_eq!(seen["roots"], 1, "{seen}");
+    let result = &seen["result"];
+    assert_eq!(
+        result["elicited"],
+        json!({"action": "accept", "content": {"ok": true}}),
+        "{seen}"
+    );
+    assert_eq!(result["sampled"], format!("{who} sampled {who}"), "{seen}");
+    assert_eq!(result["roots"], json!([format!("file:///{who}")]), "{seen}");
 }
 
 #[test]
@@ -215,4 +222,43 @@ fn a_refusal_of_a_tool_with_an_output_schema_is_a_result_to_the_typescript_sdk()
     assert_eq!(refused["structuredContent"], Value::Null, "{seen}");
     assert_eq!(refused["refusal"]["reason"], "not_allowed", "{seen}");
     assert_eq!(refused["refusal"]["step"], "Paid", "{seen}");
+}
+
+/// One session spread over three instances sharing a `redis-server`, by a balancer
+/// that sends each kind of request to another instance: the client's requests to the
+/// second, its answers to what the upstream asked to the third, its standalone (GET)
+/// stream to the first. The answers reach the instance that relayed the questions
+/// (passed on over Redis), and the log lines of the call the second serves reach the
+/// stream the first holds open — as if one gateway served the session.
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_session_spread_over_instances_gets_its_answers_and_logs_where_they_belong() {
+    let python = python();
+    let (_redis, redis_url) = support::redis();
+    let (_upstream, upstream) = http_upstream(&python);
+    let instances: Vec<Gateway> = (0..3)
+        .map(|_| {
+            Gateway::http(
+                &here("relay.json"),
+                &["--upstream-url", &upstream, "--redis", &redis_url],
+                &[],
+                &[],
+            )
+        })
+        .collect();
+    let balancer = support::balance::by_kind(support::balance::Split {
+        streams: instances[0].addr.clone(),
+        requests: instances[1].addr.clone(),
+        answers: instances[2].addr.clone(),
+    });
+    let url = format!("http://{balancer}/mcp");
+    let args = ["--url", &url, "--who", "a", "--level", "debug"];
+    let seen = support::python_report(&python, "relay_client.py", &args);
+    assert_eq!(
+        seen["logs"],
+        json!(["a: debug", "a: info", "a: error"]),
+        "{seen}"
+    );
+    assert_eq!(seen["result"]["level"], "debug", "{seen}");
+    assert_conversed("a", &seen);
 }

@@ -508,6 +508,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             client: &context.peer,
             id: &context.id,
             progress_token,
+            session: mcp_session(&context.extensions),
         };
         // The client's own `_meta` goes on (the MCP SDK took it off the request): on
         // 2026-07-28 its revision, capabilities, identity and log level, so the upstream
@@ -783,6 +784,16 @@ impl<S> Downstream<S> {
             _ => self.shared.upstream.clone(),
         }
     }
+}
+
+/// The MCP session a request or notification came in (over HTTP).
+fn mcp_session(extensions: &rmcp::model::Extensions) -> Option<&str> {
+    extensions
+        .get::<http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
 }
 
 /// Did this request come on a revision without sessions (2026-07-28 or later)?
@@ -1239,6 +1250,14 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let linked = self.session.get().is_some();
+        // Over HTTP the session's id is known from here on (also when another instance
+        // started the session and this one restored it).
+        if let Some(id) = mcp_session(&context.extensions) {
+            self.shared.relay.instances.serve(id, context.peer.clone());
+            if let Some(link) = self.session.get() {
+                let _ = link.session.set(Arc::from(id));
+            }
+        }
         self.shared.relay.add(context.peer, linked);
     }
 

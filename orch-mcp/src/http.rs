@@ -261,6 +261,9 @@ async fn admit<S: SessionStore + 'static>(
         Presented::Nothing | Presented::Operator => false,
     };
     let mut call_id = None;
+    // A client's answer to a question the upstream asked through this gateway.
+    let mut answer = None;
+    let standalone = parts.method == http::Method::GET;
     let request = if parts.method == http::Method::POST {
         let read = tokio::time::timeout(
             guarded.options.body_timeout,
@@ -340,6 +343,13 @@ async fn admit<S: SessionStore + 'static>(
                 call_id = Some(r.id.clone());
             }
         }
+        match &message {
+            ClientJsonRpcMessage::Response(r) => answer = Some((r.id.clone(), bytes.clone())),
+            ClientJsonRpcMessage::Error(e) => {
+                answer = e.id.clone().map(|id| (id, bytes.clone()));
+            }
+            _ => {}
+        }
         Request::from_parts(parts, Body::from(bytes))
     } else {
         Request::from_parts(parts, body)
@@ -347,6 +357,19 @@ async fn admit<S: SessionStore + 'static>(
     if let Some(id) = &session {
         if let Some(refused) = guarded.check_session(id).await {
             return refused;
+        }
+    }
+    // An answer this instance does not wait for was meant for another instance sharing
+    // the store (the balancer sent it here): passed on, and accepted as the MCP SDK
+    // accepts an answer.
+    if let (Some(session), Some((id, bytes))) = (&session, answer) {
+        let instances = &guarded.shared.relay.instances;
+        if !instances.awaits(session, &id) {
+            if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
+                if instances.pass_answer(session, message).await {
+                    return axum::response::IntoResponse::into_response(http::StatusCode::ACCEPTED);
+                }
+            }
         }
     }
     // A session this instance does not hold is restored by the SDK on its first request.
@@ -376,6 +399,20 @@ async fn admit<S: SessionStore + 'static>(
                 on_abandon: Some(Box::new(move || {
                     tokio::spawn(cancel_call(manager, session, request_id));
                 })),
+                _held: None,
+            };
+            Response::from_parts(parts, Body::new(watched))
+        }
+        // The session's standalone stream: while it is open here, notifications for the
+        // session that arise on other instances are sent here.
+        (Some(session), None) if standalone && response.status().is_success() => {
+            let held = guarded.shared.relay.instances.hold(&session).await;
+            let (parts, body) = response.into_parts();
+            let watched = Watched {
+                inner: body,
+                done: false,
+                on_abandon: None,
+                _held: Some(held),
             };
             Response::from_parts(parts, Body::new(watched))
         }
@@ -685,11 +722,13 @@ async fn cancel_call(manager: Arc<LocalSessionManager>, session: String, request
 }
 
 /// A response body that runs `on_abandon` when it is dropped before its end (the
-/// client's connection closed before the answer was sent).
+/// client's connection closed before the answer was sent), and holds `held` as long as
+/// it lives.
 struct Watched {
     inner: Body,
     done: bool,
     on_abandon: Option<Box<dyn FnOnce() + Send>>,
+    _held: Option<crate::instances::Holding>,
 }
 
 impl http_body::Body for Watched {

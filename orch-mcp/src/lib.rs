@@ -47,11 +47,13 @@ mod approval;
 mod framing;
 mod handler;
 mod http;
+mod instances;
 mod jwt;
 mod runs;
 mod telemetry;
 mod upstream;
 
+pub use instances::{Bus, BusFuture};
 pub use jwt::{Jwks, JwtOptions};
 pub use upstream::Upstream;
 
@@ -405,6 +407,18 @@ impl<S: SessionStore + 'static> Gateway<S> {
         // Let the replies already written reach the client.
         let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
         outcome
+    }
+
+    /// Joins the other instances of this gateway that share its store (behind a load
+    /// balancer) through `bus`: a client's answer to a question the upstream asked, and
+    /// a notification for a session's standalone stream, reach the instance that waits
+    /// for it or holds that stream, wherever the balancer sent them. Without a bus an
+    /// instance serves what reaches it (right for one instance). The subscription is
+    /// made before this returns.
+    pub async fn join_instances(&self, bus: Arc<dyn Bus>) -> Result<(), GatewayError> {
+        self.shared.relay.instances.join(bus).await.map_err(|e| {
+            GatewayError::Client(format!("cannot reach the other gateway instances: {e}"))
+        })
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener`, one orchestration session per

@@ -25,7 +25,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::{ClientHandler, ClientLifecycleMode, Peer, RoleClient, RoleServer};
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// Where the upstream MCP server is.
@@ -74,6 +74,8 @@ pub(crate) struct Relay {
     /// Notified when the upstream says its tool list changed (several notifications
     /// before the re-fetch starts make one re-fetch).
     pub(crate) upstream_tools_changed: tokio::sync::Notify,
+    /// The other gateway instances sharing the store, if they are reachable.
+    pub(crate) instances: Arc<crate::instances::Instances>,
 }
 
 /// One open `subscriptions/listen` stream.
@@ -260,6 +262,8 @@ struct Route {
     client: Peer<RoleServer>,
     client_id: RequestId,
     client_token: Option<ProgressToken>,
+    /// The client's MCP session (over HTTP).
+    session: Option<Arc<str>>,
 }
 
 /// Removes a route when its request is answered (or its task dropped).
@@ -290,6 +294,8 @@ pub(crate) struct Origin<'a> {
     pub(crate) client: &'a Peer<RoleServer>,
     pub(crate) id: &'a RequestId,
     pub(crate) progress_token: Option<ProgressToken>,
+    /// The client's MCP session (over HTTP).
+    pub(crate) session: Option<&'a str>,
 }
 
 impl Routes {
@@ -313,6 +319,7 @@ impl Routes {
             client: origin.client.clone(),
             client_id: origin.id.clone(),
             client_token: origin.progress_token,
+            session: origin.session.map(Arc::from),
         });
         let routed = Routed {
             routes: Arc::clone(self),
@@ -409,8 +416,9 @@ impl Routes {
     }
 
     /// The client request an upstream request or notification belongs to: the one whose
-    /// response stream it came on (`origin`, over HTTP), else the only one in flight.
-    async fn owner(&self, origin: Option<&RequestId>) -> Option<(Peer<RoleServer>, RequestId)> {
+    /// response stream it came on (`origin`, over HTTP), else the only one in flight;
+    /// with its client, and that client's session.
+    async fn owner(&self, origin: Option<&RequestId>) -> Option<Owner> {
         let table = self.table.lock().await;
         let route = match origin {
             Some(id) => table.iter().find(|r| r.upstream_id == *id),
@@ -420,8 +428,20 @@ impl Routes {
             [only] => Some(only),
             _ => None,
         })?;
-        Some((route.client.clone(), route.client_id.clone()))
+        Some(Owner {
+            client: route.client.clone(),
+            request: Some(route.client_id.clone()),
+            session: route.session.clone(),
+        })
     }
+}
+
+/// Where something the upstream says goes: a client, the request of its it is about
+/// (if any), and the client's MCP session (over HTTP).
+pub(crate) struct Owner {
+    client: Peer<RoleServer>,
+    request: Option<RequestId>,
+    session: Option<Arc<str>>,
 }
 
 /// The upstream's tools as one connection last listed them: read without waiting,
@@ -641,6 +661,9 @@ pub(crate) struct SessionLink {
     pub(crate) link: Link,
     /// The tools the upstream lists on this connection.
     pub(crate) tools: Arc<ToolList>,
+    /// The client's MCP session id (over HTTP), for what goes on its standalone stream:
+    /// set when the session is known.
+    pub(crate) session: Arc<OnceLock<Arc<str>>>,
     _close: CloseOnDrop,
 }
 
@@ -664,6 +687,8 @@ pub(crate) struct UpstreamClient {
     pub(crate) owner: Option<(Peer<RoleServer>, ClientConfig)>,
     /// A session connection's own tool list, and how long a re-fetch may take.
     pub(crate) tools: Option<(Arc<ToolList>, Duration)>,
+    /// A session connection's MCP session id over HTTP, once the session has told it.
+    pub(crate) session: Arc<OnceLock<Arc<str>>>,
 }
 
 impl UpstreamClient {
@@ -674,18 +699,38 @@ impl UpstreamClient {
             routes: Arc::default(),
             owner: None,
             tools: None,
+            session: Arc::default(),
         }
+    }
+
+    /// The session connection's own client, as an [`Owner`].
+    fn session_owner(&self) -> Option<Owner> {
+        let (client, _) = self.owner.as_ref()?;
+        Some(Owner {
+            client: client.clone(),
+            request: None,
+            session: self.session.get().cloned(),
+        })
     }
 
     /// Where a message from the upstream goes that is not about one request (a log
     /// line, a resource update): the session's client, or on the gateway's own
     /// connection the client of the only request in flight (else no one: it would
     /// reach a session it is not about).
-    async fn session_client(&self) -> Option<Peer<RoleServer>> {
-        match &self.owner {
-            Some((client, _)) => Some(client.clone()),
-            None => self.routes.owner(None).await.map(|(client, _)| client),
+    async fn session_client(&self) -> Option<Owner> {
+        match self.session_owner() {
+            Some(owner) => Some(owner),
+            None => self.routes.owner(None).await,
         }
+    }
+
+    /// Sends a notification that goes on a session's standalone stream, wherever the
+    /// instance holding that stream is.
+    async fn notify(&self, owner: &Owner, notification: ServerNotification) {
+        self.relay
+            .instances
+            .notify(owner.session.as_deref(), &owner.client, notification)
+            .await;
     }
 
     /// Asks the client whose request caused it (else the session's client) what the
@@ -701,30 +746,49 @@ impl UpstreamClient {
             Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
             _ => None,
         };
-        let (client, client_request) = match self.routes.owner(origin.as_ref()).await {
-            Some((client, id)) => (client, Some(id)),
-            None => match &self.owner {
-                Some((client, _)) => (client.clone(), None),
-                None => {
-                    return Err(McpError::internal_error(
-                        format!("orch mcp cannot relay `{method}`: no client request of the gateway is in flight on this connection"),
-                        None,
-                    ))
-                }
-            },
+        let owner = match self.routes.owner(origin.as_ref()).await {
+            Some(owner) => owner,
+            None => self.session_owner().ok_or_else(|| {
+                McpError::internal_error(
+                    format!("orch mcp cannot relay `{method}`: no client request of the gateway is in flight on this connection"),
+                    None,
+                )
+            })?,
         };
-        if let Some(id) = client_request {
+        if let Some(id) = owner.request {
             request.extensions_mut().insert(OriginatingRequestId(id));
         }
         let meta = context.meta;
         request.get_meta_mut().extend(meta);
-        let handle = client
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| relay_error(e, method))?;
+        // Sent from a task of its own: in this one the MCP SDK marks every request sent
+        // as caused by the upstream's request being handled here (a task-local), which
+        // overrides the mark set above — the question would go to the client's standalone
+        // stream (or nowhere, without one) instead of the stream of the call it is about.
+        let client = owner.client.clone();
+        let handle = tokio::spawn(async move {
+            client
+                .send_cancellable_request(request, PeerRequestOptions::no_options())
+                .await
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("cannot relay `{method}`: {e}"), None))?
+        .map_err(|e| relay_error(e, method))?;
         let (peer, id) = (handle.peer.clone(), handle.id.clone());
+        // The client's answer is a request of its own, which a balancer may send to
+        // another gateway instance: that one passes it on.
+        let elsewhere = owner
+            .session
+            .as_deref()
+            .and_then(|session| self.relay.instances.await_answer(session, &id));
+        let answered_elsewhere = async {
+            match elsewhere {
+                Some(mut awaited) => (&mut awaited.answer).await.ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             answer = handle.await_response() => answer.map_err(|e| relay_error(e, method)),
+            Some(answer) = answered_elsewhere => crate::instances::answer_of(answer, method),
             () = context.ct.cancelled() => {
                 let notification = CancelledNotification::new(CancelledNotificationParam::new(
                     Some(id),
@@ -862,8 +926,11 @@ impl ClientHandler for UpstreamClient {
     ) {
         let _turn = self.routes.turn(context.extensions.get()).await;
         // Subscriptions are a session's: only its own connection carries its updates.
-        if let Some((client, _)) = &self.owner {
-            let _ = client.notify_resource_updated(params).await;
+        if let Some(owner) = self.session_owner() {
+            let updated = ServerNotification::ResourceUpdatedNotification(
+                rmcp::model::ResourceUpdatedNotification::new(params),
+            );
+            self.notify(&owner, updated).await;
         }
     }
 
@@ -873,12 +940,11 @@ impl ClientHandler for UpstreamClient {
         context: NotificationContext<RoleClient>,
     ) {
         let _turn = self.routes.turn(context.extensions.get()).await;
-        if let Some(client) = self.session_client().await {
-            let _ = client
-                .send_notification(ServerNotification::LoggingMessageNotification(
-                    LoggingMessageNotification::new(params),
-                ))
-                .await;
+        if let Some(owner) = self.session_client().await {
+            let line = ServerNotification::LoggingMessageNotification(
+                LoggingMessageNotification::new(params),
+            );
+            self.notify(&owner, line).await;
         }
     }
 }
@@ -887,10 +953,8 @@ impl UpstreamClient {
     /// A list of the upstream's changed: a session's connection tells its client; the
     /// gateway's own tells the clients without a connection of their own.
     async fn list_changed(&self, changed: ServerNotification) {
-        match &self.owner {
-            Some((client, _)) => {
-                let _ = client.send_notification(changed).await;
-            }
+        match self.session_owner() {
+            Some(owner) => self.notify(&owner, changed).await,
             None => self.relay.broadcast(changed).await,
         }
     }
@@ -1055,7 +1119,9 @@ pub(crate) async fn connect_session(
         routes: Arc::clone(&routes),
         owner: Some((client, config)),
         tools: Some((Arc::clone(&tools), timeout)),
+        session: Arc::default(),
     };
+    let session = Arc::clone(&handler.session);
     let what = upstream.to_string();
     // An upstream without the handshake is reached on 2026-07-28, with the client's
     // identity and capabilities in every request's `_meta`.
@@ -1132,6 +1198,7 @@ pub(crate) async fn connect_session(
     Ok(SessionLink {
         link,
         tools,
+        session,
         _close: close,
     })
 }

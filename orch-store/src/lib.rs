@@ -32,6 +32,8 @@
 
 #[cfg(feature = "audit")]
 pub mod audit;
+#[cfg(feature = "redis")]
+mod bus;
 pub mod lease;
 mod memory;
 #[cfg(feature = "redis")]
@@ -39,6 +41,8 @@ mod redis_store;
 #[cfg(feature = "run")]
 pub mod run;
 
+#[cfg(feature = "redis")]
+pub use bus::RedisBus;
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 #[cfg(feature = "redis")]
 pub use redis_store::RedisStore;

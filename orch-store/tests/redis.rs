@@ -278,3 +278,68 @@ async fn a_write_whose_answer_never_came_is_reported_as_unknown_not_failed() {
     }
     assert!(refused, "a refused connection is reported as a failure");
 }
+
+/// The bus: what one publishes after others subscribed reaches each of them, in order,
+/// and only the subscribers of its channel; a subscriber's receiver ends when its
+/// connection is lost; a missing server is an error, not a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: `cargo xtask test` installs it and runs this"]
+async fn a_bus_reaches_every_subscriber_of_its_channel() {
+    let server = RedisServer::start();
+    let a = orch_store::RedisBus::connect(&server.url, "deploy:bus")
+        .await
+        .unwrap();
+    let b = orch_store::RedisBus::connect(&server.url, "deploy:bus")
+        .await
+        .unwrap();
+    let other = orch_store::RedisBus::connect(&server.url, "other:bus")
+        .await
+        .unwrap();
+    assert_eq!(a.channel(), "deploy:bus");
+    let mut to_a = a.subscribe().await.unwrap();
+    let mut to_b = b.subscribe().await.unwrap();
+    let mut to_other = other.subscribe().await.unwrap();
+    assert_eq!(
+        a.publish(b"one").await.unwrap(),
+        2,
+        "both subscribers of the channel"
+    );
+    b.publish(b"two").await.unwrap();
+    for rx in [&mut to_a, &mut to_b] {
+        let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap();
+        assert_eq!(
+            (first.as_deref(), second.as_deref()),
+            (Some(&b"one"[..]), Some(&b"two"[..]))
+        );
+    }
+    other.publish(b"elsewhere").await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), to_other.recv())
+        .await
+        .unwrap();
+    assert_eq!(got.as_deref(), Some(&b"elsewhere"[..]));
+    assert!(
+        to_a.try_recv().is_err(),
+        "another channel's message reached this one"
+    );
+
+    // The server goes away: the subscriptions end (to be made again by their owner).
+    drop(server);
+    let ended = tokio::time::timeout(Duration::from_secs(10), to_a.recv())
+        .await
+        .unwrap();
+    assert_eq!(ended, None);
+
+    // No server: an error within the connection limit.
+    let missing = tokio::time::timeout(
+        Duration::from_secs(10),
+        orch_store::RedisBus::connect("redis://127.0.0.1:1/", "x"),
+    )
+    .await
+    .expect("no hang");
+    assert!(missing.is_err());
+}

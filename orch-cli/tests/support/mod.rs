@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod balance;
 pub mod http;
 pub mod load;
 
