@@ -364,7 +364,7 @@ async fn admit<S: SessionStore + 'static>(
     // accepts an answer.
     if let (Some(session), Some((id, bytes))) = (&session, answer) {
         let instances = &guarded.shared.relay.instances;
-        if !instances.awaits(session, &id) {
+        if !instances.awaits(session, &id).await {
             if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
                 if instances.pass_answer(session, message).await {
                     return axum::response::IntoResponse::into_response(http::StatusCode::ACCEPTED);

@@ -109,6 +109,10 @@ pub(crate) struct Instances {
     /// Questions relayed to a client and not yet answered, by session and the id the
     /// question has on the client's side.
     awaiting: Mutex<HashMap<(String, RequestId), tokio::sync::oneshot::Sender<Value>>>,
+    /// Questions being sent to a session's client (not yet in `awaiting`), per session.
+    asking: Mutex<HashMap<String, usize>>,
+    /// Woken when a question has been registered.
+    asked: tokio::sync::Notify,
     /// The standalone streams this instance holds open, counted per session.
     streams: Mutex<HashMap<String, usize>>,
     /// The client side of the sessions this instance serves, by session id.
@@ -133,6 +137,8 @@ impl Default for Instances {
             id,
             bus: OnceLock::new(),
             awaiting: Mutex::default(),
+            asking: Mutex::default(),
+            asked: tokio::sync::Notify::new(),
             streams: Mutex::default(),
             peers: Mutex::default(),
             peer_added: tokio::sync::Notify::new(),
@@ -154,6 +160,31 @@ impl Drop for Awaited<'_> {
         lock(&self.instances.awaiting).remove(&self.key);
     }
 }
+
+/// A question being sent to a session's client; counted until dropped.
+pub(crate) struct Asking<'a> {
+    instances: &'a Instances,
+    session: String,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        {
+            let mut asking = lock(&self.instances.asking);
+            if let Some(count) = asking.get_mut(&self.session) {
+                *count -= 1;
+                if *count == 0 {
+                    asking.remove(&self.session);
+                }
+            }
+        }
+        self.instances.asked.notify_waiters();
+    }
+}
+
+/// How long an answer waits for the questions being sent to its session to be
+/// registered before it is taken for another instance's.
+const ASK_SETTLE: Duration = Duration::from_secs(1);
 
 /// A standalone stream this instance holds; counted until dropped.
 pub(crate) struct Holding {
@@ -328,8 +359,33 @@ impl Instances {
         })
     }
 
-    /// Is this instance waiting for the answer `id` of `session`?
-    pub(crate) fn awaits(&self, session: &str, id: &RequestId) -> bool {
+    /// With a bus: counts a question being sent to `session`'s client until the guard
+    /// is dropped (after [`Instances::await_answer`]), so that an answer arriving
+    /// meanwhile is not taken for another instance's.
+    pub(crate) fn asking(&self, session: &str) -> Option<Asking<'_>> {
+        self.bus()?;
+        *lock(&self.asking).entry(session.to_owned()).or_default() += 1;
+        Some(Asking {
+            instances: self,
+            session: session.to_owned(),
+        })
+    }
+
+    /// Is this instance waiting for the answer `id` of `session`? (Once the questions
+    /// being sent to that session now are registered, at most [`ASK_SETTLE`].)
+    pub(crate) async fn awaits(&self, session: &str, id: &RequestId) -> bool {
+        let settled = async {
+            loop {
+                let asked = self.asked.notified();
+                tokio::pin!(asked);
+                asked.as_mut().enable();
+                if !lock(&self.asking).contains_key(session) {
+                    return;
+                }
+                asked.await;
+            }
+        };
+        let _ = tokio::time::timeout(ASK_SETTLE, settled).await;
         lock(&self.awaiting).contains_key(&(session.to_owned(), id.clone()))
     }
 

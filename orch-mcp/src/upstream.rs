@@ -765,6 +765,7 @@ impl UpstreamClient {
         // overrides the mark set above — the question would go to the client's standalone
         // stream (or nowhere, without one) instead of the stream of the call it is about.
         let client = owner.client.clone();
+        let asking = (owner.session.as_deref()).and_then(|s| self.relay.instances.asking(s));
         let handle = tokio::spawn(async move {
             client
                 .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -780,6 +781,7 @@ impl UpstreamClient {
             .session
             .as_deref()
             .and_then(|session| self.relay.instances.await_answer(session, &id));
+        drop(asking);
         let answered_elsewhere = async {
             match elsewhere {
                 Some(mut awaited) => (&mut awaited.answer).await.ok(),
