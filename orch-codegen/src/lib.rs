@@ -7,7 +7,7 @@
 //! ```text
 //! template.json ─ parse::json ─┐
 //!                              ├─> model::Template ─ check::check ─> ir::Ir ─┬─ emit::module  (Rust)
-//! orchestration! { .. } ─ parse::dsl ─┘        (diagnostics: E001–E020, W001–W008)   └─ Ir::to_tables (run time)
+//! orchestration! { .. } ─ parse::dsl ─┘        (diagnostics: E001–E023, W001–W008)   └─ Ir::to_tables (run time)
 //! ```
 //!
 //! In build.rs (users reach this through the `orch-build` crate, which re-exports it):

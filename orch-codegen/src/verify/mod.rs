@@ -1,5 +1,5 @@
-//! Verification of a template's reachable behaviour (work in progress towards
-//! `orch verify`): what the engine can do from a fresh session, decided exactly.
+//! Verification of a template's reachable behaviour, as `orch verify` and the bindings'
+//! `verify()` report it: what the engine can do from a fresh session, decided exactly.
 //!
 //! - [`explore`]: every state a session can reach (the runtime's engine, states told
 //!   apart by its behaviour key), with shortest witnesses;
