@@ -205,7 +205,7 @@ pub(crate) fn items(ir: &Ir, tables: Option<&OwnedTables>, rt: &TokenStream) -> 
             #( #[doc = #tool_docs] #tool_idents = #tool_discr, )*
         }
 
-        use #rt::__private as __rt;
+        use #rt::compiled as __rt;
 
         /// Tool names, by [`Tool::index`].
         const TOOL_NAMES: [&str; #n_tools_lit] = [#(#tool_names),*];

@@ -27,7 +27,7 @@ macro_rules! __doc_machine {
                 /// `publish`
                 Publish = 3,
             }
-            use $crate::__private as __rt;
+            use $crate::compiled as __rt;
             /// Tool names, by [`Tool::index`].
             const TOOL_NAMES: [&str; 4] = ["search", "think", "reflect", "publish"];
             /// Step names, by [`Step::index`].

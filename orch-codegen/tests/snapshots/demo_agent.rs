@@ -16,7 +16,7 @@ pub mod demo_agent {
         /// `reflect`
         Reflect = 2,
     }
-    use ::orch::__private as __rt;
+    use ::orch::compiled as __rt;
     /// Tool names, by [`Tool::index`].
     const TOOL_NAMES: [&str; 3] = ["search", "think", "reflect"];
     /// Step names, by [`Step::index`].
