@@ -77,28 +77,28 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use orch_runtime::*;
+// The runtime, item by item (a new item of the engine is exported here on purpose).
+pub use orch_runtime::{
+    approval, compiled, dynamic, include_machine, printable, snapshot, AgentDockView, Approval,
+    BitIter, CallDigest, Denied, DynMachine, DynSession, HistoryEntry, LostRule, Machine, Outcome,
+    QuestionId, RestoreError, RestoreReport, Session, SessionDenied, Snapshot, StepEnum, ToolEnum,
+    ToolIter, ToolSet, Usage, Verdict,
+};
 
 /// Session stores: keep each conversation's orchestration state between requests
-/// (re-exports `orch-store`).
+/// (`orch-store`).
 #[cfg(feature = "store")]
-pub mod store {
-    pub use orch_store::*;
-}
+pub use orch_store as store;
 
 /// The compiler, for templates loaded at run time: `compile_json(src, None)` gives the
 /// diagnostics and, via `.to_machine()`, a [`DynMachine`]; also the verifier (re-exports
 /// `orch-codegen`).
 #[cfg(feature = "compiler")]
-pub mod compiler {
-    pub use orch_codegen::*;
-}
+pub use orch_codegen as compiler;
 
 /// Driving an LLM under the orchestration (re-exports `orch-agent`).
 #[cfg(feature = "agent")]
-pub mod agent {
-    pub use orch_agent::*;
-}
+pub use orch_agent as agent;
 
 #[doc(hidden)]
 #[cfg(feature = "macros")]
