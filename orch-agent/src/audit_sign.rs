@@ -8,6 +8,90 @@ use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
 use ed25519_dalek::{Signer, Verifier};
 
+/// Why a key could not be made, read or encoded.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The operating system's random source failed (making a key).
+    NoRandomness(String),
+    /// A key file could not be read.
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The text is not a key of the kind expected.
+    Malformed {
+        /// The file it came from, if any.
+        path: Option<std::path::PathBuf>,
+        /// What was expected ("an Ed25519 private key in PKCS#8 PEM", ...).
+        expected: &'static str,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// The key could not be encoded.
+    Encode(String),
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyError::NoRandomness(e) => write!(f, "no randomness for a key: {e}"),
+            KeyError::Read { path, error } => {
+                write!(f, "cannot read the key {}: {error}", path.display())
+            }
+            KeyError::Malformed {
+                path,
+                expected,
+                reason,
+            } => {
+                if let Some(path) = path {
+                    write!(f, "{}: ", path.display())?;
+                }
+                write!(f, "not {expected} ({reason})")
+            }
+            KeyError::Encode(e) => write!(f, "cannot encode the key: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            KeyError::Read { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The PEM document in the file at `path`.
+fn read_pem(path: &std::path::Path) -> Result<String, KeyError> {
+    std::fs::read_to_string(path).map_err(|error| KeyError::Read {
+        path: path.to_owned(),
+        error,
+    })
+}
+
+/// `e` with the file it came from.
+fn from_file(e: KeyError, path: &std::path::Path) -> KeyError {
+    match e {
+        KeyError::Malformed {
+            path: None,
+            expected,
+            reason,
+        } => KeyError::Malformed {
+            path: Some(path.to_owned()),
+            expected,
+            reason,
+        },
+        other => other,
+    }
+}
+
+const PRIVATE_PEM: &str = "an Ed25519 private key in PKCS#8 PEM";
+const PUBLIC_PEM: &str = "an Ed25519 public key in SPKI PEM";
+
 /// A private key that signs checkpoints.
 pub struct SigningKey {
     key: ed25519_dalek::SigningKey,
@@ -24,9 +108,9 @@ impl std::fmt::Debug for SigningKey {
 
 impl SigningKey {
     /// A new key from the operating system's random source.
-    pub fn generate() -> Result<Self, String> {
+    pub fn generate() -> Result<Self, KeyError> {
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(|e| format!("no randomness for a key: {e}"))?;
+        getrandom::fill(&mut seed).map_err(|e| KeyError::NoRandomness(e.to_string()))?;
         Ok(Self::from_key(ed25519_dalek::SigningKey::from_bytes(&seed)))
     }
 
@@ -36,25 +120,27 @@ impl SigningKey {
     }
 
     /// The key in a PKCS#8 PEM document.
-    pub fn from_pem(pem: &str) -> Result<Self, String> {
+    pub fn from_pem(pem: &str) -> Result<Self, KeyError> {
         ed25519_dalek::SigningKey::from_pkcs8_pem(pem)
             .map(Self::from_key)
-            .map_err(|e| format!("not an Ed25519 private key in PKCS#8 PEM ({e})"))
+            .map_err(|e| KeyError::Malformed {
+                path: None,
+                expected: PRIVATE_PEM,
+                reason: e.to_string(),
+            })
     }
 
     /// The key in the PKCS#8 PEM file at `path`.
-    pub fn read(path: &std::path::Path) -> Result<Self, String> {
-        let pem = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the signing key {}: {e}", path.display()))?;
-        Self::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn read(path: &std::path::Path) -> Result<Self, KeyError> {
+        Self::from_pem(&read_pem(path)?).map_err(|e| from_file(e, path))
     }
 
     /// The key as a PKCS#8 PEM document (keep it secret).
-    pub fn to_pem(&self) -> Result<String, String> {
+    pub fn to_pem(&self) -> Result<String, KeyError> {
         self.key
             .to_pkcs8_pem(LineEnding::LF)
             .map(|pem| pem.to_string())
-            .map_err(|e| format!("cannot encode the key: {e}"))
+            .map_err(|e| KeyError::Encode(e.to_string()))
     }
 
     /// Its public half.
@@ -85,9 +171,14 @@ pub struct PublicKey {
 
 impl PublicKey {
     /// The key in an SPKI PEM document.
-    pub fn from_pem(pem: &str) -> Result<Self, String> {
-        let key = ed25519_dalek::VerifyingKey::from_public_key_pem(pem)
-            .map_err(|e| format!("not an Ed25519 public key in SPKI PEM ({e})"))?;
+    pub fn from_pem(pem: &str) -> Result<Self, KeyError> {
+        let key = ed25519_dalek::VerifyingKey::from_public_key_pem(pem).map_err(|e| {
+            KeyError::Malformed {
+                path: None,
+                expected: PUBLIC_PEM,
+                reason: e.to_string(),
+            }
+        })?;
         Ok(PublicKey {
             id: key_id(key.as_bytes()),
             key,
@@ -95,17 +186,15 @@ impl PublicKey {
     }
 
     /// The key in the SPKI PEM file at `path`.
-    pub fn read(path: &std::path::Path) -> Result<Self, String> {
-        let pem = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the public key {}: {e}", path.display()))?;
-        Self::from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn read(path: &std::path::Path) -> Result<Self, KeyError> {
+        Self::from_pem(&read_pem(path)?).map_err(|e| from_file(e, path))
     }
 
     /// The key as an SPKI PEM document.
-    pub fn to_pem(&self) -> Result<String, String> {
+    pub fn to_pem(&self) -> Result<String, KeyError> {
         self.key
             .to_public_key_pem(LineEnding::LF)
-            .map_err(|e| format!("cannot encode the key: {e}"))
+            .map_err(|e| KeyError::Encode(e.to_string()))
     }
 
     /// Its id, as checkpoints name it.

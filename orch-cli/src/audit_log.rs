@@ -51,7 +51,7 @@ pub(crate) fn open(args: &AuditArgs, program: &str) -> Result<Option<Arc<Auditor
         return Ok(None);
     };
     let key = match &args.audit_key {
-        Some(key) => Some(SigningKey::read(std::path::Path::new(key))?),
+        Some(key) => Some(SigningKey::read(std::path::Path::new(key)).map_err(|e| e.to_string())?),
         None => None,
     };
     let sink =

@@ -593,9 +593,9 @@ fn read_log(path: &str) -> Result<String, String> {
 /// `orch audit keygen PREFIX`: PREFIX.key (private, 0600) and PREFIX.pub.
 fn audit_keygen_cmd(prefix: &str) -> u8 {
     use orch_agent::audit::sign::SigningKey;
-    let made = SigningKey::generate().and_then(|key| {
-        let private = key.to_pem()?;
-        let public = key.public_key().to_pem()?;
+    let made = SigningKey::generate().map_err(|e| e.to_string()).and_then(|key| {
+        let private = key.to_pem().map_err(|e| e.to_string())?;
+        let public = key.public_key().to_pem().map_err(|e| e.to_string())?;
         let (key_path, pub_path) = (format!("{prefix}.key"), format!("{prefix}.pub"));
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
@@ -646,7 +646,7 @@ fn audit_verify_cmd(
     {
         Ok(keys) => PublicKeys(keys),
         Err(e) => {
-            eprintln!("error: {}", printable(&e));
+            eprintln!("error: {}", printable(&e.to_string()));
             return USAGE_OR_IO;
         }
     };
