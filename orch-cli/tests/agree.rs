@@ -7,9 +7,7 @@ use std::process::Command;
 orch_macros::orchestration!(file = "../examples/agents/support-triage/template.json");
 orch_macros::orchestration!(file = "../tests/fixtures/machines/conformance.json");
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-use common::Event;
+use orch_test_support::events::{self as common, Event};
 
 /// The trace line of semantics §10 for a compiled session.
 fn line<M: orch_runtime::Machine>(

@@ -10,9 +10,7 @@
 
 mod support;
 
-#[allow(dead_code)]
-#[path = "../../orch-store/tests/common/cluster.rs"]
-mod cluster;
+use orch_test_support::cluster;
 
 use serde_json::{json, Value};
 use std::collections::HashMap;

@@ -2,12 +2,10 @@
 //! enforce and addresses it should not serve, stops cleanly on SIGTERM, and — with
 //! Redis — its processes share runs, which survive a restart.
 
-#[path = "../../orch-policy/tests/support/mod.rs"]
-mod ext;
 mod support;
 
-use ext::{Answered, Gateway, REFUND_LINE};
 use orch_policy::wire::authorization_error::Code;
+use orch_test_support::ext_mcp::{self as ext, Answered, Gateway, REFUND_LINE};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};

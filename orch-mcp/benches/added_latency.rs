@@ -11,8 +11,6 @@
 //! ORCH_BENCH_RATE=500 cargo bench -p orch-mcp --bench added_latency
 //! ```
 
-#[path = "../../orch-policy/benches/pacing.rs"]
-mod pacing;
 // The tests' rmcp tool-server helpers (the rest of that module is not used here).
 #[allow(dead_code)]
 #[path = "../tests/common/mod.rs"]
@@ -20,7 +18,7 @@ mod common;
 
 use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
 use orch_store::MemoryStore;
-use pacing::{env_or, percentile};
+use orch_test_support::pacing::{self, env_or, percentile};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams,

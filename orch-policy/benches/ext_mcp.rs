@@ -20,26 +20,20 @@
 //! ORCH_BENCH_RATE=2000 ORCH_BENCH_SECONDS=5 cargo bench -p orch-policy --bench ext_mcp
 //! ```
 
-#[path = "../../orch-store/tests/common/mod.rs"]
-mod common;
-mod pacing;
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use orch_policy::wire::{
     mcp_request_result, mcp_response_result, McpRequest, McpRequestResult, McpResponse,
     McpResponseResult,
 };
 use orch_policy::{Options, PolicyServer, TOKEN_FIELD};
 use orch_store::{MemoryStore, RedisStore, SessionStore};
-use pacing::{env_or, percentile};
+use orch_test_support::ext_mcp::{ok_result, start, string, Answered, Checked, Gateway};
+use orch_test_support::pacing::{self, env_or, percentile};
 use prost_types::value::Kind;
 use serde_json::json;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{ok_result, start, string, Answered, Checked, Gateway};
 
 /// A help desk whose tools are always allowed: every call is admitted, leased, recorded
 /// and released — the full path — and runs never block each other.
@@ -78,7 +72,7 @@ fn main() {
         rate,
         seconds,
     );
-    match common::RedisServer::try_start() {
+    match orch_test_support::redis::RedisServer::try_start() {
         Some(redis) => {
             let connect = || async {
                 RedisStore::connect(&redis.url)

@@ -4,12 +4,6 @@
 //! stored in Redis agrees with. A lost response lapses across instances; a new instance
 //! carries on a run where the old ones left it.
 
-#[path = "../../orch-store/tests/common/mod.rs"]
-mod common;
-mod support;
-
-use common::cluster::Cluster;
-use common::RedisServer;
 use orch_policy::wire::authorization_error::Code;
 use orch_policy::Options;
 use orch_runtime::dynamic::DynSession;
@@ -17,10 +11,12 @@ use orch_runtime::Snapshot;
 use orch_store::lease::Record;
 use orch_store::run::Resolution;
 use orch_store::{RedisStore, SessionStore};
+use orch_test_support::cluster::Cluster;
+use orch_test_support::ext_mcp::*;
+use orch_test_support::redis::RedisServer;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::*;
 
 const INSTANCES: usize = 3;
 const RUNS: usize = 6;

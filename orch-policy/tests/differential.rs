@@ -19,8 +19,6 @@
 //! proptest finds. (Tried: making `orch policy` record an `input_required` result, or
 //! `orch mcp` ask again on a stale answer, fails it.)
 
-mod support;
-
 use orch_agent::protocol::{self, Question, ToolResult};
 use orch_agent::{Gate, Gated, Policy};
 use orch_mcp::Gateway as McpGateway;
@@ -28,6 +26,7 @@ use orch_policy::Options;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::CallDigest;
 use orch_store::SessionStore;
+use orch_test_support::ext_mcp::{self as support, Answered, Checked, Shared};
 use proptest::prelude::*;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
@@ -40,7 +39,6 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{Answered, Checked, Shared};
 
 /// The tools every generated template declares.
 const TOOLS: [&str; 4] = ["a", "b", "c", "d"];

@@ -2,14 +2,12 @@
 //! workflow's decisions in both phases, the misbehaving-model scenarios, malformed
 //! requests, lost responses, approvals and `tools/list` filtering.
 
-mod support;
-
 use orch_policy::wire::authorization_error::Code;
 use orch_policy::{Options, PolicyServer};
 use orch_store::MemoryStore;
+use orch_test_support::ext_mcp::*;
 use serde_json::json;
 use std::time::Duration;
-use support::*;
 
 async fn refund_line(options: Options) -> Gateway {
     let url = start(REFUND_LINE, MemoryStore::new(), options).await;

@@ -1,7 +1,7 @@
-//! Shared by the policy-server tests: the templates, a server on a loopback port, and a
-//! client that drives both ExtMcp phases as agentgateway does (the run named in
-//! `metadata_context`, the request phase's token fed back in the response phase).
-#![allow(dead_code)]
+//! For the policy-server tests (`orch-policy`'s and the `orch policy` command's): the
+//! templates, a server on a loopback port, and a client that drives both ExtMcp phases as
+//! agentgateway does (the run named in `metadata_context`, the request phase's token fed
+//! back in the response phase).
 
 use orch_policy::wire::ext_mcp_client::ExtMcpClient;
 use orch_policy::wire::{

@@ -1,0 +1,20 @@
+//! What orch's tests and benchmarks share across crates, in one place instead of files
+//! included from another crate's `tests/` (not published):
+//!
+//! - [`redis`]: a real `redis-server` on a free loopback port;
+//! - [`cluster`]: a real six-node Redis Cluster;
+//! - [`pacing`]: open-loop load (calls started on schedule) and its percentiles;
+//! - `ext_mcp` (feature `ext-mcp`): `orch policy` servers and a client that drives both
+//!   ExtMcp phases as agentgateway does;
+//! - `events` (feature `events`): proptest strategies for event streams and random
+//!   templates, and a deterministic runner.
+//!
+//! Every process it starts is stopped when its handle is dropped, however a test ends.
+
+pub mod cluster;
+#[cfg(feature = "events")]
+pub mod events;
+#[cfg(feature = "ext-mcp")]
+pub mod ext_mcp;
+pub mod pacing;
+pub mod redis;
