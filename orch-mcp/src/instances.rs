@@ -331,6 +331,10 @@ impl Instances {
             let session = session.to_owned();
             tokio::spawn(async move {
                 let _ = me.peer(&session).await;
+                // Released meanwhile: say nothing (the release was announced).
+                if !me.holds(&session) {
+                    return;
+                }
                 let envelope = Envelope::Held {
                     from: me.id.clone(),
                     session,
@@ -505,7 +509,18 @@ impl Instances {
                 message,
                 ..
             } => {
-                if to != self.id || !self.holds(&session) {
+                if to != self.id {
+                    return;
+                }
+                if !self.holds(&session) {
+                    // A sender that missed the release: tell it again.
+                    if let Some(bus) = self.bus() {
+                        let envelope = Envelope::Released {
+                            from: self.id.clone(),
+                            session,
+                        };
+                        publish(bus, &envelope).await;
+                    }
                     return;
                 }
                 let Ok(rmcp::model::ServerJsonRpcMessage::Notification(n)) =
