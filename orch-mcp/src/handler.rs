@@ -42,7 +42,7 @@ use rmcp::model::{
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
 };
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -766,6 +766,18 @@ pub(crate) struct Downstream<S> {
 }
 
 impl<S> Downstream<S> {
+    /// Over HTTP, once the session's id is in a request of it: what goes to its client
+    /// from other instances, and what its connection relays to its standalone stream,
+    /// are addressed by it.
+    fn known_as(&self, extensions: &rmcp::model::Extensions, peer: &Peer<RoleServer>) {
+        if let Some(id) = mcp_session(extensions) {
+            self.shared.relay.instances.serve(id, peer.clone());
+            if let Some(link) = self.session.get() {
+                let _ = link.session.set(Arc::from(id));
+            }
+        }
+    }
+
     /// A client session of `shared`'s gateway (`fixed_id`: its id when the transport has
     /// none).
     pub(crate) fn new(shared: Arc<Shared<S>>, fixed_id: Option<String>) -> Self {
@@ -1236,6 +1248,9 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
                 // A second `initialize` on one session keeps the first connection.
                 Ok(link) => {
                     let _ = self.session.set(link);
+                    // A session restored on this instance names its id here already
+                    // (a fresh one, at `initialized`): known before its first call.
+                    self.known_as(&context.extensions, &context.peer);
                 }
                 Err(why) => {
                     return Err(McpError::internal_error(
@@ -1250,14 +1265,8 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let linked = self.session.get().is_some();
-        // Over HTTP the session's id is known from here on (also when another instance
-        // started the session and this one restored it).
-        if let Some(id) = mcp_session(&context.extensions) {
-            self.shared.relay.instances.serve(id, context.peer.clone());
-            if let Some(link) = self.session.get() {
-                let _ = link.session.set(Arc::from(id));
-            }
-        }
+        // Over HTTP the session's id is known from here on.
+        self.known_as(&context.extensions, &context.peer);
         self.shared.relay.add(context.peer, linked);
     }
 
