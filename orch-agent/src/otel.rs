@@ -75,6 +75,27 @@ pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, String> {
     Ok(OtelGuard { provider, meters })
 }
 
+/// The server span of a `tools/call` of `tool` in run `run` (`call_id`: the request's
+/// id, when the protocol names one), with the OpenTelemetry MCP and GenAI attributes and
+/// an `orch.decision` to record; both gateways open their call spans here.
+pub fn tool_call_span(tool: &str, run: &str, call_id: Option<&str>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "tools/call",
+        otel.name = format!("tools/call {tool}"),
+        otel.kind = "server",
+        "mcp.method.name" = "tools/call",
+        "mcp.session.id" = run,
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = tool,
+        "gen_ai.tool.call.id" = tracing::field::Empty,
+        "orch.decision" = tracing::field::Empty,
+    );
+    if let Some(id) = call_id {
+        span.record("gen_ai.tool.call.id", id);
+    }
+    span
+}
+
 /// Makes the W3C trace context a request carried (`traceparent`, and `tracestate` when
 /// there is one) the parent of `span`, so a server's span joins its caller's trace; no
 /// `traceparent`, nothing changes. The gateways take it from an MCP request's `_meta`

@@ -16,17 +16,7 @@ pub(crate) struct CallSpan(#[cfg(feature = "otel")] tracing::Span);
 pub(crate) fn call(tool: &str, run: &str, request_id: &str, meta: &MetaObject) -> CallSpan {
     #[cfg(feature = "otel")]
     {
-        let span = tracing::info_span!(
-            "tools/call",
-            otel.name = format!("tools/call {tool}"),
-            otel.kind = "server",
-            "mcp.method.name" = "tools/call",
-            "mcp.session.id" = run,
-            "gen_ai.operation.name" = "execute_tool",
-            "gen_ai.tool.name" = tool,
-            "gen_ai.tool.call.id" = request_id,
-            "orch.decision" = tracing::field::Empty,
-        );
+        let span = orch_agent::otel::tool_call_span(tool, run, Some(request_id));
         orch_agent::otel::set_remote_parent(&span, meta.get_traceparent(), meta.get_tracestate());
         CallSpan(span)
     }

@@ -39,16 +39,7 @@ pub(crate) fn parent(metadata: &tonic::metadata::MetadataMap) -> Parent {
 pub(crate) fn check(parent: &Parent, tool: &str, run: &str) -> CheckSpan {
     #[cfg(feature = "otel")]
     {
-        let span = tracing::info_span!(
-            "tools/call",
-            otel.name = format!("tools/call {tool}"),
-            otel.kind = "server",
-            "mcp.method.name" = "tools/call",
-            "mcp.session.id" = run,
-            "gen_ai.operation.name" = "execute_tool",
-            "gen_ai.tool.name" = tool,
-            "orch.decision" = tracing::field::Empty,
-        );
+        let span = orch_agent::otel::tool_call_span(tool, run, None);
         if let Some((traceparent, tracestate)) = &parent.0 {
             orch_agent::otel::set_remote_parent(&span, Some(traceparent), tracestate.as_deref());
         }
