@@ -154,6 +154,18 @@ enum Edit {
     Renumber(usize, u64),
 }
 
+/// `edits` applied one after another (stopping when nothing is left).
+fn apply_all(original: &[String], edits: &[Edit]) -> Vec<String> {
+    let mut edited = original.to_vec();
+    for e in edits {
+        if edited.is_empty() {
+            break;
+        }
+        edited = apply(&edited, e);
+    }
+    edited
+}
+
 fn apply(lines: &[String], edit: &Edit) -> Vec<String> {
     let n = lines.len();
     let mut out = lines.to_vec();
@@ -210,13 +222,7 @@ proptest! {
         let original = lines(&log);
         let anchored = verify(&log, &Anchor::default()).unwrap();
         let anchor = Anchor { head: anchored.head.clone(), count: Some(anchored.records) };
-        let mut edited = original.clone();
-        for e in &edits {
-            if edited.is_empty() {
-                break;
-            }
-            edited = apply(&edited, e);
-        }
+        let edited = apply_all(&original, &edits);
         prop_assume!(edited != original);
         for candidate in [edited.clone(), rebuild(&edited)] {
             if candidate == original {
@@ -317,13 +323,7 @@ proptest! {
         let anchored = verify(&log, &Anchor::default()).unwrap();
         prop_assert_eq!(anchored.unanchored, 8);
         let anchor = Anchor { head: anchored.head.clone(), count: Some(anchored.records) };
-        let mut edited = original.clone();
-        for e in &edits {
-            if edited.is_empty() {
-                break;
-            }
-            edited = apply(&edited, e);
-        }
+        let edited = apply_all(&original, &edits);
         prop_assume!(edited != original);
         let prefix = edited.len() < original.len() && edited[..] == original[..edited.len()];
         if verify(&join(&edited), &Anchor::default()).is_ok() {
