@@ -4,11 +4,11 @@
 //! refusal and transition events.
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry::Value;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use orch_agent::{Agent, Decision, Planned, ScriptedModel, StopReason, ToolRegistry};
+use orch_test_support::otel::attr;
 use tracing_subscriber::layer::SubscriberExt;
 
 orch_macros::orchestration!(file = "../tests/fixtures/machines/approvals.json");
@@ -25,16 +25,6 @@ fn tools() -> ToolRegistry {
         );
     }
     reg
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| match &kv.value {
-            Value::String(s) => s.as_str().to_owned(),
-            other => other.to_string(),
-        })
 }
 
 #[tokio::test]

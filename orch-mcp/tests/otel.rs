@@ -6,8 +6,8 @@
 mod common;
 
 use opentelemetry::trace::{SpanId, TraceId, TracerProvider as _};
-use opentelemetry::Value;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use orch_test_support::otel::attr;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     MetaObject, PaginatedRequestParams, RequestMetaObject,
@@ -68,16 +68,6 @@ impl ServerHandler for Upstream {
 #[derive(Clone, Default)]
 struct Client;
 impl ClientHandler for Client {}
-
-fn attr(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| match &kv.value {
-            Value::String(s) => s.as_str().to_owned(),
-            other => other.to_string(),
-        })
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_are_server_spans_in_the_callers_trace() {

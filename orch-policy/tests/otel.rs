@@ -4,27 +4,17 @@
 //! GenAI attributes and orch's decision — as `orch mcp` has them.
 
 use opentelemetry::trace::{SpanId, TraceId, TracerProvider as _};
-use opentelemetry::Value;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use orch_policy::wire::ext_mcp_client::ExtMcpClient;
 use orch_policy::wire::McpRequest;
 use orch_policy::{Options, PolicyServer};
 use orch_store::MemoryStore;
+use orch_test_support::otel::attr;
 use tracing_subscriber::layer::SubscriberExt;
 
 const TEMPLATE: &str = r#"{"agentId": "traced", "tools": ["search", "wipe"],
   "orchestration": {"defaultStep": "Work", "steps": [
     {"name": "Work", "availableTools": {"allowed": ["search"]}}]}}"#;
-
-fn attr(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| match &kv.value {
-            Value::String(s) => s.as_str().to_owned(),
-            other => other.to_string(),
-        })
-}
 
 /// A `tools/call` check of `tool` in `run`, with `traceparent` as gRPC metadata.
 fn check(tool: &str, run: &str, traceparent: &str) -> tonic::Request<McpRequest> {

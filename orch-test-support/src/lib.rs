@@ -6,6 +6,7 @@
 //! - [`pacing`]: open-loop load (calls started on schedule) and its percentiles;
 //! - `ext_mcp` (feature `ext-mcp`): `orch policy` servers and a client that drives both
 //!   ExtMcp phases as agentgateway does;
+//! - `otel` (feature `otel`): attributes of exported OpenTelemetry spans;
 //! - `events` (feature `events`): proptest strategies for event streams and random
 //!   templates, and a deterministic runner.
 //!
@@ -16,5 +17,7 @@ pub mod cluster;
 pub mod events;
 #[cfg(feature = "ext-mcp")]
 pub mod ext_mcp;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod pacing;
 pub mod redis;
