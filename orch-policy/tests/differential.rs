@@ -752,22 +752,14 @@ async fn handshake_stream(text: &str, machine: &DynMachine, ops: &[Op]) -> Resul
 /// `ORCH_DIFFERENTIAL_CASES`), and reports the smallest diverging template and stream.
 #[test]
 fn every_surface_decides_every_call_as_the_reference_does() {
-    use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
     let cases = std::env::var("ORCH_DIFFERENTIAL_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(96);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     // At most 10 steps: fewer recorded tools than the shortest history (10) holds, so a
     // recorded tool always changes it.
     let strategy = (template(), proptest::collection::vec(op(), 1..11));
-    let outcome = runner.run(&strategy, |(template, ops)| {
+    orch_test_support::events::check(cases, strategy, |(template, ops)| {
         let compiled = orch_codegen::compile_json(&template.to_string(), None);
         prop_assume!(compiled.to_machine().is_some());
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -782,11 +774,4 @@ fn every_surface_decides_every_call_as_the_reference_does() {
         }
         Ok(())
     });
-    match outcome {
-        Ok(()) => {}
-        Err(TestError::Fail(why, (template, ops))) => {
-            panic!("{why}\nsmallest diverging case: {template}\n{ops:#?}")
-        }
-        Err(e) => panic!("{e}"),
-    }
 }
