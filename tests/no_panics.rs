@@ -136,13 +136,11 @@ fn mutated_templates_and_arbitrary_events_never_panic() {
                 let _ = orch_codegen::diagnostic::render(d, "t.json", &source, false);
                 let _ = orch_codegen::diagnostic::one_line(d, "t.json", &source);
             }
-            if let Some(ir) = &compiled.ir {
-                let _ = orch_codegen::emit::pretty(
-                    ir,
-                    orch_codegen::emit::Origin::File("t.json"),
-                    &orch_codegen::emit::runtime_path("::orch").expect("a path"),
-                );
-            }
+            let _ = orch_codegen::emit::pretty(
+                &compiled,
+                orch_codegen::emit::Origin::File("t.json"),
+                &orch_codegen::emit::runtime_path("::orch").expect("a path"),
+            );
             if let Some(machine) = compiled.to_machine() {
                 drive(&machine, &events);
             }

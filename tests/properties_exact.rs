@@ -76,7 +76,12 @@ fn with_gates_and_properties(
             }
         };
         json.push(serde_json::json!({"name": name, "tool": tool, key: value}));
-        ir.push(IrProperty { name, tool, rule });
+        ir.push(IrProperty {
+            name,
+            tool,
+            rule,
+            span: orch_codegen::Span::default(),
+        });
     }
     t["orchestration"]["properties"] = json.into();
     (t.to_string(), ir)
@@ -161,7 +166,7 @@ fn brute_force_never_beats_the_property_checker() {
     );
     common::check(80, cases, |(src, gates, global, specs)| {
         let (src, properties) = with_gates_and_properties(&src, &gates, global, &specs);
-        let (_, compiled) = orch_codegen::compile_json_with(
+        let compiled = orch_codegen::compile_json_with(
             &src,
             None,
             orch_codegen::CheckOptions {

@@ -232,20 +232,17 @@ pub fn serve(connection: &Connection) -> Result<(), Error> {
 struct Doc {
     text: String,
     lines: Lines,
-    template: Option<Template>,
     compiled: Compiled,
 }
 
 impl Doc {
     fn new(uri: &str, text: String) -> Doc {
         let fallback = orch_codegen::fallback_name(&file_path(uri));
-        let (template, compiled) =
-            orch_codegen::compile_json_keeping_model(&text, fallback.as_deref());
+        let compiled = orch_codegen::compile_json(&text, fallback.as_deref());
         let lines = Lines::new(&text);
         Doc {
             text,
             lines,
-            template,
             compiled,
         }
     }
@@ -369,50 +366,75 @@ impl Server {
         let Some(doc) = self.docs.get(uri) else {
             return Value::Null;
         };
-        let Some(t) = &doc.template else {
+        let Some(t) = doc.compiled.template() else {
             return Value::Null;
         };
         let offset = doc.lines.offset(&doc.text, at, self.utf8);
-        let hit = t
+        // A step's name, or `defaultStep` naming one.
+        let named = t
             .steps
             .iter()
-            .filter_map(|s| s.name.as_ref())
-            .chain(t.default_step.as_ref())
-            .find(|n| contains(n.span, offset));
-        let Some(hit) = hit else {
+            .find(|s| s.name.as_ref().is_some_and(|n| contains(n.span, offset)))
+            .and_then(|s| s.name.as_ref().map(|n| (s, n)));
+        let hit = named.or_else(|| {
+            let d = t
+                .default_step
+                .as_ref()
+                .filter(|d| contains(d.span, offset))?;
+            let step = t
+                .steps
+                .iter()
+                .find(|s| s.name.as_ref().is_some_and(|n| n.value == d.value))?;
+            Some((step, d))
+        });
+        let Some((step, hit)) = hit else {
             return Value::Null;
         };
-        match step_summary(t, doc.compiled.ir.as_ref(), &hit.value) {
-            Some(text) => json!({
-                "contents": {"kind": "markdown", "value": text},
-                "range": self.range(doc, Some(hit.span)),
-            }),
-            None => Value::Null,
-        }
+        let text = step_summary(t, doc.compiled.ir.as_ref(), step);
+        json!({
+            "contents": {"kind": "markdown", "value": text},
+            "range": self.range(doc, Some(hit.span)),
+        })
     }
 
     fn definition(&self, uri: &str, at: lsp_types::Position) -> Value {
         let Some(doc) = self.docs.get(uri) else {
             return Value::Null;
         };
-        let Some(t) = &doc.template else {
+        let Some(t) = doc.compiled.template() else {
             return Value::Null;
         };
         let offset = doc.lines.offset(&doc.text, at, self.utf8);
+        let ir = doc.compiled.ir.as_ref();
         let target = if let Some(d) = t.default_step.as_ref().filter(|d| contains(d.span, offset)) {
-            t.steps
-                .iter()
-                .filter_map(|s| s.name.as_ref())
-                .find(|n| n.value == d.value)
+            match ir {
+                Some(ir) => ir
+                    .steps
+                    .iter()
+                    .find(|s| s.name == d.value)
+                    .map(|s| s.spans.name),
+                None => t
+                    .steps
+                    .iter()
+                    .filter_map(|s| s.name.as_ref())
+                    .find(|n| n.value == d.value)
+                    .map(|n| n.span),
+            }
         } else {
-            t.steps
+            let reference = t
+                .steps
                 .iter()
                 .flat_map(tool_references)
-                .find(|r| contains(r.span, offset))
-                .and_then(|r| tool_declaration(t, &r.value))
+                .find(|r| contains(r.span, offset));
+            // Where the compiled tool is declared; before the template compiles, where
+            // the model says.
+            reference.and_then(|r| match ir {
+                Some(ir) => ir.tools.iter().find(|u| u.name == r.value).map(|u| u.span),
+                None => tool_declaration(t, &r.value).map(|n| n.span),
+            })
         };
         match target {
-            Some(name) => json!({"uri": uri, "range": self.range(doc, Some(name.span))}),
+            Some(span) => json!({"uri": uri, "range": self.range(doc, Some(span))}),
             None => Value::Null,
         }
     }
@@ -451,14 +473,15 @@ fn code(s: &str) -> String {
     format!("{ticks}{s}{close}")
 }
 
-/// The hover text of step `name`: description, conditions, effective allowed tools (from
-/// the compiled machine, when the template compiles) and sequence.
-fn step_summary(t: &Template, ir: Option<&Ir>, name: &str) -> Option<String> {
-    let (index, step) = t
+/// The hover text of `step`: description, conditions, effective allowed tools (from
+/// the IR step written at the same place, when the template compiles) and sequence.
+fn step_summary(t: &Template, ir: Option<&Ir>, step: &orch_codegen::model::Step) -> String {
+    let index = t
         .steps
         .iter()
-        .enumerate()
-        .find(|(_, s)| s.name.as_ref().is_some_and(|n| n.value == name))?;
+        .position(|s| s.span == step.span)
+        .unwrap_or(0);
+    let name = step.name.as_ref().map_or("", |n| n.value.as_str());
     let is_default = step.is_default.as_ref().is_some_and(|d| d.value)
         || t.default_step.as_ref().is_some_and(|d| d.value == name);
     let mut out = format!(
@@ -496,8 +519,14 @@ fn step_summary(t: &Template, ir: Option<&Ir>, name: &str) -> Option<String> {
         }
     }
     out.push_str("\n\n**Allowed tools**: ");
-    match ir.and_then(|ir| ir.steps.get(index).map(|s| (ir, s))) {
-        Some((ir, s)) if s.name == name => {
+    let compiled = ir.and_then(|ir| {
+        ir.steps
+            .iter()
+            .find(|s| s.spans.step == step.span)
+            .map(|s| (ir, s))
+    });
+    match compiled {
+        Some((ir, s)) => {
             let tools: Vec<String> = s
                 .static_set
                 .iter()
@@ -574,7 +603,7 @@ fn step_summary(t: &Template, ir: Option<&Ir>, name: &str) -> Option<String> {
         }
         _ => out.push_str("\n\n**Sequence**: none"),
     }
-    Some(out)
+    out
 }
 
 /// The file a `file:` URI names (for the machine's fallback name); other URIs give

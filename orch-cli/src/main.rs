@@ -282,14 +282,10 @@ fn main() -> ExitCode {
             print_out(&text)
         }),
         Command::Gen { file, runtime_path } => with_template(&file, |c| {
-            let ir =
-                c.ir.as_ref()
-                    .expect("with_template passes compiled templates only");
             let rt = orch_codegen::emit::runtime_path(&runtime_path)
                 .expect("clap checked the runtime path");
-            print_out(&orch_codegen::emit::pretty_with(
-                ir,
-                c.machine().map(|m| m.tables()),
+            print_out(&orch_codegen::emit::pretty(
+                c,
                 orch_codegen::emit::Origin::File(&file),
                 &rt,
             ))
@@ -357,32 +353,51 @@ fn print_out(text: &str) -> u8 {
 }
 
 fn compile_file(path: &str) -> Result<(String, Compiled), input::InputError> {
-    compile_file_with(path, orch_codegen::CheckOptions::default())
+    compile_file_as(
+        path,
+        &Pipeline::Check(orch_codegen::CheckOptions::default()),
+    )
 }
 
-fn compile_file_with(
+/// What a command compiles a template for.
+enum Pipeline {
+    /// `orch check` and the commands that run the machine.
+    Check(orch_codegen::CheckOptions),
+    /// `orch verify`: the analysis is the exploration with these options.
+    Verify(orch_codegen::verify::explore::Options),
+}
+
+fn compile_file_as(
     path: &str,
-    options: orch_codegen::CheckOptions,
+    pipeline: &Pipeline,
 ) -> Result<(String, Compiled), input::InputError> {
     let source = input::read_text(path)?;
     let fallback = orch_codegen::fallback_name(Path::new(path));
-    let (_, compiled) = orch_codegen::compile_json_with(&source, fallback.as_deref(), options);
+    let json = orch_codegen::Source::Json {
+        text: &source,
+        fallback_name: fallback.as_deref(),
+    };
+    let compiled = match pipeline {
+        Pipeline::Check(options) => orch_codegen::compile(json, *options),
+        Pipeline::Verify(options) => orch_codegen::compile_and_verify(json, options),
+    };
     Ok((source, compiled))
 }
 
 /// Compiles `path` and runs `f` on it; on I/O problems or template errors prints them.
 fn with_template(path: &str, f: impl FnOnce(&Compiled) -> u8) -> u8 {
-    with_template_checked(path, orch_codegen::CheckOptions::default(), f)
+    with_template_as(
+        path,
+        &Pipeline::Check(orch_codegen::CheckOptions::default()),
+        |_, compiled| f(compiled),
+    )
 }
 
-/// [`with_template`], checked with `options`: `orch verify` and `orch simulate` decide
-/// the properties themselves (a violated one does not stop them).
-fn with_template_checked(
-    path: &str,
-    options: orch_codegen::CheckOptions,
-    f: impl FnOnce(&Compiled) -> u8,
-) -> u8 {
-    let (source, compiled) = match compile_file_with(path, options) {
+/// [`with_template`] compiled for `pipeline` (`orch verify` and `orch simulate` decide
+/// the properties themselves: a violated one does not stop them); `f` also gets the
+/// template's text.
+fn with_template_as(path: &str, pipeline: &Pipeline, f: impl FnOnce(&str, &Compiled) -> u8) -> u8 {
+    let (source, compiled) = match compile_file_as(path, pipeline) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
@@ -402,7 +417,7 @@ fn with_template_checked(
     for d in &compiled.diagnostics {
         eprintln!("{}", diagnostic::one_line(d, path, &text));
     }
-    f(&compiled)
+    f(&source, &compiled)
 }
 
 fn check(files: &[String], format: CheckFormat, deny_warnings: bool, color: Color) -> u8 {
@@ -537,34 +552,38 @@ fn verify_cmd(
 ) -> u8 {
     let mut worst = OK;
     for path in files {
-        let code = with_template_checked(path, LEAVE_PROPERTIES, |compiled| {
-            let Some(machine) = compiled.to_machine() else {
-                eprintln!("error: {path}: the template could not be loaded");
-                return FOUND_ERRORS;
-            };
-            let options = verify::options(permissive, available.clone(), max_states, max_work);
-            let properties = compiled.ir.as_ref().map_or(&[][..], |ir| &ir.properties);
-            let (found, props) = match verify::run(&machine, properties, &options) {
-                Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {path}: {e}");
+        let pipeline = Pipeline::Verify(verify::options(
+            permissive,
+            available.clone(),
+            max_states,
+            max_work,
+        ));
+        let code = with_template_as(path, &pipeline, |source, compiled| {
+            let (found, props) = match compiled.verification() {
+                Some(Ok(v)) => (&v.exploration, &v.properties[..]),
+                Some(Err(e)) => {
+                    eprintln!("error: {path}: {e:?}");
+                    return FOUND_ERRORS;
+                }
+                None => {
+                    eprintln!("error: {path}: the template could not be loaded");
                     return FOUND_ERRORS;
                 }
             };
+            let ir = compiled.ir.as_ref();
             let text = match format {
                 Format::Json => {
-                    let findings = orch_codegen::verify::report::findings(&found, &props);
+                    let findings = orch_codegen::verify::report::findings(found, props);
                     verify::json_lines(path, &findings).join("\n") + "\n"
                 }
                 Format::Human => {
-                    let source = input::read_text(path).unwrap_or_default();
-                    verify::properties_human(path, &source, &props)
-                        + &verify::human(path, &source, &found)
+                    verify::properties_human(path, source, ir, props)
+                        + &verify::human(path, source, ir, found)
                 }
             };
             let property_fails = props.iter().any(|p| p.holds != Some(true));
             match print_out(&text) {
-                OK if verify::has_findings(&found) || property_fails => FOUND_ERRORS,
+                OK if verify::has_findings(found) || property_fails => FOUND_ERRORS,
                 code => code,
             }
         });
@@ -573,10 +592,10 @@ fn verify_cmd(
     worst
 }
 
-/// The check options of `orch verify` and `orch simulate`.
-const LEAVE_PROPERTIES: orch_codegen::CheckOptions = orch_codegen::CheckOptions {
+/// The pipeline of `orch simulate`: the properties are left to it.
+const LEAVE_PROPERTIES: Pipeline = Pipeline::Check(orch_codegen::CheckOptions {
     prove_properties: false,
-};
+});
 
 /// A decision log's text: a file, or standard input for `-`.
 fn read_log(path: &str) -> Result<String, String> {
@@ -727,7 +746,7 @@ fn replay_cmd(file: &str, path: &str, format: Format) -> u8 {
             return USAGE_OR_IO;
         }
     };
-    with_template_checked(file, LEAVE_PROPERTIES, |compiled| {
+    with_template_as(file, &LEAVE_PROPERTIES, |_, compiled| {
         let Some(machine) = compiled.to_machine() else {
             eprintln!("error: {file}: the template could not be loaded");
             return FOUND_ERRORS;
@@ -786,7 +805,7 @@ fn check_trace_cmd(file: &str, path: &str, format: Format) -> u8 {
             return USAGE_OR_IO;
         }
     };
-    with_template_checked(file, LEAVE_PROPERTIES, |compiled| {
+    with_template_as(file, &LEAVE_PROPERTIES, |_, compiled| {
         let (Some(machine), Some(ir)) = (compiled.to_machine(), compiled.ir.as_ref()) else {
             eprintln!("error: {file}: the template could not be loaded");
             return FOUND_ERRORS;
@@ -807,7 +826,7 @@ fn check_trace_cmd(file: &str, path: &str, format: Format) -> u8 {
 }
 
 fn simulate_cmd(path: &str, events: Option<&str>) -> u8 {
-    with_template_checked(path, LEAVE_PROPERTIES, |compiled| {
+    with_template_as(path, &LEAVE_PROPERTIES, |_, compiled| {
         let Some(machine) = compiled.to_machine() else {
             eprintln!("error: {path}: the template could not be loaded");
             return FOUND_ERRORS;

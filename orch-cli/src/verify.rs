@@ -6,6 +6,7 @@ use orch_codegen::diagnostic::SourceText;
 use orch_codegen::verify::explore::{Event, Exploration, Options};
 use orch_codegen::verify::properties::PropertyFinding;
 use orch_codegen::verify::report::{self, Finding, Kind};
+use orch_codegen::{Ir, Span};
 use serde_json::{json, Value};
 
 /// The findings of one file (`report::findings`, in their order), as JSON lines
@@ -65,39 +66,39 @@ fn step_json(e: &report::Step) -> Value {
     }
 }
 
-/// Where each step's name is in the source (for human output), by step index.
-pub fn step_locations(source: &str) -> Vec<Option<(usize, usize)>> {
-    let (template, _) = orch_codegen::__private::parse(source, None);
+/// `  --> file:line:col` and the source line under it, for a finding at `span` (just
+/// the file when the span is unknown).
+fn place(file: &str, source: &str, span: Option<Span>) -> String {
     let text = SourceText::new(source);
-    template.map_or_else(Vec::new, |t| {
-        t.steps
-            .iter()
-            .map(|s| {
-                s.name
-                    .as_ref()
-                    .and_then(|n| n.span.byte_range())
-                    .map(|r| text.line_col(r.start))
-            })
-            .collect()
-    })
+    match span
+        .and_then(Span::byte_range)
+        .map(|r| text.line_col(r.start))
+    {
+        Some((l, c)) => {
+            let shown: String = source
+                .lines()
+                .nth(l.saturating_sub(1))
+                .unwrap_or("")
+                .chars()
+                .take(160)
+                .collect();
+            format!(
+                "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
+                " ".repeat(c.saturating_sub(1).min(160))
+            )
+        }
+        None => format!("  --> {file}"),
+    }
 }
 
-/// The findings of one file, rustc-style.
-pub fn human(file: &str, source: &str, found: &Exploration) -> String {
-    let places = step_locations(source);
-    let lines: Vec<&str> = source.lines().collect();
-    let at = |i: usize| -> String {
-        match places.get(i).copied().flatten() {
-            Some((l, c)) => {
-                let text = lines.get(l - 1).copied().unwrap_or("");
-                let shown: String = text.chars().take(160).collect();
-                format!(
-                    "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
-                    " ".repeat(c.saturating_sub(1).min(160))
-                )
-            }
-            None => format!("  --> {file}"),
-        }
+/// The findings of one file, rustc-style, each at its step's name (from the IR's spans).
+pub fn human(file: &str, source: &str, ir: Option<&Ir>, found: &Exploration) -> String {
+    let at = |i: usize| {
+        place(
+            file,
+            source,
+            ir.and_then(|ir| ir.steps.get(i)).map(|s| s.spans.name),
+        )
     };
     let mut out = String::new();
     let mut findings = 0;
@@ -213,45 +214,18 @@ pub fn options(
     }
 }
 
-/// Explores with the CLI's options and decides the template's properties (semantics
-/// §14), the host model prepared once for both.
-pub fn run(
-    machine: &orch_runtime::dynamic::DynMachine,
-    properties: &[orch_codegen::ir::IrProperty],
-    options: &Options,
-) -> Result<(Exploration, Vec<PropertyFinding>), String> {
-    report::run(machine, properties, options).map_err(|e| format!("{e:?}"))
-}
-
-/// The properties, rustc-style, each at its `name` in the source.
-pub fn properties_human(file: &str, source: &str, found: &[PropertyFinding]) -> String {
-    let (template, _) = orch_codegen::__private::parse(source, None);
-    let text = SourceText::new(source);
-    let lines: Vec<&str> = source.lines().collect();
-    let at = |name: &str| -> String {
-        let place = template.as_ref().and_then(|t| {
-            t.properties
-                .iter()
-                .find(|p| p.name.value == name)
-                .and_then(|p| p.name.span.byte_range())
-                .map(|r| text.line_col(r.start))
-        });
-        match place {
-            Some((l, c)) => {
-                let shown: String = lines
-                    .get(l - 1)
-                    .copied()
-                    .unwrap_or("")
-                    .chars()
-                    .take(160)
-                    .collect();
-                format!(
-                    "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
-                    " ".repeat(c.saturating_sub(1).min(160))
-                )
-            }
-            None => format!("  --> {file}"),
-        }
+/// The properties, rustc-style, each at its `name` in the source (from the IR's spans).
+pub fn properties_human(
+    file: &str,
+    source: &str,
+    ir: Option<&Ir>,
+    found: &[PropertyFinding],
+) -> String {
+    let at = |name: &str| {
+        let span = ir
+            .and_then(|ir| ir.properties.iter().find(|p| p.name == name))
+            .map(|p| p.span);
+        place(file, source, span)
     };
     let mut out = String::new();
     for p in found {

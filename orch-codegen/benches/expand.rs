@@ -78,11 +78,9 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("json", |b| {
         b.iter(|| {
-            let ir = orch_codegen::compile_json(black_box(&json), None)
-                .ir
-                .expect("valid");
+            let compiled = orch_codegen::compile_json(black_box(&json), None);
             black_box(orch_codegen::emit::module(
-                &ir,
+                &compiled,
                 orch_codegen::emit::Origin::Dsl,
                 &rt,
             ))

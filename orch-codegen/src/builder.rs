@@ -216,7 +216,7 @@ impl Builder {
                     report.warnings.push(line);
                 }
             }
-            let Some(ir) = compiled.ir else { continue };
+            let Some(ir) = &compiled.ir else { continue };
             if compiled
                 .diagnostics
                 .iter()
@@ -224,8 +224,7 @@ impl Builder {
             {
                 continue;
             }
-            let tables = compiled.machine.as_ref().map(|m| m.tables());
-            let code = emit::pretty_with(&ir, tables, Origin::File(&shown), &rt);
+            let code = emit::pretty(&compiled, Origin::File(&shown), &rt);
             // `include_machine!` finds it by module name, by machine name, or by the
             // template's file name (its directory for `template.json`).
             let mut keys = vec![ir.module.clone()];

@@ -6,6 +6,12 @@
 use orch_runtime::compiled::{reset, Condition, Gate, OwnedPlan, OwnedTables, Span, StepTable};
 use std::collections::HashMap;
 
+/// Where an IR item was written: bytes of a JSON template, or a token of the
+/// `orchestration!` macro's input ([`crate::model::Span`]). Every IR item that a
+/// diagnostic, a report or an editor points at carries one, so no caller parses the
+/// template again to find it.
+pub type SourceSpan = crate::model::Span;
+
 /// A compiled machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ir {
@@ -90,6 +96,8 @@ pub struct IrProperty {
     pub tool: String,
     /// What must hold of them.
     pub rule: IrRule,
+    /// Where its `name` is written.
+    pub span: SourceSpan,
 }
 
 /// What an [`IrProperty`] says.
@@ -106,6 +114,18 @@ pub enum IrRule {
     Approved,
 }
 
+impl IrRule {
+    /// The rule's key as written in a template (`after`, `atMost`, `never`, `approved`).
+    pub fn key(&self) -> &'static str {
+        match self {
+            IrRule::After(_) => "after",
+            IrRule::AtMost(_) => "atMost",
+            IrRule::Never => "never",
+            IrRule::Approved => "approved",
+        }
+    }
+}
+
 /// A tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IrTool {
@@ -113,6 +133,9 @@ pub struct IrTool {
     pub name: String,
     /// Its `enum Tool` variant.
     pub ident: String,
+    /// Where it is declared (its entry in `tools`/`nodes`), or, in a template that
+    /// declares no tools, its first mention.
+    pub span: SourceSpan,
 }
 
 /// A step.
@@ -141,6 +164,19 @@ pub struct IrStep {
     /// The tools that need a human's approval of each call while it is active (its own
     /// `approve` and the orchestration's).
     pub approve: IrGate,
+    /// Where it is written: the step as a whole, its name, each condition.
+    pub spans: IrStepSpans,
+}
+
+/// Where a step and its parts are written ([`IrStep::spans`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IrStepSpans {
+    /// The whole step.
+    pub step: SourceSpan,
+    /// Its `name`.
+    pub name: SourceSpan,
+    /// Each of [`IrStep::conditions`], in the same order.
+    pub conditions: Vec<SourceSpan>,
 }
 
 /// A set of the universe's tools, one bit per tool (a step's static set is as large

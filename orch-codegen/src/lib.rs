@@ -6,9 +6,13 @@
 //!
 //! ```text
 //! template.json ─ parse::json ─┐
-//!                              ├─> model::Template ─ check::check ─> ir::Ir ─┬─ emit::module  (Rust)
-//! orchestration! { .. } ─ parse::dsl ─┘        (diagnostics: E001–E023, W001–W008)   └─ Ir::to_tables (run time)
+//!                              ├─> model::Template ─ check ─> lower ─> ir::Ir ─ build ─> tables + DynMachine ─ analyse ─> Compiled
+//! orchestration! { .. } ─ parse::dsl ─┘    (diagnostics: E001–E023, W001–W008, each at its span)     ├─ emit::module (Rust)
+//!                                                                                                   └─ the machine (run time)
 //! ```
+//!
+//! [`compile`] runs those stages, each once (see its module's docs for what each
+//! stage does); [`emit`] writes a [`Compiled`] as Rust.
 //!
 //! In build.rs (users reach this through the `orch-build` crate, which re-exports it):
 //!
@@ -37,6 +41,7 @@
 
 mod builder;
 mod check;
+mod compile;
 pub mod diagnostic;
 pub mod emit;
 mod expand;
@@ -49,109 +54,43 @@ pub mod model;
 mod parse;
 pub mod verify;
 
-/// The pipeline's stages for the `orchestration!` macro crate and this crate's own
-/// tests and benchmarks. Not a public API: use [`compile_json`], [`Builder`] and the
-/// macro.
+/// The `orchestration!` macro's expansion for the `orch-macros` crate, and the JSON
+/// reader for this crate's own tests and benchmarks. Not a public API: use [`compile`],
+/// [`Builder`] and the macro.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::check::{check, placeholder, Checked};
-
     pub use crate::expand::orchestration;
     pub use crate::parse::json::parse;
-    /// The template model every front end fills in (now the public [`crate::model`]).
-    pub mod model {
-        pub use crate::model::*;
-    }
 }
 
 pub use builder::{BuildError, BuildErrorKind, Builder, Report};
-pub use check::CheckOptions;
+pub use compile::{compile, compile_and_verify, CheckOptions, Compiled, Source, Verification};
 pub use diagnostic::{Code, Diagnostic, Severity, Subject};
 pub use ir::Ir;
 pub use model::Span;
 
-use orch_runtime::dynamic::DynMachine;
 use std::path::Path;
 
-/// The result of compiling one template.
-#[derive(Clone, Debug)]
-pub struct Compiled {
-    /// The IR, when there was no error.
-    pub ir: Option<Ir>,
-    /// Every diagnostic, in source order.
-    pub diagnostics: Vec<Diagnostic>,
-    /// The machine the checks built (each regex compiled once), handed out by
-    /// [`Compiled::to_machine`].
-    machine: Option<DynMachine>,
-}
-
-impl Compiled {
-    /// Was there an error?
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
-    }
-
-    /// The machine the checks built (its tables are the ones the generated code holds),
-    /// when there was no error.
-    pub fn machine(&self) -> Option<&DynMachine> {
-        self.machine.as_ref()
-    }
-
-    /// A machine to run at run time (the same tables the generated code holds).
-    pub fn to_machine(&self) -> Option<DynMachine> {
-        let ir = self.ir.as_ref()?;
-        match &self.machine {
-            Some(machine) => Some(machine.clone()),
-            // Every regex was compiled by the checks already, so this cannot fail.
-            None => DynMachine::new(ir.to_tables()).ok(),
-        }
-    }
-}
-
-/// Parses and checks a JSON template. `fallback_name` names the machine when the
-/// template has neither `agentId` nor `name` (see [`fallback_name`]).
+/// Parses and checks a JSON template ([`compile`] of a [`Source::Json`]).
+/// `fallback_name` names the machine when the template has neither `agentId` nor
+/// `name` (see [`fallback_name`]).
 pub fn compile_json(source: &str, fallback_name: Option<&str>) -> Compiled {
-    compile_json_keeping_model(source, fallback_name).1
-}
-
-/// [`compile_json`], also returning the parsed [`model::Template`] (for tools that map
-/// positions back to the template, such as the language server), parsed once.
-pub fn compile_json_keeping_model(
-    source: &str,
-    fallback_name: Option<&str>,
-) -> (Option<model::Template>, Compiled) {
     compile_json_with(source, fallback_name, CheckOptions::default())
 }
 
-/// [`compile_json_keeping_model`] with check options (`orch verify` and `orch simulate`
-/// leave the properties to themselves: see [`CheckOptions::prove_properties`]).
+/// [`compile_json`] with check options (`orch simulate` leaves the properties to
+/// itself: see [`CheckOptions::prove_properties`]).
 pub fn compile_json_with(
     source: &str,
     fallback_name: Option<&str>,
     options: CheckOptions,
-) -> (Option<model::Template>, Compiled) {
-    let (template, mut diagnostics) = parse::json::parse(source, fallback_name);
-    let parse_failed = diagnostics.iter().any(Diagnostic::is_error);
-    let (ir, machine) = match &template {
-        Some(t) => {
-            let checked = check::check_with(t, options);
-            diagnostics.extend(checked.diagnostics);
-            diagnostics.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
-            if parse_failed {
-                (None, None)
-            } else {
-                (checked.ir, checked.machine)
-            }
-        }
-        None => (None, None),
-    };
-    (
-        template,
-        Compiled {
-            ir,
-            diagnostics,
-            machine,
+) -> Compiled {
+    compile(
+        Source::Json {
+            text: source,
+            fallback_name,
         },
+        options,
     )
 }
 

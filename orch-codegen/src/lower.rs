@@ -3,19 +3,19 @@
 
 use crate::check::{MachineName, StepInfo};
 use crate::ident;
-use crate::ir::{Ir, IrGate, IrLost, IrProperty, IrStep, IrTool, ToolBits};
+use crate::ir::{Ir, IrGate, IrLost, IrProperty, IrStep, IrStepSpans, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
 use crate::model::{Spanned, Step, Template};
 use orch_runtime::compiled::is_pattern;
 use std::collections::HashMap;
 
-/// Everything the IR is made of.
-pub(super) struct Parts<'a, 't> {
+/// Everything the IR is made of: the template with its names resolved by the checks.
+pub(crate) struct Parts<'t> {
     pub machine: MachineName,
-    pub tools: &'a [&'t Spanned<String>],
+    pub tools: Vec<&'t Spanned<String>>,
     pub tool_idents: Vec<String>,
-    pub steps: &'a [StepInfo<'t>],
-    pub step_names: &'a [&'t Spanned<String>],
+    pub steps: Vec<StepInfo<'t>>,
+    pub step_names: Vec<&'t Spanned<String>>,
     pub step_idents: Vec<String>,
     pub default_step: Option<usize>,
     pub history: usize,
@@ -29,7 +29,7 @@ pub(super) struct Parts<'a, 't> {
 }
 
 /// Builds the IR.
-pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
+pub(crate) fn lower(p: Parts<'_>) -> Ir {
     let idents: HashMap<&str, &String> = p
         .step_names
         .iter()
@@ -56,6 +56,7 @@ pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
             .map(|(t, ident)| IrTool {
                 name: t.value.clone(),
                 ident,
+                span: t.span,
             })
             .collect(),
         steps: p
@@ -78,6 +79,11 @@ pub(super) fn lower(p: Parts<'_, '_>) -> Ir {
                 sequence: s.sequence.clone(),
                 reset: s.reset,
                 approve: s.approve.clone(),
+                spans: IrStepSpans {
+                    step: s.model.span,
+                    name: s.model.name.as_ref().map_or(s.model.span, |n| n.span),
+                    conditions: s.condition_spans.clone(),
+                },
             })
             .collect(),
         default_step: p.default_step,
@@ -105,6 +111,7 @@ pub fn placeholder(t: &Template) -> Ir {
             tools.push(IrTool {
                 name: n.value.clone(),
                 ident,
+                span: n.span,
             });
         }
     }
@@ -129,6 +136,11 @@ pub fn placeholder(t: &Template) -> Ir {
             sequence: Vec::new(),
             reset: 0,
             approve: IrGate::default(),
+            spans: IrStepSpans {
+                step: s.span,
+                name: name.span,
+                conditions: Vec::new(),
+            },
         });
     }
     let name = t

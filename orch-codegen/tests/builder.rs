@@ -156,7 +156,7 @@ fn deny_warnings_and_missing_files() {
 fn generated_code_snapshot() {
     let compiled = orch_codegen::compile_json(DEMO, None);
     let code = orch_codegen::emit::pretty(
-        compiled.ir.as_ref().unwrap(),
+        &compiled,
         orch_codegen::emit::Origin::File("demo/template.json"),
         &orch_codegen::emit::runtime_path(orch_codegen::emit::DEFAULT_RUNTIME).unwrap(),
     );
@@ -232,7 +232,7 @@ fn the_runtime_doc_machine_is_generated() {
         compiled.diagnostics
     );
     let module = orch_codegen::emit::pretty(
-        compiled.ir.as_ref().unwrap(),
+        &compiled,
         orch_codegen::emit::Origin::File("orch-codegen/tests/builder.rs (DOC_DEMO)"),
         &orch_codegen::emit::runtime_path("__orch_runtime_crate__").unwrap(),
     );

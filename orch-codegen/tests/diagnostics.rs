@@ -283,11 +283,11 @@ fn e020_unknown_lint() {
     let mut t = orch_codegen::__private::parse(&steps(r#"{"name": "A", "isDefault": true}"#), None)
         .0
         .unwrap();
-    t.allow.push(orch_codegen::__private::model::Spanned::new(
+    t.allow.push(orch_codegen::model::Spanned::new(
         "unreachable_stp".into(),
-        orch_codegen::__private::model::Span::bytes(0, 1),
+        orch_codegen::model::Span::bytes(0, 1),
     ));
-    let checked = orch_codegen::__private::check(&t);
+    let checked = compile_model(t);
     let (ir, d) = (checked.ir, checked.diagnostics);
     assert!(ir.is_none());
     assert_eq!(d[0].code, Code::UnknownLint);
@@ -433,13 +433,13 @@ fn warnings_can_be_allowed() {
     )
     .0
     .unwrap();
-    let d = orch_codegen::__private::check(&t).diagnostics;
+    let d = compile_model(t.clone()).diagnostics;
     assert_eq!(d.len(), 1);
-    t.allow.push(orch_codegen::__private::model::Spanned::new(
+    t.allow.push(orch_codegen::model::Spanned::new(
         "W001".into(),
         Default::default(),
     ));
-    let checked = orch_codegen::__private::check(&t);
+    let checked = compile_model(t);
     let (ir, d) = (checked.ir, checked.diagnostics);
     assert!(d.is_empty() && ir.is_some());
 }
@@ -772,4 +772,15 @@ fn e023_property_violated() {
         d.message,
         "property `no-deletes` is violated: `delete_foreign` can run"
     );
+}
+
+/// Compiles a template built in code (as a front end other than JSON hands it over).
+fn compile_model(template: orch_codegen::model::Template) -> orch_codegen::Compiled {
+    orch_codegen::compile(
+        orch_codegen::Source::Template {
+            template: Box::new(template),
+            diagnostics: Vec::new(),
+        },
+        orch_codegen::CheckOptions::default(),
+    )
 }

@@ -84,7 +84,7 @@ pub fn check(template: String, options: Option<CompileOptions>) -> Vec<Diagnosti
     let opts = orch_codegen::CheckOptions {
         prove_properties: prove,
     };
-    let (_, compiled) = orch_codegen::compile_json_with(&template, None, opts);
+    let compiled = orch_codegen::compile_json_with(&template, None, opts);
     placed(&compiled.diagnostics, &template, path)
         .into_iter()
         .map(diagnostic)
@@ -290,7 +290,7 @@ pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> R
     let opts = orch_codegen::CheckOptions {
         prove_properties: prove,
     };
-    let (_, compiled) = orch_codegen::compile_json_with(&template, None, opts);
+    let compiled = orch_codegen::compile_json_with(&template, None, opts);
     let found = placed(&compiled.diagnostics, &template, path);
     let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
         let message = summary(&found, path);

@@ -111,7 +111,7 @@ struct Machine {
 /// without, properties are left to [`Machine::verify`], as for `orch verify`.
 fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> PyResult<Machine> {
     let options = orch_codegen::CheckOptions { prove_properties };
-    let (_, compiled) = orch_codegen::compile_json_with(source, None, options);
+    let compiled = orch_codegen::compile_json_with(source, None, options);
     let placed = placed(&compiled.diagnostics, source, path);
     let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
         let err = TemplateError::new_err(summary(&placed, path));

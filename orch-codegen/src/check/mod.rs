@@ -7,6 +7,7 @@
 //! template in [`lints`], and building the [`Ir`] from the resolved template is a
 //! separate step, [`lower`].
 
+pub(crate) mod analyse;
 mod lints;
 mod names;
 mod steps;
@@ -21,47 +22,20 @@ use crate::limits::{
 };
 use crate::model::{PropertyRule, Span, Spanned, Step, Template};
 use orch_runtime::compiled::MessageRegex;
-use orch_runtime::dynamic::DynMachine;
 use std::collections::HashMap;
-
-pub use crate::lower::placeholder;
 
 /// The `resetSequenceOn` triggers semantics §7 defines.
 pub const RESET_TRIGGERS: [&str; 3] = ["user_message", "message_contains", "message_regex"];
 
-/// How a template is checked ([`crate::compile_json_with`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckOptions {
-    /// Decide the template's properties (E023, within the bounds of W007). `orch verify`
-    /// turns this off to decide them itself, without bounds, and `orch simulate` to
-    /// replay a violating witness.
-    pub prove_properties: bool,
-}
-
-impl Default for CheckOptions {
-    fn default() -> Self {
-        CheckOptions {
-            prove_properties: true,
-        }
-    }
-}
-
-/// Checks a template: every diagnostic (errors and the warnings that were not allowed),
-/// in source order, and, when there is no error, the IR and its machine.
-pub fn check(t: &Template) -> Checked {
-    check_with(t, CheckOptions::default())
-}
-
-/// [`check`] with `options`.
-pub fn check_with(t: &Template, options: CheckOptions) -> Checked {
+/// Applies every rule of semantics §3 to `t` and resolves its names. Judges only:
+/// nothing is lowered or built here ([`crate::compile`] runs the stages in order).
+pub(crate) fn check(t: &Template) -> Resolved<'_> {
     let mut c = Checker::new(t);
-    c.prove_properties = options.prove_properties;
     c.check_allow_list();
     c.check_max_rounds();
     let machine = c.machine_name();
     let universe = c.universe();
-    let tool_names: Vec<&Spanned<String>> = universe.tools.clone();
-    let tool_idents = c.idents(&tool_names, "tool");
+    let tool_idents = c.idents(&universe.tools, "tool");
     c.check_size(&universe);
     let step_names = c.step_names();
     let step_idents = c.idents(&step_names.unique, "step");
@@ -92,90 +66,83 @@ pub fn check_with(t: &Template, options: CheckOptions) -> Checked {
     let history = c.history_capacity(&steps);
     let steps = steps::whole_history_windows(steps, history);
     lints::run(&mut c, &steps, &universe, default_step);
-    let ir = crate::lower::lower(crate::lower::Parts {
-        machine,
-        tools: &universe.tools,
-        tool_idents,
-        steps: &steps,
-        step_names: &step_names.unique,
-        step_idents,
-        default_step,
-        history,
-        contains: c.contains.clone(),
-        regexes: c.regexes.clone(),
-        max_rounds: t.max_rounds.as_ref().map(|m| m.value),
-        description: t.description.clone(),
-        approve,
-        lost,
-        properties,
-    });
-    let tables = c.check_table_size(&ir);
-    // The machine, its regexes compiled once (by the checks above): the lints explore
-    // it, and `Compiled::to_machine` hands it out.
-    let machine = if c.diags.iter().any(Diagnostic::is_error) {
-        None
-    } else {
-        let regexes = std::mem::take(&mut c.compiled_regexes);
-        DynMachine::with_regexes(tables, regexes).ok()
-    };
-    if let Some(machine) = &machine {
-        c.verified_lints(&ir, machine, &steps);
-    }
-    let (ir, diagnostics) = c.finish(ir);
-    Checked {
-        machine: machine.filter(|_| ir.is_some()),
-        ir,
-        diagnostics,
+    Resolved {
+        parts: crate::lower::Parts {
+            machine,
+            tools: universe.tools,
+            tool_idents,
+            steps,
+            step_names: step_names.unique,
+            step_idents,
+            default_step,
+            history,
+            contains: c.contains,
+            regexes: c.regexes,
+            max_rounds: t.max_rounds.as_ref().map(|m| m.value),
+            description: t.description.clone(),
+            approve,
+            lost,
+            properties,
+        },
+        regexes: c.compiled_regexes,
+        diagnostics: c.diags,
     }
 }
 
-/// What [`check`] gives back.
-pub struct Checked {
-    /// The IR, when there was no error.
-    pub ir: Option<Ir>,
-    /// Every diagnostic, sorted.
-    pub diagnostics: Vec<Diagnostic>,
-    /// The run-time machine of the IR (its tables and compiled matchers), when there was
-    /// no error.
-    pub machine: Option<DynMachine>,
+/// What [`check`] resolved: the parts [`crate::lower`] makes the IR of, the message
+/// regexes it compiled (to validate them; the machine reuses them), and every
+/// diagnostic it found, in the order found.
+pub(crate) struct Resolved<'t> {
+    /// The resolved template.
+    pub(crate) parts: crate::lower::Parts<'t>,
+    /// `parts.regexes`, compiled.
+    pub(crate) regexes: Vec<MessageRegex>,
+    /// Errors and warnings, unsorted, the allow list not yet applied.
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+/// E019: the compiled tool sets fit in [`MAX_TABLE_WORDS`] words (`tables` are `ir`'s).
+pub(crate) fn table_size(
+    ir: &Ir,
+    tables: &orch_runtime::compiled::OwnedTables,
+) -> Option<Diagnostic> {
+    let words = tables.bits.len();
+    (words > MAX_TABLE_WORDS).then(|| {
+        Diagnostic::new(
+            Code::LimitExceeded,
+            None,
+            format!(
+                "the compiled tool sets take {words} words ({} KiB); the limit is {MAX_TABLE_WORDS} words ({} KiB)",
+                words * 8 / 1024,
+                MAX_TABLE_WORDS * 8 / 1024
+            ),
+        )
+        .note(format!(
+            "each distinct `availableTools` set or sequence takes {} words for {} tools; steps with the same tools share one",
+            ir.words(),
+            ir.tools.len()
+        ))
+        .help("give steps fewer distinct `availableTools` sets, or split the template")
+    })
+}
+
+/// Drops the warnings `allow` allows (the template's allow list), then sorts the rest
+/// into source order (stable: diagnostics at one place keep the order found).
+pub(crate) fn allow_and_sort(allow: &[Spanned<String>], diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let allowed: Vec<Code> = allow
+        .iter()
+        .filter_map(|a| Code::parse(&a.value))
+        .filter(|c| c.severity() == Severity::Warning)
+        .collect();
+    let mut diags: Vec<Diagnostic> = diags
+        .into_iter()
+        .filter(|d| !(d.severity() == Severity::Warning && allowed.contains(&d.code)))
+        .collect();
+    diags.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
+    diags
 }
 
 impl<'t> Checker<'t> {
-    /// E023: every property a reachable state violates (the exploration of W007, bounded
-    /// the same way; an undecided property is left to `orch verify`).
-    fn verified_properties(
-        &mut self,
-        ir: &Ir,
-        machine: &DynMachine,
-        options: &crate::verify::explore::Options,
-        host: &crate::verify::explore::Host,
-    ) {
-        let found = crate::verify::properties::check_with(machine, &ir.properties, options, host);
-        for f in found.iter().filter(|f| f.holds == Some(false)) {
-            let Some(p) = self.t.properties.iter().find(|p| p.name.value == f.name) else {
-                continue;
-            };
-            let witness = f
-                .witness
-                .as_deref()
-                .map(crate::verify::explore::witness_to_json)
-                .unwrap_or_default();
-            let d = Diagnostic::new(
-                Code::PropertyViolated,
-                Some(p.name.span),
-                format!(
-                    "property `{}` is violated: {}",
-                    f.name,
-                    f.message.as_deref().unwrap_or("a reachable state violates it")
-                ),
-            )
-            .label(format!("violated ({})", p.rule.key()))
-            .note(format!("witness (`orch simulate` events from a fresh session): {witness}"))
-            .help("change the steps so that no path reaches the violating call, or the property if it says too much");
-            self.push(d);
-        }
-    }
-
     /// semantics §14: `orchestration.properties`. E022: two properties with one name.
     /// E006: an empty `tool` or `after`. E015: a name (not a pattern) that is not a
     /// declared tool, when tools are declared (a misspelt name would make the property
@@ -227,110 +194,10 @@ impl<'t> Checker<'t> {
                     PropertyRule::Never => IrRule::Never,
                     PropertyRule::Approved => IrRule::Approved,
                 },
+                span: p.name.span,
             });
         }
         out
-    }
-}
-
-/// The verifier-backed lints run on templates up to these sizes (and stop, saying
-/// nothing, past [`VERIFY_STATES`] explored states): `orch verify` has no such bound.
-const VERIFY_MAX_STEPS: usize = 256;
-/// See [`VERIFY_MAX_STEPS`].
-const VERIFY_MAX_TOOLS: usize = 256;
-/// See [`VERIFY_MAX_STEPS`].
-const VERIFY_MAX_MESSAGE_CONDITIONS: usize = 32;
-/// See [`VERIFY_MAX_STEPS`].
-const VERIFY_STATES: usize = 5_000;
-/// See [`VERIFY_MAX_STEPS`]: the lints' share of work (a quarter of `orch verify`'s
-/// default), so that a template whose message conditions are costly to analyse costs
-/// `orch check`, build.rs and the macro a fraction of a second, and the lints stay silent.
-const VERIFY_WORK: u64 = 5_000_000;
-
-impl Checker<'_> {
-    /// W007 and W008: explores every reachable state (the default host model of
-    /// `orch verify`) and reports the steps that never become active and the sequences
-    /// that never complete, except where W001, W002 or W006 already said so. Only when
-    /// the exploration is complete: nothing is claimed from a partial one.
-    fn verified_lints(&mut self, ir: &Ir, machine: &DynMachine, steps: &[StepInfo<'_>]) {
-        if self.diags.iter().any(Diagnostic::is_error)
-            || self.t.steps.iter().any(|s| s.name.is_none())
-            || ir.steps.len() > VERIFY_MAX_STEPS
-            || ir.tools.len() > VERIFY_MAX_TOOLS
-            || ir.contains.len() + ir.regexes.len() > VERIFY_MAX_MESSAGE_CONDITIONS
-        {
-            return;
-        }
-        let options = crate::verify::explore::Options {
-            max_states: VERIFY_STATES,
-            max_work: VERIFY_WORK,
-            ..Default::default()
-        };
-        // The host model (message combinations, foreign names) is prepared once for
-        // the properties and the exploration.
-        let Ok(host) = crate::verify::explore::Host::new(machine, &options) else {
-            return;
-        };
-        if self.prove_properties {
-            self.verified_properties(ir, machine, &options, &host);
-        }
-        let found = crate::verify::explore::explore_with(machine, &options, &host);
-        if !found.complete {
-            return;
-        }
-        let already = |diags: &[Diagnostic], codes: &[Code], step: &str| {
-            diags
-                .iter()
-                .any(|d| codes.contains(&d.code) && d.subject.step.as_deref() == Some(step))
-        };
-        for (i, finding) in found.steps.iter().enumerate() {
-            let Some(info) = steps.get(i) else { continue };
-            // The default step is left to `orch verify`: a default that a condition
-            // pre-empts from the first event on is common and deliberate.
-            if finding.reachable.is_none() && ir.default_step != Some(i) {
-                if already(
-                    &self.diags,
-                    &[Code::UnreachableStep, Code::ShadowedStep],
-                    &finding.name,
-                ) {
-                    continue;
-                }
-                let mut d = Diagnostic::new(
-                    Code::DeadStep,
-                    Some(info.name_span()),
-                    format!(
-                        "step `{}` can never become active: {}",
-                        finding.name,
-                        finding
-                            .reason
-                            .as_deref()
-                            .unwrap_or("no reachable state activates it")
-                    ),
-                );
-                d.label = Some("never active".to_owned());
-                d.help = Some("run `orch verify` on the template for witnesses of the steps that are reachable".to_owned());
-                d.subject.step = Some(finding.name.clone());
-                self.push(d);
-            } else if finding.has_sequence
-                && finding.completes.is_none()
-                && !already(&self.diags, &[Code::SequenceNeverCompletes], &finding.name)
-            {
-                let mut d = Diagnostic::new(
-                    Code::SequenceCannotComplete,
-                    Some(info.name_span()),
-                    format!(
-                        "the sequence of step `{}` can never complete: the step becomes active, but no continuation records its tools to the end",
-                        finding.name
-                    ),
-                );
-                d.label = Some("sequence never completes".to_owned());
-                d.help = Some(
-                    "run `orch verify` for a witness of how the step becomes active".to_owned(),
-                );
-                d.subject.step = Some(finding.name.clone());
-                self.push(d);
-            }
-        }
     }
 }
 
@@ -405,6 +272,8 @@ pub(crate) struct StepInfo<'t> {
     pub(crate) sequence: Vec<Vec<usize>>,
     /// Its conditions (empty for the default step).
     pub(crate) conditions: Vec<IrCondition>,
+    /// Where each of `conditions` is written.
+    pub(crate) condition_spans: Vec<Span>,
     /// The largest `window` its conditions give (the default step's included: H
     /// counts every window written).
     pub(crate) max_window: usize,
@@ -432,8 +301,6 @@ struct Checker<'t> {
     compiled_regexes: Vec<MessageRegex>,
     /// Bytes the compiled regexes take, all together.
     regex_memory: usize,
-    /// See [`CheckOptions::prove_properties`].
-    prove_properties: bool,
 }
 
 impl<'t> Checker<'t> {
@@ -445,35 +312,11 @@ impl<'t> Checker<'t> {
             regexes: Vec::new(),
             compiled_regexes: Vec::new(),
             regex_memory: 0,
-            prove_properties: true,
         }
     }
 
     fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
-    }
-
-    /// Drops the warnings the template allows, sorts the rest into source order, and
-    /// keeps the IR only when nothing is an error.
-    fn finish(self, ir: Ir) -> (Option<Ir>, Vec<Diagnostic>) {
-        let allowed: Vec<Code> = self
-            .t
-            .allow
-            .iter()
-            .filter_map(|a| Code::parse(&a.value))
-            .filter(|c| c.severity() == Severity::Warning)
-            .collect();
-        let mut diags: Vec<Diagnostic> = self
-            .diags
-            .into_iter()
-            .filter(|d| !(d.severity() == Severity::Warning && allowed.contains(&d.code)))
-            .collect();
-        diags.sort_by_key(|d| d.span.map_or((0, 0), Span::order));
-        // A step without a name has been reported by the front end (E003); there is no
-        // IR without it.
-        let ok = !diags.iter().any(Diagnostic::is_error)
-            && self.t.steps.iter().all(|s| s.name.is_some());
-        (ok.then_some(ir), diags)
     }
 
     /// E020: every entry of an allow list names a warning.
@@ -568,33 +411,6 @@ impl<'t> Checker<'t> {
                 ),
             ));
         }
-    }
-
-    /// E019: the compiled tool sets fit in [`MAX_TABLE_WORDS`] words.
-    /// Returns the tables it built, for the checks that run them.
-    fn check_table_size(&mut self, ir: &Ir) -> orch_runtime::compiled::OwnedTables {
-        let tables = ir.to_tables();
-        let words = tables.bits.len();
-        if words > MAX_TABLE_WORDS {
-            self.push(
-                Diagnostic::new(
-                    Code::LimitExceeded,
-                    None,
-                    format!(
-                        "the compiled tool sets take {words} words ({} KiB); the limit is {MAX_TABLE_WORDS} words ({} KiB)",
-                        words * 8 / 1024,
-                        MAX_TABLE_WORDS * 8 / 1024
-                    ),
-                )
-                .note(format!(
-                    "each distinct `availableTools` set or sequence takes {} words for {} tools; steps with the same tools share one",
-                    ir.words(),
-                    ir.tools.len()
-                ))
-                .help("give steps fewer distinct `availableTools` sets, or split the template"),
-            );
-        }
-        tables
     }
 
     /// semantics §4: H = max(10, `historyLength`, the longest sequence, the largest

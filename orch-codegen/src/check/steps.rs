@@ -6,7 +6,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::IrCondition;
 use crate::ir::IrGate;
 use crate::limits::MAX_HISTORY;
-use crate::model::{Condition, ConditionKind, ConditionType, Spanned, Step};
+use crate::model::{Condition, ConditionKind, ConditionType, Span, Spanned, Step};
 use orch_runtime::compiled::{fold_case, is_pattern, reset, MessageRegex};
 
 impl<'t> Checker<'t> {
@@ -22,7 +22,7 @@ impl<'t> Checker<'t> {
         let name = s.name.as_ref().map_or("<unnamed>", |n| n.value.as_str());
         let set = self.static_set(s, universe);
         let sequence = self.sequence(s, name, universe, &set);
-        let (conditions, max_window) = self.conditions(s, name, universe);
+        let (conditions, condition_spans, max_window) = self.conditions(s, name, universe);
         let reset = self.reset_triggers(s, name);
         let allow_all = set.allow_all;
         StepInfo {
@@ -36,6 +36,11 @@ impl<'t> Checker<'t> {
             sequence,
             // The default step's conditions are ignored (W003 says so).
             conditions: if is_default { Vec::new() } else { conditions },
+            condition_spans: if is_default {
+                Vec::new()
+            } else {
+                condition_spans
+            },
             max_window,
             reset,
             approve: IrGate::default(),
@@ -151,15 +156,16 @@ impl<'t> Checker<'t> {
         Some(i)
     }
 
-    /// Resolves every condition of a step (see [`Checker::condition`]); also returns
-    /// the largest `window` written.
+    /// Resolves every condition of a step (see [`Checker::condition`]), each with
+    /// where it is written; also returns the largest `window` written.
     fn conditions(
         &mut self,
         s: &Step,
         step: &str,
         universe: &Universe<'_>,
-    ) -> (Vec<IrCondition>, usize) {
+    ) -> (Vec<IrCondition>, Vec<Span>, usize) {
         let mut out = Vec::with_capacity(s.conditions.len());
+        let mut spans = Vec::with_capacity(s.conditions.len());
         let mut max_window = 0;
         for c in &s.conditions {
             if let Some(ir) = self.condition(c, s, step, universe) {
@@ -167,9 +173,10 @@ impl<'t> Checker<'t> {
                     max_window = max_window.max(window);
                 }
                 out.push(ir);
+                spans.push(c.span);
             }
         }
-        (out, max_window)
+        (out, spans, max_window)
     }
 
     /// E009: a condition's type is one of semantics §7 (the valid ones listed). E010: it

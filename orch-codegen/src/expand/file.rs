@@ -68,7 +68,7 @@ pub fn expand(input: &FileInput, rt: &TokenStream) -> TokenStream {
     };
     let fallback = crate::fallback_name(&full);
     let text = crate::diagnostic::SourceText::new(&source);
-    let (template, mut diags) = crate::parse::json::parse(&source, fallback.as_deref());
+    let (template, diags) = crate::parse::json::parse(&source, fallback.as_deref());
     let Some(mut t) = template else {
         return super::to_errors(
             &diags,
@@ -87,12 +87,13 @@ pub fn expand(input: &FileInput, rt: &TokenStream) -> TokenStream {
         .enumerate()
         .map(|(i, id)| Spanned::new(id.to_string(), ModelSpan::Token(i)))
         .collect();
-    let crate::check::Checked {
-        ir,
-        diagnostics: more,
-        ..
-    } = crate::check::check(&t);
-    diags.extend(more);
+    let compiled = crate::compile(
+        crate::Source::Template {
+            template: Box::new(t),
+            diagnostics: diags,
+        },
+        crate::CheckOptions::default(),
+    );
     let allow_spans: Vec<proc_macro2::Span> = input.allow.iter().map(Ident::span).collect();
     let span_of = |s: ModelSpan| match s {
         ModelSpan::Token(i) => allow_spans.get(i).copied().unwrap_or(lit_span),
@@ -102,10 +103,9 @@ pub fn expand(input: &FileInput, rt: &TokenStream) -> TokenStream {
         Some(s @ ModelSpan::Bytes { .. }) => Some(location(&rel, &text, s)),
         _ => None,
     };
-    let errors =
-        super::to_errors(&diags, loc, span_of, super::Form::File).map(|e| e.to_compile_error());
-    let ir = ir.unwrap_or_else(|| crate::check::placeholder(&t));
-    let module = emit::module(&ir, Origin::File(&rel), rt);
+    let errors = super::to_errors(&compiled.diagnostics, loc, span_of, super::Form::File)
+        .map(|e| e.to_compile_error());
+    let module = emit::module(&compiled, Origin::File(&rel), rt);
     let track = full.display().to_string();
     quote! {
         #errors
