@@ -74,12 +74,43 @@ pub fn is_ours(request_state: Option<&str>) -> bool {
     request_state.is_some_and(|s| s.starts_with(STATE_PREFIX))
 }
 
+/// What is wrong with an answer to orch's approval question, or with the retry that
+/// carries it ([`answer_of`], [`answer_in_retry`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// An accepted answer without a boolean `approve`.
+    NoApprove,
+    /// An `action` other than `accept`, `decline` and `cancel`.
+    UnknownAction(String),
+    /// No `action`.
+    NoAction,
+    /// `inputResponses` answer the question, but the retry lacks its `requestState`.
+    NoRequestState,
+    /// The `requestState` claims to be orch's but is malformed, or names another call.
+    Ticket(Unanswered),
+}
+
+impl std::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = match self {
+            AnswerError::NoApprove => "has no boolean `approve`".to_owned(),
+            AnswerError::UnknownAction(other) => format!("has the unknown action `{other}`"),
+            AnswerError::NoAction => "has no `action`".to_owned(),
+            AnswerError::NoRequestState => {
+                return f.write_str("inputResponses answer orch's approval question, but the retry lacks the requestState it was issued with");
+            }
+            AnswerError::Ticket(unanswered) => return unanswered.fmt(f),
+        };
+        write!(f, "the answer to orch's approval question {why}: expected {{\"action\": \"accept\", \"content\": {{\"approve\": true|false}}}}, \"decline\" or \"cancel\"")
+    }
+}
+
+impl std::error::Error for AnswerError {}
+
 /// The answer an `elicitation/create` result carries (`action`, and `content` with the
 /// form's `approve` field when accepted); an error says what is wrong with it.
-pub fn answer_of(result: &Value) -> Result<Answer, String> {
-    let bad = |why: &str| {
-        format!("the answer to orch's approval question {why}: expected {{\"action\": \"accept\", \"content\": {{\"approve\": true|false}}}}, \"decline\" or \"cancel\"")
-    };
+pub fn answer_of(result: &Value) -> Result<Answer, AnswerError> {
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => match result
             .get("content")
@@ -88,12 +119,12 @@ pub fn answer_of(result: &Value) -> Result<Answer, String> {
         {
             Some(true) => Ok(Answer::Approved),
             Some(false) => Ok(Answer::Rejected),
-            None => Err(bad("has no boolean `approve`")),
+            None => Err(AnswerError::NoApprove),
         },
         Some("decline") => Ok(Answer::Rejected),
         Some("cancel") => Ok(Answer::Dismissed),
-        Some(other) => Err(bad(&format!("has the unknown action `{other}`"))),
-        None => Err(bad("has no `action`")),
+        Some(other) => Err(AnswerError::UnknownAction(other.to_owned())),
+        None => Err(AnswerError::NoAction),
     }
 }
 
@@ -108,16 +139,16 @@ pub fn answer_in_retry(
     request_state: Option<&str>,
     response: Option<&Value>,
     digest: &CallDigest,
-) -> Result<Option<(Ticket, Answer)>, String> {
+) -> Result<Option<(Ticket, Answer)>, AnswerError> {
     let Some(state) = request_state.filter(|s| is_ours(Some(s))) else {
         if response.is_some() {
-            return Err("inputResponses answer orch's approval question, but the retry lacks the requestState it was issued with".into());
+            return Err(AnswerError::NoRequestState);
         }
         return Ok(None);
     };
-    let ticket = Ticket::parse(state).map_err(|e| e.to_string())?;
+    let ticket = Ticket::parse(state).map_err(AnswerError::Ticket)?;
     if ticket.call != *digest {
-        return Err(Unanswered::OtherCall.to_string());
+        return Err(AnswerError::Ticket(Unanswered::OtherCall));
     }
     let Some(response) = response else {
         return Ok(None);

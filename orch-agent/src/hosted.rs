@@ -26,6 +26,33 @@ pub struct HostedSession {
     scratch: Vec<u64>,
 }
 
+/// Why [`HostedSession::restore`] could not restore a session.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HostedRestoreError {
+    /// The bytes are not a snapshot (or a corrupt one).
+    Read(orch_runtime::RestoreError),
+    /// The snapshot does not fit this machine.
+    Restore(orch_runtime::RestoreError),
+}
+
+impl std::fmt::Display for HostedRestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostedRestoreError::Read(e) => write!(f, "the snapshot cannot be read: {e}"),
+            HostedRestoreError::Restore(e) => write!(f, "the snapshot cannot be restored: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HostedRestoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HostedRestoreError::Read(e) | HostedRestoreError::Restore(e) => Some(e),
+        }
+    }
+}
+
 impl HostedSession {
     /// A fresh session. `available`: the host's tools (default: every declared tool).
     pub fn new(machine: Arc<DynMachine>, available: Option<Vec<String>>) -> HostedSession {
@@ -33,18 +60,17 @@ impl HostedSession {
     }
 
     /// A session restored from snapshot bytes (the binary format every front end
-    /// shares). `Err` says, in words, why the bytes cannot be read or restored.
+    /// shares). `Err` says why the bytes cannot be read or restored.
     pub fn restore(
         machine: Arc<DynMachine>,
         snapshot: &[u8],
         available: Option<Vec<String>>,
-    ) -> Result<HostedSession, String> {
-        let parsed = Snapshot::from_bytes(snapshot)
-            .map_err(|e| format!("the snapshot cannot be read: {e}"))?;
+    ) -> Result<HostedSession, HostedRestoreError> {
+        let parsed = Snapshot::from_bytes(snapshot).map_err(HostedRestoreError::Read)?;
         let live = Live::try_new(machine, |m| {
             DynSession::restore(m, &parsed).map(|(session, _report)| session)
         })
-        .map_err(|e| format!("the snapshot cannot be restored: {e}"))?;
+        .map_err(HostedRestoreError::Restore)?;
         Ok(HostedSession::with(live, available))
     }
 

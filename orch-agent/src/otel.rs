@@ -37,24 +37,58 @@ impl OtelGuard {
     }
 }
 
+/// Why [`init_otlp`] could not start exporting.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OtelError {
+    /// The OTLP span exporter could not be built.
+    SpanExporter(Box<dyn std::error::Error + Send + Sync>),
+    /// The OTLP metric exporter could not be built.
+    MetricExporter(Box<dyn std::error::Error + Send + Sync>),
+    /// A global `tracing` subscriber is set already.
+    SubscriberSet(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl std::fmt::Display for OtelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OtelError::SpanExporter(e) => write!(f, "the OTLP span exporter: {e}"),
+            OtelError::MetricExporter(e) => write!(f, "the OTLP metric exporter: {e}"),
+            OtelError::SubscriberSet(e) => {
+                write!(f, "a global tracing subscriber is set already: {e}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OtelError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OtelError::SpanExporter(e)
+            | OtelError::MetricExporter(e)
+            | OtelError::SubscriberSet(e) => Some(e.as_ref()),
+        }
+    }
+}
+
 /// Exports the spans and the decision counter over OTLP/HTTP to the collector at
 /// `endpoint` (its base URL, e.g. `http://127.0.0.1:4318`: traces go to `/v1/traces`,
 /// metrics to `/v1/metrics`) as service `service`; makes that the global `tracing`
 /// subscriber and the global meter provider. Fails when a global subscriber is set
 /// already (add `tracing_opentelemetry::layer()` to it instead) or an exporter cannot be
 /// built.
-pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, String> {
+pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, OtelError> {
     let base = endpoint.trim_end_matches('/');
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_endpoint(format!("{base}/v1/traces"))
         .build()
-        .map_err(|e| format!("the OTLP span exporter: {e}"))?;
+        .map_err(|e| OtelError::SpanExporter(Box::new(e)))?;
     let metrics = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
         .with_endpoint(format!("{base}/v1/metrics"))
         .build()
-        .map_err(|e| format!("the OTLP metric exporter: {e}"))?;
+        .map_err(|e| OtelError::MetricExporter(Box::new(e)))?;
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(service.to_owned())
         .build();
@@ -70,7 +104,7 @@ pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, String> {
     let subscriber =
         tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
     tracing::subscriber::set_global_default(subscriber)
-        .map_err(|e| format!("a global tracing subscriber is set already: {e}"))?;
+        .map_err(|e| OtelError::SubscriberSet(Box::new(e)))?;
     opentelemetry::global::set_meter_provider(meters.clone());
     Ok(OtelGuard { provider, meters })
 }

@@ -207,7 +207,7 @@ fn bearer_token(args: &Args) -> Result<Option<String>, GatewayError> {
         Some(file) => match std::fs::read_to_string(file) {
             Ok(text) => (text, format!("the token file {file}")),
             Err(e) => {
-                return Err(GatewayError::Client(format!(
+                return Err(GatewayError::Options(format!(
                     "cannot read the token file {file}: {e}"
                 )))
             }
@@ -219,7 +219,7 @@ fn bearer_token(args: &Args) -> Result<Option<String>, GatewayError> {
     };
     let token = token.trim();
     if token.len() < 16 || token.chars().any(|c| !c.is_ascii_graphic()) {
-        return Err(GatewayError::Client(format!(
+        return Err(GatewayError::Options(format!(
             "{from} must hold a token of at least 16 printable ASCII characters without spaces"
         )));
     }
@@ -231,7 +231,7 @@ async fn serve(
     upstream: Upstream,
     args: &Args,
 ) -> Result<(), GatewayError> {
-    let audit = crate::audit_log::open(&args.audit, "orch-mcp").map_err(GatewayError::Client)?;
+    let audit = crate::audit_log::open(&args.audit, "orch-mcp").map_err(GatewayError::Options)?;
     let _last_checkpoint = crate::audit_log::CheckpointAtExit(audit.clone());
     let options = Options {
         startup_timeout: Duration::from_secs(args.startup_timeout),
@@ -249,10 +249,16 @@ async fn serve(
     let bearer_token = bearer_token(args)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| GatewayError::Client(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|source| GatewayError::Listen {
+            addr: addr.clone(),
+            source,
+        })?;
     let local = listener
         .local_addr()
-        .map_err(|e| GatewayError::Client(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|source| GatewayError::Listen {
+            addr: addr.clone(),
+            source,
+        })?;
     let jwt = args.jwt_jwks.as_ref().map(|jwks| JwtOptions {
         jwks: if jwks.starts_with("http://") || jwks.starts_with("https://") {
             Jwks::Url(jwks.clone())
@@ -265,12 +271,12 @@ async fn serve(
     });
     let authenticated = bearer_token.is_some() || jwt.is_some();
     if args.anonymous_run && authenticated {
-        return Err(GatewayError::Client(
+        return Err(GatewayError::Options(
             "--anonymous-run is for a gateway without authentication: with an operator token or JWTs every run has a credential".into(),
         ));
     }
     if !local.ip().is_loopback() && !authenticated && !args.insecure_no_auth {
-        return Err(GatewayError::Client(format!(
+        return Err(GatewayError::Options(format!(
             "refusing to serve {local} without authentication: anyone who reaches it could drive the upstream's tools. \
              Give a token with --auth-token-file FILE or ORCH_MCP_TOKEN (or take JWTs with --jwt-jwks), listen on a loopback address, \
              or pass --insecure-no-auth if something in front of the gateway authenticates clients"
@@ -312,14 +318,14 @@ async fn serve(
         Some((connected, what)) => {
             let store = connected
                 .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
-                .map_err(|e| GatewayError::Client(format!("cannot use {what}: {e}")))?;
+                .map_err(|e| GatewayError::Options(format!("cannot use {what}: {e}")))?;
             let gateway = Gateway::start(machine, &upstream, store, &options).await?;
             // Instances sharing the store relay to each other what the balancer sent to
             // the wrong one (a client's answer, a notification for a stream held
             // elsewhere), on the store's server.
             let bus = connect_bus(args.redis.as_deref(), &args.redis_cluster, &args.namespace)
                 .await
-                .map_err(|e| GatewayError::Client(format!("cannot use {what}: {e}")))?;
+                .map_err(|e| GatewayError::Options(format!("cannot use {what}: {e}")))?;
             gateway.join_instances(std::sync::Arc::new(bus)).await?;
             orch_runtime::eprintln_printable!(
                 "orch mcp: serving http://{local}/mcp (sessions in {what}, namespace `{}`{auth})",

@@ -137,7 +137,7 @@ pub(crate) fn run(args: Args) -> u8 {
     runtime.shutdown_timeout(Duration::from_secs(1));
     match served {
         Ok(()) => OK,
-        Err(PolicyError::Template(e)) => {
+        Err(e) if e.is_template() => {
             orch_runtime::eprintln_printable!("error: {}: {e}", args.file);
             FOUND_ERRORS
         }
@@ -149,7 +149,7 @@ pub(crate) fn run(args: Args) -> u8 {
 }
 
 async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), PolicyError> {
-    let audit = crate::audit_log::open(&args.audit, "orch-policy").map_err(PolicyError::Io)?;
+    let audit = crate::audit_log::open(&args.audit, "orch-policy").map_err(PolicyError::Options)?;
     let _last_checkpoint = crate::audit_log::CheckpointAtExit(audit.clone());
     let options = Options {
         run_key: args.run_key.clone(),
@@ -167,12 +167,18 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
     let addr = &args.ext_mcp;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| PolicyError::Io(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|source| PolicyError::Listen {
+            addr: addr.clone(),
+            source,
+        })?;
     let local = listener
         .local_addr()
-        .map_err(|e| PolicyError::Io(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|source| PolicyError::Listen {
+            addr: addr.clone(),
+            source,
+        })?;
     if !local.ip().is_loopback() && !args.allow_remote {
-        return Err(PolicyError::Io(format!(
+        return Err(PolicyError::Options(format!(
             "refusing to serve {local}: the ExtMcp service has no authentication of its own, and whoever reaches it can report tool results for any run. \
              Listen on a loopback address next to the gateway, or pass --allow-remote once a network policy or a mesh with mutual TLS lets only the gateway reach it"
         )));
@@ -191,7 +197,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         Some((connected, what)) => {
             let store = connected
                 .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
-                .map_err(|e| PolicyError::Io(format!("cannot use {what}: {e}")))?;
+                .map_err(|e| PolicyError::Options(format!("cannot use {what}: {e}")))?;
             let server = PolicyServer::new(compiled, store, options)?;
             ready(
                 local,

@@ -57,27 +57,74 @@ pub enum TraceEvent {
     Approved(CallDigest),
 }
 
+/// Why a transcript cannot be read ([`parse`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The text is neither decision records nor JSON.
+    NotJson(String),
+    /// An object without a `messages` array.
+    NoMessages,
+    /// JSON that is neither an array of messages nor an object with `messages`.
+    NotATrace,
+    /// Message `index` (from 1) is not one orch can read.
+    Message {
+        /// Its position, from 1.
+        index: usize,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Line `line` (from 1) of a decision log is not a decision record.
+    Record {
+        /// Its line, from 1.
+        line: usize,
+        /// Why it does not parse.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TraceError::NotJson(e) => write!(f, "the trace is not JSON: {e}"),
+            TraceError::NoMessages => f.write_str("a trace object must have a `messages` array"),
+            TraceError::NotATrace => {
+                f.write_str("a trace is an array of messages, or an object with `messages`")
+            }
+            TraceError::Message { index, why } => write!(f, "message {index}: {why}"),
+            TraceError::Record { line, why } => {
+                write!(f, "line {line}: not a decision record: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
 /// Reads a transcript: orch records (JSON lines), or a JSON array of messages (or an
 /// object with `messages`) in OpenAI's or Anthropic's shape.
-pub fn parse(text: &str) -> Result<(TraceFormat, Vec<TraceEvent>), String> {
+pub fn parse(text: &str) -> Result<(TraceFormat, Vec<TraceEvent>), TraceError> {
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     if serde_json::from_str::<DecisionRecord>(first).is_ok() {
         return parse_records(text).map(|e| (TraceFormat::Orch, e));
     }
     let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("the trace is not JSON: {e}"))?;
+        serde_json::from_str(text).map_err(|e| TraceError::NotJson(e.to_string()))?;
     let messages = match &value {
         Value::Array(m) => m,
         Value::Object(o) => match o.get("messages") {
             Some(Value::Array(m)) => m,
-            _ => return Err("a trace object must have a `messages` array".into()),
+            _ => return Err(TraceError::NoMessages),
         },
-        _ => return Err("a trace is an array of messages, or an object with `messages`".into()),
+        _ => return Err(TraceError::NotATrace),
     };
     let mut events = Vec::new();
     let mut anthropic = false;
     for (i, m) in messages.iter().enumerate() {
-        let at = |why: &str| format!("message {}: {why}", i + 1);
+        let at = |why: &str| TraceError::Message {
+            index: i + 1,
+            why: why.to_owned(),
+        };
         let role = m
             .get("role")
             .and_then(Value::as_str)
@@ -179,7 +226,7 @@ fn call(id: &str, tool: &str, digest: &CallDigest, n: usize) -> TraceEvent {
 
 /// orch's decision records as trace events: messages, calls presented, tools recorded
 /// (a recorded tool ran: the latest call of it not yet run), approvals.
-fn parse_records(text: &str) -> Result<Vec<TraceEvent>, String> {
+fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
     let mut events = Vec::new();
     let mut open: Vec<(String, String)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -187,8 +234,10 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, String> {
         if line.trim().is_empty() || orch_agent::audit::is_checkpoint(line) {
             continue;
         }
-        let r: DecisionRecord = serde_json::from_str(line)
-            .map_err(|e| format!("line {}: not a decision record: {e}", i + 1))?;
+        let r: DecisionRecord = serde_json::from_str(line).map_err(|e| TraceError::Record {
+            line: i + 1,
+            why: e.to_string(),
+        })?;
         match r.event {
             AuditEvent::Message { text } => events.push(TraceEvent::Message(text)),
             AuditEvent::Call { tool, call } => {

@@ -38,7 +38,7 @@ pub(crate) fn question(
     step: Option<&str>,
 ) -> Result<ElicitRequestParams, McpError> {
     let schema: ElicitationSchema = serde_json::from_value(elicitation::form_schema())
-        .map_err(|e| McpError::internal_error(format!("the approval form: {e}"), None))?;
+        .map_err(|e| McpError::from(crate::error::Error::ApprovalForm(e.to_string())))?;
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: elicitation::question_text(
@@ -52,7 +52,8 @@ pub(crate) fn question(
 
 /// The answer a client's `elicitation/create` result carries.
 pub(crate) fn answer_of(result: &serde_json::Value) -> Result<Answer, McpError> {
-    elicitation::answer_of(result).map_err(|why| McpError::invalid_params(why, None))
+    elicitation::answer_of(result)
+        .map_err(|why| crate::error::Error::BadAnswer(why.to_string()).into())
 }
 
 /// The answer a 2026-07-28 retry carries for the call `digest`, with the ticket of the
@@ -65,7 +66,7 @@ pub(crate) fn answer_in_retry(
 ) -> Result<Option<(Ticket, Answer)>, McpError> {
     let response = responses.and_then(|r| r.get(INPUT_KEY));
     elicitation::answer_in_retry(request_state, response, digest)
-        .map_err(|why| McpError::invalid_params(why, None))
+        .map_err(|why| crate::error::Error::BadAnswer(why.to_string()).into())
 }
 
 /// The `InputRequiredResult` that asks the client's human `question`.

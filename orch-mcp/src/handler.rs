@@ -13,6 +13,7 @@
 #![allow(deprecated)]
 
 use crate::approval::{self, Answer};
+use crate::error::Error;
 use crate::jwt::JWT_PREFIX;
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::telemetry;
@@ -30,9 +31,9 @@ use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, ErrorCode,
-    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
-    InitializeResult, ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
+    ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
     ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsResult,
     MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
     ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ResultType, ServerResult,
@@ -240,14 +241,10 @@ impl<S: SessionStore + 'static> Shared<S> {
     /// A permit to handle one request, or the error that says the gateway is full.
     fn permit(&self) -> Result<OwnedSemaphorePermit, McpError> {
         Arc::clone(&self.requests).try_acquire_owned().map_err(|_| {
-            McpError::new(
-                ErrorCode(-32000),
-                format!(
-                    "orch mcp is handling its maximum of {} requests at once; try again shortly",
-                    self.limits.max_in_flight
-                ),
-                None,
-            )
+            Error::Busy {
+                limit: self.limits.max_in_flight,
+            }
+            .into()
         })
     }
 
@@ -257,7 +254,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             None => Ok(None),
             Some(v) => Record::decode(&v.bytes)
                 .map(Some)
-                .map_err(|e| corrupt(id, &e)),
+                .map_err(|e| corrupt(id, &e.to_string())),
         }
     }
 
@@ -497,10 +494,12 @@ impl<S: SessionStore + 'static> Shared<S> {
         let limit = self.limits.call_timeout;
         let ct = &context.ct;
         let gone = || {
-            Unanswered::lost(McpError::internal_error(
-                format!("the upstream MCP server is unavailable: it went away before answering `{method}`"),
-                None,
-            ))
+            Unanswered::lost(
+                Error::UpstreamGone {
+                    method: method.to_owned(),
+                }
+                .into(),
+            )
         };
         let progress_token = context.meta.get_progress_token();
         let asked_progress = progress_token.is_some();
@@ -648,50 +647,39 @@ fn with_result_type(mut result: ServerResult) -> ServerResult {
 pub(crate) fn upstream_error(e: ServiceError, method: &str, limit: Duration) -> McpError {
     match e {
         ServiceError::McpError(e) => e,
-        ServiceError::Timeout { .. } => McpError::internal_error(
-            format!(
-                "the upstream MCP server did not answer `{method}` within {} s (the call timeout); the request was cancelled",
-                limit.as_secs_f64()
-            ),
-            None,
-        ),
-        other => McpError::internal_error(
-            format!("the upstream MCP server is unavailable: {other}"),
-            None,
-        ),
+        ServiceError::Timeout { .. } => Error::UpstreamTimeout {
+            method: method.to_owned(),
+            limit,
+        }
+        .into(),
+        other => Error::UpstreamUnavailable {
+            why: other.to_string(),
+        }
+        .into(),
     }
 }
 
 fn cancelled(what: &str) -> McpError {
-    McpError::new(
-        ErrorCode(-32800),
-        format!("`{what}` was cancelled by the client"),
-        None,
-    )
+    Error::Cancelled {
+        method: what.to_owned(),
+    }
+    .into()
 }
 
 fn ended(id: &str) -> McpError {
-    if id.starts_with(RUN_PREFIX) {
-        return McpError::invalid_request(
-            "this run has ended (revoked, or it expired); start a new one (POST /runs)",
-            None,
-        );
-    }
-    McpError::invalid_request(
-        format!("session `{id}` has ended (DELETE, or its TTL passed); initialize a new one"),
-        None,
-    )
+    Error::Ended { id: id.to_owned() }.into()
 }
 
 pub(crate) fn store_error(e: StoreError) -> McpError {
-    McpError::internal_error(format!("orchestration session store: {e}"), None)
+    Error::Store(e).into()
 }
 
 fn corrupt(id: &str, why: &str) -> McpError {
-    McpError::internal_error(
-        format!("the stored record of session `{id}` is corrupt ({why}); it was left as it is"),
-        None,
-    )
+    Error::Corrupt {
+        id: id.to_owned(),
+        why: why.to_owned(),
+    }
+    .into()
 }
 
 /// A failure of the run protocol for session `id`, as the client gets it.
@@ -700,12 +688,11 @@ fn run_error(id: &str, e: RunError) -> McpError {
         RunError::Ended => ended(id),
         RunError::Store(e) => store_error(e),
         RunError::Corrupt(why) => corrupt(id, &why),
-        RunError::Conflict { attempts } => McpError::internal_error(
-            format!(
-                "orchestration session `{id}` could not be updated: {attempts} attempts conflicted with concurrent updates"
-            ),
-            None,
-        ),
+        RunError::Conflict { attempts } => Error::Conflict {
+            id: id.to_owned(),
+            attempts,
+        }
+        .into(),
     }
 }
 
@@ -863,12 +850,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         {
             return Ok(session.to_owned());
         }
-        Err(McpError::invalid_request(
-            "orch mcp keeps a workflow run per credential: this request presents no run \
-             credential (`Authorization: Bearer <run token>`; POST /runs starts a run) \
-             and no Mcp-Session-Id",
-            None,
-        ))
+        Err(Error::NoRun.into())
     }
 
     /// Forwards a request that the orchestration does not judge, holding a permit.
@@ -1032,10 +1014,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             }
             Ok(_) => {
                 lease.settle(run::Outcome::NotRun).await;
-                return Err(McpError::internal_error(
-                    format!("the upstream MCP server answered `tools/call` of `{tool}` with something other than a tool result"),
-                    None,
-                ));
+                return Err(Error::NotAToolResult { tool: tool.clone() }.into());
             }
             Err(unanswered) => {
                 let outcome = match unanswered.lost {
@@ -1063,21 +1042,16 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let changed = match settled {
             Ok(run::Settled::Recorded { changed }) => changed,
             Ok(_) => {
-                return Err(McpError::internal_error(
-                    format!("`{tool}` ran, but its admission lapsed meanwhile (the store took longer than the call timeout and its margin): its result is withheld and not recorded"),
-                    None,
-                ));
+                return Err(Error::AdmissionLapsed { tool: tool.clone() }.into());
             }
             Err(e) => {
                 // Neither recorded nor released: the lease lapses, and the template's
                 // lostResults decides what that means.
-                return Err(McpError::internal_error(
-                    format!(
-                        "`{tool}` ran, but the orchestration could not record it: {}",
-                        e.message
-                    ),
-                    None,
-                ));
+                return Err(Error::NotRecorded {
+                    tool: tool.clone(),
+                    why: e.message.to_string(),
+                }
+                .into());
             }
         };
         if changed {
@@ -1253,10 +1227,10 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
                     self.known_as(&context.extensions, &context.peer);
                 }
                 Err(why) => {
-                    return Err(McpError::internal_error(
-                        format!("the upstream MCP server is unavailable: {why}"),
-                        None,
-                    ))
+                    return Err(Error::UpstreamUnavailable {
+                        why: why.to_string(),
+                    }
+                    .into())
                 }
             }
         }
@@ -1470,8 +1444,8 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
 }
 
 fn unexpected(method: &str) -> McpError {
-    McpError::internal_error(
-        format!("the upstream MCP server answered `{method}` with a result of another kind"),
-        None,
-    )
+    Error::UpstreamUnexpected {
+        method: method.to_owned(),
+    }
+    .into()
 }

@@ -582,9 +582,9 @@ pub(crate) fn answer_of(message: Value, method: &str) -> Result<ClientResult, Mc
     match serde_json::from_value::<ClientJsonRpcMessage>(message) {
         Ok(ClientJsonRpcMessage::Response(response)) => Ok(response.result),
         Ok(ClientJsonRpcMessage::Error(error)) => Err(error.error),
-        _ => Err(McpError::internal_error(
-            format!("the client's answer to `{method}` is not a JSON-RPC response"),
-            None,
-        )),
+        _ => Err(crate::error::Error::ClientNotAResponse {
+            method: method.to_owned(),
+        }
+        .into()),
     }
 }

@@ -69,12 +69,12 @@ impl JwtVerifier {
         let http = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .build()
-            .map_err(|e| GatewayError::Client(format!("cannot make an HTTP client: {e}")))?;
+            .map_err(|e| GatewayError::Options(format!("cannot make an HTTP client: {e}")))?;
         let keys = fetch(&options.jwks, &http)
             .await
-            .map_err(GatewayError::Client)?;
+            .map_err(GatewayError::Options)?;
         if keys.keys.is_empty() {
-            return Err(GatewayError::Client(format!(
+            return Err(GatewayError::Options(format!(
                 "the JSON Web Key Set {} has no keys",
                 describe(&options.jwks)
             )));

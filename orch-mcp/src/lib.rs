@@ -44,6 +44,7 @@
 //! ```
 
 mod approval;
+mod error;
 mod framing;
 mod handler;
 mod http;
@@ -77,23 +78,57 @@ use upstream::Relay;
 
 /// What went wrong with a gateway. `orch mcp` exits with status 2 on any of them.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum GatewayError {
     /// The upstream MCP server could not be started or reached, failed its handshake,
-    /// or went away while the gateway was serving.
-    Upstream(String),
-    /// The client's side: the handshake failed, or the address could not be served.
-    Client(String),
+    /// or could not list its tools at start.
+    UpstreamStart(String),
+    /// The upstream MCP server went away while the gateway was serving.
+    UpstreamGone(String),
+    /// The MCP client's handshake failed (stdio).
+    ClientHandshake(String),
+    /// The options cannot be used: they conflict, or a file or key set they name cannot
+    /// be read.
+    Options(String),
+    /// The address cannot be listened on.
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving HTTP failed.
+    Serve(std::io::Error),
+    /// The other instances of the gateway could not be reached (the bus).
+    Instances(String),
 }
 
 impl std::fmt::Display for GatewayError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            GatewayError::Upstream(why) | GatewayError::Client(why) => f.write_str(why),
+            GatewayError::UpstreamStart(why)
+            | GatewayError::UpstreamGone(why)
+            | GatewayError::Options(why) => f.write_str(why),
+            GatewayError::ClientHandshake(why) => {
+                write!(f, "the MCP client's handshake failed: {why}")
+            }
+            GatewayError::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            GatewayError::Serve(e) => write!(f, "cannot serve HTTP: {e}"),
+            GatewayError::Instances(why) => {
+                write!(f, "cannot reach the other gateway instances: {why}")
+            }
         }
     }
 }
 
-impl std::error::Error for GatewayError {}
+impl std::error::Error for GatewayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GatewayError::Listen { source, .. } | GatewayError::Serve(source) => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// How the gateway starts and bounds its work (for stdio and HTTP alike).
 #[derive(Clone, Debug)]
@@ -306,13 +341,13 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let tools = match tokio::time::timeout(limit, peer.list_all_tools()).await {
             Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
-                return Err(GatewayError::Upstream(format!(
+                return Err(GatewayError::UpstreamStart(format!(
                     "the upstream MCP server {upstream} cannot list its tools: {}",
                     handler::upstream_error(e, "tools/list", limit).message
                 )))
             }
             Err(_) => {
-                return Err(GatewayError::Upstream(format!(
+                return Err(GatewayError::UpstreamStart(format!(
                     "the upstream MCP server {upstream} did not list its tools within {} s",
                     limit.as_secs_f64()
                 )))
@@ -388,7 +423,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         );
         let outcome = tokio::select! {
             served = rmcp::serve_server(downstream, sdk) => match served {
-                Err(e) => Err(GatewayError::Client(format!("the MCP client's handshake failed: {e}"))),
+                Err(e) => Err(GatewayError::ClientHandshake(e.to_string())),
                 Ok(running) => {
                     let ct = running.cancellation_token();
                     tokio::select! {
@@ -396,12 +431,12 @@ impl<S: SessionStore + 'static> Gateway<S> {
                         reason = upstream_gone(&mut self.gone) => {
                             self.drain().await;
                             ct.cancel();
-                            Err(GatewayError::Upstream(reason))
+                            Err(GatewayError::UpstreamGone(reason))
                         }
                     }
                 }
             },
-            reason = upstream_gone(&mut self.gone) => Err(GatewayError::Upstream(reason)),
+            reason = upstream_gone(&mut self.gone) => Err(GatewayError::UpstreamGone(reason)),
         };
         self.upstream_ct.cancel();
         // Let the replies already written reach the client.
@@ -416,9 +451,12 @@ impl<S: SessionStore + 'static> Gateway<S> {
     /// instance serves what reaches it (right for one instance). The subscription is
     /// made before this returns.
     pub async fn join_instances(&self, bus: Arc<dyn Bus>) -> Result<(), GatewayError> {
-        self.shared.relay.instances.join(bus).await.map_err(|e| {
-            GatewayError::Client(format!("cannot reach the other gateway instances: {e}"))
-        })
+        self.shared
+            .relay
+            .instances
+            .join(bus)
+            .await
+            .map_err(GatewayError::Instances)
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener`, one orchestration session per
@@ -463,7 +501,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             config,
         );
         if options.anonymous_run && (options.bearer_token.is_some() || options.jwt.is_some()) {
-            return Err(GatewayError::Client(
+            return Err(GatewayError::Options(
                 "an anonymous run is for a gateway without authentication: with an operator token or JWTs every run has a credential".into(),
             ));
         }
@@ -498,8 +536,8 @@ impl<S: SessionStore + 'static> Gateway<S> {
         ct.cancel();
         self.upstream_ct.cancel();
         match (served, stop_rx.await) {
-            (_, Ok(reason)) => Err(GatewayError::Upstream(reason)),
-            (Err(e), _) => Err(GatewayError::Client(format!("cannot serve HTTP: {e}"))),
+            (_, Ok(reason)) => Err(GatewayError::UpstreamGone(reason)),
+            (Err(e), _) => Err(GatewayError::Serve(e)),
             (Ok(()), Err(_)) => Ok(()),
         }
     }

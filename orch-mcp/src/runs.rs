@@ -68,12 +68,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// A fresh run token.
 fn fresh_token() -> Result<String, McpError> {
     let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| {
-        McpError::internal_error(
-            format!("the operating system's random source failed: {e}"),
-            None,
-        )
-    })?;
+    getrandom::fill(&mut secret)
+        .map_err(|e| McpError::from(crate::error::Error::Random(e.to_string())))?;
     Ok(format!("{TOKEN_PREFIX}{}", hex(&secret)))
 }
 
@@ -95,10 +91,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             .await
             .map_err(store_error)?;
         if written.is_none() {
-            return Err(McpError::internal_error(
-                "a freshly minted run id is already taken; try again",
-                None,
-            ));
+            return Err(crate::error::Error::RunIdTaken.into());
         }
         Ok(Minted {
             id,

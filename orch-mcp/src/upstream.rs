@@ -6,6 +6,7 @@
 // gateway also speaks the handshake revisions, where they are current.
 #![allow(deprecated)]
 
+use crate::error::Error;
 use crate::GatewayError;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
@@ -615,15 +616,7 @@ impl Kept {
                     limit,
                 ))
             }
-            Err(_) => {
-                return Err(McpError::internal_error(
-                    format!(
-                        "the upstream MCP server did not answer `subscriptions/listen` within {} s",
-                        limit.as_secs_f64()
-                    ),
-                    None,
-                ))
-            }
+            Err(_) => return Err(Error::ListenTimeout { limit }.into()),
         };
         let stop = tokio_util::sync::CancellationToken::new();
         let (kept, ended) = (Arc::downgrade(self), stop.clone());
@@ -749,10 +742,9 @@ impl UpstreamClient {
         let owner = match self.routes.owner(origin.as_ref()).await {
             Some(owner) => owner,
             None => self.session_owner().ok_or_else(|| {
-                McpError::internal_error(
-                    format!("orch mcp cannot relay `{method}`: no client request of the gateway is in flight on this connection"),
-                    None,
-                )
+                McpError::from(Error::NoOneToAsk {
+                    method: method.to_owned(),
+                })
             })?,
         };
         if let Some(id) = owner.request {
@@ -772,7 +764,12 @@ impl UpstreamClient {
                 .await
         })
         .await
-        .map_err(|e| McpError::internal_error(format!("cannot relay `{method}`: {e}"), None))?
+        .map_err(|e| {
+            McpError::from(Error::RelayFailed {
+                method: method.to_owned(),
+                why: e.to_string(),
+            })
+        })?
         .map_err(|e| relay_error(e, method))?;
         let (peer, id) = (handle.peer.clone(), handle.id.clone());
         // The client's answer is a request of its own, which a balancer may send to
@@ -797,7 +794,10 @@ impl UpstreamClient {
                     Some("the upstream MCP server cancelled its request".into()),
                 ));
                 let _ = peer.send_notification(notification.into()).await;
-                Err(McpError::internal_error(format!("`{method}` was cancelled"), None))
+                Err(Error::RelayCancelled {
+                    method: method.to_owned(),
+                }
+                .into())
             }
         }
     }
@@ -807,10 +807,11 @@ impl UpstreamClient {
 fn relay_error(e: ServiceError, method: &str) -> McpError {
     match e {
         ServiceError::McpError(e) => e,
-        other => McpError::internal_error(
-            format!("the client did not answer `{method}`: {other}"),
-            None,
-        ),
+        other => Error::ClientSilent {
+            method: method.to_owned(),
+            why: other.to_string(),
+        }
+        .into(),
     }
 }
 
@@ -963,10 +964,10 @@ impl UpstreamClient {
 }
 
 fn unexpected_answer(method: &str) -> McpError {
-    McpError::internal_error(
-        format!("the client answered `{method}` with a result of another kind"),
-        None,
-    )
+    Error::ClientUnexpected {
+        method: method.to_owned(),
+    }
+    .into()
 }
 
 /// A running upstream connection.
@@ -992,13 +993,13 @@ pub(crate) async fn connect(
             connect_with(upstream, shared(), timeout, ClientLifecycleMode::Initialize)
                 .await
                 .map_err(|second| {
-                    GatewayError::Upstream(format!(
+                    GatewayError::UpstreamStart(format!(
                         "{first}; with the `initialize` handshake alone: {}",
                         second.message()
                     ))
                 })
         }
-        Err(other) => Err(GatewayError::Upstream(other.message())),
+        Err(other) => Err(GatewayError::UpstreamStart(other.message())),
     }
 }
 
@@ -1068,7 +1069,7 @@ where
         lifecycle,
     )
     .await
-    .map_err(|e| GatewayError::Upstream(e.message()))
+    .map_err(|e| GatewayError::UpstreamStart(e.message()))
 }
 
 /// The MCP handshake with the upstream at the end of `transport` in `lifecycle`, within

@@ -454,7 +454,7 @@ impl Machine {
     ) -> Result<Session> {
         match HostedSession::restore(Arc::clone(&self.machine), &snapshot, available) {
             Ok(hosted) => Ok(Session { hosted }),
-            Err(message) => Err(throw_named(&env, "SnapshotError", message, None)),
+            Err(e) => Err(throw_named(&env, "SnapshotError", e.to_string(), None)),
         }
     }
 

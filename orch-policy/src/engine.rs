@@ -561,9 +561,8 @@ impl<S: SessionStore + 'static> Engine<S> {
         let record = match self.store.load(&run).await {
             Err(e) => return Err(failed(&run, &RunError::Store(e))),
             Ok(None) => Record::default(),
-            Ok(Some(v)) => {
-                Record::decode(&v.bytes).map_err(|why| failed(&run, &RunError::Corrupt(why)))?
-            }
+            Ok(Some(v)) => Record::decode(&v.bytes)
+                .map_err(|why| failed(&run, &RunError::Corrupt(why.to_string())))?,
         };
         let session = self
             .restore(record.snapshot.as_deref(), &policy)
@@ -696,7 +695,7 @@ fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
     };
     let response = value.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
     let answer = elicitation::answer_in_retry(state.as_deref(), response, &digest)
-        .map_err(Rejection::invalid)?;
+        .map_err(|e| Rejection::invalid(e.to_string()))?;
     let stripped = if elicitation::is_ours(state.as_deref()) {
         // The answer is orch's: the upstream gets the call as the model made it, every
         // other value exactly as sent.

@@ -68,29 +68,75 @@ pub use engine::TOKEN_FIELD;
 
 /// Why a policy server cannot start or stopped serving.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum PolicyError {
-    /// The template has errors, or reads user messages (which MCP traffic never carries).
-    Template(String),
-    /// The address could not be served.
-    Io(String),
+    /// The template has errors (`orch check` lists them).
+    TemplateErrors,
+    /// The template reads the user's message, which MCP traffic never carries, so these
+    /// conditions would never hold: one line each, naming the step and the condition
+    /// ([`message_conditions`]).
+    ReadsUserMessages(Vec<String>),
+    /// The options cannot be used (they conflict, or something they name cannot be
+    /// used).
+    Options(String),
+    /// The address cannot be listened on.
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An I/O error while binding or serving.
+    Io(std::io::Error),
+    /// The ExtMcp gRPC server failed.
+    Serve(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl PolicyError {
     /// An I/O error while binding or serving.
     pub fn io(e: std::io::Error) -> Self {
-        PolicyError::Io(e.to_string())
+        PolicyError::Io(e)
+    }
+
+    /// Is the template the problem (its errors, or conditions the server cannot
+    /// enforce), rather than the options or the network?
+    pub fn is_template(&self) -> bool {
+        matches!(
+            self,
+            PolicyError::TemplateErrors | PolicyError::ReadsUserMessages(_)
+        )
     }
 }
 
 impl std::fmt::Display for PolicyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PolicyError::Template(why) | PolicyError::Io(why) => f.write_str(why),
+            PolicyError::TemplateErrors => {
+                f.write_str("the template has errors (run `orch check` on it)")
+            }
+            PolicyError::ReadsUserMessages(conditions) => write!(
+                f,
+                "the template reads the user's message, which MCP traffic never carries, so these conditions would never hold: {}. \
+                 Switch steps on tool use instead (tool_used, sequence_match), or put orch in the agent itself (orch-agent)",
+                conditions.join("; ")
+            ),
+            PolicyError::Options(why) => f.write_str(why),
+            PolicyError::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            PolicyError::Io(e) => e.fmt(f),
+            PolicyError::Serve(e) => write!(f, "the ExtMcp gRPC server failed: {e}"),
         }
     }
 }
 
-impl std::error::Error for PolicyError {}
+impl std::error::Error for PolicyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PolicyError::Listen { source, .. } | PolicyError::Io(source) => Some(source),
+            PolicyError::Serve(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 /// How a policy server names runs and bounds its work.
 #[derive(Clone, Debug)]
@@ -174,17 +220,11 @@ impl<S: SessionStore + 'static> PolicyServer<S> {
     /// so they would never hold ([`message_conditions`] names them).
     pub fn new(compiled: &Compiled, store: S, options: Options) -> Result<Self, PolicyError> {
         let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
-            return Err(PolicyError::Template(
-                "the template has errors (run `orch check` on it)".into(),
-            ));
+            return Err(PolicyError::TemplateErrors);
         };
         let reading = message_conditions(ir);
         if !reading.is_empty() {
-            return Err(PolicyError::Template(format!(
-                "the template reads the user's message, which MCP traffic never carries, so these conditions would never hold: {}. \
-                 Switch steps on tool use instead (tool_used, sequence_match), or put orch in the agent itself (orch-agent)",
-                reading.join("; ")
-            )));
+            return Err(PolicyError::ReadsUserMessages(reading));
         }
         Ok(PolicyServer {
             engine: Arc::new(engine::Engine::new(machine, store, options)),

@@ -77,7 +77,7 @@ pub(crate) async fn serve<S: SessionStore + 'static>(
     };
     tokio::select! {
         served = served => served
-            .map_err(|e| PolicyError::Io(format!("the ExtMcp gRPC server failed: {e}"))),
+            .map_err(|e| PolicyError::Serve(Box::new(e))),
         () = grace => Ok(()),
     }
 }

@@ -221,7 +221,7 @@ impl Machine {
         available: Option<Vec<String>>,
     ) -> PyResult<Session> {
         let hosted = HostedSession::restore(Arc::clone(&slf.get().machine), snapshot, available)
-            .map_err(SnapshotError::new_err)?;
+            .map_err(|e| SnapshotError::new_err(e.to_string()))?;
         Ok(Session {
             machine: slf.clone().unbind(),
             hosted,

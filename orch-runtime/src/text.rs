@@ -89,6 +89,27 @@ enum Needles {
     Nfa(aho_corasick::nfa::contiguous::NFA),
 }
 
+/// Why a [`ContainsMatcher`] could not be built: the automaton of its needles would be
+/// too large.
+#[derive(Clone, Debug)]
+pub struct NeedleError(aho_corasick::BuildError);
+
+impl core::fmt::Display for NeedleError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "the `message_contains` needles cannot be matched: {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NeedleError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
 /// Every `message_contains` needle of a machine, matched against a message in one pass:
 /// the message is case-folded character by character and fed to one Aho–Corasick
 /// automaton of the (folded) needles, so the time is linear in the message whatever the
@@ -101,7 +122,7 @@ pub struct ContainsMatcher {
 impl ContainsMatcher {
     /// The automaton of `needles` (already folded with [`fold_case`]); needle `i` is
     /// reported as `i`.
-    pub fn new<S: AsRef<str>>(needles: &[S]) -> Result<Self, String> {
+    pub fn new<S: AsRef<str>>(needles: &[S]) -> Result<Self, NeedleError> {
         use aho_corasick::MatchKind;
         if needles.is_empty() {
             return Ok(Self::none());
@@ -120,7 +141,7 @@ impl ContainsMatcher {
         };
         needles
             .map(|needles| ContainsMatcher { needles })
-            .map_err(|e| e.to_string())
+            .map_err(NeedleError)
     }
 
     /// A matcher with no needles (it never reports one).

@@ -143,17 +143,17 @@ impl Record {
     }
 
     /// Reads stored bytes back; an error says what is wrong with them.
-    pub fn decode(bytes: &[u8]) -> Result<Record, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Record, RecordError> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(MAGIC.len())? != MAGIC {
-            return Err("not a gateway session record (no `OMR1` magic)".into());
+            return Err(RecordError::NoMagic);
         }
         let flags = r.take(1)?[0];
         if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES | HELD) != 0 {
-            return Err(format!("unknown flags {flags:#04x}"));
+            return Err(RecordError::UnknownFlags(flags));
         }
         if flags & HELD != 0 && flags & LEASE == 0 {
-            return Err("flags say a lease is held, but there is no lease".into());
+            return Err(RecordError::HeldWithoutLease);
         }
         let mut record = Record::default();
         if flags & HANDSHAKE != 0 {
@@ -167,7 +167,7 @@ impl Record {
             let expires_ms = u64::from_be_bytes(r.array()?);
             let len = u16::from_be_bytes(r.array()?);
             let tool = std::str::from_utf8(r.take(usize::from(len))?)
-                .map_err(|_| "the lease's tool name is not UTF-8".to_owned())?
+                .map_err(|_| RecordError::ToolNotUtf8)?
                 .to_owned();
             record.lease = Some(Lease {
                 token,
@@ -180,11 +180,56 @@ impl Record {
             record.expires_ms = Some(u64::from_be_bytes(r.array()?));
         }
         if r.at != bytes.len() {
-            return Err(format!("{} trailing bytes", bytes.len() - r.at));
+            return Err(RecordError::Trailing(bytes.len() - r.at));
         }
         Ok(record)
     }
 }
+
+/// What is wrong with bytes that do not decode as a [`Record`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// They do not start with the record's magic.
+    NoMagic,
+    /// Flags this version does not know.
+    UnknownFlags(u8),
+    /// The flags say a lease is held, but there is no lease.
+    HeldWithoutLease,
+    /// The lease's tool name is not UTF-8.
+    ToolNotUtf8,
+    /// They end before a field does.
+    CutOff {
+        /// Bytes the field needs.
+        needed: usize,
+        /// Where it starts.
+        at: usize,
+        /// Bytes left there.
+        left: usize,
+    },
+    /// Bytes after the last field.
+    Trailing(usize),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::NoMagic => f.write_str("not a gateway session record (no `OMR1` magic)"),
+            RecordError::UnknownFlags(flags) => write!(f, "unknown flags {flags:#04x}"),
+            RecordError::HeldWithoutLease => {
+                f.write_str("flags say a lease is held, but there is no lease")
+            }
+            RecordError::ToolNotUtf8 => f.write_str("the lease's tool name is not UTF-8"),
+            RecordError::CutOff { needed, at, left } => write!(
+                f,
+                "cut off: {needed} bytes needed at offset {at}, {left} there"
+            ),
+            RecordError::Trailing(n) => write!(f, "{n} trailing bytes"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
 
 /// What one look at a record decided ([`modify`]).
 #[derive(Debug)]
@@ -223,7 +268,7 @@ where
         move |current| {
             let record = match current {
                 None => None,
-                Some(v) => Some(Record::decode(&v.bytes).map_err(&corrupt)?),
+                Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(e.to_string()))?),
             };
             Ok(match change(record)? {
                 Change::Write(record, value) => {
@@ -245,27 +290,27 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
         let Some(end) = end else {
-            return Err(format!(
-                "cut off: {n} bytes needed at offset {}, {} there",
-                self.at,
-                self.bytes.len() - self.at
-            ));
+            return Err(RecordError::CutOff {
+                needed: n,
+                at: self.at,
+                left: self.bytes.len() - self.at,
+            });
         };
         let slice = &self.bytes[self.at..end];
         self.at = end;
         Ok(slice)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], RecordError> {
         let mut out = [0; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
 
-    fn field(&mut self) -> Result<&'a [u8], String> {
+    fn field(&mut self) -> Result<&'a [u8], RecordError> {
         let len = u32::from_be_bytes(self.array()?);
         self.take(len as usize)
     }
@@ -337,16 +382,19 @@ mod tests {
         }
         let mut extra = bytes.clone();
         extra.push(0);
-        assert!(Record::decode(&extra)
-            .unwrap_err()
-            .contains("trailing bytes"));
-        assert!(Record::decode(b"XXXX\0").unwrap_err().contains("magic"));
-        assert!(Record::decode(b"OMR1\x80").unwrap_err().contains("flags"));
-        assert!(Record::decode(b"OMR1\x10").unwrap_err().contains("held"));
+        let error = |bytes: &[u8]| Record::decode(bytes).unwrap_err();
+        assert_eq!(error(&extra), RecordError::Trailing(1));
+        assert!(error(&extra).to_string().contains("trailing bytes"));
+        assert_eq!(error(b"XXXX\0"), RecordError::NoMagic);
+        assert!(error(b"XXXX\0").to_string().contains("magic"));
+        assert_eq!(error(b"OMR1\x80"), RecordError::UnknownFlags(0x80));
+        assert!(error(b"OMR1\x80").to_string().contains("flags"));
+        assert_eq!(error(b"OMR1\x10"), RecordError::HeldWithoutLease);
+        assert!(error(b"OMR1\x10").to_string().contains("held"));
         // A length that points past the end.
-        assert!(Record::decode(b"OMR1\x01\xff\xff\xff\xff")
-            .unwrap_err()
-            .contains("cut off"));
+        let cut = error(b"OMR1\x01\xff\xff\xff\xff");
+        assert!(matches!(cut, RecordError::CutOff { .. }), "{cut:?}");
+        assert!(cut.to_string().contains("cut off"));
     }
 
     #[test]
