@@ -171,6 +171,7 @@ fn brute_force_never_beats_the_property_checker() {
             None,
             orch_codegen::CheckOptions {
                 prove_properties: false,
+                ..Default::default()
             },
         );
         prop_assert!(!compiled.has_errors(), "{:#?}", compiled.diagnostics);

@@ -360,7 +360,7 @@ fn compile_file(path: &str) -> Result<(String, Compiled), input::InputError> {
 }
 
 /// What a command compiles a template for.
-enum Pipeline {
+pub(crate) enum Pipeline {
     /// `orch check` and the commands that run the machine.
     Check(orch_codegen::CheckOptions),
     /// `orch verify`: the analysis is the exploration with these options.
@@ -396,7 +396,11 @@ fn with_template(path: &str, f: impl FnOnce(&Compiled) -> u8) -> u8 {
 /// [`with_template`] compiled for `pipeline` (`orch verify` and `orch simulate` decide
 /// the properties themselves: a violated one does not stop them); `f` also gets the
 /// template's text.
-fn with_template_as(path: &str, pipeline: &Pipeline, f: impl FnOnce(&str, &Compiled) -> u8) -> u8 {
+pub(crate) fn with_template_as(
+    path: &str,
+    pipeline: &Pipeline,
+    f: impl FnOnce(&str, &Compiled) -> u8,
+) -> u8 {
     let (source, compiled) = match compile_file_as(path, pipeline) {
         Ok(x) => x,
         Err(e) => {
@@ -595,6 +599,7 @@ fn verify_cmd(
 /// The pipeline of `orch simulate`: the properties are left to it.
 const LEAVE_PROPERTIES: Pipeline = Pipeline::Check(orch_codegen::CheckOptions {
     prove_properties: false,
+    surface: orch_codegen::Surface::Agent,
 });
 
 /// A decision log's text: a file, or standard input for `-`.

@@ -1,6 +1,6 @@
 //! `orch mcp`: the orchestrating MCP gateway (the `orch-mcp` crate) behind a command.
 
-use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
+use crate::{with_template_as, Pipeline, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_mcp::{Gateway, GatewayError, HttpOptions, Jwks, JwtOptions, Options, Upstream};
 use orch_store::{MemoryStore, RedisStore};
 use std::ffi::OsString;
@@ -145,13 +145,16 @@ pub(crate) fn run(args: Args) -> u8 {
         }
     };
     let mut prepared = None;
-    let code = with_template(&args.file, |compiled| {
-        let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
+    // Compiled for the gateway: its checks warn about what never happens through it
+    // (W009: message conditions and resets), printed with the other warnings.
+    let pipeline = Pipeline::Check(orch_codegen::CheckOptions {
+        surface: orch_codegen::Surface::McpGateway,
+        ..Default::default()
+    });
+    let code = with_template_as(&args.file, &pipeline, |_, compiled| {
+        let Some(machine) = compiled.to_machine() else {
             return FOUND_ERRORS;
         };
-        for warning in orch_mcp::message_warnings(ir) {
-            orch_runtime::eprintln_printable!("warning: {}: {warning}", args.file);
-        }
         prepared = Some(machine);
         OK
     });

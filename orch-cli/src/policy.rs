@@ -1,7 +1,7 @@
 //! `orch policy`: orch as agentgateway's ExtMcp policy server (the `orch-policy` crate)
 //! behind a command.
 
-use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
+use crate::{with_template_as, Pipeline, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_policy::{Options, PolicyError, PolicyServer};
 use orch_store::MemoryStore;
 use std::io::Write;
@@ -84,25 +84,13 @@ pub(crate) struct Args {
 /// Ctrl-C or SIGTERM.
 pub(crate) fn run(args: Args) -> u8 {
     let mut prepared = None;
-    let code = with_template(&args.file, |compiled| {
-        let Some(ir) = compiled.ir.as_ref() else {
-            return FOUND_ERRORS;
-        };
-        let reading = orch_policy::message_conditions(ir);
-        if !reading.is_empty() {
-            orch_runtime::eprintln_printable!(
-                "error: {}: orch policy cannot enforce this template: it reads the user's message, which MCP traffic never carries:",
-                args.file
-            );
-            for line in reading {
-                orch_runtime::eprintln_printable!("  {line}");
-            }
-            orch_runtime::eprintln_printable!("  (switch steps on tool use instead, or run orch inside the agent with orch-agent)");
-            return FOUND_ERRORS;
-        }
-        for warning in orch_policy::message_reset_warnings(ir) {
-            orch_runtime::eprintln_printable!("warning: {}: {warning}", args.file);
-        }
+    // Compiled for the policy host: a condition it cannot enforce is an error (E024)
+    // at its place, a reset that never fires a warning (W009), both from the checks.
+    let pipeline = Pipeline::Check(orch_codegen::CheckOptions {
+        surface: orch_codegen::Surface::Policy,
+        ..Default::default()
+    });
+    let code = with_template_as(&args.file, &pipeline, |_, compiled| {
         prepared = Some(compiled.clone());
         OK
     });

@@ -15,7 +15,8 @@
 //! - **check** (`check`): judges only — every rule of semantics §3 that reads the
 //!   template, resolving tool and step names (errors and the syntactic warnings
 //!   W001–W006).
-//! - **lower** (`lower`): the resolved template as an [`Ir`], spans kept.
+//! - **lower** (`lower`): the resolved template as an [`Ir`], spans kept; then the
+//!   checks of the surface the template runs on (`check::surface`: W009, E024).
 //! - **build**: the run-time tables and the [`DynMachine`] from the IR, once (each
 //!   regex compiled once, by the checks); E019 when the tables are too large.
 //! - **analyse** (`check::analyse`): the checks that run the machine — W007/W008 and
@@ -27,7 +28,7 @@
 use crate::diagnostic::Diagnostic;
 use crate::ir::Ir;
 use crate::model::Template;
-use crate::verify::explore::{self, Exploration, Host};
+use crate::verify::explore::{self, Exploration};
 use crate::verify::messages::MessageError;
 use crate::verify::properties::PropertyFinding;
 use orch_runtime::dynamic::DynMachine;
@@ -61,14 +62,33 @@ pub struct CheckOptions {
     /// turns this off to decide them itself, without bounds, and `orch simulate` to
     /// replay a violating witness.
     pub prove_properties: bool,
+    /// Where the template will run: the checks that depend on it (W009, E024).
+    pub surface: Surface,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             prove_properties: true,
+            surface: Surface::Agent,
         }
     }
+}
+
+/// Where a template runs, for the checks that depend on it ([`crate::surface_lints`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Surface {
+    /// In the agent's own process (build.rs, the macro, `orch-agent`, the Python and
+    /// npm packages): every user message reaches the session.
+    #[default]
+    Agent,
+    /// Behind `orch mcp`: MCP carries no user messages, so message conditions never
+    /// hold and message resets never fire (W009).
+    McpGateway,
+    /// Behind agentgateway with `orch policy`: message conditions cannot be enforced
+    /// (E024), message resets never fire (W009).
+    Policy,
 }
 
 /// The result of compiling one template.
@@ -86,6 +106,8 @@ pub struct Compiled {
     machine: Option<DynMachine>,
     /// `orch verify`'s exploration and properties ([`compile_and_verify`] only).
     verification: Option<Result<Verification, MessageError>>,
+    /// The options it was checked with.
+    options: CheckOptions,
 }
 
 /// What [`compile_and_verify`] found: every reachable state explored with the caller's options, and
@@ -102,6 +124,12 @@ impl Compiled {
     /// Was there an error?
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The options it was checked with (which surface's checks ran:
+    /// [`CheckOptions::surface`]).
+    pub fn options(&self) -> CheckOptions {
+        self.options
     }
 
     /// The template as read (`None` when the source could not be read at all).
@@ -142,7 +170,7 @@ impl Compiled {
 /// Compiles a template: parse, check, lower, build, analyse and finish, each once, in
 /// order (the [crate docs](crate) draw the pipeline).
 pub fn compile(source: Source<'_>, options: CheckOptions) -> Compiled {
-    run(source, Analysis::Lints(options))
+    run(source, options, Analysis::Lints)
 }
 
 /// Compiles a template for `orch verify`: the stages of [`compile`], the analysis being
@@ -151,18 +179,25 @@ pub fn compile(source: Source<'_>, options: CheckOptions) -> Compiled {
 /// W007/W008/E023 are not reported: the verification says the same, unbounded, with
 /// witnesses.
 pub fn compile_and_verify(source: Source<'_>, options: &explore::Options) -> Compiled {
-    run(source, Analysis::Verify(options))
+    run(
+        source,
+        CheckOptions {
+            prove_properties: false,
+            ..CheckOptions::default()
+        },
+        Analysis::Verify(options),
+    )
 }
 
 /// The analyse stage's work.
 enum Analysis<'a> {
     /// The bounded checks (W007, W008, E023 with `prove_properties`).
-    Lints(CheckOptions),
+    Lints,
     /// `orch verify`'s exploration and properties.
     Verify(&'a explore::Options),
 }
 
-fn run(source: Source<'_>, analysis: Analysis<'_>) -> Compiled {
+fn run(source: Source<'_>, options: CheckOptions, analysis: Analysis<'_>) -> Compiled {
     let (template, read) = parse(source);
     let Some(template) = template else {
         return Compiled {
@@ -171,6 +206,7 @@ fn run(source: Source<'_>, analysis: Analysis<'_>) -> Compiled {
             template: None,
             machine: None,
             verification: None,
+            options,
         };
     };
     // The later stages judge what the checks resolved: a template that read with
@@ -179,13 +215,14 @@ fn run(source: Source<'_>, analysis: Analysis<'_>) -> Compiled {
     let resolved = crate::check::check(&template);
     let mut diagnostics = resolved.diagnostics;
     let ir = crate::lower::lower(resolved.parts);
+    diagnostics.extend(crate::check::surface::surface_lints(&ir, options.surface));
     let machine = build(&ir, resolved.regexes, &mut diagnostics);
     let mut verification = None;
     // A step without a name (E003 when read) is left out of the analysis.
     let named = template.steps.iter().all(|s| s.name.is_some());
     if let Some(machine) = machine.as_ref().filter(|_| named) {
         match analysis {
-            Analysis::Lints(options) => diagnostics.extend(crate::check::analyse::analyse(
+            Analysis::Lints => diagnostics.extend(crate::check::analyse::analyse(
                 &ir,
                 machine,
                 &diagnostics,
@@ -207,6 +244,7 @@ fn run(source: Source<'_>, analysis: Analysis<'_>) -> Compiled {
         diagnostics,
         template: Some(template),
         verification: verification.filter(|_| ok),
+        options,
     }
 }
 
@@ -246,7 +284,7 @@ fn verification_of(
     ir: &Ir,
     options: &explore::Options,
 ) -> Result<Verification, MessageError> {
-    let host = Host::new(machine, options)?;
+    let host = explore::Host::new(machine, options)?;
     Ok(Verification {
         exploration: explore::explore_with(machine, options, &host),
         properties: crate::verify::properties::check_with(machine, &ir.properties, options, &host),

@@ -89,6 +89,7 @@ codes! {
     UnknownField = "E021", "unknown_field", Error, "an unknown key in an object orch defines (`availableTools`, a property)";
     InvalidProperty = "E022", "invalid_property", Error, "a property without exactly one rule, or two properties with one name";
     PropertyViolated = "E023", "property_violated", Error, "a property some reachable state violates (found by exploring every state)";
+    ReadsUserMessages = "E024", "reads_user_messages", Error, "a message condition `orch policy` cannot enforce: MCP traffic carries no user messages";
     UnreachableStep = "W001", "unreachable_step", Warning, "a step that can never become active";
     ShadowedStep = "W002", "shadowed_step", Warning, "a step shadowed by an earlier step";
     DefaultStepConditions = "W003", "default_step_conditions", Warning, "conditions on the default step are ignored";
@@ -97,6 +98,7 @@ codes! {
     SequenceNeverCompletes = "W006", "sequence_never_completes", Warning, "a sequence that can never complete";
     DeadStep = "W007", "dead_step", Warning, "a step no reachable state activates (found by exploring every state)";
     SequenceCannotComplete = "W008", "sequence_cannot_complete", Warning, "a sequence no reachable state completes (found by exploring every state)";
+    NoUserMessages = "W009", "no_user_messages", Warning, "a message condition or message reset that never fires behind an MCP gateway";
 }
 
 impl fmt::Display for Code {

@@ -24,6 +24,9 @@ pub struct Explanation {
     pub wrong: &'static str,
     /// The same template, fixed.
     pub fixed: &'static str,
+    /// The surface the examples are checked for (its checks, W009 and E024, depend on
+    /// it).
+    pub surface: crate::Surface,
 }
 
 macro_rules! json {
@@ -230,6 +233,18 @@ pub fn explain(code: Code) -> Explanation {
             json!(r#"{"name": "Audit", "conditions": [{"type": "message_regex", "value": "^audit"}, {"type": "message_regex", "value": "^review"}]}"#),
             json!(r#"{"name": "Audit", "conditions": [{"type": "message_regex", "value": "^audit"}, {"type": "message_regex", "value": "review"}]}"#),
         ),
+        ReadsUserMessages => (
+            "`orch policy` enforces the workflow on MCP traffic, which carries tool calls and results but never the user's messages: a `message_contains` or `message_regex` condition never holds there, so a step that needs one is never activated and the workflow would not be the one its author wrote. `orch policy` refuses such a template (checked for the policy host; `orch check` alone does not know where the template runs). Switch steps on tool use instead, or run orch inside the agent, where it sees every message.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search"]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
+        NoUserMessages => (
+            "Behind an MCP gateway (`orch mcp`, or agentgateway with `orch policy`) no user message ever reaches the session: a step's message conditions never hold (`orch mcp` serves the template anyway, warning), and a `resetSequenceOn` on user messages never fires. Allow `no_user_messages` when another host of the same template does see the messages.",
+            Lang::Json,
+            json!(r#"{"name": "Research", "conditions": [{"type": "message_contains", "value": "research"}], "sequence": ["search"]}"#),
+            json!(r#"{"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
+        ),
         SequenceCannotComplete => (
             "The step can become active, but no continuation that records only allowed tools ever completes its sequence: for example, recording one of its tools activates another step first, or a message condition that keeps it active can never hold again. Same exploration and limits as W007.",
             Lang::Json,
@@ -239,11 +254,17 @@ pub fn explain(code: Code) -> Explanation {
   {"name": "Research", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
         ),
     };
+    let surface = match code {
+        ReadsUserMessages => crate::Surface::Policy,
+        NoUserMessages => crate::Surface::McpGateway,
+        _ => crate::Surface::Agent,
+    };
     Explanation {
         text,
         lang,
         wrong,
         fixed,
+        surface,
     }
 }
 
@@ -279,13 +300,20 @@ fn indent(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn codes_of(lang: Lang, src: &str) -> Vec<Code> {
+    fn codes_of(lang: Lang, surface: crate::Surface, src: &str) -> Vec<Code> {
         match lang {
-            Lang::Json => crate::compile_json(src, None)
-                .diagnostics
-                .iter()
-                .map(|d| d.code)
-                .collect(),
+            Lang::Json => crate::compile_json_with(
+                src,
+                None,
+                crate::CheckOptions {
+                    surface,
+                    ..Default::default()
+                },
+            )
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect(),
             Lang::Dsl => {
                 let tokens: proc_macro2::TokenStream = src.parse().expect("tokens");
                 let out = crate::expand::orchestration(tokens).to_string();
@@ -302,12 +330,12 @@ mod tests {
     fn every_wrong_example_triggers_its_code_and_every_fixed_one_does_not() {
         for &code in Code::ALL {
             let e = explain(code);
-            let wrong = codes_of(e.lang, e.wrong);
+            let wrong = codes_of(e.lang, e.surface, e.wrong);
             assert!(
                 wrong.contains(&code),
                 "{code}: wrong example gives {wrong:?}"
             );
-            let fixed = codes_of(e.lang, e.fixed);
+            let fixed = codes_of(e.lang, e.surface, e.fixed);
             assert!(fixed.is_empty(), "{code}: fixed example gives {fixed:?}");
             assert!(render(code).contains(code.as_str()));
         }

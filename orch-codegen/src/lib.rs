@@ -7,7 +7,7 @@
 //! ```text
 //! template.json ─ parse::json ─┐
 //!                              ├─> model::Template ─ check ─> lower ─> ir::Ir ─ build ─> tables + DynMachine ─ analyse ─> Compiled
-//! orchestration! { .. } ─ parse::dsl ─┘    (diagnostics: E001–E023, W001–W008, each at its span)     ├─ emit::module (Rust)
+//! orchestration! { .. } ─ parse::dsl ─┘    (diagnostics: E001–E024, W001–W009, each at its span)     ├─ emit::module (Rust)
 //!                                                                                                   └─ the machine (run time)
 //! ```
 //!
@@ -64,7 +64,10 @@ pub mod __private {
 }
 
 pub use builder::{BuildError, BuildErrorKind, Builder, Report};
-pub use compile::{compile, compile_and_verify, CheckOptions, Compiled, Source, Verification};
+pub use check::surface::surface_lints;
+pub use compile::{
+    compile, compile_and_verify, CheckOptions, Compiled, Source, Surface, Verification,
+};
 pub use diagnostic::{Code, Diagnostic, Severity, Subject};
 pub use ir::Ir;
 pub use model::Span;

@@ -784,3 +784,85 @@ fn compile_model(template: orch_codegen::model::Template) -> orch_codegen::Compi
         orch_codegen::CheckOptions::default(),
     )
 }
+
+/// Compiles `src` for `surface`.
+fn compile_for(src: &str, surface: orch_codegen::Surface) -> Compiled {
+    orch_codegen::compile_json_with(
+        src,
+        None,
+        orch_codegen::CheckOptions {
+            surface,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn e024_reads_user_messages() {
+    let src = steps(
+        r#"{"name": "Chat", "isDefault": true},
+           {"name": "Refund", "conditions": [{"type": "message_contains", "value": "Refund"}, {"type": "tool_used", "value": "search"}]}"#,
+    );
+    // Only where the template runs behind `orch policy`.
+    assert!(compile(&src).diagnostics.is_empty());
+    let c = compile_for(&src, orch_codegen::Surface::Policy);
+    // At the condition that reads the message, not the step.
+    let d = find(
+        &c,
+        &src,
+        Code::ReadsUserMessages,
+        r#"{"type": "message_contains", "value": "Refund"}"#,
+    );
+    assert_eq!(
+        d.message,
+        "step `Refund`: message_contains \"refund\" reads the user's message, which MCP traffic never carries: orch policy cannot enforce it"
+    );
+    assert_eq!(d.subject.step.as_deref(), Some("Refund"));
+    assert!(c.ir.is_none(), "an error: no machine to serve");
+}
+
+#[test]
+fn w009_no_user_messages() {
+    let src = steps(
+        r#"{"name": "Chat", "isDefault": true},
+           {"name": "Research", "conditions": [{"type": "message_regex", "value": "(?i)research"}], "sequence": ["search", "think"], "resetSequenceOn": ["user_message"]}"#,
+    );
+    assert!(compile(&src).diagnostics.is_empty());
+    let c = compile_for(&src, orch_codegen::Surface::McpGateway);
+    let found: Vec<&str> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::NoUserMessages)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "step `Research` has 1 message condition(s), which never hold through `orch mcp`: MCP carries no user messages",
+            "step `Research` resets its sequence on user messages, which never arrive through `orch mcp`",
+        ]
+    );
+    assert!(c.ir.is_some(), "a warning: the gateway serves it");
+    // Behind `orch policy` the condition is an error and the reset a warning.
+    let c = compile_for(&src, orch_codegen::Surface::Policy);
+    let codes: Vec<Code> = c.diagnostics.iter().map(|d| d.code).collect();
+    // In source order: the reset at the step's name, the condition after it.
+    assert_eq!(codes, [Code::NoUserMessages, Code::ReadsUserMessages]);
+    // Allowed like any warning (`allow = [no_user_messages]` in the macro's file form).
+    let mut t = orch_codegen::__private::parse(&src, None).0.unwrap();
+    t.allow.push(orch_codegen::model::Spanned::new(
+        "no_user_messages".into(),
+        Default::default(),
+    ));
+    let allowed = orch_codegen::compile(
+        orch_codegen::Source::Template {
+            template: Box::new(t),
+            diagnostics: Vec::new(),
+        },
+        orch_codegen::CheckOptions {
+            surface: orch_codegen::Surface::McpGateway,
+            ..Default::default()
+        },
+    );
+    assert!(allowed.diagnostics.is_empty(), "{:#?}", allowed.diagnostics);
+}

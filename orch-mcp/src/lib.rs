@@ -62,7 +62,6 @@ pub use upstream::Upstream;
 pub const ANONYMOUS_RUN: &str = "anon:run";
 
 use handler::{Downstream, Shared};
-use orch_codegen::ir::{Ir, IrCondition};
 use orch_runtime::dynamic::DynMachine;
 use orch_store::SessionStore;
 use rmcp::model::{InitializeResult, ServerCapabilities, ServerPeerInfo, ToolsCapability};
@@ -596,32 +595,4 @@ fn gateway_info(upstream: Option<ServerPeerInfo>) -> InitializeResult {
     capabilities.tools = Some(tools);
     info.capabilities = capabilities;
     info
-}
-
-/// What a template's message conditions become through the gateway. MCP carries no
-/// user messages, so `message_contains` and `message_regex` conditions never hold and
-/// `resetSequenceOn` message events never happen: one line per step that has them, for
-/// `orch mcp` to warn with at start (empty when the template has none).
-pub fn message_warnings(ir: &Ir) -> Vec<String> {
-    let mut out = Vec::new();
-    for step in &ir.steps {
-        let message_conditions = step
-            .conditions
-            .iter()
-            .filter(|c| matches!(c, IrCondition::Contains(_) | IrCondition::Regex(_)))
-            .count();
-        if message_conditions > 0 {
-            out.push(format!(
-                "step `{}` has {message_conditions} message condition(s), which never hold through `orch mcp`: MCP carries no user messages",
-                step.name
-            ));
-        }
-        if step.reset != 0 {
-            out.push(format!(
-                "step `{}` resets its sequence on user messages, which never arrive through `orch mcp`",
-                step.name
-            ));
-        }
-    }
-    out
 }

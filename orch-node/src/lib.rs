@@ -83,6 +83,7 @@ pub fn check(template: String, options: Option<CompileOptions>) -> Vec<Diagnosti
     let (path, prove) = settings(options.as_ref());
     let opts = orch_codegen::CheckOptions {
         prove_properties: prove,
+        ..Default::default()
     };
     let compiled = orch_codegen::compile_json_with(&template, None, opts);
     placed(&compiled.diagnostics, &template, path)
@@ -289,6 +290,7 @@ pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> R
     let (path, prove) = settings(options.as_ref());
     let opts = orch_codegen::CheckOptions {
         prove_properties: prove,
+        ..Default::default()
     };
     let compiled = orch_codegen::compile_json_with(&template, None, opts);
     let found = placed(&compiled.diagnostics, &template, path);

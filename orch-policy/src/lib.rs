@@ -57,8 +57,7 @@ pub mod wire {
 }
 
 use orch_agent::audit::Auditor;
-use orch_codegen::ir::{Ir, IrCondition};
-use orch_codegen::Compiled;
+use orch_codegen::{Compiled, Surface};
 use orch_store::SessionStore;
 use std::future::Future;
 use std::sync::Arc;
@@ -74,7 +73,7 @@ pub enum PolicyError {
     TemplateErrors,
     /// The template reads the user's message, which MCP traffic never carries, so these
     /// conditions would never hold: one line each, naming the step and the condition
-    /// ([`message_conditions`]).
+    /// (E024's messages).
     ReadsUserMessages(Vec<String>),
     /// The options cannot be used (they conflict, or something they name cannot be
     /// used).
@@ -217,14 +216,23 @@ impl<S> Clone for PolicyServer<S> {
 impl<S: SessionStore + 'static> PolicyServer<S> {
     /// A server for `compiled` keeping runs in `store`. Refused when the template has
     /// errors, or has conditions that read the user's message: MCP traffic carries none,
-    /// so they would never hold ([`message_conditions`] names them).
+    /// so they would never hold. Compile it for this host
+    /// (`CheckOptions { surface: Surface::Policy, .. }`) to have those conditions reported as
+    /// E024 at their places with the other diagnostics; a template compiled for another
+    /// surface is checked for them here.
     pub fn new(compiled: &Compiled, store: S, options: Options) -> Result<Self, PolicyError> {
         let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {
             return Err(PolicyError::TemplateErrors);
         };
-        let reading = message_conditions(ir);
-        if !reading.is_empty() {
-            return Err(PolicyError::ReadsUserMessages(reading));
+        if compiled.options().surface != Surface::Policy {
+            let reading: Vec<String> = orch_codegen::surface_lints(ir, Surface::Policy)
+                .into_iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.message)
+                .collect();
+            if !reading.is_empty() {
+                return Err(PolicyError::ReadsUserMessages(reading));
+            }
         }
         Ok(PolicyServer {
             engine: Arc::new(engine::Engine::new(machine, store, options)),
@@ -257,45 +265,6 @@ impl<S: SessionStore + 'static> PolicyServer<S> {
     pub fn options(&self) -> &Options {
         &self.engine.options
     }
-}
-
-/// The template's conditions that read the user's message (`message_contains`,
-/// `message_regex`), one line each naming the step and the condition: empty when it has
-/// none.
-pub fn message_conditions(ir: &Ir) -> Vec<String> {
-    let mut out = Vec::new();
-    for step in &ir.steps {
-        for condition in &step.conditions {
-            let named = match condition {
-                IrCondition::Contains(i) => format!(
-                    "message_contains {:?}",
-                    ir.contains.get(*i).map_or("", String::as_str)
-                ),
-                IrCondition::Regex(i) => format!(
-                    "message_regex {:?}",
-                    ir.regexes.get(*i).map_or("", String::as_str)
-                ),
-                _ => continue,
-            };
-            out.push(format!("step `{}`: {named}", step.name));
-        }
-    }
-    out
-}
-
-/// What a template's `resetSequenceOn` message events become behind the gateway: one
-/// warning per step that has them (they never fire: MCP carries no user messages).
-pub fn message_reset_warnings(ir: &Ir) -> Vec<String> {
-    ir.steps
-        .iter()
-        .filter(|step| step.reset != 0)
-        .map(|step| {
-            format!(
-                "step `{}` resets its sequence on user messages, which never arrive through an MCP gateway",
-                step.name
-            )
-        })
-        .collect()
 }
 
 /// An operator's answer for the workflow run `run` (the name the gateway's

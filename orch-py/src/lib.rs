@@ -110,7 +110,10 @@ struct Machine {
 /// `prove_properties`: a violated property is an error (E023), as for `orch check`;
 /// without, properties are left to [`Machine::verify`], as for `orch verify`.
 fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> PyResult<Machine> {
-    let options = orch_codegen::CheckOptions { prove_properties };
+    let options = orch_codegen::CheckOptions {
+        prove_properties,
+        ..Default::default()
+    };
     let compiled = orch_codegen::compile_json_with(source, None, options);
     let placed = placed(&compiled.diagnostics, source, path);
     let (Some(ir), Some(machine)) = (compiled.ir.as_ref(), compiled.to_machine()) else {

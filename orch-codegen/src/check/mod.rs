@@ -12,6 +12,7 @@ mod lints;
 mod names;
 mod steps;
 pub(crate) mod suggest;
+pub(crate) mod surface;
 mod tools;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
