@@ -18,6 +18,12 @@ fn every_code_has_a_compile_fail_case() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     for code in orch_codegen::Code::ALL {
+        // E024 and W009 depend on the surface a template runs on (an MCP gateway); the
+        // macro compiles for the agent's own process, where they never arise (their
+        // cases are in orch-codegen's tests/diagnostics.rs, compiled for each surface).
+        if orch_codegen::explain::explain(*code).surface != orch_codegen::Surface::Agent {
+            continue;
+        }
         let prefix = code.as_str().to_lowercase();
         assert!(
             cases

@@ -856,35 +856,7 @@ pub fn verify_signed(
         }
         let fail = |why: String| ChainBreak { line: line_no, why };
         let line = Line::parse(text).map_err(fail)?;
-        let Some(hash) = line.hash().clone() else {
-            return Err(fail(
-                "the record carries no hash: the log is not chained".into(),
-            ));
-        };
-        let digest = line.digest();
-        if hash != digest {
-            return Err(fail(format!(
-                "the record was altered: its content hashes to {digest}, it says {hash}"
-            )));
-        }
-        if *line.prev() != prev {
-            return Err(fail(match (line.prev(), &prev) {
-                (None, Some(_)) => "a record is missing before it, or the log was cut and restarted".into(),
-                _ => "it does not follow the record before it (a record was removed, inserted or reordered)".into(),
-            }));
-        }
-        if let Some(seq) = seq {
-            match seq.checked_add(1) {
-                Some(next) if line.seq() == next => {}
-                Some(_) => return Err(fail(format!("record {} follows record {seq}", line.seq()))),
-                None => {
-                    return Err(fail(format!(
-                        "record {} follows record {seq}, the last number there is",
-                        line.seq()
-                    )))
-                }
-            }
-        }
+        let hash = link(&line, prev.as_ref(), seq).map_err(fail)?;
         match &line {
             Line::Record(_) => {
                 if let (Some(at), Some(head)) = (window.take(), &anchor.head) {
@@ -960,6 +932,41 @@ pub fn verify_signed(
         unanchored,
         unanchored_from,
     })
+}
+
+/// Checks that `line` is intact and follows the record before it (`prev`, its hash,
+/// and `seq`, its number): its own hash, or why it breaks the chain.
+fn link(line: &Line, prev: Option<&String>, seq: Option<u64>) -> Result<String, String> {
+    let Some(hash) = line.hash().clone() else {
+        return Err("the record carries no hash: the log is not chained".into());
+    };
+    let digest = line.digest();
+    if hash != digest {
+        return Err(format!(
+            "the record was altered: its content hashes to {digest}, it says {hash}"
+        ));
+    }
+    if line.prev().as_ref() != prev {
+        return Err(match (line.prev(), prev) {
+            (None, Some(_)) => {
+                "a record is missing before it, or the log was cut and restarted".into()
+            }
+            _ => "it does not follow the record before it (a record was removed, inserted or reordered)".into(),
+        });
+    }
+    if let Some(seq) = seq {
+        match seq.checked_add(1) {
+            Some(next) if line.seq() == next => {}
+            Some(_) => return Err(format!("record {} follows record {seq}", line.seq())),
+            None => {
+                return Err(format!(
+                    "record {} follows record {seq}, the last number there is",
+                    line.seq()
+                ))
+            }
+        }
+    }
+    Ok(hash)
 }
 
 /// The first record of a log that its events do not re-derive.
@@ -1066,39 +1073,7 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
             policy,
             derived,
         } = run;
-        match &logged.event {
-            AuditEvent::Tools { names } => {
-                let auditor = policy.auditor().cloned();
-                *policy = Policy::new(names.iter().cloned());
-                if let Some(auditor) = auditor {
-                    *policy = policy.clone().audited(auditor);
-                }
-                policy.prepare(session);
-            }
-            AuditEvent::Message { text } => policy.message(session, text),
-            AuditEvent::Call { tool, call } => {
-                let _ = policy.admit_call(session, tool, call);
-            }
-            AuditEvent::Record { tool } => {
-                policy.record(session, tool);
-            }
-            AuditEvent::Ask {
-                tool,
-                call,
-                question,
-            } => policy.ask_call(session, tool, *call, *question),
-            AuditEvent::Answer {
-                tool,
-                call,
-                question,
-                approved,
-                reason,
-            } => {
-                let reason = reason.as_deref();
-                policy.answer_call(session, tool, *call, *question, *approved, reason);
-            }
-            AuditEvent::Reset => policy.reset(session),
-        }
+        apply(policy, session, &logged.event);
         let derived = derived.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let Some(derived) = derived else {
             return Err(diverge(
@@ -1126,6 +1101,47 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
     }
     report.runs = runs.len();
     Ok(report)
+}
+
+/// Applies a logged event to a replayed run, as the host that wrote it did.
+fn apply(
+    policy: &mut crate::policy::Policy,
+    session: &mut orch_runtime::DynSession<'_>,
+    event: &AuditEvent,
+) {
+    match event {
+        AuditEvent::Tools { names } => {
+            let auditor = policy.auditor().cloned();
+            *policy = crate::policy::Policy::new(names.iter().cloned());
+            if let Some(auditor) = auditor {
+                *policy = policy.clone().audited(auditor);
+            }
+            policy.prepare(session);
+        }
+        AuditEvent::Message { text } => policy.message(session, text),
+        AuditEvent::Call { tool, call } => {
+            let _ = policy.admit_call(session, tool, call);
+        }
+        AuditEvent::Record { tool } => {
+            policy.record(session, tool);
+        }
+        AuditEvent::Ask {
+            tool,
+            call,
+            question,
+        } => policy.ask_call(session, tool, *call, *question),
+        AuditEvent::Answer {
+            tool,
+            call,
+            question,
+            approved,
+            reason,
+        } => {
+            let reason = reason.as_deref();
+            policy.answer_call(session, tool, *call, *question, *approved, reason);
+        }
+        AuditEvent::Reset => policy.reset(session),
+    }
 }
 
 /// A field as compact JSON, for a divergence.

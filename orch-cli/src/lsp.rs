@@ -493,6 +493,14 @@ fn step_summary(t: &Template, ir: Option<&Ir>, step: &orch_codegen::model::Step)
     if let Some(d) = &step.description {
         out.push_str(&format!("\n\n{d}"));
     }
+    conditions_summary(step, is_default, &mut out);
+    allowed_summary(ir, step, &mut out);
+    sequence_summary(step, &mut out);
+    out
+}
+
+/// The hover's **Conditions** section.
+fn conditions_summary(step: &orch_codegen::model::Step, is_default: bool, out: &mut String) {
     out.push_str("\n\n**Conditions**: ");
     if is_default {
         out.push_str("the default step: active when no other step's conditions hold");
@@ -518,6 +526,10 @@ fn step_summary(t: &Template, ir: Option<&Ir>, step: &orch_codegen::model::Step)
             }
         }
     }
+}
+
+/// The hover's **Allowed tools** section, from the IR step written at the same place.
+fn allowed_summary(ir: Option<&Ir>, step: &orch_codegen::model::Step, out: &mut String) {
     out.push_str("\n\n**Allowed tools**: ");
     let compiled = ir.and_then(|ir| {
         ir.steps
@@ -571,6 +583,10 @@ fn step_summary(t: &Template, ir: Option<&Ir>, step: &orch_codegen::model::Step)
         }
         _ => out.push_str("(fix the template's errors to see them)"),
     }
+}
+
+/// The hover's **Sequence** section.
+fn sequence_summary(step: &orch_codegen::model::Step, out: &mut String) {
     match &step.sequence {
         Some(seq) if !seq.value.is_empty() => {
             let entries: Vec<String> = seq
@@ -603,7 +619,6 @@ fn step_summary(t: &Template, ir: Option<&Ir>, step: &orch_codegen::model::Step)
         }
         _ => out.push_str("\n\n**Sequence**: none"),
     }
-    out
 }
 
 /// The file a `file:` URI names (for the machine's fallback name); other URIs give

@@ -179,21 +179,11 @@ impl Builder {
             if cargo {
                 println!("cargo:rerun-if-changed={}", one_cargo_line(&shown));
             }
-            let source = match std::fs::read(path) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        errors += 1;
-                        rendered.push_str(&format!(
-                            "error: {shown}: not UTF-8 text (invalid byte at offset {})\n",
-                            e.utf8_error().valid_up_to()
-                        ));
-                        continue;
-                    }
-                },
-                Err(e) => {
+            let source = match read_template(path, &shown) {
+                Ok(source) => source,
+                Err(why) => {
                     errors += 1;
-                    rendered.push_str(&format!("error: {shown}: cannot read the template: {e}\n"));
+                    rendered.push_str(&why);
                     continue;
                 }
             };
@@ -262,29 +252,54 @@ impl Builder {
                 diagnostics: failed,
             });
         }
-        let io = |e: std::io::Error, what: &Path| BuildError {
-            kind: BuildErrorKind::Io,
-            rendered: format!("error: cannot write {}: {e}\n", what.display()),
-            errors: 1,
-            diagnostics: Vec::new(),
-        };
-        std::fs::create_dir_all(&out_dir).map_err(|e| io(e, &out_dir))?;
-        for (keys, code, name, module) in outputs {
-            let mut first = None;
-            for key in keys {
-                let file = out_dir.join(format!("{key}.rs"));
-                // Unchanged output keeps its timestamp, so dependents are not rebuilt.
-                if std::fs::read_to_string(&file).ok().as_deref() != Some(code.as_str()) {
-                    std::fs::write(&file, &code).map_err(|e| io(e, &file))?;
-                }
-                first.get_or_insert(file);
-            }
-            if let Some(file) = first {
-                report.machines.push((name, module, file));
-            }
-        }
+        write_outputs(&out_dir, outputs, &mut report)?;
         Ok(report)
     }
+}
+
+/// The text of the template at `path` (`shown` in messages), or the error line to
+/// render.
+fn read_template(path: &Path, shown: &str) -> Result<String, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|e| {
+            format!(
+                "error: {shown}: not UTF-8 text (invalid byte at offset {})\n",
+                e.utf8_error().valid_up_to()
+            )
+        }),
+        Err(e) => Err(format!("error: {shown}: cannot read the template: {e}\n")),
+    }
+}
+
+/// Writes each generated module under each of its keys in `out_dir` (a file whose
+/// content is unchanged is left alone, keeping its timestamp, so dependents are not
+/// rebuilt), and lists the machines in `report`.
+fn write_outputs(
+    out_dir: &Path,
+    outputs: Vec<(Vec<String>, String, String, String)>,
+    report: &mut Report,
+) -> Result<(), BuildError> {
+    let io = |e: std::io::Error, what: &Path| BuildError {
+        kind: BuildErrorKind::Io,
+        rendered: format!("error: cannot write {}: {e}\n", what.display()),
+        errors: 1,
+        diagnostics: Vec::new(),
+    };
+    std::fs::create_dir_all(out_dir).map_err(|e| io(e, out_dir))?;
+    for (keys, code, name, module) in outputs {
+        let mut first = None;
+        for key in keys {
+            let file = out_dir.join(format!("{key}.rs"));
+            if std::fs::read_to_string(&file).ok().as_deref() != Some(code.as_str()) {
+                std::fs::write(&file, &code).map_err(|e| io(e, &file))?;
+            }
+            first.get_or_insert(file);
+        }
+        if let Some(file) = first {
+            report.machines.push((name, module, file));
+        }
+    }
+    Ok(())
 }
 
 /// `text` as one line for a `cargo:` directive: a newline (or any control character)

@@ -332,7 +332,7 @@ pub fn location(path: &str, source: &SourceText<'_>, span: Span) -> String {
 /// ANSI styles. Only the lines the diagnostic touches are handed to the renderer (and
 /// of a very long line, only the part around the underlined text).
 pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) -> String {
-    use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+    use annotate_snippets::{Group, Level, Origin, Renderer};
     use orch_runtime::printable::printable;
 
     // Text from the template (names quoted in messages, notes and labels) and the path
@@ -358,7 +358,7 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
     });
     let mut group = match primary {
         Some(primary) => {
-            let mut related: Vec<(std::ops::Range<usize>, &str)> = d
+            let related: Vec<(std::ops::Range<usize>, &str)> = d
                 .related
                 .iter()
                 .zip(&related_labels)
@@ -368,71 +368,17 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
                     Some((start..source.ceil(r.end).max(start), &**label))
                 })
                 .collect();
-            // Related places far from the main one are named in a note instead of drawn,
-            // so that a diagnostic renders only the few lines around it.
-            let main_line = source.line_of(primary.start);
-            let near = |r: &std::ops::Range<usize>| {
-                let (a, b) = (source.line_of(r.start), source.line_of(r.end));
-                a + NEAR_LINES >= main_line && b <= main_line + NEAR_LINES
-            };
-            let far: Vec<(std::ops::Range<usize>, &str)> =
-                related.iter().filter(|(r, _)| !near(r)).cloned().collect();
-            related.retain(|(r, _)| near(r));
-            // The window: whole lines from the first to the last annotated one.
-            let all = std::iter::once(&primary).chain(related.iter().map(|(r, _)| r));
-            let first = all
-                .clone()
-                .map(|r| source.line_of(r.start))
-                .min()
-                .unwrap_or(0);
-            let last = all.map(|r| source.line_of(r.end)).max().unwrap_or(first);
-            let mut from = source.line_range(first).start;
-            let mut to = source.line_range(last).end;
-            let mut far = far;
-            if first == last && to - from > LONG_LINE {
-                // One very long line: show the part around the underlined text (related
-                // places far from it are left out), and write the header ourselves (the
-                // renderer would count columns from the cut).
-                let lo = source.floor(primary.start.saturating_sub(CONTEXT).max(from));
-                let end = primary
-                    .end
-                    .clamp(primary.start + 1, primary.start + LONG_LINE);
-                let hi = source.ceil((end + CONTEXT).min(to));
-                far.extend(
-                    related
-                        .iter()
-                        .filter(|(r, _)| r.start < lo || r.end > hi)
-                        .cloned(),
-                );
-                related.retain(|(r, _)| r.start >= lo && r.end <= hi);
-                (from, to) = (lo, hi);
-                let (l, c) = source.line_col(primary.start);
-                header = Some(format!(
-                    "{}--> {path}:{l}:{c}",
-                    " ".repeat(digits(last + 1))
-                ));
-            }
-            let shift = |r: &std::ops::Range<usize>| {
-                r.start.clamp(from, to) - from..r.end.clamp(from, to) - from
-            };
-            let mut snippet = Snippet::source(&source.text[from..to])
-                .line_start(first + 1)
-                .annotation(
-                    AnnotationKind::Primary
-                        .span(shift(&primary))
-                        .label(label.as_deref().unwrap_or("")),
-                );
-            for (r, label) in &related {
-                snippet = snippet.annotation(AnnotationKind::Context.span(shift(r)).label(*label));
-            }
-            if header.is_none() {
-                snippet = snippet.path(path);
-            }
-            for (r, label) in far {
-                let (l, c) = source.line_col(r.start);
-                far_notes.push(format!("{label}: {path}:{l}:{c}"));
-            }
-            Group::with_title(title).element(snippet)
+            let (group, cut) = drawn(
+                Group::with_title(title),
+                source,
+                path,
+                primary,
+                label.as_deref().unwrap_or(""),
+                related,
+                &mut far_notes,
+            );
+            header = cut;
+            group
         }
         None => Group::with_title(title).element(Origin::path(path)),
     };
@@ -465,6 +411,83 @@ pub fn render(d: &Diagnostic, path: &str, source: &SourceText<'_>, color: bool) 
         }
         None => out,
     }
+}
+
+/// A diagnostic's place drawn: the lines around `primary` (labelled `label`) with the
+/// `related` places near it; those far from it are named in `far_notes` instead, and
+/// when one very long line is cut to the part around `primary`, the `-->` header the
+/// renderer would get wrong is returned to be written in its place.
+fn drawn<'a>(
+    group: annotate_snippets::Group<'a>,
+    source: &'a SourceText<'_>,
+    path: &'a str,
+    primary: std::ops::Range<usize>,
+    label: &'a str,
+    mut related: Vec<(std::ops::Range<usize>, &'a str)>,
+    far_notes: &mut Vec<String>,
+) -> (annotate_snippets::Group<'a>, Option<String>) {
+    use annotate_snippets::{AnnotationKind, Snippet};
+    let mut header = None;
+    // Related places far from the main one are named in a note instead of drawn,
+    // so that a diagnostic renders only the few lines around it.
+    let main_line = source.line_of(primary.start);
+    let near = |r: &std::ops::Range<usize>| {
+        let (a, b) = (source.line_of(r.start), source.line_of(r.end));
+        a + NEAR_LINES >= main_line && b <= main_line + NEAR_LINES
+    };
+    let far: Vec<(std::ops::Range<usize>, &str)> =
+        related.iter().filter(|(r, _)| !near(r)).cloned().collect();
+    related.retain(|(r, _)| near(r));
+    // The window: whole lines from the first to the last annotated one.
+    let all = std::iter::once(&primary).chain(related.iter().map(|(r, _)| r));
+    let first = all
+        .clone()
+        .map(|r| source.line_of(r.start))
+        .min()
+        .unwrap_or(0);
+    let last = all.map(|r| source.line_of(r.end)).max().unwrap_or(first);
+    let mut from = source.line_range(first).start;
+    let mut to = source.line_range(last).end;
+    let mut far = far;
+    if first == last && to - from > LONG_LINE {
+        // One very long line: show the part around the underlined text (related
+        // places far from it are left out), and write the header ourselves (the
+        // renderer would count columns from the cut).
+        let lo = source.floor(primary.start.saturating_sub(CONTEXT).max(from));
+        let end = primary
+            .end
+            .clamp(primary.start + 1, primary.start + LONG_LINE);
+        let hi = source.ceil((end + CONTEXT).min(to));
+        far.extend(
+            related
+                .iter()
+                .filter(|(r, _)| r.start < lo || r.end > hi)
+                .cloned(),
+        );
+        related.retain(|(r, _)| r.start >= lo && r.end <= hi);
+        (from, to) = (lo, hi);
+        let (l, c) = source.line_col(primary.start);
+        header = Some(format!(
+            "{}--> {path}:{l}:{c}",
+            " ".repeat(digits(last + 1))
+        ));
+    }
+    let shift =
+        |r: &std::ops::Range<usize>| r.start.clamp(from, to) - from..r.end.clamp(from, to) - from;
+    let mut snippet = Snippet::source(&source.text[from..to])
+        .line_start(first + 1)
+        .annotation(AnnotationKind::Primary.span(shift(&primary)).label(label));
+    for (r, label) in &related {
+        snippet = snippet.annotation(AnnotationKind::Context.span(shift(r)).label(*label));
+    }
+    if header.is_none() {
+        snippet = snippet.path(path);
+    }
+    for (r, label) in far {
+        let (l, c) = source.line_col(r.start);
+        far_notes.push(format!("{label}: {path}:{l}:{c}"));
+    }
+    (group.element(snippet), header)
 }
 
 /// Decimal digits of `n`.

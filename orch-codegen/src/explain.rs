@@ -42,6 +42,9 @@ macro_rules! json {
 }
 
 /// The explanation of `code`.
+///
+/// Longer than the project's 120-line bound on purpose: it is a data table, one entry
+/// per code (text, wrong and fixed example), which reads best as one `match`.
 pub fn explain(code: Code) -> Explanation {
     use Code::*;
     let (text, lang, wrong, fixed) = match code {

@@ -235,55 +235,13 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (sdk_read, mut sdk_write) = tokio::io::split(sdk);
-    let (replies, mut replies_rx) = mpsc::channel::<Vec<u8>>(64);
+    let (replies, replies_rx) = mpsc::channel::<Vec<u8>>(64);
     // The ids of the client's requests not answered yet: a second request with one of
     // them is refused (its answer could not be told from the first's).
     let pending: Arc<Mutex<HashSet<String>>> = Arc::default();
     let answered = Arc::clone(&pending);
 
-    let writer = tokio::spawn(async move {
-        let mut output = output;
-        let mut from_sdk = BufReader::new(sdk_read);
-        let mut line = Vec::new();
-        let mut sdk_open = true;
-        loop {
-            tokio::select! {
-                read = from_sdk.read_until(b'\n', &mut line), if sdk_open => {
-                    match read {
-                        Ok(0) | Err(_) => sdk_open = false,
-                        Ok(_) => {
-                            if let Some(id) = response_id(&line) {
-                                answered.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-                            }
-                            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                                return;
-                            }
-                            line.clear();
-                        }
-                    }
-                }
-                reply = replies_rx.recv() => match reply {
-                    Some(reply) => {
-                        if output.write_all(&reply).await.is_err() || output.flush().await.is_err() {
-                            return;
-                        }
-                    }
-                    None if !sdk_open => return,
-                    None => {
-                        // No more replies; copy the rest of the SDK's output.
-                        while let Ok(n) = from_sdk.read_until(b'\n', &mut line).await {
-                            if n == 0 || output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                                return;
-                            }
-                            line.clear();
-                        }
-                        return;
-                    }
-                },
-                else => return,
-            }
-        }
-    });
+    let writer = tokio::spawn(write_out(output, sdk_read, replies_rx, answered));
 
     let mut input = BufReader::new(input);
     let mut line: Vec<u8> = Vec::new();
@@ -350,6 +308,58 @@ where
     drop(sdk_write);
     drop(replies);
     let _ = writer.await;
+}
+
+/// The client's output: the SDK's lines (each response's id no longer pending) and the
+/// gateway's own replies to lines it refused, until both have ended.
+async fn write_out<W>(
+    mut output: W,
+    sdk_read: tokio::io::ReadHalf<DuplexStream>,
+    mut replies_rx: mpsc::Receiver<Vec<u8>>,
+    answered: Arc<Mutex<HashSet<String>>>,
+) where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let mut from_sdk = BufReader::new(sdk_read);
+    let mut line = Vec::new();
+    let mut sdk_open = true;
+    loop {
+        tokio::select! {
+            read = from_sdk.read_until(b'\n', &mut line), if sdk_open => {
+                match read {
+                    Ok(0) | Err(_) => sdk_open = false,
+                    Ok(_) => {
+                        if let Some(id) = response_id(&line) {
+                            answered.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                        }
+                        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                            return;
+                        }
+                        line.clear();
+                    }
+                }
+            }
+            reply = replies_rx.recv() => match reply {
+                Some(reply) => {
+                    if output.write_all(&reply).await.is_err() || output.flush().await.is_err() {
+                        return;
+                    }
+                }
+                None if !sdk_open => return,
+                None => {
+                    // No more replies; copy the rest of the SDK's output.
+                    while let Ok(n) = from_sdk.read_until(b'\n', &mut line).await {
+                        if n == 0 || output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                            return;
+                        }
+                        line.clear();
+                    }
+                    return;
+                }
+            },
+            else => return,
+        }
+    }
 }
 
 enum Line {

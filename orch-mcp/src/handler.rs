@@ -977,9 +977,25 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 return Ok(refused.into_result(structured).into());
             }
         };
+        self.run_admitted(params, &context, &id, &policy, &tool, reservation)
+            .await
+    }
+
+    /// Forwards an admitted call upstream under its lease and settles it by its result:
+    /// recorded only when the tool ran (a complete, successful result), released when
+    /// it did not, lost (by the template's `lostResults`) when no result came.
+    async fn run_admitted(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+        reservation: Reservation<'_>,
+    ) -> Result<CallToolResponse, McpError> {
         let mut lease = LeaseGuard {
             shared: Arc::clone(&self.shared),
-            id: id.clone(),
+            id: id.to_owned(),
             token: reservation.token,
             armed: true,
         };
@@ -992,14 +1008,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
         }
         // The upstream's spans join this call's trace.
         telemetry::propagate(&mut params.meta);
-        let link = self.link(&context);
+        let link = self.link(context);
         let forwarded = self
             .shared
             .forward(
                 &link,
                 ClientRequest::CallToolRequest(CallToolRequest::new(params)),
                 "tools/call",
-                &context,
+                context,
             )
             .await;
         let result = match forwarded {
@@ -1014,7 +1030,10 @@ impl<S: SessionStore + 'static> Downstream<S> {
             }
             Ok(_) => {
                 lease.settle(run::Outcome::NotRun).await;
-                return Err(Error::NotAToolResult { tool: tool.clone() }.into());
+                return Err(Error::NotAToolResult {
+                    tool: tool.to_owned(),
+                }
+                .into());
             }
             Err(unanswered) => {
                 let outcome = match unanswered.lost {
@@ -1037,18 +1056,21 @@ impl<S: SessionStore + 'static> Downstream<S> {
         lease.disarm();
         let settled = self
             .shared
-            .settle(&id, &policy, reservation, run::Outcome::Ran)
+            .settle(id, policy, reservation, run::Outcome::Ran)
             .await;
         let changed = match settled {
             Ok(run::Settled::Recorded { changed }) => changed,
             Ok(_) => {
-                return Err(Error::AdmissionLapsed { tool: tool.clone() }.into());
+                return Err(Error::AdmissionLapsed {
+                    tool: tool.to_owned(),
+                }
+                .into());
             }
             Err(e) => {
                 // Neither recorded nor released: the lease lapses, and the template's
                 // lostResults decides what that means.
                 return Err(Error::NotRecorded {
-                    tool: tool.clone(),
+                    tool: tool.to_owned(),
                     why: e.message.to_string(),
                 }
                 .into());
@@ -1057,10 +1079,10 @@ impl<S: SessionStore + 'static> Downstream<S> {
         if changed {
             // The client may have hung up meanwhile; the call itself succeeded. A client
             // without sessions hears of it on its `subscriptions/listen` stream.
-            if !is_modern(&context) {
+            if !is_modern(context) {
                 let _ = context.peer.notify_tool_list_changed().await;
             }
-            self.shared.relay.run_tools_changed(&id);
+            self.shared.relay.run_tools_changed(id);
         }
         Ok(result.into())
     }

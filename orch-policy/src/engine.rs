@@ -6,9 +6,10 @@
 //! call can be admitted against the state the first one was), then *finished* by its
 //! response (recorded, lease dropped) or left to lapse.
 
+use crate::rejection::{Invalid, Rejection};
 use crate::wire::{
-    authorization_error::Code, mcp_request_result, mcp_response_result, AuthorizationError,
-    McpRequest, McpRequestResult, McpResponse, McpResponseResult, Pass,
+    mcp_request_result, mcp_response_result, McpRequest, McpRequestResult, McpResponse,
+    McpResponseResult, Pass,
 };
 use crate::Options;
 use orch_agent::audit::Auditor;
@@ -70,40 +71,6 @@ type Kept = (Option<Vec<u8>>, DetachedSession);
 
 /// The most admitted sessions an instance keeps for their response phase.
 const MAX_KEPT_SESSIONS: usize = 4096;
-
-/// A check answered with an `AuthorizationError`.
-struct Rejection {
-    code: Code,
-    reason: String,
-    data: Option<Value>,
-}
-
-impl Rejection {
-    fn new(code: Code, reason: impl Into<String>) -> Self {
-        Rejection {
-            code,
-            reason: reason.into(),
-            data: None,
-        }
-    }
-
-    fn invalid(reason: impl Into<String>) -> Self {
-        Self::new(Code::Invalid, reason)
-    }
-
-    /// A failure of orch's own (the store, a corrupt record): the check fails closed.
-    fn fault(reason: impl Into<String>) -> Self {
-        Self::new(Code::Unknown, reason)
-    }
-
-    fn into_error(self) -> AuthorizationError {
-        AuthorizationError {
-            code: self.code as i32,
-            reason: self.reason,
-            mcp_error: self.data.map(|d| d.to_string().into_bytes()),
-        }
-    }
-}
 
 /// What one look at a run decided for a call.
 enum Admission {
@@ -167,8 +134,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         span.decided(match &decided {
             Ok(_) => "admitted",
             Err(rejection) => rejection
-                .data
-                .as_ref()
+                .data()
                 .and_then(|d| d.get("refusal"))
                 .and_then(|r| r.get("reason"))
                 .and_then(Value::as_str)
@@ -191,27 +157,15 @@ impl<S: SessionStore + 'static> Engine<S> {
     }
 
     fn overloaded(&self) -> Rejection {
-        Rejection::new(
-            Code::ResourceExhausted,
-            format!(
-                "orch policy is handling its maximum of {} checks at once; try again shortly",
-                self.options.max_in_flight
-            ),
-        )
+        Rejection::Overloaded {
+            limit: self.options.max_in_flight,
+        }
     }
 
     /// The store key of the run the gateway names in `metadata_context`.
     fn run_of(&self, context: Option<&prost_types::Struct>) -> Result<String, Rejection> {
         let key = &self.options.run_key;
-        let missing = || {
-            Rejection::new(
-                Code::PermissionDenied,
-                format!(
-                    "orch policy: the gateway named no workflow run: `metadata_context` has no `{key}` \
-                     (configure the guardrails processor's metadata with `{key}: <CEL naming the run, e.g. jwt.sub>`)"
-                ),
-            )
-        };
+        let missing = || Rejection::NoRun { key: key.clone() };
         let value = context
             .and_then(|c| c.fields.get(key))
             .and_then(|v| v.kind.as_ref())
@@ -220,22 +174,13 @@ impl<S: SessionStore + 'static> Engine<S> {
             Kind::StringValue(s) => s.clone(),
             Kind::NumberValue(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{n:.0}"),
             Kind::NullValue(_) => return Err(missing()),
-            _ => {
-                return Err(Rejection::new(
-                    Code::PermissionDenied,
-                    format!(
-                        "orch policy: the run named by `metadata_context.{key}` must be a string"
-                    ),
-                ))
-            }
+            _ => return Err(Rejection::RunNotString { key: key.clone() }),
         };
         if name.is_empty() || name.len() > MAX_RUN_NAME {
-            return Err(Rejection::new(
-                Code::PermissionDenied,
-                format!(
-                    "orch policy: the run named by `metadata_context.{key}` must be 1 to {MAX_RUN_NAME} bytes long"
-                ),
-            ));
+            return Err(Rejection::RunNameLength {
+                key: key.clone(),
+                max: MAX_RUN_NAME,
+            });
         }
         Ok(run_key(&name))
     }
@@ -313,7 +258,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             .and_then(|v| Record::decode(&v.bytes).ok().map(|r| (v.version, r)));
         let (value, _) = run::modify(&self.store, run, known, f)
             .await
-            .map_err(|e| failed(run, &e))?;
+            .map_err(|e| failed(run, e))?;
         Ok(value)
     }
 
@@ -321,9 +266,10 @@ impl<S: SessionStore + 'static> Engine<S> {
     /// The run a `tools/call` check names and the call it carries.
     fn read_request(&self, request: &McpRequest) -> Result<(String, Call), Rejection> {
         let run = self.run_of(request.metadata_context.as_ref())?;
-        let params = request.mcp_request.as_deref().ok_or_else(|| {
-            Rejection::invalid("tools/call without params: the gateway sent no `mcp_request`")
-        })?;
+        let params = request
+            .mcp_request
+            .as_deref()
+            .ok_or_else(|| Rejection::from(Invalid::NoParams))?;
         Ok((run, read_call(params, self.options.max_params_bytes)?))
     }
 
@@ -334,13 +280,9 @@ impl<S: SessionStore + 'static> Engine<S> {
             ttl: self.options.question_ttl,
         };
         let Some(gate) = elicitation::gate(run, call.answer, ask) else {
-            return Err(Rejection::new(
-                Code::PermissionDenied,
-                format!(
-                    "error: `{}` was not run: the human dismissed the question about it; call it again to ask again",
-                    call.tool
-                ),
-            ));
+            return Err(Rejection::Dismissed {
+                tool: call.tool.clone(),
+            });
         };
         // An answer that applies to no question the run holds is refused as it is: the
         // host never asks again on it (the next copy of the same answer would answer
@@ -387,11 +329,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     &reason,
                     None,
                 );
-                return Err(Rejection {
-                    code: Code::ResourceExhausted,
-                    reason,
-                    data: Some(data),
-                });
+                return Err(Rejection::Busy { reason, data });
             }
             // A little randomness, so that waiters on several instances do not look at
             // the run in lockstep.
@@ -458,7 +396,7 @@ impl<S: SessionStore + 'static> Engine<S> {
     async fn finish_call(&self, response: &McpResponse) -> Result<(), Rejection> {
         let run = self.run_of(response.metadata_context.as_ref())?;
         let result: Value = serde_json::from_slice(&response.mcp_response)
-            .map_err(|e| Rejection::invalid(format!("the tools/call result is not JSON: {e}")))?;
+            .map_err(|e| Invalid::ResultNotJson(e.to_string()))?;
         let ran = protocol::classify(&result);
         let token = call_token(response.metadata_context.as_ref())?;
         let outcome = match ran {
@@ -515,25 +453,16 @@ impl<S: SessionStore + 'static> Engine<S> {
         }
         if let ToolResult::NotRun(protocol::NotRun::Malformed(why)) = &ran {
             // Not recorded, and the client is not handed something that is not a result.
-            return Err(Rejection::invalid(format!(
-                "the tools/call result is not a tool result ({why}): it is withheld and the call is not recorded"
-            )));
+            return Err(Invalid::NotAToolResult(why.to_string()).into());
         }
         match settled {
             run::Settled::Recorded { .. } | run::Settled::Released | run::Settled::Held => Ok(()),
             // A result that says the tool did not run needs no account: pass it.
             _ if ran != ToolResult::Ran => Ok(()),
-            run::Settled::Lapsed => Err(Rejection::new(
-                Code::PermissionDenied,
-                format!(
-                    "orch policy: this call's admission lapsed (after {} s): its result counted as lost, and what that means was decided by the template's `lostResults`, or its result was reported already: it is withheld and not recorded",
-                    self.options.lease.as_secs_f64()
-                ),
-            )),
-            run::Settled::NoCall => Err(Rejection::new(
-                Code::PermissionDenied,
-                "orch policy: no call of this workflow run is in flight (was the request phase of tools/call configured?): the result is withheld and not recorded",
-            )),
+            run::Settled::Lapsed => Err(Rejection::Lapsed {
+                lease_secs: self.options.lease.as_secs_f64(),
+            }),
+            run::Settled::NoCall => Err(Rejection::NoCall),
         }
     }
 
@@ -542,31 +471,27 @@ impl<S: SessionStore + 'static> Engine<S> {
     async fn filter_list(&self, response: &McpResponse) -> Result<Option<Vec<u8>>, Rejection> {
         let run = self.run_of(response.metadata_context.as_ref())?;
         let mut result: Value = serde_json::from_slice(&response.mcp_response)
-            .map_err(|e| Rejection::invalid(format!("the tools/list result is not JSON: {e}")))?;
+            .map_err(|e| Invalid::ListNotJson(e.to_string()))?;
         let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
-            return Err(Rejection::invalid(
-                "the tools/list result has no `tools` array",
-            ));
+            return Err(Invalid::ListNoTools.into());
         };
         let mut names = Vec::with_capacity(tools.len());
         for tool in tools.iter() {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                return Err(Rejection::invalid(
-                    "a tool in the tools/list result has no string `name`",
-                ));
+                return Err(Invalid::ListToolNoName.into());
             };
             names.push(self.judged_name(name, &response.service_names).to_owned());
         }
         let policy = Policy::new(names.clone());
         let record = match self.store.load(&run).await {
-            Err(e) => return Err(failed(&run, &RunError::Store(e))),
+            Err(e) => return Err(failed(&run, RunError::Store(e))),
             Ok(None) => Record::default(),
             Ok(Some(v)) => Record::decode(&v.bytes)
-                .map_err(|why| failed(&run, &RunError::Corrupt(why.to_string())))?,
+                .map_err(|why| failed(&run, RunError::Corrupt(why.to_string())))?,
         };
         let session = self
             .restore(record.snapshot.as_deref(), &policy)
-            .map_err(|e| failed(&run, &e))?;
+            .map_err(|e| failed(&run, e))?;
         let allowed = policy.offered(&session);
         let before = tools.len();
         let mut keep = names.iter().map(|n| allowed.contains(n));
@@ -647,55 +572,43 @@ fn response_result(decided: Result<Option<Vec<u8>>, Rejection>) -> McpResponseRe
 /// the other copy than orch judged).
 fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
     if params.len() > max {
-        return Err(Rejection::invalid(format!(
-            "tools/call params of {} bytes exceed orch policy's limit of {max} bytes",
-            params.len()
-        )));
+        return Err(Invalid::ParamsTooLarge {
+            len: params.len(),
+            max,
+        }
+        .into());
     }
-    let text = std::str::from_utf8(params)
-        .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
+    let text = std::str::from_utf8(params).map_err(|e| Invalid::ParamsNotJson(e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| Invalid::ParamsNotJson(e.to_string()))?;
     if !value.is_object() {
-        return Err(Rejection::invalid(
-            "tools/call params are not a JSON object",
-        ));
+        return Err(Invalid::ParamsNotObject.into());
     }
     let entries = object_entries(text)?;
     let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| &**v);
     let tool = match value.get("name") {
         Some(Value::String(name)) if !name.is_empty() => name.clone(),
-        Some(Value::String(_)) => return Err(Rejection::invalid("tools/call `name` is empty")),
-        Some(_) => return Err(Rejection::invalid("tools/call `name` is not a string")),
-        None => return Err(Rejection::invalid("tools/call params have no `name`")),
+        Some(Value::String(_)) => return Err(Invalid::NameEmpty.into()),
+        Some(_) => return Err(Invalid::NameNotString.into()),
+        None => return Err(Invalid::NoName.into()),
     };
     let arguments = match (value.get("arguments"), get("arguments")) {
         (None | Some(Value::Null), _) => "{}".to_owned(),
         (Some(Value::Object(_)), Some(raw)) => raw.get().to_owned(),
-        _ => {
-            return Err(Rejection::invalid(
-                "tools/call `arguments` is not a JSON object",
-            ))
-        }
+        _ => return Err(Invalid::ArgumentsNotObject.into()),
     };
     if orch_runtime::approval::canonical_json(&arguments).is_none() {
-        return Err(Rejection::invalid(
-            "tools/call `arguments` writes a key of one object twice: orch judges a call only as every reader reads it",
-        ));
+        return Err(Invalid::ArgumentsDuplicateKey.into());
     }
     let digest = CallDigest::of_text(&tool, &arguments);
     let state = match value.get("requestState") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            return Err(Rejection::invalid(
-                "tools/call `requestState` is not a string",
-            ))
-        }
+        Some(_) => return Err(Invalid::RequestStateNotString.into()),
     };
     let response = value.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
     let answer = elicitation::answer_in_retry(state.as_deref(), response, &digest)
-        .map_err(|e| Rejection::invalid(e.to_string()))?;
+        .map_err(Invalid::Answer)?;
     let stripped = if elicitation::is_ours(state.as_deref()) {
         // The answer is orch's: the upstream gets the call as the model made it, every
         // other value exactly as sent.
@@ -732,15 +645,12 @@ fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
 
 /// An object's entries as written (values untouched); a key written twice is INVALID.
 fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, Rejection> {
-    let entries = protocol::object_entries(text)
-        .map_err(|e| Rejection::invalid(format!("tools/call params are not JSON: {e}")))?;
+    let entries =
+        protocol::object_entries(text).map_err(|e| Invalid::ParamsNotJson(e.to_string()))?;
     let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
     keys.sort_unstable();
     if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Rejection::invalid(format!(
-            "tools/call params write the key `{}` twice",
-            w[0]
-        )));
+        return Err(Invalid::DuplicateKey(w[0].to_owned()).into());
     }
     Ok(entries)
 }
@@ -764,9 +674,9 @@ fn without_orch_answer(raw: &RawValue) -> Result<Option<String>, Rejection> {
 
 /// A call that found its run busy is refused by [`Engine::reserve`] before it returns.
 fn unreachable_busy(tool: &str) -> Result<Admitted, Rejection> {
-    Err(Rejection::fault(format!(
-        "orch policy: `{tool}` found its run busy after waiting had ended"
-    )))
+    Err(Rejection::BusyAfterWait {
+        tool: tool.to_owned(),
+    })
 }
 
 /// The call token the gateway fed back in `metadata_context`, if any.
@@ -787,9 +697,7 @@ fn call_token(context: Option<&prost_types::Struct>) -> Result<Option<u64>, Reje
 }
 
 fn bad_token() -> Rejection {
-    Rejection::invalid(format!(
-        "`metadata_context.{TOKEN_FIELD}` is not a call token orch policy issued (16 hex digits)"
-    ))
+    Invalid::BadToken.into()
 }
 
 /// The refusal of a call, as the gateway sends it to the client: orch's wording as the
@@ -825,16 +733,15 @@ fn refused(
             },
         });
     }
-    Rejection {
-        code: Code::PermissionDenied,
-        reason,
-        data: Some(data),
-    }
+    Rejection::Refused { reason, data }
 }
 
 /// A failure of the run protocol, as the gateway gets it: the check fails closed.
-fn failed(run: &str, e: &RunError) -> Rejection {
-    Rejection::fault(format!("orch policy: workflow run `{run}`: {e}"))
+fn failed(run: &str, error: RunError) -> Rejection {
+    Rejection::Fault {
+        run: run.to_owned(),
+        error,
+    }
 }
 
 #[cfg(test)]

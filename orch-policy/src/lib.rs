@@ -46,6 +46,7 @@
 #![forbid(unsafe_code)]
 
 mod engine;
+mod rejection;
 mod service;
 mod telemetry;
 

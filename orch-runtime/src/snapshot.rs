@@ -208,6 +208,32 @@ where
     }
 }
 
+/// The step and sequence index a snapshot's step `name` and `sequence_index` restore
+/// to: a step that no longer exists gives the default step (reported), an index past a
+/// shortened sequence its end (reported).
+fn restored_step<S: AsRef<str>>(
+    t: &Tables<'_, S>,
+    name: &str,
+    sequence_index: u32,
+    report: &mut RestoreReport,
+) -> (u16, u16) {
+    match t.step_index(name) {
+        Some(step) => {
+            let len = t.steps.get(step).map_or(0, |s| s.sequence.len);
+            if sequence_index > len {
+                report.index_clamped = Some((sequence_index, len));
+                (step as u16, len as u16)
+            } else {
+                (step as u16, sequence_index as u16)
+            }
+        }
+        None => {
+            report.missing_step = Some(name.to_owned());
+            (t.default_step.unwrap_or(NO_STEP), 0)
+        }
+    }
+}
+
 /// Restores `snapshot` into a blank `state` and `available` (shared by typed and
 /// run-time sessions). Names in the available list that the template does not declare
 /// are the host's foreign tools: they go to `foreign_available` (nothing is lost: the
@@ -258,22 +284,9 @@ where
     };
     state.clear();
     if let Some(name) = &snapshot.step {
-        match t.step_index(name) {
-            Some(step) => {
-                state.step = step as u16;
-                let len = t.steps.get(step).map_or(0, |s| s.sequence.len);
-                if snapshot.sequence_index > len {
-                    report.index_clamped = Some((snapshot.sequence_index, len));
-                    state.index = len as u16;
-                } else {
-                    state.index = snapshot.sequence_index as u16;
-                }
-            }
-            None => {
-                report.missing_step = Some(name.clone());
-                state.step = t.default_step.unwrap_or(NO_STEP);
-            }
-        }
+        let (step, index) = restored_step(t, name, snapshot.sequence_index, &mut report);
+        state.step = step;
+        state.index = index;
     }
     let capacity = state.hist.as_ref().len();
     let skip = snapshot.history.len().saturating_sub(capacity);
@@ -716,45 +729,7 @@ impl Snapshot {
         let approval = if r.at == bytes.len() {
             None
         } else {
-            let section = r.byte("the verdict section")?;
-            if section != 1 && section != 2 {
-                return Err(r.bad("unknown section"));
-            }
-            let end = r.at + 32;
-            let digest = r
-                .bytes
-                .get(r.at..end)
-                .ok_or_else(|| r.bad("truncated: expected the call digest"))?;
-            let mut call = [0u8; 32];
-            call.copy_from_slice(digest);
-            r.at = end;
-            let verdict = match r.byte("the verdict")? {
-                1 => Verdict::Approved,
-                2 => Verdict::Rejected,
-                3 => Verdict::Pending,
-                _ => return Err(r.bad("invalid verdict")),
-            };
-            let question = if section == 2 {
-                let end = r.at + 8;
-                let id = r
-                    .bytes
-                    .get(r.at..end)
-                    .ok_or_else(|| r.bad("truncated: expected the question id"))?;
-                let mut le = [0u8; 8];
-                le.copy_from_slice(id);
-                r.at = end;
-                match u64::from_le_bytes(le) {
-                    0 => return Err(r.bad("a question id of 0 in a section that has one")),
-                    id => QuestionId::new(id),
-                }
-            } else {
-                QuestionId::NONE
-            };
-            Some(Approval {
-                call: CallDigest::from_bytes(call),
-                verdict,
-                question,
-            })
+            Some(read_approval(&mut r)?)
         };
         if r.at != bytes.len() {
             return Err(r.bad("trailing bytes"));
@@ -773,6 +748,50 @@ impl Snapshot {
             approval,
         })
     }
+}
+
+/// The verdict section of a snapshot: the held verdict's call digest and verdict, and
+/// (section 2) the question it answers.
+fn read_approval(r: &mut Reader<'_>) -> Result<Approval, RestoreError> {
+    let section = r.byte("the verdict section")?;
+    if section != 1 && section != 2 {
+        return Err(r.bad("unknown section"));
+    }
+    let end = r.at + 32;
+    let digest = r
+        .bytes
+        .get(r.at..end)
+        .ok_or_else(|| r.bad("truncated: expected the call digest"))?;
+    let mut call = [0u8; 32];
+    call.copy_from_slice(digest);
+    r.at = end;
+    let verdict = match r.byte("the verdict")? {
+        1 => Verdict::Approved,
+        2 => Verdict::Rejected,
+        3 => Verdict::Pending,
+        _ => return Err(r.bad("invalid verdict")),
+    };
+    let question = if section == 2 {
+        let end = r.at + 8;
+        let id = r
+            .bytes
+            .get(r.at..end)
+            .ok_or_else(|| r.bad("truncated: expected the question id"))?;
+        let mut le = [0u8; 8];
+        le.copy_from_slice(id);
+        r.at = end;
+        match u64::from_le_bytes(le) {
+            0 => return Err(r.bad("a question id of 0 in a section that has one")),
+            id => QuestionId::new(id),
+        }
+    } else {
+        QuestionId::NONE
+    };
+    Ok(Approval {
+        call: CallDigest::from_bytes(call),
+        verdict,
+        question,
+    })
 }
 
 #[cfg(feature = "serde")]

@@ -244,61 +244,9 @@ impl Parse for Dsl {
                     };
                     list.extend(low.colon_list(&body)?);
                 }
-                "property" => {
-                    let name = low.name(&body)?;
-                    body.parse::<Token![:]>()?;
-                    let tool = low.name(&body)?;
-                    let rule_kw = Ident::parse_any(&body)?;
-                    let rule = match rule_kw.to_string().as_str() {
-                        "after" => PropertyRule::After(low.name(&body)?),
-                        "at_most" => {
-                            let (n, span) = uint(&body, "at_most")?;
-                            PropertyRule::AtMost(low.spanned(n, span))
-                        }
-                        "never" => PropertyRule::Never,
-                        "approved" => PropertyRule::Approved,
-                        other => {
-                            return Err(syn::Error::new(
-                                rule_kw.span(),
-                                format!("unexpected `{other}`: a property is `TOOL after TOOL`, `TOOL at_most N`, `TOOL never` or `TOOL approved`"),
-                            ))
-                        }
-                    };
-                    template.properties.push(Property {
-                        span: name.span,
-                        name,
-                        tool,
-                        rule,
-                    });
-                    semi(&body)?;
-                }
+                "property" => template.properties.push(parse_property(&mut low, &body)?),
                 "default" | "step" => {
-                    let is_default = key == "default";
-                    if is_default {
-                        let step_kw = Ident::parse_any(&body)?;
-                        if step_kw != "step" {
-                            return Err(syn::Error::new(step_kw.span(), "expected `step` after `default`"));
-                        }
-                    }
-                    let mut step = Step::default();
-                    let docs = doc_lines(&attrs)?;
-                    if !docs.is_empty() {
-                        step.description = Some(docs.join(" "));
-                    }
-                    let name = low.name(&body)?;
-                    step.span = name.span;
-                    step.conditions_span = name.span;
-                    if is_default {
-                        step.is_default = Some(low.spanned(true, key.span()));
-                    }
-                    step.name = Some(name);
-                    if body.peek(syn::token::Brace) {
-                        let inner;
-                        braced!(inner in body);
-                        parse_step(&mut low, &inner, &mut step)?;
-                    } else {
-                        body.parse::<Token![;]>()?;
-                    }
+                    let step = parse_step_declaration(&mut low, &body, &key, &attrs)?;
                     template.steps.push(step);
                 }
                 other => {
@@ -320,6 +268,76 @@ impl Parse for Dsl {
             name_span,
         })
     }
+}
+
+/// `property NAME: TOOL after TOOL | at_most N | never | approved;`
+fn parse_property(low: &mut Lowering, input: ParseStream) -> syn::Result<Property> {
+    let name = low.name(input)?;
+    input.parse::<Token![:]>()?;
+    let tool = low.name(input)?;
+    let rule_kw = Ident::parse_any(input)?;
+    let rule = match rule_kw.to_string().as_str() {
+        "after" => PropertyRule::After(low.name(input)?),
+        "at_most" => {
+            let (n, span) = uint(input, "at_most")?;
+            PropertyRule::AtMost(low.spanned(n, span))
+        }
+        "never" => PropertyRule::Never,
+        "approved" => PropertyRule::Approved,
+        other => {
+            return Err(syn::Error::new(
+                rule_kw.span(),
+                format!("unexpected `{other}`: a property is `TOOL after TOOL`, `TOOL at_most N`, `TOOL never` or `TOOL approved`"),
+            ))
+        }
+    };
+    semi(input)?;
+    Ok(Property {
+        span: name.span,
+        name,
+        tool,
+        rule,
+    })
+}
+
+/// `[default] step NAME;` or `[default] step NAME { ... }`, after `key` (`step` or
+/// `default`) and the step's doc comments `attrs`.
+fn parse_step_declaration(
+    low: &mut Lowering,
+    input: ParseStream,
+    key: &Ident,
+    attrs: &[syn::Attribute],
+) -> syn::Result<Step> {
+    let is_default = key == "default";
+    if is_default {
+        let step_kw = Ident::parse_any(input)?;
+        if step_kw != "step" {
+            return Err(syn::Error::new(
+                step_kw.span(),
+                "expected `step` after `default`",
+            ));
+        }
+    }
+    let mut step = Step::default();
+    let docs = doc_lines(attrs)?;
+    if !docs.is_empty() {
+        step.description = Some(docs.join(" "));
+    }
+    let name = low.name(input)?;
+    step.span = name.span;
+    step.conditions_span = name.span;
+    if is_default {
+        step.is_default = Some(low.spanned(true, key.span()));
+    }
+    step.name = Some(name);
+    if input.peek(syn::token::Brace) {
+        let inner;
+        braced!(inner in input);
+        parse_step(low, &inner, &mut step)?;
+    } else {
+        input.parse::<Token![;]>()?;
+    }
+    Ok(step)
 }
 
 fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::Result<()> {

@@ -316,6 +316,37 @@ impl Reader {
                 return None;
             }
         };
+        self.agent_fields(root_obj, fallback_name, &mut t);
+        self.orchestration_fields(orch, &mut t);
+        match get(orch, "steps") {
+            Some(Value::Array(a)) => {
+                for s in &a.elements {
+                    if let Some(step) = self.step(s) {
+                        t.steps.push(step);
+                    }
+                }
+            }
+            Some(other) => self.wrong(other, "orchestration.steps", "an array of steps"),
+            None => self.diags.push(
+                Diagnostic::new(
+                    Code::MissingField,
+                    Some(Span::bytes(orch.range.start, orch.range.start + 1)),
+                    "`orchestration` has no `steps`",
+                )
+                .help("add `\"steps\": [...]` (an empty list is allowed)"),
+            ),
+        }
+        Some(t)
+    }
+
+    /// The agent's fields: its name (`agentId`, else `name`, else the fallback), the
+    /// tool universe (`tools`, else `nodes` without `llm.*`), `options.maxSteps`.
+    fn agent_fields(
+        &mut self,
+        root_obj: &Object<'_>,
+        fallback_name: Option<&str>,
+        t: &mut Template,
+    ) {
         // Both are read (and so type-checked); `agentId` wins.
         let agent_id = self.opt_string(root_obj, "agentId");
         let name = self.opt_string(root_obj, "name");
@@ -342,6 +373,11 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// The orchestration's own fields besides `steps`: description, default step,
+    /// history length, gates, lost results, properties.
+    fn orchestration_fields(&mut self, orch: &Object<'_>, t: &mut Template) {
         match get(orch, "description") {
             Some(Value::StringLit(s)) => t.description = vec![s.value.to_string()],
             Some(Value::Array(_)) => {
@@ -395,25 +431,6 @@ impl Reader {
             Some(other) => self.wrong(other, "orchestration.properties", "an array of properties"),
             None => {}
         }
-        match get(orch, "steps") {
-            Some(Value::Array(a)) => {
-                for s in &a.elements {
-                    if let Some(step) = self.step(s) {
-                        t.steps.push(step);
-                    }
-                }
-            }
-            Some(other) => self.wrong(other, "orchestration.steps", "an array of steps"),
-            None => self.diags.push(
-                Diagnostic::new(
-                    Code::MissingField,
-                    Some(Span::bytes(orch.range.start, orch.range.start + 1)),
-                    "`orchestration` has no `steps`",
-                )
-                .help("add `\"steps\": [...]` (an empty list is allowed)"),
-            ),
-        }
-        Some(t)
     }
 
     fn step(&mut self, v: &Value<'_>) -> Option<Step> {
