@@ -162,29 +162,11 @@ pub(crate) fn run(args: Args) -> u8 {
         return code;
     };
     // Spans go out while the guard lives (flushed when it drops, at the end).
-    let _otel = match &args.otlp_endpoint {
-        None => None,
-        Some(url) => match orch_agent::otel::init_otlp(url, "orch-mcp") {
-            Ok(guard) => Some(guard),
-            Err(e) => {
-                orch_runtime::eprintln_printable!("error: orch mcp: --otlp-endpoint: {e}");
-                return USAGE_OR_IO;
-            }
-        },
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            orch_runtime::eprintln_printable!(
-                "error: orch mcp: cannot start the async runtime: {e}"
-            );
-            return USAGE_OR_IO;
-        }
-    };
+    let (_otel, runtime) =
+        match crate::policy::start("orch mcp", "orch-mcp", args.otlp_endpoint.as_deref()) {
+            Ok(started) => started,
+            Err(code) => return code,
+        };
     // Ctrl-C or SIGTERM ends the gateway cleanly: dropping `serve` writes the decision
     // log's last checkpoint.
     let served = runtime.block_on(async {

@@ -98,29 +98,11 @@ pub(crate) fn run(args: Args) -> u8 {
         return code;
     };
     // Spans go out while the guard lives (flushed when it drops, at the end).
-    let _otel = match &args.otlp_endpoint {
-        None => None,
-        Some(url) => match orch_agent::otel::init_otlp(url, "orch-policy") {
-            Ok(guard) => Some(guard),
-            Err(e) => {
-                orch_runtime::eprintln_printable!("error: orch policy: --otlp-endpoint: {e}");
-                return USAGE_OR_IO;
-            }
-        },
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            orch_runtime::eprintln_printable!(
-                "error: orch policy: cannot start the async runtime: {e}"
-            );
-            return USAGE_OR_IO;
-        }
-    };
+    let (_otel, runtime) =
+        match crate::policy::start("orch policy", "orch-policy", args.otlp_endpoint.as_deref()) {
+            Ok(started) => started,
+            Err(code) => return code,
+        };
     let served = runtime.block_on(serve(&compiled, &args));
     runtime.shutdown_timeout(Duration::from_secs(1));
     match served {
@@ -205,6 +187,39 @@ fn ready(local: std::net::SocketAddr, what: &str) {
     orch_runtime::eprintln_printable!(
         "orch policy: serving agentgateway's ExtMcp at {local} ({what})"
     );
+}
+
+/// What a gateway command (`program`, exported as OpenTelemetry service `service`)
+/// runs in: its span and metric export to `otlp` while the guard lives, and a
+/// two-thread async runtime. `Err` is the exit code, the error printed.
+pub(crate) fn start(
+    program: &str,
+    service: &str,
+    otlp: Option<&str>,
+) -> Result<(Option<orch_agent::otel::OtelGuard>, tokio::runtime::Runtime), u8> {
+    let otel = match otlp {
+        None => None,
+        Some(url) => match orch_agent::otel::init_otlp(url, service) {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                orch_runtime::eprintln_printable!("error: {program}: --otlp-endpoint: {e}");
+                return Err(USAGE_OR_IO);
+            }
+        },
+    };
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Ok((otel, runtime)),
+        Err(e) => {
+            orch_runtime::eprintln_printable!(
+                "error: {program}: cannot start the async runtime: {e}"
+            );
+            Err(USAGE_OR_IO)
+        }
+    }
 }
 
 /// Completes on Ctrl-C or SIGTERM.
