@@ -226,8 +226,8 @@ fn a_refusal_of_a_tool_with_an_output_schema_is_a_result_to_the_typescript_sdk()
 
 /// One session spread over three instances sharing a `redis-server`, by a balancer
 /// that sends each kind of request to another instance: the client's requests to the
-/// second, its answers to what the upstream asked to the third, its standalone (GET)
-/// stream to the first. The answers reach the instance that relayed the questions
+/// second, its notifications and its answers to what the upstream asked to the third,
+/// its standalone (GET) stream to the first. The answers reach the instance that relayed the questions
 /// (passed on over Redis), and the log lines of the call the second serves reach the
 /// stream the first holds open — as if one gateway served the session.
 #[test]
@@ -246,9 +246,14 @@ fn a_session_spread_over_instances_gets_its_answers_and_logs_where_they_belong()
             )
         })
         .collect();
+    // `notifications/initialized` reaches another instance than the `initialize` that
+    // created the session, and the calls come back to the one that created it: that
+    // one learns the session's id from the `initialize` response (the log lines of its
+    // calls went nowhere while it did not know it).
     let balancer = support::balance::by_kind(support::balance::Split {
         streams: instances[0].addr.clone(),
         requests: instances[1].addr.clone(),
+        notifications: instances[2].addr.clone(),
         answers: instances[2].addr.clone(),
     });
     let url = format!("http://{balancer}/mcp");

@@ -14,6 +14,7 @@
 
 use crate::approval::{self, Answer};
 use crate::error::Error;
+use crate::instances::FreshSession;
 use crate::jwt::JWT_PREFIX;
 use crate::runs::{RunKey, RUN_PREFIX};
 use crate::telemetry;
@@ -765,6 +766,21 @@ impl<S> Downstream<S> {
         }
     }
 
+    /// A fresh session (the `initialize` the HTTP layer marked [`FreshSession`]):
+    /// registered to be named when the response says its id.
+    fn await_name(&self, extensions: &rmcp::model::Extensions, peer: &Peer<RoleServer>) {
+        let token = extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<FreshSession>());
+        if let Some(FreshSession(token)) = token {
+            let slot = self.session.get().map(|link| Arc::clone(&link.session));
+            self.shared
+                .relay
+                .instances
+                .fresh(*token, peer.clone(), slot);
+        }
+    }
+
     /// A client session of `shared`'s gateway (`fixed_id`: its id when the transport has
     /// none).
     pub(crate) fn new(shared: Arc<Shared<S>>, fixed_id: Option<String>) -> Self {
@@ -1244,9 +1260,12 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
                 // A second `initialize` on one session keeps the first connection.
                 Ok(link) => {
                     let _ = self.session.set(link);
-                    // A session restored on this instance names its id here already
-                    // (a fresh one, at `initialized`): known before its first call.
+                    // A session restored on this instance names its id here already;
+                    // a fresh one's id is in the response, which the HTTP layer reads
+                    // and gives to the session (its `initialized` may reach another
+                    // instance).
                     self.known_as(&context.extensions, &context.peer);
+                    self.await_name(&context.extensions, &context.peer);
                 }
                 Err(why) => {
                     return Err(Error::UpstreamUnavailable {

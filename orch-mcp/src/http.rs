@@ -25,6 +25,7 @@
 
 use crate::framing::{self, classify, jsonrpc_error_body};
 use crate::handler::{Change, Shared};
+use crate::instances::FreshSession;
 use crate::jwt::JwtVerifier;
 use crate::runs::{is_run_id, run_key, RunKey, TOKEN_PREFIX};
 use crate::HttpOptions;
@@ -261,13 +262,13 @@ async fn admit<S: SessionStore + 'static>(
         Presented::Nothing | Presented::Operator => false,
     };
     let standalone = parts.method == http::Method::GET;
-    let (request, call_id, answer) = if parts.method == http::Method::POST {
+    let (request, call_id, answer, fresh) = if parts.method == http::Method::POST {
         match read_post(&guarded, parts, body, session.is_some(), run).await {
-            Ok(posted) => (posted.request, posted.call_id, posted.answer),
+            Ok(posted) => (posted.request, posted.call_id, posted.answer, posted.fresh),
             Err(refused) => return refused,
         }
     } else {
-        (Request::from_parts(parts, body), None, None)
+        (Request::from_parts(parts, body), None, None, None)
     };
     if let Some(id) = &session {
         if let Some(refused) = guarded.check_session(id).await {
@@ -299,6 +300,13 @@ async fn admit<S: SessionStore + 'static>(
     let deleting = request.method() == http::Method::DELETE;
     let mut response = next.run(request).await;
     drop(pass);
+    if let Some(token) = fresh {
+        let created = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok());
+        guarded.shared.relay.instances.named(token, created);
+    }
     if deleting && response.status() == http::StatusCode::ACCEPTED {
         // The session is gone when the answer is sent: say so (clients such as the
         // Python SDK take 202 for a failure).
@@ -344,6 +352,8 @@ struct Posted {
     /// A client's answer to a question the upstream asked through this gateway: its id
     /// and bytes.
     answer: Option<(RequestId, Bytes)>,
+    /// The token of an `initialize` that creates a session ([`FreshSession`]).
+    fresh: Option<u64>,
 }
 
 /// Reads a POST's body (bounded in size and time) and checks it before the MCP SDK
@@ -359,6 +369,7 @@ async fn read_post<S: SessionStore + 'static>(
 ) -> Result<Posted, Response> {
     let mut call_id = None;
     let mut answer = None;
+    let mut fresh = None;
     let read = tokio::time::timeout(
         guarded.options.body_timeout,
         axum::body::to_bytes(body, MAX_BODY),
@@ -416,6 +427,9 @@ async fn read_post<S: SessionStore + 'static>(
             if guarded.live_sessions().await >= max {
                 return Err(session_full(max, id));
             }
+            let token = orch_store::lease::token();
+            parts.extensions.insert(FreshSession(token));
+            fresh = Some(token);
         }
         if !run && !has_session && is_modern(&r.request) && guarded.options.anonymous_run {
             parts
@@ -445,6 +459,7 @@ async fn read_post<S: SessionStore + 'static>(
         request: Request::from_parts(parts, Body::from(bytes)),
         call_id,
         answer,
+        fresh,
     })
 }
 

@@ -123,7 +123,26 @@ pub(crate) struct Instances {
     holders: Mutex<HashMap<String, String>>,
     /// Notifications waiting for a session's stream to be held somewhere.
     backlog: Mutex<HashMap<String, std::collections::VecDeque<Waiting>>>,
+    /// Sessions created on this instance whose id the MCP SDK names only in the
+    /// `initialize` response: their client side and upstream connection's id slot, by
+    /// the token the HTTP layer put on that request ([`FreshSession`]).
+    fresh: Mutex<HashMap<u64, Fresh>>,
 }
+
+/// Where a session's upstream connection keeps the client's session id once known.
+pub(crate) type NameSlot = Arc<OnceLock<Arc<str>>>;
+
+/// A session being created here, not yet named ([`Instances::fresh`]).
+struct Fresh {
+    peer: Peer<RoleServer>,
+    slot: Option<NameSlot>,
+}
+
+/// Marks an `initialize` request that creates a session (in the HTTP request's
+/// extensions): the session's id is read off the response, then given to the session
+/// ([`Instances::named`]), which could not know it while handling the request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FreshSession(pub(crate) u64);
 
 impl Default for Instances {
     fn default() -> Self {
@@ -143,6 +162,7 @@ impl Default for Instances {
             peers: Mutex::default(),
             peer_added: tokio::sync::Notify::new(),
             holders: Mutex::default(),
+            fresh: Mutex::default(),
             backlog: Mutex::default(),
         }
     }
@@ -277,6 +297,29 @@ impl Instances {
 
     fn bus(&self) -> Option<&Arc<dyn Bus>> {
         self.bus.get()
+    }
+
+    /// A session being created by the `initialize` marked `token`: its client side and
+    /// its upstream connection's id slot, until [`Instances::named`].
+    pub(crate) fn fresh(&self, token: u64, peer: Peer<RoleServer>, named: Option<NameSlot>) {
+        lock(&self.fresh).insert(token, Fresh { peer, slot: named });
+    }
+
+    /// The session the `initialize` marked `token` created is `session` (`None`: it
+    /// created none): from now on its client side is this instance's for `session`, and
+    /// what its upstream connection says goes to that session's streams. Without this,
+    /// a session whose `initialized` notification reaches another instance stays
+    /// nameless here, and the log lines of a later call on this instance go nowhere.
+    pub(crate) fn named(&self, token: u64, session: Option<&str>) {
+        let Some(Fresh { peer, slot }) = lock(&self.fresh).remove(&token) else {
+            return;
+        };
+        if let Some(session) = session {
+            if let Some(slot) = slot {
+                let _ = slot.set(Arc::from(session));
+            }
+            self.serve(session, peer);
+        }
     }
 
     /// Registers the client side of `session` (its latest, when restored again).

@@ -54,9 +54,12 @@ fn pipe(a: TcpStream, b: TcpStream) {
 pub struct Split {
     /// `GET` (a session's standalone stream).
     pub streams: String,
-    /// A `POST` of a request or notification (a JSON body with a `method`), and every
-    /// other method (`DELETE`).
+    /// A `POST` of a request (a JSON body with a `method` and an `id`), and every other
+    /// method (`DELETE`).
     pub requests: String,
+    /// A `POST` of a notification (a `method` without an `id`: `notifications/initialized`,
+    /// cancellations).
+    pub notifications: String,
     /// A `POST` of anything else: a client's answer to a question the server asked.
     pub answers: String,
 }
@@ -113,13 +116,12 @@ fn forward_one(mut client: TcpStream, split: &Split) -> std::io::Result<()> {
     let target = match head.split(' ').next() {
         Some("GET") => &split.streams,
         Some("POST") => {
-            let has_method = serde_json::from_slice::<Value>(body)
-                .ok()
-                .is_some_and(|v| v.get("method").is_some());
-            if has_method {
-                &split.requests
-            } else {
-                &split.answers
+            let message = serde_json::from_slice::<Value>(body).ok();
+            let has = |key: &str| message.as_ref().is_some_and(|v| v.get(key).is_some());
+            match (has("method"), has("id")) {
+                (true, true) => &split.requests,
+                (true, false) => &split.notifications,
+                (false, _) => &split.answers,
             }
         }
         _ => &split.requests,
