@@ -66,40 +66,54 @@ fn step_json(e: &report::Step) -> Value {
     }
 }
 
-/// `  --> file:line:col` and the source line under it, for a finding at `span` (just
-/// the file when the span is unknown).
-fn place(file: &str, source: &str, span: Option<Span>) -> String {
-    let text = SourceText::new(source);
-    match span
-        .and_then(Span::byte_range)
-        .map(|r| text.line_col(r.start))
-    {
-        Some((l, c)) => {
-            let shown: String = source
-                .lines()
-                .nth(l.saturating_sub(1))
-                .unwrap_or("")
-                .chars()
-                .take(160)
-                .collect();
-            format!(
-                "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
-                " ".repeat(c.saturating_sub(1).min(160))
-            )
+/// Where findings are in one file's source: its line index and lines, made once per
+/// report (a report on a template of thousands of steps places each of them).
+struct Places<'s> {
+    file: &'s str,
+    text: SourceText<'s>,
+    lines: Vec<&'s str>,
+}
+
+impl<'s> Places<'s> {
+    fn new(file: &'s str, source: &'s str) -> Self {
+        Places {
+            file,
+            text: SourceText::new(source),
+            lines: source.lines().collect(),
         }
-        None => format!("  --> {file}"),
+    }
+
+    /// `  --> file:line:col` and the source line under it, for a finding at `span` (just
+    /// the file when the span is unknown).
+    fn at(&self, span: Option<Span>) -> String {
+        let file = self.file;
+        match span
+            .and_then(Span::byte_range)
+            .map(|r| self.text.line_col(r.start))
+        {
+            Some((l, c)) => {
+                let shown: String = self
+                    .lines
+                    .get(l.saturating_sub(1))
+                    .copied()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect();
+                format!(
+                    "  --> {file}:{l}:{c}\n   |\n{l:>3}| {shown}\n   | {}^",
+                    " ".repeat(c.saturating_sub(1).min(160))
+                )
+            }
+            None => format!("  --> {file}"),
+        }
     }
 }
 
 /// The findings of one file, rustc-style, each at its step's name (from the IR's spans).
 pub fn human(file: &str, source: &str, ir: Option<&Ir>, found: &Exploration) -> String {
-    let at = |i: usize| {
-        place(
-            file,
-            source,
-            ir.and_then(|ir| ir.steps.get(i)).map(|s| s.spans.name),
-        )
-    };
+    let places = Places::new(file, source);
+    let at = |i: usize| places.at(ir.and_then(|ir| ir.steps.get(i)).map(|s| s.spans.name));
     let mut out = String::new();
     let mut findings = 0;
     for (i, step) in found.steps.iter().enumerate() {
@@ -221,11 +235,12 @@ pub fn properties_human(
     ir: Option<&Ir>,
     found: &[PropertyFinding],
 ) -> String {
+    let places = Places::new(file, source);
     let at = |name: &str| {
         let span = ir
             .and_then(|ir| ir.properties.iter().find(|p| p.name == name))
             .map(|p| p.span);
-        place(file, source, span)
+        places.at(span)
     };
     let mut out = String::new();
     for p in found {
