@@ -11,7 +11,6 @@
 //! compare before and after a change with the same benchmark).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -24,29 +23,6 @@ const TEMPLATES: [&str; 5] = [
     "examples/agents/support-triage/template.json",
     "tests/fixtures/agentdock/clinic-assistant.json",
 ];
-
-/// 500 steps over 200 tools, each with a message condition, a two-position sequence
-/// and an allow list (the same template as `orch-codegen/benches/expand.rs`'s JSON).
-fn large_template() -> String {
-    const TOOLS: usize = 200;
-    const STEPS: usize = 500;
-    let mut steps = vec![r#"{"name": "Start", "isDefault": true}"#.to_owned()];
-    for i in 0..STEPS {
-        let (a, b) = (i % TOOLS, (i * 7 + 3) % TOOLS);
-        let mut s = String::new();
-        let _ = write!(
-            s,
-            r#"{{"name": "S{i}", "conditions": [{{"type": "message_contains", "value": "w{i}"}}], "sequence": ["t{a:03}", ["t{b:03}"]], "availableTools": {{"allowed": ["t{a:03}", "t{b:03}"]}}}}"#
-        );
-        steps.push(s);
-    }
-    let tools: Vec<String> = (0..TOOLS).map(|t| format!("\"t{t:03}\"")).collect();
-    format!(
-        r#"{{"agentId": "big", "tools": [{}], "orchestration": {{"steps": [{}]}}}}"#,
-        tools.join(","),
-        steps.join(",\n")
-    )
-}
 
 fn binary() -> PathBuf {
     std::env::var_os("ORCH_BENCH_BIN")
@@ -75,7 +51,8 @@ fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("orch-bench-commands-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let large = dir.join("large-500-steps-200-tools.json");
-    std::fs::write(&large, large_template()).expect("the large template is written");
+    std::fs::write(&large, orch_test_support::templates::large_json())
+        .expect("the large template is written");
     let mut files: Vec<(String, PathBuf)> = TEMPLATES
         .iter()
         .map(|t| {

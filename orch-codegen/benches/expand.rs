@@ -40,22 +40,6 @@ fn dsl_source() -> String {
     s
 }
 
-fn json_source() -> String {
-    let mut steps = vec![r#"{"name": "Start", "isDefault": true}"#.to_owned()];
-    for i in 0..STEPS {
-        let (a, b) = (i % TOOLS, (i * 7 + 3) % TOOLS);
-        steps.push(format!(
-            r#"{{"name": "S{i}", "conditions": [{{"type": "message_contains", "value": "w{i}"}}], "sequence": ["t{a:03}", ["t{b:03}"]], "availableTools": {{"allowed": ["t{a:03}", "t{b:03}"]}}}}"#
-        ));
-    }
-    let tools: Vec<String> = (0..TOOLS).map(|t| format!("\"t{t:03}\"")).collect();
-    format!(
-        r#"{{"agentId": "big", "tools": [{}], "orchestration": {{"steps": [{}]}}}}"#,
-        tools.join(","),
-        steps.join(",\n")
-    )
-}
-
 fn bench(c: &mut Criterion) {
     let dsl: proc_macro2::TokenStream = dsl_source().parse().expect("tokens");
     let out = orch_codegen::__private::orchestration(dsl.clone()).to_string();
@@ -64,7 +48,7 @@ fn bench(c: &mut Criterion) {
         "the benchmark workflow must be valid: {}",
         &out[..out.len().min(2000)]
     );
-    let json = json_source();
+    let json = orch_test_support::templates::large_json();
     assert!(!orch_codegen::compile_json(&json, None).has_errors());
 
     let rt = orch_codegen::emit::runtime_path(orch_codegen::emit::DEFAULT_RUNTIME).expect("a path");

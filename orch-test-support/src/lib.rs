@@ -4,6 +4,7 @@
 //! - [`redis`]: a real `redis-server` on a free loopback port;
 //! - [`cluster`]: a real six-node Redis Cluster;
 //! - [`pacing`]: open-loop load (calls started on schedule) and its percentiles;
+//! - [`templates`]: the benchmarks' generated templates;
 //! - `ext_mcp` (feature `ext-mcp`): `orch policy` servers and a client that drives both
 //!   ExtMcp phases as agentgateway does;
 //! - `otel` (feature `otel`): attributes of exported OpenTelemetry spans;
@@ -21,3 +22,4 @@ pub mod ext_mcp;
 pub mod otel;
 pub mod pacing;
 pub mod redis;
+pub mod templates;
