@@ -153,16 +153,10 @@ impl Rejection {
     /// The ExtMcp error: the code, the words, and the data for the client's JSON-RPC
     /// error, if any.
     pub(crate) fn into_error(self) -> AuthorizationError {
-        let code = self.code() as i32;
-        let reason = self.to_string();
-        let data = match self {
-            Rejection::Refused { data, .. } | Rejection::Busy { data, .. } => Some(data),
-            _ => None,
-        };
         AuthorizationError {
-            code,
-            reason,
-            mcp_error: data.map(|d| d.to_string().into_bytes()),
+            code: self.code() as i32,
+            reason: self.to_string(),
+            mcp_error: self.data().map(|d| d.to_string().into_bytes()),
         }
     }
 }

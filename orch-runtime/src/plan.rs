@@ -154,14 +154,7 @@ impl OwnedPlan {
                 seq_bits += len;
             }
         }
-        let SequenceCells {
-            seq_words,
-            seq_first,
-            seq_last,
-            seq_atom,
-            seq_tool_start,
-            seq_cells,
-        } = sequence_cells(t, &tracked, seq_bits, &seq_atom_of_step);
+        let seq = sequence_cells(t, &tracked, seq_bits, &seq_atom_of_step);
 
         // Not recently used: a counter per tool, an atom per (tool, window).
         let nru_atom_base = n_atoms;
@@ -226,18 +219,18 @@ impl OwnedPlan {
         OwnedPlan {
             atom_words: atom_words as u32,
             step_words: step_words as u32,
-            seq_words: seq_words as u32,
+            seq_words: seq.seq_words as u32,
             step_atom_start,
             step_atoms,
             candidates,
             atom_step_start,
             atom_steps,
             used_atom,
-            seq_first,
-            seq_last,
-            seq_atom,
-            seq_tool_start,
-            seq_cells,
+            seq_first: seq.seq_first,
+            seq_last: seq.seq_last,
+            seq_atom: seq.seq_atom,
+            seq_tool_start: seq.seq_tool_start,
+            seq_cells: seq.seq_cells,
             counters,
             nru_atoms,
             nru_atom_base,
