@@ -214,14 +214,9 @@ fn audit(c: &mut Criterion) {
         "brainstorm",
         "debate",
     ];
-    let calls: Vec<(&str, orch::CallDigest)> = ["search", "think", "reflect"]
+    let calls: Vec<(&str, orch::Call<'static>)> = ["search", "think", "reflect"]
         .iter()
-        .map(|t| {
-            (
-                *t,
-                orch::CallDigest::of_text(t, r#"{"input": "AI and jobs"}"#),
-            )
-        })
+        .map(|t| (*t, orch::Call::of_text(t, r#"{"input": "AI and jobs"}"#)))
         .collect();
     let dir = std::env::temp_dir().join(format!("orch-bench-audit-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);

@@ -48,8 +48,8 @@ fn denied(d: Denied<&str, Vec<&str>>) -> RefDenied {
             expected: expected.into_iter().map(String::from).collect(),
         },
         Denied::Unavailable => RefDenied::Unavailable,
-        Denied::NeedsApproval { .. } | Denied::Rejected { .. } => {
-            panic!("the random templates here have no approval gates")
+        Denied::NeedsApproval { .. } | Denied::Rejected { .. } | Denied::BrokenRule { .. } => {
+            panic!("the random templates here have no approval gates and no argument rules")
         }
     }
 }

@@ -38,6 +38,7 @@ orch::include_machine!("cognitive-reasoner");
 orch::include_machine!("support-triage");
 orch::include_machine!("wide");
 orch::include_machine!("sequence-shaped");
+orch::include_machine!("payments");
 orch::include_machine!("messages-40");
 orch::include_machine!("conformance");
 orch::include_machine!("approvals");
@@ -121,16 +122,43 @@ fn the_hot_path_does_not_allocate() {
             black_box(gated.record(Tool::AddToCart));
             black_box(gated.record(Tool::Confirm));
             black_box(gated.check(Tool::Pay).is_err());
-            black_box(gated.check_call(Tool::Pay, &call).is_err());
+            black_box(gated.check_call(Tool::Pay, &judged(&call)).is_err());
             gated.ask(call, orch::QuestionId::new(9));
             black_box(gated.answer(call, orch::QuestionId::new(9), true));
-            black_box(gated.admit_call(Tool::Pay, &call).is_ok());
+            black_box(gated.admit_call(Tool::Pay, &judged(&call)).is_ok());
             gated.reject(call);
-            black_box(gated.check_call(Tool::Pay, &call).is_err());
-            black_box(gated.check_call_name("pay", &call).is_err());
+            black_box(gated.check_call(Tool::Pay, &judged(&call)).is_err());
+            black_box(gated.check_call_name("pay", &judged(&call)).is_err());
         }
     });
     assert_eq!(n, 0, "approvals allocated {n} times");
+
+    // Rules on arguments (semantics §16): in a template with rules, a call of a tool no
+    // rule applies to is judged without reading its arguments, so without allocating.
+    let mut pays = payments::Session::new();
+    let args = r#"{"query": "Ana"}"#;
+    let contacts = orch::Call::new(
+        orch::CallDigest::of_canonical("get_contacts", args.as_bytes()),
+        args,
+    );
+    let n = allocations_during(|| {
+        use payments::Tool;
+        for _ in 0..50 {
+            black_box(
+                pays.check_call(Tool::GetContacts, black_box(&contacts))
+                    .is_ok(),
+            );
+            black_box(
+                pays.admit_call(Tool::GetContacts, black_box(&contacts))
+                    .is_ok(),
+            );
+            black_box(
+                pays.check_call_name("get_contacts", black_box(&contacts))
+                    .is_ok(),
+            );
+        }
+    });
+    assert_eq!(n, 0, "a call no rule applies to allocated {n} times");
 
     // Incremental condition state: sequences that complete and change the step
     // (shift-and matchers), `tool_used` and `not_recently_used` (counters), and messages
@@ -210,4 +238,10 @@ fn the_run_time_path_of_the_bindings_does_not_allocate() {
     let mut names = Vec::new();
     session.for_each_allowed(|_, name| names.push(name.to_owned()));
     assert_eq!(names, session.session().allowed());
+}
+
+/// The call as the engine judges it: this template has no rules on arguments, so its
+/// arguments are never read.
+fn judged(call: &orch::CallDigest) -> orch::Call<'static> {
+    orch::Call::new(*call, "")
 }

@@ -8,7 +8,7 @@ use crate::policy::{ApprovalRequest, Decision, Policy, RefusalKind, RoundPlan};
 use crate::protocol;
 use crate::telemetry;
 use crate::tools::ToolRegistry;
-use orch_runtime::{CallDigest, Machine, Session, StepEnum, Usage};
+use orch_runtime::{Call, Machine, Session, StepEnum, Usage};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -507,8 +507,8 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             };
             return refuse(call, Some(RefusalKind::UnknownTool), why);
         };
-        let digest = CallDigest::of_text(&call.name, &call.arguments);
-        if let Err(refusal) = self.policy.admit_call(session, &call.name, &digest) {
+        let checked = Call::of_text(&call.name, &call.arguments);
+        if let Err(refusal) = self.policy.admit_call(session, &call.name, &checked) {
             match refusal.kind {
                 // Arguments that are not JSON are refused before a human is asked.
                 RefusalKind::NeedsApproval if parse_arguments(&call).is_ok() => {

@@ -50,6 +50,10 @@ pub enum AuditEvent {
         tool: String,
         /// The call's digest (tool and canonical arguments).
         call: CallDigest,
+        /// The arguments as sent — kept only when a rule on arguments judged them
+        /// (semantics §16), so that a replay judges them again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<String>,
     },
     /// A tool ran (semantics §5 "record").
     Record {
@@ -136,6 +140,14 @@ pub enum Rule {
     Gate {
         /// The gating step.
         step: Option<String>,
+    },
+    /// A rule on arguments (semantics §16), by name, in the active step (`None`: none
+    /// active).
+    Argument {
+        /// The active step.
+        step: Option<String>,
+        /// The rule's name.
+        name: String,
     },
 }
 
@@ -1119,8 +1131,13 @@ fn apply(
             policy.prepare(session);
         }
         AuditEvent::Message { text } => policy.message(session, text),
-        AuditEvent::Call { tool, call } => {
-            let _ = policy.admit_call(session, tool, call);
+        AuditEvent::Call {
+            tool,
+            call,
+            arguments,
+        } => {
+            let arguments = arguments.as_deref().unwrap_or("");
+            let _ = policy.admit_call(session, tool, &orch_runtime::Call::new(*call, arguments));
         }
         AuditEvent::Record { tool } => {
             policy.record(session, tool);

@@ -6,7 +6,7 @@
 
 use crate::{Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::{CallDigest, QuestionId, Snapshot, Verdict};
+use orch_runtime::{Call, CallDigest, QuestionId, Snapshot, Verdict};
 use std::sync::Arc;
 
 self_cell::self_cell!(
@@ -122,14 +122,14 @@ impl HostedSession {
     /// [`check`](Self::check) for this exact call (`arguments`: its JSON text): a gated
     /// tool passes on a held approval of this call. Changes nothing.
     pub fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
-        let call = CallDigest::of_text(tool, arguments);
+        let call = Call::of_text(tool, arguments);
         self.policy.refusal_of(self.session(), tool, &call)
     }
 
     /// Admits this exact call before the host runs it: an approval it passes on is
     /// consumed. `None` when it may run.
     pub fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
-        let call = CallDigest::of_text(tool, arguments);
+        let call = Call::of_text(tool, arguments);
         let policy = &self.policy;
         self.live
             .with_dependent_mut(|_, session| policy.admit_call(session, tool, &call).err())

@@ -9,7 +9,7 @@ use crate::model::{ToolCall, ToolChoice};
 use crate::protocol::{self, Question, Ticket, Unanswered};
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::{
-    Approval, CallDigest, Denied, Machine, QuestionId, Session, StepEnum, ToolEnum, Verdict,
+    Approval, Call, CallDigest, Denied, Machine, QuestionId, Session, StepEnum, ToolEnum, Verdict,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -35,6 +35,8 @@ pub struct Refusal {
     /// What to tell the model: what was wrong, what is allowed now, and what the
     /// sequence expects.
     pub reason: String,
+    /// The rule on arguments that refused it ([`RefusalKind::BrokenRule`]), by name.
+    pub rule: Option<String>,
 }
 
 /// The kinds of [`Refusal`] and [`Denial`], for a caller to act on.
@@ -64,13 +66,17 @@ pub enum RefusalKind {
     /// twice (`lostResults`, semantics §15), and no operator has said yet whether it
     /// ran.
     OutcomeUnknown,
+    /// The call's arguments break a rule on arguments (semantics §16): refused whatever
+    /// a human would say; [`Refusal::rule`] names the rule.
+    BrokenRule,
 }
 
 impl RefusalKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [RefusalKind; 9] = [
+    pub const ALL: [RefusalKind; 10] = [
         RefusalKind::NotAllowed,
         RefusalKind::OutOfSequence,
+        RefusalKind::BrokenRule,
         RefusalKind::UnknownTool,
         RefusalKind::Unavailable,
         RefusalKind::NeedsApproval,
@@ -81,7 +87,8 @@ impl RefusalKind {
     ];
 
     /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`,
-    /// `needs_approval`, `rejected`, `stale_answer`, `busy`, `outcome_unknown`.
+    /// `needs_approval`, `rejected`, `stale_answer`, `busy`, `outcome_unknown`,
+    /// `broken_rule`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefusalKind::UnknownTool => "unknown_tool",
@@ -93,6 +100,7 @@ impl RefusalKind {
             RefusalKind::StaleAnswer => "stale_answer",
             RefusalKind::Busy => "busy",
             RefusalKind::OutcomeUnknown => "outcome_unknown",
+            RefusalKind::BrokenRule => "broken_rule",
         }
     }
 }
@@ -154,8 +162,23 @@ pub struct Denial {
     /// every name).
     pub kind: RefusalKind,
     /// The session's own wording ("not allowed in step `X`", "the sequence of step `X`
-    /// expects `y` at position 1").
+    /// expects `y` at position 1", "it breaks rule `r`: `/to` is …").
     pub message: String,
+    /// The rule on arguments that refused it, by name ([`RefusalKind::BrokenRule`]).
+    pub rule: Option<String>,
+}
+
+impl Denial {
+    /// The denial of a call whose arguments break rule `rule` (of step `step`, or the
+    /// orchestration's), `why` in the session's words.
+    pub fn broken(step: Option<&str>, rule: &str, why: &str) -> Self {
+        let of = step.map_or_else(String::new, |s| format!(" in step `{s}`"));
+        Denial {
+            kind: RefusalKind::BrokenRule,
+            message: format!("it breaks rule `{rule}`{of}: {why}"),
+            rule: Some(rule.to_owned()),
+        }
+    }
 }
 
 impl<S, E> From<&Denied<S, E>> for RefusalKind {
@@ -166,6 +189,7 @@ impl<S, E> From<&Denied<S, E>> for RefusalKind {
             Denied::Unavailable => RefusalKind::Unavailable,
             Denied::NeedsApproval { .. } => RefusalKind::NeedsApproval,
             Denied::Rejected { .. } => RefusalKind::Rejected,
+            Denied::BrokenRule { .. } => RefusalKind::BrokenRule,
         }
     }
 }
@@ -178,6 +202,7 @@ where
         Denial {
             kind: RefusalKind::from(denied),
             message: denied.to_string(),
+            rule: None,
         }
     }
 }
@@ -233,13 +258,16 @@ pub trait Orchestrated {
             .cloned()
             .collect()
     }
-    /// Admits this exact call of `name` (semantics §13): as
-    /// [`check_tool`](Orchestrated::check_tool), but a gated tool passes on a held
-    /// approval of the call, which this consumes, and is refused as rejected on a held
-    /// rejection of it.
-    fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial>;
+    /// Admits this exact call of `name` (semantics §13, §16): as
+    /// [`check_tool`](Orchestrated::check_tool), then the rules on its arguments (a
+    /// broken one refuses it, a conditional `approve` that holds gates it); a gated call
+    /// passes on a held approval of the call, which this consumes, and is refused as
+    /// rejected on a held rejection of it.
+    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Denial>;
     /// [`admit_call`](Orchestrated::admit_call) without admitting: nothing is consumed.
-    fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial>;
+    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Denial>;
+    /// Does a rule on arguments apply to a call of `name` now (in the active step)?
+    fn argument_rules_apply(&self, name: &str) -> bool;
     /// The verdict on a call the session holds (semantics §13), if any.
     fn approval(&self) -> Option<Approval>;
     /// Holds the question `question`, "may this exact call run?", put to a human
@@ -289,14 +317,23 @@ impl<M: Machine> Orchestrated for Session<M> {
             .collect()
     }
 
-    fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
+    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
         self.admit_call_name(name, call)
-            .map_err(|d| Denial::from(&d))
+            .map_err(|d| typed_denial(self, &d, call))
     }
 
-    fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial> {
+    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
         self.check_call_name(name, call)
-            .map_err(|d| Denial::from(&d))
+            .map_err(|d| typed_denial(self, &d, call))
+    }
+
+    fn argument_rules_apply(&self, name: &str) -> bool {
+        let rules = M::tables().rules;
+        !rules.is_empty()
+            && M::Tool::from_name(name).is_some_and(|t| {
+                let step = self.step().map_or(u16::MAX, |s| s.index() as u16);
+                rules.applies(t.index(), step)
+            })
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -353,12 +390,16 @@ impl Orchestrated for DynSession<'_> {
         self.check(name).map_err(|d| Denial::from(&d))
     }
 
-    fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), Denial> {
-        DynSession::admit_call(self, name, call).map_err(|d| Denial::from(&d))
+    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
+        DynSession::admit_call(self, name, call).map_err(|d| dyn_denial(self, &d, call))
     }
 
-    fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), Denial> {
-        DynSession::check_call(self, name, call).map_err(|d| Denial::from(&d))
+    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
+        DynSession::check_call(self, name, call).map_err(|d| dyn_denial(self, &d, call))
+    }
+
+    fn argument_rules_apply(&self, name: &str) -> bool {
+        DynSession::argument_rules_apply(self, name)
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -406,6 +447,38 @@ impl Orchestrated for DynSession<'_> {
     }
 }
 
+/// A typed session's denial, a broken rule put in words with the call's arguments.
+fn typed_denial<M: Machine>(
+    session: &Session<M>,
+    denied: &Denied<M::Step, orch_runtime::ToolSet<M::Tool>>,
+    call: &Call<'_>,
+) -> Denial {
+    match denied {
+        Denied::BrokenRule { step, broken } => Denial::broken(
+            step.map(|s| s.name()),
+            session.rule_name(broken.rule),
+            &session.explain_broken(broken, call.arguments),
+        ),
+        other => Denial::from(other),
+    }
+}
+
+/// A run-time session's denial, a broken rule put in words with the call's arguments.
+fn dyn_denial(
+    session: &DynSession<'_>,
+    denied: &Denied<&str, Vec<&str>>,
+    call: &Call<'_>,
+) -> Denial {
+    match denied {
+        Denied::BrokenRule { step, broken } => Denial::broken(
+            *step,
+            session.rule_name(broken.rule),
+            &session.explain_broken(broken, call.arguments),
+        ),
+        other => Denial::from(other),
+    }
+}
+
 /// What a host that asks humans itself does about a gated call ([`Policy::admit_gated`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gate<'a> {
@@ -432,6 +505,9 @@ pub enum Gate<'a> {
 }
 
 /// What [`Policy::admit_gated`] came to.
+// Returned once per call and matched at once: boxing the refusal would cost an
+// allocation on every refused call to save stack bytes nobody keeps.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Gated {
     /// The call may run; `changed`: an approval was consumed (store the session).
@@ -568,16 +644,18 @@ impl Policy {
             .map_err(|denial| self.refusal(session, tool, denial))
     }
 
-    /// Admits this exact call of `tool` before it runs (semantics §13): [`Policy::admit`],
-    /// except that a gated tool passes on a human's approval of this call held by the
+    /// Admits this exact call of `tool` before it runs (semantics §13, §16):
+    /// [`Policy::admit`], then the template's rules on the call's arguments (a broken one
+    /// refuses it as [`RefusalKind::BrokenRule`]; a conditional `approve` that holds
+    /// gates it), and a gated tool passes on a human's approval of this call held by the
     /// session — consuming it, so one approval runs one call — and is refused as
     /// [`RefusalKind::Rejected`] on a held rejection. `call` is
-    /// [`CallDigest::of_text`]`(tool, arguments)`.
+    /// [`Call::of_text`]`(tool, arguments)`.
     pub fn admit_call<S: Orchestrated + ?Sized>(
         &self,
         session: &mut S,
         tool: &str,
-        call: &CallDigest,
+        call: &Call<'_>,
     ) -> Result<(), Refusal> {
         // What the record needs of the state before the call (nothing without a log).
         let audit = self.auditor.as_ref().map(|auditor| {
@@ -590,10 +668,7 @@ impl Policy {
                 .map_err(|denial| self.refusal(session, tool, denial))
         });
         if let Some((auditor, before, held, admitting)) = audit {
-            let event = AuditEvent::Call {
-                tool: tool.to_owned(),
-                call: *call,
-            };
+            let event = Self::call_event(&*session, tool, call);
             match &result {
                 Ok(()) => {
                     // An approval consumed: the gate decided, with the human.
@@ -622,7 +697,7 @@ impl Policy {
         &self,
         session: &mut S,
         tool: &str,
-        call: &CallDigest,
+        call: &Call<'_>,
         gate: Gate<'_>,
     ) -> Gated {
         let held = session.approval();
@@ -632,7 +707,9 @@ impl Policy {
             approved,
         } = gate
         {
-            if let Err(why) = self.answer_ticket(session, run, tool, call, &ticket, approved) {
+            if let Err(why) =
+                self.answer_ticket(session, run, tool, &call.digest, &ticket, approved)
+            {
                 return Gated::Refused {
                     refusal: self.unanswered(session, tool, why),
                     question: None,
@@ -651,11 +728,11 @@ impl Policy {
                             run,
                             session.step_name(),
                             tool,
-                            *call,
+                            call.digest,
                             session.fingerprint(),
                             ttl,
                         );
-                        self.ask_call(session, tool, *call, question.id());
+                        self.ask_call(session, tool, call.digest, question.id());
                         Some(question)
                     }
                     _ => None,
@@ -709,6 +786,7 @@ impl Policy {
                 "error: `{tool}` was not run: {why}. Nothing was asked; call it again to put a new question to the human. {}",
                 self.what_now(session, true)
             ),
+            rule: None,
         }
     }
 
@@ -721,7 +799,7 @@ impl Policy {
         &self,
         session: &S,
         tool: &str,
-        call: &CallDigest,
+        call: &Call<'_>,
     ) -> Option<Refusal> {
         let refusal = match self.known(session, tool) {
             Err(refusal) => refusal,
@@ -731,13 +809,26 @@ impl Policy {
             },
         };
         if let Some(auditor) = &self.auditor {
-            let event = AuditEvent::Call {
-                tool: tool.to_owned(),
-                call: *call,
-            };
+            let event = Self::call_event(session, tool, call);
             Self::log_refusal(auditor, session, Position::of(session), event, &refusal);
         }
         Some(refusal)
+    }
+
+    /// The record of a call presented: its arguments kept only when a rule on
+    /// arguments judges them (so that a replay judges them again).
+    fn call_event<S: Orchestrated + ?Sized>(
+        session: &S,
+        tool: &str,
+        call: &Call<'_>,
+    ) -> AuditEvent {
+        AuditEvent::Call {
+            tool: tool.to_owned(),
+            call: call.digest,
+            arguments: session
+                .argument_rules_apply(tool)
+                .then(|| call.arguments.to_owned()),
+        }
     }
 
     /// The record of a refused call.
@@ -753,7 +844,13 @@ impl Policy {
             RefusalKind::Rejected => "rejected",
             _ => "refused",
         };
-        let rule = rule_of(session, &refusal.tool, refusal.kind);
+        let rule = match &refusal.rule {
+            Some(rule) => crate::audit::Rule::Argument {
+                step: session.step_name().map(str::to_owned),
+                name: rule.clone(),
+            },
+            None => rule_of(session, &refusal.tool, refusal.kind),
+        };
         let (kind, message) = (refusal.kind.as_str().to_owned(), refusal.reason.clone());
         auditor.emit(
             session,
@@ -921,6 +1018,7 @@ impl Policy {
                 "error: there is no tool `{tool}`. {}",
                 self.what_now(session, true)
             ),
+            rule: None,
         })
     }
 
@@ -940,6 +1038,7 @@ impl Policy {
                 denial.message,
                 self.what_now(session, denial.kind != RefusalKind::OutOfSequence)
             ),
+            rule: denial.rule,
         }
     }
 

@@ -551,6 +551,7 @@ pub fn shared_id_refusal(tool: &str, id: &str) -> crate::Refusal {
         reason: format!(
             "error: `{tool}` was not run: the model gave two tool calls the same id `{id}`; each call needs an id of its own."
         ),
+        rule: None,
     }
 }
 

@@ -25,7 +25,7 @@
 
 use crate::model::{ToolCall, ToolChoice};
 use crate::policy::{ApprovalRequest, Decision, Orchestrated, Policy, Refusal, RefusalKind};
-use orch_runtime::CallDigest;
+use orch_runtime::{Call, CallDigest};
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
     HookContext, InvalidToolCallAction, InvalidToolCallContext, InvalidToolCallReason,
@@ -201,7 +201,9 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
             let why = format!("error: `{tool}` was not run: the session changed while a human decided about it. {now}");
             return DispatchAction::skip(self.refuse(&tool, why));
         }
-        match self.with_session(|s| self.policy.admit_call(s, &tool, &digest)) {
+        let checked = Call::new(digest, &request.call.arguments);
+        // The request carries the call as the human saw it (its digest is `digest`).
+        match self.with_session(|s| self.policy.admit_call(s, &tool, &checked)) {
             Ok(()) => DispatchAction::proceed(),
             Err(refusal) => self.refused(refusal, &digest),
         }
@@ -303,8 +305,9 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
             return DispatchAction::proceed();
         };
         let arguments = event.tool_args().unwrap_or_default();
-        let digest = CallDigest::of_text(tool, arguments);
-        match self.with_session(|s| self.policy.admit_call(s, tool, &digest)) {
+        let checked = Call::of_text(tool, arguments);
+        let digest = checked.digest;
+        match self.with_session(|s| self.policy.admit_call(s, tool, &checked)) {
             Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
                 let call = ToolCall {
                     id: event.call_id.map(|id| id.to_string()).unwrap_or_default(),
@@ -349,7 +352,7 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
             }
             // Unknown to rig, or outside the forced choice: the policy says why.
             _ => {
-                let call = CallDigest::of_text(tool, event.args.as_deref().unwrap_or_default());
+                let call = Call::of_text(tool, event.args.as_deref().unwrap_or_default());
                 match self.with_session(|s| self.policy.refusal_of(s, tool, &call)) {
                     Some(refusal) => refusal.reason,
                     None => {

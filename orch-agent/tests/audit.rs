@@ -223,7 +223,7 @@ fn a_deny_pattern_is_named_as_the_rule() {
     let policy =
         orch_agent::Policy::new(["read", "delete_file", "delete_dir"]).audited(Arc::new(auditor));
     policy.prepare(&mut session);
-    let call = orch_runtime::CallDigest::of_text("delete_dir", "{}");
+    let call = orch_runtime::Call::of_text("delete_dir", "{}");
     assert!(policy
         .admit_call(&mut session, "delete_dir", &call)
         .is_err());

@@ -12,7 +12,7 @@
 use orch_agent::protocol;
 use orch_agent::Policy;
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::{CallDigest, QuestionId, Verdict};
+use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -121,7 +121,7 @@ impl Reference<'_> {
             }
             "call" => {
                 let (tool, args) = (text("tool"), text("args"));
-                let digest = CallDigest::of_text(&tool, &args);
+                let digest = Call::of_text(&tool, &args);
                 match self.policy.admit_call(&mut self.session, &tool, &digest) {
                     Err(refusal) => json!(format!("refused:{}", refusal.kind.as_str())),
                     Ok(()) => match protocol::result_kind(&text("result")) {
@@ -136,9 +136,9 @@ impl Reference<'_> {
             "ask" => {
                 let (tool, args) = (text("tool"), text("args"));
                 let question = QuestionId::random();
-                let digest = CallDigest::of_text(&tool, &args);
+                let digest = Call::of_text(&tool, &args);
                 self.policy
-                    .ask_call(&mut self.session, &tool, digest, question);
+                    .ask_call(&mut self.session, &tool, digest.digest, question);
                 self.questions.push((tool, args, question));
                 json!("asked")
             }

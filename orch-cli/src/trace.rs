@@ -12,7 +12,7 @@ use orch_codegen::ir::{IrProperty, IrRule};
 use orch_runtime::compiled::glob_match;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::printable::printable;
-use orch_runtime::CallDigest;
+use orch_runtime::{Call, CallDigest};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -50,6 +50,9 @@ pub enum TraceEvent {
         tool: String,
         /// The call's digest.
         call: CallDigest,
+        /// Its arguments as written (what rules on arguments judge; empty when the
+        /// source does not have them).
+        arguments: String,
     },
     /// A tool result: the call `id` ran.
     Ran(String),
@@ -170,12 +173,8 @@ pub fn parse(text: &str) -> Result<(TraceFormat, Vec<TraceEvent>), TraceError> {
                             .and_then(Value::as_str)
                             .ok_or_else(|| at("a tool call has no function `name`"))?;
                         let args = f.get("arguments").and_then(Value::as_str).unwrap_or("");
-                        events.push(call(
-                            id,
-                            tool,
-                            &CallDigest::of_text(tool, args),
-                            events.len(),
-                        ));
+                        let digest = CallDigest::of_text(tool, args);
+                        events.push(call(id, tool, &digest, args, events.len()));
                     }
                 }
                 if let Some(Value::Array(blocks)) = content {
@@ -189,7 +188,8 @@ pub fn parse(text: &str) -> Result<(TraceFormat, Vec<TraceEvent>), TraceError> {
                                 .ok_or_else(|| at("a `tool_use` has no `name`"))?;
                             let input = b.get("input").cloned().unwrap_or(json!({}));
                             let digest = CallDigest::of_json(tool, &input);
-                            events.push(call(id, tool, &digest, events.len()));
+                            let args = input.to_string();
+                            events.push(call(id, tool, &digest, &args, events.len()));
                         }
                     }
                 }
@@ -212,7 +212,7 @@ pub fn parse(text: &str) -> Result<(TraceFormat, Vec<TraceEvent>), TraceError> {
     Ok((format, events))
 }
 
-fn call(id: &str, tool: &str, digest: &CallDigest, n: usize) -> TraceEvent {
+fn call(id: &str, tool: &str, digest: &CallDigest, arguments: &str, n: usize) -> TraceEvent {
     TraceEvent::Call {
         id: if id.is_empty() {
             format!("#{n}")
@@ -221,6 +221,7 @@ fn call(id: &str, tool: &str, digest: &CallDigest, n: usize) -> TraceEvent {
         },
         tool: tool.to_owned(),
         call: *digest,
+        arguments: arguments.to_owned(),
     }
 }
 
@@ -240,10 +241,20 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
         })?;
         match r.event {
             AuditEvent::Message { text } => events.push(TraceEvent::Message(text)),
-            AuditEvent::Call { tool, call } => {
+            AuditEvent::Call {
+                tool,
+                call,
+                arguments,
+            } => {
                 let id = format!("{}#{}", r.run, r.seq);
                 open.push((tool.clone(), id.clone()));
-                events.push(TraceEvent::Call { id, tool, call });
+                let arguments = arguments.unwrap_or_default();
+                events.push(TraceEvent::Call {
+                    id,
+                    tool,
+                    call,
+                    arguments,
+                });
             }
             AuditEvent::Record { tool } => {
                 let id = match open.iter().rposition(|(t, _)| *t == tool) {
@@ -256,6 +267,7 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
                             id: id.clone(),
                             tool,
                             call,
+                            arguments: String::new(),
                         });
                         id
                     }
@@ -309,12 +321,20 @@ pub fn grade(
             TraceEvent::Message(text) => policy.message(&mut session, text),
             TraceEvent::Approved(call) => session.approve(*call),
             TraceEvent::Ran(_) => {}
-            TraceEvent::Call { id, tool, call } => {
+            TraceEvent::Call {
+                id,
+                tool,
+                call,
+                arguments,
+            } => {
                 let n = calls.len() + 1;
                 let step = session.step_name().map(str::to_owned);
+                let checked = Call::new(*call, arguments);
                 // The session's own words for a refusal (not the model's).
-                let message = session.check_call(tool, call).err().map(|d| d.to_string());
-                let judged = policy.admit_call(&mut session, tool, call);
+                let message = Orchestrated::check_call(&session, tool, &checked)
+                    .err()
+                    .map(|d| d.message);
+                let judged = policy.admit_call(&mut session, tool, &checked);
                 let did_run = ran.contains(id.as_str());
                 let verdict = match &judged {
                     Ok(()) => "allowed",

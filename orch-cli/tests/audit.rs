@@ -5,7 +5,7 @@ mod support;
 
 use orch_agent::audit::{Auditor, JsonLines};
 use orch_agent::Policy;
-use orch_runtime::CallDigest;
+use orch_runtime::Call;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
@@ -40,15 +40,15 @@ fn write_log(path: &Path) {
         let mut s = machine.session();
         policy.prepare(&mut s);
         policy.message(&mut s, "refund please");
-        let refund = CallDigest::of_text("issue_refund", r#"{"amount": 1}"#);
+        let refund = Call::of_text("issue_refund", r#"{"amount": 1}"#);
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
-        let lookup = CallDigest::of_text("lookup_order", "{}");
+        let lookup = Call::of_text("lookup_order", "{}");
         assert!(policy.admit_call(&mut s, "lookup_order", &lookup).is_ok());
         policy.record(&mut s, "lookup_order");
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
         let question = orch_runtime::QuestionId::new(0x51);
-        policy.ask_call(&mut s, "issue_refund", refund, question);
-        assert!(policy.answer_call(&mut s, "issue_refund", refund, question, true, None));
+        policy.ask_call(&mut s, "issue_refund", refund.digest, question);
+        assert!(policy.answer_call(&mut s, "issue_refund", refund.digest, question, true, None));
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_ok());
         policy.record(&mut s, "issue_refund");
     }

@@ -7,7 +7,7 @@ mod support;
 
 use orch_agent::audit::Auditor;
 use orch_agent::Policy;
-use orch_runtime::CallDigest;
+use orch_runtime::Call;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -135,14 +135,14 @@ fn orch_decision_records_are_graded_with_their_approvals() {
     let mut s = machine.session();
     policy.prepare(&mut s);
     policy.message(&mut s, "refund A-1");
-    let lookup = CallDigest::of_text("lookup_order", "{}");
+    let lookup = Call::of_text("lookup_order", "{}");
     policy.admit_call(&mut s, "lookup_order", &lookup).unwrap();
     policy.record(&mut s, "lookup_order");
-    let refund = CallDigest::of_text("issue_refund", r#"{"amount": 1}"#);
+    let refund = Call::of_text("issue_refund", r#"{"amount": 1}"#);
     assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
     let question = orch_runtime::QuestionId::new(0x51);
-    policy.ask_call(&mut s, "issue_refund", refund, question);
-    assert!(policy.answer_call(&mut s, "issue_refund", refund, question, true, None));
+    policy.ask_call(&mut s, "issue_refund", refund.digest, question);
+    assert!(policy.answer_call(&mut s, "issue_refund", refund.digest, question, true, None));
     policy.admit_call(&mut s, "issue_refund", &refund).unwrap();
     policy.record(&mut s, "issue_refund");
     std::fs::write(&path, records.lock().unwrap().as_str()).unwrap();

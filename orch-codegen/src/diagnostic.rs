@@ -90,6 +90,7 @@ codes! {
     InvalidProperty = "E022", "invalid_property", Error, "a property without exactly one rule, or two properties with one name";
     PropertyViolated = "E023", "property_violated", Error, "a property some reachable state violates (found by exploring every state)";
     ReadsUserMessages = "E024", "reads_user_messages", Error, "a message condition `orch policy` cannot enforce: MCP traffic carries no user messages";
+    InvalidRule = "E025", "invalid_rule", Error, "a rule on arguments that cannot be judged: a bad JSON pointer, number, regex, bound or list, not exactly one test, or two rules with one name";
     UnreachableStep = "W001", "unreachable_step", Warning, "a step that can never become active";
     ShadowedStep = "W002", "shadowed_step", Warning, "a step shadowed by an earlier step";
     DefaultStepConditions = "W003", "default_step_conditions", Warning, "conditions on the default step are ignored";

@@ -173,6 +173,14 @@ pub(crate) fn items(compiled: &Compiled, rt: &TokenStream) -> TokenStream {
     let counters = lit(tables.plan.counters.len());
     let contains = &tables.contains;
     let regexes = &tables.regexes;
+    // The regexes of the rules on arguments (semantics §16), compiled with the message
+    // conditions' on first use.
+    let argument_regexes = tables.rules.view().regex_sources();
+    let with_arguments = if argument_regexes.is_empty() {
+        quote! {}
+    } else {
+        quote! { .with_arguments(&[#(#argument_regexes),*]) }
+    };
     // Name lookups: a `match` for a few names (the fastest), a binary search over a
     // sorted table for many (a `match` with thousands of string arms is slow for rustc
     // to compile). `Debug` prints the variant's identifier from a table (a derived one
@@ -317,7 +325,7 @@ pub(crate) fn items(compiled: &Compiled, rt: &TokenStream) -> TokenStream {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         pub struct Machine;
 
-        static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(&[#(#contains),*], &[#(#regexes),*]);
+        static MATCHERS: __rt::MessageMatchers = __rt::MessageMatchers::new(&[#(#contains),*], &[#(#regexes),*]) #with_arguments;
 
         /// The compiled transition and filter tables.
         pub static TABLES: __rt::Tables<'static> = #tables_literal;

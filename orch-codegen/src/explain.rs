@@ -182,6 +182,14 @@ pub fn explain(code: Code) -> Explanation {
             r#"{"agentId": "demo", "tools": ["search", "think"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["search"]}}, {"name": "Think", "conditions": [{"type": "tool_used", "value": "search"}]}],
   "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
         ),
+        InvalidRule => (
+            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path`, a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`), with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn` or `each` — or combines predicates with `all`, `any` or `not`. A path that is not a pointer, a bound that is not a JSON number or bounds out of order, an empty list, a regex that does not compile, a `hostIn` entry with a scheme or a path, two tests in one object, or two rules of one scope with the same name cannot be judged as written.",
+            Lang::Json,
+            r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "rules": [{"name": "small", "tool": "send_money", "require": {"path": "amount", "range": {"max": 100}}}]}}"#,
+            r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "rules": [{"name": "small", "tool": "send_money", "require": {"path": "/amount", "range": {"max": 100}}}]}}"#,
+        ),
         PropertyViolated => (
             "Every state a session can reach was explored with the tools `allowed()` admits, and in one of them the property fails: the tool runs before any tool its `after` names, runs more often than `atMost`, runs at all under `never`, or runs without an approval gate under `approved`. The message gives the shortest list of events that leads there; `orch verify` prints it as JSON that `orch simulate` replays. Reported with the same limits as W007; larger templates: run `orch verify`.",
             Lang::Json,

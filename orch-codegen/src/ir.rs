@@ -6,6 +6,10 @@
 use orch_runtime::compiled::{reset, Condition, Gate, OwnedPlan, OwnedTables, Span, StepTable};
 use std::collections::HashMap;
 
+#[path = "ir_rules.rs"]
+mod rules;
+pub use rules::{IrArgRule, IrPred, IrTest};
+
 /// Where an IR item was written: bytes of a JSON template, or a token of the
 /// `orchestration!` macro's input ([`crate::model::Span`]). Every IR item that a
 /// diagnostic, a report or an editor points at carries one, so no caller parses the
@@ -42,6 +46,9 @@ pub struct Ir {
     pub lost: IrLost,
     /// `orchestration.properties` (semantics §14): what `orch verify` proves.
     pub properties: Vec<IrProperty>,
+    /// The rules on arguments (semantics §16): the orchestration's, then each step's,
+    /// in template order.
+    pub arg_rules: Vec<IrArgRule>,
 }
 
 /// The tools of each `orchestration.lostResults` list (semantics §15).
@@ -316,6 +323,7 @@ impl Ir {
             lost_retry: Gate::NONE,
             lost_ran: Gate::NONE,
             lost_hold: Gate::NONE,
+            rules: rules::flatten(&self.arg_rules),
             plan: OwnedPlan::default(),
         };
         // Every run of words (a static set, a whole sequence) is stored once: steps
@@ -490,6 +498,14 @@ pub fn fingerprint(t: &OwnedTables) -> u64 {
             h.num(u64::from(g.patterns.start));
             h.num(u64::from(g.patterns.len));
         }
+    }
+    // Rules on arguments, only when there are some (a template without keeps its
+    // fingerprint): their compiled form, written out.
+    if !t.rules.rules.is_empty() {
+        h.str("rules");
+        let mut w = orch_runtime::compiled::LiteralWriter::new("", &[]);
+        orch_runtime::compiled::Literal::write_literal(&t.rules, &mut w);
+        h.str(&w.finish());
     }
     h.0
 }

@@ -26,6 +26,7 @@ pub(crate) struct Parts<'t> {
     pub approve: IrGate,
     pub lost: IrLost,
     pub properties: Vec<IrProperty>,
+    pub arg_rules: Vec<crate::ir::IrArgRule>,
 }
 
 /// Builds the IR.
@@ -94,6 +95,7 @@ pub(crate) fn lower(p: Parts<'_>) -> Ir {
         approve: p.approve,
         lost: p.lost,
         properties: p.properties,
+        arg_rules: p.arg_rules,
     }
 }
 
@@ -163,5 +165,6 @@ pub fn placeholder(t: &Template) -> Ir {
         approve: IrGate::default(),
         lost: IrLost::default(),
         properties: Vec::new(),
+        arg_rules: Vec::new(),
     }
 }

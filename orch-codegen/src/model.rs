@@ -108,6 +108,168 @@ pub struct Template {
     pub lost_results: LostResults,
     /// `orchestration.properties`: safety properties `orch verify` proves (semantics §14).
     pub properties: Vec<Property>,
+    /// `orchestration.rules` and the conditional entries of `orchestration.approve`:
+    /// rules on arguments for every step (semantics §16).
+    pub rules: Vec<ArgRule>,
+}
+
+/// A rule on the arguments of one tool's calls (semantics §16): an entry of `rules`
+/// (`require`), or a conditional entry of `approve` (`when`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgRule {
+    /// The whole entry.
+    pub span: Span,
+    /// `name`: required for `rules`, optional for a conditional `approve` (which is
+    /// then called `approve <tool>`).
+    pub name: Option<Spanned<String>>,
+    /// `tool`: the tool whose calls it judges (a name).
+    pub tool: Spanned<String>,
+    /// Refuse or gate.
+    pub kind: ArgRuleKind,
+    /// What the arguments must (`require`) or may (`when`) satisfy.
+    pub predicate: Predicate,
+}
+
+/// What an [`ArgRule`] does with its predicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgRuleKind {
+    /// `require`: a call that does not satisfy it is refused.
+    Require,
+    /// `when` (in `approve`): a call that satisfies it needs a human's approval.
+    ApproveWhen,
+}
+
+/// A predicate over a call's arguments, and where it is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Predicate {
+    /// The whole predicate.
+    pub span: Span,
+    /// What it says.
+    pub node: PredicateNode,
+}
+
+/// The forms of a [`Predicate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PredicateNode {
+    /// `all`: every one holds.
+    All(Vec<Predicate>),
+    /// `any`: at least one holds.
+    Any(Vec<Predicate>),
+    /// `not`: it does not hold.
+    Not(Box<Predicate>),
+    /// A test of the value at `path`, a JSON pointer into the arguments (or, inside
+    /// `each`, into the element); `""` is the whole.
+    Test {
+        /// The JSON pointer.
+        path: Spanned<String>,
+        /// What the value must be.
+        test: ArgTest,
+    },
+}
+
+/// What a value must be (semantics §16).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgTest {
+    /// `exists`: present (`true`) or absent (`false`).
+    Exists(bool),
+    /// `equals`: this JSON scalar.
+    Equals(Spanned<Scalar>),
+    /// `oneOf`: one of these JSON scalars.
+    OneOf(Spanned<Vec<Spanned<Scalar>>>),
+    /// `glob`: a string matching this `*` glob.
+    Glob(Spanned<String>),
+    /// `regex`: a string this regex matches somewhere.
+    Regex(Spanned<String>),
+    /// `range`: a number within `min..=max` (JSON number texts, as written).
+    Range {
+        /// The whole `range` object.
+        span: Span,
+        /// `min`, inclusive.
+        min: Option<Spanned<String>>,
+        /// `max`, inclusive.
+        max: Option<Spanned<String>>,
+    },
+    /// `length`: a string, array or object of `min..=max` characters or entries.
+    Length {
+        /// The whole `length` object.
+        span: Span,
+        /// `min`, inclusive.
+        min: Option<Spanned<u64>>,
+        /// `max`, inclusive.
+        max: Option<Spanned<u64>>,
+    },
+    /// `hostIn`: a URL whose host matches one of these `*` globs.
+    HostIn(Spanned<Vec<Spanned<String>>>),
+    /// `each`: an array whose every element satisfies this.
+    Each(Box<Predicate>),
+}
+
+impl ArgTest {
+    /// The test's key as written in a template.
+    pub fn key(&self) -> &'static str {
+        match self {
+            ArgTest::Exists(_) => "exists",
+            ArgTest::Equals(_) => "equals",
+            ArgTest::OneOf(_) => "oneOf",
+            ArgTest::Glob(_) => "glob",
+            ArgTest::Regex(_) => "regex",
+            ArgTest::Range { .. } => "range",
+            ArgTest::Length { .. } => "length",
+            ArgTest::HostIn(_) => "hostIn",
+            ArgTest::Each(_) => "each",
+        }
+    }
+
+    /// Every test key, in the order the docs list them.
+    pub const KEYS: [&'static str; 9] = [
+        "exists", "equals", "oneOf", "glob", "regex", "range", "length", "hostIn", "each",
+    ];
+}
+
+/// A JSON scalar a rule compares with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scalar {
+    /// A string (decoded).
+    String(String),
+    /// A number, its text as written.
+    Number(String),
+    /// `true` or `false`.
+    Bool(bool),
+    /// `null`.
+    Null,
+}
+
+impl Scalar {
+    /// The scalar as JSON text (a string minimally escaped; a number as written).
+    pub fn to_json(&self) -> String {
+        match self {
+            Scalar::String(s) => json_string(s),
+            Scalar::Number(n) => n.clone(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Null => "null".to_owned(),
+        }
+    }
+}
+
+/// `s` as a JSON string literal, minimally escaped (RFC 8785's escaping).
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// `orchestration.lostResults` (semantics §15): tools (names or patterns) by what a lost
@@ -187,6 +349,9 @@ pub struct Step {
     pub is_default: Option<Spanned<bool>>,
     /// `resetSequenceOn`.
     pub reset_sequence_on: Vec<Spanned<String>>,
+    /// `rules` and the conditional entries of `availableTools.approve`: rules on
+    /// arguments while this step is active (semantics §16).
+    pub rules: Vec<ArgRule>,
 }
 
 /// One entry of a sequence: a tool, or a group of alternatives.
@@ -340,10 +505,12 @@ impl Step {
         let denied = self.denied.iter().flatten();
         let conditions = self.conditions.iter().filter_map(Condition::tool);
         let approve = self.approve.iter().flatten();
+        let rules = self.rules.iter().map(|r| &r.tool);
         allowed
             .chain(sequence)
             .chain(denied)
             .chain(conditions)
             .chain(approve)
+            .chain(rules)
     }
 }

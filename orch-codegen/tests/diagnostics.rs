@@ -426,6 +426,75 @@ fn w008_sequence_cannot_complete() {
 }
 
 #[test]
+fn e025_invalid_rule() {
+    let rules = |rule: &str| {
+        format!(
+            r#"{{"agentId": "t", "tools": ["send_money", "search"], "orchestration": {{"steps": [{{"name": "Chat", "isDefault": true}}], "rules": [{rule}]}}}}"#
+        )
+    };
+    // A path that is not a JSON pointer, pointed at.
+    let src = rules(
+        r#"{"name": "small", "tool": "send_money", "require": {"path": "amount", "range": {"max": 100}}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, "\"amount\"");
+    assert_eq!(d.message, "`amount` is not a JSON pointer");
+    assert!(c.ir.is_none());
+    // Bounds out of order, at the `range` object.
+    let src = rules(
+        r#"{"name": "r", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 10, "max": 1e0}}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, r#"{"min": 10, "max": 1e0}"#);
+    assert_eq!(d.message, "`range` from 10 to 1e0 holds no number");
+    // A regex that does not compile, at the regex.
+    let src = rules(
+        r#"{"name": "r", "tool": "send_money", "require": {"path": "/to", "regex": "(unclosed"}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, r#""(unclosed""#);
+    assert_eq!(d.message, "the regex `(unclosed` does not compile");
+    // Two tests in one predicate, at the predicate's first byte.
+    let src = rules(
+        r#"{"name": "r", "tool": "send_money", "require": {"path": "/to", "glob": "a*", "equals": "b"}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, "{");
+    assert_eq!(d.message, "a predicate has 2 tests (`equals`, `glob`)");
+    // A host with a scheme; an empty list; two rules with one name.
+    let src = rules(
+        r#"{"name": "r", "tool": "search", "require": {"path": "/url", "hostIn": ["https://example.com"]}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, r#""https://example.com""#);
+    assert_eq!(d.message, "`https://example.com` is not a host");
+    let src = rules(r#"{"name": "r", "tool": "search", "require": {"path": "/q", "oneOf": []}}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, "[]");
+    assert_eq!(d.message, "`oneOf` lists no value");
+    let src = rules(
+        r#"{"name": "r", "tool": "search", "require": {"path": "/q", "exists": true}}, {"name": "r", "tool": "send_money", "require": {"path": "/to", "exists": true}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, "\"r\"");
+    assert_eq!(d.message, "two rules are named `r`");
+    // Unknown keys are E021 with a suggestion; a pattern as the tool is E013.
+    let src =
+        rules(r#"{"name": "r", "tool": "search", "require": {"path": "/q", "oneof": ["a"]}}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownField, "\"oneof\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `oneOf`?"));
+    let src =
+        rules(r#"{"name": "r", "tool": "send_*", "require": {"path": "/q", "exists": true}}"#);
+    find(&compile(&src), &src, Code::PatternNotAllowed, "\"send_*\"");
+    // A conditional approve with an unknown tool is E015.
+    let src = r#"{"agentId": "t", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}], "approve": [{"tool": "send_mony", "when": {"path": "/amount", "range": {"min": 100}}}]}}"#;
+    let c = compile(src);
+    let d = find(&c, src, Code::UnknownTool, "\"send_mony\"");
+    assert_eq!(d.help.as_deref(), Some("did you mean `send_money`?"));
+}
+
+#[test]
 fn warnings_can_be_allowed() {
     let mut t = orch_codegen::__private::parse(
         &steps(r#"{"name": "A", "isDefault": true}, {"name": "B"}"#),
@@ -693,7 +762,8 @@ fn e022_invalid_property() {
     // A misspelt tool name is E015 with a suggestion (it would make the property hold
     // vacuously); a pattern is taken as written.
     let src = with_properties(chat, r#"{"name": "p", "tool": "pya", "never": true}"#);
-    let d = find(&compile(&src), &src, Code::UnknownTool, "\"pya\"").clone();
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownTool, "\"pya\"").clone();
     assert_eq!(d.help.as_deref(), Some("did you mean `pay`?"));
     let src = with_properties(
         r#"{"name": "A", "isDefault": true, "availableTools": {"allowed": ["search"]}}"#,

@@ -24,7 +24,7 @@ use orch_agent::audit::Auditor;
 use orch_agent::protocol::{self, Question, ToolResult};
 use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::CallDigest;
+use orch_runtime::{Call, CallDigest};
 pub(crate) use orch_store::lease::Change;
 use orch_store::lease::{token, Record};
 use orch_store::run::{self, RunError};
@@ -101,8 +101,17 @@ pub(crate) struct Refused {
 impl Refused {
     /// The refusal of `tool` by the workflow in `session`, as the gateway answers it.
     fn by_workflow(policy: &Policy, session: &DynSession<'_>, refusal: Refusal) -> Self {
-        let Refusal { tool, kind, reason } = refusal;
-        Self::new(&tool, kind.as_str(), reason, Some(session), policy)
+        let Refusal {
+            tool,
+            kind,
+            reason,
+            rule,
+        } = refusal;
+        let mut refused = Self::new(&tool, kind.as_str(), reason, Some(session), policy);
+        if let Some(rule) = rule {
+            refused.detail["refusal"]["rule"] = serde_json::json!(rule);
+        }
+        refused
     }
 
     fn new(
@@ -292,7 +301,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
-        call: &CallDigest,
+        call: &Call<'_>,
         gate: Gate<'_>,
         may_create: bool,
     ) -> Result<(Admission<'_>, Option<(u64, Record)>), McpError> {
@@ -359,7 +368,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         tool: &str,
-        call: &CallDigest,
+        call: &Call<'_>,
         gate: Gate<'_>,
         may_create: bool,
         ct: &CancellationToken,
@@ -928,6 +937,14 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // The call's identity, for an approval of this exact call (semantics §13).
         let arguments = serde_json::Value::Object(params.arguments.clone().unwrap_or_default());
         let digest = CallDigest::of_json(&tool, &arguments);
+        // What rules on arguments read (semantics §16): the arguments as the client sent
+        // them — the framing refused any whose numbers the parse would have changed —,
+        // written out only when the template has rules.
+        let text = match self.shared.machine.has_argument_rules() {
+            true => serde_json::to_string(&arguments).unwrap_or_default(),
+            false => String::new(),
+        };
+        let checked = Call::new(digest, &text);
         let modern = is_modern(&context);
         let can_ask = if modern {
             approval::can_ask(context.meta.client_capabilities().as_ref())
@@ -953,7 +970,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         };
         let shared = &self.shared;
         let reserve =
-            |gate| shared.reserve(&id, &policy, &tool, &digest, gate, may_create, &context.ct);
+            |gate| shared.reserve(&id, &policy, &tool, &checked, gate, may_create, &context.ct);
         // An answer that applies to no question the run holds is refused as it is
         // (`stale_answer`): asking again on it would let the next copy of the same
         // answer run the call a second time.

@@ -360,7 +360,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     policy,
                     |snapshot| self.restore(snapshot, policy),
                     &call.tool,
-                    &call.digest,
+                    &orch_runtime::Call::new(call.digest, &call.arguments),
                     gate,
                     self.options.lease,
                 )?;
@@ -710,8 +710,16 @@ fn refused(
     refusal: Refusal,
     asked: Option<(&Call, &Question)>,
 ) -> Rejection {
-    let Refusal { tool, kind, reason } = refusal;
+    let Refusal {
+        tool,
+        kind,
+        reason,
+        rule,
+    } = refusal;
     let mut data = policy.refusal_data(&tool, kind.as_str(), &reason, Some(session));
+    if let Some(rule) = rule {
+        data["refusal"]["rule"] = json!(rule);
+    }
     if let Some((call, question)) = asked {
         let state = elicitation::request_state(question);
         data["approval"] = json!({

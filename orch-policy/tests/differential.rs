@@ -24,7 +24,7 @@ use orch_agent::{Gate, Gated, Policy};
 use orch_mcp::Gateway as McpGateway;
 use orch_policy::Options;
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::CallDigest;
+use orch_runtime::Call;
 use orch_store::SessionStore;
 use orch_test_support::ext_mcp::{self as support, Answered, Checked, Shared};
 use proptest::prelude::*;
@@ -234,7 +234,8 @@ impl<'m> Reference<'m> {
     }
 
     fn gate_call(&mut self, tool: usize, arg: u8, gate: Gate<'_>, reply: Reply) -> Decision {
-        let digest = CallDigest::of_text(TOOLS[tool], &args(arg).to_string());
+        let text = args(arg).to_string();
+        let digest = Call::of_text(TOOLS[tool], &text);
         match self
             .policy
             .admit_gated(&mut self.session, TOOLS[tool], &digest, gate)

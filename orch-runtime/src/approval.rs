@@ -13,16 +13,18 @@
 //!
 //! ```
 //! # orch_runtime::__doc_machine!();
-//! use orch_runtime::approval::CallDigest;
+//! use orch_runtime::approval::{Call, CallDigest};
 //! use demo::{Session, Tool};
 //! let mut s = Session::new();
 //! s.on_user_message("publish it");
-//! let call = CallDigest::of_canonical("publish", br#"{"to":"blog"}"#);
+//! let args = r#"{"to":"blog"}"#;
+//! let call = Call::new(CallDigest::of_canonical("publish", args.as_bytes()), args);
 //! assert!(s.check_call(Tool::Publish, &call).unwrap_err().needs_approval());
-//! s.approve(call);
+//! s.approve(call.digest);
 //! assert!(s.check_call(Tool::Publish, &call).is_ok());
 //! // Another call of the same tool is not approved by it.
-//! let other = CallDigest::of_canonical("publish", br#"{"to":"everyone"}"#);
+//! let other = r#"{"to":"everyone"}"#;
+//! let other = Call::new(CallDigest::of_canonical("publish", other.as_bytes()), other);
 //! assert!(s.check_call(Tool::Publish, &other).is_err());
 //! // Admitting the approved call consumes the approval.
 //! assert!(s.admit_call(Tool::Publish, &call).is_ok());
@@ -110,6 +112,41 @@ impl CallDigest {
             *o = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
         }
         Some(CallDigest(out))
+    }
+}
+
+/// One exact call as the engine judges it: its identity ([`CallDigest`]) and its
+/// arguments' text, exactly as sent — what rules on arguments read (semantics §16).
+///
+/// ```
+/// use orch_runtime::{Call, CallDigest};
+/// let args = r#"{"to": "blog"}"#;
+/// let call = Call::new(CallDigest::of_canonical("publish", br#"{"to":"blog"}"#), args);
+/// assert_eq!(call.arguments, args);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Call<'a> {
+    /// The call's identity: what an approval is bound to.
+    pub digest: CallDigest,
+    /// The arguments' text as sent (a JSON object, usually).
+    pub arguments: &'a str,
+}
+
+impl<'a> Call<'a> {
+    /// The call with identity `digest` and arguments `arguments` (the text the digest
+    /// was taken of).
+    pub const fn new(digest: CallDigest, arguments: &'a str) -> Self {
+        Call { digest, arguments }
+    }
+
+    /// The call of `tool` with arguments `arguments`, its digest taken by
+    /// [`CallDigest::of_text`].
+    #[cfg(feature = "serde")]
+    pub fn of_text(tool: &str, arguments: &'a str) -> Self {
+        Call {
+            digest: CallDigest::of_text(tool, arguments),
+            arguments,
+        }
     }
 }
 

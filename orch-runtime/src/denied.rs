@@ -50,6 +50,15 @@ pub enum Denied<S, E> {
         /// The active step (`None` when no step is active).
         step: Option<S>,
     },
+    /// The call's arguments break a rule on arguments (semantics §16): refused, whatever
+    /// a human would say. `broken` says which rule and where; the session's
+    /// `explain_broken` puts it in words.
+    BrokenRule {
+        /// The active step (`None` when no step is active).
+        step: Option<S>,
+        /// Which rule, which part of it, and the value it judged.
+        broken: crate::args::Broken,
+    },
 }
 
 impl<S: Copy, E> Denied<S, E> {
@@ -57,7 +66,9 @@ impl<S: Copy, E> Denied<S, E> {
     pub fn step(&self) -> Option<S> {
         match self {
             Denied::NotInStep { step } | Denied::SequenceExpects { step, .. } => Some(*step),
-            Denied::NeedsApproval { step } | Denied::Rejected { step } => *step,
+            Denied::NeedsApproval { step }
+            | Denied::Rejected { step }
+            | Denied::BrokenRule { step, .. } => *step,
             Denied::Unavailable => None,
         }
     }
@@ -110,6 +121,13 @@ impl<S: Copy, E> Denied<S, E> {
                 step_name(step)
             ),
             Denied::Rejected { step: None } => f.write_str("a human rejected this call"),
+            Denied::BrokenRule { step, broken } => {
+                write!(f, "the arguments break argument rule #{}", broken.rule)?;
+                match step {
+                    Some(step) => write!(f, " in step `{}`", step_name(step)),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }

@@ -192,6 +192,13 @@ macro_rules! __doc_machine {
                 lost_retry: __rt::Gate::NONE,
                 lost_ran: __rt::Gate::NONE,
                 lost_hold: __rt::Gate::NONE,
+                rules: __rt::Rules {
+                    rules: &[],
+                    preds: &[],
+                    children: &[],
+                    strings: &[],
+                    text: "",
+                },
                 plan: __rt::Plan {
                     atom_words: 1,
                     step_words: 1,

@@ -3,7 +3,8 @@
 //! host that loads templates from a database can use it too. `orch-codegen` builds an
 //! [`OwnedTables`] from a checked template (`Compiled::to_tables`).
 
-use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
+use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
+use crate::args::{Broken, OwnedRules};
 use crate::bits::{self, BitIter};
 use crate::denied::Denied;
 use crate::regexes::{Matchers, MessageRegex};
@@ -68,7 +69,22 @@ impl DynMachine {
                 .map_or_else(|| "does not compile".to_owned(), |e| e.to_string());
             return Err(RegexError { pattern, message });
         }
+        let sources = tables.rules.view().regex_sources();
+        let matchers = matchers.with_arguments(&sources);
+        if let Some(i) = matchers.arguments.iter().position(Option::is_none) {
+            let pattern = sources.get(i).map_or_else(String::new, |s| (*s).to_owned());
+            let message = crate::regexes::argument_regex(&pattern)
+                .err()
+                .map_or_else(|| "does not compile".to_owned(), |e| e.to_string());
+            return Err(RegexError { pattern, message });
+        }
         Ok(DynMachine { tables, matchers })
+    }
+
+    /// Does the template have rules on arguments (semantics §16)? A host that must write
+    /// a call's arguments out to judge them does so only then.
+    pub fn has_argument_rules(&self) -> bool {
+        !self.tables.rules.rules.is_empty()
     }
 
     /// The tables (code-generation plumbing).
@@ -336,24 +352,56 @@ impl<'m> DynSession<'m> {
     }
 
     /// May this exact call of `name` run now? The rule of [`crate::Session::check_call`].
-    pub fn check_call(&self, name: &str, call: &CallDigest) -> Result<(), DynDenied<'m>> {
+    pub fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), DynDenied<'m>> {
         let t = self.machine.tables.view();
         self.state
-            .check_call(&t, &self.available, self.tool_ref(name), call)
+            .check_call(
+                &t,
+                &self.available,
+                self.tool_ref(name),
+                call,
+                &self.machine.matchers,
+            )
             .map(|_| ())
             .map_err(|d| self.denied(d))
     }
 
     /// Admits this exact call before the host runs it, consuming the approval it passes
     /// on: the rule of [`crate::Session::admit_call`].
-    pub fn admit_call(&mut self, name: &str, call: &CallDigest) -> Result<(), DynDenied<'m>> {
+    pub fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), DynDenied<'m>> {
         let t = self.machine.tables.view();
         let tool = match t.tool_index(name) {
             Some(i) => ToolRef::Declared(i),
             None => ToolRef::Foreign(name),
         };
-        let result = self.state.admit_call(&t, &self.available, tool, call);
+        let result = self
+            .state
+            .admit_call(&t, &self.available, tool, call, &self.machine.matchers);
         result.map_err(|d| self.denied(d))
+    }
+
+    /// Why a call broke a rule on arguments, in words: the rule of
+    /// [`crate::Session::explain_broken`].
+    pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
+        self.machine.tables.rules.view().explain(broken, arguments)
+    }
+
+    /// Does a rule on arguments apply to a call of `name` in the active step?
+    pub fn argument_rules_apply(&self, name: &str) -> bool {
+        let rules = self.machine.tables.rules.view();
+        !rules.is_empty()
+            && self
+                .machine
+                .tables
+                .view()
+                .tool_index(name)
+                .is_some_and(|i| rules.applies(i, self.state.step))
+    }
+
+    /// The name of argument rule `rule`: the rule of [`crate::Session::rule_name`].
+    pub fn rule_name(&self, rule: u16) -> &'m str {
+        let rules: &'m OwnedRules = &self.machine.tables.rules;
+        rules.view().name(rule)
     }
 
     /// A human approved this exact call: the rule of [`crate::Session::approve`].
@@ -420,6 +468,10 @@ impl<'m> DynSession<'m> {
             },
             RawDenied::Rejected(step) => Denied::Rejected {
                 step: gated_step(step),
+            },
+            RawDenied::Broken(step, broken) => Denied::BrokenRule {
+                step: gated_step(step),
+                broken,
             },
         }
     }

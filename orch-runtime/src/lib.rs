@@ -32,6 +32,7 @@ pub mod approval;
 mod bits;
 #[macro_use]
 mod form;
+pub mod args;
 mod denied;
 mod doc_machine;
 pub mod dynamic;
@@ -47,7 +48,7 @@ mod state;
 mod tables;
 mod text;
 
-pub use approval::{Approval, CallDigest, QuestionId, Verdict};
+pub use approval::{Approval, Call, CallDigest, QuestionId, Verdict};
 pub use bits::{BitIter, ToolEnum, ToolIter, ToolSet};
 pub use denied::Denied;
 pub use dynamic::{DynMachine, DynSession};
@@ -82,10 +83,13 @@ pub mod compiled {
     //!
     //! It changes when the compiled form does; the fingerprint and the snapshot format are
     //! what stays stable across versions.
+    pub use crate::args::{ArgRule, OwnedRules, Pred, RuleKind, Rules, Test, ANY_STEP, UNBOUNDED};
     pub use crate::bits::{Entries, Words};
     pub use crate::form::{Literal, LiteralWriter};
     pub use crate::plan::{OwnedPlan, Plan, NONE, SOLE};
-    pub use crate::regexes::{Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT};
+    pub use crate::regexes::{
+        argument_regex, Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT,
+    };
     pub use crate::tables::{reset, Condition, Gate, OwnedTables, Span, StepTable, Tables};
     pub use crate::text::{
         contains_folded, fold_case, glob_match, is_pattern, ContainsMatcher, NeedleError,

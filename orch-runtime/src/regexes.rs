@@ -156,6 +156,9 @@ pub struct Matchers {
     pub(crate) regexes: Box<[Option<MessageRegex>]>,
     /// Patterns without a required literal: run on every message.
     always: Box<[u32]>,
+    /// The regexes of the rules on arguments (semantics §16), by index (`None`: did
+    /// not compile).
+    pub(crate) arguments: Box<[Option<Regex>]>,
 }
 
 /// Patterns whose first candidate occurrence is remembered while matching (more are
@@ -213,7 +216,25 @@ impl Matchers {
             literals: literals.into_boxed_slice(),
             regexes: compiled,
             always: always.into_boxed_slice(),
+            arguments: Box::new([]),
         }
+    }
+
+    /// These matchers with the regexes of the rules on arguments compiled from
+    /// `sources` (in the order of their indices; [`crate::args::Rules::regex_sources`]).
+    /// A source that does not compile leaves its slot `None`: its test never holds.
+    #[must_use]
+    pub fn with_arguments<S: AsRef<str>>(mut self, sources: &[S]) -> Self {
+        self.arguments = sources
+            .iter()
+            .map(|s| argument_regex(s.as_ref()).ok())
+            .collect();
+        self
+    }
+
+    /// The compiled regexes of the rules on arguments.
+    pub fn arguments(&self) -> &[Option<Regex>] {
+        &self.arguments
     }
 
     /// How many patterns have a required literal (are run only when it occurs).
@@ -305,10 +326,20 @@ fn required_literals(pattern: &str) -> Option<Vec<String>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// Compiles a regex of a rule on arguments (syntax of the `regex` crate), within
+/// [`REGEX_SIZE_LIMIT`].
+pub fn argument_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(LAZY_CACHE_LIMIT)
+        .build()
+}
+
 /// The message conditions of a generated machine, compiled on first use.
 pub struct MessageMatchers {
     contains: &'static [&'static str],
     regexes: &'static [&'static str],
+    arguments: &'static [&'static str],
     compiled: OnceLock<Matchers>,
 }
 
@@ -318,14 +349,23 @@ impl MessageMatchers {
         MessageMatchers {
             contains,
             regexes,
+            arguments: &[],
             compiled: OnceLock::new(),
         }
     }
 
+    /// The same, with the regexes of the rules on arguments (semantics §16), in the
+    /// order of their indices.
+    pub const fn with_arguments(mut self, arguments: &'static [&'static str]) -> Self {
+        self.arguments = arguments;
+        self
+    }
+
     /// The compiled matchers (compiling them the first time).
     pub fn get(&self) -> &Matchers {
-        self.compiled
-            .get_or_init(|| Matchers::new(self.contains, self.regexes))
+        self.compiled.get_or_init(|| {
+            Matchers::new(self.contains, self.regexes).with_arguments(self.arguments)
+        })
     }
 
     /// Compiles the matchers if needed, and lets any pattern that is not a DFA allocate

@@ -1,6 +1,7 @@
 //! The typed session over a generated machine.
 
-use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
+use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
+use crate::args::Broken;
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
 use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
@@ -261,30 +262,29 @@ impl<M: Machine> Session<M> {
         }
     }
 
-    /// May this exact call of `tool` run now (semantics §13)? As [`Session::check`], but a
-    /// gated tool passes when the session holds a human's approval of this call, and is
+    /// May this exact call of `tool` run now (semantics §13, §16)? As [`Session::check`],
+    /// then the template's rules on the call's arguments: a broken rule refuses it
+    /// ([`Denied::BrokenRule`]), a conditional `approve` that holds gates it. A gated
+    /// call passes when the session holds a human's approval of this call, and is
     /// refused as [`Denied::Rejected`] when it holds a rejection of it. Changes nothing.
-    pub fn check_call(&self, tool: M::Tool, call: &CallDigest) -> Result<(), SessionDenied<M>> {
-        self.state
-            .check_call(
-                M::tables(),
-                self.available.as_ref(),
-                ToolRef::Declared(tool.index()),
-                call,
-            )
-            .map(|_| ())
-            .map_err(|d| self.denied(d))
+    pub fn check_call(&self, tool: M::Tool, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+        self.check_call_ref(ToolRef::Declared(tool.index()), call)
     }
 
     /// [`Session::check_call`] by name (a name the machine does not know is a foreign
     /// tool, as in [`Session::check_name`]).
-    pub fn check_call_name(&self, name: &str, call: &CallDigest) -> Result<(), SessionDenied<M>> {
+    pub fn check_call_name(&self, name: &str, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+        self.check_call_ref(Self::tool_ref(name), call)
+    }
+
+    fn check_call_ref(&self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
         self.state
             .check_call(
                 M::tables(),
                 self.available.as_ref(),
-                Self::tool_ref(name),
+                tool,
                 call,
+                M::matchers(),
             )
             .map(|_| ())
             .map_err(|d| self.denied(d))
@@ -293,24 +293,36 @@ impl<M: Machine> Session<M> {
     /// Admits this exact call of `tool` before the host runs it: [`Session::check_call`],
     /// and when the call passes on an approval, the approval is consumed — one approval
     /// lets one call run.
-    pub fn admit_call(&mut self, tool: M::Tool, call: &CallDigest) -> Result<(), SessionDenied<M>> {
+    pub fn admit_call(&mut self, tool: M::Tool, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
         self.admit_ref(ToolRef::Declared(tool.index()), call)
     }
 
     /// [`Session::admit_call`] by name.
-    pub fn admit_call_name(
-        &mut self,
-        name: &str,
-        call: &CallDigest,
-    ) -> Result<(), SessionDenied<M>> {
+    pub fn admit_call_name(&mut self, name: &str, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
         self.admit_ref(Self::tool_ref(name), call)
     }
 
-    fn admit_ref(&mut self, tool: ToolRef<'_>, call: &CallDigest) -> Result<(), SessionDenied<M>> {
-        let result = self
-            .state
-            .admit_call(M::tables(), self.available.as_ref(), tool, call);
+    fn admit_ref(&mut self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+        let result = self.state.admit_call(
+            M::tables(),
+            self.available.as_ref(),
+            tool,
+            call,
+            M::matchers(),
+        );
         result.map_err(|d| self.denied(d))
+    }
+
+    /// Why a call broke a rule on arguments ([`Denied::BrokenRule`]), in words, given
+    /// its arguments: "`/to` is "x@evil.example": it must be a string matching
+    /// `*@corp.example`".
+    pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
+        M::tables().rules.explain(broken, arguments)
+    }
+
+    /// The name of argument rule `rule` (as [`Broken::rule`] gives it).
+    pub fn rule_name(&self, rule: u16) -> &'static str {
+        M::tables().rules.name(rule)
     }
 
     /// A human approved this exact call (semantics §13): it may run once, in the
@@ -494,6 +506,10 @@ impl<M: Machine> Session<M> {
             },
             RawDenied::Rejected(step) => Denied::Rejected {
                 step: (step != NO_STEP).then(|| self.step_at(step)),
+            },
+            RawDenied::Broken(step, broken) => Denied::BrokenRule {
+                step: (step != NO_STEP).then(|| self.step_at(step)),
+                broken,
             },
         }
     }

@@ -4,7 +4,8 @@
 //! in fixed arrays, a run-time loaded [`crate::dynamic::DynSession`] in boxed slices, and
 //! both call the same methods here.
 
-use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
+use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
+use crate::args::{Broken, Judged};
 use crate::bits;
 use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
@@ -72,6 +73,8 @@ pub(crate) enum RawDenied {
     /// Gated, and a human rejected this very call in this state. The active step, or
     /// `NO_STEP`.
     Rejected(u16),
+    /// The call's arguments break a rule (semantics §16). The active step, or `NO_STEP`.
+    Broken(u16, Broken),
 }
 
 /// The state of one session. `U` holds the used set (tool words), `F` the message flags,
@@ -434,47 +437,70 @@ where
         tool: ToolRef<'_>,
     ) -> Result<(), RawDenied> {
         self.permit(t, available, tool)?;
-        // 3. Then the approval gate of the active step (of the orchestration without one).
-        let gate = match self.active() {
-            Some(step) => t.steps.get(step).map_or(Gate::NONE, |s| s.approve),
-            None => t.approve,
-        };
-        if gate.is_none() {
-            return Ok(());
-        }
-        let gated = match tool {
-            ToolRef::Declared(i) => t.gates(gate, i),
-            ToolRef::Foreign(name) => t.gates_foreign(gate, name),
-        };
-        if gated {
+        if self.gated(t, tool) {
             Err(RawDenied::NeedsApproval(self.step))
         } else {
             Ok(())
         }
     }
 
-    /// [`State::check`] of one exact call: a gated tool passes when the session holds an
-    /// approval of this call, and is refused as rejected when it holds a rejection of
-    /// it. `Ok(true)` when the call passes on an approval (which admitting consumes).
+    /// Step 3 of [`State::check`]: does the approval gate of the active step (of the
+    /// orchestration without one) hold `tool`?
+    #[inline(always)]
+    fn gated<S: AsRef<str>>(&self, t: &Tables<'_, S>, tool: ToolRef<'_>) -> bool {
+        let gate = match self.active() {
+            Some(step) => t.steps.get(step).map_or(Gate::NONE, |s| s.approve),
+            None => t.approve,
+        };
+        if gate.is_none() {
+            return false;
+        }
+        match tool {
+            ToolRef::Declared(i) => t.gates(gate, i),
+            ToolRef::Foreign(name) => t.gates_foreign(gate, name),
+        }
+    }
+
+    /// [`State::check`] of one exact call: first the rules on arguments that apply to
+    /// the tool in the active step (semantics §16) — a broken required rule refuses it,
+    /// a conditional `approve` that holds gates it —, then a gated tool passes when the
+    /// session holds an approval of this call, and is refused as rejected when it holds
+    /// a rejection of it. `Ok(true)` when the call passes on an approval (which
+    /// admitting consumes). `matchers` holds the machine's compiled argument regexes.
     #[inline]
     pub fn check_call<S: AsRef<str>>(
         &self,
         t: &Tables<'_, S>,
         available: &[u64],
         tool: ToolRef<'_>,
-        call: &CallDigest,
+        call: &Call<'_>,
+        matchers: &Matchers,
     ) -> Result<bool, RawDenied> {
-        match self.check(t, available, tool) {
-            Ok(()) => Ok(false),
-            Err(RawDenied::NeedsApproval(step)) => match self.approval {
-                Some(a) if a.call == *call => match a.verdict {
-                    Verdict::Approved => Ok(true),
-                    Verdict::Rejected => Err(RawDenied::Rejected(step)),
-                    Verdict::Pending => Err(RawDenied::NeedsApproval(step)),
-                },
-                _ => Err(RawDenied::NeedsApproval(step)),
+        self.permit(t, available, tool)?;
+        let mut gated = false;
+        if let ToolRef::Declared(i) = tool {
+            if !t.rules.is_empty() {
+                match t
+                    .rules
+                    .judge(i, self.step, call.arguments, matchers.arguments())
+                {
+                    Judged::Free => {}
+                    Judged::Gated(_) => gated = true,
+                    Judged::Broken(broken) => return Err(RawDenied::Broken(self.step, broken)),
+                }
+            }
+        }
+        if !(gated || self.gated(t, tool)) {
+            return Ok(false);
+        }
+        let step = self.step;
+        match self.approval {
+            Some(a) if a.call == call.digest => match a.verdict {
+                Verdict::Approved => Ok(true),
+                Verdict::Rejected => Err(RawDenied::Rejected(step)),
+                Verdict::Pending => Err(RawDenied::NeedsApproval(step)),
             },
-            Err(other) => Err(other),
+            _ => Err(RawDenied::NeedsApproval(step)),
         }
     }
 
@@ -485,9 +511,10 @@ where
         t: &Tables<'_, S>,
         available: &[u64],
         tool: ToolRef<'_>,
-        call: &CallDigest,
+        call: &Call<'_>,
+        matchers: &Matchers,
     ) -> Result<(), RawDenied> {
-        if self.check_call(t, available, tool, call)? {
+        if self.check_call(t, available, tool, call, matchers)? {
             self.approval = None;
         }
         Ok(())

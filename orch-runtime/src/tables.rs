@@ -34,6 +34,7 @@ impl Span {
     }
 }
 
+use crate::args::{OwnedRules, Rules};
 use crate::form::{Literal, LiteralWriter};
 use crate::plan::{OwnedPlan, Plan};
 
@@ -303,6 +304,8 @@ compiled_form! {
         /// The tools a lost result of which holds the run (`lostResults.hold`; every
         /// tool in no list is held too).
         lost_hold: value(Gate),
+        /// The rules on arguments (semantics §16): empty for a template without any.
+        rules: nested(Rules OwnedRules),
         /// The incremental form of the conditions (derived from the fields above by
         /// [`crate::plan::OwnedPlan::derive`]).
         plan: nested(Plan OwnedPlan),

@@ -22,7 +22,7 @@ use crate::lease::Record;
 use orch_agent::protocol::Question;
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use orch_runtime::{CallDigest, LostRule};
+use orch_runtime::{Call, LostRule};
 use std::fmt;
 use std::time::Duration;
 
@@ -172,7 +172,7 @@ pub enum Settled {
 /// A look's decision: the value, and whether the record changed (write it).
 pub type Looked<T> = (T, bool);
 
-/// One look at `record` for a call of `tool` (`digest`: its identity) under `gate`:
+/// One look at `record` for the call `call` of `tool` (its identity and arguments) under `gate`:
 /// a call in flight makes it [`Admission::Busy`]; a lapsed lease is settled first by its
 /// tool's [`LostRule`]; a held run refuses; otherwise the workflow judges it
 /// ([`Policy::admit_gated`]) and an admitted call's lease (lasting `lease_for`) is
@@ -185,7 +185,7 @@ pub fn admit<'m, E>(
     policy: &Policy,
     restore: impl FnOnce(Option<&[u8]>) -> Result<DynSession<'m>, E>,
     tool: &str,
-    digest: &CallDigest,
+    call: &Call<'_>,
     gate: Gate<'_>,
     lease_for: Duration,
 ) -> Result<Looked<Admission<'m>>, E> {
@@ -208,7 +208,7 @@ pub fn admit<'m, E>(
         };
         return Ok((admission, write));
     }
-    match policy.admit_gated(&mut session, tool, digest, gate) {
+    match policy.admit_gated(&mut session, tool, call, gate) {
         Gated::Refused {
             refusal,
             question,
@@ -362,6 +362,7 @@ pub fn held_refusal(tool: &str, held: &str) -> Refusal {
         reason: format!(
             "error: `{tool}` was not run: an earlier call of `{held}` in this workflow run was sent and its result never came back, so whether it ran is unknown; `{held}` must not run twice, so the run is held until an operator says whether it ran."
         ),
+        rule: None,
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use orch_agent::audit::{replay, verify_chain, Auditor};
 use orch_agent::Policy;
-use orch_runtime::CallDigest;
+use orch_runtime::Call;
 use orch_store::audit::{read_log, StoreLog};
 use orch_store::{MemoryStore, SessionStore};
 use std::sync::Arc;
@@ -26,14 +26,14 @@ async fn round_trip<S: SessionStore + 'static>(store: Arc<S>, prefix: &str) -> S
         let mut s = machine.session();
         policy.prepare(&mut s);
         policy.message(&mut s, "refund A-1");
-        let lookup = CallDigest::of_text("lookup_order", "{}");
+        let lookup = Call::of_text("lookup_order", "{}");
         policy.admit_call(&mut s, "lookup_order", &lookup).unwrap();
         policy.record(&mut s, "lookup_order");
-        let refund = CallDigest::of_text("issue_refund", "{}");
+        let refund = Call::of_text("issue_refund", "{}");
         assert!(policy.admit_call(&mut s, "issue_refund", &refund).is_err());
         let question = orch_runtime::QuestionId::new(0x51);
-        policy.ask_call(&mut s, "issue_refund", refund, question);
-        assert!(policy.answer_call(&mut s, "issue_refund", refund, question, true, None));
+        policy.ask_call(&mut s, "issue_refund", refund.digest, question);
+        assert!(policy.answer_call(&mut s, "issue_refund", refund.digest, question, true, None));
         policy.admit_call(&mut s, "issue_refund", &refund).unwrap();
         policy.record(&mut s, "issue_refund");
     }
@@ -96,7 +96,7 @@ async fn a_signed_log_in_a_store_verifies_with_its_key() {
         let mut s = machine.session();
         policy.prepare(&mut s);
         policy.message(&mut s, "refund A-1");
-        let lookup = CallDigest::of_text("lookup_order", "{}");
+        let lookup = Call::of_text("lookup_order", "{}");
         policy.admit_call(&mut s, "lookup_order", &lookup).unwrap();
         policy.record(&mut s, "lookup_order");
     }

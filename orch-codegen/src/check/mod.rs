@@ -10,6 +10,7 @@
 pub(crate) mod analyse;
 mod lints;
 mod names;
+mod rules;
 mod steps;
 pub(crate) mod suggest;
 pub(crate) mod surface;
@@ -63,6 +64,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
         })
         .collect();
     let properties = c.properties(&universe);
+    let arg_rules = c.arg_rules(&universe);
     c.check_message_conditions();
     let history = c.history_capacity(&steps);
     let steps = steps::whole_history_windows(steps, history);
@@ -84,6 +86,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
             approve,
             lost,
             properties,
+            arg_rules,
         },
         regexes: c.compiled_regexes,
         diagnostics: c.diags,

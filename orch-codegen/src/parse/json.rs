@@ -17,6 +17,9 @@ use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
 
 use crate::limits::MAX_TEMPLATE_BYTES;
 
+#[path = "json_rules.rs"]
+mod rules;
+
 /// Parses a template. Returns the model when the JSON could be read (even with type
 /// errors in some fields, which are reported and skipped) and the diagnostics found.
 /// `fallback_name` names the machine when the template has neither `agentId` nor `name`.
@@ -402,7 +405,13 @@ impl Reader {
             t.history_length = self.uint(v, "orchestration.historyLength");
         }
         if let Some(v) = get(orch, "approve") {
-            t.approve = self.strings(v, "orchestration.approve").unwrap_or_default();
+            if let Some((names, rules)) = self.approve_entries(v, "orchestration.approve") {
+                t.approve = names;
+                t.rules.extend(rules);
+            }
+        }
+        if let Some(v) = get(orch, "rules") {
+            t.rules.extend(self.rules(v, "orchestration.rules"));
         }
         if let Some(v) = get(orch, "lostResults") {
             if let Some(o) = self.object(v, "orchestration.lostResults") {
@@ -480,7 +489,11 @@ impl Reader {
                     s.denied = self.strings(v, "availableTools.denied");
                 }
                 if let Some(v) = get(a, "approve") {
-                    s.approve = self.strings(v, "availableTools.approve");
+                    if let Some((names, rules)) = self.approve_entries(v, "availableTools.approve")
+                    {
+                        s.approve = Some(names);
+                        s.rules.extend(rules);
+                    }
                 }
             }
         }
@@ -510,6 +523,9 @@ impl Reader {
         }
         if let Some(v) = get(o, "resetSequenceOn") {
             s.reset_sequence_on = self.strings(v, "resetSequenceOn").unwrap_or_default();
+        }
+        if let Some(v) = get(o, "rules") {
+            s.rules.extend(self.rules(v, "rules"));
         }
         Some(s)
     }

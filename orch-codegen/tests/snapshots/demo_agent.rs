@@ -174,6 +174,13 @@ pub mod demo_agent {
         lost_retry: __rt::Gate::NONE,
         lost_ran: __rt::Gate::NONE,
         lost_hold: __rt::Gate::NONE,
+        rules: __rt::Rules {
+            rules: &[],
+            preds: &[],
+            children: &[],
+            strings: &[],
+            text: "",
+        },
         plan: __rt::Plan {
             atom_words: 1,
             step_words: 1,

@@ -1,0 +1,320 @@
+//! Rules on arguments (semantics §16): each rule's tool resolved, its predicate judged.
+
+use super::{Checker, Universe};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{IrArgRule, IrPred, IrTest};
+use crate::model::{ArgRule, ArgRuleKind, ArgTest, Predicate, PredicateNode, Span, Spanned};
+use orch_runtime::args::{compare_numbers, is_number, is_pointer};
+use orch_runtime::compiled::{is_pattern, RuleKind};
+use std::collections::HashMap;
+
+/// The most rules a template may have (rules are numbered with 16 bits).
+pub(crate) const MAX_RULES: usize = 4096;
+/// The most predicate nodes all rules together may have.
+pub(crate) const MAX_PREDICATE_NODES: usize = 1 << 16;
+
+impl<'t> Checker<'t> {
+    /// semantics §16: the orchestration's rules, then each step's (`step_index` maps a
+    /// step of the template to its index, `None` for a step left out after an error).
+    /// E013: a rule's `tool` is a name, not a pattern. E015: it is a tool of the
+    /// universe. E025: two rules of one scope with one name; a predicate that cannot be
+    /// judged ([`Checker::predicate`]). E019: more than [`MAX_RULES`] rules or
+    /// [`MAX_PREDICATE_NODES`] predicate nodes.
+    pub(super) fn arg_rules(&mut self, universe: &Universe<'t>) -> Vec<IrArgRule> {
+        let t = self.t;
+        let mut out = Vec::new();
+        let scopes = std::iter::once((None, &t.rules))
+            .chain(t.steps.iter().enumerate().map(|(i, s)| (Some(i), &s.rules)));
+        for (step, rules) in scopes {
+            let mut seen: HashMap<String, Span> = HashMap::new();
+            for r in rules {
+                if let Some(rule) = self.arg_rule(r, step, universe, &mut seen) {
+                    out.push(rule);
+                }
+            }
+        }
+        let nodes: usize = out.iter().map(|r| count(&r.pred)).sum();
+        if out.len() > MAX_RULES || nodes > MAX_PREDICATE_NODES {
+            self.push(Diagnostic::new(
+                Code::LimitExceeded,
+                out.get(MAX_RULES).map(|r| r.span),
+                format!(
+                    "the template has {} rules on arguments with {nodes} predicate nodes; the limits are {MAX_RULES} rules and {MAX_PREDICATE_NODES} nodes",
+                    out.len()
+                ),
+            ));
+        }
+        out
+    }
+
+    fn arg_rule(
+        &mut self,
+        r: &ArgRule,
+        step: Option<usize>,
+        universe: &Universe<'t>,
+        seen: &mut HashMap<String, Span>,
+    ) -> Option<IrArgRule> {
+        let name = match &r.name {
+            Some(n) => {
+                if let Some(first) = seen.insert(n.value.clone(), n.span) {
+                    self.push(
+                        Diagnostic::new(
+                            Code::InvalidRule,
+                            Some(n.span),
+                            format!("two rules are named `{}`", n.value),
+                        )
+                        .label("the second")
+                        .related(first, "the first")
+                        .help("refusals and decision logs name the rule: give every rule its own name"),
+                    );
+                }
+                n.value.clone()
+            }
+            None => format!("approve {}", r.tool.value),
+        };
+        let tool = self.rule_tool(&r.tool, universe);
+        let pred = self.predicate(&r.predicate);
+        Some(IrArgRule {
+            name,
+            tool: tool?,
+            step,
+            kind: match r.kind {
+                ArgRuleKind::Require => RuleKind::Require,
+                ArgRuleKind::ApproveWhen => RuleKind::ApproveWhen,
+            },
+            pred: pred?,
+            span: r.span,
+        })
+    }
+
+    /// E013/E015: a rule's tool is one tool of the universe, by name.
+    fn rule_tool(&mut self, tool: &Spanned<String>, universe: &Universe<'t>) -> Option<usize> {
+        if self.empty_tool_name(tool) {
+            return None;
+        }
+        if is_pattern(&tool.value) {
+            self.push(
+                Diagnostic::new(
+                    Code::PatternNotAllowed,
+                    Some(tool.span),
+                    format!(
+                        "a rule on arguments names one tool, not the pattern `{}`",
+                        tool.value
+                    ),
+                )
+                .label("a tool name is required here")
+                .help("write one rule per tool: each tool's arguments have their own shape")
+                .about_tool(&tool.value),
+            );
+            return None;
+        }
+        let found = self.resolve(universe, tool, "a rule's `tool`");
+        if found.is_none() && !universe.declared {
+            self.push(
+                Diagnostic::new(
+                    Code::UnknownTool,
+                    Some(tool.span),
+                    format!("unknown tool `{}`", tool.value),
+                )
+                .label("no step mentions this tool")
+                .help("declare the template's `tools`, or allow the tool in a step")
+                .about_tool(&tool.value),
+            );
+        }
+        found
+    }
+
+    /// E025: a predicate that cannot be judged — a path that is not a JSON pointer, a
+    /// bound that is not a number or bounds out of order, an empty list, a regex that
+    /// does not compile, a host pattern with a scheme or a path.
+    fn predicate(&mut self, p: &Predicate) -> Option<IrPred> {
+        Some(match &p.node {
+            PredicateNode::All(items) | PredicateNode::Any(items) => {
+                if items.is_empty() {
+                    let key = if matches!(p.node, PredicateNode::All(_)) {
+                        "all"
+                    } else {
+                        "any"
+                    };
+                    self.bad(
+                        p.span,
+                        format!("`{key}` lists no predicate"),
+                        "list at least one predicate",
+                    );
+                    return None;
+                }
+                let checked: Vec<Option<IrPred>> =
+                    items.iter().map(|i| self.predicate(i)).collect();
+                let checked: Vec<IrPred> = checked.into_iter().collect::<Option<_>>()?;
+                if matches!(p.node, PredicateNode::All(_)) {
+                    IrPred::All(checked)
+                } else {
+                    IrPred::Any(checked)
+                }
+            }
+            PredicateNode::Not(inner) => IrPred::Not(Box::new(self.predicate(inner)?)),
+            PredicateNode::Test { path, test } => {
+                let path_ok = is_pointer(&path.value);
+                if !path_ok {
+                    self.bad(
+                        path.span,
+                        format!("`{}` is not a JSON pointer", path.value),
+                        "a path is a JSON pointer (RFC 6901): `\"\"` for the whole arguments, `/to`, `/items/0/price`; `~` is written `~0` and `/` in a key `~1`",
+                    );
+                }
+                let test = self.test(test);
+                if !path_ok {
+                    return None;
+                }
+                let path = path.value.clone();
+                match test? {
+                    Negated::No(test) => IrPred::Test { path, test },
+                    Negated::Yes(test) => IrPred::Not(Box::new(IrPred::Test { path, test })),
+                }
+            }
+        })
+    }
+
+    fn test(&mut self, test: &ArgTest) -> Option<Negated> {
+        Some(Negated::No(match test {
+            ArgTest::Exists(true) => IrTest::Exists,
+            ArgTest::Exists(false) => return Some(Negated::Yes(IrTest::Exists)),
+            ArgTest::Equals(v) => IrTest::Equals(self.scalar(v)?),
+            ArgTest::OneOf(list) => {
+                if list.value.is_empty() {
+                    self.bad(
+                        list.span,
+                        "`oneOf` lists no value".to_owned(),
+                        "list the values allowed",
+                    );
+                    return None;
+                }
+                let values: Vec<Option<String>> =
+                    list.value.iter().map(|v| self.scalar(v)).collect();
+                IrTest::OneOf(values.into_iter().collect::<Option<_>>()?)
+            }
+            ArgTest::Glob(g) => IrTest::Glob(g.value.clone()),
+            ArgTest::Regex(re) => {
+                if let Err(e) = orch_runtime::compiled::argument_regex(&re.value) {
+                    self.bad(
+                        re.span,
+                        format!("the regex `{}` does not compile", re.value),
+                        &e.to_string(),
+                    );
+                    return None;
+                }
+                IrTest::Regex(re.value.clone())
+            }
+            ArgTest::Range { span, min, max } => {
+                for b in [min, max].into_iter().flatten() {
+                    if !is_number(&b.value) {
+                        self.bad(
+                            b.span,
+                            format!("`{}` is not a JSON number", b.value),
+                            "write the bound as a JSON number",
+                        );
+                        return None;
+                    }
+                }
+                if let (Some(lo), Some(hi)) = (min, max) {
+                    if compare_numbers(&lo.value, &hi.value) == Some(core::cmp::Ordering::Greater) {
+                        self.bad(
+                            *span,
+                            format!("`range` from {} to {} holds no number", lo.value, hi.value),
+                            "`min` must not be above `max`",
+                        );
+                        return None;
+                    }
+                }
+                IrTest::Range {
+                    min: min.as_ref().map(|m| m.value.clone()),
+                    max: max.as_ref().map(|m| m.value.clone()),
+                }
+            }
+            ArgTest::Length { span, min, max } => {
+                let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX - 1).min(u32::MAX - 1);
+                let lo = min.as_ref().map_or(0, |m| clamp(m.value));
+                let hi = max.as_ref().map(|m| clamp(m.value));
+                if hi.is_some_and(|hi| hi < lo) {
+                    self.bad(
+                        *span,
+                        format!("`length` from {lo} to {} holds nothing", hi.unwrap_or(0)),
+                        "`min` must not be above `max`",
+                    );
+                    return None;
+                }
+                IrTest::Length { min: lo, max: hi }
+            }
+            ArgTest::HostIn(hosts) => {
+                if hosts.value.is_empty() {
+                    self.bad(
+                        hosts.span,
+                        "`hostIn` lists no host".to_owned(),
+                        "list the hosts allowed (`example.com`, `*.example.com`)",
+                    );
+                    return None;
+                }
+                for h in &hosts.value {
+                    if h.value.is_empty() || h.value.contains(['/', ':', '@']) {
+                        self.bad(
+                            h.span,
+                            format!("`{}` is not a host", h.value),
+                            "write the host alone (`example.com`, `*.example.com`): no scheme, port or path",
+                        );
+                        return None;
+                    }
+                }
+                IrTest::HostIn(
+                    hosts
+                        .value
+                        .iter()
+                        .map(|h| h.value.to_ascii_lowercase())
+                        .collect(),
+                )
+            }
+            ArgTest::Each(inner) => IrTest::Each(Box::new(self.predicate(inner)?)),
+        }))
+    }
+
+    /// A scalar's JSON text; E025 for a number that is not a JSON number (the DSL's).
+    fn scalar(&mut self, v: &Spanned<crate::model::Scalar>) -> Option<String> {
+        if let crate::model::Scalar::Number(n) = &v.value {
+            if !is_number(n) {
+                self.bad(
+                    v.span,
+                    format!("`{n}` is not a JSON number"),
+                    "write it as a JSON number",
+                );
+                return None;
+            }
+        }
+        Some(v.value.to_json())
+    }
+
+    fn bad(&mut self, span: Span, message: String, help: &str) {
+        self.push(
+            Diagnostic::new(Code::InvalidRule, Some(span), message)
+                .label("cannot be judged")
+                .help(help.to_owned()),
+        );
+    }
+}
+
+/// A test, or its negation (`"exists": false`).
+enum Negated {
+    No(IrTest),
+    Yes(IrTest),
+}
+
+/// Predicate nodes in `p`.
+fn count(p: &IrPred) -> usize {
+    1 + match p {
+        IrPred::All(items) | IrPred::Any(items) => items.iter().map(count).sum(),
+        IrPred::Not(inner) => count(inner),
+        IrPred::Test {
+            test: IrTest::Each(inner),
+            ..
+        } => count(inner),
+        IrPred::Test { .. } => 0,
+    }
+}

@@ -1,0 +1,170 @@
+//! Rules on arguments in the IR (semantics §16), and their flat compiled form.
+
+use super::SourceSpan;
+use orch_runtime::compiled::{
+    ArgRule, OwnedRules, Pred, RuleKind, Span, Test, ANY_STEP, UNBOUNDED,
+};
+use std::collections::HashMap;
+
+/// A rule on the arguments of one tool's calls, its names resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrArgRule {
+    /// Its name (a conditional `approve` without one: `approve <tool>`).
+    pub name: String,
+    /// The tool (an index into [`super::Ir::tools`]).
+    pub tool: usize,
+    /// The step it belongs to, or `None` for the orchestration's (every step).
+    pub step: Option<usize>,
+    /// Refuse (`require`) or gate (`approve` … `when`).
+    pub kind: RuleKind,
+    /// Its predicate.
+    pub pred: IrPred,
+    /// Where it is written.
+    pub span: SourceSpan,
+}
+
+/// A predicate, checked.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IrPred {
+    /// Every one holds.
+    All(Vec<IrPred>),
+    /// One holds.
+    Any(Vec<IrPred>),
+    /// It does not hold.
+    Not(Box<IrPred>),
+    /// The value at the JSON pointer `path` passes `test`.
+    Test {
+        /// The JSON pointer.
+        path: String,
+        /// The test.
+        test: IrTest,
+    },
+}
+
+/// A test of one value, checked: numbers are valid JSON number texts, bounds ordered,
+/// regexes compile, host patterns lowercase.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IrTest {
+    /// Present.
+    Exists,
+    /// Equal to this JSON scalar (its text).
+    Equals(String),
+    /// Equal to one of these JSON scalars.
+    OneOf(Vec<String>),
+    /// A string matching this glob.
+    Glob(String),
+    /// A string this regex matches.
+    Regex(String),
+    /// A number within the bounds (number texts).
+    Range {
+        /// Inclusive lower bound.
+        min: Option<String>,
+        /// Inclusive upper bound.
+        max: Option<String>,
+    },
+    /// A length within the bounds.
+    Length {
+        /// Inclusive lower bound.
+        min: u32,
+        /// Inclusive upper bound.
+        max: Option<u32>,
+    },
+    /// A URL whose host matches one of these globs.
+    HostIn(Vec<String>),
+    /// An array whose every element satisfies it.
+    Each(Box<IrPred>),
+}
+
+/// Builds [`OwnedRules`] from the IR's rules: predicates flattened, texts stored once.
+pub(super) fn flatten(rules: &[IrArgRule]) -> OwnedRules {
+    let mut f = Flat::default();
+    for r in rules {
+        let pred = f.pred(&r.pred);
+        let name = f.text(&r.name);
+        f.out.rules.push(ArgRule {
+            tool: r.tool as u16,
+            step: r.step.map_or(ANY_STEP, |s| s as u16),
+            kind: r.kind,
+            name,
+            pred,
+        });
+    }
+    f.out
+}
+
+#[derive(Default)]
+struct Flat {
+    out: OwnedRules,
+    texts: HashMap<String, Span>,
+    regexes: HashMap<String, u32>,
+}
+
+impl Flat {
+    fn text(&mut self, s: &str) -> Span {
+        if let Some(span) = self.texts.get(s) {
+            return *span;
+        }
+        // Inside the text pool already (a longer text containing it)? Keep it simple:
+        // append, once per distinct text.
+        let span = Span::new(self.out.text.len() as u32, s.len() as u32);
+        self.out.text.push_str(s);
+        self.texts.insert(s.to_owned(), span);
+        span
+    }
+
+    fn list(&mut self, items: &[String]) -> Span {
+        let spans: Vec<Span> = items.iter().map(|s| self.text(s)).collect();
+        let start = self.out.strings.len() as u32;
+        self.out.strings.extend(spans);
+        Span::new(start, items.len() as u32)
+    }
+
+    fn pred(&mut self, p: &IrPred) -> u32 {
+        let node = match p {
+            IrPred::All(items) | IrPred::Any(items) => {
+                let children: Vec<u32> = items.iter().map(|c| self.pred(c)).collect();
+                let start = self.out.children.len() as u32;
+                self.out.children.extend(children);
+                let span = Span::new(start, items.len() as u32);
+                if matches!(p, IrPred::All(_)) {
+                    Pred::All(span)
+                } else {
+                    Pred::Any(span)
+                }
+            }
+            IrPred::Not(inner) => Pred::Not(self.pred(inner)),
+            IrPred::Test { path, test } => {
+                let test = match test {
+                    IrTest::Exists => Test::Exists,
+                    IrTest::Equals(v) => Test::Equals(self.text(v)),
+                    IrTest::OneOf(vs) => Test::OneOf(self.list(vs)),
+                    IrTest::Glob(g) => Test::Glob(self.text(g)),
+                    IrTest::Regex(re) => {
+                        let next = self.regexes.len() as u32;
+                        let index = *self.regexes.entry(re.clone()).or_insert(next);
+                        Test::Regex {
+                            source: self.text(re),
+                            index,
+                        }
+                    }
+                    IrTest::Range { min, max } => Test::Range {
+                        min: min.as_deref().map_or(Span::new(0, 0), |m| self.text(m)),
+                        max: max.as_deref().map_or(Span::new(0, 0), |m| self.text(m)),
+                    },
+                    IrTest::Length { min, max } => Test::Length {
+                        min: *min,
+                        max: max.unwrap_or(UNBOUNDED),
+                    },
+                    IrTest::HostIn(hosts) => Test::HostIn(self.list(hosts)),
+                    IrTest::Each(inner) => Test::Each(self.pred(inner)),
+                };
+                Pred::Test {
+                    path: self.text(path),
+                    test,
+                }
+            }
+        };
+        self.out.preds.push(node);
+        (self.out.preds.len() - 1) as u32
+    }
+}

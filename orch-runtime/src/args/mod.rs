@@ -1,0 +1,18 @@
+//! Rules on arguments (semantics §16): what a call may carry, not only which tool.
+//!
+//! A template's rules are compiled into [`Rules`] (part of the machine's tables). When
+//! a call is checked with its arguments, the rules that apply to its tool in the active
+//! step judge the arguments' exact text — read once, strictly ([`MAX_BYTES`],
+//! [`MAX_DEPTH`], [`MAX_VALUES`]; a key written twice is unreadable), numbers compared as
+//! the decimals written, strings decoded only to compare them. A call of a tool no rule
+//! applies to is judged without reading its arguments and without allocating.
+
+mod json;
+mod rules;
+mod scalar;
+
+pub use json::{is_pointer, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
+pub use rules::{
+    ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Test, ANY_STEP, UNBOUNDED,
+};
+pub use scalar::{compare_numbers, is_number, url_host};

@@ -1,0 +1,648 @@
+//! Rules on arguments (semantics §16), compiled: each rule names a tool, the step it
+//! applies in (or every step), whether it *requires* its predicate (a call that breaks
+//! it is refused) or *gates* on it (a call for which it holds needs a human's approval),
+//! and its predicate — a small tree of tests on JSON pointers into the arguments.
+
+use super::json::{Doc, Kind, Unreadable};
+use super::scalar::{compare_numbers, url_host};
+use crate::form::{Literal, LiteralWriter};
+use crate::tables::Span;
+use crate::text::glob_match;
+use core::cmp::Ordering;
+use regex::Regex;
+
+/// [`ArgRule::step`] of a rule that applies in every step (and while no step is active).
+pub const ANY_STEP: u16 = u16::MAX;
+/// An unbounded end of [`Test::Length`].
+pub const UNBOUNDED: u32 = u32::MAX;
+
+/// What a rule does with its predicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuleKind {
+    /// A call must satisfy the predicate; one that does not is refused.
+    Require,
+    /// A call that satisfies the predicate needs a human's approval (conditional
+    /// `approve`).
+    ApproveWhen,
+}
+
+/// One rule on the arguments of one tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArgRule {
+    /// The tool (an index into the machine's tools).
+    pub tool: u16,
+    /// The step it applies in, or [`ANY_STEP`].
+    pub step: u16,
+    /// Require or gate.
+    pub kind: RuleKind,
+    /// Its name, a span of [`Rules::text`].
+    pub name: Span,
+    /// Its predicate, an index into [`Rules::preds`].
+    pub pred: u32,
+}
+
+/// A predicate node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pred {
+    /// Every child holds: a span of [`Rules::children`].
+    All(Span),
+    /// Some child holds: a span of [`Rules::children`].
+    Any(Span),
+    /// The child does not hold.
+    Not(u32),
+    /// A test of the value at a JSON pointer (`path`, a span of [`Rules::text`],
+    /// relative to the arguments or, inside [`Test::Each`], to the element).
+    Test {
+        /// The JSON pointer (RFC 6901).
+        path: Span,
+        /// What the value must be.
+        test: Test,
+    },
+}
+
+/// What a value must be. Text operands are spans of [`Rules::text`]; lists are spans of
+/// [`Rules::strings`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Test {
+    /// There is a value at the pointer.
+    Exists,
+    /// Equal to a JSON scalar (its text: a string literal, a number, `true`, `false`,
+    /// `null`); numbers by exact decimal value.
+    Equals(Span),
+    /// Equal to one of these JSON scalars.
+    OneOf(Span),
+    /// A string matching this `*` glob.
+    Glob(Span),
+    /// A string the regex matches somewhere (anchor it with `^…$` to match the whole
+    /// string).
+    Regex {
+        /// Its source, a span of [`Rules::text`].
+        source: Span,
+        /// Its index among the machine's compiled argument regexes
+        /// ([`Rules::regex_sources`] in that order).
+        index: u32,
+    },
+    /// A number in `min..=max` (number texts; an empty span is unbounded).
+    Range {
+        /// The least value allowed.
+        min: Span,
+        /// The greatest value allowed.
+        max: Span,
+    },
+    /// A string of `min..=max` characters, or an array or object of that many entries
+    /// ([`UNBOUNDED`]: no upper bound).
+    Length {
+        /// The least length.
+        min: u32,
+        /// The greatest length.
+        max: u32,
+    },
+    /// A string that is an absolute URL whose host matches one of these `*` globs
+    /// (lowercase).
+    HostIn(Span),
+    /// An array every element of which satisfies this predicate (an index into
+    /// [`Rules::preds`]; its pointers are relative to the element).
+    Each(u32),
+}
+
+compiled_form! {
+    /// The argument rules of a machine (borrowed form; see the module docs).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct Rules<'a>;
+    /// The owned form of [`Rules`].
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct OwnedRules;
+    {
+        /// The rules, in template order: the orchestration's first, then each step's.
+        rules: slice(ArgRule),
+        /// The predicate nodes.
+        preds: slice(Pred),
+        /// The children of [`Pred::All`] and [`Pred::Any`].
+        children: slice(u32),
+        /// The lists of [`Test::OneOf`] and [`Test::HostIn`]: spans of [`Rules::text`].
+        strings: slice(Span),
+        /// Every text of the rules, one after the other.
+        text: text,
+    }
+}
+
+/// What the argument rules say about one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Judged {
+    /// No rule applies, or every rule that applies is satisfied and no `approve` rule
+    /// holds.
+    Free,
+    /// A conditional `approve` rule (this index) holds: the call needs a human.
+    Gated(u16),
+    /// A required rule is broken.
+    Broken(Broken),
+}
+
+/// Why a call breaks a rule: which rule, which part of its predicate, and the value it
+/// judged — indices and byte ranges only, so that it costs nothing to carry;
+/// [`Rules::explain`] puts it in words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Broken {
+    /// The rule (an index into [`Rules::rules`]).
+    pub rule: u16,
+    /// The predicate node that does not hold (an index into [`Rules::preds`]).
+    pub pred: u32,
+    /// The bytes of the value it judged in the arguments, `(start, end)`; `None` when
+    /// nothing was there.
+    pub value: Option<(u32, u32)>,
+    /// Inside [`Test::Each`]: that node and the element's index.
+    pub element: Option<(u32, u32)>,
+    /// The arguments could not be read at all.
+    pub unreadable: Option<Unreadable>,
+}
+
+impl Broken {
+    fn unreadable(rule: u16, pred: u32, why: Unreadable) -> Self {
+        Broken {
+            rule,
+            pred,
+            value: None,
+            element: None,
+            unreadable: Some(why),
+        }
+    }
+}
+
+/// The part of a predicate that failed, while evaluating.
+#[derive(Clone, Copy, Debug, Default)]
+struct Failure {
+    pred: u32,
+    value: Option<(u32, u32)>,
+    element: Option<(u32, u32)>,
+}
+
+impl<'a> Rules<'a> {
+    /// Are there no rules?
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The text of a span of [`Rules::text`].
+    pub fn text_of(&self, span: Span) -> &'a str {
+        self.text.get(span.range()).unwrap_or("")
+    }
+
+    /// Rule `rule`'s name.
+    pub fn name(&self, rule: u16) -> &'a str {
+        self.rules
+            .get(rule as usize)
+            .map_or("", |r| self.text_of(r.name))
+    }
+
+    /// The sources of the regexes of [`Test::Regex`], in the order of their indices.
+    pub fn regex_sources(&self) -> Vec<&'a str> {
+        let mut sources: Vec<(u32, &'a str)> = self
+            .preds
+            .iter()
+            .filter_map(|p| match p {
+                Pred::Test {
+                    test: Test::Regex { source, index },
+                    ..
+                } => Some((*index, self.text_of(*source))),
+                _ => None,
+            })
+            .collect();
+        sources.sort_unstable();
+        sources.dedup_by_key(|s| s.0);
+        sources.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// Does any rule apply to `tool` in step `step`?
+    #[inline]
+    pub fn applies(&self, tool: usize, step: u16) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.tool as usize == tool && (r.step == ANY_STEP || r.step == step))
+    }
+
+    /// Judges the arguments of a call of `tool` in step `step` (`u16::MAX` when no step
+    /// is active) by every rule that applies: the first required rule broken, else the
+    /// first `approve` rule that holds, else free. No rule applying costs one pass over
+    /// the rules and never allocates; otherwise the arguments are read once. Arguments
+    /// that cannot be read break the first required rule, or else gate the call.
+    /// `regexes` are the machine's compiled argument regexes.
+    pub fn judge(
+        &self,
+        tool: usize,
+        step: u16,
+        arguments: &str,
+        regexes: &[Option<Regex>],
+    ) -> Judged {
+        if !self.applies(tool, step) {
+            return Judged::Free;
+        }
+        let applying = || {
+            self.rules.iter().enumerate().filter(move |(_, r)| {
+                r.tool as usize == tool && (r.step == ANY_STEP || r.step == step)
+            })
+        };
+        let doc = match Doc::parse(arguments) {
+            Ok(doc) => doc,
+            Err(why) => {
+                let mut rules = applying();
+                return match rules.find(|(_, r)| r.kind == RuleKind::Require) {
+                    Some((i, r)) => Judged::Broken(Broken::unreadable(i as u16, r.pred, why)),
+                    None => applying()
+                        .next()
+                        .map_or(Judged::Free, |(i, _)| Judged::Gated(i as u16)),
+                };
+            }
+        };
+        let eval = Eval {
+            rules: self,
+            doc: &doc,
+            regexes,
+        };
+        for (i, r) in applying().filter(|(_, r)| r.kind == RuleKind::Require) {
+            let mut failure = None;
+            if !eval.holds(0, r.pred, &mut failure) {
+                let f = failure.unwrap_or(Failure {
+                    pred: r.pred,
+                    ..Failure::default()
+                });
+                return Judged::Broken(Broken {
+                    rule: i as u16,
+                    pred: f.pred,
+                    value: f.value,
+                    element: f.element,
+                    unreadable: None,
+                });
+            }
+        }
+        for (i, r) in applying().filter(|(_, r)| r.kind == RuleKind::ApproveWhen) {
+            if eval.holds(0, r.pred, &mut None) {
+                return Judged::Gated(i as u16);
+            }
+        }
+        Judged::Free
+    }
+
+    /// Why `broken` refused a call with these `arguments`, in words: "`/to` is
+    /// "x@evil.example": it must match `*@corp.example`".
+    pub fn explain(&self, broken: &Broken, arguments: &str) -> String {
+        if let Some(why) = broken.unreadable {
+            return why.to_string();
+        }
+        let Some(pred) = self.preds.get(broken.pred as usize) else {
+            return String::new();
+        };
+        let Pred::Test { path, .. } = *pred else {
+            return format!("{} does not hold", self.describe(broken.pred));
+        };
+        let mut at = String::new();
+        if let Some((each, index)) = broken.element {
+            if let Some(Pred::Test { path, .. }) = self.preds.get(each as usize) {
+                at.push_str(self.text_of(*path));
+            }
+            at.push('/');
+            at.push_str(&index.to_string());
+        }
+        at.push_str(self.text_of(path));
+        let subject = if at.is_empty() {
+            "the arguments".to_owned()
+        } else {
+            format!("`{at}`")
+        };
+        let value = match broken.value {
+            Some((s, e)) => {
+                let v = arguments.get(s as usize..e as usize).unwrap_or("");
+                format!("is {}", shorten(v))
+            }
+            None => "is missing".to_owned(),
+        };
+        format!("{subject} {value}: it {}", self.requirement(broken.pred))
+    }
+
+    /// A predicate node in words ("`/amount` must be a number from 0 to 100").
+    pub fn describe(&self, pred: u32) -> String {
+        match self.preds.get(pred as usize) {
+            Some(Pred::All(span)) => self.join(*span, " and "),
+            Some(Pred::Any(span)) => format!("either {}", self.join(*span, " or ")),
+            Some(Pred::Not(inner)) => format!("not ({})", self.describe(*inner)),
+            Some(Pred::Test { path, .. }) => {
+                let path = self.text_of(*path);
+                let subject = if path.is_empty() {
+                    "the arguments".to_owned()
+                } else {
+                    format!("`{path}`")
+                };
+                format!("{subject} {}", self.requirement(pred))
+            }
+            None => String::new(),
+        }
+    }
+
+    fn join(&self, span: Span, sep: &str) -> String {
+        let parts: Vec<String> = self
+            .children
+            .get(span.range())
+            .unwrap_or(&[])
+            .iter()
+            .map(|&c| self.describe(c))
+            .collect();
+        parts.join(sep)
+    }
+
+    /// What a test requires, as a verb phrase ("must be one of 1, 2").
+    fn requirement(&self, pred: u32) -> String {
+        let Some(Pred::Test { test, .. }) = self.preds.get(pred as usize) else {
+            return format!("must satisfy: {}", self.describe(pred));
+        };
+        let list = |span: Span| {
+            let items: Vec<&str> = self
+                .strings
+                .get(span.range())
+                .unwrap_or(&[])
+                .iter()
+                .map(|s| self.text_of(*s))
+                .collect();
+            if items.len() > 8 {
+                format!("{}, … ({} in all)", items[..8].join(", "), items.len())
+            } else {
+                items.join(", ")
+            }
+        };
+        match *test {
+            Test::Exists => "must be present".to_owned(),
+            Test::Equals(v) => format!("must be {}", self.text_of(v)),
+            Test::OneOf(l) => format!("must be one of {}", list(l)),
+            Test::Glob(g) => format!("must be a string matching `{}`", self.text_of(g)),
+            Test::Regex { source, .. } => {
+                format!(
+                    "must be a string matching the regex `{}`",
+                    self.text_of(source)
+                )
+            }
+            Test::Range { min, max } => match (min.is_empty(), max.is_empty()) {
+                (false, false) => format!(
+                    "must be a number from {} to {}",
+                    self.text_of(min),
+                    self.text_of(max)
+                ),
+                (false, true) => format!("must be a number of at least {}", self.text_of(min)),
+                (true, false) => format!("must be a number of at most {}", self.text_of(max)),
+                (true, true) => "must be a number".to_owned(),
+            },
+            Test::Length { min, max } => match (min, max) {
+                (0, UNBOUNDED) => "must be a string, an array or an object".to_owned(),
+                (min, UNBOUNDED) => format!("must have a length of at least {min}"),
+                (0, max) => format!("must have a length of at most {max}"),
+                (min, max) => format!("must have a length from {min} to {max}"),
+            },
+            Test::HostIn(l) => format!("must be a URL whose host is one of {}", list(l)),
+            Test::Each(inner) => format!(
+                "must be an array whose every element satisfies: {}",
+                self.describe(inner)
+            ),
+        }
+    }
+}
+
+/// At most 80 characters of a value, for a message.
+fn shorten(v: &str) -> String {
+    match v.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &v[..at]),
+        None => v.to_owned(),
+    }
+}
+
+/// One evaluation: the rules, the read arguments, the compiled regexes.
+struct Eval<'r, 'd> {
+    rules: &'r Rules<'r>,
+    doc: &'d Doc<'d>,
+    regexes: &'r [Option<Regex>],
+}
+
+impl Eval<'_, '_> {
+    /// Does predicate `p` hold of node `at`? On `false`, `why` holds the part that failed
+    /// (when it held nothing before).
+    fn holds(&self, at: usize, p: u32, why: &mut Option<Failure>) -> bool {
+        let r = self.rules;
+        let fail = |why: &mut Option<Failure>, value: Option<(u32, u32)>| {
+            if why.is_none() {
+                *why = Some(Failure {
+                    pred: p,
+                    value,
+                    element: None,
+                });
+            }
+            false
+        };
+        match r.preds.get(p as usize) {
+            Some(Pred::All(span)) => r
+                .children
+                .get(span.range())
+                .unwrap_or(&[])
+                .iter()
+                .all(|&c| self.holds(at, c, why)),
+            Some(Pred::Any(span)) => {
+                let any = r
+                    .children
+                    .get(span.range())
+                    .unwrap_or(&[])
+                    .iter()
+                    .any(|&c| self.holds(at, c, &mut None));
+                any || fail(why, None)
+            }
+            Some(Pred::Not(inner)) => !self.holds(at, *inner, &mut None) || fail(why, None),
+            Some(Pred::Test { path, test }) => {
+                let node = self.doc.pointer(at, r.text_of(*path));
+                let value = node.map(|n| (self.doc.nodes[n].start, self.doc.nodes[n].end));
+                match (node, test) {
+                    (Some(n), Test::Each(inner)) => {
+                        if self.doc.nodes[n].kind != Kind::Array {
+                            return fail(why, value);
+                        }
+                        for (index, element) in self.doc.children(n).enumerate() {
+                            let mut inner_why = None;
+                            if !self.holds(element, *inner, &mut inner_why) {
+                                if why.is_none() {
+                                    let mut f = inner_why.unwrap_or(Failure {
+                                        pred: *inner,
+                                        ..Failure::default()
+                                    });
+                                    if f.element.is_none() {
+                                        f.element = Some((p, index as u32));
+                                    }
+                                    *why = Some(f);
+                                }
+                                return false;
+                            }
+                        }
+                        true
+                    }
+                    (Some(n), test) => self.test(n, test) || fail(why, value),
+                    (None, Test::Exists) | (None, _) => fail(why, None),
+                }
+            }
+            None => fail(why, None),
+        }
+    }
+
+    /// A leaf test of node `n`.
+    fn test(&self, n: usize, test: &Test) -> bool {
+        let r = self.rules;
+        let doc = self.doc;
+        let list = |span: Span| {
+            r.strings
+                .get(span.range())
+                .unwrap_or(&[])
+                .iter()
+                .map(|s| r.text_of(*s))
+        };
+        match *test {
+            Test::Exists => true,
+            Test::Equals(v) => scalar_eq(doc, n, r.text_of(v)),
+            Test::OneOf(l) => list(l).any(|v| scalar_eq(doc, n, v)),
+            Test::Glob(g) => doc.string(n).is_some_and(|s| glob_match(r.text_of(g), &s)),
+            Test::Regex { index, .. } => match (doc.string(n), self.regexes.get(index as usize)) {
+                (Some(s), Some(Some(re))) => re.is_match(&s),
+                _ => false,
+            },
+            Test::Range { min, max } => {
+                if doc.nodes[n].kind != Kind::Number {
+                    return false;
+                }
+                let raw = doc.raw(n);
+                let above = min.is_empty()
+                    || compare_numbers(raw, r.text_of(min)).is_some_and(|o| o != Ordering::Less);
+                let below = max.is_empty()
+                    || compare_numbers(raw, r.text_of(max)).is_some_and(|o| o != Ordering::Greater);
+                above && below
+            }
+            Test::Length { min, max } => {
+                let len = match doc.nodes[n].kind {
+                    Kind::String { .. } => doc.string(n).map_or(0, |s| s.chars().count()),
+                    Kind::Array | Kind::Object => doc.nodes[n].len as usize,
+                    _ => return false,
+                };
+                len >= min as usize && (max == UNBOUNDED || len <= max as usize)
+            }
+            Test::HostIn(l) => doc
+                .string(n)
+                .and_then(|s| url_host(&s))
+                .is_some_and(|host| list(l).any(|p| glob_match(p, &host))),
+            Test::Each(_) => false,
+        }
+    }
+}
+
+/// Is node `n` equal to the JSON scalar `literal` (numbers by exact value, strings
+/// decoded)?
+fn scalar_eq(doc: &Doc<'_>, n: usize, literal: &str) -> bool {
+    match (doc.nodes[n].kind, literal.as_bytes().first()) {
+        (Kind::String { .. }, Some(b'"')) => match (doc.string(n), Doc::parse(literal)) {
+            (Some(s), Ok(lit)) => lit.string(0).is_some_and(|l| l == s),
+            _ => false,
+        },
+        (Kind::Number, Some(b'-' | b'0'..=b'9')) => {
+            compare_numbers(doc.raw(n), literal) == Some(Ordering::Equal)
+        }
+        (Kind::True, _) => literal == "true",
+        (Kind::False, _) => literal == "false",
+        (Kind::Null, _) => literal == "null",
+        _ => false,
+    }
+}
+
+impl Literal for RuleKind {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        w.item(match self {
+            RuleKind::Require => "RuleKind::Require",
+            RuleKind::ApproveWhen => "RuleKind::ApproveWhen",
+        });
+    }
+}
+
+impl Literal for ArgRule {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        w.item("ArgRule { tool: ");
+        w.int(self.tool);
+        w.text(", step: ");
+        w.int(self.step);
+        w.text(", kind: ");
+        self.kind.write_literal(w);
+        w.text(", name: ");
+        self.name.write_literal(w);
+        w.text(", pred: ");
+        w.int(self.pred);
+        w.text(" }");
+    }
+}
+
+impl Literal for Pred {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        match self {
+            Pred::All(s) | Pred::Any(s) => {
+                w.item(if matches!(self, Pred::All(_)) {
+                    "Pred::All("
+                } else {
+                    "Pred::Any("
+                });
+                s.write_literal(w);
+            }
+            Pred::Not(p) => {
+                w.item("Pred::Not(");
+                w.int(p);
+            }
+            Pred::Test { path, test } => {
+                w.item("Pred::Test { path: ");
+                path.write_literal(w);
+                w.text(", test: ");
+                test.write_literal(w);
+                w.text(" }");
+                return;
+            }
+        }
+        w.text(")");
+    }
+}
+
+impl Literal for Test {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        let span = |w: &mut LiteralWriter, name: &str, s: &Span| {
+            w.item(name);
+            w.text("(");
+            s.write_literal(w);
+            w.text(")");
+        };
+        match self {
+            Test::Exists => w.item("Test::Exists"),
+            Test::Equals(s) => span(w, "Test::Equals", s),
+            Test::OneOf(s) => span(w, "Test::OneOf", s),
+            Test::Glob(s) => span(w, "Test::Glob", s),
+            Test::HostIn(s) => span(w, "Test::HostIn", s),
+            Test::Regex { source, index } => {
+                w.item("Test::Regex { source: ");
+                source.write_literal(w);
+                w.text(", index: ");
+                w.int(index);
+                w.text(" }");
+            }
+            Test::Each(i) => {
+                w.item("Test::Each(");
+                w.int(i);
+                w.text(")");
+            }
+            Test::Range { min, max } => {
+                w.item("Test::Range { min: ");
+                min.write_literal(w);
+                w.text(", max: ");
+                max.write_literal(w);
+                w.text(" }");
+            }
+            Test::Length { min, max } => {
+                w.item("Test::Length { min: ");
+                w.int(min);
+                w.text(", max: ");
+                w.int(max);
+                w.text(" }");
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Rules on arguments (semantics §16), on a machine compiled by build.rs and on the same
+//! template loaded at run time: a broken rule refuses the call (with the rule's name,
+//! the value and why), a conditional `approve` gates only the calls it names, step
+//! rules apply only in their step, arguments are judged as written, and both session
+//! types say the same.
+
+use orch::approval::{Call, CallDigest};
+use orch::{Denied, DynMachine};
+
+orch::include_machine!("payments");
+use payments::{Session, Step, Tool};
+
+fn call(tool: &str, args: &'static str) -> Call<'static> {
+    Call::new(CallDigest::of_text(tool, args), args)
+}
+
+fn dyn_machine() -> DynMachine {
+    let src = include_str!("fixtures/machines/payments.json");
+    orch_codegen::compile_json(src, None)
+        .to_machine()
+        .expect("the fixture compiles")
+}
+
+/// The rule that refused, and the words for why.
+fn broken(s: &Session, tool: Tool, c: &Call<'_>) -> Option<(String, String)> {
+    match s.check_call(tool, c) {
+        Err(Denied::BrokenRule { broken, .. }) => Some((
+            s.rule_name(broken.rule).to_owned(),
+            s.explain_broken(&broken, c.arguments),
+        )),
+        _ => None,
+    }
+}
+
+const GOOD: &str = r#"{"recipient": "DE89370400440532013000", "amount": 25.5}"#;
+
+#[test]
+fn a_call_that_breaks_a_rule_is_refused_with_the_rule_the_value_and_why() {
+    let s = Session::new();
+    assert!(s
+        .check_call(Tool::SendMoney, &call("send_money", GOOD))
+        .is_ok());
+    let attacker = call(
+        "send_money",
+        r#"{"recipient": "attacker@evil.example", "amount": 10}"#,
+    );
+    let (rule, why) = broken(&s, Tool::SendMoney, &attacker).expect("refused");
+    assert_eq!(rule, "iban");
+    assert_eq!(
+        why,
+        r#"`/recipient` is "attacker@evil.example": it must be a string matching the regex `^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$`"#
+    );
+    // A missing value breaks the rule too.
+    let (rule, why) = broken(&s, Tool::SendMoney, &call("send_money", r#"{"amount": 1}"#)).unwrap();
+    assert_eq!((rule.as_str(), why.as_str()), ("iban", "`/recipient` is missing: it must be a string matching the regex `^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$`"));
+    // Rules are checked in template order: the first broken one is named.
+    let (rule, why) = broken(
+        &s,
+        Tool::SendMoney,
+        &call(
+            "send_money",
+            r#"{"recipient": "DE89370400440532013000", "amount": -5}"#,
+        ),
+    )
+    .unwrap();
+    assert_eq!(rule, "positive");
+    assert_eq!(
+        why,
+        "`/amount` is -5: it must be a number from 0.01 to 100000"
+    );
+    // Every rule refuses, approved or not: a human cannot approve past a rule.
+    let mut s = Session::new();
+    s.approve(attacker.digest);
+    assert!(matches!(
+        s.admit_call(Tool::SendMoney, &attacker),
+        Err(Denied::BrokenRule { .. })
+    ));
+    assert!(
+        s.approval().is_some(),
+        "a refused call consumes no approval"
+    );
+}
+
+#[test]
+fn a_conditional_approve_gates_only_the_calls_it_names() {
+    let mut s = Session::new();
+    let small = call("send_money", GOOD);
+    let large = call(
+        "send_money",
+        r#"{"recipient": "DE89370400440532013000", "amount": 500}"#,
+    );
+    assert!(s.check_call(Tool::SendMoney, &small).is_ok());
+    assert!(s
+        .check_call(Tool::SendMoney, &large)
+        .unwrap_err()
+        .needs_approval());
+    // The approval of the large call lets exactly it run, once.
+    s.approve(large.digest);
+    assert!(s.admit_call(Tool::SendMoney, &large).is_ok());
+    assert!(s
+        .admit_call(Tool::SendMoney, &large)
+        .unwrap_err()
+        .needs_approval());
+    // `allowed()` offers the tool: whether a call needs a human depends on the call.
+    assert!(s.allowed().contains(Tool::SendMoney));
+    // Numbers are judged as the decimals written, never through a float.
+    for (args, gated) in [
+        (
+            r#"{"recipient": "DE89370400440532013000", "amount": 499.99999999999999999}"#,
+            false,
+        ),
+        (
+            r#"{"recipient": "DE89370400440532013000", "amount": 5e2}"#,
+            true,
+        ),
+        (
+            r#"{"recipient": "DE89370400440532013000", "amount": 500.000}"#,
+            true,
+        ),
+    ] {
+        let c = call("send_money", args);
+        let judged = s.check_call(Tool::SendMoney, &c);
+        assert_eq!(judged.is_err(), gated, "{args}: {judged:?}");
+    }
+}
+
+#[test]
+fn step_rules_apply_only_while_their_step_is_active() {
+    let mut s = Session::new();
+    let usd = call(
+        "send_money",
+        r#"{"recipient": "DE89370400440532013000", "amount": 5, "currency": "USD"}"#,
+    );
+    assert!(s.check_call(Tool::SendMoney, &usd).is_ok());
+    s.record(Tool::GetContacts);
+    assert_eq!(s.step(), Some(Step::Paying));
+    let (rule, why) = broken(&s, Tool::SendMoney, &usd).unwrap();
+    assert_eq!(rule, "eur-only");
+    assert_eq!(why, r#"`/currency` is "USD": it must be one of "EUR""#);
+    match s.check_call(Tool::SendMoney, &usd) {
+        Err(Denied::BrokenRule { step, .. }) => assert_eq!(step, Some(Step::Paying)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hosts_globs_arrays_and_combinations() {
+    let s = Session::new();
+    let ok =
+        |tool: Tool, name: &str, args: &'static str| s.check_call(tool, &call(name, args)).is_ok();
+    assert!(ok(
+        Tool::GetWebpage,
+        "get_webpage",
+        r#"{"url": "https://www.bank.example/rates"}"#
+    ));
+    assert!(ok(
+        Tool::GetWebpage,
+        "get_webpage",
+        r#"{"url": "https://bank.example"}"#
+    ));
+    for bad in [
+        r#"{"url": "https://evil.example/?q=bank.example"}"#,
+        r#"{"url": "https://bank.example@evil.example/"}"#,
+        r#"{"url": "https://bank.example.evil.example/"}"#,
+        r#"{"url": "https://evil.example\\@bank.example/"}"#,
+        r#"{"url": "bank.example"}"#,
+    ] {
+        assert!(!ok(Tool::GetWebpage, "get_webpage", bad), "{bad}");
+    }
+    assert!(ok(
+        Tool::Invite,
+        "invite",
+        r#"{"participants": [{"email": "ana@corp.example"}, {"email": "bo@corp.example"}]}"#
+    ));
+    let outsider = call(
+        "invite",
+        r#"{"participants": [{"email": "ana@corp.example"}, {"email": "eve@evil.example"}]}"#,
+    );
+    let (rule, why) = broken(&s, Tool::Invite, &outsider).unwrap();
+    assert_eq!(rule, "colleagues");
+    assert_eq!(
+        why,
+        r#"`/participants/1/email` is "eve@evil.example": it must be a string matching `*@corp.example`"#
+    );
+    let none = call("invite", r#"{"participants": []}"#);
+    assert_eq!(
+        broken(&s, Tool::Invite, &none).unwrap().1,
+        "`/participants` is []: it must have a length from 1 to 20"
+    );
+    // `any`: a long note passes when it is urgent; the words name the whole `any`.
+    let long = "x".repeat(300);
+    let text: &'static str = Box::leak(format!(r#"{{"text": "{long}"}}"#).into_boxed_str());
+    assert_eq!(
+        broken(&s, Tool::Note, &call("note", text)).unwrap().1,
+        "either `/text` must have a length of at most 200 or `/urgent` must be true does not hold"
+    );
+    let urgent: &'static str =
+        Box::leak(format!(r#"{{"text": "{long}", "urgent": true}}"#).into_boxed_str());
+    assert!(ok(Tool::Note, "note", urgent));
+    // Escaped strings are compared decoded.
+    assert!(ok(
+        Tool::Invite,
+        "invite",
+        r#"{"participants": [{"email": "ana@corp\u002eexample"}]}"#
+    ));
+}
+
+#[test]
+fn arguments_a_rule_cannot_read_break_it() {
+    let s = Session::new();
+    for (args, why) in [
+        ("not json", "the arguments are not JSON (at byte 0)"),
+        (
+            r#"{"recipient": "DE89370400440532013000", "amount": 1, "amount": 900}"#,
+            "the arguments write a key twice (at byte 53)",
+        ),
+    ] {
+        let c = call("send_money", args);
+        let (rule, text) = broken(&s, Tool::SendMoney, &c).unwrap();
+        assert_eq!((rule.as_str(), text.as_str()), ("iban", why), "{args}");
+    }
+    // A tool no rule names is judged without reading its arguments.
+    assert!(s
+        .check_call(Tool::GetContacts, &call("get_contacts", "not json"))
+        .is_ok());
+}
+
+#[test]
+fn typed_and_run_time_sessions_judge_alike() {
+    let machine = dyn_machine();
+    assert_eq!(machine.fingerprint(), payments::FINGERPRINT);
+    let mut d = machine.session();
+    let mut s = Session::new();
+    let calls: [(&str, Tool, &'static str); 6] = [
+        ("send_money", Tool::SendMoney, GOOD),
+        (
+            "send_money",
+            Tool::SendMoney,
+            r#"{"recipient": "x", "amount": 1}"#,
+        ),
+        (
+            "send_money",
+            Tool::SendMoney,
+            r#"{"recipient": "DE89370400440532013000", "amount": 1e3}"#,
+        ),
+        (
+            "get_webpage",
+            Tool::GetWebpage,
+            r#"{"url": "http://evil.example"}"#,
+        ),
+        (
+            "invite",
+            Tool::Invite,
+            r#"{"participants": [{"email": 3}]}"#,
+        ),
+        ("note", Tool::Note, "{"),
+    ];
+    for round in 0..2 {
+        for (name, tool, args) in calls {
+            let c = call(name, args);
+            let typed = s.check_call(tool, &c).map_err(|e| e.to_string());
+            let run_time = d.check_call(name, &c).map_err(|e| e.to_string());
+            assert_eq!(typed, run_time, "{name} {args}");
+            if let (
+                Err(Denied::BrokenRule { broken: b1, .. }),
+                Err(Denied::BrokenRule { broken: b2, .. }),
+            ) = (s.check_call(tool, &c), d.check_call(name, &c))
+            {
+                assert_eq!(b1, b2);
+                assert_eq!(s.explain_broken(&b1, args), d.explain_broken(&b2, args));
+            }
+        }
+        if round == 0 {
+            s.record(Tool::GetContacts);
+            d.record("get_contacts");
+        }
+    }
+}
