@@ -276,3 +276,110 @@ fn typed_and_run_time_sessions_judge_alike() {
         }
     }
 }
+
+const CONTACTS: &str = r#"{"contacts": [
+  {"name": "Ana", "iban": "DE89370400440532013000"},
+  {"name": "Bo", "iban": "FR1420041010050500013M02606"},
+  {"name": "Cy"}
+]}"#;
+
+#[test]
+fn values_from_earlier_results_are_remembered_and_survive_a_snapshot() {
+    let mut s = Session::new();
+    let ana = call(
+        "pay_contact",
+        r#"{"iban": "DE89370400440532013000", "amount": 5}"#,
+    );
+    let eve = call(
+        "pay_contact",
+        r#"{"iban": "GB33BUKB20201555555555", "amount": 5}"#,
+    );
+    // Nothing returned yet: no recipient is known.
+    let (rule, why) = broken(&s, Tool::PayContact, &ana).unwrap();
+    assert_eq!(rule, "known-recipient");
+    assert_eq!(
+        why,
+        r#"`/iban` is "DE89370400440532013000": it must be one of the values earlier results of `get_contacts` held at `/contacts/*/iban`"#
+    );
+    s.record_result(Tool::GetContacts, CONTACTS);
+    assert!(s.check_call(Tool::PayContact, &ana).is_ok());
+    assert!(broken(&s, Tool::PayContact, &eve).is_some());
+    // An argument written differently (an escape) is the same value.
+    let escaped = call(
+        "pay_contact",
+        r#"{"iban": "FR1420041010050500013M0260\u0036"}"#,
+    );
+    assert!(s.check_call(Tool::PayContact, &escaped).is_ok());
+    // Both encodings of a snapshot carry what was remembered — keys, never the text.
+    let snap = s.snapshot();
+    assert_eq!(snap.memory.len(), 2);
+    assert!(!snap.to_json().contains("DE8937"));
+    for restored in [
+        orch::Snapshot::from_json(&snap.to_json()).unwrap(),
+        orch::Snapshot::from_bytes(&snap.to_bytes()).unwrap(),
+    ] {
+        assert_eq!(restored, snap);
+        let (back, report) = Session::restore(&restored).unwrap();
+        assert!(report.is_exact(), "{report:?}");
+        assert!(back.check_call(Tool::PayContact, &ana).is_ok());
+        assert!(back.check_call(Tool::PayContact, &eve).is_err());
+        // And the run-time session reads the typed one's snapshot alike.
+        let machine = dyn_machine();
+        let (d, _) = orch::DynSession::restore(&machine, &restored).unwrap();
+        assert!(d.check_call("pay_contact", &ana).is_ok());
+        assert!(d.check_call("pay_contact", &eve).is_err());
+    }
+    // A reset forgets: a new session knows nothing.
+    s.reset();
+    assert!(s.check_call(Tool::PayContact, &ana).is_err());
+}
+
+#[test]
+fn memory_is_bounded_and_keeps_the_newest_values() {
+    let mut s = Session::new();
+    let first = r#"{"contacts": [{"iban": "AA00FIRST000000000"}]}"#;
+    s.record_result(Tool::GetContacts, first);
+    let many: Vec<String> = (0..orch::args::MEMORY_VALUES)
+        .map(|i| format!(r#"{{"iban": "BB{i:02}X"}}"#))
+        .collect();
+    let result = format!(r#"{{"contacts": [{}]}}"#, many.join(","));
+    s.record_result(Tool::GetContacts, &result);
+    let c = |iban: &str| {
+        let args: &'static str = Box::leak(format!(r#"{{"iban": "{iban}"}}"#).into_boxed_str());
+        call("pay_contact", args)
+    };
+    assert!(
+        s.check_call(Tool::PayContact, &c("AA00FIRST000000000"))
+            .is_err(),
+        "the oldest made room"
+    );
+    assert!(s.check_call(Tool::PayContact, &c("BB00X")).is_ok());
+    assert!(s
+        .check_call(
+            Tool::PayContact,
+            &c(&format!("BB{:02}X", orch::args::MEMORY_VALUES - 1))
+        )
+        .is_ok());
+    assert_eq!(s.snapshot().memory.len(), orch::args::MEMORY_VALUES);
+    // A result that is not JSON, or of a tool no rule reads, adds nothing.
+    let before = s.snapshot().memory;
+    s.record_result(Tool::GetContacts, "not json");
+    s.record_result(Tool::Note, r#"{"contacts": [{"iban": "CC"}]}"#);
+    assert_eq!(s.snapshot().memory, before);
+}
+
+#[test]
+fn a_snapshot_with_a_bad_memory_is_an_error_not_a_session() {
+    let mut s = Session::new();
+    s.record_result(Tool::GetContacts, CONTACTS);
+    let mut json: serde_json::Value = serde_json::from_str(&s.snapshot().to_json()).unwrap();
+    json["memory"][0] = serde_json::json!("not hex");
+    let bad = orch::Snapshot::from_json(&json.to_string()).unwrap();
+    let err = Session::restore(&bad).unwrap_err();
+    assert!(err.to_string().contains("remembered value"), "{err}");
+    // A binary snapshot cut inside its memory section fails its checksum or its length.
+    let bytes = s.snapshot().to_bytes();
+    for cut in [bytes.len() - 5, bytes.len() - 12] {
+        assert!(orch::Snapshot::from_bytes(&bytes[..cut]).is_err());
+    }
+}

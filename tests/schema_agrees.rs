@@ -2,14 +2,15 @@
 //! template is valid against the JSON Schema exactly when the compiler reports no shape
 //! error (E002 wrong type, E003 missing field, E009 unknown condition type, E021 an
 //! unknown key in `availableTools` or a property, E022 a property without exactly one
-//! rule; every input here is valid JSON, so never E001).
+//! rule, E025 a rule on arguments of the wrong shape; every input here is valid JSON, so
+//! never E001).
 
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Map, Value};
 
-const SHAPE: [&str; 6] = ["E001", "E002", "E003", "E009", "E021", "E022"];
+const SHAPE: [&str; 7] = ["E001", "E002", "E003", "E009", "E021", "E022", "E025"];
 
 fn validator() -> jsonschema::Validator {
     let schema: Value =

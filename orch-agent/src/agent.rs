@@ -534,7 +534,11 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         let (result, outcome) = match tool.call(arguments).await {
             // Only a call that completed successfully counts as run, and is recorded (the
             // run protocol's rule, docs/protocol.md).
-            Ok(out) => (out, Some(self.policy.record(session, &call.name))),
+            // The result goes with it: rules on arguments may read its values.
+            Ok(out) => {
+                let outcome = self.policy.record_result(session, &call.name, &out);
+                (out, Some(outcome))
+            }
             // An error is not a run (as MCP's `isError`): the model may call it again.
             Err(e) => (format!("error: {e}"), None),
         };

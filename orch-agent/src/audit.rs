@@ -59,6 +59,10 @@ pub enum AuditEvent {
     Record {
         /// The tool.
         tool: String,
+        /// What it returned — kept only when a rule on arguments reads its results
+        /// (semantics §16), so that a replay remembers the same values.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
     },
     /// A gated call was put to a human (semantics §13.1).
     Ask {
@@ -1139,9 +1143,14 @@ fn apply(
             let arguments = arguments.as_deref().unwrap_or("");
             let _ = policy.admit_call(session, tool, &orch_runtime::Call::new(*call, arguments));
         }
-        AuditEvent::Record { tool } => {
-            policy.record(session, tool);
-        }
+        AuditEvent::Record { tool, result } => match result {
+            Some(result) => {
+                policy.record_result(session, tool, result);
+            }
+            None => {
+                policy.record(session, tool);
+            }
+        },
         AuditEvent::Ask {
             tool,
             call,

@@ -202,6 +202,23 @@ impl HostedSession {
             .with_dependent_mut(|_, session| session.record(tool))
     }
 
+    /// Records that `tool` ran and returned `result` (its text): the outcome's word,
+    /// and the values rules on arguments read from this tool's results are remembered
+    /// (semantics §16).
+    pub fn record_result(&mut self, tool: &str, result: &str) -> &'static str {
+        self.record_result_outcome(tool, result).as_str()
+    }
+
+    /// [`record_result`](Self::record_result): the outcome.
+    pub fn record_result_outcome(
+        &mut self,
+        tool: &str,
+        result: &str,
+    ) -> orch_runtime::dynamic::DynOutcome {
+        self.live
+            .with_dependent_mut(|_, session| session.record_result(tool, result))
+    }
+
     /// A user message: message conditions and sequence resets are evaluated.
     pub fn on_user_message(&mut self, text: &str) {
         self.live

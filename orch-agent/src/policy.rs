@@ -280,6 +280,11 @@ pub trait Orchestrated {
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
+    /// [`record_tool`](Orchestrated::record_tool), remembering the values rules on
+    /// arguments read from what it returned (semantics §16).
+    fn record_tool_result(&mut self, name: &str, result: &str) -> &'static str;
+    /// Does a rule on arguments read the results of `name`?
+    fn reads_results_of(&self, name: &str) -> bool;
     /// The active step's name.
     fn step_name(&self) -> Option<&str>;
     /// The tools the active step's unfinished sequence accepts next, if any.
@@ -352,6 +357,16 @@ impl<M: Machine> Orchestrated for Session<M> {
         self.record_name(name).as_str()
     }
 
+    fn record_tool_result(&mut self, name: &str, result: &str) -> &'static str {
+        self.record_result_name(name, result).as_str()
+    }
+
+    fn reads_results_of(&self, name: &str) -> bool {
+        let rules = M::tables().rules;
+        M::Tool::from_name(name)
+            .is_some_and(|t| rules.sources.iter().any(|s| s.tool as usize == t.index()))
+    }
+
     fn step_name(&self) -> Option<&str> {
         self.step().map(|s| s.name())
     }
@@ -416,6 +431,14 @@ impl Orchestrated for DynSession<'_> {
 
     fn record_tool(&mut self, name: &str) -> &'static str {
         self.record(name).as_str()
+    }
+
+    fn record_tool_result(&mut self, name: &str, result: &str) -> &'static str {
+        self.record_result(name, result).as_str()
+    }
+
+    fn reads_results_of(&self, name: &str) -> bool {
+        DynSession::reads_results_of(self, name)
     }
 
     fn step_name(&self) -> Option<&str> {
@@ -1043,16 +1066,46 @@ impl Policy {
     }
 
     /// Records that `tool` ran (whatever it returned): the outcome (`advanced`,
-    /// `completed`, `free`, `out_of_sequence`, `not_allowed`).
+    /// `completed`, `free`, `out_of_sequence`, `not_allowed`). A host that has the
+    /// result calls [`Policy::record_result`] instead, so that rules on arguments that
+    /// read it (semantics §16) see its values.
     pub fn record<S: Orchestrated + ?Sized>(&self, session: &mut S, tool: &str) -> &'static str {
+        self.record_with(session, tool, None)
+    }
+
+    /// Records that `tool` ran and returned `result` (its text as the host got it, a
+    /// JSON value for the values to be read): [`Policy::record`], and the values rules
+    /// on arguments read from this tool's results are remembered in the session. The
+    /// decision log keeps the result only when a rule reads it.
+    pub fn record_result<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        result: &str,
+    ) -> &'static str {
+        self.record_with(session, tool, Some(result))
+    }
+
+    fn record_with<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        result: Option<&str>,
+    ) -> &'static str {
+        let record = |session: &mut S| match result {
+            Some(result) => session.record_tool_result(tool, result),
+            None => session.record_tool(tool),
+        };
         let Some(auditor) = &self.auditor else {
-            return session.record_tool(tool);
+            return record(session);
         };
         let before = Position::of(session);
         let rule = rule_admitting(session);
-        let outcome = session.record_tool(tool);
+        let kept = result.filter(|_| session.reads_results_of(tool));
+        let outcome = record(session);
         let event = AuditEvent::Record {
             tool: tool.to_owned(),
+            result: kept.map(str::to_owned),
         };
         let outcome_text = Some(outcome.to_owned());
         auditor.emit(

@@ -340,6 +340,28 @@ pub fn classify(result: &Value) -> ToolResult {
     classify_fields(result_type, has_task, is_error)
 }
 
+/// What rules on arguments read of a `tools/call` result (semantics §16): its
+/// `structuredContent` when it has one, else its text: the text of its one text block,
+/// or the texts of several joined by newlines (a text that is JSON has its values read;
+/// other text holds none). `None` for a result with neither.
+pub fn result_values(result: &Value) -> Option<String> {
+    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+        return Some(structured.to_string());
+    }
+    let texts: Vec<&str> = result
+        .get("content")?
+        .as_array()?
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    match texts.as_slice() {
+        [] => None,
+        [one] => Some((*one).to_owned()),
+        many => Some(many.join("\n")),
+    }
+}
+
 /// [`classify`] of a result a host already holds typed (an MCP SDK's `CallToolResult`,
 /// whose `content` is a list by construction): its `resultType`, whether it carries a
 /// `task`, and its `isError`.

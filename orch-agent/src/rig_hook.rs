@@ -328,9 +328,18 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
         // may call it again). rig hands a call this hook (or a layer) refused to this
         // hook too, as a *skipped* result; a tool rig does not know, or whose arguments
         // it could not decode, is an error: none of them ran.
-        let ran = event.tool_result().is_some_and(|r| r.is_success());
-        if let (Some(tool), true) = (event.tool_name(), ran) {
-            let outcome = self.with_session(|s| self.policy.record(s, tool));
+        let ran = event.tool_result().filter(|r| r.is_success());
+        if let (Some(tool), Some(result)) = (event.tool_name(), ran) {
+            // What it returned, for rules on arguments that read its values: one JSON
+            // block as JSON, else the text.
+            let output = result.output();
+            let text = match output.as_json() {
+                Some(value) => value.to_string(),
+                None => output
+                    .as_text()
+                    .map_or_else(|| output.render(), str::to_owned),
+            };
+            let outcome = self.with_session(|s| self.policy.record_result(s, tool, &text));
             self.emit(HookEvent::Recorded {
                 tool: tool.to_owned(),
                 outcome,

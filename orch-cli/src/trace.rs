@@ -256,7 +256,7 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
                     arguments,
                 });
             }
-            AuditEvent::Record { tool } => {
+            AuditEvent::Record { tool, .. } => {
                 let id = match open.iter().rposition(|(t, _)| *t == tool) {
                     Some(k) => open.remove(k).1,
                     None => {

@@ -81,7 +81,7 @@ codes! {
     PatternNotAllowed = "E013", "pattern_not_allowed", Error, "a pattern where a tool name is required";
     SequenceToolNotPermitted = "E014", "sequence_tool_not_permitted", Error, "a sequence tool the step's own tools do not permit";
     UnknownTool = "E015", "unknown_tool", Error, "a tool that is not in the declared tools";
-    InvalidRegex = "E016", "invalid_regex", Error, "a `message_regex` that does not compile";
+    InvalidRegex = "E016", "invalid_regex", Error, "a regex that does not compile (a `message_regex`, or a rule's `regex`)";
     ZeroWindow = "E017", "zero_window", Error, "`window` of 0";
     UnknownResetTrigger = "E018", "unknown_reset_trigger", Error, "unknown `resetSequenceOn` entry";
     LimitExceeded = "E019", "limit_exceeded", Error, "the template exceeds a limit of the compiled form";
@@ -90,7 +90,8 @@ codes! {
     InvalidProperty = "E022", "invalid_property", Error, "a property without exactly one rule, or two properties with one name";
     PropertyViolated = "E023", "property_violated", Error, "a property some reachable state violates (found by exploring every state)";
     ReadsUserMessages = "E024", "reads_user_messages", Error, "a message condition `orch policy` cannot enforce: MCP traffic carries no user messages";
-    InvalidRule = "E025", "invalid_rule", Error, "a rule on arguments that cannot be judged: a bad JSON pointer, number, regex, bound or list, not exactly one test, or two rules with one name";
+    InvalidRule = "E025", "invalid_rule", Error, "a rule on arguments of the wrong shape: not exactly one test or combinator, an empty list, a path that is not a JSON pointer, a host with a scheme or a path";
+    ConflictingRule = "E026", "conflicting_rule", Error, "a rule on arguments that contradicts itself or another: bounds out of order, two rules of one scope with one name";
     UnreachableStep = "W001", "unreachable_step", Warning, "a step that can never become active";
     ShadowedStep = "W002", "shadowed_step", Warning, "a step shadowed by an earlier step";
     DefaultStepConditions = "W003", "default_step_conditions", Warning, "conditions on the default step are ignored";

@@ -171,6 +171,7 @@ pub(crate) fn items(compiled: &Compiled, rt: &TokenStream) -> TokenStream {
     let tables_literal = tables_literal(tables);
     let derived_words = lit(tables.plan.view().derived_words());
     let counters = lit(tables.plan.counters.len());
+    let memory_words = lit(tables.rules.view().memory_words());
     let contains = &tables.contains;
     let regexes = &tables.regexes;
     // The regexes of the rules on arguments (semantics §16), compiled with the message
@@ -337,6 +338,7 @@ pub(crate) fn items(compiled: &Compiled, rt: &TokenStream) -> TokenStream {
             type History = [u16; #history];
             type Derived = [u64; #derived_words];
             type Counters = [u16; #counters];
+            type Memory = [u64; #memory_words];
             fn tables() -> &'static __rt::Tables<'static> {
                 &TABLES
             }

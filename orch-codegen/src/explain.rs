@@ -183,12 +183,20 @@ pub fn explain(code: Code) -> Explanation {
   "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
         ),
         InvalidRule => (
-            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path`, a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`), with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn` or `each` — or combines predicates with `all`, `any` or `not`. A path that is not a pointer, a bound that is not a JSON number or bounds out of order, an empty list, a regex that does not compile, a `hostIn` entry with a scheme or a path, two tests in one object, or two rules of one scope with the same name cannot be judged as written.",
+            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path` — a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`) — with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn`, `each` or `inResult`; or it combines predicates with one of `all`, `any`, `not`. No test or two in one object, an empty list, a path that is not a pointer, or a `hostIn` entry with a scheme, a port or a path (`https://example.com` instead of `example.com`) cannot be judged as written. The JSON Schema (`orch schema`) says the same.",
             Lang::Json,
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "rules": [{"name": "small", "tool": "send_money", "require": {"path": "amount", "range": {"max": 100}}}]}}"#,
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "rules": [{"name": "small", "tool": "send_money", "require": {"path": "/amount", "range": {"max": 100}}}]}}"#,
+        ),
+        ConflictingRule => (
+            "A `range` or `length` whose `min` is above its `max` holds for no value: every call of the tool would be refused (or, in a conditional `approve`, none would be gated). Two rules of one scope (the orchestration's, or one step's) with the same name cannot be told apart in refusals and decision logs.",
+            Lang::Json,
+            r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "rules": [{"name": "amount", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 100, "max": 10}}}]}}"#,
+            r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "rules": [{"name": "amount", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 10, "max": 100}}}]}}"#,
         ),
         PropertyViolated => (
             "Every state a session can reach was explored with the tools `allowed()` admits, and in one of them the property fails: the tool runs before any tool its `after` names, runs more often than `atMost`, runs at all under `never`, or runs without an approval gate under `approved`. The message gives the shortest list of events that leads there; `orch verify` prints it as JSON that `orch simulate` replays. Reported with the same limits as W007; larger templates: run `orch verify`.",

@@ -2,7 +2,7 @@
 
 use super::SourceSpan;
 use orch_runtime::compiled::{
-    ArgRule, OwnedRules, Pred, RuleKind, Span, Test, ANY_STEP, UNBOUNDED,
+    ArgRule, OwnedRules, Pred, RuleKind, Source, Span, Test, ANY_STEP, UNBOUNDED,
 };
 use std::collections::HashMap;
 
@@ -73,6 +73,14 @@ pub enum IrTest {
     HostIn(Vec<String>),
     /// An array whose every element satisfies it.
     Each(Box<IrPred>),
+    /// A value an earlier result of `tool` held at `path` (`*` tokens: every element or
+    /// member).
+    InResult {
+        /// The tool (an index into the IR's tools).
+        tool: usize,
+        /// The pointer into its results.
+        path: String,
+    },
 }
 
 /// Builds [`OwnedRules`] from the IR's rules: predicates flattened, texts stored once.
@@ -97,6 +105,7 @@ struct Flat {
     out: OwnedRules,
     texts: HashMap<String, Span>,
     regexes: HashMap<String, u32>,
+    sources: HashMap<(usize, String), u32>,
 }
 
 impl Flat {
@@ -157,6 +166,23 @@ impl Flat {
                     },
                     IrTest::HostIn(hosts) => Test::HostIn(self.list(hosts)),
                     IrTest::Each(inner) => Test::Each(self.pred(inner)),
+                    IrTest::InResult { tool, path } => {
+                        let key = (*tool, path.clone());
+                        let index = match self.sources.get(&key) {
+                            Some(i) => *i,
+                            None => {
+                                let i = self.out.sources.len() as u32;
+                                let path = self.text(path);
+                                self.out.sources.push(Source {
+                                    tool: *tool as u16,
+                                    path,
+                                });
+                                self.sources.insert(key, i);
+                                i
+                            }
+                        };
+                        Test::InResult(index)
+                    }
                 };
                 Pred::Test {
                     path: self.text(path),

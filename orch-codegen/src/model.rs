@@ -202,6 +202,16 @@ pub enum ArgTest {
     HostIn(Spanned<Vec<Spanned<String>>>),
     /// `each`: an array whose every element satisfies this.
     Each(Box<Predicate>),
+    /// `inResult`: a value an earlier result of `tool` held at `path` (a JSON pointer
+    /// whose `*` tokens stand for every element or member).
+    InResult {
+        /// The whole `inResult` object.
+        span: Span,
+        /// The tool whose results hold the values.
+        tool: Spanned<String>,
+        /// Where in its results.
+        path: Spanned<String>,
+    },
 }
 
 impl ArgTest {
@@ -217,12 +227,14 @@ impl ArgTest {
             ArgTest::Length { .. } => "length",
             ArgTest::HostIn(_) => "hostIn",
             ArgTest::Each(_) => "each",
+            ArgTest::InResult { .. } => "inResult",
         }
     }
 
     /// Every test key, in the order the docs list them.
-    pub const KEYS: [&'static str; 9] = [
+    pub const KEYS: [&'static str; 10] = [
         "exists", "equals", "oneOf", "glob", "regex", "range", "length", "hostIn", "each",
+        "inResult",
     ];
 }
 

@@ -440,19 +440,12 @@ fn e025_invalid_rule() {
     let d = find(&c, &src, Code::InvalidRule, "\"amount\"");
     assert_eq!(d.message, "`amount` is not a JSON pointer");
     assert!(c.ir.is_none());
-    // Bounds out of order, at the `range` object.
-    let src = rules(
-        r#"{"name": "r", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 10, "max": 1e0}}}"#,
-    );
-    let c = compile(&src);
-    let d = find(&c, &src, Code::InvalidRule, r#"{"min": 10, "max": 1e0}"#);
-    assert_eq!(d.message, "`range` from 10 to 1e0 holds no number");
     // A regex that does not compile, at the regex.
     let src = rules(
         r#"{"name": "r", "tool": "send_money", "require": {"path": "/to", "regex": "(unclosed"}}"#,
     );
     let c = compile(&src);
-    let d = find(&c, &src, Code::InvalidRule, r#""(unclosed""#);
+    let d = find(&c, &src, Code::InvalidRegex, r#""(unclosed""#);
     assert_eq!(d.message, "the regex `(unclosed` does not compile");
     // Two tests in one predicate, at the predicate's first byte.
     let src = rules(
@@ -472,12 +465,6 @@ fn e025_invalid_rule() {
     let c = compile(&src);
     let d = find(&c, &src, Code::InvalidRule, "[]");
     assert_eq!(d.message, "`oneOf` lists no value");
-    let src = rules(
-        r#"{"name": "r", "tool": "search", "require": {"path": "/q", "exists": true}}, {"name": "r", "tool": "send_money", "require": {"path": "/to", "exists": true}}"#,
-    );
-    let c = compile(&src);
-    let d = find(&c, &src, Code::InvalidRule, "\"r\"");
-    assert_eq!(d.message, "two rules are named `r`");
     // Unknown keys are E021 with a suggestion; a pattern as the tool is E013.
     let src =
         rules(r#"{"name": "r", "tool": "search", "require": {"path": "/q", "oneof": ["a"]}}"#);
@@ -492,6 +479,50 @@ fn e025_invalid_rule() {
     let c = compile(src);
     let d = find(&c, src, Code::UnknownTool, "\"send_mony\"");
     assert_eq!(d.help.as_deref(), Some("did you mean `send_money`?"));
+}
+
+#[test]
+fn e026_conflicting_rule() {
+    let rules = |rule: &str| {
+        format!(
+            r#"{{"agentId": "t", "tools": ["send_money", "search"], "orchestration": {{"steps": [{{"name": "Chat", "isDefault": true, "rules": [{rule}]}}]}}}}"#
+        )
+    };
+    // Bounds out of order, compared as the decimals written, at the `range` object.
+    let src = rules(
+        r#"{"name": "r", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 10, "max": 1e0}}}"#,
+    );
+    let c = compile(&src);
+    let d = find(
+        &c,
+        &src,
+        Code::ConflictingRule,
+        r#"{"min": 10, "max": 1e0}"#,
+    );
+    assert_eq!(d.message, "`range` from 10 to 1e0 holds no number");
+    let src = rules(
+        r#"{"name": "r", "tool": "search", "require": {"path": "/q", "length": {"min": 3, "max": 2}}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::ConflictingRule, r#"{"min": 3, "max": 2}"#);
+    assert_eq!(d.message, "`length` from 3 to 2 holds nothing");
+    // Two rules of one step with one name, at the second; other steps may reuse it.
+    let src = rules(
+        r#"{"name": "r", "tool": "search", "require": {"path": "/q", "exists": true}}, {"name": "r", "tool": "send_money", "require": {"path": "/to", "exists": true}}"#,
+    );
+    let c = compile(&src);
+    let second = src.rfind("\"r\"").unwrap();
+    let d: Vec<_> = c
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::ConflictingRule)
+        .collect();
+    assert_eq!(d.len(), 1, "{:#?}", c.diagnostics);
+    assert_eq!(
+        d[0].span.and_then(Span::byte_range),
+        Some(second..second + 3)
+    );
+    assert_eq!(d[0].message, "two rules are named `r`");
 }
 
 #[test]

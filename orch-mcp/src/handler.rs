@@ -160,6 +160,9 @@ enum Admission<'m> {
 }
 
 /// What reserving a session for a call came to.
+// Made once per call and matched at once: boxing the reservation would add an
+// allocation to every call's path to save stack bytes nobody keeps.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Reserved<'m> {
     /// The call may go upstream.
     Go(Reservation<'m>),
@@ -427,6 +430,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         policy: &Policy,
         reservation: Reservation<'_>,
         outcome: run::Outcome,
+        result: Option<&str>,
     ) -> Result<run::Settled, McpError> {
         let Reservation {
             token,
@@ -452,6 +456,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                 restore,
                 Some(token),
                 outcome,
+                result,
                 true,
             )?;
             if settled == run::Settled::Held {
@@ -487,7 +492,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             written: None,
             session: None,
         };
-        self.settle(id, &policy, reservation, outcome).await
+        self.settle(id, &policy, reservation, outcome, None).await
     }
 
     /// Sends `request` to the upstream on `link` and waits for its answer, at most the
@@ -1087,9 +1092,22 @@ impl<S: SessionStore + 'static> Downstream<S> {
             return Ok(result.into());
         }
         lease.disarm();
+        // What rules on arguments read of the result, for a tool they read.
+        let values = match self.shared.machine.reads_results_of(tool) {
+            true => serde_json::to_value(&result)
+                .ok()
+                .and_then(|v| protocol::result_values(&v)),
+            false => None,
+        };
         let settled = self
             .shared
-            .settle(id, policy, reservation, run::Outcome::Ran)
+            .settle(
+                id,
+                policy,
+                reservation,
+                run::Outcome::Ran,
+                values.as_deref(),
+            )
             .await;
         let changed = match settled {
             Ok(run::Settled::Recorded { changed }) => changed,

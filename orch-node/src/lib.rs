@@ -191,6 +191,8 @@ pub enum RefusalKind {
     Busy,
     /// The run is held: an earlier call's outcome is unknown.
     OutcomeUnknown,
+    /// The call's arguments break a rule on arguments (`Refusal.rule` names it).
+    BrokenRule,
 }
 
 impl From<orch_agent::RefusalKind> for RefusalKind {
@@ -206,6 +208,7 @@ impl From<orch_agent::RefusalKind> for RefusalKind {
             K::StaleAnswer => RefusalKind::StaleAnswer,
             K::Busy => RefusalKind::Busy,
             K::OutcomeUnknown => RefusalKind::OutcomeUnknown,
+            K::BrokenRule => RefusalKind::BrokenRule,
             // `RefusalKind` is non-exhaustive; every kind it has is above (the test
             // `every_refusal_kind_has_its_name` fails when one is missing).
             _ => RefusalKind::NotAllowed,
@@ -516,6 +519,8 @@ pub struct Refusal {
     pub kind: RefusalKind,
     /// Why, in words for the model (what is expected next, what is allowed now).
     pub message: String,
+    /// The rule on arguments that refused the call (`broken_rule`), by name.
+    pub rule: Option<String>,
 }
 
 fn refusal(r: orch_agent::Refusal) -> Refusal {
@@ -523,6 +528,7 @@ fn refusal(r: orch_agent::Refusal) -> Refusal {
         tool: r.tool,
         kind: r.kind.into(),
         message: r.reason,
+        rule: r.rule,
     }
 }
 
@@ -634,11 +640,16 @@ impl Session {
         })
     }
 
-    /// Records that `tool` ran: the outcome.
+    /// Records that `tool` ran: the outcome. `result`: what it returned (its JSON
+    /// text), for rules on arguments that read values from it (semantics §16).
     #[napi]
-    pub fn record(&mut self, tool: String) -> Outcome {
+    pub fn record(&mut self, tool: String, result: Option<String>) -> Outcome {
         use orch_runtime::dynamic::DynOutcome as O;
-        match self.hosted.record_outcome(&tool) {
+        let outcome = match result {
+            Some(result) => self.hosted.record_result_outcome(&tool, &result),
+            None => self.hosted.record_outcome(&tool),
+        };
+        match outcome {
             O::Advanced { .. } => Outcome::Advanced,
             O::Completed => Outcome::Completed,
             O::Free => Outcome::Free,

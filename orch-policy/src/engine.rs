@@ -430,6 +430,11 @@ impl<S: SessionStore + 'static> Engine<S> {
                         None => self.restore(snapshot, &policy),
                     }
                 };
+                // What rules on arguments read of the result, for a tool they read.
+                let values = held_tool
+                    .as_deref()
+                    .filter(|tool| self.machine.reads_results_of(tool))
+                    .and_then(|_| protocol::result_values(&result));
                 let (settled, write) = run::settle(
                     &mut record,
                     &self.machine,
@@ -437,6 +442,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     restore,
                     token,
                     outcome,
+                    values.as_deref(),
                     false,
                 )?;
                 if let Some(auditor) = policy.auditor() {

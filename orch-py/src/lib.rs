@@ -314,7 +314,8 @@ fn witness<'py>(py: Python<'py>, events: &[report::Step]) -> PyResult<Bound<'py,
 }
 
 /// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
-/// `unknown_tool`, `unavailable`, `needs_approval`, `rejected`, `stale_answer`, `busy`,
+/// `broken_rule`, `unknown_tool`, `unavailable`, `needs_approval`, `rejected`,
+/// `stale_answer`, `busy`,
 /// `outcome_unknown`)
 /// and `message`, the words
 /// orch sends a model everywhere (what is expected next, what is allowed now).
@@ -326,6 +327,8 @@ struct Refusal {
     kind: &'static str,
     /// Why, in words for the model.
     message: String,
+    /// The rule on arguments that refused the call (`broken_rule`), by name.
+    rule: Option<String>,
 }
 
 #[pymethods]
@@ -435,8 +438,20 @@ impl Session {
 
     /// Records that `tool` ran: the outcome (`advanced`, `completed`, `free`,
     /// `out_of_sequence`, `not_allowed`).
-    fn record<'py>(&mut self, py: Python<'py>, tool: &str) -> Bound<'py, PyString> {
-        PyString::intern(py, self.hosted.record(tool))
+    /// `result`: what it returned (its JSON text), for rules on arguments that read
+    /// values from it (semantics §16).
+    #[pyo3(signature = (tool, result = None))]
+    fn record<'py>(
+        &mut self,
+        py: Python<'py>,
+        tool: &str,
+        result: Option<&str>,
+    ) -> Bound<'py, PyString> {
+        let outcome = match result {
+            Some(result) => self.hosted.record_result(tool, result),
+            None => self.hosted.record(tool),
+        };
+        PyString::intern(py, outcome)
     }
 
     /// A user message: message conditions and sequence resets are evaluated.
@@ -518,6 +533,7 @@ fn refusal(r: orch_agent::Refusal) -> Refusal {
         tool: r.tool,
         kind: r.kind.as_str(),
         message: r.reason,
+        rule: r.rule,
     }
 }
 

@@ -197,6 +197,7 @@ macro_rules! __doc_machine {
                     preds: &[],
                     children: &[],
                     strings: &[],
+                    sources: &[],
                     text: "",
                 },
                 plan: __rt::Plan {
@@ -227,6 +228,7 @@ macro_rules! __doc_machine {
                 type History = [u16; 10];
                 type Derived = [u64; 2];
                 type Counters = [u16; 0];
+                type Memory = [u64; 0];
                 fn tables() -> &'static __rt::Tables<'static> {
                     &TABLES
                 }

@@ -81,6 +81,14 @@ impl DynMachine {
         Ok(DynMachine { tables, matchers })
     }
 
+    /// Does a rule on arguments read the results of the tool `name` (semantics §16)? A
+    /// host hands those results to `record_result`.
+    pub fn reads_results_of(&self, name: &str) -> bool {
+        let t = self.tables.view();
+        t.tool_index(name)
+            .is_some_and(|i| t.rules.sources.iter().any(|s| s.tool as usize == i))
+    }
+
     /// Does the template have rules on arguments (semantics §16)? A host that must write
     /// a call's arguments out to judge them does so only then.
     pub fn has_argument_rules(&self) -> bool {
@@ -187,7 +195,7 @@ impl DynOutcome {
 pub type DynDenied<'m> = Denied<&'m str, Vec<&'m str>>;
 
 /// The state of a [`DynSession`]: the engine's state over boxed slices.
-type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>, Box<[u64]>, Box<[u16]>>;
+type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>, Box<[u64]>, Box<[u16]>, Box<[u64]>>;
 
 /// A session over a [`DynMachine`], driven by names.
 #[derive(Clone, Debug)]
@@ -211,6 +219,7 @@ impl<'m> DynSession<'m> {
             vec![0u16; t.history.max(1)].into_boxed_slice(),
             vec![0u64; t.plan.derived_words()].into_boxed_slice(),
             vec![0u16; t.plan.counters.len()].into_boxed_slice(),
+            vec![0u64; t.rules.memory_words()].into_boxed_slice(),
         );
         let mut available = vec![0u64; t.words].into_boxed_slice();
         for i in 0..t.tools.len() {
@@ -383,7 +392,27 @@ impl<'m> DynSession<'m> {
     /// Why a call broke a rule on arguments, in words: the rule of
     /// [`crate::Session::explain_broken`].
     pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
-        self.machine.tables.rules.view().explain(broken, arguments)
+        let tables = &self.machine.tables;
+        let tool = |i: u16| tables.tools.get(i as usize).map_or("", String::as_str);
+        tables.rules.view().explain(broken, arguments, &tool)
+    }
+
+    /// Records that `name` ran and returned `result`: the rule of
+    /// [`crate::Session::record_result`].
+    pub fn record_result(&mut self, name: &str, result: &str) -> DynOutcome {
+        let outcome = self.record(name);
+        let t = self.machine.tables.view();
+        if let Some(i) = t.tool_index(name) {
+            self.state.remember_result(&t, i, result);
+        }
+        outcome
+    }
+
+    /// Does a rule on arguments read the results of `name` (semantics §16)? A host
+    /// passes a result to [`DynSession::record_result`] then; otherwise `record` is
+    /// enough.
+    pub fn reads_results_of(&self, name: &str) -> bool {
+        self.machine.reads_results_of(name)
     }
 
     /// Does a rule on arguments apply to a call of `name` in the active step?

@@ -83,7 +83,9 @@ pub mod compiled {
     //!
     //! It changes when the compiled form does; the fingerprint and the snapshot format are
     //! what stays stable across versions.
-    pub use crate::args::{ArgRule, OwnedRules, Pred, RuleKind, Rules, Test, ANY_STEP, UNBOUNDED};
+    pub use crate::args::{
+        ArgRule, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, UNBOUNDED,
+    };
     pub use crate::bits::{Entries, Words};
     pub use crate::form::{Literal, LiteralWriter};
     pub use crate::plan::{OwnedPlan, Plan, NONE, SOLE};

@@ -43,6 +43,10 @@ pub trait Machine: 'static {
     /// `not_recently_used` counters: `[u16; plan.counters.len()]`.
     #[doc(hidden)]
     type Counters: Entries;
+    /// Values remembered from results for rules on arguments (semantics §16):
+    /// `[u64; MEMORY_WORDS]` when a rule reads results, else `[u64; 0]`.
+    #[doc(hidden)]
+    type Memory: Words;
     /// The machine's tables.
     #[doc(hidden)]
     fn tables() -> &'static Tables<'static>;

@@ -73,6 +73,7 @@ pub(crate) type StateOf<M> = State<
     <M as Machine>::History,
     <M as Machine>::Derived,
     <M as Machine>::Counters,
+    <M as Machine>::Memory,
 >;
 
 /// A fresh engine state of machine `M` (activation evaluated).
@@ -84,6 +85,7 @@ pub(crate) fn fresh_state<M: Machine>() -> StateOf<M> {
         <M::History as Entries>::ZERO,
         <M::Derived as Words>::ZERO,
         <M::Counters as Entries>::ZERO,
+        <M::Memory as Words>::ZERO,
     )
 }
 
@@ -317,7 +319,28 @@ impl<M: Machine> Session<M> {
     /// its arguments: "`/to` is "x@evil.example": it must be a string matching
     /// `*@corp.example`".
     pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
-        M::tables().rules.explain(broken, arguments)
+        let t = M::tables();
+        let tool = |i: u16| t.tools.get(i as usize).copied().unwrap_or("");
+        t.rules.explain(broken, arguments, &tool)
+    }
+
+    /// Records that `tool` ran and returned `result` (its text, as the host got it): as
+    /// [`Session::record`], and the values the rules on arguments read from that tool's
+    /// results are remembered (semantics §16; nothing is when no rule reads them).
+    pub fn record_result(&mut self, tool: M::Tool, result: &str) -> Outcome<M::Tool> {
+        let outcome = self.record(tool);
+        self.state
+            .remember_result(M::tables(), tool.index(), result);
+        outcome
+    }
+
+    /// [`Session::record_result`] by name (a foreign tool is recorded, and no rule
+    /// reads its results).
+    pub fn record_result_name(&mut self, name: &str, result: &str) -> Outcome<M::Tool> {
+        match <M::Tool as ToolEnum>::from_name(name) {
+            Some(tool) => self.record_result(tool, result),
+            None => self.record_name(name),
+        }
     }
 
     /// The name of argument rule `rule` (as [`Broken::rule`] gives it).

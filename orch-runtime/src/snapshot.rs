@@ -61,6 +61,14 @@ pub struct Snapshot {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub approval: Option<Approval>,
+    /// The values remembered from results for rules on arguments (semantics §16), oldest
+    /// first: 32 hex digits each (a 128-bit key, never the value's text). Absent when
+    /// none are held.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub memory: Vec<String>,
 }
 
 /// What a restore could not carry over exactly (restoring into a changed template).
@@ -85,6 +93,10 @@ pub struct RestoreReport {
     /// The snapshot held a human's verdict on a call, given under another build of the
     /// template: it was dropped (the human is asked again).
     pub approval_dropped: bool,
+    /// The snapshot held values remembered from results, under another build of the
+    /// template: they were dropped (rules that read them refuse until the results come
+    /// again).
+    pub memory_dropped: bool,
 }
 
 impl RestoreReport {
@@ -101,6 +113,7 @@ impl RestoreReport {
             || !self.missing_conditions.is_empty()
             || self.history_truncated > 0
             || self.approval_dropped
+            || self.memory_dropped
     }
 }
 
@@ -159,9 +172,9 @@ fn flag_name<S: AsRef<str>>(t: &Tables<'_, S>, i: usize) -> String {
 }
 
 /// The snapshot of an engine state (shared by typed and run-time sessions).
-pub(crate) fn take<S, U, F, H, D, C>(
+pub(crate) fn take<S, U, F, H, D, C, R>(
     t: &Tables<'_, S>,
-    state: &State<U, F, H, D, C>,
+    state: &State<U, F, H, D, C, R>,
     available: &[u64],
     foreign_available: &[String],
 ) -> Snapshot
@@ -172,6 +185,7 @@ where
     H: AsRef<[u16]> + AsMut<[u16]>,
     D: AsRef<[u64]> + AsMut<[u64]>,
     C: AsRef<[u16]> + AsMut<[u16]>,
+    R: AsRef<[u64]> + AsMut<[u64]>,
 {
     let tool = |i: usize| t.tools.get(i).map(|n| n.as_ref().to_owned());
     let names = |bits: &[u64]| -> Vec<String> {
@@ -205,7 +219,37 @@ where
             list
         }),
         approval: state.approval,
+        memory: memory_hex(state),
     }
+}
+
+/// The remembered values of `state`, oldest first, as hex keys.
+fn memory_hex<U, F, H, D, C, R: AsRef<[u64]>>(state: &State<U, F, H, D, C, R>) -> Vec<String> {
+    crate::args::memory::oldest_first(state.memory.as_ref())
+        .into_iter()
+        .map(|[hi, lo]| format!("{hi:016x}{lo:016x}"))
+        .collect()
+}
+
+/// Puts `snapshot`'s remembered values into `state` (oldest first); `Err` for a key
+/// that is not 32 hex digits.
+fn restore_memory<U, F, H, D, C, R: AsRef<[u64]> + AsMut<[u64]>>(
+    snapshot: &Snapshot,
+    state: &mut State<U, F, H, D, C, R>,
+) -> Result<(), RestoreError> {
+    let mut keys = Vec::with_capacity(snapshot.memory.len());
+    for hex in &snapshot.memory {
+        let bad =
+            || RestoreError::Malformed(format!("a remembered value `{hex}` is not 32 hex digits"));
+        if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        let hi = u64::from_str_radix(&hex[..16], 16).map_err(|_| bad())?;
+        let lo = u64::from_str_radix(&hex[16..], 16).map_err(|_| bad())?;
+        keys.push([hi, lo]);
+    }
+    crate::args::memory::Memory(state.memory.as_mut()).load(&keys);
+    Ok(())
 }
 
 /// The step and sequence index a snapshot's step `name` and `sequence_index` restore
@@ -239,10 +283,10 @@ fn restored_step<S: AsRef<str>>(
 /// are the host's foreign tools: they go to `foreign_available` (nothing is lost: the
 /// host still has them; a typed session, which judges a foreign tool available whenever
 /// the host names it, passes `None`).
-pub(crate) fn restore_into<S, U, F, H, D, C>(
+pub(crate) fn restore_into<S, U, F, H, D, C, R>(
     t: &Tables<'_, S>,
     snapshot: &Snapshot,
-    state: &mut State<U, F, H, D, C>,
+    state: &mut State<U, F, H, D, C, R>,
     available: &mut [u64],
     mut foreign_available: Option<&mut Vec<String>>,
 ) -> Result<RestoreReport, RestoreError>
@@ -253,6 +297,7 @@ where
     H: AsRef<[u16]> + AsMut<[u16]>,
     D: AsRef<[u64]> + AsMut<[u64]>,
     C: AsRef<[u16]> + AsMut<[u16]>,
+    R: AsRef<[u64]> + AsMut<[u64]>,
 {
     if snapshot.version != FORMAT_VERSION {
         return Err(RestoreError::UnsupportedVersion(snapshot.version));
@@ -346,6 +391,12 @@ where
         report.approval_dropped = true;
     } else {
         state.approval = snapshot.approval;
+    }
+    // Remembered values are keyed by the template's sources: kept only in the same one.
+    if !snapshot.memory.is_empty() && report.fingerprint_changed {
+        report.memory_dropped = true;
+    } else {
+        restore_memory(snapshot, state)?;
     }
     Ok(report)
 }
@@ -605,6 +656,20 @@ impl Snapshot {
                 body.extend_from_slice(&a.question.get().to_le_bytes());
             }
         }
+        if !self.memory.is_empty() {
+            // Section 3: the remembered values, 16 bytes each (the hex keys' bytes).
+            body.push(3);
+            put_varint(&mut body, self.memory.len() as u64);
+            for hex in &self.memory {
+                let mut key = [0u8; 16];
+                for (k, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
+                    let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                    *k = pair.first().map_or(0, |&c| digit(c)) * 16
+                        + pair.get(1).map_or(0, |&c| digit(c));
+                }
+                body.extend_from_slice(&key);
+            }
+        }
 
         let mut out = Vec::with_capacity(36 + body.len());
         out.extend_from_slice(MAGIC);
@@ -726,10 +791,15 @@ impl Snapshot {
         for _ in 0..n {
             matched.push(r.str("a matched condition")?.to_owned());
         }
-        let approval = if r.at == bytes.len() {
-            None
-        } else {
-            Some(read_approval(&mut r)?)
+        // Optional sections, in order: the verdict (1 or 2), the remembered values (3).
+        let approval = match r.bytes.get(r.at) {
+            Some(1 | 2) => Some(read_approval(&mut r)?),
+            _ => None,
+        };
+        let memory = match r.bytes.get(r.at) {
+            None => Vec::new(),
+            Some(3) => read_memory(&mut r)?,
+            Some(_) => return Err(r.bad("unknown section")),
         };
         if r.at != bytes.len() {
             return Err(r.bad("trailing bytes"));
@@ -746,8 +816,26 @@ impl Snapshot {
             usage: Usage { prompt, completion },
             available,
             approval,
+            memory,
         })
     }
+}
+
+/// The remembered values section (3): a count, then 16 bytes per value.
+fn read_memory(r: &mut Reader<'_>) -> Result<Vec<String>, RestoreError> {
+    r.byte("the memory section")?;
+    let n = r.count("the remembered values")?;
+    let mut memory = Vec::with_capacity(n.min(crate::args::MEMORY_VALUES));
+    for _ in 0..n {
+        let end = r.at + 16;
+        let key = r
+            .bytes
+            .get(r.at..end)
+            .ok_or_else(|| r.bad("truncated: expected a remembered value"))?;
+        memory.push(key.iter().map(|b| format!("{b:02x}")).collect());
+        r.at = end;
+    }
+    Ok(memory)
 }
 
 /// The verdict section of a snapshot: the held verdict's call digest and verdict, and

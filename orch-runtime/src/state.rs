@@ -85,7 +85,7 @@ pub(crate) enum RawDenied {
 /// `D` and `C` are a function of the rest (see [`State::rebuild`]); the engine keeps
 /// them current event by event, so activation never walks the history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct State<U, F, H, D, C> {
+pub(crate) struct State<U, F, H, D, C, R> {
     /// Active step index, or [`NO_STEP`].
     pub step: u16,
     /// Position in the active step's sequence.
@@ -110,15 +110,19 @@ pub(crate) struct State<U, F, H, D, C> {
     /// A human's verdict on one call (semantics §13), valid in this state only: every
     /// event clears it.
     pub approval: Option<Approval>,
+    /// Values earlier results held that rules read (semantics §16): a ring of keys
+    /// (`crate::args::memory`'s layout; empty when no rule reads results).
+    pub memory: R,
 }
 
-impl<U, F, H, D, C> State<U, F, H, D, C>
+impl<U, F, H, D, C, R> State<U, F, H, D, C, R>
 where
     U: AsRef<[u64]> + AsMut<[u64]>,
     F: AsRef<[u64]> + AsMut<[u64]>,
     H: AsRef<[u16]> + AsMut<[u16]>,
     D: AsRef<[u64]> + AsMut<[u64]>,
     C: AsRef<[u16]> + AsMut<[u16]>,
+    R: AsRef<[u64]> + AsMut<[u64]>,
 {
     /// A fresh state over the given (zeroed) storage: derived state built, activation
     /// evaluated (semantics §5: a session starts by evaluating activation).
@@ -129,6 +133,7 @@ where
         hist: H,
         derived: D,
         counters: C,
+        memory: R,
     ) -> Self {
         let mut state = State {
             step: NO_STEP,
@@ -142,6 +147,7 @@ where
             derived,
             counters,
             approval: None,
+            memory,
         };
         state.reset(t);
         state
@@ -159,6 +165,23 @@ where
         self.hist.as_mut().fill(0);
         self.usage = Usage::default();
         self.approval = None;
+        self.memory.as_mut().fill(0);
+    }
+
+    /// The remembered values (live entries, two words each).
+    pub fn remembered(&self) -> &[u64] {
+        crate::args::memory::live(self.memory.as_ref())
+    }
+
+    /// Remembers the values a result of the declared tool `tool` holds, for the rules
+    /// that read that tool's results (semantics §16); `true` when one does.
+    pub fn remember_result<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        tool: usize,
+        text: &str,
+    ) -> bool {
+        crate::args::memory::Memory(self.memory.as_mut()).remember_result(&t.rules, tool, text)
     }
 
     /// Back to a fresh session (semantics §5 "reset"), activation evaluated.
@@ -480,9 +503,10 @@ where
         let mut gated = false;
         if let ToolRef::Declared(i) = tool {
             if !t.rules.is_empty() {
+                let memory = self.remembered();
                 match t
                     .rules
-                    .judge(i, self.step, call.arguments, matchers.arguments())
+                    .judge(i, self.step, call.arguments, matchers.arguments(), memory)
                 {
                     Judged::Free => {}
                     Judged::Gated(_) => gated = true,

@@ -196,7 +196,7 @@ pub fn admit<'m, E>(
     let mut write = false;
     if let Some(lapsed) = record.lapsed() {
         let rule = machine.lost_rule(&lapsed.tool);
-        apply(record, Some(&mut session), policy, rule);
+        apply(record, Some(&mut session), policy, rule, None);
         write = true;
     }
     if let Some(held) = record.held() {
@@ -242,7 +242,10 @@ pub fn admit<'m, E>(
 /// the hold (the result came after all). `restore` makes the session from the record's
 /// snapshot when the tool is recorded (a host that kept the session as admitted hands it
 /// back when the snapshot is the one it was admitted with, and saves a restore).
-/// `track_offered`: say whether recording changed the tools the run offers.
+/// `track_offered`: say whether recording changed the tools the run offers. `result`:
+/// what the call returned, when it ran and a rule on arguments reads its tool's results
+/// (semantics §16; [`DynMachine::reads_results_of`]).
+#[allow(clippy::too_many_arguments)]
 pub fn settle<'m, E>(
     record: &mut Record,
     machine: &'m DynMachine,
@@ -250,6 +253,7 @@ pub fn settle<'m, E>(
     restore: impl FnOnce(Option<&[u8]>) -> Result<DynSession<'m>, E>,
     token: Option<u64>,
     outcome: Outcome,
+    result: Option<&str>,
     track_offered: bool,
 ) -> Result<Looked<Settled>, E> {
     let gone = if token.is_some() {
@@ -287,7 +291,7 @@ pub fn settle<'m, E>(
         .as_ref()
         .filter(|_| track_offered)
         .map(|s| policy.offered(s));
-    apply(record, session.as_mut(), policy, rule);
+    apply(record, session.as_mut(), policy, rule, result);
     let settled = match rule {
         LostRule::Hold => Settled::Held,
         LostRule::Retry => Settled::Released,
@@ -325,7 +329,7 @@ pub fn resolve<'m, E>(
         Resolution::Ran => (LostRule::Ran, Some(restore(record.snapshot.as_deref())?)),
         Resolution::NotRun => (LostRule::Retry, None),
     };
-    apply(record, session.as_mut(), policy, rule);
+    apply(record, session.as_mut(), policy, rule, None);
     Ok(Some(tool))
 }
 
@@ -337,12 +341,16 @@ fn apply(
     session: Option<&mut DynSession<'_>>,
     policy: &Policy,
     rule: LostRule,
+    result: Option<&str>,
 ) {
     match rule {
         LostRule::Retry => record.lease = None,
         LostRule::Ran => {
             if let (Some(lease), Some(session)) = (record.lease.take(), session) {
-                policy.record(session, &lease.tool);
+                match result {
+                    Some(result) => policy.record_result(session, &lease.tool, result),
+                    None => policy.record(session, &lease.tool),
+                };
                 record.snapshot = Some(session.snapshot().to_bytes());
             }
         }

@@ -79,10 +79,10 @@
 
 // The runtime, item by item (a new item of the engine is exported here on purpose).
 pub use orch_runtime::{
-    approval, compiled, dynamic, include_machine, printable, snapshot, AgentDockView, Approval,
-    BitIter, Call, CallDigest, Denied, DynMachine, DynSession, HistoryEntry, LostRule, Machine,
-    Outcome, QuestionId, RestoreError, RestoreReport, Session, SessionDenied, Snapshot, StepEnum,
-    ToolEnum, ToolIter, ToolSet, Usage, Verdict,
+    approval, args, compiled, dynamic, include_machine, printable, snapshot, AgentDockView,
+    Approval, BitIter, Call, CallDigest, Denied, DynMachine, DynSession, HistoryEntry, LostRule,
+    Machine, Outcome, QuestionId, RestoreError, RestoreReport, Session, SessionDenied, Snapshot,
+    StepEnum, ToolEnum, ToolIter, ToolSet, Usage, Verdict,
 };
 
 /// Session stores: keep each conversation's orchestration state between requests

@@ -59,7 +59,7 @@ impl<'t> Checker<'t> {
                 if let Some(first) = seen.insert(n.value.clone(), n.span) {
                     self.push(
                         Diagnostic::new(
-                            Code::InvalidRule,
+                            Code::ConflictingRule,
                             Some(n.span),
                             format!("two rules are named `{}`", n.value),
                         )
@@ -73,7 +73,7 @@ impl<'t> Checker<'t> {
             None => format!("approve {}", r.tool.value),
         };
         let tool = self.rule_tool(&r.tool, universe);
-        let pred = self.predicate(&r.predicate);
+        let pred = self.predicate(&r.predicate, universe);
         Some(IrArgRule {
             name,
             tool: tool?,
@@ -124,10 +124,10 @@ impl<'t> Checker<'t> {
         found
     }
 
-    /// E025: a predicate that cannot be judged — a path that is not a JSON pointer, a
-    /// bound that is not a number or bounds out of order, an empty list, a regex that
-    /// does not compile, a host pattern with a scheme or a path.
-    fn predicate(&mut self, p: &Predicate) -> Option<IrPred> {
+    /// E025: a predicate of the wrong shape — a path that is not a JSON pointer, an
+    /// empty list, a host pattern with a scheme or a path (what the JSON Schema says
+    /// too). E016: a regex that does not compile. E026: bounds out of order.
+    fn predicate(&mut self, p: &Predicate, universe: &Universe<'t>) -> Option<IrPred> {
         Some(match &p.node {
             PredicateNode::All(items) | PredicateNode::Any(items) => {
                 if items.is_empty() {
@@ -144,7 +144,7 @@ impl<'t> Checker<'t> {
                     return None;
                 }
                 let checked: Vec<Option<IrPred>> =
-                    items.iter().map(|i| self.predicate(i)).collect();
+                    items.iter().map(|i| self.predicate(i, universe)).collect();
                 let checked: Vec<IrPred> = checked.into_iter().collect::<Option<_>>()?;
                 if matches!(p.node, PredicateNode::All(_)) {
                     IrPred::All(checked)
@@ -152,7 +152,7 @@ impl<'t> Checker<'t> {
                     IrPred::Any(checked)
                 }
             }
-            PredicateNode::Not(inner) => IrPred::Not(Box::new(self.predicate(inner)?)),
+            PredicateNode::Not(inner) => IrPred::Not(Box::new(self.predicate(inner, universe)?)),
             PredicateNode::Test { path, test } => {
                 let path_ok = is_pointer(&path.value);
                 if !path_ok {
@@ -162,7 +162,7 @@ impl<'t> Checker<'t> {
                         "a path is a JSON pointer (RFC 6901): `\"\"` for the whole arguments, `/to`, `/items/0/price`; `~` is written `~0` and `/` in a key `~1`",
                     );
                 }
-                let test = self.test(test);
+                let test = self.test(test, universe);
                 if !path_ok {
                     return None;
                 }
@@ -175,7 +175,7 @@ impl<'t> Checker<'t> {
         })
     }
 
-    fn test(&mut self, test: &ArgTest) -> Option<Negated> {
+    fn test(&mut self, test: &ArgTest, universe: &Universe<'t>) -> Option<Negated> {
         Some(Negated::No(match test {
             ArgTest::Exists(true) => IrTest::Exists,
             ArgTest::Exists(false) => return Some(Negated::Yes(IrTest::Exists)),
@@ -196,10 +196,14 @@ impl<'t> Checker<'t> {
             ArgTest::Glob(g) => IrTest::Glob(g.value.clone()),
             ArgTest::Regex(re) => {
                 if let Err(e) = orch_runtime::compiled::argument_regex(&re.value) {
-                    self.bad(
-                        re.span,
-                        format!("the regex `{}` does not compile", re.value),
-                        &e.to_string(),
+                    self.push(
+                        Diagnostic::new(
+                            Code::InvalidRegex,
+                            Some(re.span),
+                            format!("the regex `{}` does not compile", re.value),
+                        )
+                        .label("not a regex of the `regex` crate")
+                        .help(e.to_string()),
                     );
                     return None;
                 }
@@ -218,10 +222,9 @@ impl<'t> Checker<'t> {
                 }
                 if let (Some(lo), Some(hi)) = (min, max) {
                     if compare_numbers(&lo.value, &hi.value) == Some(core::cmp::Ordering::Greater) {
-                        self.bad(
+                        self.conflict(
                             *span,
                             format!("`range` from {} to {} holds no number", lo.value, hi.value),
-                            "`min` must not be above `max`",
                         );
                         return None;
                     }
@@ -236,10 +239,9 @@ impl<'t> Checker<'t> {
                 let lo = min.as_ref().map_or(0, |m| clamp(m.value));
                 let hi = max.as_ref().map(|m| clamp(m.value));
                 if hi.is_some_and(|hi| hi < lo) {
-                    self.bad(
+                    self.conflict(
                         *span,
                         format!("`length` from {lo} to {} holds nothing", hi.unwrap_or(0)),
-                        "`min` must not be above `max`",
                     );
                     return None;
                 }
@@ -272,7 +274,22 @@ impl<'t> Checker<'t> {
                         .collect(),
                 )
             }
-            ArgTest::Each(inner) => IrTest::Each(Box::new(self.predicate(inner)?)),
+            ArgTest::Each(inner) => IrTest::Each(Box::new(self.predicate(inner, universe)?)),
+            ArgTest::InResult { tool, path, .. } => {
+                if !is_pointer(&path.value) {
+                    self.bad(
+                        path.span,
+                        format!("`{}` is not a JSON pointer", path.value),
+                        "a path into the tool's results is a JSON pointer, where a `*` token stands for every element or member: `/contacts/*/iban`",
+                    );
+                    return None;
+                }
+                let tool = self.rule_tool(tool, universe)?;
+                IrTest::InResult {
+                    tool,
+                    path: path.value.clone(),
+                }
+            }
         }))
     }
 
@@ -289,6 +306,15 @@ impl<'t> Checker<'t> {
             }
         }
         Some(v.value.to_json())
+    }
+
+    /// E026: bounds out of order (`min` above `max`).
+    fn conflict(&mut self, span: Span, message: String) {
+        self.push(
+            Diagnostic::new(Code::ConflictingRule, Some(span), message)
+                .label("no value is within these bounds")
+                .help("`min` must not be above `max`"),
+        );
     }
 
     fn bad(&mut self, span: Span, message: String, help: &str) {

@@ -248,6 +248,27 @@ impl Reader {
             "regex" => ArgTest::Regex(self.string(v, "regex")?),
             "hostIn" => ArgTest::HostIn(Spanned::new(self.strings(v, "hostIn")?, span_of(v))),
             "each" => ArgTest::Each(Box::new(self.predicate(v)?)),
+            "inResult" => {
+                let o = self.object(v, "inResult")?;
+                self.known_keys(o, "`inResult`", &["tool", "path"]);
+                let tool = self.opt_string(o, "tool");
+                if tool.is_none() && get(o, "tool").is_none() {
+                    self.missing(
+                        v,
+                        "`inResult` has no `tool`",
+                        "`\"tool\"` names the tool whose results hold the values",
+                    );
+                }
+                let path = match get(o, "path") {
+                    Some(p) => self.string(p, "inResult.path")?,
+                    None => Spanned::new(String::new(), span_of(v).first_byte()),
+                };
+                ArgTest::InResult {
+                    span: span_of(v),
+                    tool: tool?,
+                    path,
+                }
+            }
             "range" => {
                 let o = self.object(v, "range")?;
                 self.known_keys(o, "`range`", &["min", "max"]);

@@ -179,6 +179,7 @@ pub mod demo_agent {
             preds: &[],
             children: &[],
             strings: &[],
+            sources: &[],
             text: "",
         },
         plan: __rt::Plan {
@@ -209,6 +210,7 @@ pub mod demo_agent {
         type History = [u16; 10];
         type Derived = [u64; 2];
         type Counters = [u16; 0];
+        type Memory = [u64; 0];
         fn tables() -> &'static __rt::Tables<'static> {
             &TABLES
         }

@@ -21,7 +21,7 @@ __all__ = [
 
 __version__: Final[str]
 REFUSAL_KINDS: Final[list[RefusalKind]]
-"""Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``unknown_tool``,
+"""Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``broken_rule``, ``unknown_tool``,
 ``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``, ``outcome_unknown``."""
 
 class TemplateError(ValueError):
@@ -64,6 +64,8 @@ class Refusal:
     """One of ``REFUSAL_KINDS``."""
     message: str
     """The words orch sends a model everywhere: what is expected next, what is allowed now."""
+    rule: Optional[str]
+    """The rule on arguments that refused the call (``broken_rule``), by name; else ``None``."""
 
 @final
 class Machine:
@@ -124,8 +126,10 @@ class Session:
     @property
     def approval(self) -> Optional[tuple[str, Verdict]]:
         """The held verdict: (call digest in hex, ``pending`` | ``approved`` | ``rejected``)."""
-    def record(self, tool: str) -> Outcome:
-        """Records that ``tool`` ran: ``advanced``, ``completed``, ``free``, ``out_of_sequence`` or ``not_allowed``."""
+    def record(self, tool: str, result: Optional[str] = None) -> Outcome:
+        """Records that ``tool`` ran: ``advanced``, ``completed``, ``free``, ``out_of_sequence`` or ``not_allowed``.
+
+        ``result``: what it returned (JSON text), for rules on arguments that read values from it."""
     def on_user_message(self, text: str) -> None: ...
     def set_available(self, tools: list[str]) -> None:
         """The host's tools (names the template does not declare are foreign tools)."""

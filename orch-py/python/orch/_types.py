@@ -21,6 +21,7 @@ __all__ = [
 RefusalKind = Literal[
     "not_allowed",
     "out_of_sequence",
+    "broken_rule",
     "unknown_tool",
     "unavailable",
     "needs_approval",

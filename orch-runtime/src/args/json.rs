@@ -167,6 +167,45 @@ impl<'a> Doc<'a> {
     }
 }
 
+impl Doc<'_> {
+    /// Calls `visit` with every node `pointer` leads to from `from`, where a `*` token
+    /// stands for every element of an array or every member of an object (so
+    /// `/contacts/*/iban` is every contact's IBAN). Without `*`, [`Doc::pointer`].
+    pub fn pointer_all(&self, from: usize, pointer: &str, visit: &mut dyn FnMut(usize)) {
+        let Some(rest) = (if pointer.is_empty() {
+            Some("")
+        } else {
+            pointer.strip_prefix('/')
+        }) else {
+            return;
+        };
+        if pointer.is_empty() {
+            return visit(from);
+        }
+        let (token, tail) = match rest.split_once('/') {
+            Some((t, tail)) => (t, Some(tail)),
+            None => (rest, None),
+        };
+        let follow = |at: usize, visit: &mut dyn FnMut(usize)| match tail {
+            Some(tail) => self.pointer_all(at, &format!("/{tail}"), visit),
+            None => visit(at),
+        };
+        let kind = match self.nodes.get(from) {
+            Some(n) => n.kind,
+            None => return,
+        };
+        if token == "*" && matches!(kind, Kind::Array | Kind::Object) {
+            for c in self.children(from) {
+                follow(c, visit);
+            }
+            return;
+        }
+        if let Some(at) = self.pointer(from, &format!("/{token}")) {
+            follow(at, visit);
+        }
+    }
+}
+
 /// A pointer token with `~1` and `~0` undone (RFC 6901 §4).
 fn unescape_token(token: &str) -> Cow<'_, str> {
     if token.contains('~') {
@@ -570,6 +609,25 @@ mod tests {
         assert!(Doc::parse(&ok).is_ok());
         let many = format!("[{}0]", "0,".repeat(MAX_VALUES));
         assert_eq!(Doc::parse(&many).unwrap_err(), Unreadable::TooManyValues);
+    }
+
+    #[test]
+    fn a_star_token_is_every_element_or_member() {
+        let doc = Doc::parse(
+            r#"{"contacts": [{"iban": "A"}, {"name": "x"}, {"iban": "B"}], "m": {"a": 1, "b": 2}}"#,
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        doc.pointer_all(0, "/contacts/*/iban", &mut |n| {
+            seen.push(doc.raw(n).to_owned())
+        });
+        assert_eq!(seen, ["\"A\"", "\"B\""]);
+        seen.clear();
+        doc.pointer_all(0, "/m/*", &mut |n| seen.push(doc.raw(n).to_owned()));
+        assert_eq!(seen, ["1", "2"]);
+        seen.clear();
+        doc.pointer_all(0, "", &mut |n| seen.push(doc.raw(n).len().to_string()));
+        assert_eq!(seen.len(), 1);
     }
 
     #[test]

@@ -8,11 +8,13 @@
 //! applies to is judged without reading its arguments and without allocating.
 
 mod json;
+pub(crate) mod memory;
 mod rules;
 mod scalar;
 
 pub use json::{is_pointer, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
+pub use memory::{MEMORY_VALUES, MEMORY_WORDS};
 pub use rules::{
-    ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Test, ANY_STEP, UNBOUNDED,
+    ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, UNBOUNDED,
 };
 pub use scalar::{compare_numbers, is_number, url_host};

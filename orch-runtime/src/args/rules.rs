@@ -103,6 +103,19 @@ pub enum Test {
     /// An array every element of which satisfies this predicate (an index into
     /// [`Rules::preds`]; its pointers are relative to the element).
     Each(u32),
+    /// A scalar that an earlier result of a tool held (an index into
+    /// [`Rules::sources`]): values the session remembers (semantics §16).
+    InResult(u32),
+}
+
+/// Where a rule's remembered values come from: the results of `tool`, at `path` (a JSON
+/// pointer whose `*` tokens stand for every element or member).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Source {
+    /// The tool (an index into the machine's tools).
+    pub tool: u16,
+    /// The pointer into its results, a span of [`Rules::text`].
+    pub path: Span,
 }
 
 compiled_form! {
@@ -121,6 +134,8 @@ compiled_form! {
         children: slice(u32),
         /// The lists of [`Test::OneOf`] and [`Test::HostIn`]: spans of [`Rules::text`].
         strings: slice(Span),
+        /// The results whose values [`Test::InResult`] reads.
+        sources: slice(Source),
         /// Every text of the rules, one after the other.
         text: text,
     }
@@ -194,6 +209,16 @@ impl<'a> Rules<'a> {
             .map_or("", |r| self.text_of(r.name))
     }
 
+    /// The words of memory a session of this machine needs: [`super::MEMORY_WORDS`]
+    /// when a rule reads results, else none.
+    pub fn memory_words(&self) -> usize {
+        if self.sources.is_empty() {
+            0
+        } else {
+            super::MEMORY_WORDS
+        }
+    }
+
     /// The sources of the regexes of [`Test::Regex`], in the order of their indices.
     pub fn regex_sources(&self) -> Vec<&'a str> {
         let mut sources: Vec<(u32, &'a str)> = self
@@ -232,6 +257,7 @@ impl<'a> Rules<'a> {
         step: u16,
         arguments: &str,
         regexes: &[Option<Regex>],
+        memory: &[u64],
     ) -> Judged {
         if !self.applies(tool, step) {
             return Judged::Free;
@@ -257,6 +283,7 @@ impl<'a> Rules<'a> {
             rules: self,
             doc: &doc,
             regexes,
+            memory,
         };
         for (i, r) in applying().filter(|(_, r)| r.kind == RuleKind::Require) {
             let mut failure = None;
@@ -284,7 +311,13 @@ impl<'a> Rules<'a> {
 
     /// Why `broken` refused a call with these `arguments`, in words: "`/to` is
     /// "x@evil.example": it must match `*@corp.example`".
-    pub fn explain(&self, broken: &Broken, arguments: &str) -> String {
+    /// `tool` names a tool by its index (for a value from results).
+    pub fn explain(
+        &self,
+        broken: &Broken,
+        arguments: &str,
+        tool: &dyn Fn(u16) -> &'a str,
+    ) -> String {
         if let Some(why) = broken.unreadable {
             return why.to_string();
         }
@@ -292,7 +325,7 @@ impl<'a> Rules<'a> {
             return String::new();
         };
         let Pred::Test { path, .. } = *pred else {
-            return format!("{} does not hold", self.describe(broken.pred));
+            return format!("{} does not hold", self.describe(broken.pred, tool));
         };
         let mut at = String::new();
         if let Some((each, index)) = broken.element {
@@ -315,15 +348,19 @@ impl<'a> Rules<'a> {
             }
             None => "is missing".to_owned(),
         };
-        format!("{subject} {value}: it {}", self.requirement(broken.pred))
+        format!(
+            "{subject} {value}: it {}",
+            self.requirement(broken.pred, tool)
+        )
     }
 
-    /// A predicate node in words ("`/amount` must be a number from 0 to 100").
-    pub fn describe(&self, pred: u32) -> String {
+    /// A predicate node in words ("`/amount` must be a number from 0 to 100"); `tool`
+    /// names a tool by its index.
+    pub fn describe(&self, pred: u32, tool: &dyn Fn(u16) -> &'a str) -> String {
         match self.preds.get(pred as usize) {
-            Some(Pred::All(span)) => self.join(*span, " and "),
-            Some(Pred::Any(span)) => format!("either {}", self.join(*span, " or ")),
-            Some(Pred::Not(inner)) => format!("not ({})", self.describe(*inner)),
+            Some(Pred::All(span)) => self.join(*span, " and ", tool),
+            Some(Pred::Any(span)) => format!("either {}", self.join(*span, " or ", tool)),
+            Some(Pred::Not(inner)) => format!("not ({})", self.describe(*inner, tool)),
             Some(Pred::Test { path, .. }) => {
                 let path = self.text_of(*path);
                 let subject = if path.is_empty() {
@@ -331,27 +368,27 @@ impl<'a> Rules<'a> {
                 } else {
                     format!("`{path}`")
                 };
-                format!("{subject} {}", self.requirement(pred))
+                format!("{subject} {}", self.requirement(pred, tool))
             }
             None => String::new(),
         }
     }
 
-    fn join(&self, span: Span, sep: &str) -> String {
+    fn join(&self, span: Span, sep: &str, tool: &dyn Fn(u16) -> &'a str) -> String {
         let parts: Vec<String> = self
             .children
             .get(span.range())
             .unwrap_or(&[])
             .iter()
-            .map(|&c| self.describe(c))
+            .map(|&c| self.describe(c, tool))
             .collect();
         parts.join(sep)
     }
 
     /// What a test requires, as a verb phrase ("must be one of 1, 2").
-    fn requirement(&self, pred: u32) -> String {
+    fn requirement(&self, pred: u32, tool: &dyn Fn(u16) -> &'a str) -> String {
         let Some(Pred::Test { test, .. }) = self.preds.get(pred as usize) else {
-            return format!("must satisfy: {}", self.describe(pred));
+            return format!("must satisfy: {}", self.describe(pred, tool));
         };
         let list = |span: Span| {
             let items: Vec<&str> = self
@@ -397,8 +434,16 @@ impl<'a> Rules<'a> {
             Test::HostIn(l) => format!("must be a URL whose host is one of {}", list(l)),
             Test::Each(inner) => format!(
                 "must be an array whose every element satisfies: {}",
-                self.describe(inner)
+                self.describe(inner, tool)
             ),
+            Test::InResult(source) => match self.sources.get(source as usize) {
+                Some(src) => format!(
+                    "must be one of the values earlier results of `{}` held at `{}`",
+                    tool(src.tool),
+                    self.text_of(src.path)
+                ),
+                None => "must be a value an earlier result held".to_owned(),
+            },
         }
     }
 }
@@ -416,6 +461,8 @@ struct Eval<'r, 'd> {
     rules: &'r Rules<'r>,
     doc: &'d Doc<'d>,
     regexes: &'r [Option<Regex>],
+    /// The session's remembered values (live entries only).
+    memory: &'r [u64],
 }
 
 impl Eval<'_, '_> {
@@ -527,6 +574,8 @@ impl Eval<'_, '_> {
                 .string(n)
                 .and_then(|s| url_host(&s))
                 .is_some_and(|host| list(l).any(|p| glob_match(p, &host))),
+            Test::InResult(source) => super::memory::key(source, doc, n)
+                .is_some_and(|k| super::memory::knows(self.memory, &k)),
             Test::Each(_) => false,
         }
     }
@@ -624,8 +673,12 @@ impl Literal for Test {
                 w.int(index);
                 w.text(" }");
             }
-            Test::Each(i) => {
-                w.item("Test::Each(");
+            Test::Each(i) | Test::InResult(i) => {
+                w.item(if matches!(self, Test::Each(_)) {
+                    "Test::Each("
+                } else {
+                    "Test::InResult("
+                });
                 w.int(i);
                 w.text(")");
             }
@@ -644,5 +697,15 @@ impl Literal for Test {
                 w.text(" }");
             }
         }
+    }
+}
+
+impl Literal for Source {
+    fn write_literal(&self, w: &mut LiteralWriter) {
+        w.item("Source { tool: ");
+        w.int(self.tool);
+        w.text(", path: ");
+        self.path.write_literal(w);
+        w.text(" }");
     }
 }

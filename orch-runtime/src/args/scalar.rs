@@ -100,6 +100,24 @@ pub fn compare_numbers(a: &str, b: &str) -> Option<Ordering> {
     })
 }
 
+/// A number's exact value as text, the same for every way of writing it (`1`, `1.0`,
+/// `10e-1` are all `1e1`; zero is `0`): `-`, the significant digits, `e` and the power
+/// of ten of the first digit. `None` when `text` is not a number.
+pub(crate) fn decimal_key(text: &str) -> Option<String> {
+    let d = Decimal::parse(text)?;
+    if d.digits.is_empty() {
+        return Some("0".to_owned());
+    }
+    let mut out = String::with_capacity(d.digits.len() + 8);
+    if d.negative {
+        out.push('-');
+    }
+    out.extend(d.digits.iter().map(|x| char::from(b'0' + x)));
+    out.push('e');
+    out.push_str(&d.exponent.to_string());
+    Some(out)
+}
+
 /// Is `text` a JSON number (RFC 8259 grammar)?
 pub fn is_number(text: &str) -> bool {
     let b = text.as_bytes();
@@ -212,6 +230,12 @@ mod tests {
             assert_eq!(compare_numbers(a, b), Some(o), "{a} vs {b}");
         }
         assert_eq!(compare_numbers("x", "1"), None);
+        assert_eq!(decimal_key("1.0"), decimal_key("10e-1"));
+        assert_eq!(decimal_key("-0.0").as_deref(), Some("0"));
+        assert_ne!(
+            decimal_key("12345678901234567890123"),
+            decimal_key("12345678901234567890124")
+        );
         assert!(is_number("-0.5e+3") && !is_number("01") && !is_number("1.") && !is_number("+1"));
     }
 
