@@ -80,6 +80,7 @@ fn with_gates_and_properties(
             name,
             tool,
             rule,
+            when: None,
             span: orch_codegen::Span::default(),
         });
     }

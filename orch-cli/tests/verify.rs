@@ -283,3 +283,80 @@ fn simulate_takes_approvals_and_rejections() {
     assert_eq!(trace[8]["approved"], "pay");
     assert_eq!(trace[9]["outcome"], "completed");
 }
+
+/// Rules on arguments in `orch verify` (semantics §14, §16): a property's `when`, proven
+/// or refuted with each test as the model's choice; `range` tests of one path decided
+/// together.
+const PAYMENTS: &str = r#"{"agentId": "payments", "tools": ["get_contacts", "send_money", "get_webpage"],
+  "orchestration": {
+    "approve": [{"name": "large-transfer", "tool": "send_money", "when": {"path": "/amount", "range": {"min": 500}}}],
+    "rules": [
+      {"name": "our-sites", "tool": "get_webpage", "require": {"path": "/url", "hostIn": ["bank.example"]}}
+    ],
+    "steps": [
+      {"name": "Chat", "isDefault": true, "availableTools": {"allowed": ["get_contacts", "get_webpage"]}},
+      {"name": "Paying", "conditions": [{"type": "tool_used", "value": "get_contacts"}]}
+    ],
+    "properties": [
+      {"name": "big-transfers-approved", "tool": "send_money", "approved": true, "when": {"path": "/amount", "range": {"min": 1000}}},
+      {"name": "transfers-over-100-approved", "tool": "send_money", "approved": true, "when": {"path": "/amount", "range": {"min": 100}}},
+      {"name": "no-outside-pages", "tool": "get_webpage", "never": true, "when": {"not": {"path": "/url", "hostIn": ["bank.example"]}}},
+      {"name": "no-pages", "tool": "get_webpage", "never": true}
+    ]
+  }}"#;
+
+#[test]
+fn properties_over_arguments_are_proven_and_refuted_with_witnesses() {
+    let file = tmp("payments.json", PAYMENTS);
+    let out = orch(&["verify", "--format", "json", &file], None);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let props: Vec<serde_json::Value> = lines(&out)
+        .into_iter()
+        .filter(|l| l["kind"] == "property")
+        .collect();
+    let holds: Vec<(&str, bool)> = props
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["holds"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        holds,
+        [
+            // ≥ 1000 implies ≥ 500: the conditional approval always asks.
+            ("big-transfers-approved", true),
+            // 100 ≤ amount < 500 runs without a human.
+            ("transfers-over-100-approved", false),
+            // The required rule and the property test the same thing.
+            ("no-outside-pages", true),
+            ("no-pages", false),
+        ]
+    );
+    let over_100 = &props[1];
+    assert_eq!(
+        over_100["message"],
+        "`send_money` can run without a human's approval, with arguments for which `/amount` must be a number of at least 100"
+    );
+    // The witness replays: the last event is the call, which `orch simulate` runs.
+    assert_eq!(
+        over_100["witness"],
+        serde_json::json!([{"tool": "get_contacts"}, {"tool": "send_money"}])
+    );
+    let last = simulate(&file, &over_100["witness"]);
+    assert_eq!(last["step"], "Paying");
+    assert_eq!(last["outcome"], "free");
+    // `when` goes with `never` and `approved` only.
+    let bad = PAYMENTS.replace(
+        r#""approved": true, "when": {"path": "/amount", "range": {"min": 100}}"#,
+        r#""atMost": 1, "when": {"path": "/amount", "exists": true}"#,
+    );
+    let out = orch(&["check", &tmp("bad-when.json", &bad)], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error[E022]: `when` does not go with `atMost`"),
+        "{text}"
+    );
+}

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 #[path = "ir_rules.rs"]
 mod rules;
-pub use rules::{IrArgRule, IrPred, IrTest};
+pub use rules::{flatten_predicate, IrArgRule, IrPred, IrTest};
 
 /// Where an IR item was written: bytes of a JSON template, or a token of the
 /// `orchestration!` macro's input ([`crate::model::Span`]). Every IR item that a
@@ -103,6 +103,8 @@ pub struct IrProperty {
     pub tool: String,
     /// What must hold of them.
     pub rule: IrRule,
+    /// `when`: only the calls whose arguments satisfy it (with `never` and `approved`).
+    pub when: Option<IrPred>,
     /// Where its `name` is written.
     pub span: SourceSpan,
 }

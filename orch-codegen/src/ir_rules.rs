@@ -100,6 +100,14 @@ pub(super) fn flatten(rules: &[IrArgRule]) -> OwnedRules {
     f.out
 }
 
+/// One predicate flattened on its own (a property's `when`): the rules' form holding
+/// only it, and its root node.
+pub fn flatten_predicate(pred: &IrPred) -> (OwnedRules, u32) {
+    let mut f = Flat::default();
+    let root = f.pred(pred);
+    (f.out, root)
+}
+
 #[derive(Default)]
 struct Flat {
     out: OwnedRules,

@@ -307,6 +307,9 @@ pub struct Property {
     pub tool: Spanned<String>,
     /// What must hold of them.
     pub rule: PropertyRule,
+    /// `when` (with `never` and `approved`): the property is about the calls whose
+    /// arguments satisfy this predicate only (semantics §16).
+    pub when: Option<Predicate>,
 }
 
 /// What a [`Property`] says of its tools.

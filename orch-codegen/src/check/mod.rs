@@ -189,7 +189,15 @@ impl<'t> Checker<'t> {
             if !ok {
                 continue;
             }
+            let when = match &p.when {
+                Some(w) => match self.property_when(w, universe) {
+                    Some(w) => Some(w),
+                    None => continue,
+                },
+                None => None,
+            };
             out.push(IrProperty {
+                when,
                 name: p.name.value.clone(),
                 tool: p.tool.value.clone(),
                 rule: match &p.rule {

@@ -87,6 +87,15 @@ impl<'t> Checker<'t> {
         })
     }
 
+    /// A property's `when` (semantics §16), judged as a rule's predicate is.
+    pub(super) fn property_when(
+        &mut self,
+        when: &Predicate,
+        universe: &Universe<'t>,
+    ) -> Option<IrPred> {
+        self.predicate(when, universe)
+    }
+
     /// E013/E015: a rule's tool is one tool of the universe, by name.
     fn rule_tool(&mut self, tool: &Spanned<String>, universe: &Universe<'t>) -> Option<usize> {
         if self.empty_tool_name(tool) {

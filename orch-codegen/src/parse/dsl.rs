@@ -297,6 +297,7 @@ fn parse_property(low: &mut Lowering, input: ParseStream) -> syn::Result<Propert
         name,
         tool,
         rule,
+        when: None,
     })
 }
 

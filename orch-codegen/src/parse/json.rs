@@ -538,7 +538,9 @@ impl Reader {
         self.known_keys(
             o,
             "a property",
-            &["name", "tool", "after", "atMost", "never", "approved"],
+            &[
+                "name", "tool", "after", "atMost", "never", "approved", "when",
+            ],
         );
         let name = self.opt_string(o, "name");
         let tool = self.opt_string(o, "tool");
@@ -620,11 +622,30 @@ impl Reader {
             }
         }
         let rule = rules.pop().and_then(|(_, r)| r)?;
+        let when = match get(o, "when") {
+            Some(w) => Some(self.predicate_of_property(w)?),
+            None => None,
+        };
+        if when.is_some() && !matches!(rule, PropertyRule::Never | PropertyRule::Approved) {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::InvalidProperty,
+                    Some(span),
+                    format!("`when` does not go with `{}`", rule.key()),
+                )
+                .label("this property")
+                .help(
+                    "`when` narrows `never` and `approved` to the calls whose arguments satisfy it",
+                ),
+            );
+            return None;
+        }
         Some(Property {
             span,
             name: name?,
             tool: tool?,
             rule,
+            when,
         })
     }
 

@@ -71,6 +71,11 @@ impl Reader {
         Some((names, rules))
     }
 
+    /// A property's `when`.
+    pub(super) fn predicate_of_property(&mut self, v: &Value<'_>) -> Option<Predicate> {
+        self.predicate(v)
+    }
+
     fn missing(&mut self, at: &Value<'_>, message: &str, help: &str) {
         self.diags.push(
             Diagnostic::new(Code::MissingField, Some(span_of(at).first_byte()), message)

@@ -10,6 +10,7 @@
 //!   violated (with a shortest witness) or undecided;
 //! - [`report`]: all of it as one flat list of findings, for the language bindings.
 
+mod arguments;
 pub mod explore;
 pub mod foreign;
 pub mod messages;

@@ -15,11 +15,12 @@
 //! names, foreign ones included: per step, a shortest admitted foreign name that matches
 //! it is found exactly ([`super::foreign`]).
 
+use super::arguments::{self, Formula};
 use super::explore::{events_at, Event, Host, Options, Witness};
 use super::foreign::{self, Budget};
 use super::messages::MessageError;
 use crate::ir::{IrProperty, IrRule};
-use orch_runtime::compiled::{glob_match, Span};
+use orch_runtime::compiled::{glob_match, OwnedRules, Span};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use std::collections::HashMap;
 
@@ -74,6 +75,7 @@ pub fn check_with(
         let mut search = Search {
             machine,
             property: p,
+            when: p.when.as_ref().map(crate::ir::flatten_predicate),
             options,
             host,
             names: &names,
@@ -165,6 +167,8 @@ impl PropertyNames {
 struct Search<'a, 'm> {
     machine: &'m DynMachine,
     property: &'a IrProperty,
+    /// The property's `when`, compiled on its own (semantics §16).
+    when: Option<(OwnedRules, u32)>,
     options: &'a Options,
     host: &'a Host,
     names: &'a PropertyNames,
@@ -179,8 +183,37 @@ impl<'m> Search<'_, 'm> {
         glob_match(pattern, name)
     }
 
-    /// The violation running `event`'s tool from monitor `monitor` would be, if any.
-    fn violation(&self, event: &Event, monitor: u64) -> Option<String> {
+    /// Can the call of `name` in step `active` run with arguments the property is about
+    /// (its `when`) — and, when `ungated`, with no conditional `approve` holding? The
+    /// arguments are the model's choice ([`super::arguments`]).
+    fn arguments_allow(&self, name: &str, active: Option<usize>, ungated: bool) -> bool {
+        let rules = self.machine.tables().rules.view();
+        let when = self.when.as_ref().map(|(r, root)| Formula {
+            rules: r.view(),
+            root: *root,
+        });
+        let tool = self.machine.tables().view().tool_index(name);
+        arguments::can_run(rules, tool, active, when, ungated)
+    }
+
+    /// " with arguments for which …" for a property with `when`.
+    fn with_arguments(&self) -> String {
+        match &self.when {
+            Some((r, root)) => format!(
+                ", with arguments for which {}",
+                r.view().describe(*root, &|i| self
+                    .machine
+                    .tools()
+                    .get(i as usize)
+                    .map_or("", String::as_str))
+            ),
+            None => String::new(),
+        }
+    }
+
+    /// The violation running `event`'s tool from monitor `monitor` in step `active`
+    /// would be, if any.
+    fn violation(&self, event: &Event, monitor: u64, active: Option<usize>) -> Option<String> {
         let (name, approved) = match event {
             Event::Tool(n) => (n, false),
             Event::ApprovedTool(n) => (n, true),
@@ -191,9 +224,15 @@ impl<'m> Search<'_, 'm> {
             return None;
         }
         match &p.rule {
-            IrRule::Never => Some(format!("`{name}` can run")),
-            IrRule::Approved if !approved => {
-                Some(format!("`{name}` can run without a human's approval"))
+            IrRule::Never if self.arguments_allow(name, active, false) => {
+                Some(format!("`{name}` can run{}", self.with_arguments()))
+            }
+            IrRule::Never => None,
+            IrRule::Approved if !approved && self.arguments_allow(name, active, true) => {
+                Some(format!(
+                    "`{name}` can run without a human's approval{}",
+                    self.with_arguments()
+                ))
             }
             IrRule::Approved => None,
             IrRule::AtMost(n) if monitor >= *n => Some(format!("`{name}` can run {} times", n + 1)),
@@ -277,7 +316,7 @@ impl<'m> Search<'_, 'm> {
             }
             let monitor = nodes[at].1;
             for (event, flags) in events {
-                if let Some(message) = self.violation(&event, monitor) {
+                if let Some(message) = self.violation(&event, monitor, active) {
                     return PropertyFinding {
                         name,
                         holds: Some(false),

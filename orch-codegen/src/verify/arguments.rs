@@ -1,0 +1,265 @@
+//! Rules on arguments in the host model of `orch verify` (semantics §14, §16): what a
+//! call's arguments are is the model's choice, so every test of a predicate is a
+//! decision it controls — both outcomes are explored. A call can run when some choice
+//! satisfies every required rule that applies to it; it runs ungated when that choice
+//! also makes no conditional `approve` hold. Tests are told apart by what they say (two
+//! rules that test the same thing share the decision). `range` tests of one path are
+//! decided together, by the number the model picks (below, at or between their bounds,
+//! or no number at all), so `/amount ≥ 1000` implies `/amount ≥ 500`. Other tests that
+//! say different things are independent even when no value could satisfy both: a proof
+//! is sound, and a witness may ask for arguments no call could carry.
+
+use orch_runtime::args::compare_numbers;
+use orch_runtime::compiled::{Pred, RuleKind, Rules, Span, Test, ANY_STEP};
+use std::cmp::Ordering;
+
+/// The most distinct tests one call's decision is enumerated over; past it the call is
+/// taken to be able to run, ungated (sound for a proof).
+pub(crate) const MAX_DECISIONS: usize = 16;
+
+/// A predicate in some rules' compiled form.
+#[derive(Clone, Copy)]
+pub(crate) struct Formula<'r> {
+    pub rules: Rules<'r>,
+    pub root: u32,
+}
+
+/// Could a call of declared tool `tool` (`None`: a foreign tool, which no rule names)
+/// in step `step` (`None`: none active) run with arguments satisfying `when` and every
+/// required rule — and, when `ungated`, no conditional `approve`?
+pub(crate) fn can_run(
+    rules: Rules<'_>,
+    tool: Option<usize>,
+    step: Option<usize>,
+    when: Option<Formula<'_>>,
+    ungated: bool,
+) -> bool {
+    let step = step.map_or(ANY_STEP, |s| s as u16);
+    let applying: Vec<(RuleKind, Formula<'_>)> = match tool {
+        Some(t) => rules
+            .rules
+            .iter()
+            .filter(|r| r.tool as usize == t && (r.step == ANY_STEP || r.step == step))
+            .map(|r| {
+                (
+                    r.kind,
+                    Formula {
+                        rules,
+                        root: r.pred,
+                    },
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut leaves: Vec<Leaf> = Vec::new();
+    for f in when.iter().chain(applying.iter().map(|(_, f)| f)) {
+        collect(*f, &mut leaves);
+    }
+    let space = Space::new(leaves);
+    if space.size().is_none_or(|n| n > 1 << MAX_DECISIONS) {
+        return true;
+    }
+    let found = space.choices().any(|choice| {
+        let holds = |f: &Formula<'_>| eval(*f, f.root, &|l| space.holds(&choice, l));
+        when.as_ref().is_none_or(holds)
+            && applying
+                .iter()
+                .filter(|(k, _)| *k == RuleKind::Require)
+                .all(|(_, f)| holds(f))
+            && !(ungated
+                && applying
+                    .iter()
+                    .any(|(k, f)| *k == RuleKind::ApproveWhen && holds(f)))
+    });
+    found
+}
+
+/// A leaf test as a decision: a `range` of a path (decided by the path's number), or
+/// any other test, by its words.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Leaf {
+    Range {
+        path: String,
+        min: Option<String>,
+        max: Option<String>,
+    },
+    Other(String),
+}
+
+/// Every choice the model has for one call: a truth value per other test, and per path
+/// with `range` tests, where its number lies.
+struct Space {
+    others: Vec<String>,
+    /// Per path: its bounds, ascending (as written).
+    paths: Vec<(String, Vec<String>)>,
+}
+
+/// One choice: a bit per other test, a region per path (`2i`: strictly between bounds
+/// `i-1` and `i`; `2i+1`: at bound `i`; `2n+1`: not a number).
+struct Choice {
+    bits: u64,
+    regions: Vec<usize>,
+}
+
+impl Space {
+    fn new(mut leaves: Vec<Leaf>) -> Self {
+        leaves.sort();
+        leaves.dedup();
+        let mut others = Vec::new();
+        let mut paths: Vec<(String, Vec<String>)> = Vec::new();
+        for l in leaves {
+            match l {
+                Leaf::Other(words) => others.push(words),
+                Leaf::Range { path, min, max } => {
+                    let at = match paths.iter().position(|(p, _)| *p == path) {
+                        Some(i) => i,
+                        None => {
+                            paths.push((path, Vec::new()));
+                            paths.len() - 1
+                        }
+                    };
+                    paths[at].1.extend(min.into_iter().chain(max));
+                }
+            }
+        }
+        for (_, bounds) in &mut paths {
+            bounds.sort_by(|a, b| compare_numbers(a, b).unwrap_or(Ordering::Equal));
+            bounds.dedup_by(|a, b| compare_numbers(a, b) == Some(Ordering::Equal));
+        }
+        Space { others, paths }
+    }
+
+    /// How many choices there are (`None`: too many to count).
+    fn size(&self) -> Option<usize> {
+        let bits = 1usize.checked_shl(self.others.len() as u32)?;
+        self.paths
+            .iter()
+            .try_fold(bits, |n, (_, b)| n.checked_mul(2 * b.len() + 2))
+    }
+
+    fn choices(&self) -> impl Iterator<Item = Choice> + '_ {
+        let n = self.size().unwrap_or(0);
+        (0..n).map(move |mut k| {
+            let mut regions = Vec::with_capacity(self.paths.len());
+            for (_, b) in &self.paths {
+                let r = 2 * b.len() + 2;
+                regions.push(k % r);
+                k /= r;
+            }
+            Choice {
+                bits: k as u64,
+                regions,
+            }
+        })
+    }
+
+    fn holds(&self, choice: &Choice, leaf: &Leaf) -> bool {
+        match leaf {
+            Leaf::Other(words) => self
+                .others
+                .iter()
+                .position(|o| o == words)
+                .is_some_and(|i| choice.bits & (1 << i) != 0),
+            Leaf::Range { path, min, max } => {
+                let Some(p) = self.paths.iter().position(|(q, _)| q == path) else {
+                    return false;
+                };
+                let bounds = &self.paths[p].1;
+                let region = choice.regions[p];
+                let n = bounds.len();
+                if region == 2 * n + 1 {
+                    return false; // not a number
+                }
+                let cmp = |a: &str, b: &str| compare_numbers(a, b).unwrap_or(Ordering::Equal);
+                if region % 2 == 1 {
+                    let v = &bounds[region / 2];
+                    return min
+                        .as_deref()
+                        .is_none_or(|m| cmp(m, v) != Ordering::Greater)
+                        && max
+                            .as_deref()
+                            .is_none_or(|m| cmp(v, m) != Ordering::Greater);
+                }
+                // Strictly between bounds i-1 and i (below all for i = 0, above all for
+                // i = n): every bound is one of `bounds`, so comparing with the
+                // neighbours decides.
+                let i = region / 2;
+                let above_min = min
+                    .as_deref()
+                    .is_none_or(|m| i > 0 && cmp(m, &bounds[i - 1]) != Ordering::Greater);
+                let below_max = max
+                    .as_deref()
+                    .is_none_or(|m| i < n && cmp(&bounds[i], m) != Ordering::Greater);
+                above_min && below_max
+            }
+        }
+    }
+}
+
+/// A leaf test as a decision: a `range` by its path and bounds, any other test by its
+/// words (and, for a value from results, its source).
+fn leaf(f: Formula<'_>, node: u32) -> Leaf {
+    if let Some(Pred::Test {
+        path,
+        test: Test::Range { min, max },
+    }) = f.rules.preds.get(node as usize)
+    {
+        let text = |s: &Span| (!s.is_empty()).then(|| f.rules.text_of(*s).to_owned());
+        return Leaf::Range {
+            path: f.rules.text_of(*path).to_owned(),
+            min: text(min),
+            max: text(max),
+        };
+    }
+    Leaf::Other(f.rules.describe(node, &|_| "") + "#" + &source_of(f, node))
+}
+
+/// For a value-from-results test, its source index (part of its identity); else none.
+fn source_of(f: Formula<'_>, node: u32) -> String {
+    match f.rules.preds.get(node as usize) {
+        Some(Pred::Test {
+            test: Test::InResult(s),
+            ..
+        }) => f
+            .rules
+            .sources
+            .get(*s as usize)
+            .map_or_else(String::new, |src| {
+                format!("{}:{}", src.tool, f.rules.text_of(src.path))
+            }),
+        _ => String::new(),
+    }
+}
+
+fn collect(f: Formula<'_>, out: &mut Vec<Leaf>) {
+    walk(f, f.root, &mut |node| out.push(leaf(f, node)));
+}
+
+/// Calls `visit` with every leaf test under `node`.
+fn walk(f: Formula<'_>, node: u32, visit: &mut dyn FnMut(u32)) {
+    match f.rules.preds.get(node as usize) {
+        Some(Pred::All(span) | Pred::Any(span)) => {
+            for &c in children(f, *span) {
+                walk(f, c, visit);
+            }
+        }
+        Some(Pred::Not(inner)) => walk(f, *inner, visit),
+        Some(Pred::Test { .. }) => visit(node),
+        None => {}
+    }
+}
+
+fn children<'r>(f: Formula<'r>, span: Span) -> &'r [u32] {
+    f.rules.children.get(span.range()).unwrap_or(&[])
+}
+
+fn eval(f: Formula<'_>, node: u32, choice: &dyn Fn(&Leaf) -> bool) -> bool {
+    match f.rules.preds.get(node as usize) {
+        Some(Pred::All(span)) => children(f, *span).iter().all(|&c| eval(f, c, choice)),
+        Some(Pred::Any(span)) => children(f, *span).iter().any(|&c| eval(f, c, choice)),
+        Some(Pred::Not(inner)) => !eval(f, *inner, choice),
+        Some(Pred::Test { .. }) => choice(&leaf(f, node)),
+        None => false,
+    }
+}
