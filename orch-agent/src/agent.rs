@@ -22,6 +22,8 @@ pub struct ToolCallReport {
     /// Why it was not executed, when the orchestration or the host refused it (`None`
     /// when it ran, or when its arguments were not JSON).
     pub refusal: Option<RefusalKind>,
+    /// The rule on arguments that refused it (`broken_rule`, semantics §16), by name.
+    pub rule: Option<String>,
     /// The orchestration outcome when the tool ran and was recorded (`advanced`,
     /// `completed`, `free`, ...); `None` when it was not executed or returned an error
     /// (an error is not a run: nothing is recorded).
@@ -319,6 +321,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                         call,
                         executed: false,
                         refusal: Some(refusal.kind),
+                        rule: refusal.rule,
                         outcome: None,
                         result: refusal.reason,
                     });
@@ -486,15 +489,17 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         call: ToolCall,
         rejection: Option<Decision>,
     ) -> Executed {
-        let refuse = |call: ToolCall, kind: Option<RefusalKind>, why: String| {
+        let refuse_by = |call: ToolCall, kind: Option<RefusalKind>, rule, why: String| {
             Executed::Done(ToolCallReport {
                 call,
                 executed: false,
                 refusal: kind,
+                rule,
                 outcome: None,
                 result: why,
             })
         };
+        let refuse = |call, kind, why| refuse_by(call, kind, None, why);
         let Some(tool) = self.tools.get(&call.name) else {
             // Unknown to the host: the policy's refusal says so.
             let why = match self.policy.admit(session, &call.name) {
@@ -513,7 +518,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                 // Arguments that are not JSON are refused before a human is asked.
                 RefusalKind::NeedsApproval if parse_arguments(&call).is_ok() => {
                     // What to show a human: the session's own words, not the model's.
-                    let why = match session.check_name(&call.name) {
+                    let why = match session.check_call_name(&call.name, &checked) {
                         Err(denied) => denied.to_string(),
                         Ok(()) => refusal.reason,
                     };
@@ -524,7 +529,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                     let why = Policy::rejected(refusal, rejection.as_ref());
                     return refuse(call, Some(RefusalKind::Rejected), why);
                 }
-                kind => return refuse(call, Some(kind), refusal.reason),
+                kind => return refuse_by(call, Some(kind), refusal.rule, refusal.reason),
             }
         }
         let arguments = match parse_arguments(&call) {
@@ -546,6 +551,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             call,
             executed: true,
             refusal: None,
+            rule: None,
             outcome,
             result,
         })
