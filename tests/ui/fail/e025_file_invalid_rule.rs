@@ -1,0 +1,3 @@
+orch::orchestration!(file = "tests/ui/fixtures/e025.json");
+
+fn main() {}

@@ -1,0 +1,3 @@
+orch::orchestration!(file = "tests/ui/fixtures/e026.json");
+
+fn main() {}
