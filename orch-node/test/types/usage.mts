@@ -15,6 +15,7 @@ const refusal: Refusal | null = session.check('search')
 const kind:
   | 'not_allowed'
   | 'out_of_sequence'
+  | 'broken_rule'
   | 'unknown_tool'
   | 'unavailable'
   | 'needs_approval'
@@ -34,6 +35,8 @@ const kindOfResult: ResultKind = ran
 const verdict: Verdict | undefined = session.approval?.verdict
 const outcome: 'advanced' | 'completed' | 'free' | 'out_of_sequence' | 'not_allowed' = session.record('search')
 const typedOutcome: Outcome = outcome
+const withResult: Outcome = session.record('search', '{"hits": []}')
+const brokenRule: string | null | undefined = refusal?.rule
 const bytes: Uint8Array = session.snapshot()
 const again: Session = machine.restore(bytes)
 const findings: Finding[] = machine.verify({ maxStates: 10 })
@@ -53,4 +56,4 @@ try {
   if (e instanceof TemplateError) caught = e.diagnostics
   else if (e instanceof SnapshotError) caught = []
 }
-void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome]
+void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome, withResult, brokenRule]
