@@ -1021,6 +1021,22 @@ impl Policy {
         })
     }
 
+    /// [`Policy::refusal_data`] of a refusal by the workflow: its kind as the reason, its
+    /// words as the message, and — for a broken rule on arguments — the rule's name as
+    /// `"rule"` (absent otherwise).
+    pub fn workflow_refusal_data<S: Orchestrated + ?Sized>(
+        &self,
+        refusal: &Refusal,
+        session: Option<&S>,
+    ) -> serde_json::Value {
+        let kind = refusal.kind.as_str();
+        let mut data = self.refusal_data(&refusal.tool, kind, &refusal.reason, session);
+        if let Some(rule) = &refusal.rule {
+            data["refusal"]["rule"] = serde_json::json!(rule);
+        }
+        data
+    }
+
     /// The model's text for a call a human rejected, with the human's reason.
     pub fn rejected(refusal: Refusal, decision: Option<&Decision>) -> String {
         match decision.and_then(Decision::reason) {

@@ -101,17 +101,11 @@ pub(crate) struct Refused {
 impl Refused {
     /// The refusal of `tool` by the workflow in `session`, as the gateway answers it.
     fn by_workflow(policy: &Policy, session: &DynSession<'_>, refusal: Refusal) -> Self {
-        let Refusal {
-            tool,
-            kind,
-            reason,
-            rule,
-        } = refusal;
-        let mut refused = Self::new(&tool, kind.as_str(), reason, Some(session), policy);
-        if let Some(rule) = rule {
-            refused.detail["refusal"]["rule"] = serde_json::json!(rule);
+        let detail = policy.workflow_refusal_data(&refusal, Some(session));
+        Refused {
+            message: refusal.reason,
+            detail,
         }
-        refused
     }
 
     fn new(

@@ -716,16 +716,8 @@ fn refused(
     refusal: Refusal,
     asked: Option<(&Call, &Question)>,
 ) -> Rejection {
-    let Refusal {
-        tool,
-        kind,
-        reason,
-        rule,
-    } = refusal;
-    let mut data = policy.refusal_data(&tool, kind.as_str(), &reason, Some(session));
-    if let Some(rule) = rule {
-        data["refusal"]["rule"] = json!(rule);
-    }
+    let mut data = policy.workflow_refusal_data(&refusal, Some(session));
+    let reason = refusal.reason;
     if let Some((call, question)) = asked {
         let state = elicitation::request_state(question);
         data["approval"] = json!({

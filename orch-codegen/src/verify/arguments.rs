@@ -12,6 +12,7 @@
 use orch_runtime::args::compare_numbers;
 use orch_runtime::compiled::{Pred, RuleKind, Rules, Span, Test, ANY_STEP};
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// The most distinct tests one call's decision is enumerated over; past it the call is
 /// taken to be able to run, ungated (sound for a proof).
@@ -22,6 +23,14 @@ pub(crate) const MAX_DECISIONS: usize = 16;
 pub(crate) struct Formula<'r> {
     pub rules: Rules<'r>,
     pub root: u32,
+}
+
+impl Formula<'_> {
+    /// Node `node` of this formula's rules, told apart from the same index of other
+    /// rules (a property's `when` is compiled apart from the machine's).
+    fn key(&self, node: u32) -> (usize, u32) {
+        (self.rules.preds.as_ptr() as usize, node)
+    }
 }
 
 /// Could a call of declared tool `tool` (`None`: a foreign tool, which no rule names)
@@ -52,16 +61,24 @@ pub(crate) fn can_run(
             .collect(),
         None => Vec::new(),
     };
-    let mut leaves: Vec<Leaf> = Vec::new();
+    // Each leaf's words are worked out once, not once per choice.
+    let mut leaves: HashMap<(usize, u32), Leaf> = HashMap::new();
     for f in when.iter().chain(applying.iter().map(|(_, f)| f)) {
-        collect(*f, &mut leaves);
+        walk(*f, f.root, &mut |node| {
+            leaves.entry(f.key(node)).or_insert_with(|| leaf(*f, node));
+        });
     }
-    let space = Space::new(leaves);
+    let space = Space::new(leaves.values().cloned().collect());
     if space.size().is_none_or(|n| n > 1 << MAX_DECISIONS) {
         return true;
     }
     let found = space.choices().any(|choice| {
-        let holds = |f: &Formula<'_>| eval(*f, f.root, &|l| space.holds(&choice, l));
+        let decide = |f: Formula<'_>, node: u32| {
+            leaves
+                .get(&f.key(node))
+                .is_some_and(|l| space.holds(&choice, l))
+        };
+        let holds = |f: &Formula<'_>| eval(*f, f.root, &decide);
         when.as_ref().is_none_or(holds)
             && applying
                 .iter()
@@ -232,10 +249,6 @@ fn source_of(f: Formula<'_>, node: u32) -> String {
     }
 }
 
-fn collect(f: Formula<'_>, out: &mut Vec<Leaf>) {
-    walk(f, f.root, &mut |node| out.push(leaf(f, node)));
-}
-
 /// Calls `visit` with every leaf test under `node`.
 fn walk(f: Formula<'_>, node: u32, visit: &mut dyn FnMut(u32)) {
     match f.rules.preds.get(node as usize) {
@@ -254,12 +267,12 @@ fn children<'r>(f: Formula<'r>, span: Span) -> &'r [u32] {
     f.rules.children.get(span.range()).unwrap_or(&[])
 }
 
-fn eval(f: Formula<'_>, node: u32, choice: &dyn Fn(&Leaf) -> bool) -> bool {
+fn eval(f: Formula<'_>, node: u32, choice: &dyn Fn(Formula<'_>, u32) -> bool) -> bool {
     match f.rules.preds.get(node as usize) {
         Some(Pred::All(span)) => children(f, *span).iter().all(|&c| eval(f, c, choice)),
         Some(Pred::Any(span)) => children(f, *span).iter().any(|&c| eval(f, c, choice)),
         Some(Pred::Not(inner)) => !eval(f, *inner, choice),
-        Some(Pred::Test { .. }) => choice(&leaf(f, node)),
+        Some(Pred::Test { .. }) => choice(f, node),
         None => false,
     }
 }
