@@ -200,3 +200,87 @@ fn same_gates() {
     assert!(s.check(Tool::Refund).unwrap_err().needs_approval());
     assert!(s.check(Tool::Confirm).is_ok());
 }
+
+mod json_payments {
+    orch::include_machine!("payments");
+}
+
+mod dsl_payments {
+    orch::orchestration! {
+        /// tests/fixtures/machines/payments.json, written in the DSL: rules on
+        /// arguments, conditional approval and step rules (semantics §16).
+        pub machine "payments" {
+            tools: [get_contacts, send_money, get_webpage, invite, note, pay_contact];
+            description: "Rules on arguments (semantics §16): what a call may carry.";
+            approve "large-transfer": send_money when "/amount" range(min = 500);
+            rule iban: send_money require "/recipient" regex("^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$");
+            rule positive: send_money require "/amount" range(min = 0.01, max = 100000);
+            rule "our-sites": get_webpage require "/url" host_in("bank.example", "*.bank.example");
+            rule colleagues: invite require all(
+                "/participants" length(min = 1, max = 20),
+                "/participants" each("/email" glob("*@corp.example")),
+            );
+            rule "known-recipient": pay_contact
+                require "/iban" in_result(get_contacts, "/contacts/*/iban");
+            rule "plain-note": note require any("/text" length(max = 200), "/urgent" equals(true));
+            default step Chat;
+            step Paying {
+                when tool_used(get_contacts);
+                rule "eur-only": send_money require "/currency" one_of("EUR");
+            }
+        }
+    }
+}
+
+/// The rules on arguments written in the DSL compile to the same tables as the JSON
+/// template, and judge the same calls the same way.
+#[test]
+fn same_rules_on_arguments() {
+    use dsl_payments::payments as d;
+    use json_payments::payments as j;
+    use orch::approval::{Call, CallDigest};
+    assert_eq!(d::FINGERPRINT, j::FINGERPRINT);
+    let calls = [
+        (
+            "send_money",
+            r#"{"recipient": "DE89370400440532013000", "amount": 25.5}"#,
+        ),
+        (
+            "send_money",
+            r#"{"recipient": "attacker@evil.example", "amount": 10}"#,
+        ),
+        (
+            "send_money",
+            r#"{"recipient": "DE89370400440532013000", "amount": 1200}"#,
+        ),
+        ("get_webpage", r#"{"url": "https://evil.example/?q=1"}"#),
+        (
+            "invite",
+            r#"{"participants": [{"email": "a@corp.example"}, {"email": "x@evil.example"}]}"#,
+        ),
+        ("note", r#"{"text": "short"}"#),
+        ("pay_contact", r#"{"iban": "DE89370400440532013000"}"#),
+    ];
+    let (a, b) = (d::Session::new(), j::Session::new());
+    for (tool, args) in calls {
+        let call = Call::new(CallDigest::of_text(tool, args), args);
+        let (ta, tb) = (
+            d::Tool::from_name(tool).unwrap(),
+            j::Tool::from_name(tool).unwrap(),
+        );
+        let (ra, rb) = (a.check_call(ta, &call), b.check_call(tb, &call));
+        assert_eq!(
+            ra.as_ref().map_err(|e| e.to_string()),
+            rb.as_ref().map_err(|e| e.to_string()),
+            "{tool} {args}"
+        );
+        if let (
+            Err(orch::Denied::BrokenRule { broken: x, .. }),
+            Err(orch::Denied::BrokenRule { broken: y, .. }),
+        ) = (&ra, &rb)
+        {
+            assert_eq!(a.rule_name(x.rule), b.rule_name(y.rule));
+            assert_eq!(a.explain_broken(x, args), b.explain_broken(y, args));
+        }
+    }
+}

@@ -7,24 +7,35 @@
 //!               (each item may end with ";" or ",")
 //! item       := "tools" ":" "[" tool,* "]" ";"
 //!             | "description" ":" string ";" | "history" ":" int ";" | "max_steps" ":" int ";"
-//!             | "approve" ":" "[" tool,* "]" ";"
+//!             | "approve" ":" "[" tool,* "]" ";" | rule
 //!             | "lost" ("retry" | "ran" | "hold") ":" "[" tool,* "]" ";"
-//!             | "property" name ":" tool ("after" tool | "at_most" int | "never" | "approved") ";"
+//!             | "property" name ":" tool ("after" tool | "at_most" int
+//!                                         | ("never" | "approved") ("when" pred)?) ";"
 //!             | doc* "default"? "step" name (";" | "{" step_item* "}")
 //! step_item  := "description" ":" string ";"
 //!             | "when" condition ";"
 //!             | "sequence" ":" "[" (tool | "(" tool ("|" tool)* ")"),* "]" ";"
 //!             | "allow" ":" "[" tool,* "]" ";" | "deny" ":" "[" tool,* "]" ";"
-//!             | "approve" ":" "[" tool,* "]" ";"
+//!             | "approve" ":" "[" tool,* "]" ";" | rule
 //!             | "reset_sequence_on" ":" "[" ident,* "]" ";"
+//! rule       := "rule" name ":" tool "require" pred ";"          (semantics §16)
+//!             | "approve" (name ":")? tool "when" pred ";"
+//! pred       := ("all" | "any") "(" pred,* ")" | "not" "(" pred ")" | string? test
+//!               (the string is a JSON pointer; without one, the whole value)
+//! test       := "exists" ("(" bool ")")? | "equals" "(" scalar ")" | "one_of" "(" scalar,* ")"
+//!             | "glob" "(" string ")" | "regex" "(" string ")" | "host_in" "(" string,* ")"
+//!             | ("range" | "length") "(" (("min" | "max") "=" number),* ")"
+//!             | "each" "(" pred ")" | "in_result" "(" tool ("," string)? ")"
+//! scalar     := string | "-"? number | "true" | "false" | "null"
 //! condition  := "sequence_match" | "tool_used" "(" tool ")" | "message_contains" "(" string ")"
 //!             | "message_regex" "(" string ")" | "not_recently_used" "(" tool ("," "window" "=" int)? ")"
 //! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
 //! ```
 
+use crate::check::suggest::Suggester;
 use crate::model::{
-    Condition, ConditionType, Property, PropertyRule, SequenceEntry, Span as MSpan, Spanned, Step,
-    Template,
+    ArgRule, ArgRuleKind, ArgTest, Condition, ConditionType, Predicate, PredicateNode, Property,
+    PropertyRule, Scalar, SequenceEntry, Span as MSpan, Spanned, Step, Template,
 };
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -224,10 +235,14 @@ impl Parse for Dsl {
                     template.max_rounds = Some(low.spanned(n, span));
                     semi(&body)?;
                 }
-                "approve" => {
+                "approve" if body.peek(Token![:]) => {
                     let list = low.colon_list(&body)?;
                     template.approve.extend(list);
                 }
+                "approve" => template
+                    .rules
+                    .push(parse_conditional_approve(&mut low, &body)?),
+                "rule" => template.rules.push(parse_rule(&mut low, &body)?),
                 "lost" => {
                     let which = Ident::parse_any(&body)?;
                     let lost = &mut template.lost_results;
@@ -252,7 +267,7 @@ impl Parse for Dsl {
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `lost`, `property`, `step` or `default step`"),
+                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `rule`, `lost`, `property`, `step` or `default step`"),
                     ))
                 }
             }
@@ -270,7 +285,7 @@ impl Parse for Dsl {
     }
 }
 
-/// `property NAME: TOOL after TOOL | at_most N | never | approved;`
+/// `property NAME: TOOL after TOOL | at_most N | (never | approved) [when PREDICATE];`
 fn parse_property(low: &mut Lowering, input: ParseStream) -> syn::Result<Property> {
     let name = low.name(input)?;
     input.parse::<Token![:]>()?;
@@ -291,13 +306,23 @@ fn parse_property(low: &mut Lowering, input: ParseStream) -> syn::Result<Propert
             ))
         }
     };
+    // `never` and `approved` may be narrowed to the calls whose arguments satisfy a
+    // predicate (semantics §16).
+    let mut when = None;
+    if matches!(rule, PropertyRule::Never | PropertyRule::Approved) && input.peek(Ident) {
+        let fork = input.fork();
+        if fork.parse::<Ident>().is_ok_and(|w| w == "when") {
+            input.parse::<Ident>()?;
+            when = Some(parse_predicate(low, input)?);
+        }
+    }
     semi(input)?;
     Ok(Property {
         span: name.span,
         name,
         tool,
         rule,
-        when: None,
+        when,
     })
 }
 
@@ -424,10 +449,12 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
                 let list = low.colon_list(input)?;
                 step.denied.get_or_insert_with(Vec::new).extend(list);
             }
-            "approve" => {
+            "approve" if input.peek(Token![:]) => {
                 let list = low.colon_list(input)?;
                 step.approve.get_or_insert_with(Vec::new).extend(list);
             }
+            "approve" => step.rules.push(parse_conditional_approve(low, input)?),
+            "rule" => step.rules.push(parse_rule(low, input)?),
             "reset_sequence_on" => {
                 let list = low.colon_list(input)?;
                 step.reset_sequence_on.extend(list);
@@ -435,10 +462,384 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
             other => {
                 return Err(syn::Error::new(
                     key.span(),
-                    format!("unexpected `{other}`: expected `description`, `when`, `sequence`, `allow`, `deny`, `approve` or `reset_sequence_on`"),
+                    format!("unexpected `{other}`: expected `description`, `when`, `sequence`, `allow`, `deny`, `approve`, `rule` or `reset_sequence_on`"),
                 ))
             }
         }
     }
     Ok(())
+}
+
+/// The DSL's test keywords, in the order the docs list them (the JSON keys in
+/// snake case).
+const TESTS: [&str; 10] = [
+    "exists",
+    "equals",
+    "one_of",
+    "glob",
+    "regex",
+    "range",
+    "length",
+    "host_in",
+    "each",
+    "in_result",
+];
+
+/// An error at `span` naming the unexpected `word`, what was `expected`, and the closest
+/// of `known` when one is close.
+fn unexpected(span: Span, word: &str, expected: &str, known: &[&str]) -> syn::Error {
+    let hint = Suggester::new(known.iter().copied())
+        .closest(word)
+        .map(|k| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default();
+    syn::Error::new(span, format!("unexpected `{word}`{hint}: {expected}"))
+}
+
+/// `rule NAME: TOOL require PREDICATE;` (semantics §16).
+fn parse_rule(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgRule> {
+    let name = low.name(input)?;
+    input.parse::<Token![:]>()?;
+    let tool = low.name(input)?;
+    let kw = Ident::parse_any(input)?;
+    if kw != "require" {
+        return Err(unexpected(
+            kw.span(),
+            &kw.to_string(),
+            "a rule is `rule NAME: TOOL require PREDICATE;`",
+            &["require"],
+        ));
+    }
+    let predicate = parse_predicate(low, input)?;
+    semi(input)?;
+    Ok(ArgRule {
+        span: name.span,
+        name: Some(name),
+        tool,
+        kind: ArgRuleKind::Require,
+        predicate,
+    })
+}
+
+/// After `approve`: `[NAME:] TOOL when PREDICATE;`, a conditional approval.
+fn parse_conditional_approve(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgRule> {
+    let first = low.name(input)?;
+    let (name, tool) = if input.peek(Token![:]) {
+        input.parse::<Token![:]>()?;
+        (Some(first), low.name(input)?)
+    } else {
+        (None, first)
+    };
+    let kw = Ident::parse_any(input)?;
+    if kw != "when" {
+        return Err(unexpected(
+            kw.span(),
+            &kw.to_string(),
+            "a conditional approval is `approve [NAME:] TOOL when PREDICATE;` (a list is `approve: [..];`)",
+            &["when"],
+        ));
+    }
+    let predicate = parse_predicate(low, input)?;
+    semi(input)?;
+    Ok(ArgRule {
+        span: name.as_ref().map_or(tool.span, |n| n.span),
+        name,
+        tool,
+        kind: ArgRuleKind::ApproveWhen,
+        predicate,
+    })
+}
+
+/// A predicate: `all(P, ..)`, `any(P, ..)`, `not(P)`, or a test of the value at a JSON
+/// pointer, `"/path" TEST` (without the pointer: the whole value, `""`).
+fn parse_predicate(low: &mut Lowering, input: ParseStream) -> syn::Result<Predicate> {
+    if input.peek(LitStr) {
+        let path: LitStr = input.parse()?;
+        let path = low.spanned(path.value(), path.span());
+        let test = parse_test(low, input)?;
+        return Ok(Predicate {
+            span: path.span,
+            node: PredicateNode::Test { path, test },
+        });
+    }
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(
+            "expected a predicate: `all(..)`, `any(..)`, `not(..)`, or a JSON pointer and a test, e.g. `\"/amount\" range(max = 100)`",
+        ));
+    }
+    let fork = input.fork();
+    let kw = Ident::parse_any(&fork)?;
+    let word = kw.to_string();
+    let span = low.at(kw.span());
+    match word.as_str() {
+        "all" | "any" | "not" => {
+            Ident::parse_any(input)?;
+            let args;
+            parenthesized!(args in input);
+            let mut items = Vec::new();
+            while !args.is_empty() {
+                items.push(parse_predicate(low, &args)?);
+                if args.is_empty() {
+                    break;
+                }
+                args.parse::<Token![,]>()?;
+            }
+            let node = match word.as_str() {
+                "all" => PredicateNode::All(items),
+                "any" => PredicateNode::Any(items),
+                _ => {
+                    if items.len() != 1 {
+                        return Err(syn::Error::new(
+                            kw.span(),
+                            format!("`not` takes one predicate, not {}", items.len()),
+                        ));
+                    }
+                    PredicateNode::Not(Box::new(items.remove(0)))
+                }
+            };
+            Ok(Predicate { span, node })
+        }
+        w if TESTS.contains(&w) => {
+            let path = Spanned::new(String::new(), span);
+            let test = parse_test(low, input)?;
+            Ok(Predicate {
+                span,
+                node: PredicateNode::Test { path, test },
+            })
+        }
+        other => {
+            let mut known = vec!["all", "any", "not"];
+            known.extend(TESTS);
+            Err(unexpected(
+                kw.span(),
+                other,
+                "a predicate is `all(..)`, `any(..)`, `not(..)`, or a JSON pointer string and a test",
+                &known,
+            ))
+        }
+    }
+}
+
+/// A test: `exists`, `exists(false)`, `equals(V)`, `one_of(V, ..)`, `glob("..")`,
+/// `regex("..")`, `range(min = N, max = N)`, `length(min = N, max = N)`,
+/// `host_in("..", ..)`, `each(PREDICATE)`, `in_result(TOOL, "/pointer")`.
+fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
+    let kw = Ident::parse_any(input)?;
+    let word = kw.to_string();
+    if word == "exists" && !input.peek(syn::token::Paren) {
+        return Ok(ArgTest::Exists(true));
+    }
+    if !TESTS.contains(&word.as_str()) {
+        return Err(unexpected(
+            kw.span(),
+            &word,
+            &format!("a test is one of {}", backticked(&TESTS)),
+            &TESTS,
+        ));
+    }
+    let args;
+    let paren = parenthesized!(args in input);
+    let whole = low.at(paren.span.join());
+    let test = match word.as_str() {
+        "exists" => {
+            let b: syn::LitBool = args.parse()?;
+            ArgTest::Exists(b.value)
+        }
+        "equals" => ArgTest::Equals(parse_scalar(low, &args)?),
+        "one_of" => {
+            let mut items = Vec::new();
+            while !args.is_empty() {
+                items.push(parse_scalar(low, &args)?);
+                if args.is_empty() {
+                    break;
+                }
+                args.parse::<Token![,]>()?;
+            }
+            ArgTest::OneOf(Spanned::new(items, whole))
+        }
+        "glob" | "regex" => {
+            let s: LitStr = args.parse()?;
+            let s = low.spanned(s.value(), s.span());
+            if word == "glob" {
+                ArgTest::Glob(s)
+            } else {
+                ArgTest::Regex(s)
+            }
+        }
+        "host_in" => {
+            let mut hosts = Vec::new();
+            while !args.is_empty() {
+                let s: LitStr = args.parse()?;
+                hosts.push(low.spanned(s.value(), s.span()));
+                if args.is_empty() {
+                    break;
+                }
+                args.parse::<Token![,]>()?;
+            }
+            ArgTest::HostIn(Spanned::new(hosts, whole))
+        }
+        "each" => ArgTest::Each(Box::new(parse_predicate(low, &args)?)),
+        "in_result" => {
+            let tool = low.name(&args)?;
+            let path = if args.parse::<Option<Token![,]>>()?.is_some() && !args.is_empty() {
+                let s: LitStr = args.parse()?;
+                low.spanned(s.value(), s.span())
+            } else {
+                Spanned::new(String::new(), whole)
+            };
+            ArgTest::InResult {
+                span: whole,
+                tool,
+                path,
+            }
+        }
+        "range" => {
+            let (mut min, mut max) = (None, None);
+            for (key, value) in bounds(&args, &word)? {
+                let text = number_text(&value)?;
+                let slot = if key == "min" { &mut min } else { &mut max };
+                *slot = Some(low.spanned(text, value.span()));
+            }
+            ArgTest::Range {
+                span: whole,
+                min,
+                max,
+            }
+        }
+        _ => {
+            // "length"
+            let (mut min, mut max) = (None, None);
+            for (key, value) in bounds(&args, &word)? {
+                let Bound::Int { lit, negative } = &value else {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        "a length is a non-negative integer",
+                    ));
+                };
+                if *negative {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        "a length is a non-negative integer",
+                    ));
+                }
+                let n = lit.base10_parse::<u64>()?;
+                let slot = if key == "min" { &mut min } else { &mut max };
+                *slot = Some(low.spanned(n, lit.span()));
+            }
+            ArgTest::Length {
+                span: whole,
+                min,
+                max,
+            }
+        }
+    };
+    if !args.is_empty() {
+        return Err(args.error(format!("unexpected tokens in `{word}(..)`")));
+    }
+    Ok(test)
+}
+
+/// `a`, `b`, `c` as a list of code words.
+fn backticked(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| format!("`{w}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A number literal in a rule, with its sign.
+enum Bound {
+    Int { lit: LitInt, negative: bool },
+    Float { lit: syn::LitFloat, negative: bool },
+}
+
+impl Bound {
+    fn span(&self) -> Span {
+        match self {
+            Bound::Int { lit, .. } => lit.span(),
+            Bound::Float { lit, .. } => lit.span(),
+        }
+    }
+
+    fn parse(input: ParseStream) -> syn::Result<Bound> {
+        let negative = input.parse::<Option<Token![-]>>()?.is_some();
+        if input.peek(LitInt) {
+            Ok(Bound::Int {
+                lit: input.parse()?,
+                negative,
+            })
+        } else if input.peek(syn::LitFloat) {
+            Ok(Bound::Float {
+                lit: input.parse()?,
+                negative,
+            })
+        } else {
+            Err(input.error("expected a number"))
+        }
+    }
+}
+
+/// A number's text as written (a JSON number; `check` judges it, so `1_000` or `10u8`
+/// is an error there, at this token).
+fn number_text(b: &Bound) -> syn::Result<String> {
+    let (sign, text) = match b {
+        Bound::Int { lit, negative } => (*negative, lit.to_string()),
+        Bound::Float { lit, negative } => (*negative, lit.to_string()),
+    };
+    Ok(if sign { format!("-{text}") } else { text })
+}
+
+/// `min = N, max = N` (either, both, in any order, each once).
+fn bounds(args: ParseStream, what: &str) -> syn::Result<Vec<(String, Bound)>> {
+    let mut out: Vec<(String, Bound)> = Vec::new();
+    while !args.is_empty() {
+        let key: Ident = args.parse()?;
+        let k = key.to_string();
+        if k != "min" && k != "max" {
+            return Err(unexpected(
+                key.span(),
+                &k,
+                &format!("`{what}` takes `min = N` and `max = N`"),
+                &["min", "max"],
+            ));
+        }
+        if out.iter().any(|(seen, _)| *seen == k) {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("`{k}` is given twice in `{what}`"),
+            ));
+        }
+        args.parse::<Token![=]>()?;
+        out.push((k, Bound::parse(args)?));
+        if args.is_empty() {
+            break;
+        }
+        args.parse::<Token![,]>()?;
+    }
+    Ok(out)
+}
+
+/// A JSON scalar: a string, a number (with its sign), `true`, `false` or `null`.
+fn parse_scalar(low: &mut Lowering, input: ParseStream) -> syn::Result<Spanned<Scalar>> {
+    if input.peek(LitStr) {
+        let s: LitStr = input.parse()?;
+        return Ok(low.spanned(Scalar::String(s.value()), s.span()));
+    }
+    if input.peek(syn::LitBool) {
+        let b: syn::LitBool = input.parse()?;
+        return Ok(low.spanned(Scalar::Bool(b.value), b.span));
+    }
+    if input.peek(Ident::peek_any) {
+        let i = Ident::parse_any(input)?;
+        if i == "null" {
+            return Ok(low.spanned(Scalar::Null, i.span()));
+        }
+        return Err(syn::Error::new(
+            i.span(),
+            format!("unexpected `{i}`: expected a string, a number, `true`, `false` or `null`"),
+        ));
+    }
+    let b = Bound::parse(input)?;
+    let span = b.span();
+    Ok(low.spanned(Scalar::Number(number_text(&b)?), span))
 }
