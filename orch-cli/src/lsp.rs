@@ -388,7 +388,30 @@ impl Server {
             Some((step, d))
         });
         let Some((step, hit)) = hit else {
-            return Value::Null;
+            // A rule's name: what the rule says.
+            let rule = t
+                .rules
+                .iter()
+                .chain(t.steps.iter().flat_map(|s| s.rules.iter()))
+                .find(|r| r.name.as_ref().is_some_and(|n| contains(n.span, offset)));
+            let Some((rule, name)) = rule.and_then(|r| r.name.as_ref().map(|n| (r, n))) else {
+                return Value::Null;
+            };
+            let text = match doc.compiled.ir.as_ref() {
+                Some(ir) => rule_summary(ir, rule.span),
+                None => None,
+            }
+            .unwrap_or_else(|| {
+                format!(
+                    "**Rule {}** on {}\n\n(fix the template's errors to see what it says)",
+                    code(&name.value),
+                    code(&rule.tool.value)
+                )
+            });
+            return json!({
+                "contents": {"kind": "markdown", "value": text},
+                "range": self.range(doc, Some(name.span)),
+            });
         };
         let text = step_summary(t, doc.compiled.ir.as_ref(), step);
         json!({
@@ -496,7 +519,53 @@ fn step_summary(t: &Template, ir: Option<&Ir>, step: &orch_codegen::model::Step)
     conditions_summary(step, is_default, &mut out);
     allowed_summary(ir, step, &mut out);
     sequence_summary(step, &mut out);
+    rules_summary(ir, step, &mut out);
     out
+}
+
+/// What rule `r` says, in the words refusals use: "`iban` on `send_money`: refuses a
+/// call unless: `/recipient` must be …" (semantics §16).
+fn rule_words(ir: &Ir, r: &orch_codegen::ir::IrArgRule) -> String {
+    let (flat, root) = orch_codegen::ir::flatten_predicate(&r.pred);
+    let tool = |i: u16| ir.tools.get(usize::from(i)).map_or("", |t| t.name.as_str());
+    let what = flat.view().describe(root, &tool);
+    let on = code(tool(r.tool as u16));
+    match r.kind {
+        orch_runtime::compiled::RuleKind::Require => {
+            format!("{} on {on}: refuses a call unless: {what}", code(&r.name))
+        }
+        orch_runtime::compiled::RuleKind::ApproveWhen => format!(
+            "{} on {on}: asks a human about a call whose arguments satisfy: {what}",
+            code(&r.name)
+        ),
+    }
+}
+
+/// The hover of a rule's name: the rule compiled at `span`, its scope and what it says.
+fn rule_summary(ir: &Ir, span: Span) -> Option<String> {
+    let r = ir.arg_rules.iter().find(|r| r.span == span)?;
+    let scope = match r.step.and_then(|i| ir.steps.get(i)) {
+        Some(s) => format!("while step {} is active", code(&s.name)),
+        None => "in every step".to_owned(),
+    };
+    Some(format!("**Rule** {} ({scope})", rule_words(ir, r)))
+}
+
+/// The hover's **Rules on arguments** section: the orchestration's rules and the step's
+/// own, in the order they judge a call.
+fn rules_summary(ir: Option<&Ir>, step: &orch_codegen::model::Step, out: &mut String) {
+    let Some(ir) = ir else { return };
+    let index = ir.steps.iter().position(|s| s.spans.step == step.span);
+    let rules: Vec<String> = ir
+        .arg_rules
+        .iter()
+        .filter(|r| r.step.is_none() || r.step == index)
+        .map(|r| format!("\n- {}", rule_words(ir, r)))
+        .collect();
+    if !rules.is_empty() {
+        out.push_str("\n\n**Rules on arguments**:");
+        out.extend(rules);
+    }
 }
 
 /// The hover's **Conditions** section.

@@ -467,3 +467,86 @@ fn broken_framing_ends_the_server_with_a_clear_error() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// A template with rules on arguments (semantics §16), its regex broken.
+const RULES: &str = r#"{
+  "agentId": "payments",
+  "tools": ["get_contacts", "send_money"],
+  "orchestration": {
+    "approve": [{"name": "large-payment", "tool": "send_money", "when": {"path": "/amount", "range": {"min": 1000}}}],
+    "rules": [{"name": "iban", "tool": "send_money", "require": {"path": "/to", "regex": "^[A-Z]{2"}}],
+    "steps": [
+      {"name": "Pay", "isDefault": true, "rules": [
+        {"name": "known-recipient", "tool": "send_money", "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}}
+      ]}
+    ]
+  }
+}"#;
+
+#[test]
+fn rules_on_arguments_get_diagnostics_at_their_place_and_hovers() {
+    let mut pipe = spawn();
+    let t = &mut pipe;
+    t.send(json!({"id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+    response(t, 1, &mut Vec::new());
+    t.send(json!({"method": "initialized", "params": {}}));
+    let uri = "file:///work/payments/template.json";
+    t.send(
+        json!({"method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "json", "version": 1, "text": RULES}}}),
+    );
+    // E016 exactly on the rule's regex.
+    let diags = diagnostics(t, uri);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["code"], "E016");
+    assert_eq!(
+        diags[0]["range"]["start"],
+        position_of(RULES, "\"^[A-Z]{2\"", 0, false)
+    );
+    assert_eq!(
+        diags[0]["range"]["end"],
+        end_of(RULES, "\"^[A-Z]{2\"", false)
+    );
+
+    let fixed = RULES.replace("{2\"", "{2}\"");
+    t.send(json!({"method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}}));
+    assert_eq!(diagnostics(t, uri), Vec::<Value>::new());
+
+    // The step's hover lists the rules that judge its calls, the orchestration's first.
+    t.send(json!({"id": 2, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri}, "position": position_of(&fixed, "\"Pay\"", 0, false)}}));
+    let hover = response(t, 2, &mut Vec::new());
+    let text = hover["result"]["contents"]["value"]
+        .as_str()
+        .expect("markdown");
+    let rules = text.split("**Rules on arguments**:").nth(1).expect(text);
+    let lines: Vec<&str> = rules.trim().lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "- `large-payment` on `send_money`: asks a human about a call whose arguments satisfy: `/amount` must be a number of at least 1000",
+            "- `iban` on `send_money`: refuses a call unless: `/to` must be a string matching the regex `^[A-Z]{2}`",
+            "- `known-recipient` on `send_money`: refuses a call unless: `/to` must be one of the values earlier results of `get_contacts` held at `/*/iban`",
+        ],
+        "{text}"
+    );
+
+    // A rule's name: what it says and where it applies.
+    t.send(json!({"id": 3, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri}, "position": position_of(&fixed, "known-recipient", 0, false)}}));
+    let hover = response(t, 3, &mut Vec::new());
+    assert_eq!(
+        hover["result"]["contents"]["value"],
+        "**Rule** `known-recipient` on `send_money`: refuses a call unless: `/to` must be one of the values earlier results of `get_contacts` held at `/*/iban` (while step `Pay` is active)"
+    );
+    assert_eq!(
+        hover["result"]["range"]["start"],
+        position_of(&fixed, "\"known-recipient\"", 0, false)
+    );
+    t.send(json!({"id": 4, "method": "shutdown"}));
+    response(t, 4, &mut Vec::new());
+    t.send(json!({"method": "exit"}));
+    let (code, err) = pipe.finish();
+    assert_eq!(code, Some(0), "{err}");
+}
