@@ -13,6 +13,11 @@
 //!   `elicitation/create`), in front of an rmcp tool server that answers what the script
 //!   says, with an rmcp client.
 //!
+//! Templates may carry rules on arguments (semantics §16): a required rule (a range, a
+//! set, or a value an earlier result held) and a conditional approval; the upstream's
+//! results hold values for `inResult` to read, and a broken rule's decision carries the
+//! rule's name and words.
+//!
 //! A decision is what happened to a call — refused (with its kind), asked, or run and
 //! recorded or not — and after every step, the tools a client is shown. A surface that
 //! decides one call otherwise fails the test, with the smallest template and stream
@@ -64,7 +69,7 @@ enum Said {
 #[derive(Clone, Debug)]
 enum Op {
     /// The model calls `tool` with `{"n": arg}`; if it goes upstream, the upstream answers
-    /// `reply`.
+    /// `reply` (a success holds `{"n": [tool, tool + 1 mod 4]}`).
     Call { tool: usize, arg: u8, reply: Reply },
     /// The human answers the latest question (its call retried with the answer).
     Answer { said: Said, reply: Reply },
@@ -75,7 +80,8 @@ enum Op {
 /// What became of one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Decision {
-    /// Refused, with the refusal's kind.
+    /// Refused, with the refusal's kind (for a broken rule, also the rule and the words
+    /// the model reads).
     Refused(String),
     /// Put to a human.
     Asked,
@@ -135,13 +141,22 @@ fn template() -> impl Strategy<Value = Value> {
     ];
     let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
     let step = (allowed, subset(1), subset(2), sequence);
+    // A required rule: on tool `t`, of kind `k` (0: `/n` at most 1; 1: `/n` one of 0, 2;
+    // else: `/n` a value an earlier result of tool `source` held).
+    let rule = prop_oneof![
+        1 => Just(None),
+        3 => (0..4usize, 0..4usize, 0..4usize).prop_map(Some),
+    ];
+    // A conditional approval: calls of the tool with `/n` of at least 2.
+    let conditional = proptest::option::of(0..4usize);
     (
         step.clone(),
         proptest::option::of((0..4usize, step)),
         subset(2),
         proptest::option::of((0..4usize, 1..3u8)),
+        (rule, conditional),
     )
-        .prop_map(|(first, second, gated, property)| {
+        .prop_map(|(first, second, gated, property, (rule, conditional))| {
             let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
                 let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
                 if let Some(sequence) = sequence {
@@ -156,7 +171,22 @@ fn template() -> impl Strategy<Value = Value> {
                 s1["conditions"] = json!([{"type": "tool_used", "value": TOOLS[trigger]}]);
                 steps.push(s1);
             }
-            let mut orchestration = json!({"steps": steps, "approve": gated});
+            let mut approve = json!(gated);
+            if let Some(tool) = conditional {
+                approve.as_array_mut().expect("a list").push(json!({
+                    "name": "large", "tool": TOOLS[tool],
+                    "when": {"path": "/n", "range": {"min": 2}}}));
+            }
+            let mut orchestration = json!({"steps": steps, "approve": approve});
+            if let Some((tool, kind, source)) = rule {
+                let require = match kind {
+                    0 => json!({"path": "/n", "range": {"max": 1}}),
+                    1 => json!({"path": "/n", "oneOf": [0, 2]}),
+                    _ => json!({"path": "/n", "inResult": {"tool": TOOLS[source], "path": "/n/*"}}),
+                };
+                orchestration["rules"] =
+                    json!([{"name": "small", "tool": TOOLS[tool], "require": require}]);
+            }
             if let Some((tool, most)) = property {
                 orchestration["properties"] =
                     json!([{"name": "bounded", "tool": TOOLS[tool], "atMost": most}]);
@@ -181,7 +211,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Said::Dismiss)
     ];
     prop_oneof![
-        5 => (0..4usize, 0..2u8, reply()).prop_map(|(tool, arg, reply)| Op::Call { tool, arg, reply }),
+        5 => (0..4usize, 0..4u8, reply()).prop_map(|(tool, arg, reply)| Op::Call { tool, arg, reply }),
         3 => (said, reply()).prop_map(|(said, reply)| Op::Answer { said, reply }),
         1 => reply().prop_map(|reply| Op::Replay { reply }),
     ]
@@ -191,10 +221,19 @@ fn args(arg: u8) -> Value {
     json!({"n": arg})
 }
 
-/// The upstream's JSON result for `reply`.
-fn result_json(reply: Reply) -> Value {
+/// What a successful call of `tool` returns: `{"n": [tool, tool + 1 mod 4]}`.
+fn values(tool: usize) -> Value {
+    json!({"n": [tool, (tool + 1) % 4]})
+}
+
+/// The upstream's JSON result for `reply` to a call of `tool` (a success holds
+/// [`values`], as structured content and as its text).
+fn result_json(reply: Reply, tool: usize) -> Value {
     match reply {
-        Reply::Ok => json!({"content": [{"type": "text", "text": "done"}]}),
+        Reply::Ok => json!({
+            "content": [{"type": "text", "text": values(tool).to_string()}],
+            "structuredContent": values(tool),
+        }),
         Reply::IsError => json!({"content": [{"type": "text", "text": "failed"}], "isError": true}),
         Reply::InputRequired => {
             json!({"resultType": "input_required", "inputRequests": {}, "requestState": "upstream"})
@@ -241,9 +280,16 @@ impl<'m> Reference<'m> {
             .admit_gated(&mut self.session, TOOLS[tool], &digest, gate)
         {
             Gated::Admitted { .. } => {
-                let recorded = protocol::classify(&result_json(reply)) == ToolResult::Ran;
+                let result = result_json(reply, tool);
+                let recorded = protocol::classify(&result) == ToolResult::Ran;
                 if recorded {
-                    self.policy.record(&mut self.session, TOOLS[tool]);
+                    match protocol::result_values(&result) {
+                        Some(values) => {
+                            self.policy
+                                .record_result(&mut self.session, TOOLS[tool], &values)
+                        }
+                        None => self.policy.record(&mut self.session, TOOLS[tool]),
+                    };
                 }
                 Decision::Ran { recorded }
             }
@@ -258,7 +304,10 @@ impl<'m> Reference<'m> {
                 self.question = Some((asked, q));
                 Decision::Asked
             }
-            Gated::Refused { refusal, .. } => Decision::Refused(refusal.kind.as_str().to_owned()),
+            Gated::Refused { refusal, .. } => Decision::Refused(match &refusal.rule {
+                Some(rule) => format!("{}:{rule}: {}", refusal.kind.as_str(), refusal.reason),
+                None => refusal.kind.as_str().to_owned(),
+            }),
         }
     }
 
@@ -333,8 +382,15 @@ impl PolicySurface<'_> {
             .await;
         match checked {
             Checked::Admitted(token, _) => {
+                let tool = TOOLS
+                    .iter()
+                    .position(|t| params["name"] == *t)
+                    .expect("a template tool");
                 let before = stored(&self.store, "run:r", self.machine).await;
-                let answered = self.gw.respond(token.as_deref(), result_json(reply)).await;
+                let answered = self
+                    .gw
+                    .respond(token.as_deref(), result_json(reply, tool))
+                    .await;
                 match (&answered, reply) {
                     (Answered::Pass, Reply::Ok | Reply::IsError | Reply::InputRequired) => {}
                     (Answered::Rejected(..), Reply::Malformed) => {}
@@ -367,8 +423,7 @@ impl PolicySurface<'_> {
                     });
                     return Decision::Asked;
                 }
-                let kind = data["refusal"]["reason"].as_str().expect("a refusal");
-                Decision::Refused(kind.to_owned())
+                Decision::Refused(refused(&data))
             }
         }
     }
@@ -397,6 +452,19 @@ impl PolicySurface<'_> {
         shown.sort();
         let at = stored(&self.store, "run:r", self.machine).await;
         (decision, shown, at)
+    }
+}
+
+/// A refusal's decision from a gateway's refusal data: its kind, and for a broken rule
+/// the rule and the words the model reads.
+fn refused(data: &Value) -> String {
+    let kind = data["refusal"]["reason"].as_str().unwrap_or("none");
+    match data["refusal"]["rule"].as_str() {
+        Some(rule) => format!(
+            "{kind}:{rule}: {}",
+            data["refusal"]["message"].as_str().unwrap_or_default()
+        ),
+        None => kind.to_owned(),
     }
 }
 
@@ -433,12 +501,13 @@ impl ServerHandler for Upstream {
 
     async fn call_tool(
         &self,
-        _request: CallToolRequestParams,
+        request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let reply = self.replies.lock().expect("lock").pop_front();
+        let tool = TOOLS.iter().position(|t| *t == request.name).unwrap_or(0);
         match reply.unwrap_or(Reply::Ok) {
-            Reply::Ok => Ok(CallToolResult::success(vec![ContentBlock::text("done")]).into()),
+            Reply::Ok => Ok(CallToolResult::structured(values(tool)).into()),
             Reply::IsError => Ok(CallToolResult::error(vec![ContentBlock::text("failed")]).into()),
             Reply::InputRequired => Ok(CallToolResponse::InputRequired(
                 rmcp::model::InputRequiredResult::new(None, Some("upstream".into())),
@@ -577,9 +646,8 @@ impl<'m> McpSurface<'m> {
             }
             Ok(CallToolResponse::Complete(result)) if !went_upstream => {
                 let data = result.structured_content.unwrap_or_default();
-                let kind = data["refusal"]["reason"].as_str().unwrap_or("none");
-                assert_eq!(result.is_error, Some(true), "{kind}");
-                Decision::Refused(kind.to_owned())
+                assert_eq!(result.is_error, Some(true), "{data}");
+                Decision::Refused(refused(&data))
             }
             Ok(CallToolResponse::Complete(_)) => Decision::Ran { recorded },
             Ok(other) => {
@@ -655,6 +723,10 @@ impl<'m> McpSurface<'m> {
     }
 }
 
+/// How many calls the streams had refused for a broken rule (the generator must reach
+/// them).
+static BROKEN_RULES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Runs `ops` through the reference and every surface; the first divergence, if any.
 async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
     let text = template.to_string();
@@ -675,6 +747,9 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
     let mut modern = McpSurface::start(&text, &machine, true).await;
     for (i, op) in ops.iter().enumerate() {
         let expected = reference.apply(op);
+        if matches!(&expected.0, Decision::Refused(kind) if kind.starts_with("broken_rule:")) {
+            BROKEN_RULES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if std::env::var("ORCH_DIFFERENTIAL_TRACE").is_ok() {
             eprintln!("{op:?} -> {:?}", expected.0);
         }
@@ -775,4 +850,72 @@ fn every_surface_decides_every_call_as_the_reference_does() {
         }
         Ok(())
     });
+    assert!(
+        BROKEN_RULES.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no stream broke a rule on arguments"
+    );
+}
+
+/// A fixed stream every surface must decide as the reference does, so that values from
+/// results, broken rules and conditional approvals are covered on every run whatever the
+/// random streams reach: `b` only with a value `a` returned, `c` asked about from 2 up.
+#[test]
+fn rules_on_arguments_are_decided_alike_on_a_fixed_stream() {
+    let template = json!({"agentId": "differential", "tools": TOOLS, "orchestration": {
+        "approve": [{"name": "large", "tool": "c", "when": {"path": "/n", "range": {"min": 2}}}],
+        "rules": [{"name": "small", "tool": "b", "require": {"path": "/n", "inResult": {"tool": "a", "path": "/n/*"}}}],
+        "steps": [{"name": "S0", "isDefault": true}]}});
+    let call = |tool: usize, arg: u8, reply: Reply| Op::Call { tool, arg, reply };
+    let ops = [
+        call(1, 1, Reply::Ok), // refused: `a` has returned nothing yet
+        call(0, 0, Reply::IsError),
+        call(1, 1, Reply::Ok), // refused: a failed result holds no values
+        call(0, 0, Reply::Ok), // `a` returns {"n": [0, 1]}
+        call(1, 1, Reply::Ok), // runs
+        call(1, 3, Reply::Ok), // refused: 3 is not a value `a` returned
+        call(2, 1, Reply::Ok), // runs, ungated
+        call(2, 3, Reply::Ok), // asked
+        Op::Answer {
+            said: Said::Approve,
+            reply: Reply::Ok,
+        },
+        call(2, 3, Reply::Ok), // asked again: an approval is for one call
+    ];
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let outcome = runtime.block_on(run(&template, &ops));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    if let Err(divergence) = outcome {
+        panic!("{divergence}");
+    }
+    // The reference decides as the comments say.
+    let machine = orch_codegen::compile_json(&template.to_string(), None)
+        .to_machine()
+        .expect("compiles");
+    let mut reference = Reference::new(&machine);
+    let decisions: Vec<String> = ops
+        .iter()
+        .map(|op| match reference.apply(op).0 {
+            Decision::Refused(kind) => kind.split(':').next().unwrap_or("").to_owned(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "broken_rule",
+            "Ran { recorded: false }",
+            "broken_rule",
+            "Ran { recorded: true }",
+            "Ran { recorded: true }",
+            "broken_rule",
+            "Ran { recorded: true }",
+            "Asked",
+            "Ran { recorded: true }",
+            "Asked",
+        ]
+    );
 }
