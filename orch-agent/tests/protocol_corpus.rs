@@ -1,7 +1,9 @@
 //! The run protocol's corpus for the bindings: random templates (steps, sequences,
-//! message conditions, gates) and random streams of session events — messages, calls with
-//! results of every kind, questions, answers (replayed and late ones too), approvals,
-//! rejections, resets — each with what the Rust reference (`Policy` over a `DynSession`)
+//! message conditions, gates, rules on arguments: ranges, sets, values from results and
+//! conditional approvals) and random streams of session events — messages, calls with
+//! results of every kind (a success's values recorded with it), questions, answers
+//! (replayed and late ones too), approvals, rejections, resets — each with what the Rust
+//! reference (`Policy` over a `DynSession`)
 //! decides and where the session stands after it. The corpus is written to
 //! `orch-py/tests/fixtures/protocol.json`; the Python package (`test_protocol.py`) and the
 //! npm package (`protocol.test.mjs`, native and WebAssembly) replay it and must decide
@@ -38,13 +40,18 @@ fn template() -> impl Strategy<Value = Value> {
     let subset = |most: usize| proptest::sample::subsequence(TOOLS.to_vec(), 0..=most);
     let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
     let step = (allowed, subset(1), subset(2), sequence);
+    // A required rule on tool `t`: `/n` at most 1, one of 0 and 2, or a value an earlier
+    // result of tool `source` held; and a conditional approval of `/n` from 2 up.
+    let rule = proptest::option::of((0..4usize, 0..4usize, 0..4usize));
+    let conditional = proptest::option::of(0..4usize);
     (
         step.clone(),
         proptest::option::of((0..4usize, step.clone())),
         proptest::option::of(step),
         subset(1),
+        (rule, conditional),
     )
-        .prop_map(|(first, second, third, gated)| {
+        .prop_map(|(first, second, third, gated, (rule, conditional))| {
             let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
                 let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
                 if let Some(sequence) = sequence {
@@ -67,13 +74,32 @@ fn template() -> impl Strategy<Value = Value> {
             let mut s0 = step_json("Start", first);
             s0["isDefault"] = json!(true);
             steps.push(s0);
-            json!({"agentId": "corpus", "tools": TOOLS, "orchestration": {"steps": steps, "approve": gated}})
+            let mut approve = json!(gated);
+            if let Some(tool) = conditional {
+                approve.as_array_mut().expect("a list").push(json!({
+                    "name": "large", "tool": TOOLS[tool],
+                    "when": {"path": "/n", "range": {"min": 2}}}));
+            }
+            let mut orchestration = json!({"steps": steps, "approve": approve});
+            if let Some((tool, kind, source)) = rule {
+                let require = match kind {
+                    0 => json!({"path": "/n", "range": {"max": 1}}),
+                    1 => json!({"path": "/n", "oneOf": [0, 2]}),
+                    _ => json!({"path": "/n", "inResult": {"tool": TOOLS[source], "path": "/v/*"}}),
+                };
+                orchestration["rules"] =
+                    json!([{"name": "small", "tool": TOOLS[tool], "require": require}]);
+            }
+            json!({"agentId": "corpus", "tools": TOOLS, "orchestration": orchestration})
         })
 }
 
 fn op() -> impl Strategy<Value = Value> {
     let result = prop_oneof![
-        5 => Just(json!({"content": [{"type": "text", "text": "done"}]})),
+        3 => Just(json!({"content": [{"type": "text", "text": "done"}]})),
+        2 => (0..4u8, 0..4u8).prop_map(|(x, y)| json!({
+            "content": [{"type": "text", "text": json!({"v": [x, y]}).to_string()}],
+            "structuredContent": {"v": [x, y]}})),
         1 => Just(json!({"content": [], "isError": true})),
         1 => Just(json!({"resultType": "input_required", "inputRequests": {}})),
         1 => Just(json!({"resultType": "task", "task": {"taskId": "t"}})),
@@ -85,14 +111,23 @@ fn op() -> impl Strategy<Value = Value> {
         Just(r#"{"n":1}"#),
         Just(r#"{"n": 12345678901234567890123}"#),
         Just(r#"{"n": 12345678901234567890124}"#),
+        Just(r#"{"n": 0}"#),
+        Just(r#"{"n": 2.0}"#),
+        Just(r#"{"n": 3}"#),
+        Just(r#"{"n": 1, "n": 2}"#),
     ];
     prop_oneof![
         2 => prop_oneof![Just("please refund it"), Just("hello")]
             .prop_map(|text| json!({"op": "message", "text": text})),
         6 => (tool.clone(), args.clone(), result)
             .prop_map(|(tool, args, result)| {
-                let result = orch_runtime::approval::canonical_json(&result.to_string()).expect("json");
-                json!({"op": "call", "tool": tool, "args": args, "result": result})
+                let mut op = json!({"op": "call", "tool": tool, "args": args});
+                // What a host records with a success: the result's values.
+                if let Some(value) = protocol::result_values(&result) {
+                    op["value"] = json!(value);
+                }
+                op["result"] = json!(orch_runtime::approval::canonical_json(&result.to_string()).expect("json"));
+                op
             }),
         2 => (tool.clone(), args.clone()).prop_map(|(tool, args)| json!({"op": "ask", "tool": tool, "args": args})),
         3 => (prop_oneof![Just("latest"), Just("first")], any::<bool>())
@@ -101,6 +136,19 @@ fn op() -> impl Strategy<Value = Value> {
         1 => (tool, args).prop_map(|(tool, args)| json!({"op": "reject", "tool": tool, "args": args})),
         1 => Just(json!({"op": "reset"})),
     ]
+}
+
+/// A refusal's decision: its kind, and for a broken rule the rule and the words the model
+/// reads.
+fn refused(refusal: &orch_agent::Refusal) -> String {
+    match &refusal.rule {
+        Some(rule) => format!(
+            "refused:{}:{rule}: {}",
+            refusal.kind.as_str(),
+            refusal.reason
+        ),
+        None => format!("refused:{}", refusal.kind.as_str()),
+    }
 }
 
 /// The reference, replaying one case.
@@ -123,10 +171,16 @@ impl Reference<'_> {
                 let (tool, args) = (text("tool"), text("args"));
                 let digest = Call::of_text(&tool, &args);
                 match self.policy.admit_call(&mut self.session, &tool, &digest) {
-                    Err(refusal) => json!(format!("refused:{}", refusal.kind.as_str())),
+                    Err(refusal) => json!(refused(&refusal)),
                     Ok(()) => match protocol::result_kind(&text("result")) {
                         "ran" => {
-                            self.policy.record(&mut self.session, &tool);
+                            // The host records a success with its values (`value`).
+                            match op["value"].as_str() {
+                                Some(value) => {
+                                    self.policy.record_result(&mut self.session, &tool, value)
+                                }
+                                None => self.policy.record(&mut self.session, &tool),
+                            };
                             json!("ran")
                         }
                         why => json!(format!("not_run:{why}")),
@@ -200,6 +254,97 @@ impl Reference<'_> {
     }
 }
 
+/// One fixed case of rules on arguments, so that every form is in the corpus whatever the
+/// random cases reach: values from results (none yet, a failed result's, a success's),
+/// arguments that cannot be read, a conditional approval asked and answered, and a
+/// reset forgetting the values.
+fn rules_case() -> Value {
+    let template = json!({"agentId": "corpus", "tools": TOOLS, "orchestration": {
+        "approve": [{"name": "large", "tool": "c", "when": {"path": "/n", "range": {"min": 2}}}],
+        "rules": [{"name": "known", "tool": "b", "require": {"path": "/n", "inResult": {"tool": "a", "path": "/v/*"}}}],
+        "steps": [{"name": "Start", "isDefault": true}]}});
+    let text = orch_runtime::approval::canonical_json(&template.to_string()).expect("json");
+    let machine = orch_codegen::compile_json(&text, None)
+        .to_machine()
+        .expect("the rules case compiles");
+    let success = |v: Value| {
+        let result =
+            json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v});
+        (
+            orch_runtime::approval::canonical_json(&result.to_string()).expect("json"),
+            v.to_string(),
+        )
+    };
+    let (ok, values) = success(json!({"v": [1, 2.50]}));
+    let call = |tool: &str, args: &str| json!({"op": "call", "tool": tool, "args": args, "result": ok, "value": values});
+    let ops = vec![
+        call("b", r#"{"n": 1}"#),
+        json!({"op": "call", "tool": "a", "args": "{}", "result": r#"{"content":[{"text":"{\"v\": [1]}","type":"text"}],"isError":true}"#, "value": r#"{"v": [1]}"#}),
+        call("b", r#"{"n": 1}"#),
+        call("a", "{}"),
+        call("b", r#"{"n": 1.0}"#),
+        call("b", r#"{"n": 2.5}"#),
+        call("b", r#"{"n": 3}"#),
+        call("b", r#"{"n": 1, "n": 1}"#),
+        call("b", "not json"),
+        call("c", r#"{"n": 1}"#),
+        call("c", r#"{"n": 2}"#),
+        json!({"op": "ask", "tool": "c", "args": r#"{"n": 2}"#}),
+        json!({"op": "answer", "which": "latest", "approved": true}),
+        call("c", r#"{"n": 2}"#),
+        call("c", r#"{"n": 2}"#),
+        json!({"op": "reset"}),
+        call("b", r#"{"n": 1}"#),
+    ];
+    let policy = Policy::new(TOOLS);
+    let mut session = DynSession::new(&machine);
+    policy.prepare(&mut session);
+    let mut reference = Reference {
+        policy,
+        session,
+        questions: Vec::new(),
+    };
+    let steps: Vec<Value> = ops
+        .iter()
+        .map(|op| {
+            let mut step = op.clone();
+            step["expect"] = reference.apply(op);
+            step
+        })
+        .collect();
+    let decisions: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let d = s["expect"]["decision"].as_str().unwrap_or_default();
+            d.split(": ").next().unwrap_or(d).to_owned()
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "refused:broken_rule:known",
+            "not_run:error",
+            "refused:broken_rule:known",
+            "ran",
+            "ran",
+            "ran",
+            "refused:broken_rule:known",
+            "refused:broken_rule:known",
+            "refused:broken_rule:known",
+            "ran",
+            "refused:needs_approval",
+            "asked",
+            "applied",
+            "ran",
+            "refused:needs_approval",
+            "ok",
+            "refused:broken_rule:known",
+        ],
+        "the rules case decides as written"
+    );
+    json!({"template": text, "steps": steps})
+}
+
 fn corpus() -> Value {
     let mut runner = TestRunner::deterministic();
     let mut cases = Vec::new();
@@ -239,6 +384,7 @@ fn corpus() -> Value {
             .collect();
         cases.push(json!({"template": text, "steps": steps}));
     }
+    cases.push(rules_case());
     json!({
         "about": "Written by orch-agent/tests/protocol_corpus.rs (ORCH_BLESS=1): what the Rust reference decides; the bindings' tests replay it.",
         "tools": TOOLS,
@@ -271,6 +417,7 @@ fn the_bindings_corpus_is_what_the_reference_decides() {
         "\"refused:needs_approval\"",
         "\"refused:rejected\"",
         "\"refused:out_of_sequence\"",
+        "\"refused:broken_rule:small: ",
         "\"applied\"",
         "\"stale\"",
     ] {

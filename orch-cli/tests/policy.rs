@@ -87,6 +87,64 @@ async fn it_says_where_it_listens_and_enforces_the_template() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// A payments workflow with rules on arguments (semantics §16).
+const PAYMENTS: &str = r#"{
+  "agentId": "payments",
+  "tools": ["get_contacts", "send_money"],
+  "orchestration": {
+    "approve": [{"name": "large-payment", "tool": "send_money", "when": {"path": "/amount", "range": {"min": 1000}}}],
+    "rules": [
+      {"name": "known-recipient", "tool": "send_money", "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/contacts/*/iban"}}},
+      {"name": "limit", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 0.01, "max": 5000}}}
+    ],
+    "steps": [{"name": "Assist", "isDefault": true}]
+  }
+}"#;
+
+#[tokio::test]
+async fn the_process_judges_arguments_with_values_from_earlier_results() {
+    let dir = temp_dir("policy-rules");
+    let file = template(&dir, "payments.json", PAYMENTS);
+    let (_process, url) = policy(&file, &[]);
+    let mut gw = Gateway::connect(&url, "ana").await;
+    let pay = |to: &str, amount: f64| json!({"to": to, "amount": amount});
+    // No contacts looked up yet: no recipient is known.
+    let refused = gw.call("send_money", pay("DE02", 25.0)).await;
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let data = refused.data();
+    assert_eq!(data["refusal"]["reason"], "broken_rule", "{data}");
+    assert_eq!(data["refusal"]["rule"], "known-recipient", "{data}");
+    // The contacts' result (structured content) is remembered for the run.
+    let token = gw.call("get_contacts", json!({})).await.token();
+    let contacts = json!({"contacts": [{"name": "Landlord", "iban": "DE02"}]});
+    let result = json!({"content": [{"type": "text", "text": contacts.to_string()}], "structuredContent": contacts});
+    assert_eq!(gw.respond(token.as_deref(), result).await, Answered::Pass);
+    let token = gw.call("send_money", pay("DE02", 25.0)).await.token();
+    assert_eq!(
+        gw.respond(token.as_deref(), ext::ok_result()).await,
+        Answered::Pass
+    );
+    // An injected recipient is refused with the rule, the value and why.
+    let injected = gw.call("send_money", pay("GB33ATTACKER", 25.0)).await;
+    let data = injected.data();
+    assert_eq!(data["refusal"]["rule"], "known-recipient", "{data}");
+    let message = data["refusal"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(r#"`/to` is "GB33ATTACKER": it must be one of the values earlier results of `get_contacts` held at `/contacts/*/iban`"#),
+        "{message}"
+    );
+    // Over the limit: refused, even to a known recipient.
+    let data = gw.call("send_money", pay("DE02", 9000.0)).await.data();
+    assert_eq!(data["refusal"]["rule"], "limit", "{data}");
+    // A large payment is put to a human; a small one is not.
+    let asked = gw.call("send_money", pay("DE02", 1200.0)).await.data();
+    assert!(asked["approval"]["requestState"].is_string(), "{asked}");
+    // Another run knows no contacts.
+    let mut other = Gateway::connect(&url, "bob").await;
+    let data = other.call("send_money", pay("DE02", 25.0)).await.data();
+    assert_eq!(data["refusal"]["rule"], "known-recipient", "{data}");
+}
+
 #[test]
 fn templates_it_cannot_enforce_and_exposed_addresses_are_refused() {
     let dir = temp_dir("policy-refused");

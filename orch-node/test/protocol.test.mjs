@@ -27,10 +27,12 @@ function replay(c) {
         const refusal = session.admit(step.tool, step.args)
         if (refusal) {
           decision = `refused:${refusal.kind}`
+          if (refusal.rule != null) decision += `:${refusal.rule}: ${refusal.message}`
         } else {
           const kind = orch.resultKind(step.result)
           if (kind === 'ran') {
-            session.record(step.tool)
+            // A success is recorded with its values, for rules that read them.
+            session.record(step.tool, step.value)
             decision = 'ran'
           } else {
             decision = `not_run:${kind}`

@@ -1,11 +1,13 @@
 """The run protocol, the same in Python as in Rust: the corpus that
-``orch-agent/tests/protocol_corpus.rs`` writes (random templates and streams of messages,
-calls with results of every kind, questions, answers — replayed and late ones too —,
+``orch-agent/tests/protocol_corpus.rs`` writes (random templates, with rules on arguments
+among them, and streams of messages, calls with results of every kind — a success
+recorded with its values —, questions, answers — replayed and late ones too —,
 approvals, rejections and resets, each with what the Rust reference decided and where the
 session stood after it) is replayed through the installed package, which must decide
-every step alike: the refusal's kind, whether the result counts as run
-(``orch.result_kind``), whether an answer applies, the allowed tools, the forced tool
-(``Session.forced_tool``), the step, the sequence index and the verdict held.
+every step alike: the refusal's kind (for a broken rule, the rule and its words), whether
+the result counts as run (``orch.result_kind``), whether an answer applies, the allowed
+tools, the forced tool (``Session.forced_tool``), the step, the sequence index and the
+verdict held.
 """
 
 import json
@@ -29,10 +31,13 @@ def replay(case):
             refusal = session.admit(step["tool"], step["args"])
             if refusal is not None:
                 decision = f"refused:{refusal.kind}"
+                if refusal.rule is not None:
+                    decision += f":{refusal.rule}: {refusal.message}"
             else:
                 kind = orch.result_kind(step["result"])
                 if kind == "ran":
-                    session.record(step["tool"])
+                    # A success is recorded with its values, for rules that read them.
+                    session.record(step["tool"], step.get("value"))
                     decision = "ran"
                 else:
                     decision = f"not_run:{kind}"
