@@ -2,7 +2,8 @@
 //! arguments (174 bytes of JSON) with no rules, with 20 rules on other tools (the path
 //! that reads nothing), with 1 rule (a regex on the recipient) and with 20 rules on the
 //! tool (every kind of test, `all`/`any`/`not`, an `each` over an array, a URL's host),
-//! and the same 20 rules on 16 KiB of arguments. Run: `cargo bench --bench arguments`;
+//! the same 20 rules on 16 KiB of arguments, and 1 rule on arguments of 64,000 values
+//! (near the reader's bound: the most work one call can ask for). Run: `cargo bench --bench arguments`;
 //! the figures are in docs/performance.md.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -60,18 +61,26 @@ fn machine(rules: Vec<Value>) -> DynMachine {
         .expect("the bench's template compiles")
 }
 
-/// [`ARGS`] with a memo of `bytes` bytes.
+/// [`ARGS`] with a note of `bytes` bytes.
 fn large_args(bytes: usize) -> String {
     ARGS.replace(
-        "Rent for November",
-        &format!("Rent for November {}", "x".repeat(bytes)),
+        "\"memo\"",
+        &format!("\"note\": \"{}\", \"memo\"", "x".repeat(bytes)),
     )
+}
+
+/// [`ARGS`] with an array of `objects` small objects (two values each): near the reader's
+/// bound of 65,536 values, the most work one call can ask for.
+fn many_values(objects: usize) -> String {
+    let items = vec![r#"{"a": 1}"#; objects].join(", ");
+    ARGS.replace("\"memo\"", &format!("\"items\": [{items}], \"memo\""))
 }
 
 fn per_call(c: &mut Criterion) {
     let mut g = c.benchmark_group("check_call");
     let large = large_args(16 * 1024);
-    let cases: [(&str, Vec<Value>, &str); 5] = [
+    let many = many_values(32_000);
+    let cases: [(&str, Vec<Value>, &str); 6] = [
         ("no_rules", Vec::new(), ARGS),
         (
             "20_rules_on_another_tool",
@@ -85,6 +94,7 @@ fn per_call(c: &mut Criterion) {
             twenty_rules("send_money"),
             &large,
         ),
+        ("1_rule_64000_values", one_rule(), &many),
     ];
     for (name, rules, args) in cases {
         let m = machine(rules);

@@ -159,6 +159,69 @@ fn call(addr: &str, token: &str, id: i64, arguments: Value, retry: Option<(&str,
     reply.response(id).expect("a response")
 }
 
+/// Rules on arguments (semantics §16) through the `orch mcp` process, in front of the
+/// official Python SDK's server: a payment over the limit is refused with the rule's name
+/// and words and never reaches the upstream; a small one runs without a question; a
+/// large one runs once, after a human approved that exact call.
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn rules_on_arguments_refuse_and_gate_calls_by_what_they_carry() {
+    let python = python();
+    let dir = temp_dir("approvals-rules");
+    let log = dir.join("executed.log");
+    let upstream = support::shop_upstream(&python, &log);
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let gw = Gateway::http(
+        &here("rules_shop.json"),
+        &[],
+        &[("ORCH_MCP_TOKEN", OPERATOR)],
+        &upstream,
+    );
+    let addr = gw.addr.as_str();
+    let token = run_token(addr, Some(OPERATOR));
+
+    let small = call(addr, &token, 1, json!({"run": "rules", "amount": 5}), None);
+    assert_eq!(small["result"]["isError"], false, "{small}");
+    assert_eq!(paid(&log, "rules"), [5]);
+
+    let over = call(
+        addr,
+        &token,
+        2,
+        json!({"run": "rules", "amount": 5000}),
+        None,
+    );
+    let facts = &over["result"]["_meta"]["orch/refusal"];
+    assert_eq!(over["result"]["isError"], true, "{over}");
+    assert_eq!(facts["reason"], "broken_rule", "{over}");
+    assert_eq!(facts["rule"], "limit", "{over}");
+    let words = over["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        words.contains("it breaks rule `limit` in step `Shop`: `/amount` is 5000: it must be a number from 1 to 1000"),
+        "{words}"
+    );
+    assert_eq!(paid(&log, "rules"), [5], "a broken rule runs nothing");
+
+    let large = json!({"run": "rules", "amount": 500});
+    let asked = call(addr, &token, 3, large.clone(), None);
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned();
+    assert_eq!(paid(&log, "rules"), [5], "nothing runs before the answer");
+    let approve = json!({"orch_approval": {"action": "accept", "content": {"approve": true}}});
+    let done = call(addr, &token, 4, large.clone(), Some((&state, approve)));
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(paid(&log, "rules"), [5, 500]);
+    // The approval was for that call: the same payment again is asked about again.
+    let again = call(addr, &token, 5, large, None);
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    assert_eq!(paid(&log, "rules"), [5, 500]);
+}
+
 #[test]
 #[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
 fn request_state_cannot_be_replayed_forged_or_moved_to_another_call() {

@@ -88,9 +88,11 @@ impl<'a> Doc<'a> {
             return Err(Unreadable::TooLarge);
         }
         let mut r = Reader {
+            text,
             b: text.as_bytes(),
             at: 0,
-            nodes: Vec::new(),
+            // About one value per 8 bytes of typical arguments: one allocation, usually.
+            nodes: Vec::with_capacity((text.len() / 8).clamp(8, 4096)),
         };
         r.ws();
         r.value(0, None)?;
@@ -281,6 +283,7 @@ fn decode(raw: &str, escaped: bool) -> Cow<'_, str> {
 }
 
 struct Reader<'b> {
+    text: &'b str,
     b: &'b [u8],
     at: usize,
     nodes: Vec<Node>,
@@ -438,22 +441,41 @@ impl Reader<'_> {
     }
 
     fn no_duplicate_keys(&self, object: usize) -> Result<(), Unreadable> {
-        let text = core::str::from_utf8(self.b).map_err(|_| self.err())?;
+        // The text as read (not validated again: once per object would make a document
+        // of many objects quadratic).
         let doc = Doc {
-            text,
+            text: self.text,
             nodes: Vec::new(),
         };
-        let mut keys: Vec<(Cow<'_, str>, u32)> = Vec::new();
-        let mut c = object + 1;
         let end = self.nodes[object].next as usize;
-        while c < end {
-            let n = &self.nodes[c];
-            if let Some((s, e, escaped)) = n.key {
-                let raw = doc.text.get(s as usize..e as usize).unwrap_or("");
-                keys.push((decode(raw, escaped), s));
+        let members = || {
+            let mut c = object + 1;
+            core::iter::from_fn(move || {
+                (c < end).then(|| {
+                    let n = &self.nodes[c];
+                    c = n.next as usize;
+                    n.key
+                })
+            })
+            .flatten()
+        };
+        // A small object without escaped keys (the usual case): compared pairwise, its
+        // keys' raw texts, without allocating.
+        if members().count() <= 16 && members().all(|(_, _, escaped)| !escaped) {
+            let raw = |(s, e, _): (u32, u32, bool)| doc.text.get(s as usize..e as usize);
+            for (i, a) in members().enumerate() {
+                if let Some(b) = members().skip(i + 1).find(|&b| raw(a) == raw(b)) {
+                    return Err(Unreadable::DuplicateKey(a.0.max(b.0)));
+                }
             }
-            c = n.next as usize;
+            return Ok(());
         }
+        let mut keys: Vec<(Cow<'_, str>, u32)> = members()
+            .map(|(s, e, escaped)| {
+                let raw = doc.text.get(s as usize..e as usize).unwrap_or("");
+                (decode(raw, escaped), s)
+            })
+            .collect();
         keys.sort();
         match keys.windows(2).find(|w| w[0].0 == w[1].0) {
             Some(w) => Err(Unreadable::DuplicateKey(w[0].1.max(w[1].1))),
@@ -466,6 +488,12 @@ impl Reader<'_> {
         self.at += 1;
         let mut escaped = false;
         loop {
+            // Plain characters in one tight scan, to the next quote, escape or control.
+            let rest = self.b.get(self.at..).unwrap_or_default();
+            self.at += rest
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                .unwrap_or(rest.len());
             let Some(&c) = self.b.get(self.at) else {
                 return Err(self.err());
             };
@@ -603,6 +631,23 @@ mod tests {
             Doc::parse(r#"{"a": 1, "\u0061": 2}"#).unwrap_err(),
             Unreadable::DuplicateKey(9)
         );
+        // Small objects of plain keys are compared pairwise, larger ones sorted: both
+        // find the later copy, and neither takes a key for its prefix.
+        assert_eq!(
+            Doc::parse(r#"{"a": 1, "ab": 2, "b": {"a": 0}, "a": 3}"#).unwrap_err(),
+            Unreadable::DuplicateKey(33)
+        );
+        let keys = |n: usize, last: &str| {
+            let members: Vec<String> = (0..n).map(|i| format!("\"k{i}\": {i}")).collect();
+            format!("{{{}, \"{last}\": 0}}", members.join(", "))
+        };
+        for n in [3, 15, 16, 40] {
+            assert!(Doc::parse(&keys(n, "k")).is_ok(), "{n}");
+            assert!(
+                matches!(Doc::parse(&keys(n, "k1")), Err(Unreadable::DuplicateKey(_))),
+                "{n}"
+            );
+        }
         let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
         assert_eq!(Doc::parse(&deep).unwrap_err(), Unreadable::TooDeep);
         let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
