@@ -182,3 +182,49 @@ test('what a lost result means is the template\'s', () => {
   assert.equal(machine.lostRule('log_foreign'), 'ran')
   assert.equal(orch.compile('{"name": "m", "tools": ["a"], "steps": []}').lostRule('a'), 'hold')
 })
+
+const PAYMENTS = `{
+  "agentId": "payments",
+  "tools": ["get_contacts", "send_money"],
+  "orchestration": {
+    "approve": [{"name": "large-payment", "tool": "send_money",
+                 "when": {"path": "/amount", "range": {"min": 1000}}}],
+    "rules": [{"name": "known-recipient", "tool": "send_money",
+               "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}}],
+    "steps": [{"name": "Assist", "isDefault": true}]
+  }
+}`
+
+test('rules on arguments refuse, gate and remember results across snapshots', () => {
+  const machine = orch.compile(PAYMENTS)
+  const session = machine.session()
+  const pay = '{"to": "DE02", "amount": 25}'
+  const refusal = session.admit('send_money', pay)
+  assert.equal(refusal.kind, 'broken_rule')
+  assert.equal(refusal.rule, 'known-recipient')
+  assert.ok(
+    refusal.message.includes('`/to` is "DE02": it must be one of the values earlier results of `get_contacts` held at `/*/iban`'),
+    refusal.message,
+  )
+  // A check of the tool alone does not read arguments.
+  assert.equal(session.check('send_money'), null)
+  assert.equal(session.admit('get_contacts'), null)
+  session.record('get_contacts', '[{"name": "Landlord", "iban": "DE02"}]')
+  // The values are remembered in the snapshot, and restored with it.
+  const restored = machine.restore(session.snapshot())
+  assert.equal(restored.admit('send_money', pay), null)
+  assert.equal(restored.admit('send_money', '{"to": "GB33", "amount": 25}').rule, 'known-recipient')
+  // A large payment to a known recipient waits for a human; it is not a broken rule.
+  const large = restored.checkCall('send_money', '{"to": "DE02", "amount": 1200}')
+  assert.equal(large.kind, 'needs_approval')
+  assert.equal(large.rule ?? null, null)
+  // A reset forgets the values.
+  restored.reset()
+  assert.equal(restored.admit('send_money', pay).kind, 'broken_rule')
+  // Rules are compile errors at their place, like the rest of a template.
+  const broken = PAYMENTS.replace('"range": {"min": 1000}', '"range": {"min": 1000, "max": 10}')
+  assert.throws(
+    () => orch.compile(broken),
+    (e) => e.name === 'TemplateError' && e.diagnostics.length === 1 && e.diagnostics[0].code === 'E026' && e.diagnostics[0].line === 6,
+  )
+})

@@ -280,3 +280,49 @@ def test_what_a_lost_result_means_is_the_templates():
     assert machine.lost_rule("log_event") == "ran"
     assert machine.lost_rule("log_foreign") == "ran"
     assert orch.compile('{"name": "m", "tools": ["a"], "steps": []}').lost_rule("a") == "hold"
+
+
+PAYMENTS = """{
+  "agentId": "payments",
+  "tools": ["get_contacts", "send_money"],
+  "orchestration": {
+    "approve": [{"name": "large-payment", "tool": "send_money",
+                 "when": {"path": "/amount", "range": {"min": 1000}}}],
+    "rules": [{"name": "known-recipient", "tool": "send_money",
+               "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}}],
+    "steps": [{"name": "Assist", "isDefault": true}]
+  }
+}"""
+
+
+def test_rules_on_arguments_refuse_gate_and_remember_results_across_snapshots():
+    machine = orch.compile(PAYMENTS)
+    session = machine.session()
+    pay = '{"to": "DE02", "amount": 25}'
+    refusal = session.admit("send_money", pay)
+    assert refusal.kind == "broken_rule"
+    assert refusal.rule == "known-recipient"
+    assert (
+        '`/to` is "DE02": it must be one of the values earlier results of `get_contacts` held at `/*/iban`'
+        in refusal.message
+    )
+    # A check of the tool alone does not read arguments.
+    assert session.check("send_money") is None
+    assert session.admit("get_contacts") is None
+    session.record("get_contacts", '[{"name": "Landlord", "iban": "DE02"}]')
+    # The values are remembered in the snapshot, and restored with it.
+    restored = machine.restore(session.snapshot())
+    assert restored.admit("send_money", pay) is None
+    assert restored.admit("send_money", '{"to": "GB33", "amount": 25}').rule == "known-recipient"
+    # A large payment to a known recipient waits for a human; it is not a broken rule.
+    large = restored.check_call("send_money", '{"to": "DE02", "amount": 1200}')
+    assert large.kind == "needs_approval" and large.rule is None
+    # A reset forgets the values.
+    restored.reset()
+    assert restored.admit("send_money", pay).kind == "broken_rule"
+    # Rules are compile errors at their place, like the rest of a template.
+    broken = PAYMENTS.replace('"range": {"min": 1000}', '"range": {"min": 1000, "max": 10}')
+    with pytest.raises(orch.TemplateError) as raised:
+        orch.compile(broken)
+    [d] = raised.value.diagnostics
+    assert (d.code, d.line) == ("E026", 6)
