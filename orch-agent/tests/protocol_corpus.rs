@@ -15,6 +15,7 @@ use orch_agent::protocol;
 use orch_agent::Policy;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
+use orch_test_support::events::ArgumentRules;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -40,18 +41,14 @@ fn template() -> impl Strategy<Value = Value> {
     let subset = |most: usize| proptest::sample::subsequence(TOOLS.to_vec(), 0..=most);
     let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
     let step = (allowed, subset(1), subset(2), sequence);
-    // A required rule on tool `t`: `/n` at most 1, one of 0 and 2, or a value an earlier
-    // result of tool `source` held; and a conditional approval of `/n` from 2 up.
-    let rule = proptest::option::of((0..4usize, 0..4usize, 0..4usize));
-    let conditional = proptest::option::of(0..4usize);
     (
         step.clone(),
         proptest::option::of((0..4usize, step.clone())),
         proptest::option::of(step),
         subset(1),
-        (rule, conditional),
+        ArgumentRules::strategy(0.5),
     )
-        .prop_map(|(first, second, third, gated, (rule, conditional))| {
+        .prop_map(|(first, second, third, gated, rules)| {
             let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
                 let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
                 if let Some(sequence) = sequence {
@@ -74,22 +71,8 @@ fn template() -> impl Strategy<Value = Value> {
             let mut s0 = step_json("Start", first);
             s0["isDefault"] = json!(true);
             steps.push(s0);
-            let mut approve = json!(gated);
-            if let Some(tool) = conditional {
-                approve.as_array_mut().expect("a list").push(json!({
-                    "name": "large", "tool": TOOLS[tool],
-                    "when": {"path": "/n", "range": {"min": 2}}}));
-            }
-            let mut orchestration = json!({"steps": steps, "approve": approve});
-            if let Some((tool, kind, source)) = rule {
-                let require = match kind {
-                    0 => json!({"path": "/n", "range": {"max": 1}}),
-                    1 => json!({"path": "/n", "oneOf": [0, 2]}),
-                    _ => json!({"path": "/n", "inResult": {"tool": TOOLS[source], "path": "/v/*"}}),
-                };
-                orchestration["rules"] =
-                    json!([{"name": "small", "tool": TOOLS[tool], "require": require}]);
-            }
+            let mut orchestration = json!({"steps": steps, "approve": gated});
+            rules.apply(&mut orchestration, &TOOLS, "/v/*");
             json!({"agentId": "corpus", "tools": TOOLS, "orchestration": orchestration})
         })
 }

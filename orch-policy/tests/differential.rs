@@ -31,6 +31,7 @@ use orch_policy::Options;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Call;
 use orch_store::SessionStore;
+use orch_test_support::events::ArgumentRules;
 use orch_test_support::ext_mcp::{self as support, Answered, Checked, Shared};
 use proptest::prelude::*;
 use rmcp::model::{
@@ -141,22 +142,14 @@ fn template() -> impl Strategy<Value = Value> {
     ];
     let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
     let step = (allowed, subset(1), subset(2), sequence);
-    // A required rule: on tool `t`, of kind `k` (0: `/n` at most 1; 1: `/n` one of 0, 2;
-    // else: `/n` a value an earlier result of tool `source` held).
-    let rule = prop_oneof![
-        1 => Just(None),
-        3 => (0..4usize, 0..4usize, 0..4usize).prop_map(Some),
-    ];
-    // A conditional approval: calls of the tool with `/n` of at least 2.
-    let conditional = proptest::option::of(0..4usize);
     (
         step.clone(),
         proptest::option::of((0..4usize, step)),
         subset(2),
         proptest::option::of((0..4usize, 1..3u8)),
-        (rule, conditional),
+        ArgumentRules::strategy(0.75),
     )
-        .prop_map(|(first, second, gated, property, (rule, conditional))| {
+        .prop_map(|(first, second, gated, property, rules)| {
             let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
                 let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
                 if let Some(sequence) = sequence {
@@ -171,22 +164,8 @@ fn template() -> impl Strategy<Value = Value> {
                 s1["conditions"] = json!([{"type": "tool_used", "value": TOOLS[trigger]}]);
                 steps.push(s1);
             }
-            let mut approve = json!(gated);
-            if let Some(tool) = conditional {
-                approve.as_array_mut().expect("a list").push(json!({
-                    "name": "large", "tool": TOOLS[tool],
-                    "when": {"path": "/n", "range": {"min": 2}}}));
-            }
-            let mut orchestration = json!({"steps": steps, "approve": approve});
-            if let Some((tool, kind, source)) = rule {
-                let require = match kind {
-                    0 => json!({"path": "/n", "range": {"max": 1}}),
-                    1 => json!({"path": "/n", "oneOf": [0, 2]}),
-                    _ => json!({"path": "/n", "inResult": {"tool": TOOLS[source], "path": "/n/*"}}),
-                };
-                orchestration["rules"] =
-                    json!([{"name": "small", "tool": TOOLS[tool], "require": require}]);
-            }
+            let mut orchestration = json!({"steps": steps, "approve": gated});
+            rules.apply(&mut orchestration, &TOOLS, "/n/*");
             if let Some((tool, most)) = property {
                 orchestration["properties"] =
                     json!([{"name": "bounded", "tool": TOOLS[tool], "atMost": most}]);

@@ -245,3 +245,50 @@ pub fn template_json(n_tools: usize, specs: &[StepSpec]) -> String {
     }
     json!({"agentId": "random", "tools": tools, "orchestration": {"steps": steps}}).to_string()
 }
+
+/// Rules on arguments (semantics §16) for the run protocol's generated templates, whose
+/// calls carry `{"n": ..}`: what a stream's template may say about its calls' arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgumentRules {
+    /// A required rule named `small`: on tool `.0`, of kind `.1` — 0: `/n` at most 1;
+    /// 1: `/n` one of 0 and 2; else `/n` a value an earlier result of tool `.2` held.
+    pub rule: Option<(usize, usize, usize)>,
+    /// A conditional approval named `large`: calls of this tool whose `/n` is 2 or more.
+    pub conditional: Option<usize>,
+}
+
+impl ArgumentRules {
+    /// Random rules: a required rule with probability `rule`, a conditional approval
+    /// with probability one half.
+    pub fn strategy(rule: f64) -> impl Strategy<Value = ArgumentRules> {
+        (
+            proptest::option::weighted(rule, (0..4usize, 0..4usize, 0..4usize)),
+            proptest::option::of(0..4usize),
+        )
+            .prop_map(|(rule, conditional)| ArgumentRules { rule, conditional })
+    }
+
+    /// Writes them into a template's `orchestration` (whose `approve` is a list):
+    /// `tools` names the tools by index, `results` is where in a tool's result values
+    /// an `inResult` rule looks.
+    pub fn apply(&self, orchestration: &mut serde_json::Value, tools: &[&str], results: &str) {
+        use serde_json::json;
+        if let Some(tool) = self.conditional {
+            let approve = json!({"name": "large", "tool": tools[tool],
+                "when": {"path": "/n", "range": {"min": 2}}});
+            match orchestration["approve"].as_array_mut() {
+                Some(list) => list.push(approve),
+                None => orchestration["approve"] = json!([approve]),
+            }
+        }
+        if let Some((tool, kind, source)) = self.rule {
+            let require = match kind {
+                0 => json!({"path": "/n", "range": {"max": 1}}),
+                1 => json!({"path": "/n", "oneOf": [0, 2]}),
+                _ => json!({"path": "/n", "inResult": {"tool": tools[source], "path": results}}),
+            };
+            orchestration["rules"] =
+                json!([{"name": "small", "tool": tools[tool], "require": require}]);
+        }
+    }
+}
