@@ -451,7 +451,15 @@ impl Session {
             Some(result) => self.hosted.record_result(tool, result),
             None => self.hosted.record(tool),
         };
-        PyString::intern(py, outcome)
+        // The outcome's word as a Python string made once per process, not per call.
+        match outcome {
+            "advanced" => pyo3::intern!(py, "advanced").clone(),
+            "completed" => pyo3::intern!(py, "completed").clone(),
+            "free" => pyo3::intern!(py, "free").clone(),
+            "out_of_sequence" => pyo3::intern!(py, "out_of_sequence").clone(),
+            "not_allowed" => pyo3::intern!(py, "not_allowed").clone(),
+            other => PyString::intern(py, other),
+        }
     }
 
     /// A user message: message conditions and sequence resets are evaluated.

@@ -246,7 +246,9 @@ macro_rules! compiled_form {
         }
 
         impl $O {
-            /// Borrows the owned form as the form the engine reads.
+            /// Borrows the owned form as the form the engine reads (inlined: a caller
+            /// that reads a few fields borrows only those).
+            #[inline]
             pub fn view(&self) -> compiled_form!(@view_type $B $S) {
                 $B {
                     $( $f: compiled_form!(@view self.$f, $kind), )*
