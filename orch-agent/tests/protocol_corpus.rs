@@ -237,6 +237,26 @@ impl Reference<'_> {
     }
 }
 
+/// `ops` replayed through the reference on a fresh session of `machine`: each op with
+/// what the reference decided and where the session stood after it (`expect`).
+fn expected(machine: &DynMachine, ops: &[Value]) -> Vec<Value> {
+    let policy = Policy::new(TOOLS);
+    let mut session = DynSession::new(machine);
+    policy.prepare(&mut session);
+    let mut reference = Reference {
+        policy,
+        session,
+        questions: Vec::new(),
+    };
+    ops.iter()
+        .map(|op| {
+            let mut step = op.clone();
+            step["expect"] = reference.apply(op);
+            step
+        })
+        .collect()
+}
+
 /// One fixed case of rules on arguments, so that every form is in the corpus whatever the
 /// random cases reach: values from results (none yet, a failed result's, a success's),
 /// arguments that cannot be read, a conditional approval asked and answered, and a
@@ -279,22 +299,7 @@ fn rules_case() -> Value {
         json!({"op": "reset"}),
         call("b", r#"{"n": 1}"#),
     ];
-    let policy = Policy::new(TOOLS);
-    let mut session = DynSession::new(&machine);
-    policy.prepare(&mut session);
-    let mut reference = Reference {
-        policy,
-        session,
-        questions: Vec::new(),
-    };
-    let steps: Vec<Value> = ops
-        .iter()
-        .map(|op| {
-            let mut step = op.clone();
-            step["expect"] = reference.apply(op);
-            step
-        })
-        .collect();
+    let steps = expected(&machine, &ops);
     let decisions: Vec<String> = steps
         .iter()
         .map(|s| {
@@ -349,22 +354,7 @@ fn corpus() -> Value {
             .new_tree(&mut runner)
             .expect("a stream")
             .current();
-        let policy = Policy::new(TOOLS);
-        let mut session = DynSession::new(&machine);
-        policy.prepare(&mut session);
-        let mut reference = Reference {
-            policy,
-            session,
-            questions: Vec::new(),
-        };
-        let steps: Vec<Value> = ops
-            .iter()
-            .map(|op| {
-                let mut step = op.clone();
-                step["expect"] = reference.apply(op);
-                step
-            })
-            .collect();
+        let steps = expected(&machine, &ops);
         cases.push(json!({"template": text, "steps": steps}));
     }
     cases.push(rules_case());

@@ -748,6 +748,18 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
     handshake_stream(&text, &machine, ops).await
 }
 
+/// [`run`] on a runtime of its own (each case's gateways and tasks end with it).
+fn run_blocking(template: &Value, ops: &[Op]) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let outcome = runtime.block_on(run(template, ops));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    outcome
+}
+
 /// The handshake family: `orch mcp` asks in-band, so a question and its answer are one
 /// call. The stream is replayed as such: each call the reference asks about is answered
 /// by the next `Answer` of the stream (or dismissed when there is none before the next
@@ -817,14 +829,7 @@ fn every_surface_decides_every_call_as_the_reference_does() {
     orch_test_support::events::check(cases, strategy, |(template, ops)| {
         let compiled = orch_codegen::compile_json(&template.to_string(), None);
         prop_assume!(compiled.to_machine().is_some());
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let outcome = runtime.block_on(run(&template, &ops));
-        runtime.shutdown_timeout(Duration::from_secs(1));
-        if let Err(divergence) = outcome {
+        if let Err(divergence) = run_blocking(&template, &ops) {
             prop_assert!(false, "{divergence}\ntemplate: {template}");
         }
         Ok(())
@@ -860,14 +865,7 @@ fn rules_on_arguments_are_decided_alike_on_a_fixed_stream() {
         },
         call(2, 3, Reply::Ok), // asked again: an approval is for one call
     ];
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let outcome = runtime.block_on(run(&template, &ops));
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    if let Err(divergence) = outcome {
+    if let Err(divergence) = run_blocking(&template, &ops) {
         panic!("{divergence}");
     }
     // The reference decides as the comments say.

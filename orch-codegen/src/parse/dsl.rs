@@ -32,6 +32,7 @@
 //! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
 //! ```
 
+use super::ticked;
 use crate::check::suggest::Suggester;
 use crate::model::{
     ArgRule, ArgRuleKind, ArgTest, Condition, ConditionType, Predicate, PredicateNode, Property,
@@ -95,15 +96,7 @@ impl Lowering {
     fn names(&mut self, input: ParseStream) -> syn::Result<Vec<Spanned<String>>> {
         let content;
         bracketed!(content in input);
-        let mut out = Vec::new();
-        while !content.is_empty() {
-            out.push(self.name(&content)?);
-            if content.is_empty() {
-                break;
-            }
-            content.parse::<Token![,]>()?;
-        }
-        Ok(out)
+        comma_separated(&content, |c| self.name(c))
     }
 
     fn colon_list(&mut self, input: ParseStream) -> syn::Result<Vec<Spanned<String>>> {
@@ -137,6 +130,22 @@ fn uint(input: ParseStream, what: &str) -> syn::Result<(u64, Span)> {
         )),
         Err(e) => Err(e),
     }
+}
+
+/// Items parsed by `item` until `input` ends, separated by `,` (a trailing one allowed).
+fn comma_separated<T>(
+    input: ParseStream,
+    mut item: impl FnMut(ParseStream) -> syn::Result<T>,
+) -> syn::Result<Vec<T>> {
+    let mut out = Vec::new();
+    while !input.is_empty() {
+        out.push(item(input)?);
+        if input.is_empty() {
+            break;
+        }
+        input.parse::<Token![,]>()?;
+    }
+    Ok(out)
 }
 
 /// An optional `;` (or `,`) after an item.
@@ -495,22 +504,33 @@ fn unexpected(span: Span, word: &str, expected: &str, known: &[&str]) -> syn::Er
     syn::Error::new(span, format!("unexpected `{word}`{hint}: {expected}"))
 }
 
+/// `keyword PREDICATE;` ending a rule, or an error that says `usage`.
+fn keyword_and_predicate(
+    low: &mut Lowering,
+    input: ParseStream,
+    keyword: &str,
+    usage: &str,
+) -> syn::Result<Predicate> {
+    let kw = Ident::parse_any(input)?;
+    if kw != keyword {
+        return Err(unexpected(kw.span(), &kw.to_string(), usage, &[keyword]));
+    }
+    let predicate = parse_predicate(low, input)?;
+    semi(input)?;
+    Ok(predicate)
+}
+
 /// `rule NAME: TOOL require PREDICATE;` (semantics §16).
 fn parse_rule(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgRule> {
     let name = low.name(input)?;
     input.parse::<Token![:]>()?;
     let tool = low.name(input)?;
-    let kw = Ident::parse_any(input)?;
-    if kw != "require" {
-        return Err(unexpected(
-            kw.span(),
-            &kw.to_string(),
-            "a rule is `rule NAME: TOOL require PREDICATE;`",
-            &["require"],
-        ));
-    }
-    let predicate = parse_predicate(low, input)?;
-    semi(input)?;
+    let predicate = keyword_and_predicate(
+        low,
+        input,
+        "require",
+        "a rule is `rule NAME: TOOL require PREDICATE;`",
+    )?;
     Ok(ArgRule {
         span: name.span,
         name: Some(name),
@@ -529,17 +549,12 @@ fn parse_conditional_approve(low: &mut Lowering, input: ParseStream) -> syn::Res
     } else {
         (None, first)
     };
-    let kw = Ident::parse_any(input)?;
-    if kw != "when" {
-        return Err(unexpected(
-            kw.span(),
-            &kw.to_string(),
-            "a conditional approval is `approve [NAME:] TOOL when PREDICATE;` (a list is `approve: [..];`)",
-            &["when"],
-        ));
-    }
-    let predicate = parse_predicate(low, input)?;
-    semi(input)?;
+    let predicate = keyword_and_predicate(
+        low,
+        input,
+        "when",
+        "a conditional approval is `approve [NAME:] TOOL when PREDICATE;` (a list is `approve: [..];`)",
+    )?;
     Ok(ArgRule {
         span: name.as_ref().map_or(tool.span, |n| n.span),
         name,
@@ -575,14 +590,7 @@ fn parse_predicate(low: &mut Lowering, input: ParseStream) -> syn::Result<Predic
             Ident::parse_any(input)?;
             let args;
             parenthesized!(args in input);
-            let mut items = Vec::new();
-            while !args.is_empty() {
-                items.push(parse_predicate(low, &args)?);
-                if args.is_empty() {
-                    break;
-                }
-                args.parse::<Token![,]>()?;
-            }
+            let mut items = comma_separated(&args, |a| parse_predicate(low, a))?;
             let node = match word.as_str() {
                 "all" => PredicateNode::All(items),
                 "any" => PredicateNode::Any(items),
@@ -632,7 +640,7 @@ fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
         return Err(unexpected(
             kw.span(),
             &word,
-            &format!("a test is one of {}", backticked(&TESTS)),
+            &format!("a test is one of {}", ticked(&TESTS)),
             &TESTS,
         ));
     }
@@ -646,14 +654,7 @@ fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
         }
         "equals" => ArgTest::Equals(parse_scalar(low, &args)?),
         "one_of" => {
-            let mut items = Vec::new();
-            while !args.is_empty() {
-                items.push(parse_scalar(low, &args)?);
-                if args.is_empty() {
-                    break;
-                }
-                args.parse::<Token![,]>()?;
-            }
+            let items = comma_separated(&args, |a| parse_scalar(low, a))?;
             ArgTest::OneOf(Spanned::new(items, whole))
         }
         "glob" | "regex" => {
@@ -666,15 +667,10 @@ fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
             }
         }
         "host_in" => {
-            let mut hosts = Vec::new();
-            while !args.is_empty() {
-                let s: LitStr = args.parse()?;
-                hosts.push(low.spanned(s.value(), s.span()));
-                if args.is_empty() {
-                    break;
-                }
-                args.parse::<Token![,]>()?;
-            }
+            let hosts = comma_separated(&args, |a| {
+                let s: LitStr = a.parse()?;
+                Ok(low.spanned(s.value(), s.span()))
+            })?;
             ArgTest::HostIn(Spanned::new(hosts, whole))
         }
         "each" => ArgTest::Each(Box::new(parse_predicate(low, &args)?)),
@@ -738,15 +734,6 @@ fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
     Ok(test)
 }
 
-/// `a`, `b`, `c` as a list of code words.
-fn backticked(words: &[&str]) -> String {
-    words
-        .iter()
-        .map(|w| format!("`{w}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// A number literal in a rule, with its sign.
 enum Bound {
     Int { lit: LitInt, negative: bool },
@@ -792,7 +779,7 @@ fn number_text(b: &Bound) -> syn::Result<String> {
 /// `min = N, max = N` (either, both, in any order, each once).
 fn bounds(args: ParseStream, what: &str) -> syn::Result<Vec<(String, Bound)>> {
     let mut out: Vec<(String, Bound)> = Vec::new();
-    while !args.is_empty() {
+    comma_separated(args, |args| {
         let key: Ident = args.parse()?;
         let k = key.to_string();
         if k != "min" && k != "max" {
@@ -811,11 +798,8 @@ fn bounds(args: ParseStream, what: &str) -> syn::Result<Vec<(String, Bound)>> {
         }
         args.parse::<Token![=]>()?;
         out.push((k, Bound::parse(args)?));
-        if args.is_empty() {
-            break;
-        }
-        args.parse::<Token![,]>()?;
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -5,6 +5,7 @@
 //! (a misspelt `approve` would silently drop a gate) is E021 with a suggestion; wrong
 //! types are diagnostics (E002), never panics.
 
+use super::ticked;
 use crate::check::suggest::Suggester;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{
@@ -116,15 +117,6 @@ fn get<'o, 'a>(obj: &'o Object<'a>, name: &str) -> Option<&'o Value<'a>> {
         .find(|p| p.name.as_str() == name)
         .map(|p| &p.value)
         .filter(|v| !matches!(v, Value::NullKeyword(_)))
-}
-
-/// `` `a`, `b`, `c` ``.
-fn ticked(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A number literal's value is an integer above `u64::MAX`.

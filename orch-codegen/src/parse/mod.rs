@@ -6,3 +6,12 @@
 
 pub(crate) mod dsl;
 pub(crate) mod json;
+
+/// `` `a`, `b`, `c` ``: names as a list of code words, for messages of both front ends.
+fn ticked(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
