@@ -202,6 +202,20 @@ impl HostedSession {
             .with_dependent_mut(|_, session| session.record(tool))
     }
 
+    /// Records that the declared tool `index` (its position in the machine's tools) ran:
+    /// [`record_outcome`](Self::record_outcome) without the name's lookup. `None`
+    /// (nothing recorded) when the machine has no tool at `index`.
+    pub fn record_index(&mut self, index: usize) -> Option<orch_runtime::dynamic::DynOutcome> {
+        self.live
+            .with_dependent_mut(|_, session| session.record_index(index))
+    }
+
+    /// The allowed set's declared tools as bits (bit `i`: the machine's `i`-th tool) in
+    /// `out`; `true` when a foreign host tool is allowed too.
+    pub fn allowed_bits(&self, out: &mut Vec<u64>) -> bool {
+        self.session().allowed_bits(out)
+    }
+
     /// Records that `tool` ran and returned `result` (its text): the outcome's word,
     /// and the values rules on arguments read from this tool's results are remembered
     /// (semantics §16).

@@ -33,9 +33,11 @@ const MESSAGES = [
   'Debate whether remote work is better',
 ]
 
-const engines = { native: require('../index.js') }
+// Each engine as the package hands it out: with the fast path of `main.cjs`.
+const { installFastPath } = require('../main.cjs')
+const engines = { native: installFastPath(require('../index.js')) }
 try {
-  engines.wasm = require('../orch.wasi.cjs')
+  engines.wasm = installFastPath(require('../orch.wasi.cjs'))
 } catch (e) {
   console.error(`the WebAssembly build is missing (npm run build:wasm): ${e.message}`)
   process.exit(1)

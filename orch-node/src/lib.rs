@@ -16,7 +16,11 @@ use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
 use orch_runtime::dynamic::DynMachine;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
+
+mod fast;
 
 /// One finding of the compiler.
 #[napi(object)]
@@ -283,6 +287,8 @@ pub struct Machine {
     gates: bool,
     properties: Vec<orch_codegen::ir::IrProperty>,
     warnings: Vec<Diagnostic>,
+    /// The allowed sets its sessions have been in (the fast path, `fast.rs`).
+    sets: fast::Sets,
 }
 
 /// Compiles a template from its JSON text. Throws a `TemplateError` (an `Error` with
@@ -307,6 +313,7 @@ pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> R
         properties: ir.properties.clone(),
         machine: Arc::new(machine),
         warnings: found.into_iter().map(diagnostic).collect(),
+        sets: fast::Sets::default(),
     })
 }
 
@@ -441,9 +448,7 @@ impl Machine {
     /// step's patterns.
     #[napi]
     pub fn session(&self, available: Option<Vec<String>>) -> Session {
-        Session {
-            hosted: HostedSession::new(Arc::clone(&self.machine), available),
-        }
+        self.wrap(HostedSession::new(Arc::clone(&self.machine), available))
     }
 
     /// A session restored from `snapshot` (bytes from `Session.snapshot()`, or from the
@@ -458,7 +463,7 @@ impl Machine {
         available: Option<Vec<String>>,
     ) -> Result<Session> {
         match HostedSession::restore(Arc::clone(&self.machine), &snapshot, available) {
-            Ok(hosted) => Ok(Session { hosted }),
+            Ok(hosted) => Ok(self.wrap(hosted)),
             Err(e) => Err(throw_named(&env, "SnapshotError", e.to_string(), None)),
         }
     }
@@ -510,6 +515,15 @@ impl Machine {
     }
 }
 
+impl Machine {
+    /// A session of this machine, registered for the fast path.
+    fn wrap(&self, hosted: HostedSession) -> Session {
+        let hosted = Rc::new(RefCell::new(hosted));
+        let handle = fast::register(Rc::clone(&hosted), Rc::clone(&self.sets));
+        Session { hosted, handle }
+    }
+}
+
 /// Why a tool may not run now, in the same words orch uses everywhere.
 #[napi(object)]
 pub struct Refusal {
@@ -546,7 +560,20 @@ pub struct Approval {
 /// also keeps one tool call of a session at a time).
 #[napi]
 pub struct Session {
-    hosted: HostedSession,
+    hosted: Rc<RefCell<HostedSession>>,
+    /// Its number in this thread's table of sessions (`fast.rs`); `-1` when it has none.
+    handle: f64,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        fast::unregister(self.handle);
+    }
+}
+
+/// Names as owned strings.
+fn owned(names: Option<Vec<&str>>) -> Option<Vec<String>> {
+    names.map(|n| n.into_iter().map(str::to_owned).collect())
 }
 
 /// The words of a call's arguments (`{}` when none are given).
@@ -561,6 +588,7 @@ impl Session {
     pub fn allowed(&mut self) -> Vec<String> {
         let mut out = Vec::new();
         self.hosted
+            .borrow_mut()
             .for_each_allowed(|_, name| out.push(name.to_owned()));
         out
     }
@@ -568,7 +596,7 @@ impl Session {
     /// `null` when `tool` may run now, else the refusal.
     #[napi]
     pub fn check(&self, tool: String) -> Option<Refusal> {
-        self.hosted.check(&tool).map(refusal)
+        self.hosted.borrow().check(&tool).map(refusal)
     }
 
     /// `check` for this exact call (`args`: its arguments as JSON text, default `{}`):
@@ -577,6 +605,7 @@ impl Session {
     #[napi]
     pub fn check_call(&self, tool: String, args: Option<String>) -> Option<Refusal> {
         self.hosted
+            .borrow()
             .check_call(&tool, self::args(&args))
             .map(refusal)
     }
@@ -585,7 +614,7 @@ impl Session {
     /// passes on is consumed (one approval, one call). `null` when it may run.
     #[napi]
     pub fn admit(&mut self, tool: String, args: Option<String>) -> Option<Refusal> {
-        self.hosted.admit(&tool, self::args(&args)).map(refusal)
+        self.hosted.borrow_mut().admit(&tool, self::args(&args)).map(refusal)
     }
 
     /// This exact call was put to a human: the session holds the question (until the
@@ -593,7 +622,7 @@ impl Session {
     /// (16 hex digits), which `answer` needs.
     #[napi]
     pub fn ask(&mut self, tool: String, args: Option<String>) -> String {
-        self.hosted.ask(&tool, self::args(&args)).to_string()
+        self.hosted.borrow_mut().ask(&tool, self::args(&args)).to_string()
     }
 
     /// A human's answer to the question `question` (what `ask` returned) about this exact
@@ -607,7 +636,7 @@ impl Session {
         match id {
             Some(id) => {
                 let question = orch_runtime::QuestionId::new(id);
-                self.hosted.answer(&tool, &args, question, approved)
+                self.hosted.borrow_mut().answer(&tool, &args, question, approved)
             }
             None => false,
         }
@@ -617,20 +646,20 @@ impl Session {
     /// event), and `admit` lets the call through once.
     #[napi]
     pub fn approve(&mut self, tool: String, args: Option<String>) {
-        self.hosted.approve(&tool, self::args(&args));
+        self.hosted.borrow_mut().approve(&tool, self::args(&args));
     }
 
     /// A human rejected this exact call: the session holds the rejection, and the call
     /// is refused as `rejected` until the next event.
     #[napi]
     pub fn reject(&mut self, tool: String, args: Option<String>) {
-        self.hosted.reject(&tool, self::args(&args));
+        self.hosted.borrow_mut().reject(&tool, self::args(&args));
     }
 
     /// The verdict the session holds on a call, if any.
     #[napi(getter)]
     pub fn approval(&self) -> Option<Approval> {
-        self.hosted.session().approval().map(|a| Approval {
+        self.hosted.borrow().session().approval().map(|a| Approval {
             digest: a.call.to_string(),
             verdict: match a.verdict {
                 orch_runtime::Verdict::Pending => Verdict::Pending,
@@ -646,8 +675,8 @@ impl Session {
     pub fn record(&mut self, tool: String, result: Option<String>) -> Outcome {
         use orch_runtime::dynamic::DynOutcome as O;
         let outcome = match result {
-            Some(result) => self.hosted.record_result_outcome(&tool, &result),
-            None => self.hosted.record_outcome(&tool),
+            Some(result) => self.hosted.borrow_mut().record_result_outcome(&tool, &result),
+            None => self.hosted.borrow_mut().record_outcome(&tool),
         };
         match outcome {
             O::Advanced { .. } => Outcome::Advanced,
@@ -661,37 +690,37 @@ impl Session {
     /// A user message: message conditions and sequence resets are evaluated.
     #[napi]
     pub fn on_user_message(&mut self, text: String) {
-        self.hosted.on_user_message(&text);
+        self.hosted.borrow_mut().on_user_message(&text);
     }
 
     /// The host's tools (names the template does not declare are foreign tools).
     #[napi]
     pub fn set_available(&mut self, tools: Vec<String>) {
-        self.hosted.set_available(tools);
+        self.hosted.borrow_mut().set_available(tools);
     }
 
     /// Back to a fresh session's state (the host's tools are kept).
     #[napi]
     pub fn reset(&mut self) {
-        self.hosted.reset();
+        self.hosted.borrow_mut().reset();
     }
 
     /// The active step, if any.
     #[napi(getter)]
-    pub fn step(&self) -> Option<&str> {
-        self.hosted.session().step()
+    pub fn step(&self) -> Option<String> {
+        self.hosted.borrow().session().step().map(str::to_owned)
     }
 
     /// The position in the active step's sequence.
     #[napi(getter)]
     pub fn sequence_index(&self) -> u32 {
-        small(self.hosted.session().sequence_index())
+        small(self.hosted.borrow().session().sequence_index())
     }
 
     /// The tools the active step's unfinished sequence accepts next, if any.
     #[napi(getter)]
-    pub fn expected(&self) -> Option<Vec<&str>> {
-        self.hosted.session().expected()
+    pub fn expected(&self) -> Option<Vec<String>> {
+        owned(self.hosted.borrow().session().expected())
     }
 
     /// The tool the next model call must call, if any: the one an unfinished sequence
@@ -699,19 +728,32 @@ impl Session {
     /// held (the rule every orch host follows).
     #[napi(getter)]
     pub fn forced_tool(&self) -> Option<String> {
-        self.hosted.forced_tool()
+        self.hosted.borrow().forced_tool()
     }
 
     /// The tools the sequence waits for when the host has none of them, if so.
     #[napi(getter)]
-    pub fn blocked_on(&self) -> Option<Vec<&str>> {
-        self.hosted.session().blocked_on()
+    pub fn blocked_on(&self) -> Option<Vec<String>> {
+        owned(self.hosted.borrow().session().blocked_on())
     }
 
     /// The tools recorded, most recent last (`null` for a slot before the first).
     #[napi(getter)]
-    pub fn history(&self) -> Vec<Option<&str>> {
-        self.hosted.session().history()
+    pub fn history(&self) -> Vec<Option<String>> {
+        self.hosted
+            .borrow()
+            .session()
+            .history()
+            .into_iter()
+            .map(|t| t.map(str::to_owned))
+            .collect()
+    }
+
+    /// Internal (`main.cjs`): the session's number in this thread's table of sessions,
+    /// which the package's fast path (`__orch*` functions) takes.
+    #[napi(getter, js_name = "__handle")]
+    pub fn handle(&self) -> f64 {
+        self.handle
     }
 
     /// The session as bytes: the binary snapshot format of the Rust crates.
@@ -719,7 +761,7 @@ impl Session {
     pub fn snapshot<'env>(&self, env: &'env Env) -> Result<Uint8ArraySlice<'env>> {
         // Copied into memory JavaScript owns: cheaper than handing over the Rust
         // buffer as an external one (which V8 tracks with a finaliser).
-        Uint8ArraySlice::copy_from(env, self.hosted.snapshot())
+        Uint8ArraySlice::copy_from(env, self.hosted.borrow().snapshot())
     }
 }
 

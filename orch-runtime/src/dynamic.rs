@@ -514,8 +514,35 @@ impl<'m> DynSession<'m> {
 
     /// Records that the host ran the tool `name`.
     pub fn record(&mut self, name: &str) -> DynOutcome {
+        let tool = self.tool_ref(name);
+        self.record_ref(tool)
+    }
+
+    /// Records that the host ran the declared tool `index` (its position in
+    /// [`DynMachine::tools`]): [`DynSession::record`] without looking the name up, for
+    /// hosts that resolve their tools' names once. `None` (nothing recorded) when the
+    /// machine has no tool at `index`.
+    pub fn record_index(&mut self, index: usize) -> Option<DynOutcome> {
+        (index < self.machine.tables.tools.len()).then(|| self.record_ref(ToolRef::Declared(index)))
+    }
+
+    /// The allowed set's declared tools as bits (bit `i` is [`DynMachine::tools`]`[i]`),
+    /// written into `out` (resized to the machine's words); `true` when a foreign host
+    /// tool is allowed as well (those have no bit: [`DynSession::for_each_allowed`]
+    /// names them).
+    pub fn allowed_bits(&self, out: &mut Vec<u64>) -> bool {
         let t = self.machine.tables.view();
-        match self.state.record(&t, &self.available, self.tool_ref(name)) {
+        out.clear();
+        out.resize(t.words, 0);
+        self.state.allowed_into(&t, &self.available, out);
+        self.foreign_available
+            .iter()
+            .any(|name| self.state.foreign_allowed(&t, name))
+    }
+
+    fn record_ref(&mut self, tool: ToolRef<'_>) -> DynOutcome {
+        let t = self.machine.tables.view();
+        match self.state.record(&t, &self.available, tool) {
             RawOutcome::Advanced(i) => DynOutcome::Advanced { index: i as usize },
             RawOutcome::Completed => DynOutcome::Completed,
             RawOutcome::Free => DynOutcome::Free,

@@ -1,0 +1,509 @@
+//! The fast path of a session: plain functions over numbers, which `main.cjs` calls
+//! behind the same `Session` methods (`allowed`, `check`, `record`, `onUserMessage`).
+//!
+//! A method of a napi-rs class pays for finding its receiver on every call (a reference
+//! to `this` made and dropped, a borrow registered): measured here at ~200 ns, against
+//! tens of nanoseconds for a function whose arguments are numbers. So each session is
+//! also registered in a table of this thread, under a number (its *handle*), and the
+//! functions below take that number. Tools are numbers too (their index among the
+//! declared tools, resolved once per machine in JavaScript).
+//!
+//! Every event answers with the *state* it left: a small number naming the allowed set,
+//! interned per machine, which JavaScript turns into the tools' names once and keeps.
+//! So `allowed()` and the common `check` answer in JavaScript with no crossing, and a
+//! turn costs one crossing per event. State `0` means "not interned" (a foreign tool is
+//! allowed, or the machine has more distinct sets than the table keeps): the class
+//! methods answer then, as before.
+
+use napi::bindgen_prelude::{Error, Result, Status};
+use napi_derive::napi;
+use orch_agent::hosted::HostedSession;
+use orch_runtime::dynamic::DynOutcome;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+/// How many distinct allowed sets a machine interns; past it, new sets are state `0`.
+const MAX_SETS: usize = 4096;
+
+/// A hash of a few words (allowed sets are one word for up to 64 tools).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The allowed sets a machine's sessions have been in, each with a number (from 1).
+#[derive(Default)]
+pub(crate) struct SetTable {
+    ids: HashMap<Box<[u64]>, u32, BuildHasherDefault<WordHasher>>,
+    sets: Vec<Box<[u64]>>,
+    /// The allowed set being computed.
+    scratch: Vec<u64>,
+}
+
+impl SetTable {
+    /// The state `session` is in: its allowed set's number, `0` when it is not interned.
+    fn state_of(&mut self, session: &HostedSession) -> u32 {
+        if session.allowed_bits(&mut self.scratch) {
+            return 0;
+        }
+        if let Some(&id) = self.ids.get(self.scratch.as_slice()) {
+            return id;
+        }
+        if self.sets.len() >= MAX_SETS {
+            return 0;
+        }
+        let bits: Box<[u64]> = self.scratch.as_slice().into();
+        self.sets.push(bits.clone());
+        let id = small_id(self.sets.len());
+        self.ids.insert(bits, id);
+        id
+    }
+}
+
+fn small_id(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+/// A machine's set table, shared by its sessions (all on this thread).
+pub(crate) type Sets = Rc<RefCell<SetTable>>;
+
+/// A registered session.
+struct Entry {
+    session: Rc<RefCell<HostedSession>>,
+    sets: Sets,
+}
+
+/// One place of the table: its entry, and how many times it was reused (a handle names
+/// both, so a handle of a dropped session never reaches the next one).
+struct Slot {
+    generation: u32,
+    entry: Option<Entry>,
+}
+
+/// The sessions of this thread that have a handle.
+#[derive(Default)]
+struct Registry {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+/// Generations stay below 2^21, so a handle (generation · 2^32 + index) is an exact
+/// JavaScript number.
+const GENERATIONS: u32 = 1 << 21;
+const INDEX: f64 = 4_294_967_296.0;
+
+thread_local! {
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+    /// Handles whose session was dropped while the registry was in use, freed later.
+    static DROPPED: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
+
+impl Registry {
+    fn insert(&mut self, entry: Entry) -> f64 {
+        self.release_dropped();
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    entry: None,
+                });
+                u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        let Some(slot) = self.slots.get_mut(index as usize) else {
+            return -1.0;
+        };
+        slot.entry = Some(entry);
+        f64::from(slot.generation) * INDEX + f64::from(index)
+    }
+
+    fn remove(&mut self, handle: f64) {
+        let Some(index) = self.index_of(handle) else {
+            return;
+        };
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.entry = None;
+            slot.generation = (slot.generation + 1) % GENERATIONS;
+            self.free.push(index as u32);
+        }
+    }
+
+    fn release_dropped(&mut self) {
+        let dropped = DROPPED.with(Cell::take);
+        for handle in dropped {
+            self.remove(handle);
+        }
+    }
+
+    /// The slot a live handle names.
+    fn index_of(&self, handle: f64) -> Option<usize> {
+        if !(handle >= 0.0 && handle < f64::from(GENERATIONS) * INDEX) || handle.fract() != 0.0 {
+            return None;
+        }
+        let generation = (handle / INDEX).floor();
+        let index = handle - generation * INDEX;
+        let slot = self.slots.get(index as usize)?;
+        (f64::from(slot.generation) == generation && slot.entry.is_some()).then_some(index as usize)
+    }
+
+    fn get(&self, handle: f64) -> Option<&Entry> {
+        let index = self.index_of(handle)?;
+        self.slots.get(index)?.entry.as_ref()
+    }
+}
+
+/// Registers a session under a new handle.
+pub(crate) fn register(session: Rc<RefCell<HostedSession>>, sets: Sets) -> f64 {
+    REGISTRY.with(|r| match r.try_borrow_mut() {
+        Ok(mut registry) => registry.insert(Entry { session, sets }),
+        // Only while another call of this table runs, which never creates a session.
+        Err(_) => -1.0,
+    })
+}
+
+/// Forgets a handle (its session's class object was collected).
+pub(crate) fn unregister(handle: f64) {
+    let _ = REGISTRY.try_with(|r| match r.try_borrow_mut() {
+        Ok(mut registry) => registry.remove(handle),
+        Err(_) => {
+            let _ = DROPPED.try_with(|d| {
+                let mut pending = d.take();
+                pending.push(handle);
+                d.set(pending);
+            });
+        }
+    });
+}
+
+/// Runs `f` on the session `handle` names and its machine's set table.
+fn with<T>(handle: f64, f: impl FnOnce(&mut HostedSession, &mut SetTable) -> T) -> Result<T> {
+    REGISTRY.with(|r| {
+        let registry = r
+            .try_borrow()
+            .map_err(|_| Error::new(Status::GenericFailure, "the session table is in use"))?;
+        let entry = registry.get(handle).ok_or_else(|| {
+            Error::new(Status::InvalidArg, format!("no live session has the handle {handle}"))
+        })?;
+        let mut session = entry
+            .session
+            .try_borrow_mut()
+            .map_err(|_| Error::new(Status::GenericFailure, "the session is in use"))?;
+        let mut sets = entry
+            .sets
+            .try_borrow_mut()
+            .map_err(|_| Error::new(Status::GenericFailure, "the machine's sets are in use"))?;
+        Ok(f(&mut session, &mut sets))
+    })
+}
+
+/// The number of an outcome (`OUTCOMES` in `main.cjs` names them in this order).
+fn outcome_code(outcome: &DynOutcome) -> u32 {
+    match outcome {
+        DynOutcome::Advanced { .. } => 0,
+        DynOutcome::Completed => 1,
+        DynOutcome::Free => 2,
+        DynOutcome::OutOfSequence { .. } => 3,
+        DynOutcome::NotAllowed => 4,
+    }
+}
+
+/// Records that the declared tool `tool` ran: the outcome's number plus 8 × the state
+/// it left.
+fn record(handle: f64, tool: u32) -> Result<u32> {
+    with(handle, |session, sets| {
+        let outcome = session.record_index(tool as usize).ok_or_else(|| {
+            Error::new(Status::InvalidArg, format!("the machine has no tool {tool}"))
+        })?;
+        let state = sets.state_of(session);
+        Ok(outcome_code(&outcome) | state.saturating_mul(8))
+    })?
+}
+
+/// A user message: the state it left.
+fn message(handle: f64, text: &str) -> Result<u32> {
+    with(handle, |session, sets| {
+        session.on_user_message(text);
+        sets.state_of(session)
+    })
+}
+
+/// The declared tools (indices, in declaration order) of the allowed set numbered
+/// `state` on the session's machine.
+fn set(handle: f64, state: u32) -> Result<Vec<u32>> {
+    with(handle, |_, sets| {
+        let bits = state
+            .checked_sub(1)
+            .and_then(|i| sets.sets.get(i as usize))
+            .ok_or_else(|| Error::new(Status::InvalidArg, format!("no allowed set {state}")))?;
+        let mut tools = Vec::new();
+        for (w, word) in bits.iter().enumerate() {
+            let mut rest = *word;
+            while rest != 0 {
+                tools.push(small_id(w * 64 + rest.trailing_zeros() as usize));
+                rest &= rest - 1;
+            }
+        }
+        Ok(tools)
+    })?
+}
+
+/// The functions above as N-API callbacks, written against the C API: napi-rs's own
+/// `#[napi]` functions open a borrow scope per call (an allocation and thread-local
+/// bookkeeping, over half of a call's ~135 ns here), which these do not need — they
+/// take numbers and a string, and keep nothing of JavaScript's.
+mod raw {
+    use napi::sys;
+    use std::cell::RefCell;
+    use std::ffi::{c_char, CString};
+    use std::ptr;
+
+    thread_local! {
+        /// A message's bytes, reused from call to call.
+        static TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Throws an `Error` with `message`; the callback's result is then ignored.
+    unsafe fn throw(env: sys::napi_env, message: &str) -> sys::napi_value {
+        let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: `env` is the callback's environment; both strings are NUL-terminated
+        // and outlive the call.
+        unsafe { sys::napi_throw_error(env, ptr::null(), text.as_ptr()) };
+        ptr::null_mut()
+    }
+
+    /// The callback's first `N` arguments (`undefined` past the ones given).
+    unsafe fn args<const N: usize>(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> Option<[sys::napi_value; N]> {
+        let mut argv = [ptr::null_mut(); N];
+        let mut argc = N;
+        // SAFETY: `argv` has room for `argc` values.
+        let status = unsafe {
+            sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
+        };
+        (status == sys::Status::napi_ok).then_some(argv)
+    }
+
+    unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> Option<f64> {
+        let mut out = 0.0;
+        // SAFETY: `value` is an argument of the running callback.
+        let status = unsafe { sys::napi_get_value_double(env, value, &mut out) };
+        (status == sys::Status::napi_ok).then_some(out)
+    }
+
+    unsafe fn uint(env: sys::napi_env, value: u32) -> sys::napi_value {
+        let mut out = ptr::null_mut();
+        // SAFETY: a number made in the callback's environment.
+        unsafe { sys::napi_create_uint32(env, value, &mut out) };
+        out
+    }
+
+    /// `f` with the text of string `value` (as UTF-8; a lone surrogate becomes U+FFFD).
+    unsafe fn with_text<T>(
+        env: sys::napi_env,
+        value: sys::napi_value,
+        f: impl FnOnce(&str) -> T,
+    ) -> Option<T> {
+        let mut len = 0usize;
+        // SAFETY: asking the length only (no buffer).
+        let status =
+            unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) };
+        if status != sys::Status::napi_ok {
+            return None;
+        }
+        TEXT.with(|buffer| {
+            let mut buffer = buffer.try_borrow_mut().ok()?;
+            buffer.clear();
+            buffer.resize(len + 1, 0);
+            let mut written = 0usize;
+            // SAFETY: `buffer` has room for `len` bytes and the NUL napi writes.
+            let status = unsafe {
+                sys::napi_get_value_string_utf8(
+                    env,
+                    value,
+                    buffer.as_mut_ptr().cast::<c_char>(),
+                    len + 1,
+                    &mut written,
+                )
+            };
+            if status != sys::Status::napi_ok {
+                return None;
+            }
+            let bytes = buffer.get(..written)?;
+            Some(match std::str::from_utf8(bytes) {
+                Ok(text) => f(text),
+                Err(_) => f(&String::from_utf8_lossy(bytes)),
+            })
+        })
+    }
+
+    /// `__orchRecord(handle, tool)`.
+    pub(super) unsafe extern "C" fn record(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
+        unsafe {
+            let Some([handle, tool]) = args::<2>(env, info) else {
+                return throw(env, "__orchRecord: cannot read the arguments");
+            };
+            let (Some(handle), Some(tool)) = (number(env, handle), number(env, tool)) else {
+                return throw(env, "__orchRecord(handle, tool) takes two numbers");
+            };
+            let tool = if tool >= 0.0 && tool <= f64::from(u32::MAX) && tool.fract() == 0.0 {
+                tool as u32
+            } else {
+                u32::MAX
+            };
+            match super::record(handle, tool) {
+                Ok(answer) => uint(env, answer),
+                Err(e) => throw(env, &e.reason),
+            }
+        }
+    }
+
+    /// `__orchMessage(handle, text)`.
+    pub(super) unsafe extern "C" fn message(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
+        unsafe {
+            let Some([handle, text]) = args::<2>(env, info) else {
+                return throw(env, "__orchMessage: cannot read the arguments");
+            };
+            let Some(handle) = number(env, handle) else {
+                return throw(env, "__orchMessage(handle, text): the handle is a number");
+            };
+            match with_text(env, text, |text| super::message(handle, text)) {
+                Some(Ok(state)) => uint(env, state),
+                Some(Err(e)) => throw(env, &e.reason),
+                None => throw(env, "__orchMessage(handle, text): the text is a string"),
+            }
+        }
+    }
+
+    /// `__orchState(handle)`.
+    pub(super) unsafe extern "C" fn state(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
+        unsafe {
+            let Some([handle]) = args::<1>(env, info) else {
+                return throw(env, "__orchState: cannot read the arguments");
+            };
+            let Some(handle) = number(env, handle) else {
+                return throw(env, "__orchState(handle): the handle is a number");
+            };
+            match super::with(handle, |session, sets| sets.state_of(session)) {
+                Ok(state) => uint(env, state),
+                Err(e) => throw(env, &e.reason),
+            }
+        }
+    }
+
+    /// `__orchSet(handle, state)`: an array of tool indices.
+    pub(super) unsafe extern "C" fn set(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info; every value
+        // made belongs to it.
+        unsafe {
+            let Some([handle, state]) = args::<2>(env, info) else {
+                return throw(env, "__orchSet: cannot read the arguments");
+            };
+            let (Some(handle), Some(state)) = (number(env, handle), number(env, state)) else {
+                return throw(env, "__orchSet(handle, state) takes two numbers");
+            };
+            let state = if state >= 0.0 && state <= f64::from(u32::MAX) { state as u32 } else { 0 };
+            let tools = match super::set(handle, state) {
+                Ok(tools) => tools,
+                Err(e) => return throw(env, &e.reason),
+            };
+            let mut array = ptr::null_mut();
+            if sys::napi_create_array_with_length(env, tools.len(), &mut array) != sys::Status::napi_ok {
+                return throw(env, "__orchSet: cannot make the array");
+            }
+            for (i, tool) in tools.iter().enumerate() {
+                let index = u32::try_from(i).unwrap_or(u32::MAX);
+                if sys::napi_set_element(env, array, index, uint(env, *tool)) != sys::Status::napi_ok {
+                    return throw(env, "__orchSet: cannot fill the array");
+                }
+            }
+            array
+        }
+    }
+
+    /// Puts each function on the module's exports.
+    pub(super) fn install(env: sys::napi_env, exports: sys::napi_value) -> napi::Result<()> {
+        type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+        let functions: [(&std::ffi::CStr, Callback); 4] = [
+            (c"__orchRecord", record),
+            (c"__orchMessage", message),
+            (c"__orchState", state),
+            (c"__orchSet", set),
+        ];
+        for (name, callback) in functions {
+            let mut function = ptr::null_mut();
+            // SAFETY: `env` and `exports` are the module's, given to its registration;
+            // `name` is NUL-terminated and static.
+            let status = unsafe {
+                let made = sys::napi_create_function(
+                    env,
+                    name.as_ptr(),
+                    -1,
+                    Some(callback),
+                    ptr::null_mut(),
+                    &mut function,
+                );
+                if made == sys::Status::napi_ok {
+                    sys::napi_set_named_property(env, exports, name.as_ptr(), function)
+                } else {
+                    made
+                }
+            };
+            if status != sys::Status::napi_ok {
+                return Err(napi::Error::from_reason(format!(
+                    "cannot export {}",
+                    name.to_string_lossy()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Puts the fast path's functions (`__orchRecord`, `__orchMessage`, `__orchState`,
+/// `__orchSet`) on the module's exports, for `main.cjs`.
+#[napi(module_exports)]
+pub fn fast_path(exports: napi::bindgen_prelude::Object) -> Result<()> {
+    use napi::bindgen_prelude::JsValue;
+    let value = exports.value();
+    raw::install(value.env, value.value)
+}
