@@ -3,7 +3,7 @@
 
 mod common;
 use common::Event;
-use proptest::prop_assert_eq;
+use proptest::{prop_assert, prop_assert_eq};
 
 use orch::dynamic::{DynMachine, DynOutcome};
 use orch::{Machine, Outcome, StepEnum, ToolEnum};
@@ -95,7 +95,29 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
                 let b = dynamic.check(name).map_err(|d| d.to_string());
                 prop_assert_eq!(a, b, "{}: check {}", ctx, name);
                 let a = typed.record_name(name);
+                // Recording by index is recording by name, without the lookup.
+                let mut by_index = dynamic.clone();
+                let indexed = tools
+                    .iter()
+                    .position(|t| *t == name)
+                    .and_then(|i| by_index.record_index(i));
                 let b = dynamic.record(name);
+                if let Some(indexed) = indexed {
+                    prop_assert_eq!(
+                        dyn_outcome_str(&indexed),
+                        dyn_outcome_str(&b),
+                        "{}: record_index {}",
+                        ctx,
+                        name
+                    );
+                    prop_assert_eq!(
+                        by_index.snapshot(),
+                        dynamic.snapshot(),
+                        "{}: record_index {}",
+                        ctx,
+                        name
+                    );
+                }
                 prop_assert_eq!(
                     outcome_str(&a),
                     dyn_outcome_str(&b),
@@ -117,6 +139,38 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
                 ctx
             );
             prop_assert_eq!(typed.usage(), dynamic.usage(), "{}: usage", ctx);
+            prop_assert_eq!(
+                dynamic.step_index().map(|i| machine.steps()[i].as_str()),
+                dynamic.step(),
+                "{}: step_index",
+                ctx
+            );
+            // The allowed set as bits: the declared tools `allowed()` lists, and whether
+            // it lists a foreign one.
+            let mut bits = Vec::new();
+            let foreign = dynamic.allowed_bits(&mut bits);
+            let listed = dynamic.allowed();
+            let declared: Vec<&str> = (0..tools.len())
+                .filter(|i| bits[i / 64] >> (i % 64) & 1 == 1)
+                .map(|i| machine.tools()[i].as_str())
+                .collect();
+            prop_assert_eq!(
+                declared,
+                listed
+                    .iter()
+                    .copied()
+                    .filter(|n| !FOREIGN.contains(n))
+                    .collect::<Vec<_>>(),
+                "{}: allowed_bits",
+                ctx
+            );
+            prop_assert_eq!(
+                foreign,
+                listed.iter().any(|n| FOREIGN.contains(n)),
+                "{}: allowed_bits, foreign",
+                ctx
+            );
+            prop_assert!(by_index_out_of_range_records_nothing(&dynamic, tools.len()));
             // `allowed()` of the dynamic session lists the host's foreign tools too; a
             // typed host gets the same list by filtering its own names.
             let mut filtered: Vec<&str> = typed.filter_names(host.iter().copied()).collect();
@@ -151,6 +205,15 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
         }
         Ok(())
     });
+}
+
+/// `record_index` past the machine's tools is `None` and changes nothing.
+fn by_index_out_of_range_records_nothing(
+    session: &orch::dynamic::DynSession<'_>,
+    tools: usize,
+) -> bool {
+    let mut copy = session.clone();
+    copy.record_index(tools).is_none() && copy.snapshot() == session.snapshot()
 }
 
 const MESSAGES: &[&str] = &[

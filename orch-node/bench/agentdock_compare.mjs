@@ -100,6 +100,47 @@ for (const [name, engine] of Object.entries(engines)) {
   await add(`orch sessions (${name})`, (n, o) => sessionTurns(engine, n, o))
 }
 
+// The plainest turn: the allowed tools, then recording the first of them — over 10,000
+// sessions taken in turn, after one user message each (not timed).
+const SESSIONS = 10_000
+async function plainManagerTurns(manager, turns) {
+  manager.machine?.(ORCHESTRATION)
+  const messages = [{ role: 'user', content: 'Let\'s think about it' }]
+  for (let s = 0; s < SESSIONS; s++) await manager.getAllowedTools(ORCHESTRATION, messages, `s${s}`, TOOLS)
+  const start = process.hrtime.bigint()
+  for (let turn = 0; turn < turns; turn++) {
+    const id = `s${turn % SESSIONS}`
+    const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, id, TOOLS)
+    await manager.processToolUsage(ORCHESTRATION, messages, id, allowed[0])
+  }
+  return Number(process.hrtime.bigint() - start) / turns
+}
+function plainSessionTurns(engine, turns) {
+  const machine = engine.compile(TEMPLATE)
+  const sessions = []
+  for (let s = 0; s < SESSIONS; s++) {
+    const session = machine.session()
+    session.onUserMessage('Let\'s think about it')
+    sessions.push(session)
+  }
+  const start = process.hrtime.bigint()
+  for (let turn = 0; turn < turns; turn++) {
+    const session = sessions[turn % SESSIONS]
+    session.record(session.allowed()[0])
+  }
+  return Number(process.hrtime.bigint() - start) / turns
+}
+const plain = []
+const best = async (run, n) => {
+  let ns = Infinity
+  for (let r = 0; r < 5; r++) ns = Math.min(ns, await run(n))
+  return ns
+}
+plain.push({ name: 'AgentDock logic, memory storage', ns: await best((n) => plainManagerTurns(new ReferenceOrchestrationManager(new SharedStorage()), n), turns) })
+for (const [name, engine] of Object.entries(engines)) {
+  plain.push({ name: `orch sessions (${name})`, ns: await best((n) => plainSessionTurns(engine, n), turns * 10) })
+}
+
 const base = rows[0]
 console.log(`workload: the cognitive reasoner, ${turns} turns of a message and 3 tool calls (best of 5), node ${process.version}`)
 console.log(`${''.padEnd(42)} ${'µs/turn'.padStart(8)}  cost vs AgentDock (memory)`)
@@ -108,4 +149,10 @@ for (const row of rows) {
   console.log(
     `${row.name.padEnd(42)} ${(row.ns / 1000).toFixed(2).padStart(8)}  ${(row.ns / base.ns).toFixed(2).padStart(5)}×  offered tools ${agrees ? 'agree' : 'DIFFER'}`,
   )
+}
+
+console.log(`\nthe plain turn: allowed tools, then record the first; ${SESSIONS} sessions in turn (best of 5)`)
+console.log(`${''.padEnd(42)} ${'µs/turn'.padStart(8)}  AgentDock's time / this side's`)
+for (const row of plain) {
+  console.log(`${row.name.padEnd(42)} ${(row.ns / 1000).toFixed(3).padStart(8)}  ${(plain[0].ns / row.ns).toFixed(1).padStart(6)}×`)
 }

@@ -205,7 +205,10 @@ fn with<T>(handle: f64, f: impl FnOnce(&mut HostedSession, &mut SetTable) -> T) 
             .try_borrow()
             .map_err(|_| Error::new(Status::GenericFailure, "the session table is in use"))?;
         let entry = registry.get(handle).ok_or_else(|| {
-            Error::new(Status::InvalidArg, format!("no live session has the handle {handle}"))
+            Error::new(
+                Status::InvalidArg,
+                format!("no live session has the handle {handle}"),
+            )
         })?;
         let mut session = entry
             .session
@@ -235,7 +238,10 @@ fn outcome_code(outcome: &DynOutcome) -> u32 {
 fn record(handle: f64, tool: u32) -> Result<u32> {
     with(handle, |session, sets| {
         let outcome = session.record_index(tool as usize).ok_or_else(|| {
-            Error::new(Status::InvalidArg, format!("the machine has no tool {tool}"))
+            Error::new(
+                Status::InvalidArg,
+                format!("the machine has no tool {tool}"),
+            )
         })?;
         let state = sets.state_of(session);
         Ok(outcome_code(&outcome) | state.saturating_mul(8))
@@ -268,6 +274,24 @@ fn set(handle: f64, state: u32) -> Result<Vec<u32>> {
         }
         Ok(tools)
     })?
+}
+
+/// Where the session is, as one number: (the active step's index + 1, `0` for none) ×
+/// 2^32 + the sequence index.
+fn position(handle: f64) -> Result<f64> {
+    with(handle, |session, _| {
+        let s = session.session();
+        let step = s.step_index().map_or(0.0, |i| i as f64 + 1.0);
+        step * 4_294_967_296.0 + s.sequence_index() as f64
+    })
+}
+
+/// The session's snapshot as base64 text (what the AgentDock drop-in stores).
+fn snapshot64(handle: f64) -> Result<String> {
+    use base64::Engine as _;
+    with(handle, |session, _| {
+        base64::engine::general_purpose::STANDARD.encode(session.snapshot())
+    })
 }
 
 /// The functions above as N-API callbacks, written against the C API: napi-rs's own
@@ -303,7 +327,14 @@ mod raw {
         let mut argc = N;
         // SAFETY: `argv` has room for `argc` values.
         let status = unsafe {
-            sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut())
+            sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
         };
         (status == sys::Status::napi_ok).then_some(argv)
     }
@@ -323,41 +354,56 @@ mod raw {
     }
 
     /// `f` with the text of string `value` (as UTF-8; a lone surrogate becomes U+FFFD).
+    /// One copy when the text fits the buffer kept from earlier calls (at least 1 KiB);
+    /// otherwise its length is asked first.
     unsafe fn with_text<T>(
         env: sys::napi_env,
         value: sys::napi_value,
         f: impl FnOnce(&str) -> T,
     ) -> Option<T> {
-        let mut len = 0usize;
-        // SAFETY: asking the length only (no buffer).
-        let status =
-            unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) };
-        if status != sys::Status::napi_ok {
-            return None;
-        }
         TEXT.with(|buffer| {
             let mut buffer = buffer.try_borrow_mut().ok()?;
-            buffer.clear();
-            buffer.resize(len + 1, 0);
-            let mut written = 0usize;
-            // SAFETY: `buffer` has room for `len` bytes and the NUL napi writes.
-            let status = unsafe {
-                sys::napi_get_value_string_utf8(
-                    env,
-                    value,
-                    buffer.as_mut_ptr().cast::<c_char>(),
-                    len + 1,
-                    &mut written,
-                )
+            if buffer.len() < 1024 {
+                buffer.resize(1024, 0);
+            }
+            // SAFETY (both calls): `buffer` has room for `len` bytes, the NUL included.
+            let copy = |buffer: &mut Vec<u8>| {
+                let mut written = 0usize;
+                let status = unsafe {
+                    sys::napi_get_value_string_utf8(
+                        env,
+                        value,
+                        buffer.as_mut_ptr().cast::<c_char>(),
+                        buffer.len(),
+                        &mut written,
+                    )
+                };
+                (status == sys::Status::napi_ok).then_some(written)
             };
-            if status != sys::Status::napi_ok {
-                return None;
+            let mut written = copy(&mut buffer)?;
+            // Complete unless it may have been cut (at the end, or before a character of
+            // up to 4 bytes that did not fit).
+            if written + 4 >= buffer.len() {
+                let mut len = 0usize;
+                let status = unsafe {
+                    sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len)
+                };
+                if status != sys::Status::napi_ok {
+                    return None;
+                }
+                buffer.resize(len + 1, 0);
+                written = copy(&mut buffer)?;
             }
             let bytes = buffer.get(..written)?;
-            Some(match std::str::from_utf8(bytes) {
+            let answer = match std::str::from_utf8(bytes) {
                 Ok(text) => f(text),
                 Err(_) => f(&String::from_utf8_lossy(bytes)),
-            })
+            };
+            // A very long message's room is not kept.
+            if buffer.len() > 1 << 20 {
+                *buffer = vec![0; 1024];
+            }
+            Some(answer)
         })
     }
 
@@ -427,6 +473,55 @@ mod raw {
         }
     }
 
+    /// `__orchPosition(handle)`.
+    pub(super) unsafe extern "C" fn position(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
+        unsafe {
+            let Some(handle) = args::<1>(env, info).and_then(|[h]| number(env, h)) else {
+                return throw(env, "__orchPosition(handle): the handle is a number");
+            };
+            match super::position(handle) {
+                Ok(at) => {
+                    let mut out = ptr::null_mut();
+                    sys::napi_create_double(env, at, &mut out);
+                    out
+                }
+                Err(e) => throw(env, &e.reason),
+            }
+        }
+    }
+
+    /// `__orchSnapshot64(handle)`.
+    pub(super) unsafe extern "C" fn snapshot64(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info; the text is
+        // ASCII and outlives the call that copies it.
+        unsafe {
+            let Some(handle) = args::<1>(env, info).and_then(|[h]| number(env, h)) else {
+                return throw(env, "__orchSnapshot64(handle): the handle is a number");
+            };
+            match super::snapshot64(handle) {
+                Ok(text) => {
+                    let mut out = ptr::null_mut();
+                    let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
+                    sys::napi_create_string_latin1(
+                        env,
+                        text.as_ptr().cast::<c_char>(),
+                        len,
+                        &mut out,
+                    );
+                    out
+                }
+                Err(e) => throw(env, &e.reason),
+            }
+        }
+    }
+
     /// `__orchSet(handle, state)`: an array of tool indices.
     pub(super) unsafe extern "C" fn set(
         env: sys::napi_env,
@@ -441,18 +536,26 @@ mod raw {
             let (Some(handle), Some(state)) = (number(env, handle), number(env, state)) else {
                 return throw(env, "__orchSet(handle, state) takes two numbers");
             };
-            let state = if state >= 0.0 && state <= f64::from(u32::MAX) { state as u32 } else { 0 };
+            let state = if state >= 0.0 && state <= f64::from(u32::MAX) {
+                state as u32
+            } else {
+                0
+            };
             let tools = match super::set(handle, state) {
                 Ok(tools) => tools,
                 Err(e) => return throw(env, &e.reason),
             };
             let mut array = ptr::null_mut();
-            if sys::napi_create_array_with_length(env, tools.len(), &mut array) != sys::Status::napi_ok {
+            if sys::napi_create_array_with_length(env, tools.len(), &mut array)
+                != sys::Status::napi_ok
+            {
                 return throw(env, "__orchSet: cannot make the array");
             }
             for (i, tool) in tools.iter().enumerate() {
                 let index = u32::try_from(i).unwrap_or(u32::MAX);
-                if sys::napi_set_element(env, array, index, uint(env, *tool)) != sys::Status::napi_ok {
+                if sys::napi_set_element(env, array, index, uint(env, *tool))
+                    != sys::Status::napi_ok
+                {
                     return throw(env, "__orchSet: cannot fill the array");
                 }
             }
@@ -462,9 +565,12 @@ mod raw {
 
     /// Puts each function on the module's exports.
     pub(super) fn install(env: sys::napi_env, exports: sys::napi_value) -> napi::Result<()> {
-        type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
-        let functions: [(&std::ffi::CStr, Callback); 4] = [
+        type Callback =
+            unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+        let functions: [(&std::ffi::CStr, Callback); 6] = [
             (c"__orchRecord", record),
+            (c"__orchPosition", position),
+            (c"__orchSnapshot64", snapshot64),
             (c"__orchMessage", message),
             (c"__orchState", state),
             (c"__orchSet", set),
@@ -500,7 +606,8 @@ mod raw {
 }
 
 /// Puts the fast path's functions (`__orchRecord`, `__orchMessage`, `__orchState`,
-/// `__orchSet`) on the module's exports, for `main.cjs`.
+/// `__orchSet`, `__orchPosition`, `__orchSnapshot64`) on the module's exports, for
+/// `main.cjs` and the AgentDock drop-in.
 #[napi(module_exports)]
 pub fn fast_path(exports: napi::bindgen_prelude::Object) -> Result<()> {
     use napi::bindgen_prelude::JsValue;

@@ -20,6 +20,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+// Reached only through the module's registration, which napi-derive leaves out of test
+// builds.
+#[cfg_attr(test, allow(dead_code))]
 mod fast;
 
 /// One finding of the compiler.
@@ -614,7 +617,10 @@ impl Session {
     /// passes on is consumed (one approval, one call). `null` when it may run.
     #[napi]
     pub fn admit(&mut self, tool: String, args: Option<String>) -> Option<Refusal> {
-        self.hosted.borrow_mut().admit(&tool, self::args(&args)).map(refusal)
+        self.hosted
+            .borrow_mut()
+            .admit(&tool, self::args(&args))
+            .map(refusal)
     }
 
     /// This exact call was put to a human: the session holds the question (until the
@@ -622,7 +628,10 @@ impl Session {
     /// (16 hex digits), which `answer` needs.
     #[napi]
     pub fn ask(&mut self, tool: String, args: Option<String>) -> String {
-        self.hosted.borrow_mut().ask(&tool, self::args(&args)).to_string()
+        self.hosted
+            .borrow_mut()
+            .ask(&tool, self::args(&args))
+            .to_string()
     }
 
     /// A human's answer to the question `question` (what `ask` returned) about this exact
@@ -636,7 +645,9 @@ impl Session {
         match id {
             Some(id) => {
                 let question = orch_runtime::QuestionId::new(id);
-                self.hosted.borrow_mut().answer(&tool, &args, question, approved)
+                self.hosted
+                    .borrow_mut()
+                    .answer(&tool, &args, question, approved)
             }
             None => false,
         }
@@ -675,7 +686,10 @@ impl Session {
     pub fn record(&mut self, tool: String, result: Option<String>) -> Outcome {
         use orch_runtime::dynamic::DynOutcome as O;
         let outcome = match result {
-            Some(result) => self.hosted.borrow_mut().record_result_outcome(&tool, &result),
+            Some(result) => self
+                .hosted
+                .borrow_mut()
+                .record_result_outcome(&tool, &result),
             None => self.hosted.borrow_mut().record_outcome(&tool),
         };
         match outcome {

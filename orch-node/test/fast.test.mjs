@@ -121,3 +121,29 @@ test('the fast functions refuse what is not a live session or a tool', () => {
   assert.throws(() => engine.__orchSet(handle, 0), /no allowed set/)
   assert.equal(engine.__orchMessage(handle, 'x'.repeat(100_000)) > 0, true, 'a long message is read whole')
 })
+
+test('a message reaches the engine whole, however long, whatever its characters', () => {
+  const machine = orch.compile(
+    JSON.stringify({
+      name: 'edge',
+      tools: ['a', 'b'],
+      orchestration: {
+        steps: [
+          { name: 'Found', conditions: [{ type: 'message_contains', value: '€z😀' }], availableTools: { allowed: ['b'] } },
+          { name: 'Default', isDefault: true },
+        ],
+      },
+    }),
+  )
+  // Around the 1 KiB the fast path reads at once, and far past it.
+  for (const n of [0, 1, 1010, 1014, 1015, 1016, 1017, 1018, 1019, 1020, 1021, 1022, 1023, 1024, 5000, 300_000]) {
+    for (const filler of ['a', 'é', '中']) {
+      const session = machine.session()
+      session.onUserMessage(filler.repeat(n) + '€z😀')
+      assert.equal(session.step, 'Found', `${n} × ${filler}`)
+      const other = machine.session()
+      other.onUserMessage(filler.repeat(n) + '€z')
+      assert.equal(other.step, 'Default', `${n} × ${filler}, cut`)
+    }
+  }
+})

@@ -154,7 +154,21 @@ interface Live {
   machine: Machine
   session: Session
   snapshot: string
-  available: string | undefined
+  /** The host's tools last set on it (a copy). */
+  available: readonly string[] | undefined
+}
+
+/** What the package's fast path (`main.cjs`) adds to an engine and its sessions. */
+interface Fast {
+  __orchSnapshot64?: (handle: number) => string
+  __orchPosition?: (handle: number) => number
+}
+
+/** The same names in the same order. */
+function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
+  if (a === undefined || a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 function base64(bytes: Uint8Array): string {
@@ -191,12 +205,15 @@ export class OrchestrationManager {
   private readonly queues = new Map<string, Serial>()
   private readonly live = new Map<string, Live>()
   private readonly fingerprints = new WeakMap<Machine, string>()
+  private readonly stepNames = new WeakMap<Machine, string[]>()
 
   constructor(options: OrchestrationManagerOptions = {}) {
     this.storage = options.storageProvider ?? new MemoryStorageProvider()
     this.namespace = options.storageNamespace ?? 'orchestration-state'
     this.ttlMs = options.cleanup?.ttlMs ?? DEFAULT_TTL_MS
-    this.engine = options.engine ?? (require('../index.js') as Engine)
+    // The engine with the package's fast path (`main.cjs`), also one given here.
+    const { installFastPath } = require('../main.cjs') as { installFastPath: <T>(engine: T) => T }
+    this.engine = installFastPath(options.engine ?? (require('../index.js') as Engine))
   }
 
   /** The machine of `orchestration`, compiled once (throws `TemplateError`). */
@@ -227,13 +244,13 @@ export class OrchestrationManager {
   /** Runs `work` after every earlier call on `sessionId` in this process. */
   private serially<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
     let queue = this.queues.get(sessionId)
-    if (queue === undefined) this.queues.set(sessionId, (queue = new Serial()))
-    const next = queue.run(work)
-    const forget = () => {
-      if (queue.idle && this.queues.get(sessionId) === queue) this.queues.delete(sessionId)
+    if (queue === undefined) {
+      const made: Serial = new Serial(() => {
+        if (this.queues.get(sessionId) === made) this.queues.delete(sessionId)
+      })
+      this.queues.set(sessionId, (queue = made))
     }
-    void next.then(forget, forget)
-    return next
+    return queue.run(work)
   }
 
   /** Loads the session (fresh when none is stored; a stored one that does not restore
@@ -258,7 +275,7 @@ export class OrchestrationManager {
       let session: Session
       let seen = 0
       let last: string | undefined
-      let hosted: string | undefined
+      let hosted: readonly string[] | undefined
       if (stored?.orch && cached && cached.machine === machine && cached.snapshot === stored.orch.snapshot) {
         session = cached.session
         hosted = cached.available
@@ -280,10 +297,9 @@ export class OrchestrationManager {
       } else {
         session = machine.session()
       }
-      if (available !== undefined) {
-        const key = available.join('\u0000')
-        if (key !== hosted) session.setAvailable([...available])
-        hosted = key
+      if (available !== undefined && !sameList(hosted, available)) {
+        hosted = [...available]
+        session.setAvailable([...hosted])
       }
       const users = messages.filter((m) => m.role === 'user')
       let changed = false
@@ -318,16 +334,17 @@ export class OrchestrationManager {
     before: OrchestrationState | null,
     recent: string[] | undefined,
   ): Promise<string> {
+    const where = this.position(session, machine)
     const state: OrchestrationState = {
       ...(before ?? {}),
       sessionId,
-      activeStep: session.step ?? undefined,
-      sequenceIndex: session.sequenceIndex,
+      activeStep: where.step,
+      sequenceIndex: where.index,
       recentlyUsedTools: recent ?? before?.recentlyUsedTools ?? [],
       lastAccessed: Date.now(),
       ttl: this.ttlMs,
       orch: {
-        snapshot: base64(session.snapshot()),
+        snapshot: this.snapshot(session),
         fingerprint: this.fingerprint(machine),
         userMessages,
         lastUserMessage,
@@ -335,6 +352,28 @@ export class OrchestrationManager {
     }
     await this.storage.set(this.key(sessionId), state, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
     return state.orch.snapshot
+  }
+
+  /** The active step and the sequence index (one crossing on the fast path). */
+  private position(session: Session, machine: Machine): { step: string | undefined; index: number } {
+    const handle = (session as unknown as { __orchHandle?: number }).__orchHandle
+    const position = (this.engine as Fast).__orchPosition
+    if (handle === undefined || position === undefined) {
+      return { step: session.step ?? undefined, index: session.sequenceIndex }
+    }
+    const at = position(handle)
+    const step = Math.floor(at / 4294967296)
+    let names = this.stepNames.get(machine)
+    if (names === undefined) this.stepNames.set(machine, (names = machine.steps))
+    return { step: step === 0 ? undefined : names[step - 1], index: at - step * 4294967296 }
+  }
+
+  /** The session's snapshot as base64 (made by the engine on the fast path). */
+  private snapshot(session: Session): string {
+    const handle = (session as unknown as { __orchHandle?: number }).__orchHandle
+    const snapshot64 = (this.engine as Fast).__orchSnapshot64
+    if (handle === undefined || snapshot64 === undefined) return base64(session.snapshot())
+    return snapshot64(handle)
   }
 
   /** Keeps a session this process stored, the least recently used dropped past
@@ -385,8 +424,12 @@ export class OrchestrationManager {
     if (!orchestration?.steps?.length) return allToolIds
     return this.withSession(orchestration, messages, sessionId, allToolIds, undefined, (s) => {
       // In the host's order, as AgentDock filters `allToolIds`.
-      const allowed = new Set(s.allowed())
-      return allToolIds.filter((t) => allowed.has(t))
+      const allowed = s.allowed()
+      if (allowed.length > 16) {
+        const set = new Set(allowed)
+        return allToolIds.filter((t) => set.has(t))
+      }
+      return allToolIds.filter((t) => allowed.includes(t))
     })
   }
 

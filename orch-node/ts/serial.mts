@@ -11,12 +11,26 @@ export class Serial {
   private tail: Promise<unknown> = Promise.resolve()
   private waiting = 0
 
-  /** Runs `work` after everything given before it has settled (a failure included). */
+  /** `onIdle`: called each time the last piece of work queued settles. */
+  constructor(private readonly onIdle?: () => void) {}
+
+  /** Runs `work` after everything given before it has settled (a failure included); at
+   * once when nothing is queued. */
   run<T>(work: () => Promise<T>): Promise<T> {
     this.waiting += 1
-    const next = this.tail.then(work, work)
+    let next: Promise<T>
+    if (this.waiting === 1) {
+      try {
+        next = Promise.resolve(work())
+      } catch (e) {
+        next = Promise.reject(e)
+      }
+    } else {
+      next = this.tail.then(work, work)
+    }
     const done = () => {
       this.waiting -= 1
+      if (this.waiting === 0) this.onIdle?.()
     }
     this.tail = next.then(done, done)
     return next

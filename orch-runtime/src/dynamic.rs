@@ -275,6 +275,11 @@ impl<'m> DynSession<'m> {
         self.machine.tables.step_names.get(i).map(String::as_str)
     }
 
+    /// The active step's position in [`DynMachine::steps`].
+    pub fn step_index(&self) -> Option<usize> {
+        self.state.active()
+    }
+
     /// The sequence index.
     pub fn sequence_index(&self) -> usize {
         self.state.index as usize
