@@ -104,6 +104,23 @@ struct Machine {
     warnings: Vec<Diagnostic>,
     /// The tools' names as Python strings, made once (what `allowed()` hands out).
     names: Vec<Py<PyString>>,
+    /// The tools' indices by name.
+    index: std::collections::HashMap<Box<str>, usize>,
+}
+
+impl Machine {
+    /// The declared tool `tool` names: found by identity among the machine's own name
+    /// objects (what `allowed()` hands out, so a host passing them back is not hashed),
+    /// else by its text.
+    fn tool_index(&self, tool: &Bound<'_, PyString>) -> Option<usize> {
+        let wanted = tool.as_ptr();
+        if self.names.len() <= 64 {
+            if let Some(i) = self.names.iter().position(|n| n.as_ptr() == wanted) {
+                return Some(i);
+            }
+        }
+        self.index.get(tool.to_str().ok()?).copied()
+    }
 }
 
 /// Compiles `source` (named `path` in diagnostics): the machine, or `TemplateError`.
@@ -127,12 +144,19 @@ fn build(py: Python<'_>, source: &str, path: &str, prove_properties: bool) -> Py
         .iter()
         .map(|n| PyString::intern(py, n).unbind())
         .collect();
+    let index = machine
+        .tools()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str().into(), i))
+        .collect();
     Ok(Machine {
         gates: ir.has_gates(),
         properties: ir.properties.clone(),
         machine: Arc::new(machine),
         warnings: diagnostics(placed),
         names,
+        index,
     })
 }
 
@@ -211,6 +235,7 @@ impl Machine {
         Session {
             machine: slf.clone().unbind(),
             hosted,
+            fast: Fast::default(),
         }
     }
 
@@ -228,6 +253,7 @@ impl Machine {
         Ok(Session {
             machine: slf.clone().unbind(),
             hosted,
+            fast: Fast::default(),
         })
     }
 
@@ -348,6 +374,46 @@ impl Refusal {
 struct Session {
     machine: Py<Machine>,
     hosted: HostedSession,
+    fast: Fast,
+}
+
+/// What lets `allowed()`, `check` and `record` skip work a turn repeats: the allowed set
+/// as of the session's last event, and the lists already made for recent sets.
+#[derive(Default)]
+struct Fast {
+    /// `bits` and `foreign` are the session's allowed set now.
+    fresh: bool,
+    /// The declared tools allowed (bit `i`: the machine's `i`-th tool).
+    bits: Vec<u64>,
+    /// A foreign tool is allowed too.
+    foreign: bool,
+    /// Lists made for recent allowed sets (at most [`RECENT_SETS`]), newest last.
+    recent: Vec<(Box<[u64]>, Py<PyList>)>,
+}
+
+/// How many allowed sets a session keeps a list for.
+const RECENT_SETS: usize = 16;
+
+impl Fast {
+    /// The session changed: the allowed set is asked again when next needed.
+    fn stale(&mut self) {
+        self.fresh = false;
+    }
+
+    fn refresh(&mut self, hosted: &HostedSession) {
+        if !self.fresh {
+            self.foreign = hosted.allowed_bits(&mut self.bits);
+            self.fresh = true;
+        }
+    }
+
+    /// Is the declared tool `i` allowed now?
+    fn allows(&mut self, hosted: &HostedSession, i: usize) -> bool {
+        self.refresh(hosted);
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
 }
 
 #[pymethods]
@@ -355,6 +421,32 @@ impl Session {
     /// The tools that may run now, in declaration order (then allowed foreign tools).
     fn allowed<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let machine = self.machine.get();
+        self.fast.refresh(&self.hosted);
+        if !self.fast.foreign {
+            // A set seen lately: a copy of its list (the caller may change its own).
+            let fast = &mut self.fast;
+            if let Some((_, list)) = fast.recent.iter().rev().find(|(b, _)| **b == *fast.bits) {
+                let list = list.bind(py);
+                return Ok(list.get_slice(0, list.len()));
+            }
+            let out = PyList::empty(py);
+            for (w, word) in fast.bits.iter().enumerate() {
+                let mut rest = *word;
+                while rest != 0 {
+                    let i = w * 64 + rest.trailing_zeros() as usize;
+                    if let Some(name) = machine.names.get(i) {
+                        out.append(name.bind(py))?;
+                    }
+                    rest &= rest - 1;
+                }
+            }
+            if fast.recent.len() >= RECENT_SETS {
+                fast.recent.remove(0);
+            }
+            fast.recent
+                .push((fast.bits.as_slice().into(), out.clone().unbind()));
+            return Ok(out.get_slice(0, out.len()));
+        }
         let out = PyList::empty(py);
         let mut failed = None;
         self.hosted.for_each_allowed(|i, name| {
@@ -377,8 +469,17 @@ impl Session {
 
     /// `None` when `tool` may run now, else the `Refusal` (the same words orch uses
     /// everywhere).
-    fn check(&self, tool: &str) -> Option<Refusal> {
-        self.hosted.check(tool).map(refusal)
+    fn check(&mut self, tool: &Bound<'_, PyString>) -> PyResult<Option<Refusal>> {
+        let machine = self.machine.get();
+        // An allowed declared tool on a machine without gates: nothing to refuse.
+        if !machine.gates {
+            if let Some(i) = machine.tool_index(tool) {
+                if self.fast.allows(&self.hosted, i) {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(self.hosted.check(tool.to_str()?).map(refusal))
     }
 
     /// `check` for this exact call (`arguments`: its JSON text): a gated tool passes on a
@@ -393,6 +494,7 @@ impl Session {
     /// passes on is consumed (one approval, one call). `None` when it may run.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
+        self.fast.stale();
         self.hosted.admit(tool, arguments).map(refusal)
     }
 
@@ -401,6 +503,7 @@ impl Session {
     /// (16 hex digits), which `answer` needs.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn ask(&mut self, tool: &str, arguments: &str) -> String {
+        self.fast.stale();
         self.hosted.ask(tool, arguments).to_string()
     }
 
@@ -410,7 +513,10 @@ impl Session {
     #[pyo3(signature = (tool, arguments, question, approved))]
     fn answer(&mut self, tool: &str, arguments: &str, question: &str, approved: bool) -> bool {
         match question_id(question) {
-            Some(question) => self.hosted.answer(tool, arguments, question, approved),
+            Some(question) => {
+                self.fast.stale();
+                self.hosted.answer(tool, arguments, question, approved)
+            }
             None => false,
         }
     }
@@ -419,6 +525,7 @@ impl Session {
     /// event), and `admit` lets the call through once.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn approve(&mut self, tool: &str, arguments: &str) {
+        self.fast.stale();
         self.hosted.approve(tool, arguments);
     }
 
@@ -426,6 +533,7 @@ impl Session {
     /// is refused as `rejected` until the next event.
     #[pyo3(signature = (tool, arguments = "{}"))]
     fn reject(&mut self, tool: &str, arguments: &str) {
+        self.fast.stale();
         self.hosted.reject(tool, arguments);
     }
 
@@ -444,36 +552,48 @@ impl Session {
     fn record<'py>(
         &mut self,
         py: Python<'py>,
-        tool: &str,
+        tool: &Bound<'py, PyString>,
         result: Option<&str>,
-    ) -> Bound<'py, PyString> {
-        let outcome = match result {
-            Some(result) => self.hosted.record_result(tool, result),
-            None => self.hosted.record(tool),
+    ) -> PyResult<Bound<'py, PyString>> {
+        self.fast.stale();
+        let declared = match result {
+            None => self.machine.get().tool_index(tool),
+            Some(_) => None,
+        };
+        let outcome = match (declared, result) {
+            (Some(i), _) => match self.hosted.record_index(i) {
+                Some(outcome) => outcome.as_str(),
+                None => self.hosted.record(tool.to_str()?),
+            },
+            (None, Some(result)) => self.hosted.record_result(tool.to_str()?, result),
+            (None, None) => self.hosted.record(tool.to_str()?),
         };
         // The outcome's word as a Python string made once per process, not per call.
-        match outcome {
+        Ok(match outcome {
             "advanced" => pyo3::intern!(py, "advanced").clone(),
             "completed" => pyo3::intern!(py, "completed").clone(),
             "free" => pyo3::intern!(py, "free").clone(),
             "out_of_sequence" => pyo3::intern!(py, "out_of_sequence").clone(),
             "not_allowed" => pyo3::intern!(py, "not_allowed").clone(),
             other => PyString::intern(py, other),
-        }
+        })
     }
 
     /// A user message: message conditions and sequence resets are evaluated.
     fn on_user_message(&mut self, text: &str) {
+        self.fast.stale();
         self.hosted.on_user_message(text);
     }
 
     /// The host's tools (names the template does not declare are foreign tools).
     fn set_available(&mut self, tools: Vec<String>) {
+        self.fast.stale();
         self.hosted.set_available(tools);
     }
 
     /// Back to a fresh session's state (the host's tools are kept).
     fn reset(&mut self) {
+        self.fast.stale();
         self.hosted.reset();
     }
 

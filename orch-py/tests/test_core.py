@@ -326,3 +326,48 @@ def test_rules_on_arguments_refuse_gate_and_remember_results_across_snapshots():
         orch.compile(broken)
     [d] = raised.value.diagnostics
     assert (d.code, d.line) == ("E026", 6)
+
+
+def test_cached_allowed_sets_never_go_stale():
+    """`allowed()`, `check` and `record` keep the allowed set between events (and a list
+    per recent set): after every kind of event, a live session answers as a session
+    restored from its snapshot (which starts with nothing kept)."""
+    import random
+
+    paths = sorted((REPO / "examples" / "agents").glob("*/template.json"))
+    paths += sorted((REPO / "tests" / "fixtures" / "machines").glob("*.json"))
+    messages = ["Research how many moons Jupiter has", "critique this", "compare", "brainstorm and debate", "refund order 7", "hello", ""]
+    events = 0
+    for path in paths:
+        machine = orch.load(str(path))
+        names = list(machine.tools) + ["foreign_tool", "mcp_lookup"]
+        session = machine.session()
+        host = None
+        rng = random.Random(path.name)
+        for i in range(300):
+            what = rng.randrange(9)
+            if what < 4:
+                tool = rng.choice(names)
+                session.record(tool)
+            elif what < 6:
+                session.on_user_message(rng.choice(messages))
+            elif what == 6:
+                host = [n for n in names if rng.randrange(3)]
+                session.set_available(host)
+            elif what == 7:
+                session.approve(rng.choice(names))
+            else:
+                session.reset()
+            events += 1
+            fresh = machine.restore(session.snapshot(), host)
+            where = f"{path.name}, event {i}"
+            assert session.allowed() == fresh.allowed(), where
+            mine = session.allowed()
+            mine.append("teleport")
+            assert "teleport" not in session.allowed(), where
+            for tool in names:
+                a, b = session.check(tool), fresh.check(tool)
+                assert (a is None) == (b is None), f"{where}: check {tool}"
+                if a is not None:
+                    assert (a.kind, a.message) == (b.kind, b.message), f"{where}: check {tool}"
+    assert events > 3000
