@@ -234,6 +234,21 @@ fn the_run_time_path_of_the_bindings_does_not_allocate() {
         }
     });
     assert_eq!(n, 0, "the run-time path allocated {n} times");
+    // The bindings' fast path: recorded by index, the allowed set as bits into a kept
+    // buffer.
+    let mut bits = Vec::new();
+    session.allowed_bits(&mut bits);
+    let n = allocations_during(|| {
+        for _ in 0..50 {
+            session.on_user_message(black_box("Research the impact of AI on jobs"));
+            for tool in [0, 1, 2] {
+                black_box(session.record_index(black_box(tool)));
+                black_box(session.allowed_bits(&mut bits));
+                black_box(&bits);
+            }
+        }
+    });
+    assert_eq!(n, 0, "the bindings' fast path allocated {n} times");
     // And it agrees with `allowed()`.
     let mut names = Vec::new();
     session.for_each_allowed(|_, name| names.push(name.to_owned()));

@@ -14,7 +14,9 @@
 //! test, those included; run, a test whose component is missing fails: nothing is
 //! reported as passed that did not run) and `cargo test --workspace --doc` (the doc
 //! examples; the ones marked `ignore` are illustrations that cannot compile on their
-//! own); then the Python package: its wheel built once with maturin (the dev profile, the
+//! own); then the engine's instruction budget (`orch-probe` built in release and run
+//! under valgrind's callgrind: a turn or a message over its budget of instructions fails
+//! the run — an exact count, never a time); then the Python package: its wheel built once with maturin (the dev profile, the
 //! same target directory), installed into `target/ci-tools/py`, pytest run on the
 //! installed package and mypy's stubtest on its stubs; then the npm package: its dev dependencies from the lockfile
 //! (`npm ci`), and `orch-node/scripts/ci.mjs`, which builds the native addon and the
@@ -280,6 +282,12 @@ fn components() -> Vec<Component> {
             how: "install Redis (Debian/Ubuntu: `sudo apt-get install redis-server redis-tools`; macOS: `brew install redis`)",
         },
         Component {
+            name: "valgrind (the engine's instruction budget)",
+            present: |_| runs("valgrind", &["--version"]),
+            install: |_| apt(&["valgrind"]),
+            how: "install valgrind (`sudo apt-get install valgrind`)",
+        },
+        Component {
             name: "tmux",
             present: |_| runs("tmux", &["-V"]),
             install: |_| apt(&["tmux"]),
@@ -449,6 +457,11 @@ fn test(cargo_args: &[String]) -> ExitCode {
             }
         }
     }
+    // The engine's instruction budget: a regression of the hot path fails the build.
+    if let Err(e) = instruction_budget(&root, &cargo, limit.saturating_sub(start.elapsed())) {
+        eprintln!("xtask: {e}");
+        return ExitCode::FAILURE;
+    }
     // Both packages are tested even when one fails, so that one run reports both.
     let mut passed = true;
     for (name, package) in [
@@ -472,6 +485,69 @@ fn test(cargo_args: &[String]) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The engine's hot path, in instructions per call of the probe's functions
+/// (`orch-probe`, a release build, counted by callgrind: exact, whatever the machine's
+/// load): `(function, calls, budget per call)`. Measured 2026-11-27 with rustc 1.95.0:
+/// a turn (`allowed()` and `record()` on the sequence-driven shape, the call included)
+/// 141.1, a 200-byte message against 40 conditions 10,292. The budgets leave about 3%
+/// for another compiler's code; lower them with the code they measure.
+const INSTRUCTION_BUDGETS: [(&str, u64, u64); 2] = [("turn", 7_000, 145), ("message", 100, 10_600)];
+
+/// Builds `orch-probe` (release) and counts each probed function's instructions under
+/// callgrind; `Err` names what is over its budget, or what could not run.
+fn instruction_budget(root: &Path, cargo: &str, limit: std::time::Duration) -> Result<(), String> {
+    let args = ["build", "--release", "-p", "orch-probe"];
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let mut build = Command::new(cargo);
+    build.current_dir(root).args(args);
+    if !run_within(build, limit)? {
+        return Err("the instruction probe did not build".into());
+    }
+    let probe = root.join("target/release/orch-probe");
+    let mut over = Vec::new();
+    for (function, calls, budget) in INSTRUCTION_BUDGETS {
+        let out = root.join(format!("target/release/callgrind.{function}.out"));
+        let output = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(format!("--toggle-collect=*orch_probe::{function}*"))
+            .arg(&probe)
+            .output()
+            .map_err(|e| format!("cannot run valgrind: {e}"))?;
+        let report = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(format!("valgrind failed on the probe:\n{report}"));
+        }
+        let total = collected(&report)
+            .ok_or_else(|| format!("no instruction count in valgrind's report:\n{report}"))?;
+        let per_call = total as f64 / calls as f64;
+        eprintln!(
+            "xtask: instructions per {function}: {per_call:.1} (budget {budget}; {total} in {calls} calls)"
+        );
+        if total > budget * calls {
+            over.push(format!(
+                "{function}: {per_call:.1} instructions per call, budget {budget}"
+            ));
+        }
+    }
+    if over.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the engine's hot path is over its instruction budget ({}): see INSTRUCTION_BUDGETS in xtask/src/main.rs and `callgrind_annotate` on target/release/callgrind.*.out",
+            over.join("; ")
+        ))
+    }
+}
+
+/// The instructions callgrind collected (its `Collected : N` line).
+fn collected(report: &str) -> Option<u64> {
+    report.lines().find_map(|line| {
+        let (_, count) = line.split_once("Collected :")?;
+        count.trim().replace(',', "").parse().ok()
+    })
 }
 
 /// How long the builds and tests may take in all: `ORCH_TEST_MINUTES` (60 unless set).
@@ -547,4 +623,19 @@ fn descendants(root: u32) -> Vec<u32> {
     }
     found.remove(0);
     found
+}
+
+#[cfg(test)]
+mod tests {
+    /// Callgrind's count is read from its report, with or without digit grouping.
+    #[test]
+    fn the_collected_count_is_read() {
+        let report = "==1== Callgrind, a call-graph generating cache profiler\n==1== \n==1== Events    : Ir\n==1== Collected : 988000\n==1== \n==1== I   refs:      988,000\n";
+        assert_eq!(super::collected(report), Some(988_000));
+        assert_eq!(
+            super::collected("==1== Collected : 1,029,200"),
+            Some(1_029_200)
+        );
+        assert_eq!(super::collected("no count here"), None);
+    }
 }
