@@ -164,6 +164,11 @@ fn typed_and_run_time_sessions_agree() {
     );
     d.reject(call);
     s.reject(call);
+    // A held verdict is written by the direct encoder as by the snapshot's.
+    assert_eq!(d.snapshot_bytes(), d.snapshot().to_bytes());
+    d.ask(call, orch::QuestionId::new(0x5eed));
+    assert_eq!(d.snapshot_bytes(), d.snapshot().to_bytes());
+    d.reject(call);
     assert_eq!(
         d.check_call("pay", &judged(&call)).unwrap_err().to_string(),
         s.check_call(Tool::Pay, &judged(&call))

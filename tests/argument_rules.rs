@@ -328,6 +328,9 @@ fn values_from_earlier_results_are_remembered_and_survive_a_snapshot() {
         let (d, _) = orch::DynSession::restore(&machine, &restored).unwrap();
         assert!(d.check_call("pay_contact", &ana).is_ok());
         assert!(d.check_call("pay_contact", &eve).is_err());
+        // Written straight from the state, the remembered values are the same bytes.
+        assert_eq!(d.snapshot_bytes(), d.snapshot().to_bytes());
+        assert_eq!(d.snapshot_bytes(), snap.to_bytes());
     }
     // A reset forgets: a new session knows nothing.
     s.reset();

@@ -139,6 +139,13 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
                 ctx
             );
             prop_assert_eq!(typed.usage(), dynamic.usage(), "{}: usage", ctx);
+            // The direct encoder writes the snapshot's own bytes.
+            prop_assert_eq!(
+                dynamic.snapshot_bytes(),
+                dynamic.snapshot().to_bytes(),
+                "{}: snapshot_bytes",
+                ctx
+            );
             prop_assert_eq!(
                 dynamic.step_index().map(|i| machine.steps()[i].as_str()),
                 dynamic.step(),

@@ -254,6 +254,6 @@ impl HostedSession {
 
     /// The session as snapshot bytes.
     pub fn snapshot(&self) -> Vec<u8> {
-        self.session().snapshot().to_bytes()
+        self.session().snapshot_bytes()
     }
 }

@@ -634,6 +634,17 @@ impl<'m> DynSession<'m> {
         )
     }
 
+    /// [`DynSession::snapshot`]`().to_bytes()`, the same bytes, without making the
+    /// [`crate::Snapshot`] first (its names are borrowed from the machine).
+    pub fn snapshot_bytes(&self) -> Vec<u8> {
+        crate::snapshot::take_bytes(
+            &self.machine.tables.view(),
+            &self.state,
+            &self.available,
+            &self.foreign_available,
+        )
+    }
+
     /// A session of `machine` from a snapshot (see [`crate::Session::restore`]).
     pub fn restore(
         machine: &'m DynMachine,

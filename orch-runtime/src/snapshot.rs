@@ -223,6 +223,188 @@ where
     }
 }
 
+/// What the binary encoding writes, borrowed: from a [`Snapshot`]
+/// ([`Snapshot::to_bytes`]) or straight from a session's state ([`take_bytes`]), so both
+/// write the same bytes by construction.
+struct Parts<'a> {
+    fingerprint: u64,
+    machine: &'a str,
+    step: Option<&'a str>,
+    sequence_index: u32,
+    usage: Usage,
+    history: Vec<Option<&'a str>>,
+    used: Vec<&'a str>,
+    available: Option<Vec<&'a str>>,
+    /// Each matched condition's name as a prefix and the rest (`("contains:", needle)`),
+    /// written as one string.
+    matched: Vec<(&'a str, &'a str)>,
+    approval: Option<Approval>,
+    /// The remembered values, 16 bytes each.
+    memory: Vec<[u8; 16]>,
+}
+
+impl Parts<'_> {
+    /// The compact binary encoding: tool names are written once, in a table, and
+    /// referenced by index.
+    fn encode(&self) -> Vec<u8> {
+        fn index_of<'a>(n: &'a str, names: &mut Vec<&'a str>) -> u64 {
+            match names.iter().position(|x| *x == n) {
+                Some(i) => i as u64,
+                None => {
+                    names.push(n);
+                    (names.len() - 1) as u64
+                }
+            }
+        }
+        let mut names: Vec<&str> = Vec::new();
+        let mut body = Vec::with_capacity(64);
+        put_varint(&mut body, self.history.len() as u64);
+        for h in &self.history {
+            let r = match h {
+                None => 0,
+                Some(n) => index_of(n, &mut names) + 1,
+            };
+            put_varint(&mut body, r);
+        }
+        put_varint(&mut body, self.used.len() as u64);
+        for n in &self.used {
+            let u = index_of(n, &mut names);
+            put_varint(&mut body, u);
+        }
+        match &self.available {
+            None => body.push(0),
+            Some(list) => {
+                body.push(1);
+                put_varint(&mut body, list.len() as u64);
+                for n in list {
+                    let i = index_of(n, &mut names);
+                    put_varint(&mut body, i);
+                }
+            }
+        }
+        put_varint(&mut body, self.matched.len() as u64);
+        for (prefix, rest) in &self.matched {
+            put_varint(&mut body, (prefix.len() + rest.len()) as u64);
+            body.extend_from_slice(prefix.as_bytes());
+            body.extend_from_slice(rest.as_bytes());
+        }
+        if let Some(a) = &self.approval {
+            // Section 1: a verdict without a question id; 2: with one (8 bytes, LE).
+            body.push(if a.question.is_none() { 1 } else { 2 });
+            body.extend_from_slice(a.call.as_bytes());
+            body.push(match a.verdict {
+                Verdict::Approved => 1,
+                Verdict::Rejected => 2,
+                Verdict::Pending => 3,
+            });
+            if !a.question.is_none() {
+                body.extend_from_slice(&a.question.get().to_le_bytes());
+            }
+        }
+        if !self.memory.is_empty() {
+            // Section 3: the remembered values, 16 bytes each (the hex keys' bytes).
+            body.push(3);
+            put_varint(&mut body, self.memory.len() as u64);
+            for key in &self.memory {
+                body.extend_from_slice(key);
+            }
+        }
+
+        let mut out = Vec::with_capacity(36 + self.machine.len() + body.len() + 8 * names.len());
+        out.extend_from_slice(MAGIC);
+        put_varint(&mut out, ENCODING);
+        out.extend_from_slice(&self.fingerprint.to_le_bytes());
+        put_str(&mut out, self.machine);
+        match self.step {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                put_str(&mut out, s);
+            }
+        }
+        put_varint(&mut out, u64::from(self.sequence_index));
+        put_varint(&mut out, self.usage.prompt);
+        put_varint(&mut out, self.usage.completion);
+        put_varint(&mut out, names.len() as u64);
+        for n in &names {
+            put_str(&mut out, n);
+        }
+        out.extend_from_slice(&body);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+}
+
+/// `take(..).to_bytes()` without making the [`Snapshot`]: the names are borrowed from
+/// the tables, so the only allocations are a few small lists and the bytes.
+pub(crate) fn take_bytes<S, U, F, H, D, C, R>(
+    t: &Tables<'_, S>,
+    state: &State<U, F, H, D, C, R>,
+    available: &[u64],
+    foreign_available: &[String],
+) -> Vec<u8>
+where
+    S: AsRef<str>,
+    U: AsRef<[u64]> + AsMut<[u64]>,
+    F: AsRef<[u64]> + AsMut<[u64]>,
+    H: AsRef<[u16]> + AsMut<[u16]>,
+    D: AsRef<[u64]> + AsMut<[u64]>,
+    C: AsRef<[u16]> + AsMut<[u16]>,
+    R: AsRef<[u64]> + AsMut<[u64]>,
+{
+    let tool = |i: usize| t.tools.get(i).map(AsRef::as_ref);
+    let names =
+        |bits: &[u64]| -> Vec<&str> { crate::bits::BitIter::new(bits).filter_map(tool).collect() };
+    let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
+    let flag = |i: usize| match t.contains.get(i) {
+        Some(c) => ("contains:", c.as_ref()),
+        None => (
+            "regex:",
+            t.regexes
+                .get(i - t.contains.len())
+                .map_or("", |r| r.as_ref()),
+        ),
+    };
+    Parts {
+        fingerprint: t.fingerprint,
+        machine: t.name,
+        step: state
+            .active()
+            .and_then(|i| t.step_names.get(i))
+            .map(AsRef::as_ref),
+        sequence_index: u32::from(state.index),
+        usage: state.usage,
+        history: state
+            .history()
+            .map(|i| match i {
+                FOREIGN => None,
+                i => tool(i as usize),
+            })
+            .collect(),
+        used: names(state.used.as_ref()),
+        available: (!all || !foreign_available.is_empty()).then(|| {
+            let mut list = names(available);
+            list.extend(foreign_available.iter().map(String::as_str));
+            list
+        }),
+        matched: crate::bits::BitIter::new(state.flags.as_ref())
+            .map(flag)
+            .collect(),
+        approval: state.approval,
+        memory: crate::args::memory::oldest_first(state.memory.as_ref())
+            .into_iter()
+            .map(|[hi, lo]| {
+                let mut key = [0u8; 16];
+                key[..8].copy_from_slice(&hi.to_be_bytes());
+                key[8..].copy_from_slice(&lo.to_be_bytes());
+                key
+            })
+            .collect(),
+    }
+    .encode()
+}
+
 /// The remembered values of `state`, oldest first, as hex keys.
 fn memory_hex<U, F, H, D, C, R: AsRef<[u64]>>(state: &State<U, F, H, D, C, R>) -> Vec<String> {
     crate::args::memory::oldest_first(state.memory.as_ref())
@@ -601,99 +783,36 @@ impl Snapshot {
     /// The compact binary encoding: tool names are written once, in a table, and
     /// referenced by index.
     pub fn to_bytes(&self) -> Vec<u8> {
-        fn index_of<'a>(n: &'a str, names: &mut Vec<&'a str>) -> u64 {
-            match names.iter().position(|x| *x == n) {
-                Some(i) => i as u64,
-                None => {
-                    names.push(n);
-                    (names.len() - 1) as u64
-                }
-            }
-        }
-        let mut names: Vec<&str> = Vec::new();
-        let mut body = Vec::new();
-        put_varint(&mut body, self.history.len() as u64);
-        let mut refs: Vec<u64> = Vec::new();
-        for h in &self.history {
-            refs.push(match h {
-                None => 0,
-                Some(n) => index_of(n, &mut names) + 1,
-            });
-        }
-        for r in refs {
-            put_varint(&mut body, r);
-        }
-        let used: Vec<u64> = self.used.iter().map(|n| index_of(n, &mut names)).collect();
-        put_varint(&mut body, used.len() as u64);
-        for u in used {
-            put_varint(&mut body, u);
-        }
-        match &self.available {
-            None => body.push(0),
-            Some(list) => {
-                body.push(1);
-                let idx: Vec<u64> = list.iter().map(|n| index_of(n, &mut names)).collect();
-                put_varint(&mut body, idx.len() as u64);
-                for i in idx {
-                    put_varint(&mut body, i);
-                }
-            }
-        }
-        put_varint(&mut body, self.matched.len() as u64);
-        for m in &self.matched {
-            put_str(&mut body, m);
-        }
-        if let Some(a) = &self.approval {
-            // Section 1: a verdict without a question id; 2: with one (8 bytes, LE).
-            body.push(if a.question.is_none() { 1 } else { 2 });
-            body.extend_from_slice(a.call.as_bytes());
-            body.push(match a.verdict {
-                Verdict::Approved => 1,
-                Verdict::Rejected => 2,
-                Verdict::Pending => 3,
-            });
-            if !a.question.is_none() {
-                body.extend_from_slice(&a.question.get().to_le_bytes());
-            }
-        }
-        if !self.memory.is_empty() {
-            // Section 3: the remembered values, 16 bytes each (the hex keys' bytes).
-            body.push(3);
-            put_varint(&mut body, self.memory.len() as u64);
-            for hex in &self.memory {
+        let memory = self
+            .memory
+            .iter()
+            .map(|hex| {
                 let mut key = [0u8; 16];
                 for (k, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
                     let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
                     *k = pair.first().map_or(0, |&c| digit(c)) * 16
                         + pair.get(1).map_or(0, |&c| digit(c));
                 }
-                body.extend_from_slice(&key);
-            }
+                key
+            })
+            .collect();
+        Parts {
+            fingerprint: self.fingerprint,
+            machine: &self.machine,
+            step: self.step.as_deref(),
+            sequence_index: self.sequence_index,
+            usage: self.usage,
+            history: self.history.iter().map(Option::as_deref).collect(),
+            used: self.used.iter().map(String::as_str).collect(),
+            available: self
+                .available
+                .as_ref()
+                .map(|list| list.iter().map(String::as_str).collect()),
+            matched: self.matched.iter().map(|m| ("", m.as_str())).collect(),
+            approval: self.approval,
+            memory,
         }
-
-        let mut out = Vec::with_capacity(36 + body.len());
-        out.extend_from_slice(MAGIC);
-        put_varint(&mut out, ENCODING);
-        out.extend_from_slice(&self.fingerprint.to_le_bytes());
-        put_str(&mut out, &self.machine);
-        match &self.step {
-            None => out.push(0),
-            Some(s) => {
-                out.push(1);
-                put_str(&mut out, s);
-            }
-        }
-        put_varint(&mut out, u64::from(self.sequence_index));
-        put_varint(&mut out, self.usage.prompt);
-        put_varint(&mut out, self.usage.completion);
-        put_varint(&mut out, names.len() as u64);
-        for n in &names {
-            put_str(&mut out, n);
-        }
-        out.extend_from_slice(&body);
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        .encode()
     }
 
     /// Decodes [`Snapshot::to_bytes`] (and the checksum-less revision 1 of the
