@@ -213,6 +213,10 @@ pub(crate) struct Routes {
     // A tokio lock: a route is written while its request is being sent, so that a
     // notification about the request cannot be read before the route exists.
     table: tokio::sync::Mutex<Vec<Route>>,
+    /// Requests answered whose route is still in `table` (its removal waits for the
+    /// lock, in a task): never taken for a request in flight, so that a question the
+    /// upstream asks meanwhile goes to the one request really in flight.
+    answered: Mutex<Vec<RequestId>>,
     /// Progress notifications per upstream token: how many came off the wire (counted
     /// in order with the responses, by [`Observed`]) and how many have been relayed (the
     /// MCP SDK handles notifications in tasks of their own, so a request's answer can be
@@ -277,14 +281,25 @@ impl Drop for Routed {
     fn drop(&mut self) {
         let routes = Arc::clone(&self.routes);
         let id = self.upstream_id.clone();
-        // Usually uncontended: taken at once; else a task removes it.
+        // Usually uncontended: taken at once; else a task removes it, and until then
+        // the route is marked answered.
         if let Ok(mut table) = routes.table.try_lock() {
             table.retain(|r| r.upstream_id != id);
             return;
         }
+        routes
+            .answered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(id.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 routes.table.lock().await.retain(|r| r.upstream_id != id);
+                routes
+                    .answered
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retain(|a| *a != id);
             });
         }
     }
@@ -421,14 +436,19 @@ impl Routes {
     /// with its client, and that client's session.
     async fn owner(&self, origin: Option<&RequestId>) -> Option<Owner> {
         let table = self.table.lock().await;
+        let only_in_flight = || {
+            let answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut live = table.iter().filter(|r| !answered.contains(&r.upstream_id));
+            match (live.next(), live.next()) {
+                (Some(only), None) => Some(only),
+                _ => None,
+            }
+        };
         let route = match origin {
             Some(id) => table.iter().find(|r| r.upstream_id == *id),
             None => None,
         }
-        .or(match table.as_slice() {
-            [only] => Some(only),
-            _ => None,
-        })?;
+        .or_else(only_in_flight)?;
         Some(Owner {
             client: route.client.clone(),
             request: Some(route.client_id.clone()),
