@@ -120,8 +120,9 @@ function installFastPath(engine) {
     const cache = this.__orchCache
     if (cache !== undefined && result === undefined && arguments.length <= 2) {
       const i = cache.ids.get(tool)
-      if (i !== undefined) {
-        const answer = fastRecord(this.__orchHandle, i)
+      // Handle and tool in one number (a machine has at most 16,384 tools).
+      if (i !== undefined && i < 16384) {
+        const answer = fastRecord(this.__orchHandle * 16384 + i)
         this.__orchState = answer >>> 3
         return OUTCOMES[answer & 7]
       }

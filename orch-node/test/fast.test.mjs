@@ -113,10 +113,13 @@ test('the fast functions refuse what is not a live session or a tool', () => {
   assert.equal(typeof handle, 'number')
   for (const forged of [handle + 1, -1, 0.5, Number.NaN, Infinity, 2 ** 60, 'x', undefined]) {
     assert.throws(() => engine.__orchState(forged), /handle/, String(forged))
-    assert.throws(() => engine.__orchRecord(forged, 0), /handle/, String(forged))
   }
-  assert.throws(() => engine.__orchRecord(handle, 7), /no tool 7/)
-  assert.throws(() => engine.__orchRecord(handle, -1), /no tool/)
+  for (const forged of [(handle + 1) * 16384, -16384, 0.5, Number.NaN, Infinity, 2 ** 60, 'x', undefined]) {
+    assert.throws(() => engine.__orchRecord(forged), /handle|number/, String(forged))
+  }
+  assert.throws(() => engine.__orchRecord(handle * 16384 + 7), /no tool 7/)
+  assert.throws(() => engine.__orchRecord(handle * 16384 + 16383), /no tool 16383/)
+  assert.throws(() => engine.__orchRecord(-1), /handle/)
   assert.throws(() => engine.__orchMessage(handle, 42), /string/)
   assert.throws(() => engine.__orchSet(handle, 0), /no allowed set/)
   assert.equal(engine.__orchMessage(handle, 'x'.repeat(100_000)) > 0, true, 'a long message is read whole')
