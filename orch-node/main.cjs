@@ -62,8 +62,10 @@ function installFastPath(engine) {
   }
 
   function attach(session, machine) {
-    session.__orchCache = cacheOf(machine)
-    session.__orchHandle = session.__handle
+    const handle = session.__handle
+    // A session without a handle (none could be given) keeps the class's methods.
+    session.__orchCache = handle >= 0 ? cacheOf(machine) : undefined
+    session.__orchHandle = handle
     session.__orchState = -1
     return session
   }
