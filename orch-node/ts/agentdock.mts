@@ -358,7 +358,7 @@ export class OrchestrationManager {
   private position(session: Session, machine: Machine): { step: string | undefined; index: number } {
     const handle = (session as unknown as { __orchHandle?: number }).__orchHandle
     const position = (this.engine as Fast).__orchPosition
-    if (handle === undefined || position === undefined) {
+    if (handle === undefined || handle < 0 || position === undefined) {
       return { step: session.step ?? undefined, index: session.sequenceIndex }
     }
     const at = position(handle)
@@ -372,7 +372,7 @@ export class OrchestrationManager {
   private snapshot(session: Session): string {
     const handle = (session as unknown as { __orchHandle?: number }).__orchHandle
     const snapshot64 = (this.engine as Fast).__orchSnapshot64
-    if (handle === undefined || snapshot64 === undefined) return base64(session.snapshot())
+    if (handle === undefined || handle < 0 || snapshot64 === undefined) return base64(session.snapshot())
     return snapshot64(handle)
   }
 
