@@ -158,17 +158,24 @@ impl fmt::Display for RestoreError {
 
 impl std::error::Error for RestoreError {}
 
-/// The name of message flag `i`: `contains:<needle>` or `regex:<pattern>`.
-fn flag_name<S: AsRef<str>>(t: &Tables<'_, S>, i: usize) -> String {
+/// The name of message flag `i` in two parts: `("contains:", needle)` or
+/// `("regex:", pattern)`.
+fn flag_parts<'t, S: AsRef<str>>(t: &'t Tables<'_, S>, i: usize) -> (&'static str, &'t str) {
     match t.contains.get(i) {
-        Some(c) => format!("contains:{}", c.as_ref()),
-        None => format!(
-            "regex:{}",
+        Some(c) => ("contains:", c.as_ref()),
+        None => (
+            "regex:",
             t.regexes
                 .get(i - t.contains.len())
-                .map_or("", |r| r.as_ref())
+                .map_or("", |r| r.as_ref()),
         ),
     }
+}
+
+/// The name of message flag `i`: `contains:<needle>` or `regex:<pattern>`.
+fn flag_name<S: AsRef<str>>(t: &Tables<'_, S>, i: usize) -> String {
+    let (kind, text) = flag_parts(t, i);
+    format!("{kind}{text}")
 }
 
 /// The snapshot of an engine state (shared by typed and run-time sessions).
@@ -187,20 +194,58 @@ where
     C: AsRef<[u16]> + AsMut<[u16]>,
     R: AsRef<[u64]> + AsMut<[u64]>,
 {
-    let tool = |i: usize| t.tools.get(i).map(|n| n.as_ref().to_owned());
-    let names = |bits: &[u64]| -> Vec<String> {
-        crate::bits::BitIter::new(bits).filter_map(tool).collect()
-    };
+    parts(t, state, available, foreign_available).into_snapshot()
+}
+
+/// `take(..).to_bytes()` without making the [`Snapshot`]: the names are borrowed from
+/// the tables, so the only allocations are a few small lists and the bytes.
+pub(crate) fn take_bytes<S, U, F, H, D, C, R>(
+    t: &Tables<'_, S>,
+    state: &State<U, F, H, D, C, R>,
+    available: &[u64],
+    foreign_available: &[String],
+) -> Vec<u8>
+where
+    S: AsRef<str>,
+    U: AsRef<[u64]> + AsMut<[u64]>,
+    F: AsRef<[u64]> + AsMut<[u64]>,
+    H: AsRef<[u16]> + AsMut<[u16]>,
+    D: AsRef<[u64]> + AsMut<[u64]>,
+    C: AsRef<[u16]> + AsMut<[u16]>,
+    R: AsRef<[u64]> + AsMut<[u64]>,
+{
+    parts(t, state, available, foreign_available).encode()
+}
+
+/// What a snapshot of an engine state holds, its names borrowed from the tables.
+fn parts<'t, S, U, F, H, D, C, R>(
+    t: &'t Tables<'_, S>,
+    state: &State<U, F, H, D, C, R>,
+    available: &[u64],
+    foreign_available: &'t [String],
+) -> Parts<'t>
+where
+    S: AsRef<str>,
+    U: AsRef<[u64]> + AsMut<[u64]>,
+    F: AsRef<[u64]> + AsMut<[u64]>,
+    H: AsRef<[u16]> + AsMut<[u16]>,
+    D: AsRef<[u64]> + AsMut<[u64]>,
+    C: AsRef<[u16]> + AsMut<[u16]>,
+    R: AsRef<[u64]> + AsMut<[u64]>,
+{
+    let tool = |i: usize| t.tools.get(i).map(AsRef::as_ref);
+    let names =
+        |bits: &[u64]| -> Vec<&str> { crate::bits::BitIter::new(bits).filter_map(tool).collect() };
     let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
-    Snapshot {
-        version: FORMAT_VERSION,
-        machine: t.name.to_owned(),
+    Parts {
         fingerprint: t.fingerprint,
+        machine: t.name,
         step: state
             .active()
             .and_then(|i| t.step_names.get(i))
-            .map(|n| n.as_ref().to_owned()),
+            .map(AsRef::as_ref),
         sequence_index: u32::from(state.index),
+        usage: state.usage,
         history: state
             .history()
             .map(|i| match i {
@@ -209,17 +254,24 @@ where
             })
             .collect(),
         used: names(state.used.as_ref()),
-        matched: crate::bits::BitIter::new(state.flags.as_ref())
-            .map(|i| flag_name(t, i))
-            .collect(),
-        usage: state.usage,
         available: (!all || !foreign_available.is_empty()).then(|| {
             let mut list = names(available);
-            list.extend(foreign_available.iter().cloned());
+            list.extend(foreign_available.iter().map(String::as_str));
             list
         }),
+        matched: crate::bits::BitIter::new(state.flags.as_ref())
+            .map(|i| flag_parts(t, i))
+            .collect(),
         approval: state.approval,
-        memory: memory_hex(state),
+        memory: crate::args::memory::oldest_first(state.memory.as_ref())
+            .into_iter()
+            .map(|[hi, lo]| {
+                let mut key = [0u8; 16];
+                key[..8].copy_from_slice(&hi.to_be_bytes());
+                key[8..].copy_from_slice(&lo.to_be_bytes());
+                key
+            })
+            .collect(),
     }
 }
 
@@ -244,6 +296,38 @@ struct Parts<'a> {
 }
 
 impl Parts<'_> {
+    /// The [`Snapshot`] of these parts (its names owned; remembered values as hex keys).
+    fn into_snapshot(self) -> Snapshot {
+        Snapshot {
+            version: FORMAT_VERSION,
+            machine: self.machine.to_owned(),
+            fingerprint: self.fingerprint,
+            step: self.step.map(str::to_owned),
+            sequence_index: self.sequence_index,
+            history: self
+                .history
+                .into_iter()
+                .map(|h| h.map(str::to_owned))
+                .collect(),
+            used: self.used.into_iter().map(str::to_owned).collect(),
+            matched: self
+                .matched
+                .into_iter()
+                .map(|(kind, text)| format!("{kind}{text}"))
+                .collect(),
+            usage: self.usage,
+            available: self
+                .available
+                .map(|list| list.into_iter().map(str::to_owned).collect()),
+            approval: self.approval,
+            memory: self
+                .memory
+                .iter()
+                .map(|key| key.iter().map(|b| format!("{b:02x}")).collect())
+                .collect(),
+        }
+    }
+
     /// The compact binary encoding: tool names are written once, in a table, and
     /// referenced by index.
     fn encode(&self) -> Vec<u8> {
@@ -334,83 +418,6 @@ impl Parts<'_> {
         out.extend_from_slice(&crc.to_le_bytes());
         out
     }
-}
-
-/// `take(..).to_bytes()` without making the [`Snapshot`]: the names are borrowed from
-/// the tables, so the only allocations are a few small lists and the bytes.
-pub(crate) fn take_bytes<S, U, F, H, D, C, R>(
-    t: &Tables<'_, S>,
-    state: &State<U, F, H, D, C, R>,
-    available: &[u64],
-    foreign_available: &[String],
-) -> Vec<u8>
-where
-    S: AsRef<str>,
-    U: AsRef<[u64]> + AsMut<[u64]>,
-    F: AsRef<[u64]> + AsMut<[u64]>,
-    H: AsRef<[u16]> + AsMut<[u16]>,
-    D: AsRef<[u64]> + AsMut<[u64]>,
-    C: AsRef<[u16]> + AsMut<[u16]>,
-    R: AsRef<[u64]> + AsMut<[u64]>,
-{
-    let tool = |i: usize| t.tools.get(i).map(AsRef::as_ref);
-    let names =
-        |bits: &[u64]| -> Vec<&str> { crate::bits::BitIter::new(bits).filter_map(tool).collect() };
-    let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
-    let flag = |i: usize| match t.contains.get(i) {
-        Some(c) => ("contains:", c.as_ref()),
-        None => (
-            "regex:",
-            t.regexes
-                .get(i - t.contains.len())
-                .map_or("", |r| r.as_ref()),
-        ),
-    };
-    Parts {
-        fingerprint: t.fingerprint,
-        machine: t.name,
-        step: state
-            .active()
-            .and_then(|i| t.step_names.get(i))
-            .map(AsRef::as_ref),
-        sequence_index: u32::from(state.index),
-        usage: state.usage,
-        history: state
-            .history()
-            .map(|i| match i {
-                FOREIGN => None,
-                i => tool(i as usize),
-            })
-            .collect(),
-        used: names(state.used.as_ref()),
-        available: (!all || !foreign_available.is_empty()).then(|| {
-            let mut list = names(available);
-            list.extend(foreign_available.iter().map(String::as_str));
-            list
-        }),
-        matched: crate::bits::BitIter::new(state.flags.as_ref())
-            .map(flag)
-            .collect(),
-        approval: state.approval,
-        memory: crate::args::memory::oldest_first(state.memory.as_ref())
-            .into_iter()
-            .map(|[hi, lo]| {
-                let mut key = [0u8; 16];
-                key[..8].copy_from_slice(&hi.to_be_bytes());
-                key[8..].copy_from_slice(&lo.to_be_bytes());
-                key
-            })
-            .collect(),
-    }
-    .encode()
-}
-
-/// The remembered values of `state`, oldest first, as hex keys.
-fn memory_hex<U, F, H, D, C, R: AsRef<[u64]>>(state: &State<U, F, H, D, C, R>) -> Vec<String> {
-    crate::args::memory::oldest_first(state.memory.as_ref())
-        .into_iter()
-        .map(|[hi, lo]| format!("{hi:016x}{lo:016x}"))
-        .collect()
 }
 
 /// Puts `snapshot`'s remembered values into `state` (oldest first); `Err` for a key
