@@ -18,7 +18,7 @@
 use napi::bindgen_prelude::{Error, Result, Status};
 use napi_derive::napi;
 use orch_agent::hosted::HostedSession;
-use orch_runtime::dynamic::DynOutcome;
+use orch_runtime::dynamic::{DynOutcome, DynSession};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -268,15 +268,7 @@ fn set(handle: f64, state: u32) -> Result<Vec<u32>> {
             .checked_sub(1)
             .and_then(|i| sets.sets.get(i as usize))
             .ok_or_else(|| Error::new(Status::InvalidArg, format!("no allowed set {state}")))?;
-        let mut tools = Vec::new();
-        for (w, word) in bits.iter().enumerate() {
-            let mut rest = *word;
-            while rest != 0 {
-                tools.push(small_id(w * 64 + rest.trailing_zeros() as usize));
-                rest &= rest - 1;
-            }
-        }
-        Ok(tools)
+        Ok(DynSession::bit_indices(bits).map(small_id).collect())
     })?
 }
 
@@ -350,11 +342,100 @@ mod raw {
         (status == sys::Status::napi_ok).then_some(out)
     }
 
-    unsafe fn uint(env: sys::napi_env, value: u32) -> sys::napi_value {
-        let mut out = ptr::null_mut();
-        // SAFETY: a number made in the callback's environment.
-        unsafe { sys::napi_create_uint32(env, value, &mut out) };
-        out
+    /// The callback's first `N` arguments as numbers; `None` when one is not a number.
+    unsafe fn numbers<const N: usize>(
+        env: sys::napi_env,
+        info: sys::napi_callback_info,
+    ) -> Option<[f64; N]> {
+        // SAFETY: the callback's own environment and info.
+        let values = unsafe { args::<N>(env, info) }?;
+        let mut out = [0.0; N];
+        for (o, v) in out.iter_mut().zip(values) {
+            // SAFETY: `v` is an argument of the running callback.
+            *o = unsafe { number(env, v) }?;
+        }
+        Some(out)
+    }
+
+    /// What a fast function answers, as a JavaScript value (`Err`: why it could not be
+    /// made).
+    trait Answer {
+        /// # Safety
+        /// `env` is the running callback's environment.
+        unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str>;
+    }
+
+    /// `status` was `napi_ok`: `out`, else `why`.
+    fn made(
+        status: sys::napi_status,
+        out: sys::napi_value,
+        why: &'static str,
+    ) -> Result<sys::napi_value, &'static str> {
+        if status == sys::Status::napi_ok {
+            Ok(out)
+        } else {
+            Err(why)
+        }
+    }
+
+    impl Answer for u32 {
+        unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
+            let mut out = ptr::null_mut();
+            // SAFETY: a number made in the callback's environment.
+            let status = unsafe { sys::napi_create_uint32(env, self, &mut out) };
+            made(status, out, "cannot make a number")
+        }
+    }
+
+    impl Answer for f64 {
+        unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
+            let mut out = ptr::null_mut();
+            // SAFETY: a number made in the callback's environment.
+            let status = unsafe { sys::napi_create_double(env, self, &mut out) };
+            made(status, out, "cannot make a number")
+        }
+    }
+
+    /// Text that is ASCII (base64), copied as Latin-1.
+    impl Answer for String {
+        unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
+            let mut out = ptr::null_mut();
+            let len = isize::try_from(self.len()).unwrap_or(isize::MAX);
+            // SAFETY: the bytes outlive the call that copies them.
+            let status = unsafe {
+                sys::napi_create_string_latin1(env, self.as_ptr().cast::<c_char>(), len, &mut out)
+            };
+            made(status, out, "cannot make the text")
+        }
+    }
+
+    impl Answer for Vec<u32> {
+        unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
+            let mut array = ptr::null_mut();
+            // SAFETY: values made and filled in the callback's environment.
+            unsafe {
+                let status = sys::napi_create_array_with_length(env, self.len(), &mut array);
+                made(status, array, "cannot make the array")?;
+                for (i, n) in self.into_iter().enumerate() {
+                    let index = u32::try_from(i).unwrap_or(u32::MAX);
+                    let status = sys::napi_set_element(env, array, index, n.to_js(env)?);
+                    made(status, array, "cannot fill the array")?;
+                }
+            }
+            Ok(array)
+        }
+    }
+
+    /// The callback's result: `answer` as a JavaScript value, or a thrown `Error`.
+    unsafe fn reply<T: Answer>(env: sys::napi_env, answer: napi::Result<T>) -> sys::napi_value {
+        // SAFETY: the running callback's environment.
+        unsafe {
+            match answer.map(|a| a.to_js(env)) {
+                Ok(Ok(value)) => value,
+                Ok(Err(why)) => throw(env, why),
+                Err(e) => throw(env, &e.reason),
+            }
+        }
     }
 
     /// `f` with the text of string `value` (as UTF-8; a lone surrogate becomes U+FFFD).
@@ -416,9 +497,10 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY: called by N-API with its environment and callback info.
+        // SAFETY (every callback here): called by N-API with its environment and
+        // callback info.
         unsafe {
-            let Some(packed) = args::<1>(env, info).and_then(|[p]| number(env, p)) else {
+            let Some([packed]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchRecord(handle * 16384 + tool) takes a number");
             };
             if !(packed >= 0.0 && packed.fract() == 0.0 && packed < 9_007_199_254_740_992.0) {
@@ -429,10 +511,7 @@ mod raw {
             }
             let handle = (packed / super::TOOLS).floor();
             let tool = (packed - handle * super::TOOLS) as u32;
-            match super::record(handle, tool) {
-                Ok(answer) => uint(env, answer),
-                Err(e) => throw(env, &e.reason),
-            }
+            reply(env, super::record(handle, tool))
         }
     }
 
@@ -441,7 +520,6 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([handle, text]) = args::<2>(env, info) else {
                 return throw(env, "__orchMessage: cannot read the arguments");
@@ -450,8 +528,7 @@ mod raw {
                 return throw(env, "__orchMessage(handle, text): the handle is a number");
             };
             match with_text(env, text, |text| super::message(handle, text)) {
-                Some(Ok(state)) => uint(env, state),
-                Some(Err(e)) => throw(env, &e.reason),
+                Some(answer) => reply(env, answer),
                 None => throw(env, "__orchMessage(handle, text): the text is a string"),
             }
         }
@@ -462,18 +539,14 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
-            let Some([handle]) = args::<1>(env, info) else {
-                return throw(env, "__orchState: cannot read the arguments");
-            };
-            let Some(handle) = number(env, handle) else {
+            let Some([handle]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchState(handle): the handle is a number");
             };
-            match super::with(handle, |session, sets| sets.state_of(session)) {
-                Ok(state) => uint(env, state),
-                Err(e) => throw(env, &e.reason),
-            }
+            reply(
+                env,
+                super::with(handle, |session, sets| sets.state_of(session)),
+            )
         }
     }
 
@@ -482,19 +555,11 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
-            let Some(handle) = args::<1>(env, info).and_then(|[h]| number(env, h)) else {
+            let Some([handle]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchPosition(handle): the handle is a number");
             };
-            match super::position(handle) {
-                Ok(at) => {
-                    let mut out = ptr::null_mut();
-                    sys::napi_create_double(env, at, &mut out);
-                    out
-                }
-                Err(e) => throw(env, &e.reason),
-            }
+            reply(env, super::position(handle))
         }
     }
 
@@ -503,26 +568,11 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY: called by N-API with its environment and callback info; the text is
-        // ASCII and outlives the call that copies it.
         unsafe {
-            let Some(handle) = args::<1>(env, info).and_then(|[h]| number(env, h)) else {
+            let Some([handle]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchSnapshot64(handle): the handle is a number");
             };
-            match super::snapshot64(handle) {
-                Ok(text) => {
-                    let mut out = ptr::null_mut();
-                    let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
-                    sys::napi_create_string_latin1(
-                        env,
-                        text.as_ptr().cast::<c_char>(),
-                        len,
-                        &mut out,
-                    );
-                    out
-                }
-                Err(e) => throw(env, &e.reason),
-            }
+            reply(env, super::snapshot64(handle))
         }
     }
 
@@ -531,13 +581,8 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY: called by N-API with its environment and callback info; every value
-        // made belongs to it.
         unsafe {
-            let Some([handle, state]) = args::<2>(env, info) else {
-                return throw(env, "__orchSet: cannot read the arguments");
-            };
-            let (Some(handle), Some(state)) = (number(env, handle), number(env, state)) else {
+            let Some([handle, state]) = numbers::<2>(env, info) else {
                 return throw(env, "__orchSet(handle, state) takes two numbers");
             };
             let state = if state >= 0.0 && state <= f64::from(u32::MAX) {
@@ -545,25 +590,7 @@ mod raw {
             } else {
                 0
             };
-            let tools = match super::set(handle, state) {
-                Ok(tools) => tools,
-                Err(e) => return throw(env, &e.reason),
-            };
-            let mut array = ptr::null_mut();
-            if sys::napi_create_array_with_length(env, tools.len(), &mut array)
-                != sys::Status::napi_ok
-            {
-                return throw(env, "__orchSet: cannot make the array");
-            }
-            for (i, tool) in tools.iter().enumerate() {
-                let index = u32::try_from(i).unwrap_or(u32::MAX);
-                if sys::napi_set_element(env, array, index, uint(env, *tool))
-                    != sys::Status::napi_ok
-                {
-                    return throw(env, "__orchSet: cannot fill the array");
-                }
-            }
-            array
+            reply(env, super::set(handle, state))
         }
     }
 

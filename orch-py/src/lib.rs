@@ -15,7 +15,7 @@ use orch_agent::RefusalKind;
 use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
-use orch_runtime::dynamic::DynMachine;
+use orch_runtime::dynamic::{DynMachine, DynSession};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -430,14 +430,9 @@ impl Session {
                 return Ok(list.get_slice(0, list.len()));
             }
             let out = PyList::empty(py);
-            for (w, word) in fast.bits.iter().enumerate() {
-                let mut rest = *word;
-                while rest != 0 {
-                    let i = w * 64 + rest.trailing_zeros() as usize;
-                    if let Some(name) = machine.names.get(i) {
-                        out.append(name.bind(py))?;
-                    }
-                    rest &= rest - 1;
+            for i in DynSession::bit_indices(&fast.bits) {
+                if let Some(name) = machine.names.get(i) {
+                    out.append(name.bind(py))?;
                 }
             }
             if fast.recent.len() >= RECENT_SETS {

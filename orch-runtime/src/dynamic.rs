@@ -545,6 +545,12 @@ impl<'m> DynSession<'m> {
             .any(|name| self.state.foreign_allowed(&t, name))
     }
 
+    /// The tools of bits from [`DynSession::allowed_bits`], as indices into
+    /// [`DynMachine::tools`], lowest first.
+    pub fn bit_indices(bits: &[u64]) -> impl Iterator<Item = usize> + '_ {
+        BitIter::new(bits)
+    }
+
     fn record_ref(&mut self, tool: ToolRef<'_>) -> DynOutcome {
         let t = self.machine.tables.view();
         match self.state.record(&t, &self.available, tool) {
