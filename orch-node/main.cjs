@@ -110,8 +110,9 @@ function installFastPath(engine) {
     const cache = this.__orchCache
     if (cache !== undefined && !cache.gates && arguments.length === 1) {
       const i = cache.ids.get(tool)
-      const state = stateOf(this)
-      if (i !== undefined && state > 0) {
+      // A foreign or unknown name goes to the class's method without asking the state.
+      const state = i === undefined ? 0 : stateOf(this)
+      if (state > 0) {
         if (cache.members[state] === undefined) namesOf(this, cache, state)
         if (cache.members[state][i] === 1) return null
       }
