@@ -632,23 +632,16 @@ impl<'m> DynSession<'m> {
 
     /// The session's state by names (see [`crate::Snapshot`]).
     pub fn snapshot(&self) -> crate::Snapshot {
-        crate::snapshot::take(
-            &self.machine.tables.view(),
-            &self.state,
-            &self.available,
-            &self.foreign_available,
-        )
+        let t = self.machine.tables.view();
+        crate::snapshot::parts(&t, &self.state, &self.available, &self.foreign_available)
+            .into_snapshot()
     }
 
     /// [`DynSession::snapshot`]`().to_bytes()`, the same bytes, without making the
     /// [`crate::Snapshot`] first (its names are borrowed from the machine).
     pub fn snapshot_bytes(&self) -> Vec<u8> {
-        crate::snapshot::take_bytes(
-            &self.machine.tables.view(),
-            &self.state,
-            &self.available,
-            &self.foreign_available,
-        )
+        let t = self.machine.tables.view();
+        crate::snapshot::parts(&t, &self.state, &self.available, &self.foreign_available).encode()
     }
 
     /// A session of `machine` from a snapshot (see [`crate::Session::restore`]).

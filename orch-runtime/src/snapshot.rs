@@ -178,47 +178,10 @@ fn flag_name<S: AsRef<str>>(t: &Tables<'_, S>, i: usize) -> String {
     format!("{kind}{text}")
 }
 
-/// The snapshot of an engine state (shared by typed and run-time sessions).
-pub(crate) fn take<S, U, F, H, D, C, R>(
-    t: &Tables<'_, S>,
-    state: &State<U, F, H, D, C, R>,
-    available: &[u64],
-    foreign_available: &[String],
-) -> Snapshot
-where
-    S: AsRef<str>,
-    U: AsRef<[u64]> + AsMut<[u64]>,
-    F: AsRef<[u64]> + AsMut<[u64]>,
-    H: AsRef<[u16]> + AsMut<[u16]>,
-    D: AsRef<[u64]> + AsMut<[u64]>,
-    C: AsRef<[u16]> + AsMut<[u16]>,
-    R: AsRef<[u64]> + AsMut<[u64]>,
-{
-    parts(t, state, available, foreign_available).into_snapshot()
-}
-
-/// `take(..).to_bytes()` without making the [`Snapshot`]: the names are borrowed from
-/// the tables, so the only allocations are a few small lists and the bytes.
-pub(crate) fn take_bytes<S, U, F, H, D, C, R>(
-    t: &Tables<'_, S>,
-    state: &State<U, F, H, D, C, R>,
-    available: &[u64],
-    foreign_available: &[String],
-) -> Vec<u8>
-where
-    S: AsRef<str>,
-    U: AsRef<[u64]> + AsMut<[u64]>,
-    F: AsRef<[u64]> + AsMut<[u64]>,
-    H: AsRef<[u16]> + AsMut<[u16]>,
-    D: AsRef<[u64]> + AsMut<[u64]>,
-    C: AsRef<[u16]> + AsMut<[u16]>,
-    R: AsRef<[u64]> + AsMut<[u64]>,
-{
-    parts(t, state, available, foreign_available).encode()
-}
-
-/// What a snapshot of an engine state holds, its names borrowed from the tables.
-fn parts<'t, S, U, F, H, D, C, R>(
+/// What a snapshot of an engine state holds, its names borrowed from the tables (shared
+/// by typed and run-time sessions): [`Parts::into_snapshot`] owns them,
+/// [`Parts::encode`] writes the binary encoding without making a [`Snapshot`].
+pub(crate) fn parts<'t, S, U, F, H, D, C, R>(
     t: &'t Tables<'_, S>,
     state: &State<U, F, H, D, C, R>,
     available: &[u64],
@@ -276,9 +239,9 @@ where
 }
 
 /// What the binary encoding writes, borrowed: from a [`Snapshot`]
-/// ([`Snapshot::to_bytes`]) or straight from a session's state ([`take_bytes`]), so both
+/// ([`Snapshot::to_bytes`]) or straight from a session's state ([`parts`]), so both
 /// write the same bytes by construction.
-struct Parts<'a> {
+pub(crate) struct Parts<'a> {
     fingerprint: u64,
     machine: &'a str,
     step: Option<&'a str>,
@@ -297,7 +260,7 @@ struct Parts<'a> {
 
 impl Parts<'_> {
     /// The [`Snapshot`] of these parts (its names owned; remembered values as hex keys).
-    fn into_snapshot(self) -> Snapshot {
+    pub(crate) fn into_snapshot(self) -> Snapshot {
         Snapshot {
             version: FORMAT_VERSION,
             machine: self.machine.to_owned(),
@@ -330,7 +293,7 @@ impl Parts<'_> {
 
     /// The compact binary encoding: tool names are written once, in a table, and
     /// referenced by index.
-    fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         fn index_of<'a>(n: &'a str, names: &mut Vec<&'a str>) -> u64 {
             match names.iter().position(|x| *x == n) {
                 Some(i) => i as u64,
@@ -593,12 +556,13 @@ where
 impl<M: Machine> Session<M> {
     /// The session's state by names.
     pub fn snapshot(&self) -> Snapshot {
-        take(
+        parts(
             M::tables(),
             self.raw_state(),
             self.available().words().as_ref(),
             &[],
         )
+        .into_snapshot()
     }
 
     /// A session from a snapshot: exact for the same template; for a changed template,
