@@ -15,13 +15,28 @@ if (!url) {
   console.error('usage: node stdio-bridge.mjs URL');
   process.exit(2);
 }
-const up = new StreamableHTTPClientTransport(new URL(url));
+// The server says what is not about one request (the reference's elicitation and
+// sampling tools ask that way) on its standalone stream, the GET the transport opens
+// after `notifications/initialized`, and drops it while that stream is not open. Over
+// stdio nothing is dropped, so the bridge holds every later message until the GET has
+// been answered (opened or refused): otherwise a tool call could reach the server first
+// and its question be lost.
+let standaloneAnswered = () => {};
+const watchedFetch = async (input, init) => {
+  try {
+    return await fetch(input, init);
+  } finally {
+    if (init?.method === 'GET') standaloneAnswered();
+  }
+};
+const up = new StreamableHTTPClientTransport(new URL(url), { fetch: watchedFetch });
 const down = new StdioServerTransport();
 // The initialize request's id: its answer names the revision the HTTP requests carry.
 let initializeId;
+// Messages wait for this in order (the standalone stream, once initialized is sent).
+let ready = Promise.resolve();
 
-down.onmessage = (message) => {
-  if (message.method === 'initialize') initializeId = message.id;
+const forward = (message) => {
   // A request of a revision without the handshake names its revision in `_meta`; the
   // HTTP request carries it in the MCP-Protocol-Version header.
   const revision = message.params?._meta?.['io.modelcontextprotocol/protocolVersion'];
@@ -32,6 +47,18 @@ down.onmessage = (message) => {
       down.send({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: String(error) } });
     }
   });
+};
+
+down.onmessage = (message) => {
+  if (message.method === 'initialize') initializeId = message.id;
+  ready = ready.then(() => forward(message));
+  if (message.method === 'notifications/initialized') {
+    const opened = new Promise((resolve) => {
+      standaloneAnswered = resolve;
+    });
+    // A server that never answers the GET holds nothing up for longer than this.
+    ready = ready.then(() => Promise.race([opened, new Promise((r) => setTimeout(r, 10000))]));
+  }
 };
 up.onmessage = (message) => {
   if (initializeId !== undefined && message.id === initializeId && message.result) {

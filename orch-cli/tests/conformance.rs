@@ -135,9 +135,25 @@ fn reference(suite: &str) -> (Guard, String) {
     (guard, format!("http://localhost:{port}/mcp"))
 }
 
-/// Runs `run` against `url`: each scenario's name and whether it passed (no check
-/// failed).
-fn suite(run: &Run, url: &str, out: &Path) -> BTreeMap<String, bool> {
+/// A row of the table: (suite, revision, scenario).
+type Row = (String, String, String);
+
+/// Each cell's failed checks: by row and way.
+type Failures = BTreeMap<(Row, usize), Vec<String>>;
+
+/// What one way found: (revision, scenario, what it did) per scenario run, and what its
+/// gateways said.
+type Found = (Vec<(String, String, Outcome)>, String);
+
+/// What one scenario did on one way: passed (no check failed), and the failed checks'
+/// ids and messages (what a failure report shows).
+struct Outcome {
+    passed: bool,
+    failures: Vec<String>,
+}
+
+/// Runs `run` against `url`: each scenario's name and what it did.
+fn suite(run: &Run, url: &str, out: &Path) -> BTreeMap<String, Outcome> {
     let cli = conformance_dir().join(format!(
         "node_modules/conformance-{}/dist/index.js",
         run.suite
@@ -178,7 +194,15 @@ fn suite(run: &Run, url: &str, out: &Path) -> BTreeMap<String, bool> {
         let passed = checks
             .as_array()
             .is_some_and(|checks| checks.iter().all(|c| c["status"] != "FAILURE"));
-        results.insert(scenario.to_owned(), passed);
+        let failures = match checks.as_array() {
+            Some(checks) => checks
+                .iter()
+                .filter(|c| c["status"] == "FAILURE")
+                .map(|c| format!("{}: {}", c["id"], c["errorMessage"]))
+                .collect(),
+            None => vec![format!("{} unreadable", path.join("checks.json").display())],
+        };
+        results.insert(scenario.to_owned(), Outcome { passed, failures });
     }
     assert!(
         !results.is_empty(),
@@ -298,6 +322,66 @@ fn gating_view(table: &str) -> String {
         .join("\n")
 }
 
+/// The gating cells where `written` (docs/mcp.md's table) and `found` differ, each with
+/// the failed checks of the run that differs, and the rows only one of them has.
+fn differences(written: &str, found: &str, failures: &Failures) -> String {
+    // A row's key: the scenario, suite and revision cells.
+    let rows = |table: &str| -> BTreeMap<String, Vec<String>> {
+        table
+            .lines()
+            .skip(2)
+            .filter_map(|line| {
+                let cells: Vec<String> = line.split('|').map(|c| c.trim().to_owned()).collect();
+                (cells.len() > 4).then(|| (cells[1..4].join(" | "), cells[4..].to_vec()))
+            })
+            .collect()
+    };
+    let (written, found) = (rows(written), rows(found));
+    let mut out = Vec::new();
+    for (key, cells) in &found {
+        let Some(expected) = written.get(key) else {
+            out.push(format!("{key}: found, not in docs/mcp.md"));
+            continue;
+        };
+        for (w, way) in WAYS.iter().enumerate().take(GATING) {
+            let (was, is) = (expected.get(w), cells.get(w));
+            if was == is {
+                continue;
+            }
+            let mut parts = key.split(" | ").map(|p| p.trim_matches('`').to_owned());
+            let (scenario, suite, revision) = (
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+            );
+            let checks = failures
+                .get(&((suite, revision, scenario), w))
+                .map(|f| f.join("\n      "))
+                .unwrap_or_default();
+            out.push(format!(
+                "{key} through {way}: docs say {}, found {}\n      {checks}",
+                was.map_or("nothing", String::as_str),
+                is.map_or("nothing", String::as_str),
+            ));
+        }
+    }
+    for key in written.keys().filter(|k| !found.contains_key(*k)) {
+        out.push(format!("{key}: in docs/mcp.md, not found"));
+    }
+    out.join("\n")
+}
+
+/// The last lines each gateway wrote (a failure's context).
+fn logs_tail(logs: &[String]) -> String {
+    logs.iter()
+        .map(|log| {
+            let lines: Vec<&str> = log.lines().collect();
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 const BEGIN: &str = "<!-- conformance table: written by orch-cli/tests/conformance.rs -->\n";
 const END: &str = "<!-- end of the conformance table -->";
 
@@ -308,6 +392,9 @@ fn orch_mcp_passes_what_the_reference_passes() {
     let work = temp_dir("conformance");
     let mut rows: BTreeMap<(String, String, String), Vec<Option<bool>>> = BTreeMap::new();
     let mut regressions = Vec::new();
+    // For a failure's report: each cell's failed checks, and what each gateway said.
+    let mut failures: Failures = BTreeMap::new();
+    let mut logs: Vec<String> = Vec::new();
     let suites: Vec<&str> = {
         let mut s: Vec<&str> = RUNS.iter().map(|r| r.suite).collect();
         s.dedup();
@@ -316,7 +403,7 @@ fn orch_mcp_passes_what_the_reference_passes() {
     for suite_version in suites {
         let (_reference, reference_url) = reference(suite_version);
         // The four ways run at once (the suite mostly waits on the network).
-        let found: Vec<Vec<(String, String, bool)>> = std::thread::scope(|scope| {
+        let found: Vec<Found> = std::thread::scope(|scope| {
             let handles: Vec<_> = WAYS
                 .iter()
                 .enumerate()
@@ -325,9 +412,9 @@ fn orch_mcp_passes_what_the_reference_passes() {
                     scope.spawn(move || {
                         let spread = *way == "3 instances, Redis";
                         if spread && !RUNS.iter().any(|r| r.suite == suite_version && r.spread) {
-                            return Vec::new();
+                            return (Vec::new(), String::new());
                         }
-                        let (_gateways, url) = match *way {
+                        let (gateways, url) = match *way {
                             "reference" => (Vec::new(), reference_url.clone()),
                             _ => through(way, reference_url, redis_url),
                         };
@@ -338,11 +425,13 @@ fn orch_mcp_passes_what_the_reference_passes() {
                             .filter(|r| r.suite == suite_version && (r.spread || !spread));
                         for run in runs {
                             let out = work.join(format!("{suite_version}-{}-{w}", run.select.1));
-                            for (scenario, passed) in suite(run, &url, &out) {
-                                found.push((run.select.1.to_owned(), scenario, passed));
+                            for (scenario, outcome) in suite(run, &url, &out) {
+                                found.push((run.select.1.to_owned(), scenario, outcome));
                             }
                         }
-                        found
+                        // What the gateways said, for a failure's report.
+                        let said: String = gateways.iter().map(Gateway::stderr).collect();
+                        (found, said)
                     })
                 })
                 .collect();
@@ -351,11 +440,17 @@ fn orch_mcp_passes_what_the_reference_passes() {
                 .map(|h| h.join().expect("a way's run"))
                 .collect()
         });
-        for (w, results) in found.into_iter().enumerate() {
-            for (revision, scenario, passed) in results {
+        for (w, (results, said)) in found.into_iter().enumerate() {
+            for (revision, scenario, outcome) in results {
                 let key = (suite_version.to_owned(), revision, scenario);
-                let row = rows.entry(key).or_insert_with(|| vec![None; WAYS.len()]);
-                row[w] = Some(passed);
+                let row = rows
+                    .entry(key.clone())
+                    .or_insert_with(|| vec![None; WAYS.len()]);
+                row[w] = Some(outcome.passed);
+                failures.insert((key, w), outcome.failures);
+            }
+            if !said.is_empty() {
+                logs.push(format!("{} ({suite_version}):\n{said}", WAYS[w]));
             }
         }
     }
@@ -389,18 +484,21 @@ fn orch_mcp_passes_what_the_reference_passes() {
     if std::env::var_os("ORCH_BLESS").is_some() {
         let updated = format!("{}{BEGIN}{table}{}", &docs[..begin], &docs[end..]);
         std::fs::write(&docs_path, updated).expect("write docs/mcp.md");
-    } else {
-        assert_eq!(
-            gating_view(written),
-            gating_view(&table),
-            "docs/mcp.md's conformance table is not what the suite found (ORCH_BLESS=1 writes it)"
+    } else if gating_view(written) != gating_view(&table) {
+        panic!(
+            "docs/mcp.md's conformance table is not what the suite found (ORCH_BLESS=1 writes it):\n{}\n\n{}",
+            differences(written, &table, &failures),
+            logs_tail(&logs)
         );
+    } else {
         eprintln!("the suite found (the columns after the HTTP upstream are not gated):\n{table}");
     }
     assert!(
         regressions.is_empty(),
-        "orch mcp fails what the reference passes:\n{}",
-        regressions.join("\n")
+        "orch mcp fails what the reference passes:\n{}\n\n{}\n\n{}",
+        regressions.join("\n"),
+        differences(written, &table, &failures),
+        logs_tail(&logs)
     );
 }
 
