@@ -100,6 +100,10 @@ pub use orch_codegen as compiler;
 #[cfg(feature = "agent")]
 pub use orch_agent as agent;
 
+/// Durable runs on Restate (re-exports `orch-restate`; docs/restate.md).
+#[cfg(feature = "restate")]
+pub use orch_restate as restate;
+
 #[doc(hidden)]
 #[cfg(feature = "macros")]
 pub use orch_macros as __macros;

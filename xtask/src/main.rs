@@ -224,6 +224,24 @@ fn node_20() -> bool {
 
 /// Are Node.js 22, the conformance suites and the reference servers' dependencies
 /// installed under `conformance/`?
+/// The restate-server binary the tests use: `ORCH_RESTATE_SERVER`, else the one npm put
+/// in `restate/` for this platform (`None`: no package for it).
+fn restate_server(root: &Path) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ORCH_RESTATE_SERVER") {
+        return Some(PathBuf::from(path));
+    }
+    let platform = match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => "linux-x64",
+        ("linux", "aarch64") => "linux-arm64",
+        ("macos", "x86_64") => "darwin-x64",
+        ("macos", "aarch64") => "darwin-arm64",
+        _ => return None,
+    };
+    Some(root.join(format!(
+        "restate/node_modules/@restatedev/restate-server-{platform}/bin/restate-server"
+    )))
+}
+
 fn conformance_ready(root: &Path) -> bool {
     let dir = root.join("conformance");
     let node = dir.join("node_modules/node/bin/node");
@@ -365,6 +383,20 @@ fn components() -> Vec<Component> {
                     .all(|r| ci(&dir.join(format!("reference-{r}")), Some(&path)))
             },
             how: "npm (any Node.js), then `npm ci` in conformance/ (it installs Node.js 22 as the npm package `node`) and in each conformance/reference-*/ with conformance/node_modules/node/bin first on the PATH",
+        },
+        Component {
+            name: "restate-server (restate/: orch-restate's tests)",
+            present: |root| restate_server(root).is_some_and(|b| runs(&b.to_string_lossy(), &["--version"])),
+            install: |root| {
+                eprintln!("xtask: npm ci (restate/)");
+                Command::new("npm")
+                    .args(["ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"])
+                    .current_dir(root.join("restate"))
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            },
+            how: "npm, then `npm ci --ignore-scripts` in restate/ (the npm package @restatedev/restate-server ships the server for Linux and macOS on x64 and arm64), or set ORCH_RESTATE_SERVER to a restate-server 1.7 binary",
         },
         Component {
             name: "the wasm32-wasip1-threads Rust target (the npm package's WebAssembly build)",

@@ -1,0 +1,231 @@
+//! Durable orch runs on [Restate](https://restate.dev): a run survives crashes of the
+//! process that serves it and of the server, and waits hours or days for a human.
+//!
+//! - A **run** is the virtual object `OrchRun`, keyed by the run's id. Its state is the
+//!   orch session (the snapshot bytes, by names) and the template's fingerprint. Its
+//!   handlers: `call` judges a tool call with the run protocol, refuses with orch's
+//!   reason, and runs an allowed call inside Restate's journaled `ctx.run`, recording it
+//!   only when its result says it ran; `message` applies a user message; `list` and
+//!   `status` read the run. Calls of one run are serial (an exclusive handler); runs are
+//!   independent.
+//! - A **gated call** suspends durably with its question: the run holds the question, an
+//!   awakeable waits for the human, and `OrchApprovals` (a virtual object with the same
+//!   key) lists what is pending and resolves it — `resolve` with the question's ticket,
+//!   or Restate's own `POST /restate/awakeables/<id>/resolve`. Approve runs that exact
+//!   call once; reject records the rejection; a second resolution does nothing.
+//!
+//! ```no_run
+//! use orch_restate::{Runs, ToolCall, ToolError};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let template = r#"{"name": "desk", "tools": ["lookup", "refund"],
+//!   "orchestration": {"steps": [{"name": "Desk", "isDefault": true,
+//!     "sequence": ["lookup", "refund"]}], "approve": ["refund"]}}"#;
+//! let machine = orch_codegen::compile_json(template, None).to_machine()?;
+//! let runs = Runs::new().template(machine, |call: ToolCall| async move {
+//!     // Pass `call.idempotency_key` on to anything with effects: a retry after a crash
+//!     // carries the same key.
+//!     Ok::<_, ToolError>(json!({"content": [{"type": "text", "text": format!("did {}", call.tool)}]}))
+//! });
+//! runs.serve("127.0.0.1:9080".parse()?).await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Register the endpoint with the server (`restate deployments register
+//! http://127.0.0.1:9080`, or `POST /deployments` on its admin port) and call
+//! `POST <ingress>/OrchRun/<run>/call` with `{"tool": "lookup", "arguments": {...}}`.
+//! docs/restate.md says what is guaranteed exactly once and what at least once.
+
+#![warn(missing_docs)]
+
+mod approvals;
+mod run;
+
+pub use approvals::{OrchApprovals, OrchApprovalsClient, Pending, Resolution, Resolve, Resolved};
+pub use run::{CallReply, CallRequest, OrchRun, OrchRunClient, Outcome, RefusalOut, Status};
+
+use orch_agent::Policy;
+use orch_runtime::DynMachine;
+use restate_sdk::prelude::{Endpoint, HttpServer};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One tool call to run: what a [`Tools`] implementation gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The run's key (`OrchRun`'s object key).
+    pub run: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as the caller wrote them (a JSON text, byte for byte).
+    pub arguments: String,
+    /// The same for every attempt of this call (a retry after a crash or a failure
+    /// carries it again) and different for every other call: pass it on to anything
+    /// with effects so that the effect happens once.
+    pub idempotency_key: String,
+}
+
+/// A tool that could not be run this time (a network failure, a service down): the
+/// attempt is retried (up to [`Runs::tool_attempts`]). A tool that ran and failed
+/// answers with a result instead (`{"content": [...], "isError": true}`): not retried,
+/// not recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl ToolError {
+    /// A failure saying `why`.
+    pub fn new(why: impl Into<String>) -> Self {
+        ToolError(why.into())
+    }
+}
+
+/// What running a tool returns: its result (an MCP `CallToolResult`: `{"content":
+/// [...]}`, `"isError": true` when the tool failed), or why it could not be run now.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
+
+/// Runs a template's tools. Implemented for every `Fn(ToolCall) -> impl Future<Output =
+/// Result<Value, ToolError>>`. Only a complete, successful result counts as the tool
+/// having run (`orch_agent::protocol::classify`).
+pub trait Tools: Send + Sync + 'static {
+    /// Runs `call`.
+    fn call(&self, call: ToolCall) -> ToolFuture;
+}
+
+impl<F, Fut> Tools for F
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    fn call(&self, call: ToolCall) -> ToolFuture {
+        Box::pin(self(call))
+    }
+}
+
+/// A template the service serves, with the tools it runs.
+pub(crate) struct Template {
+    pub(crate) machine: Arc<DynMachine>,
+    pub(crate) policy: Policy,
+    pub(crate) tools: Arc<dyn Tools>,
+}
+
+/// The templates a Restate endpoint serves runs of, and how: build with
+/// [`Runs::template`], then [`Runs::endpoint`] (to bind more services yourself) or
+/// [`Runs::serve`].
+///
+/// A run's key picks its template: `<template name>:<id>` for a template of that name;
+/// any other key, when the service has exactly one template, is a run of that one.
+pub struct Runs {
+    pub(crate) templates: BTreeMap<String, Template>,
+    pub(crate) question_ttl: Duration,
+    pub(crate) tool_attempts: u32,
+}
+
+impl Default for Runs {
+    fn default() -> Self {
+        Runs::new()
+    }
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs")
+            .field("templates", &self.templates.keys().collect::<Vec<_>>())
+            .field("question_ttl", &self.question_ttl)
+            .field("tool_attempts", &self.tool_attempts)
+            .finish()
+    }
+}
+
+impl Runs {
+    /// No templates yet; questions answerable for 24 hours; a tool attempted up to 3
+    /// times.
+    pub fn new() -> Self {
+        Runs {
+            templates: BTreeMap::new(),
+            question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
+            tool_attempts: 3,
+        }
+    }
+
+    /// Serves runs of `machine` (under its template name), its tools run by `tools`.
+    /// A second template of the same name replaces the first.
+    pub fn template(mut self, machine: DynMachine, tools: impl Tools) -> Self {
+        let policy = Policy::new(machine.tools().iter().cloned());
+        self.templates.insert(
+            machine.name().to_owned(),
+            Template {
+                machine: Arc::new(machine),
+                policy,
+                tools: Arc::new(tools),
+            },
+        );
+        self
+    }
+
+    /// How long a question put to a human stays answerable (default 24 hours). An answer
+    /// that comes later is refused as stale and nothing runs.
+    pub fn question_ttl(mut self, ttl: Duration) -> Self {
+        self.question_ttl = ttl;
+        self
+    }
+
+    /// How many times a tool that could not be run ([`ToolError`]) is attempted before
+    /// the call counts as not run (default 3; at least 1).
+    pub fn tool_attempts(mut self, attempts: u32) -> Self {
+        self.tool_attempts = attempts.max(1);
+        self
+    }
+
+    /// The Restate endpoint serving `OrchRun` and `OrchApprovals`.
+    pub fn endpoint(self) -> Endpoint {
+        Endpoint::builder()
+            .bind(OrchRun::new(Arc::new(self)))
+            .bind(OrchApprovals)
+            .build()
+    }
+
+    /// Serves the endpoint over HTTP/2 at `address` until the process is told to stop
+    /// (SIGTERM, Ctrl-C).
+    pub async fn serve(self, address: SocketAddr) {
+        HttpServer::new(self.endpoint())
+            .listen_and_serve(address)
+            .await;
+    }
+
+    /// The template of the run `key`, and the run's id within it.
+    pub(crate) fn template_of(&self, key: &str) -> Result<&Template, String> {
+        if let Some((name, _)) = key.split_once(':') {
+            if let Some(template) = self.templates.get(name) {
+                return Ok(template);
+            }
+        }
+        let mut all = self.templates.values();
+        match (all.next(), all.next()) {
+            (Some(only), None) => Ok(only),
+            (None, _) => Err("this service serves no template".to_owned()),
+            _ => Err(format!(
+                "the run `{key}` names none of this service's templates: a key is `<template>:<id>`, the templates being {}",
+                self.templates
+                    .keys()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}

@@ -1,0 +1,750 @@
+//! Durable runs against a real `restate-server` (installed by `cargo xtask test` into
+//! `restate/` with npm, or named by `ORCH_RESTATE_SERVER`): the service is this test
+//! binary run again as a process of its own (the `service` test with
+//! `ORCH_RESTATE_SERVE` set), so that it can be killed with SIGKILL mid-call and started
+//! again. Its tools write what they do to a ledger file: `start <tool> <key>` when an
+//! attempt starts, `done <tool> <key>` when it completes — so the tests can tell a tool
+//! attempted twice (a retry after a crash, same key) from a tool run twice.
+//!
+//! Ignored under plain `cargo test` (they need the server); `cargo xtask test` runs them.
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The refund desk the tests serve: look the order up, refund it (a human approves
+/// refunds of 100 or more), tell the customer.
+const DESK: &str = r#"{
+  "name": "desk",
+  "tools": ["lookup_order", "issue_refund", "send_email"],
+  "orchestration": {
+    "approve": [
+      {"name": "large-refund", "tool": "issue_refund",
+       "when": {"path": "/amount", "range": {"min": 100}}}
+    ],
+    "steps": [
+      {"name": "Refund", "isDefault": true,
+       "sequence": ["lookup_order", "issue_refund", "send_email"]}
+    ]
+  }
+}"#;
+
+/// How long anything the tests wait for may take before the test fails.
+const PATIENCE: Duration = Duration::from_secs(90);
+
+// ---------------------------------------------------------------------------------------
+// The service process
+
+/// Appends `line` to the ledger at `path`.
+fn ledger_write(path: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the ledger opens");
+    writeln!(file, "{line}").expect("the ledger is written");
+    file.sync_all().expect("the ledger is synced");
+}
+
+/// The tests' service: with `ORCH_RESTATE_SERVE=<port>` (and `ORCH_RESTATE_LEDGER`) it
+/// serves the desk until it is killed. Run alone, it checks that the endpoint registers
+/// with a real server, naming both objects and their handlers.
+#[test]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+fn service() {
+    let Ok(port) = std::env::var("ORCH_RESTATE_SERVE") else {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        runtime.block_on(async {
+            let fixture = Fixture::start("service").await;
+            let services: Value = fixture
+                .http
+                .get(format!("{}/services", fixture.server.admin_url()))
+                .send()
+                .await
+                .expect("the admin API answers")
+                .json()
+                .await
+                .expect("a JSON answer");
+            let text = services.to_string();
+            for name in [
+                "OrchRun",
+                "OrchApprovals",
+                "call",
+                "message",
+                "status",
+                "list",
+                "resolve",
+                "pending",
+            ] {
+                assert!(text.contains(&format!("\"{name}\"")), "{name} in {text}");
+            }
+        });
+        return;
+    };
+    let ledger = PathBuf::from(std::env::var("ORCH_RESTATE_LEDGER").expect("a ledger path"));
+    let machine = orch_codegen::compile_json(DESK, None)
+        .to_machine()
+        .expect("the desk compiles");
+    let runs = orch_restate::Runs::new().template(machine, move |call: orch_restate::ToolCall| {
+        let ledger = ledger.clone();
+        async move {
+            ledger_write(
+                &ledger,
+                &format!("start {} {}", call.tool, call.idempotency_key),
+            );
+            // An order named HOLD… is looked up slowly: until the test lets it finish.
+            if call.arguments.contains("HOLD") {
+                let release = ledger.with_extension("release");
+                while !release.exists() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            ledger_write(
+                &ledger,
+                &format!("done {} {}", call.tool, call.idempotency_key),
+            );
+            Ok(json!({"content": [{"type": "text", "text": format!("{} done", call.tool)}]}))
+        }
+    });
+    let address = format!("127.0.0.1:{port}").parse().expect("an address");
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(runs.serve(address));
+}
+
+/// A service process (this binary, running [`service`]).
+struct Service {
+    child: Child,
+    port: u16,
+    ledger: PathBuf,
+}
+
+impl Service {
+    fn start(port: u16, ledger: &Path) -> Service {
+        let exe = std::env::current_exe().expect("the test binary");
+        let child = Command::new(exe)
+            .args(["--exact", "service", "--include-ignored", "--nocapture"])
+            .env("ORCH_RESTATE_SERVE", port.to_string())
+            .env("ORCH_RESTATE_LEDGER", ledger)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the service starts");
+        wait_for_port(port, "the service");
+        Service {
+            child,
+            port,
+            ledger: ledger.to_owned(),
+        }
+    }
+
+    /// SIGKILL, and the process reaped.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Killed (SIGKILL) and started again on the same port.
+    fn restart(&mut self) {
+        self.kill();
+        *self = Service::start(self.port, &self.ledger);
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The server
+
+/// Where restate-server is: `ORCH_RESTATE_SERVER`, else where `cargo xtask test` puts it.
+fn server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("ORCH_RESTATE_SERVER") {
+        return PathBuf::from(path);
+    }
+    let platform = match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => "linux-x64",
+        ("linux", "aarch64") => "linux-arm64",
+        ("macos", "x86_64") => "darwin-x64",
+        ("macos", "aarch64") => "darwin-arm64",
+        (os, arch) => panic!(
+            "the npm package of restate-server has no build for {os}/{arch}: set ORCH_RESTATE_SERVER to a restate-server 1.7 binary"
+        ),
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = root.join(format!(
+        "restate/node_modules/@restatedev/restate-server-{platform}/bin/restate-server"
+    ));
+    assert!(
+        path.exists(),
+        "restate-server is missing ({}): `cargo xtask test` installs it (npm ci in restate/), or set ORCH_RESTATE_SERVER",
+        path.display()
+    );
+    path
+}
+
+/// A restate-server with its data in a directory of its own.
+struct Server {
+    child: Option<Child>,
+    base: PathBuf,
+    node: u16,
+    ingress: u16,
+    admin: u16,
+}
+
+impl Server {
+    fn start(base: &Path) -> Server {
+        let mut server = Server {
+            child: None,
+            base: base.to_owned(),
+            node: free_port(),
+            ingress: free_port(),
+            admin: free_port(),
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.base.join("server.log"))
+            .expect("the server's log");
+        let child = Command::new(server_binary())
+            .args(["--base-dir"])
+            .arg(self.base.join("data"))
+            .arg("--no-logo")
+            .env("RESTATE_LISTEN_MODE", "tcp")
+            .env("RESTATE_BIND_IP", "127.0.0.1")
+            .env("RESTATE_BIND_PORT", self.node.to_string())
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{}", self.ingress),
+            )
+            .env(
+                "RESTATE_ADMIN__BIND_ADDRESS",
+                format!("127.0.0.1:{}", self.admin),
+            )
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            // A small server: the tests run several at once.
+            .env("RESTATE_DEFAULT_NUM_PARTITIONS", "4")
+            .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256 MiB")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("restate-server starts");
+        self.child = Some(child);
+        wait_for_port(self.admin, "restate-server's admin API");
+        wait_for_port(self.ingress, "restate-server's ingress");
+    }
+
+    /// SIGKILL, and started again on the same data and ports.
+    fn restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.spawn();
+    }
+
+    fn admin_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.admin)
+    }
+
+    fn ingress_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ingress)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} never listened on {port}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// A round-robin TCP balancer in front of `to`: a connection goes to the next target
+/// that accepts it.
+fn balancer(to: Vec<u16>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the balancer");
+    let port = listener.local_addr().expect("its address").port();
+    let next = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for client in listener.incoming().map_while(Result::ok) {
+            let first = next.fetch_add(1, Ordering::Relaxed);
+            let server = (0..to.len())
+                .find_map(|i| TcpStream::connect(("127.0.0.1", to[(first + i) % to.len()])).ok());
+            let Some(server) = server else { continue };
+            for (mut from, mut into) in [
+                (client.try_clone(), server.try_clone()),
+                (server.try_clone(), client.try_clone()),
+            ]
+            .into_iter()
+            .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
+            {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n @ 1..) = from.read(&mut buf) {
+                        if into.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = into.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        }
+    });
+    port
+}
+
+// ---------------------------------------------------------------------------------------
+// A test's world
+
+/// A server, one service registered with it, a ledger and an HTTP client.
+struct Fixture {
+    dir: PathBuf,
+    server: Server,
+    services: Vec<Service>,
+    http: reqwest::Client,
+}
+
+impl Fixture {
+    /// A server and one service, registered.
+    async fn start(name: &str) -> Fixture {
+        let fixture = Fixture::bare(name);
+        let mut fixture = fixture;
+        let service = Service::start(free_port(), &fixture.ledger());
+        let uri = format!("http://127.0.0.1:{}", service.port);
+        fixture.services.push(service);
+        fixture.register(&uri).await;
+        fixture
+    }
+
+    /// A server, no service yet.
+    fn bare(name: &str) -> Fixture {
+        let dir = std::env::temp_dir().join(format!("orch-restate-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a test directory");
+        let server = Server::start(&dir);
+        Fixture {
+            dir,
+            server,
+            services: Vec::new(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger")
+    }
+
+    async fn register(&self, uri: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let answer = self
+                .http
+                .post(format!("{}/deployments", self.server.admin_url()))
+                .json(&json!({"uri": uri, "force": true}))
+                .send()
+                .await;
+            match answer {
+                Ok(a) if a.status().is_success() => return,
+                other => {
+                    // The admin API answers before the cluster is provisioned.
+                    assert!(Instant::now() < deadline, "registering {uri}: {other:?}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+
+    /// `POST <ingress>/<path>` with `body` (none for `null`), waiting for the answer.
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let request = self
+            .http
+            .post(format!("{}/{path}", self.server.ingress_url()));
+        let request = match body {
+            Value::Null => request,
+            body => request.json(&body),
+        };
+        let answer = request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        let status = answer.status();
+        let text = answer.text().await.expect("a body");
+        assert!(status.is_success(), "POST {path}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    }
+
+    /// A call of `tool` in run `run`, waited for.
+    async fn call(&self, run: &str, tool: &str, arguments: Value) -> Value {
+        self.post(
+            &format!("OrchRun/{run}/call"),
+            json!({"tool": tool, "arguments": arguments}),
+        )
+        .await
+    }
+
+    /// A call sent without waiting, its arguments the JSON text `arguments` as written:
+    /// its invocation id.
+    async fn send(&self, run: &str, tool: &str, arguments: &str) -> String {
+        let body = format!(r#"{{"tool": {}, "arguments": {arguments}}}"#, json!(tool));
+        let answer = self
+            .http
+            .post(format!(
+                "{}/OrchRun/{run}/call/send",
+                self.server.ingress_url()
+            ))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("the ingress answers");
+        assert!(answer.status().is_success(), "{answer:?}");
+        let answer: Value = answer.json().await.expect("a JSON answer");
+        answer["invocationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("an invocation id in {answer}"))
+            .to_owned()
+    }
+
+    /// The output of invocation `id`, waiting for it to end — across restarts of the
+    /// server (a refused connection is the server coming back, not an answer).
+    async fn attach(&self, id: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let url = format!(
+                "{}/restate/invocation/{id}/attach",
+                self.server.ingress_url()
+            );
+            match self.http.get(&url).send().await {
+                Ok(answer) if answer.status().is_success() => {
+                    return answer.json().await.expect("a JSON output");
+                }
+                Ok(answer) if !answer.status().is_server_error() => {
+                    panic!("attach {id}: {} {:?}", answer.status(), answer.text().await);
+                }
+                _ => {}
+            }
+            assert!(Instant::now() < deadline, "invocation {id} never ended");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// What the run's approvals object lists, once it lists `count` questions.
+    async fn pending(&self, run: &str, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let url = format!("{}/OrchApprovals/{run}/pending", self.server.ingress_url());
+            if let Ok(answer) = self.http.post(&url).send().await {
+                if answer.status().is_success() {
+                    let all: Vec<Value> = answer.json().await.expect("a list");
+                    if all.len() == count {
+                        return all;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{run} never had {count} pending question(s)"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn status(&self, run: &str) -> Value {
+        self.post(&format!("OrchRun/{run}/status"), json!(null))
+            .await
+    }
+
+    /// The ledger's lines.
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.ledger())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// How many times `tool` completed, per idempotency key.
+    fn completions(&self, tool: &str) -> std::collections::BTreeMap<String, usize> {
+        let mut done = std::collections::BTreeMap::new();
+        for line in self.lines() {
+            let mut parts = line.split(' ');
+            if let (Some("done"), Some(t), Some(key)) = (parts.next(), parts.next(), parts.next()) {
+                if t == tool {
+                    *done.entry(key.to_owned()).or_default() += 1;
+                }
+            }
+        }
+        done
+    }
+}
+
+fn history(status: &Value) -> Vec<String> {
+    status["history"]
+        .as_array()
+        .expect("a history")
+        .iter()
+        .map(|t| t.as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// The tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn the_sequence_is_enforced_and_a_refused_call_never_runs() {
+    let f = Fixture::start("sequence").await;
+    let early = f
+        .call("r1", "issue_refund", json!({"order": "A-1", "amount": 20}))
+        .await;
+    assert_eq!(early["outcome"], "refused", "{early}");
+    assert_eq!(early["refusal"]["kind"], "out_of_sequence", "{early}");
+    assert!(
+        f.completions("issue_refund").is_empty()
+            && !f.lines().iter().any(|l| l.contains("issue_refund"))
+    );
+
+    let looked = f.call("r1", "lookup_order", json!({"order": "A-1"})).await;
+    assert_eq!(looked["outcome"], "ran", "{looked}");
+    assert_eq!(looked["allowed"], json!(["issue_refund"]), "{looked}");
+    let skipped = f
+        .call("r1", "send_email", json!({"to": "a@example.com"}))
+        .await;
+    assert_eq!(skipped["outcome"], "refused", "{skipped}");
+    let refunded = f
+        .call("r1", "issue_refund", json!({"order": "A-1", "amount": 20}))
+        .await;
+    assert_eq!(
+        refunded["outcome"], "ran",
+        "a small refund needs no approval: {refunded}"
+    );
+    let told = f
+        .call("r1", "send_email", json!({"to": "a@example.com"}))
+        .await;
+    assert_eq!(told["outcome"], "ran", "{told}");
+    assert_eq!(
+        history(&f.status("r1").await),
+        ["lookup_order", "issue_refund", "send_email"]
+    );
+    // Another run is a run of its own.
+    assert_eq!(history(&f.status("r2").await), Vec::<String>::new());
+    // Each tool that ran, ran once; the refused ones never started.
+    let starts = f.lines().iter().filter(|l| l.starts_with("start")).count();
+    assert_eq!(starts, 3, "{:?}", f.lines());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn an_approval_survives_restarts_runs_the_call_once_and_a_second_answer_does_nothing() {
+    let mut f = Fixture::start("approval").await;
+    f.call("r1", "lookup_order", json!({"order": "B-7"})).await;
+    let waiting = f
+        .send(
+            "r1",
+            "issue_refund",
+            r#"{"order": "B-7", "amount": 250.00}"#,
+        )
+        .await;
+    let pending = f.pending("r1", 1).await;
+    assert_eq!(pending[0]["tool"], "issue_refund");
+    // The human sees the call as it was written, byte for byte.
+    assert_eq!(
+        pending[0]["arguments"],
+        r#"{"order": "B-7", "amount": 250.00}"#
+    );
+    assert!(
+        f.completions("issue_refund").is_empty(),
+        "nothing runs before the answer"
+    );
+
+    // The service dies while the run waits; then the server.
+    f.services[0].restart();
+    f.server.restart();
+    let pending = f.pending("r1", 1).await;
+    let ticket = pending[0]["ticket"].as_str().expect("a ticket").to_owned();
+    let awakeable = pending[0]["awakeable"]
+        .as_str()
+        .expect("an awakeable")
+        .to_owned();
+
+    let first = f
+        .post(
+            "OrchApprovals/r1/resolve",
+            json!({"ticket": ticket, "approved": true}),
+        )
+        .await;
+    assert_eq!(first, json!({"resolved": true}));
+    let second = f
+        .post(
+            "OrchApprovals/r1/resolve",
+            json!({"ticket": ticket, "approved": true}),
+        )
+        .await;
+    assert_eq!(
+        second,
+        json!({"resolved": false}),
+        "a second answer does nothing"
+    );
+    let output = f.attach(&waiting).await;
+    assert_eq!(output["outcome"], "ran", "{output}");
+    // Resolving the awakeable itself again changes nothing either.
+    let again = f
+        .http
+        .post(format!(
+            "{}/restate/awakeables/{awakeable}/resolve",
+            f.server.ingress_url()
+        ))
+        .json(&json!({"approved": true}))
+        .send()
+        .await
+        .expect("the ingress answers");
+    let _ = again.status();
+    let refunds = f.completions("issue_refund");
+    assert_eq!(refunds.len(), 1, "{:?}", f.lines());
+    assert!(refunds.values().all(|&n| n == 1), "{:?}", f.lines());
+    assert_eq!(
+        history(&f.status("r1").await),
+        ["lookup_order", "issue_refund"]
+    );
+    f.pending("r1", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn a_rejection_is_recorded_and_the_same_call_is_not_asked_again() {
+    let f = Fixture::start("rejection").await;
+    f.call("r1", "lookup_order", json!({"order": "C-3"})).await;
+    let waiting = f
+        .send("r1", "issue_refund", r#"{"order": "C-3", "amount": 900}"#)
+        .await;
+    let pending = f.pending("r1", 1).await;
+    let ticket = pending[0]["ticket"].as_str().expect("a ticket");
+    f.post(
+        "OrchApprovals/r1/resolve",
+        json!({"ticket": ticket, "approved": false, "reason": "too much"}),
+    )
+    .await;
+    let output = f.attach(&waiting).await;
+    assert_eq!(output["outcome"], "refused", "{output}");
+    assert_eq!(output["refusal"]["kind"], "rejected", "{output}");
+    let again = f
+        .call("r1", "issue_refund", json!({"order": "C-3", "amount": 900}))
+        .await;
+    assert_eq!(
+        again["refusal"]["kind"], "rejected",
+        "refused without asking: {again}"
+    );
+    f.pending("r1", 0).await;
+    assert!(f.completions("issue_refund").is_empty());
+    assert_eq!(history(&f.status("r1").await), ["lookup_order"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn a_service_killed_mid_tool_call_completes_the_call_once() {
+    let mut f = Fixture::start("midcall").await;
+    let id = f.send("r1", "lookup_order", r#"{"order": "HOLD-1"}"#).await;
+    let deadline = Instant::now() + PATIENCE;
+    while !f
+        .lines()
+        .iter()
+        .any(|l| l.starts_with("start lookup_order"))
+    {
+        assert!(Instant::now() < deadline, "the tool never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f.services[0].restart();
+    std::fs::write(f.ledger().with_extension("release"), b"go").expect("release the tool");
+    let output = f.attach(&id).await;
+    assert_eq!(output["outcome"], "ran", "{output}");
+    let lookups = f.completions("lookup_order");
+    assert_eq!(lookups.len(), 1, "{:?}", f.lines());
+    assert!(lookups.values().all(|&n| n == 1), "{:?}", f.lines());
+    // Every attempt carried the same key.
+    let keys: std::collections::BTreeSet<String> = f
+        .lines()
+        .iter()
+        .filter(|l| l.starts_with("start lookup_order"))
+        .filter_map(|l| l.rsplit(' ').next().map(str::to_owned))
+        .collect();
+    assert_eq!(keys.len(), 1, "{:?}", f.lines());
+    let attempts = f
+        .lines()
+        .iter()
+        .filter(|l| l.starts_with("start lookup_order"))
+        .count();
+    assert!(
+        attempts >= 2,
+        "the killed attempt and the retry: {:?}",
+        f.lines()
+    );
+    assert_eq!(history(&f.status("r1").await), ["lookup_order"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn two_service_instances_behind_one_server() {
+    let mut f = Fixture::bare("two");
+    let ports = [free_port(), free_port()];
+    for port in ports {
+        f.services.push(Service::start(port, &f.ledger()));
+    }
+    let front = balancer(ports.to_vec());
+    f.register(&format!("http://127.0.0.1:{front}")).await;
+    let runs: Vec<String> = (0..8).map(|i| format!("run{i}")).collect();
+    for (i, run) in runs.iter().enumerate() {
+        if i == 4 {
+            // One instance dies halfway: the other serves on.
+            f.services[0].kill();
+        }
+        for (tool, arguments) in [
+            ("lookup_order", json!({"order": run})),
+            ("issue_refund", json!({"order": run, "amount": 10})),
+            ("send_email", json!({"to": "c@example.com"})),
+        ] {
+            let answer = f.call(run, tool, arguments).await;
+            assert_eq!(answer["outcome"], "ran", "{run} {tool}: {answer}");
+        }
+    }
+    for run in &runs {
+        assert_eq!(
+            history(&f.status(run).await),
+            ["lookup_order", "issue_refund", "send_email"]
+        );
+    }
+    for tool in ["lookup_order", "issue_refund", "send_email"] {
+        let done = f.completions(tool);
+        assert_eq!(done.len(), runs.len(), "{tool}: {:?}", f.lines());
+        assert!(done.values().all(|&n| n == 1), "{tool}: {:?}", f.lines());
+    }
+}
