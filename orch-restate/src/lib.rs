@@ -8,6 +8,9 @@
 //!   only when its result says it ran; `message` applies a user message; `list` and
 //!   `status` read the run. Calls of one run are serial (an exclusive handler); runs are
 //!   independent.
+//! - The **agent loop** (`OrchAgent`, [`Runs::agent`]): a turn's model calls and tool
+//!   calls are journaled — a turn cut short by a crash goes on where it stopped, without
+//!   calling the model or a tool again for what completed.
 //! - A **gated call** suspends durably with its question: the run holds the question, an
 //!   awakeable waits for the human, and `OrchApprovals` (a virtual object with the same
 //!   key) lists what is pending and resolves it — `resolve` with the question's ticket,
@@ -40,9 +43,11 @@
 
 #![warn(missing_docs)]
 
+mod agent;
 mod approvals;
 mod run;
 
+pub use agent::{ModelTurn, OrchAgent, OrchAgentClient, TurnCall, TurnReply};
 pub use approvals::{OrchApprovals, OrchApprovalsClient, Pending, Resolution, Resolve, Resolved};
 pub use run::{CallReply, CallRequest, OrchRun, OrchRunClient, Outcome, RefusalOut, Status};
 
@@ -131,6 +136,7 @@ pub(crate) struct Template {
 /// any other key, when the service has exactly one template, is a run of that one.
 pub struct Runs {
     pub(crate) templates: BTreeMap<String, Template>,
+    pub(crate) agents: BTreeMap<String, agent::Agent>,
     pub(crate) question_ttl: Duration,
     pub(crate) tool_attempts: u32,
 }
@@ -145,6 +151,7 @@ impl std::fmt::Debug for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runs")
             .field("templates", &self.templates.keys().collect::<Vec<_>>())
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
             .field("question_ttl", &self.question_ttl)
             .field("tool_attempts", &self.tool_attempts)
             .finish()
@@ -157,6 +164,7 @@ impl Runs {
     pub fn new() -> Self {
         Runs {
             templates: BTreeMap::new(),
+            agents: BTreeMap::new(),
             question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
             tool_attempts: 3,
         }
@@ -191,12 +199,18 @@ impl Runs {
         self
     }
 
-    /// The Restate endpoint serving `OrchRun` and `OrchApprovals`.
+    /// The Restate endpoint serving `OrchRun` and `OrchApprovals` (and `OrchAgent` when
+    /// a template has an agent: [`Runs::agent`]).
     pub fn endpoint(self) -> Endpoint {
-        Endpoint::builder()
-            .bind(OrchRun::new(Arc::new(self)))
-            .bind(OrchApprovals)
-            .build()
+        let with_agent = !self.agents.is_empty();
+        let runs = Arc::new(self);
+        let builder = Endpoint::builder()
+            .bind(OrchRun::new(Arc::clone(&runs)))
+            .bind(OrchApprovals);
+        match with_agent {
+            true => builder.bind(OrchAgent { runs }).build(),
+            false => builder.build(),
+        }
     }
 
     /// Serves the endpoint over HTTP/2 at `address` until the process is told to stop

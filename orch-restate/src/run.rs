@@ -100,6 +100,9 @@ pub struct Status {
     pub allowed: Vec<String>,
     /// What the active step's sequence expects next, if it has one.
     pub expected: Option<Vec<String>>,
+    /// The tool the next model call must call (the one an unfinished sequence expects,
+    /// when it is the only one allowed and no human's answer is held).
+    pub forced: Option<String>,
     /// The tools recorded, oldest first (`null`: a tool the template does not declare).
     pub history: Vec<Option<String>>,
     /// The run was last written by another version of the template and was carried over
@@ -410,10 +413,12 @@ mod handlers {
 pub use handlers::OrchRunClient;
 
 fn status(template: &Template, session: &DynSession<'_>, migrated: bool) -> Status {
+    let allowed = template.policy.offered(session);
     Status {
         template: template.machine.name().to_owned(),
         step: session.step().map(str::to_owned),
-        allowed: template.policy.offered(session),
+        forced: orch_agent::Policy::forced_among(session, &allowed).map(str::to_owned),
+        allowed,
         expected: session.expected().map(owned),
         history: session
             .history()

@@ -34,6 +34,30 @@ const DESK: &str = r#"{
   }
 }"#;
 
+/// The desk's next version: a tool added (a run of the first version is carried over by
+/// names).
+const DESK_V2: &str = r#"{
+  "name": "desk",
+  "tools": ["lookup_order", "issue_refund", "send_email", "add_note"],
+  "orchestration": {
+    "approve": [
+      {"name": "large-refund", "tool": "issue_refund",
+       "when": {"path": "/amount", "range": {"min": 100}}}
+    ],
+    "steps": [
+      {"name": "Refund", "isDefault": true,
+       "sequence": ["lookup_order", "issue_refund", "send_email"]}
+    ]
+  }
+}"#;
+
+/// Another template altogether (its runs are not the desk's).
+const OTHER: &str = r#"{
+  "name": "other",
+  "tools": ["lookup_order"],
+  "orchestration": {"steps": [{"name": "Only", "isDefault": true}]}
+}"#;
+
 /// How long anything the tests wait for may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(90);
 
@@ -87,9 +111,15 @@ fn service() {
         return;
     };
     let ledger = PathBuf::from(std::env::var("ORCH_RESTATE_LEDGER").expect("a ledger path"));
-    let machine = orch_codegen::compile_json(DESK, None)
+    let template = match std::env::var("ORCH_RESTATE_TEMPLATE").as_deref() {
+        Ok("v2") => DESK_V2,
+        Ok("other") => OTHER,
+        _ => DESK,
+    };
+    let machine = orch_codegen::compile_json(template, None)
         .to_machine()
-        .expect("the desk compiles");
+        .expect("the template compiles");
+    let name = machine.name().to_owned();
     let runs = orch_restate::Runs::new().template(machine, move |call: orch_restate::ToolCall| {
         let ledger = ledger.clone();
         async move {
@@ -111,10 +141,82 @@ fn service() {
             Ok(json!({"content": [{"type": "text", "text": format!("{} done", call.tool)}]}))
         }
     });
+    let specs = ["lookup_order", "issue_refund", "send_email"]
+        .map(|name| orch_agent::ToolSpec {
+            name: name.to_owned(),
+            description: format!("the {name} tool"),
+            parameters: json!({"type": "object"}),
+        })
+        .to_vec();
+    let bot = RefundBot {
+        ledger: PathBuf::from(std::env::var("ORCH_RESTATE_LEDGER").expect("a ledger path")),
+    };
+    let runs = runs.agent(&name, bot, "You refund orders.", specs);
     let address = format!("127.0.0.1:{port}").parse().expect("an address");
     tokio::runtime::Runtime::new()
         .expect("a runtime")
         .block_on(runs.serve(address));
+}
+
+/// A model that refunds the order the user names, deterministically (it decides from
+/// the conversation alone, so a replay after a crash would ask it the same): look the
+/// order up, refund 30, tell the customer, say so. Each call writes `model <n> <tool
+/// choice>` to the ledger, `n` the tool results since the user spoke.
+struct RefundBot {
+    ledger: PathBuf,
+}
+
+impl orch_agent::Model for RefundBot {
+    type Stream = orch_agent::EventList;
+
+    async fn complete(
+        &self,
+        request: orch_agent::ModelRequest,
+    ) -> Result<orch_agent::EventList, orch_agent::ModelError> {
+        use orch_agent::{ChatMessage, ModelEvent, ToolCall};
+        let since_user: Vec<&ChatMessage> = request
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| !matches!(m, ChatMessage::User { .. }))
+            .collect();
+        let n = since_user
+            .iter()
+            .filter(|m| matches!(m, ChatMessage::Tool { .. }))
+            .count();
+        let user = request
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                ChatMessage::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let order = if user.contains("hold") {
+            "HOLD-9"
+        } else {
+            "D-1"
+        };
+        ledger_write(&self.ledger, &format!("model {n} {}", request.tool_choice));
+        let call = |tool: &str, arguments: String| {
+            ModelEvent::ToolCall(ToolCall {
+                id: format!("call-{n}"),
+                name: tool.to_owned(),
+                arguments,
+            })
+        };
+        let event = match n {
+            0 => call("lookup_order", json!({"order": order}).to_string()),
+            1 => call(
+                "issue_refund",
+                json!({"order": order, "amount": 30}).to_string(),
+            ),
+            2 => call("send_email", json!({"to": "d@example.com"}).to_string()),
+            _ => ModelEvent::TextDelta("Refunded.".to_owned()),
+        };
+        Ok(orch_agent::EventList::new([event]))
+    }
 }
 
 /// A service process (this binary, running [`service`]).
@@ -126,11 +228,17 @@ struct Service {
 
 impl Service {
     fn start(port: u16, ledger: &Path) -> Service {
+        Service::start_with(port, ledger, "v1")
+    }
+
+    /// A service of the template `version` (`v1`, `v2`: [`DESK_V2`], `other`: [`OTHER`]).
+    fn start_with(port: u16, ledger: &Path, version: &str) -> Service {
         let exe = std::env::current_exe().expect("the test binary");
         let child = Command::new(exe)
             .args(["--exact", "service", "--include-ignored", "--nocapture"])
             .env("ORCH_RESTATE_SERVE", port.to_string())
             .env("ORCH_RESTATE_LEDGER", ledger)
+            .env("ORCH_RESTATE_TEMPLATE", version)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -747,4 +855,116 @@ async fn two_service_instances_behind_one_server() {
         assert_eq!(done.len(), runs.len(), "{tool}: {:?}", f.lines());
         assert!(done.values().all(|&n| n == 1), "{tool}: {:?}", f.lines());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn a_crashed_agent_turn_resumes_without_calling_the_model_or_a_tool_twice() {
+    let mut f = Fixture::start("agent").await;
+    let answer = f
+        .http
+        .post(format!("{}/OrchAgent/r1/turn/send", f.server.ingress_url()))
+        .json(&json!("please refund my order, but hold on"))
+        .send()
+        .await
+        .expect("the ingress answers");
+    let id = answer.json::<Value>().await.expect("JSON")["invocationId"]
+        .as_str()
+        .expect("an invocation id")
+        .to_owned();
+    let deadline = Instant::now() + PATIENCE;
+    while !f
+        .lines()
+        .iter()
+        .any(|l| l.starts_with("start lookup_order"))
+    {
+        assert!(Instant::now() < deadline, "the tool never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f.services[0].restart();
+    std::fs::write(f.ledger().with_extension("release"), b"go").expect("release the tool");
+    let reply = f.attach(&id).await;
+    assert_eq!(reply["finished"], true, "{reply}");
+    assert_eq!(reply["text"], "Refunded.", "{reply}");
+    assert_eq!(
+        reply["calls"],
+        json!([
+            {"tool": "lookup_order", "outcome": "ran"},
+            {"tool": "issue_refund", "outcome": "ran"},
+            {"tool": "send_email", "outcome": "ran"}
+        ])
+    );
+    // Each model call once — the one before the crash was journaled, not made again —
+    // and each forced to the tool the sequence expected.
+    let models: Vec<String> = f
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("model"))
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "model 0 forced: lookup_order",
+            "model 1 forced: issue_refund",
+            "model 2 forced: send_email",
+            "model 3 auto"
+        ],
+        "{:?}",
+        f.lines()
+    );
+    for tool in ["lookup_order", "issue_refund", "send_email"] {
+        let done = f.completions(tool);
+        assert_eq!(done.len(), 1, "{tool}: {:?}", f.lines());
+        assert!(done.values().all(|&n| n == 1), "{tool}: {:?}", f.lines());
+    }
+    assert_eq!(
+        history(&f.status("r1").await),
+        ["lookup_order", "issue_refund", "send_email"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn a_run_moves_to_a_new_template_version_by_names_and_another_template_is_refused() {
+    let mut f = Fixture::start("versions").await;
+    f.call("r1", "lookup_order", json!({"order": "E-5"})).await;
+    assert_eq!(f.status("r1").await["migrated"], false);
+
+    // The next version of the desk, registered over the first.
+    let port = f.services[0].port;
+    f.services[0].kill();
+    f.services[0] = Service::start_with(port, &f.ledger(), "v2");
+    f.register(&format!("http://127.0.0.1:{port}")).await;
+    let status = f.status("r1").await;
+    assert_eq!(status["migrated"], true, "{status}");
+    assert_eq!(history(&status), ["lookup_order"]);
+    let refunded = f
+        .call("r1", "issue_refund", json!({"order": "E-5", "amount": 5}))
+        .await;
+    assert_eq!(refunded["outcome"], "ran", "{refunded}");
+    assert_eq!(
+        f.status("r1").await["migrated"],
+        false,
+        "written with v2 now"
+    );
+
+    // Another template: the desk's run is not its to continue.
+    f.services[0].kill();
+    f.services[0] = Service::start_with(port, &f.ledger(), "other");
+    f.register(&format!("http://127.0.0.1:{port}")).await;
+    let answer = f
+        .http
+        .post(format!("{}/OrchRun/r1/call", f.server.ingress_url()))
+        .json(&json!({"tool": "lookup_order", "arguments": {}}))
+        .send()
+        .await
+        .expect("the ingress answers");
+    let status = answer.status();
+    let text = answer.text().await.unwrap_or_default();
+    assert!(!status.is_success(), "{status} {text}");
+    assert!(
+        text.contains("cannot be restored") && text.contains("desk"),
+        "{text}"
+    );
+    assert_eq!(f.completions("lookup_order").len(), 1, "{:?}", f.lines());
 }
