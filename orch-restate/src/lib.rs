@@ -25,7 +25,9 @@
 //! let template = r#"{"name": "desk", "tools": ["lookup", "refund"],
 //!   "orchestration": {"steps": [{"name": "Desk", "isDefault": true,
 //!     "sequence": ["lookup", "refund"]}], "approve": ["refund"]}}"#;
-//! let machine = orch_codegen::compile_json(template, None).to_machine()?;
+//! let machine = orch_codegen::compile_json(template, None)
+//!     .to_machine()
+//!     .ok_or("the template does not compile")?;
 //! let runs = Runs::new().template(machine, |call: ToolCall| async move {
 //!     // Pass `call.idempotency_key` on to anything with effects: a retry after a crash
 //!     // carries the same key.
