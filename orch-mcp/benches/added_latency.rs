@@ -16,8 +16,6 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
-use orch_store::MemoryStore;
 use orch_test_support::pacing::{self, env_or, percentile};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
@@ -87,21 +85,8 @@ fn main() {
         .unwrap();
     let (upstream, gateway) = servers.block_on(async {
         let upstream = serve_tools().await;
-        let machine = orch_codegen::compile_json(DESK, None)
-            .to_machine()
-            .expect("the template compiles");
-        let gateway = Gateway::start(
-            machine,
-            &Upstream::Url(upstream.clone()),
-            MemoryStore::new(),
-            &Options::default(),
-        )
-        .await
-        .expect("the gateway starts");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { gateway.serve_http(listener, &HttpOptions::default()).await });
-        (upstream, format!("http://{addr}/mcp"))
+        let gateway = common::gateway_over_http(DESK, &upstream).await;
+        (upstream, gateway)
     });
     println!("orch mcp, tools/call over loopback Streamable HTTP, {rate} calls/s offered for {seconds} s over {SESSIONS} sessions:");
     let direct = clients.block_on(measure(&upstream, rate, seconds));

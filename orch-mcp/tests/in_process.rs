@@ -1,6 +1,8 @@
 //! The gateway in-process, on rmcp at both ends: an rmcp tool server upstream (which
 //! records what it executes) and an rmcp client downstream, each over an in-memory pipe.
 
+// Not every helper of the shared module is used here.
+#[allow(dead_code)]
 mod common;
 
 use rmcp::model::{

@@ -13,8 +13,6 @@
 #[allow(dead_code)]
 mod common;
 
-use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
-use orch_store::MemoryStore;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
@@ -166,20 +164,7 @@ async fn a_handshake_client_keeps_its_level_and_subscriptions_on_a_modern_only_u
         StreamableHttpServerConfig::default(),
     ))
     .await;
-    let machine = orch_codegen::compile_json(DESK, None)
-        .to_machine()
-        .expect("the template compiles");
-    let gateway = Gateway::start(
-        machine,
-        &Upstream::Url(upstream),
-        MemoryStore::new(),
-        &Options::default(),
-    )
-    .await
-    .expect("the gateway starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { gateway.serve_http(listener, &HttpOptions::default()).await });
+    let url = common::gateway_over_http(DESK, &upstream).await;
 
     let (logs_tx, mut logs) = mpsc::unbounded_channel();
     let (updates_tx, mut updates) = mpsc::unbounded_channel();

@@ -3,6 +3,8 @@
 //! caller's `traceparent` (from `_meta`), with the MCP and GenAI attributes and orch's
 //! decision; the forwarded call carries the gateway span's own `traceparent` upstream.
 
+// Not every helper of the shared module is used here.
+#[allow(dead_code)]
 mod common;
 
 use opentelemetry::trace::{SpanId, TraceId, TracerProvider as _};

@@ -9,8 +9,6 @@
 #[allow(dead_code)]
 mod common;
 
-use orch_mcp::{Gateway, HttpOptions, Options, Upstream};
-use orch_store::MemoryStore;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams,
@@ -98,20 +96,7 @@ async fn nothing_reaches_an_http_upstream_before_its_standalone_stream_is_open()
     let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let machine = orch_codegen::compile_json(DESK, None)
-        .to_machine()
-        .expect("the template compiles");
-    let gateway = Gateway::start(
-        machine,
-        &Upstream::Url(upstream),
-        MemoryStore::new(),
-        &Options::default(),
-    )
-    .await
-    .expect("the gateway starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { gateway.serve_http(listener, &HttpOptions::default()).await });
+    let url = common::gateway_over_http(DESK, &upstream).await;
 
     // Each client session has a connection of its own upstream, whose GET is held anew.
     for session in 0..2 {

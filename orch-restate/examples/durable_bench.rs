@@ -22,20 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const DESK: &str = r#"{
-  "name": "desk",
-  "tools": ["lookup_order", "issue_refund", "send_email"],
-  "orchestration": {
-    "approve": [
-      {"name": "large-refund", "tool": "issue_refund",
-       "when": {"path": "/amount", "range": {"min": 100}}}
-    ],
-    "steps": [
-      {"name": "Refund", "isDefault": true,
-       "sequence": ["lookup_order", "issue_refund", "send_email"]}
-    ]
-  }
-}"#;
+/// The refund desk: look the order up, refund it (a human approves refunds of 100 or
+/// more), tell the customer.
+const DESK: &str = include_str!("../tests/desk.json");
 
 /// A run's calls.
 fn calls(run: &str) -> [(&'static str, String); 3] {

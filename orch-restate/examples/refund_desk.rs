@@ -16,21 +16,9 @@ mod harness;
 use orch_restate::{Runs, ToolCall, ToolError};
 use serde_json::{json, Value};
 
-const DESK: &str = r#"{
-  "name": "refund-desk",
-  "tools": ["lookup_order", "issue_refund", "send_email"],
-  "orchestration": {
-    "description": "Look the order up, refund it (a human approves refunds of 100 or more), tell the customer.",
-    "approve": [
-      {"name": "large-refund", "tool": "issue_refund",
-       "when": {"path": "/amount", "range": {"min": 100}}}
-    ],
-    "steps": [
-      {"name": "Refund", "isDefault": true,
-       "sequence": ["lookup_order", "issue_refund", "send_email"]}
-    ]
-  }
-}"#;
+/// The refund desk: look the order up, refund it (a human approves refunds of 100 or
+/// more), tell the customer.
+const DESK: &str = include_str!("../tests/desk.json");
 
 /// The desk's tools (a real desk would call its order system and its payment provider,
 /// passing the idempotency key on).

@@ -155,6 +155,18 @@ macro_rules! load {
     }};
 }
 
+/// The answer to a call the run refused: the tool never ran.
+fn refused(template: &Template, session: &DynSession<'_>, refusal: &Refusal) -> Json<CallReply> {
+    reply(
+        template,
+        session,
+        Outcome::Refused,
+        None,
+        Some(refusal),
+        None,
+    )
+}
+
 /// The time now, journaled: a replay sees the time the first execution saw.
 macro_rules! now_ms {
     ($ctx:expr) => {
@@ -264,14 +276,7 @@ mod handlers {
                             ),
                             rule: None,
                         };
-                        return Ok(reply(
-                            template,
-                            &session,
-                            Outcome::Refused,
-                            None,
-                            Some(&refusal),
-                            None,
-                        ));
+                        return Ok(refused(template, &session, &refusal));
                     };
                     let now = now_ms!(ctx);
                     let applied = now < question.expires_ms
@@ -290,37 +295,16 @@ mod handlers {
                             Unanswered::Stale
                         };
                         let refusal = policy.unanswered(&session, tool, why);
-                        return Ok(reply(
-                            template,
-                            &session,
-                            Outcome::Refused,
-                            None,
-                            Some(&refusal),
-                            None,
-                        ));
+                        return Ok(refused(template, &session, &refusal));
                     }
                     if let Err(refusal) = policy.admit_call(&mut session, tool, &call) {
                         save(&ctx, template, &session);
-                        return Ok(reply(
-                            template,
-                            &session,
-                            Outcome::Refused,
-                            None,
-                            Some(&refusal),
-                            None,
-                        ));
+                        return Ok(refused(template, &session, &refusal));
                     }
                 }
                 Err(refusal) => {
                     save(&ctx, template, &session);
-                    return Ok(reply(
-                        template,
-                        &session,
-                        Outcome::Refused,
-                        None,
-                        Some(&refusal),
-                        None,
-                    ));
+                    return Ok(refused(template, &session, &refusal));
                 }
             }
             // Admitted: run it, journaled — a replay after a crash gets the result the first

@@ -36,6 +36,32 @@ pub async fn gateway_over_pipes<U: ServerHandler>(
     (client_end, tokio::spawn(gateway.serve_io(read, write)))
 }
 
+/// A gateway on `template` in front of the Streamable HTTP upstream at `upstream`
+/// (sessions in memory), served over HTTP on a free loopback port: its URL.
+pub async fn gateway_over_http(template: &str, upstream: &str) -> String {
+    let machine = orch_codegen::compile_json(template, None)
+        .to_machine()
+        .expect("the template compiles");
+    let gateway = Gateway::start(
+        machine,
+        &orch_mcp::Upstream::Url(upstream.to_owned()),
+        MemoryStore::new(),
+        &Options::default(),
+    )
+    .await
+    .expect("the gateway starts");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    tokio::spawn(async move {
+        gateway
+            .serve_http(listener, &orch_mcp::HttpOptions::default())
+            .await
+    });
+    url
+}
+
 /// What an rmcp tool server of these tests says about itself: it serves tools.
 pub fn tool_server_info() -> rmcp::model::InitializeResult {
     let mut info = rmcp::model::InitializeResult::default();
