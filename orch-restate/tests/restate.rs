@@ -793,3 +793,35 @@ async fn a_run_moves_to_a_new_template_version_by_names_and_another_template_is_
     );
     assert_eq!(f.completions("lookup_order").len(), 1, "{:?}", f.lines());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn bad_requests_get_a_clear_error_and_change_nothing() {
+    let f = Fixture::start("bad").await;
+    for body in [r#"{"tol": "lookup_order"}"#, r#"{"tool": 5}"#, "not json"] {
+        let answer = f
+            .http
+            .post(format!("{}/OrchRun/r1/call", f.server.ingress_url()))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("the ingress answers");
+        let status = answer.status();
+        let text = answer.text().await.unwrap_or_default();
+        assert!(status.is_client_error(), "{body}: {status} {text}");
+        assert!(text.contains("Cannot decode input"), "{body}: {text}");
+    }
+    let unknown = f.call("r1", "wire_money", json!({"to": "x"})).await;
+    assert_eq!(unknown["outcome"], "refused", "{unknown}");
+    assert_eq!(unknown["refusal"]["kind"], "unknown_tool", "{unknown}");
+    let resolved = f
+        .post(
+            "OrchApprovals/r1/resolve",
+            json!({"ticket": "orch-q1:forged", "approved": true}),
+        )
+        .await;
+    assert_eq!(resolved, json!({"resolved": false}), "no such question");
+    assert_eq!(history(&f.status("r1").await), Vec::<String>::new());
+    assert!(f.lines().is_empty(), "no tool started: {:?}", f.lines());
+}
