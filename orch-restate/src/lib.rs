@@ -2,8 +2,8 @@
 //! process that serves it and of the server, and waits hours or days for a human.
 //!
 //! - A **run** is the virtual object `OrchRun`, keyed by the run's id. Its state is the
-//!   orch session (the snapshot bytes, by names) and the template's fingerprint. Its
-//!   handlers: `call` judges a tool call with the run protocol, refuses with orch's
+//!   orch session (the snapshot bytes, by names, which carry the template's
+//!   fingerprint). Its handlers: `call` judges a tool call with the run protocol, refuses with orch's
 //!   reason, and runs an allowed call inside Restate's journaled `ctx.run`, recording it
 //!   only when its result says it ran; `message` applies a user message; `list` and
 //!   `status` read the run. Calls of one run are serial (an exclusive handler); runs are

@@ -11,10 +11,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// State: the session's snapshot bytes.
+/// State: the session's snapshot bytes (by names; they carry the fingerprint of the
+/// template they were written with).
 const SESSION: &str = "session";
-/// State: the fingerprint of the template the run was last written with.
-const FINGERPRINT: &str = "fingerprint";
 
 /// A tool call: `{"tool": "refund", "arguments": {"order": "A-1", "amount": 120}}`
 /// (`arguments` may be left out: `{}`).
@@ -125,33 +124,36 @@ impl OrchRun {
     }
 }
 
-/// The run's session from its stored state (`snapshot`, `fingerprint`; a fresh session
-/// when nothing is stored), and whether it was written by another version of the
-/// template.
+/// The run's session from its stored snapshot (a fresh session when nothing is stored),
+/// and whether the snapshot was written by another version of the template (it carries
+/// that version's fingerprint).
 fn restore<'t>(
     template: &'t Template,
     snapshot: Option<Vec<u8>>,
-    fingerprint: Option<u64>,
 ) -> Result<(DynSession<'t>, bool), TerminalError> {
-    let session = orch_store::run::restore(&template.machine, &template.policy, snapshot.as_deref())
-        .map_err(|e| {
-            TerminalError::new(format!(
-                "the run cannot be restored with the template `{}` (fingerprint {:016x}; the run was written with {}): {e}",
-                template.machine.name(),
-                template.machine.fingerprint(),
-                fingerprint.map_or("nothing yet".to_owned(), |f| format!("{f:016x}")),
-            ))
-        })?;
-    let migrated = fingerprint.is_some_and(|f| f != template.machine.fingerprint());
+    let machine = &template.machine;
+    let (mut session, migrated) = match snapshot {
+        None => (DynSession::new(machine), false),
+        Some(bytes) => orch_runtime::Snapshot::from_bytes(&bytes)
+            .and_then(|snapshot| DynSession::restore(machine, &snapshot))
+            .map(|(session, report)| (session, report.fingerprint_changed))
+            .map_err(|e| {
+                TerminalError::new(format!(
+                    "the run cannot be restored with the template `{}` (fingerprint {:016x}): {e}",
+                    machine.name(),
+                    machine.fingerprint(),
+                ))
+            })?,
+    };
+    template.policy.prepare(&mut session);
     Ok((session, migrated))
 }
 
-/// Reads the run's stored state and restores its session ([`restore`]).
+/// Reads the run's stored snapshot and restores its session ([`restore`]).
 macro_rules! load {
     ($ctx:expr, $template:expr) => {{
         let snapshot: Option<Vec<u8>> = $ctx.get(SESSION).await?;
-        let fingerprint: Option<u64> = $ctx.get(FINGERPRINT).await?;
-        restore($template, snapshot, fingerprint)?
+        restore($template, snapshot)?
     }};
 }
 
@@ -176,10 +178,9 @@ macro_rules! now_ms {
     };
 }
 
-/// Writes the session and the template's fingerprint.
-fn save<'c>(ctx: &impl ContextWriteState<'c>, template: &Template, session: &DynSession<'_>) {
+/// Writes the session (its snapshot names the template's fingerprint).
+fn save<'c>(ctx: &impl ContextWriteState<'c>, session: &DynSession<'_>) {
     ctx.set(SESSION, session.snapshot_bytes());
-    ctx.set(FINGERPRINT, template.machine.fingerprint());
 }
 
 fn owned(names: Vec<&str>) -> Vec<String> {
@@ -247,7 +248,7 @@ mod handlers {
                         expires_ms: now.saturating_add(ttl),
                     };
                     policy.ask_call(&mut session, tool, digest, question.id());
-                    save(&ctx, template, &session);
+                    save(&ctx, &session);
                     let (awakeable, answered) = ctx.awakeable::<Json<Resolution>>();
                     ctx.object_client::<OrchApprovalsClient>(key.clone())
                         .ask(Json(Pending {
@@ -298,12 +299,12 @@ mod handlers {
                         return Ok(refused(template, &session, &refusal));
                     }
                     if let Err(refusal) = policy.admit_call(&mut session, tool, &call) {
-                        save(&ctx, template, &session);
+                        save(&ctx, &session);
                         return Ok(refused(template, &session, &refusal));
                     }
                 }
                 Err(refusal) => {
-                    save(&ctx, template, &session);
+                    save(&ctx, &session);
                     return Ok(refused(template, &session, &refusal));
                 }
             }
@@ -344,7 +345,7 @@ mod handlers {
                     Some(format!("failed: {}", failed.message())),
                 ),
             };
-            save(&ctx, template, &session);
+            save(&ctx, &session);
             Ok(reply(template, &session, outcome, result, None, not_run))
         }
 
@@ -359,7 +360,7 @@ mod handlers {
             let template = self.template(&key)?;
             let (mut session, _) = load!(ctx, template);
             template.policy.message(&mut session, &text.0);
-            save(&ctx, template, &session);
+            save(&ctx, &session);
             Ok(Json(status(template, &session, false)))
         }
 
@@ -370,7 +371,7 @@ mod handlers {
             let template = self.template(&key)?;
             let (mut session, _) = load!(ctx, template);
             template.policy.reset(&mut session);
-            save(&ctx, template, &session);
+            save(&ctx, &session);
             Ok(Json(status(template, &session, false)))
         }
 
