@@ -106,6 +106,19 @@ function installFastPath(engine) {
     }
     return native.allowed.call(this)
   }
+  // The allowed set as the array the machine's cache keeps (shared by every session in
+  // that set: callers must not change it), or `undefined` when the fast path cannot
+  // answer. For the AgentDock drop-in, which filters the host's tools once per set.
+  Object.defineProperty(S, '__orchAllowedShared', {
+    value: function allowedShared() {
+      const cache = this.__orchCache
+      if (cache === undefined) return undefined
+      const state = stateOf(this)
+      return state > 0 ? namesOf(this, cache, state) : undefined
+    },
+    configurable: true,
+    writable: true,
+  })
   S.check = function check(tool) {
     const cache = this.__orchCache
     if (cache !== undefined && !cache.gates && arguments.length === 1) {

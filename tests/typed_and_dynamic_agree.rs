@@ -54,6 +54,8 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
         let mut dynamic = machine.session();
         // The host's list of tool names: declared and foreign ones.
         let mut host: Vec<&str> = tools.iter().copied().chain(FOREIGN).collect();
+        // One buffer for every snapshot of the run, as a host that snapshots often keeps.
+        let mut kept = Vec::new();
         dynamic.set_available(host.iter().copied());
         for (n, event) in events.iter().enumerate() {
             let ctx = format!("event {n}: {event:?}");
@@ -140,10 +142,23 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
             );
             prop_assert_eq!(typed.usage(), dynamic.usage(), "{}: usage", ctx);
             // The direct encoder writes the snapshot's own bytes.
+            let bytes = dynamic.snapshot_bytes();
             prop_assert_eq!(
-                dynamic.snapshot_bytes(),
-                dynamic.snapshot().to_bytes(),
+                &bytes,
+                &dynamic.snapshot().to_bytes(),
                 "{}: snapshot_bytes",
+                ctx
+            );
+            // Into a reused buffer (holding the last snapshot, longer or shorter): the
+            // same bytes.
+            dynamic.snapshot_into(&mut kept);
+            prop_assert_eq!(&kept, &bytes, "{}: snapshot_into", ctx);
+            // And the decoder reads back the session's state: the encoding is checked
+            // against the reader, not only against itself.
+            prop_assert_eq!(
+                orch::Snapshot::from_bytes(&bytes).ok(),
+                Some(dynamic.snapshot()),
+                "{}: from_bytes",
                 ctx
             );
             prop_assert_eq!(

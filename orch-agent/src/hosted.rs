@@ -256,4 +256,10 @@ impl HostedSession {
     pub fn snapshot(&self) -> Vec<u8> {
         self.session().snapshot_bytes()
     }
+
+    /// The same bytes as [`HostedSession::snapshot`], written into `out` (cleared
+    /// first).
+    pub fn snapshot_into(&self, out: &mut Vec<u8>) {
+        self.session().snapshot_into(out);
+    }
 }

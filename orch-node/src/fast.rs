@@ -283,11 +283,36 @@ fn position(handle: f64) -> Result<f64> {
 }
 
 /// The session's snapshot as base64 text (what the AgentDock drop-in stores).
-fn snapshot64(handle: f64) -> Result<String> {
+fn snapshot64(handle: f64) -> Result<Base64> {
     use base64::Engine as _;
     with(handle, |session, _| {
-        base64::engine::general_purpose::STANDARD.encode(session.snapshot())
+        SNAPSHOT.with(|buffers| {
+            let Ok(mut buffers) = buffers.try_borrow_mut() else {
+                // Only a reentrant call finds the buffers in use: it gets its own.
+                return Base64::Owned(
+                    base64::engine::general_purpose::STANDARD.encode(session.snapshot()),
+                );
+            };
+            let (bytes, text) = &mut *buffers;
+            session.snapshot_into(bytes);
+            text.clear();
+            base64::engine::general_purpose::STANDARD.encode_string(&*bytes, text);
+            Base64::Kept
+        })
     })
+}
+
+/// A snapshot as base64 text: in this thread's buffer ([`SNAPSHOT`]), or its own.
+enum Base64 {
+    /// In `SNAPSHOT`'s text buffer.
+    Kept,
+    /// Its own text.
+    Owned(String),
+}
+
+thread_local! {
+    /// The bytes and the base64 text of the last snapshot, reused from call to call.
+    static SNAPSHOT: RefCell<(Vec<u8>, String)> = const { RefCell::new((Vec::new(), String::new())) };
 }
 
 /// The functions above as N-API callbacks, written against the C API: napi-rs's own
@@ -397,15 +422,28 @@ mod raw {
     }
 
     /// Text that is ASCII (base64), copied as Latin-1.
-    impl Answer for String {
+    /// A JavaScript string of `text` (copied). As UTF-8: emnapi (the WebAssembly build)
+    /// decodes that with a `TextDecoder`, where its Latin-1 reads byte by byte.
+    unsafe fn text(env: sys::napi_env, text: &str) -> Result<sys::napi_value, &'static str> {
+        let mut out = ptr::null_mut();
+        let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
+        // SAFETY: the bytes outlive the call that copies them.
+        let status = unsafe {
+            sys::napi_create_string_utf8(env, text.as_ptr().cast::<c_char>(), len, &mut out)
+        };
+        made(status, out, "cannot make the text")
+    }
+
+    impl Answer for super::Base64 {
         unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
-            let mut out = ptr::null_mut();
-            let len = isize::try_from(self.len()).unwrap_or(isize::MAX);
-            // SAFETY: the bytes outlive the call that copies them.
-            let status = unsafe {
-                sys::napi_create_string_latin1(env, self.as_ptr().cast::<c_char>(), len, &mut out)
-            };
-            made(status, out, "cannot make the text")
+            match self {
+                // SAFETY (both): the callback's environment.
+                super::Base64::Owned(owned) => unsafe { text(env, &owned) },
+                super::Base64::Kept => super::SNAPSHOT.with(|buffers| match buffers.try_borrow() {
+                    Ok(buffers) => unsafe { text(env, &buffers.1) },
+                    Err(_) => Err("the snapshot buffer is in use"),
+                }),
+            }
         }
     }
 

@@ -109,3 +109,151 @@ test('a stored state that does not restore is an error, not a silent fresh start
   await fresh.resetState('x')
   assert.deepEqual(await fresh.getAllowedTools(ORCHESTRATION, [user('research it')], 'x', NAMES), ['search'])
 })
+
+/** A storage that keeps values as JSON text, as Redis or a database does. */
+class JsonStorage {
+  items = new Map()
+  async get(key) {
+    const text = this.items.get(key)
+    return text === undefined ? null : JSON.parse(text)
+  }
+  async set(key, value) {
+    this.items.set(key, JSON.stringify(value))
+  }
+  async delete(key) {
+    return this.items.delete(key)
+  }
+}
+
+/** A small deterministic generator (xorshift32). */
+function random(seed) {
+  let x = seed >>> 0 || 1
+  return (n) => {
+    x ^= x << 13
+    x >>>= 0
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    return x % n
+  }
+}
+
+const REQUESTS = [
+  'Research how many moons Jupiter has',
+  'Critique this plan and give your opinion',
+  'Compare Rust and Go for network services',
+  'How can I solve this scheduling problem?',
+  "Let's brainstorm names for the product",
+  'Debate whether remote work is better',
+  'thanks',
+]
+
+for (const [storageName, makeStorage] of [
+  ['memory', () => new MemoryStorageProvider()],
+  ['JSON', () => new JsonStorage()],
+]) {
+  test(`two managers over one ${storageName} storage answer as one session driven directly, event by event`, async () => {
+    const { compile } = await import('@orch/core')
+    for (let seed = 1; seed <= 12; seed++) {
+      const next = random(seed * 7919)
+      const storageProvider = makeStorage()
+      const managers = [createOrchestrationManager({ storageProvider }), createOrchestrationManager({ storageProvider })]
+      // The reference: one session, fed what the drop-in promises to feed it.
+      const reference = compile(JSON.stringify({ name: 'agentdock', orchestration: ORCHESTRATION })).session()
+      let hosted
+      let seen = 0
+      let last
+      const messages = []
+      const feed = () => {
+        const users = messages.filter((m) => m.role === 'user').map((m) => m.content)
+        if (users.length > seen) for (const text of users.slice(seen)) reference.onUserMessage(text)
+        else if (users.length > 0 && users[users.length - 1] !== last) reference.onUserMessage(users[users.length - 1])
+        seen = users.length
+        if (users.length > 0) last = users[users.length - 1]
+      }
+      const usage = { promptTokens: seed, completionTokens: 1, totalTokens: seed + 1 }
+      let usageSet = false
+      for (let step = 0; step < 60; step++) {
+        const manager = managers[next(2)]
+        const what = next(10)
+        const where = `seed ${seed}, event ${step}`
+        if (what === 0) {
+          messages.push(user(REQUESTS[next(REQUESTS.length)]), { role: 'assistant', content: 'ok' })
+        } else if (what === 1 && messages.length > 0) {
+          // The host edits the last user message.
+          messages[messages.length - 2] = user(REQUESTS[next(REQUESTS.length)])
+        } else if (what <= 4) {
+          // Mostly every tool; sometimes some of them, or every tool in another order.
+          const pick = next(6)
+          const host =
+            pick === 0
+              ? NAMES.filter(() => next(3) > 0)
+              : pick === 1
+                ? [...NAMES].sort(() => next(3) - 1)
+                : NAMES
+          const got = await manager.getAllowedTools(ORCHESTRATION, messages, 's', host)
+          feed()
+          if (hosted === undefined || hosted.join() !== host.join()) reference.setAvailable([...host])
+          hosted = host
+          const allowed = reference.allowed()
+          assert.deepEqual(got, host.filter((t) => allowed.includes(t)), where)
+        } else if (what <= 6) {
+          const tool = NAMES[next(NAMES.length)]
+          const got = await manager.checkToolUsage(ORCHESTRATION, messages, 's', tool)
+          feed()
+          assert.deepEqual(got?.kind ?? null, reference.check(tool)?.kind ?? null, where)
+        } else if (what <= 8) {
+          const tool = NAMES[next(NAMES.length)]
+          await manager.processToolUsage(ORCHESTRATION, messages, 's', tool)
+          feed()
+          reference.record(tool)
+        } else {
+          await manager.updateState('s', { cumulativeTokenUsage: usage })
+          usageSet = (await storageProvider.get('orchestration-state:s')) !== null
+        }
+        const stored = await storageProvider.get('orchestration-state:s')
+        if (stored?.orch) {
+          assert.equal(stored.orch.snapshot, Buffer.from(reference.snapshot()).toString('base64'), where)
+          assert.equal(stored.activeStep ?? null, reference.step ?? null, where)
+          assert.equal(stored.sequenceIndex, reference.sequenceIndex, where)
+          // The host's own field is kept by every write after it was set.
+          assert.deepEqual(stored.cumulativeTokenUsage, usageSet ? usage : undefined, where)
+        }
+      }
+    }
+  })
+}
+
+test("the stored state has AgentDock's fields first, in AgentDock's order, then orch's", async () => {
+  const storageProvider = new JsonStorage()
+  const manager = createOrchestrationManager({ storageProvider })
+  await manager.processToolUsage(ORCHESTRATION, [user('research it')], 'k', 'search')
+  const keys = Object.keys(await storageProvider.get('orchestration-state:k'))
+  assert.deepEqual(keys, ['sessionId', 'activeStep', 'sequenceIndex', 'recentlyUsedTools', 'lastAccessed', 'ttl', 'orch'])
+  await manager.updateState('k', { cumulativeTokenUsage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 }, note: 'kept' })
+  await manager.processToolUsage(ORCHESTRATION, [user('research it')], 'k', 'think')
+  const after = await storageProvider.get('orchestration-state:k')
+  assert.equal(after.note, 'kept')
+  assert.deepEqual(after.recentlyUsedTools, ['think', 'search'])
+})
+
+test('a write the storage refuses changes nothing: the next call starts from what is stored', async () => {
+  const inner = new MemoryStorageProvider()
+  let refuse = false
+  const storageProvider = {
+    get: (k) => inner.get(k),
+    set: async (k, v, o) => {
+      if (refuse) throw new Error('the storage is down')
+      return inner.set(k, v, o)
+    },
+    delete: (k) => inner.delete(k),
+  }
+  const manager = createOrchestrationManager({ storageProvider })
+  const messages = [user('Research how many moons Jupiter has')]
+  await manager.processToolUsage(ORCHESTRATION, messages, 'r', 'search')
+  refuse = true
+  await assert.rejects(manager.processToolUsage(ORCHESTRATION, messages, 'r', 'think'), /the storage is down/)
+  refuse = false
+  // `think` was not stored: the sequence still expects it.
+  assert.deepEqual(await manager.getAllowedTools(ORCHESTRATION, messages, 'r', NAMES), ['think'])
+})

@@ -27,7 +27,6 @@
  */
 import { createRequire } from 'node:module'
 import type { Machine, Refusal, Session } from '../index.js'
-import { Serial } from './serial.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -122,6 +121,9 @@ export interface OrchestrationState extends AIOrchestrationState {
     /** How many user messages of the conversation were seen, and the last one. */
     userMessages: number
     lastUserMessage?: string
+    /** The host's tools last given (`getAllowedTools`' `allToolIds`), which a session
+     * restored from the snapshot has; absent when none were given (every tool). */
+    available?: readonly string[]
   }
 }
 
@@ -151,11 +153,55 @@ const RECENT_TOOLS = 10
 
 /** A session kept live: valid while the storage holds `snapshot`. */
 interface Live {
-  machine: Machine
-  session: Session
-  snapshot: string
+  readonly machine: Machine
+  readonly session: Session
+  /** The session's storage key. */
+  readonly key: string
+  /** The snapshot the storage holds (`undefined` until one is stored). */
+  snapshot: string | undefined
   /** The host's tools last set on it (a copy). */
   available: readonly string[] | undefined
+  /** The state last read or written (`null`: none stored). */
+  state: OrchestrationState | null
+  /** Whether `state` has the host's own fields beside the manager's. */
+  extras: boolean
+  /** Whether the session has every tool the template declares and no other (what a
+   * session has when no list is given). */
+  availableAll: boolean
+  /** The allowed set `allowedTo` was filtered from (the engine's shared array). */
+  allowedFrom: readonly string[] | undefined
+  /** The host's tools in that set, in the host's order. */
+  allowedTo: readonly string[]
+}
+
+function newLive(machine: Machine, session: Session, key: string, extras: boolean): Live {
+  return {
+    machine,
+    session,
+    key,
+    snapshot: undefined,
+    available: undefined,
+    availableAll: true,
+    state: null,
+    extras,
+    allowedFrom: undefined,
+    allowedTo: [],
+  }
+}
+
+/** The work of `processToolUsage`: records `tool`. */
+function recordIn(tool: string): (session: Session) => undefined {
+  return (session) => {
+    session.record(tool)
+    return undefined
+  }
+}
+
+/** What the package's fast path (`main.cjs`) adds to a session. */
+interface FastSession {
+  /** The allowed set as an array the engine keeps and shares (not to be changed);
+   * `undefined` when the fast path cannot say. */
+  __orchAllowedShared?: () => readonly string[] | undefined
 }
 
 /** What the package's fast path (`main.cjs`) adds to an engine and its sessions. */
@@ -163,6 +209,10 @@ interface Fast {
   __orchSnapshot64?: (handle: number) => string
   __orchPosition?: (handle: number) => number
 }
+
+/** The calls waiting on a session that has one running and none waiting (shared,
+ * never changed: the first waiter gets an array of its own). */
+const NONE_WAITING: Array<() => void> = []
 
 /** The same names in the same order. */
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
@@ -183,6 +233,16 @@ function unbase64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
 }
 
+/** The fields of the state the manager writes itself. */
+const OWN_FIELDS = new Set(['sessionId', 'activeStep', 'sequenceIndex', 'recentlyUsedTools', 'lastAccessed', 'ttl', 'orch'])
+
+/** Whether a stored state has fields besides the manager's own (the host's, such as
+ * `cumulativeTokenUsage`, which a write keeps). */
+function hasExtras(state: object): boolean {
+  for (const key in state) if (!OWN_FIELDS.has(key)) return true
+  return false
+}
+
 /** The text of a message (AgentDock messages carry a string or parts with `text`). */
 function textOf(message: LLMMessage): string {
   if (typeof message.content === 'string') return message.content
@@ -199,18 +259,26 @@ export class OrchestrationManager {
   private readonly storage: StorageProvider
   private readonly namespace: string
   private readonly ttlMs: number
+  /** The options of every write (the time to live). */
+  private readonly setOptions: StorageOptions
   private readonly engine: Engine
   private readonly machines = new WeakMap<object, Machine>()
   private readonly byText = new Map<string, Machine>()
-  private readonly queues = new Map<string, Serial>()
+  /** Per session with a call running: the calls waiting for it, in order. */
+  private readonly waiting = new Map<string, Array<() => void>>()
+  /** The orchestration asked for last and its machine (most hosts have one). */
+  private lastOrchestration: object | undefined = undefined
+  private lastMachine: Machine | undefined = undefined
   private readonly live = new Map<string, Live>()
   private readonly fingerprints = new WeakMap<Machine, string>()
   private readonly stepNames = new WeakMap<Machine, string[]>()
+  private readonly declared = new WeakMap<Machine, Set<string>>()
 
   constructor(options: OrchestrationManagerOptions = {}) {
     this.storage = options.storageProvider ?? new MemoryStorageProvider()
     this.namespace = options.storageNamespace ?? 'orchestration-state'
     this.ttlMs = options.cleanup?.ttlMs ?? DEFAULT_TTL_MS
+    this.setOptions = { ttlSeconds: Math.ceil(this.ttlMs / 1000) }
     // The engine with the package's fast path (`main.cjs`), also one given here.
     const { installFastPath } = require('../main.cjs') as { installFastPath: <T>(engine: T) => T }
     this.engine = installFastPath(options.engine ?? (require('../index.js') as Engine))
@@ -218,16 +286,31 @@ export class OrchestrationManager {
 
   /** The machine of `orchestration`, compiled once (throws `TemplateError`). */
   machine(orchestration: OrchestrationConfig): Machine {
-    const known = this.machines.get(orchestration)
-    if (known !== undefined) return known
-    const text = JSON.stringify({ name: 'agentdock', orchestration })
-    let machine = this.byText.get(text)
+    if (orchestration === this.lastOrchestration && this.lastMachine !== undefined) return this.lastMachine
+    let machine = this.machines.get(orchestration)
     if (machine === undefined) {
-      machine = this.engine.compile(text)
-      this.byText.set(text, machine)
+      const text = JSON.stringify({ name: 'agentdock', orchestration })
+      machine = this.byText.get(text)
+      if (machine === undefined) {
+        machine = this.engine.compile(text)
+        this.byText.set(text, machine)
+      }
+      this.machines.set(orchestration, machine)
     }
-    this.machines.set(orchestration, machine)
+    this.lastOrchestration = orchestration
+    this.lastMachine = machine
     return machine
+  }
+
+  /** Whether `tools` are exactly the tools `machine` declares, in any order. */
+  private everyTool(machine: Machine, tools: readonly string[]): boolean {
+    let declared = this.declared.get(machine)
+    if (declared === undefined) this.declared.set(machine, (declared = new Set(machine.tools)))
+    if (tools.length !== declared.size) return false
+    const given = new Set(tools)
+    if (given.size !== declared.size) return false
+    for (const t of given) if (!declared.has(t)) return false
+    return true
   }
 
   /** The machine's fingerprint, asked once. */
@@ -241,16 +324,41 @@ export class OrchestrationManager {
     return `${this.namespace}:${sessionId}`
   }
 
-  /** Runs `work` after every earlier call on `sessionId` in this process. */
-  private serially<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    let queue = this.queues.get(sessionId)
-    if (queue === undefined) {
-      const made: Serial = new Serial(() => {
-        if (this.queues.get(sessionId) === made) this.queues.delete(sessionId)
-      })
-      this.queues.set(sessionId, (queue = made))
+  /** Waits until no earlier call on `sessionId` in this process is running, and marks
+   * one as running (`release` ends it): calls on a session run one at a time, in the
+   * order they were made. */
+  private acquire(sessionId: string): Promise<void> | undefined {
+    const waiting = this.waiting.get(sessionId)
+    if (waiting === undefined) {
+      this.waiting.set(sessionId, NONE_WAITING)
+      return undefined
     }
-    return queue.run(work)
+    return new Promise<void>((go) => {
+      if (waiting === NONE_WAITING) this.waiting.set(sessionId, [go])
+      else waiting.push(go)
+    })
+  }
+
+  /** Ends the running call on `sessionId`: the next one waiting starts. */
+  private release(sessionId: string): void {
+    const waiting = this.waiting.get(sessionId)
+    if (waiting === undefined || waiting.length === 0) {
+      this.waiting.delete(sessionId)
+      return
+    }
+    const next = waiting.shift() as () => void
+    next()
+  }
+
+  /** Runs `work` after every earlier call on `sessionId` in this process. */
+  private async serially<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const turn = this.acquire(sessionId)
+    if (turn !== undefined) await turn
+    try {
+      return await work()
+    } finally {
+      this.release(sessionId)
+    }
   }
 
   /** Loads the session (fresh when none is stored; a stored one that does not restore
@@ -263,27 +371,37 @@ export class OrchestrationManager {
     sessionId: string,
     available: readonly string[] | undefined,
     used: string | undefined,
-    work: (session: Session, machine: Machine) => T,
+    work: (session: Session, live: Live) => T,
   ): Promise<T> {
-    return this.serially(sessionId, async () => {
+    const turn = this.acquire(sessionId)
+    if (turn !== undefined) await turn
+    try {
       const machine = this.machine(orchestration)
-      const stored = await this.storage.get<OrchestrationState>(this.key(sessionId))
       // The session this process last stored, when the storage still holds exactly that
       // snapshot (taken out while in use: a failed call leaves nothing half-changed).
       const cached = this.live.get(sessionId)
-      this.live.delete(sessionId)
-      let session: Session
+      const key = cached === undefined ? this.key(sessionId) : cached.key
+      const stored = await this.storage.get<OrchestrationState>(key)
+      if (cached !== undefined) this.live.delete(sessionId)
+      let live: Live
       let seen = 0
       let last: string | undefined
-      let hosted: readonly string[] | undefined
-      if (stored?.orch && cached && cached.machine === machine && cached.snapshot === stored.orch.snapshot) {
-        session = cached.session
-        hosted = cached.available
-        seen = stored.orch.userMessages
-        last = stored.orch.lastUserMessage
-      } else if (stored?.orch) {
+      const orch = stored?.orch
+      if (orch && cached && cached.machine === machine && cached.snapshot === orch.snapshot) {
+        live = cached
+        seen = orch.userMessages
+        last = orch.lastUserMessage
+        // Whether the state has fields besides the manager's own (the host's, kept on
+        // write): known when it is the very object last written or read.
+        if (stored !== cached.state) live.extras = hasExtras(stored as OrchestrationState)
+      } else if (orch) {
+        let session: Session
+        const hosted = orch.available
         try {
-          session = machine.restore(unbase64(stored.orch.snapshot))
+          if (hosted !== undefined && !(Array.isArray(hosted) && hosted.every((t) => typeof t === 'string'))) {
+            throw new Error('its `orch.available` is not a list of tool names')
+          }
+          session = machine.restore(unbase64(orch.snapshot), hosted === undefined ? undefined : [...hosted])
         } catch (e) {
           // Never a silent fresh start: the host decides (resetState starts afresh).
           const error = new Error(
@@ -292,55 +410,92 @@ export class OrchestrationManager {
           error.name = 'SnapshotError'
           throw error
         }
-        seen = stored.orch.userMessages
-        last = stored.orch.lastUserMessage
+        live = newLive(machine, session, key, hasExtras(stored as OrchestrationState))
+        live.available = hosted === undefined ? undefined : [...hosted]
+        live.availableAll = hosted === undefined || this.everyTool(machine, hosted)
+        seen = orch.userMessages
+        last = orch.lastUserMessage
       } else {
-        session = machine.session()
+        live = newLive(machine, machine.session(), key, stored !== null && hasExtras(stored))
       }
-      if (available !== undefined && !sameList(hosted, available)) {
-        hosted = [...available]
-        session.setAvailable([...hosted])
-      }
-      const users = messages.filter((m) => m.role === 'user')
+      live.state = stored
+      const session = live.session
       let changed = false
-      if (users.length > seen) {
-        for (const m of users.slice(seen)) session.onUserMessage(textOf(m))
-        changed = true
-      } else if (users.length > 0) {
-        const text = textOf(users[users.length - 1] as LLMMessage)
-        if (text !== last) {
-          session.onUserMessage(text)
+      if (available !== undefined && !sameList(live.available, available)) {
+        live.allowedFrom = undefined
+        const all = this.everyTool(machine, available)
+        if (!(all && live.availableAll)) {
+          // The host's tools are part of the session: stored like any other change
+          // (`orch.available`), so that a session restored elsewhere has them too.
+          session.setAvailable([...available])
           changed = true
         }
+        live.available = [...available]
+        live.availableAll = all
       }
-      const lastUser = users.length > 0 ? textOf(users[users.length - 1] as LLMMessage) : last
-      const result = work(session, machine)
-      let snapshot = stored?.orch?.snapshot
+      // The user messages not seen yet are fed to the session; when there are no new
+      // ones, a last one whose text changed counts as new (a conversation edited or
+      // replaced by the host).
+      let users = 0
+      let lastUser = last
+      let fed = false
+      for (let i = 0; i < messages.length; i++) {
+        const m = messages[i] as LLMMessage
+        if (m.role !== 'user') continue
+        users += 1
+        lastUser = textOf(m)
+        if (users > seen) {
+          session.onUserMessage(lastUser)
+          fed = true
+        }
+      }
+      if (!fed && users > 0 && lastUser !== last) {
+        session.onUserMessage(lastUser as string)
+        fed = true
+      }
+      changed ||= fed
+      const result = work(session, live)
       if (used !== undefined || changed || stored === null) {
-        const ran = used === undefined ? undefined : [used, ...(stored?.recentlyUsedTools ?? []).filter((t) => t !== used)]
-        snapshot = await this.store(sessionId, session, machine, users.length, lastUser, stored, ran?.slice(0, RECENT_TOOLS))
+        const state = this.stateOf(sessionId, live, users, lastUser, stored, used)
+        await this.storage.set(key, state, this.setOptions)
+        live.state = state
+        live.snapshot = state.orch.snapshot
+      } else if (orch !== undefined) {
+        live.snapshot = orch.snapshot
       }
-      if (snapshot !== undefined) this.keep(sessionId, { machine, session, snapshot, available: hosted })
+      if (live.snapshot !== undefined) this.keep(sessionId, live)
       return result
-    })
+    } finally {
+      this.release(sessionId)
+    }
   }
 
-  private async store(
+  /** The state to store: AgentDock's fields, orch's snapshot, and the host's own fields
+   * of `before` (kept as they were). */
+  private stateOf(
     sessionId: string,
-    session: Session,
-    machine: Machine,
+    live: Live,
     userMessages: number,
     lastUserMessage: string | undefined,
     before: OrchestrationState | null,
-    recent: string[] | undefined,
-  ): Promise<string> {
+    used: string | undefined,
+  ): OrchestrationState {
+    const { session, machine } = live
     const where = this.position(session, machine)
+    const earlier = before?.recentlyUsedTools ?? []
+    let recent = earlier
+    if (used !== undefined) {
+      // The tool just used first, then the others in their order (AgentDock keeps ten).
+      recent = [used]
+      for (let i = 0; i < earlier.length && recent.length < RECENT_TOOLS; i++) {
+        if (earlier[i] !== used) recent.push(earlier[i] as string)
+      }
+    }
     const state: OrchestrationState = {
-      ...(before ?? {}),
       sessionId,
       activeStep: where.step,
       sequenceIndex: where.index,
-      recentlyUsedTools: recent ?? before?.recentlyUsedTools ?? [],
+      recentlyUsedTools: recent,
       lastAccessed: Date.now(),
       ttl: this.ttlMs,
       orch: {
@@ -348,10 +503,10 @@ export class OrchestrationManager {
         fingerprint: this.fingerprint(machine),
         userMessages,
         lastUserMessage,
+        available: live.availableAll ? undefined : live.available,
       },
     }
-    await this.storage.set(this.key(sessionId), state, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
-    return state.orch.snapshot
+    return live.extras ? { ...before, ...state } : state
   }
 
   /** The active step and the sequence index (one crossing on the fast path). */
@@ -395,7 +550,7 @@ export class OrchestrationManager {
         const stored = await this.storage.get<OrchestrationState>(this.key(sessionId))
         if (stored !== null) return stored
         const fresh = { sessionId, recentlyUsedTools: [], sequenceIndex: 0, lastAccessed: Date.now(), ttl: this.ttlMs }
-        await this.storage.set(this.key(sessionId), fresh, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
+        await this.storage.set(this.key(sessionId), fresh, this.setOptions)
         return fresh
       })
     } catch {
@@ -415,27 +570,39 @@ export class OrchestrationManager {
 
   /** The tools of `allToolIds` the session allows now (tool ids the template does not
    * name are judged by the step's patterns). */
-  async getAllowedTools(
+  getAllowedTools(
     orchestration: OrchestrationConfig,
     messages: LLMMessage[],
     sessionId: string,
     allToolIds: string[],
   ): Promise<string[]> {
-    if (!orchestration?.steps?.length) return allToolIds
-    return this.withSession(orchestration, messages, sessionId, allToolIds, undefined, (s) => {
+    if (!orchestration?.steps?.length) return Promise.resolve(allToolIds)
+    return this.withSession(orchestration, messages, sessionId, allToolIds, undefined, (s, live) => {
+      // The engine's array of the allowed set, shared (the same array while the set is
+      // the same): the host's tools in it are filtered once per set.
+      const shared = (s as unknown as FastSession).__orchAllowedShared?.()
+      if (shared !== undefined && shared === live.allowedFrom) return live.allowedTo.slice()
+      const allowed = shared ?? s.allowed()
       // In the host's order, as AgentDock filters `allToolIds`.
-      const allowed = s.allowed()
+      let result: string[]
       if (allowed.length > 16) {
         const set = new Set(allowed)
-        return allToolIds.filter((t) => set.has(t))
+        result = allToolIds.filter((t) => set.has(t))
+      } else {
+        result = allToolIds.filter((t) => allowed.includes(t))
       }
-      return allToolIds.filter((t) => allowed.includes(t))
+      // Kept only when the host's list is the one the session holds (`available`).
+      if (shared !== undefined && live.available !== undefined) {
+        live.allowedFrom = shared
+        live.allowedTo = result.slice()
+      }
+      return result
     })
   }
 
   /** Not in AgentDock: `null` when `toolName` may run now, else why not (in the words
    * orch gives a model). Call it before running a tool. */
-  async checkToolUsage(
+  checkToolUsage(
     orchestration: OrchestrationConfig,
     messages: LLMMessage[],
     sessionId: string,
@@ -447,16 +614,14 @@ export class OrchestrationManager {
 
   /** Records that `toolName` ran: the sequence advances, conditions on tools are
    * evaluated, the state is stored. */
-  async processToolUsage(
+  processToolUsage(
     orchestration: OrchestrationConfig,
     messages: LLMMessage[],
     sessionId: string,
     toolName: string,
   ): Promise<void> {
-    if (!orchestration?.steps?.length) return
-    await this.withSession(orchestration, messages, sessionId, undefined, toolName, (s) => {
-      s.record(toolName)
-    })
+    if (!orchestration?.steps?.length) return Promise.resolve()
+    return this.withSession(orchestration, messages, sessionId, undefined, toolName, recordIn(toolName))
   }
 
   /** The AI-facing state (`null` when the session has none or the storage fails). */
@@ -485,7 +650,7 @@ export class OrchestrationManager {
       const state = await this.storage.get<OrchestrationState>(this.key(sessionId))
       if (state === null) return null
       const next = { ...state, ...partialState, lastAccessed: Date.now() }
-      await this.storage.set(this.key(sessionId), next, { ttlSeconds: Math.ceil(this.ttlMs / 1000) })
+      await this.storage.set(this.key(sessionId), next, this.setOptions)
       return next
     })
   }

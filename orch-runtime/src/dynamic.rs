@@ -644,6 +644,14 @@ impl<'m> DynSession<'m> {
         crate::snapshot::parts(&t, &self.state, &self.available, &self.foreign_available).encode()
     }
 
+    /// [`DynSession::snapshot_bytes`] written into `out` (cleared first): the same
+    /// bytes, for a caller that snapshots often and keeps one buffer.
+    pub fn snapshot_into(&self, out: &mut Vec<u8>) {
+        let t = self.machine.tables.view();
+        crate::snapshot::parts(&t, &self.state, &self.available, &self.foreign_available)
+            .encode_into(out);
+    }
+
     /// A session of `machine` from a snapshot (see [`crate::Session::restore`]).
     pub fn restore(
         machine: &'m DynMachine,

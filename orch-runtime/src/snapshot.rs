@@ -294,92 +294,127 @@ impl Parts<'_> {
     /// The compact binary encoding: tool names are written once, in a table, and
     /// referenced by index.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        fn index_of<'a>(n: &'a str, names: &mut Vec<&'a str>) -> u64 {
-            match names.iter().position(|x| *x == n) {
-                Some(i) => i as u64,
-                None => {
-                    names.push(n);
-                    (names.len() - 1) as u64
-                }
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// [`Parts::encode`] into `out` (cleared first), so that a caller that snapshots
+    /// often reuses one buffer. The names table lists the tools in the order they first
+    /// appear in the history, then the used set, then the available list; the body
+    /// refers to them by index.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
+        /// The index of `n` in `names` (the same tables hand out the same `&str`, so the
+        /// pointer comparison answers first).
+        fn find(n: &str, names: &[&str]) -> Option<usize> {
+            names
+                .iter()
+                .position(|x| std::ptr::eq(*x, n))
+                .or_else(|| names.iter().position(|x| *x == n))
+        }
+        fn add<'a>(n: &'a str, names: &mut Vec<&'a str>) {
+            if find(n, names).is_none() {
+                names.push(n);
             }
         }
-        let mut names: Vec<&str> = Vec::new();
-        let mut body = Vec::with_capacity(64);
-        put_varint(&mut body, self.history.len() as u64);
+        fn index_of(n: &str, names: &[&str]) -> u64 {
+            // Every name was added to the table in the first pass.
+            find(n, names).unwrap_or(0) as u64
+        }
+        let available: &[&str] = self.available.as_deref().unwrap_or(&[]);
+        let mut names: Vec<&str> = Vec::with_capacity(16);
+        for n in self.history.iter().flatten() {
+            add(n, &mut names);
+        }
+        for n in self.used.iter().chain(available) {
+            add(n, &mut names);
+        }
+
+        out.clear();
+        let text: usize = names.iter().map(|n| n.len() + 2).sum::<usize>()
+            + self
+                .matched
+                .iter()
+                .map(|(a, b)| a.len() + b.len() + 2)
+                .sum::<usize>();
+        out.reserve(
+            48 + self.machine.len()
+                + self.step.map_or(0, str::len)
+                + text
+                + 2 * (self.history.len() + self.used.len() + available.len())
+                + 16 * self.memory.len()
+                + 48,
+        );
+        out.extend_from_slice(MAGIC);
+        put_varint(out, ENCODING);
+        out.extend_from_slice(&self.fingerprint.to_le_bytes());
+        put_str(out, self.machine);
+        match self.step {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                put_str(out, s);
+            }
+        }
+        put_varint(out, u64::from(self.sequence_index));
+        put_varint(out, self.usage.prompt);
+        put_varint(out, self.usage.completion);
+        put_varint(out, names.len() as u64);
+        for n in &names {
+            put_str(out, n);
+        }
+
+        put_varint(out, self.history.len() as u64);
         for h in &self.history {
             let r = match h {
                 None => 0,
-                Some(n) => index_of(n, &mut names) + 1,
+                Some(n) => index_of(n, &names) + 1,
             };
-            put_varint(&mut body, r);
+            put_varint(out, r);
         }
-        put_varint(&mut body, self.used.len() as u64);
+        put_varint(out, self.used.len() as u64);
         for n in &self.used {
-            let u = index_of(n, &mut names);
-            put_varint(&mut body, u);
+            put_varint(out, index_of(n, &names));
         }
         match &self.available {
-            None => body.push(0),
+            None => out.push(0),
             Some(list) => {
-                body.push(1);
-                put_varint(&mut body, list.len() as u64);
+                out.push(1);
+                put_varint(out, list.len() as u64);
                 for n in list {
-                    let i = index_of(n, &mut names);
-                    put_varint(&mut body, i);
+                    put_varint(out, index_of(n, &names));
                 }
             }
         }
-        put_varint(&mut body, self.matched.len() as u64);
+        put_varint(out, self.matched.len() as u64);
         for (prefix, rest) in &self.matched {
-            put_varint(&mut body, (prefix.len() + rest.len()) as u64);
-            body.extend_from_slice(prefix.as_bytes());
-            body.extend_from_slice(rest.as_bytes());
+            put_varint(out, (prefix.len() + rest.len()) as u64);
+            out.extend_from_slice(prefix.as_bytes());
+            out.extend_from_slice(rest.as_bytes());
         }
         if let Some(a) = &self.approval {
             // Section 1: a verdict without a question id; 2: with one (8 bytes, LE).
-            body.push(if a.question.is_none() { 1 } else { 2 });
-            body.extend_from_slice(a.call.as_bytes());
-            body.push(match a.verdict {
+            out.push(if a.question.is_none() { 1 } else { 2 });
+            out.extend_from_slice(a.call.as_bytes());
+            out.push(match a.verdict {
                 Verdict::Approved => 1,
                 Verdict::Rejected => 2,
                 Verdict::Pending => 3,
             });
             if !a.question.is_none() {
-                body.extend_from_slice(&a.question.get().to_le_bytes());
+                out.extend_from_slice(&a.question.get().to_le_bytes());
             }
         }
         if !self.memory.is_empty() {
             // Section 3: the remembered values, 16 bytes each (the hex keys' bytes).
-            body.push(3);
-            put_varint(&mut body, self.memory.len() as u64);
+            out.push(3);
+            put_varint(out, self.memory.len() as u64);
             for key in &self.memory {
-                body.extend_from_slice(key);
+                out.extend_from_slice(key);
             }
         }
-
-        let mut out = Vec::with_capacity(36 + self.machine.len() + body.len() + 8 * names.len());
-        out.extend_from_slice(MAGIC);
-        put_varint(&mut out, ENCODING);
-        out.extend_from_slice(&self.fingerprint.to_le_bytes());
-        put_str(&mut out, self.machine);
-        match self.step {
-            None => out.push(0),
-            Some(s) => {
-                out.push(1);
-                put_str(&mut out, s);
-            }
-        }
-        put_varint(&mut out, u64::from(self.sequence_index));
-        put_varint(&mut out, self.usage.prompt);
-        put_varint(&mut out, self.usage.completion);
-        put_varint(&mut out, names.len() as u64);
-        for n in &names {
-            put_str(&mut out, n);
-        }
-        out.extend_from_slice(&body);
-        let crc = crc32fast::hash(&out);
+        let crc = crc32fast::hash(out);
         out.extend_from_slice(&crc.to_le_bytes());
-        out
     }
 }
 
