@@ -1,0 +1,155 @@
+// orch against AgentDock's own orchestration code, built from its repository (not
+// shipped here: AgentDock is not published on npm, and its code is its own). Build it
+// once, outside this repository (docs/typescript.md, "Against AgentDock's own code"):
+//
+//   git clone https://github.com/AgentDock/AgentDock && cd AgentDock
+//   printf '%s\n' "export * from './agentdock-core/src/orchestration'" \
+//     "export { MemoryStorageProvider } from './agentdock-core/src/storage/providers/memory-provider'" \
+//     "export { logger, LogLevel } from './agentdock-core/src/logging'" > orch-bench-entry.ts
+//   npm install esbuild@0.25 @upstash/redis@1 @vercel/kv@1 @ai-sdk/anthropic@1 @ai-sdk/google@1 \
+//     @ai-sdk/groq@1 @ai-sdk/openai@1 @anthropic-ai/sdk@0.36.3 @google/generative-ai@0.24 ai@4.2.0 openai@4 zod@3
+//   npx esbuild orch-bench-entry.ts --bundle --platform=node --format=esm --packages=external \
+//     --outfile=orch-bench-agentdock.mjs
+//
+// then, after a release build here (`npm run build && npm run build:wasm`):
+//
+//   node bench/agentdock_own.mjs /path/to/AgentDock/orch-bench-agentdock.mjs [turns]
+//
+// Workloads, on the cognitive reasoner (examples/agents/cognitive-reasoner):
+//   - the plain turn: the allowed tools, then recording the first of them, over 10,000
+//     sessions taken in turn after one user message each (not timed). AgentDock:
+//     `getAllowedTools` then `processToolUsage` on its manager over its own
+//     `MemoryStorageProvider`; orch: `allowed()` then `record()` on a session (native and
+//     WebAssembly), and the same two calls on orch's AgentDock drop-in over the same
+//     storage class.
+//   - the research turn of `agentdock_compare.mjs`: a user message and three tool calls,
+//     each after an allowed-tools query.
+// AgentDock's logger prints every `debug` call by default; the bench sets it to errors
+// only (what a deployment would do), which is the cheapest AgentDock gets.
+// AgentDock's own code knows neither message conditions nor sequence groups: it does
+// less work than orch on this template (it stays in its default step where orch follows
+// the user's request), so its figure is a lower bound of what the same work costs it.
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { createOrchestrationManager } from '../dist/agentdock.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const require = createRequire(import.meta.url)
+const built = process.argv[2]
+if (!built) {
+  console.error('usage: node bench/agentdock_own.mjs <AgentDock built as one module (see the header)> [turns]')
+  process.exit(2)
+}
+const agentdock = await import(pathToFileURL(resolve(built)).href)
+agentdock.logger.setLogLevel(agentdock.LogLevel.ERROR)
+
+const TEMPLATE = readFileSync(join(here, '..', '..', 'examples', 'agents', 'cognitive-reasoner', 'template.json'), 'utf8')
+const { orchestration: ORCHESTRATION, tools: TOOLS } = JSON.parse(TEMPLATE)
+const MESSAGES = [
+  'Research how many moons Jupiter has',
+  'Critique this plan and give your opinion',
+  'Compare Rust and Go for network services',
+  'How can I solve this scheduling problem?',
+  "Let's brainstorm names for the product",
+  'Debate whether remote work is better',
+]
+const { installFastPath } = require('../main.cjs')
+const engines = { native: installFastPath(require('../index.js')), wasm: installFastPath(require('../orch.wasi.cjs')) }
+
+const SESSIONS = 10_000
+const agentdockManager = () =>
+  agentdock.createOrchestrationManager({ storageProvider: new agentdock.MemoryStorageProvider({ namespace: 'bench' }) })
+const dropIn = (engine) =>
+  createOrchestrationManager({ engine, storageProvider: new agentdock.MemoryStorageProvider({ namespace: 'bench' }) })
+
+/** The plain turn on a manager: `getAllowedTools`, then `processToolUsage` of the first. */
+async function plainManager(manager, turns) {
+  const messages = [{ role: 'user', content: "Let's think about it" }]
+  for (let s = 0; s < SESSIONS; s++) await manager.getAllowedTools(ORCHESTRATION, messages, `s${s}`, TOOLS)
+  const start = process.hrtime.bigint()
+  for (let turn = 0; turn < turns; turn++) {
+    const id = `s${turn % SESSIONS}`
+    const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, id, TOOLS)
+    await manager.processToolUsage(ORCHESTRATION, messages, id, allowed[0])
+  }
+  return Number(process.hrtime.bigint() - start) / turns
+}
+
+/** The plain turn on sessions: `allowed()`, then `record()` of the first. */
+function plainSessions(engine, turns) {
+  const machine = engine.compile(TEMPLATE)
+  const sessions = []
+  for (let s = 0; s < SESSIONS; s++) {
+    const session = machine.session()
+    session.onUserMessage("Let's think about it")
+    sessions.push(session)
+  }
+  const start = process.hrtime.bigint()
+  for (let turn = 0; turn < turns; turn++) {
+    const session = sessions[turn % SESSIONS]
+    session.record(session.allowed()[0])
+  }
+  return Number(process.hrtime.bigint() - start) / turns
+}
+
+/** The research turn on a manager: a message, then three allowed-tools queries each
+ * followed by recording the first tool. */
+async function researchManager(manager, turns) {
+  const start = process.hrtime.bigint()
+  for (let turn = 0; turn < turns; turn++) {
+    const messages = [{ role: 'user', content: MESSAGES[turn % MESSAGES.length] }]
+    for (let i = 0; i < 3; i++) {
+      const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, 's', TOOLS)
+      await manager.processToolUsage(ORCHESTRATION, messages, 's', allowed[0])
+    }
+  }
+  return Number(process.hrtime.bigint() - start) / turns
+}
+
+function researchSessions(engine, turns) {
+  const session = engine.compile(TEMPLATE).session()
+  const start = process.hrtime.bigint()
+  for (let turn = 0; turn < turns; turn++) {
+    session.onUserMessage(MESSAGES[turn % MESSAGES.length])
+    for (let i = 0; i < 3; i++) {
+      const tool = session.allowed()[0]
+      if (session.check(tool) === null) session.record(tool)
+    }
+  }
+  return Number(process.hrtime.bigint() - start) / turns
+}
+
+async function best(run, runs = 5) {
+  let ns = Infinity
+  for (let r = 0; r < runs; r++) ns = Math.min(ns, await run())
+  return ns
+}
+
+const turns = Number(process.argv[3] ?? 20000)
+const report = (title, rows) => {
+  console.log(`\n${title}`)
+  console.log(`${''.padEnd(44)} ${'µs/turn'.padStart(8)}  AgentDock's time / this side's`)
+  for (const row of rows) {
+    console.log(`${row.name.padEnd(44)} ${(row.ns / 1000).toFixed(3).padStart(8)}  ${(rows[0].ns / row.ns).toFixed(1).padStart(6)}×`)
+  }
+}
+console.log(`node ${process.version}; best of 5`)
+
+const plain = [{ name: "AgentDock's own code, its memory storage", ns: await best(() => plainManager(agentdockManager(), turns)) }]
+for (const [name, engine] of Object.entries(engines)) {
+  plain.push({ name: `orch drop-in (${name}), the same storage`, ns: await best(() => plainManager(dropIn(engine), turns)) })
+  plain.push({ name: `orch sessions (${name})`, ns: await best(() => plainSessions(engine, turns * 10)) })
+}
+report(`the plain turn: allowed tools, then record the first; ${SESSIONS} sessions in turn`, plain)
+
+const research = [{ name: "AgentDock's own code, its memory storage", ns: await best(() => researchManager(agentdockManager(), turns)) }]
+for (const [name, engine] of Object.entries(engines)) {
+  research.push({ name: `orch drop-in (${name}), the same storage`, ns: await best(() => researchManager(dropIn(engine), turns)) })
+  research.push({ name: `orch sessions (${name})`, ns: await best(() => researchSessions(engine, turns)) })
+}
+report('the research turn: a message and three tool calls', research)
+
+// AgentDock's storage and state managers keep cleanup timers: the process ends here.
+process.exit(0)
