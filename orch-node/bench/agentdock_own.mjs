@@ -97,6 +97,8 @@ function plainSessions(engine, turns) {
 /** The research turn on a manager: a message, then three allowed-tools queries each
  * followed by recording the first tool. */
 async function researchManager(manager, turns) {
+  // Compiling the template is once per process, not per turn: done before the clock.
+  manager.machine?.(ORCHESTRATION)
   const start = process.hrtime.bigint()
   for (let turn = 0; turn < turns; turn++) {
     const messages = [{ role: 'user', content: MESSAGES[turn % MESSAGES.length] }]
@@ -128,28 +130,55 @@ async function best(run, runs = 5) {
 }
 
 const turns = Number(process.argv[3] ?? 20000)
-const report = (title, rows) => {
-  console.log(`\n${title}`)
+const ROWS = {
+  'plain:agentdock': () => best(() => plainManager(agentdockManager(), turns)),
+  'plain:drop-in:native': () => best(() => plainManager(dropIn(engines.native), turns)),
+  'plain:sessions:native': () => best(() => plainSessions(engines.native, turns * 10)),
+  'plain:drop-in:wasm': () => best(() => plainManager(dropIn(engines.wasm), turns)),
+  'plain:sessions:wasm': () => best(() => plainSessions(engines.wasm, turns * 10)),
+  'research:agentdock': () => best(() => researchManager(agentdockManager(), turns)),
+  'research:drop-in:native': () => best(() => researchManager(dropIn(engines.native), turns)),
+  'research:sessions:native': () => best(() => researchSessions(engines.native, turns)),
+  'research:drop-in:wasm': () => best(() => researchManager(dropIn(engines.wasm), turns)),
+  'research:sessions:wasm': () => best(() => researchSessions(engines.wasm, turns)),
+}
+const NAMES = {
+  agentdock: "AgentDock's own code, its memory storage",
+  'drop-in:native': 'orch drop-in (native), the same storage',
+  'sessions:native': 'orch sessions (native)',
+  'drop-in:wasm': 'orch drop-in (wasm), the same storage',
+  'sessions:wasm': 'orch sessions (wasm)',
+}
+
+const row = process.argv[4]
+if (row !== undefined) {
+  // One side in this process (a fresh heap: AgentDock's storages keep cleanup timers,
+  // so their sessions would stay alive and slow the sides measured after them).
+  console.log(JSON.stringify({ ns: await ROWS[row]() }))
+  process.exit(0)
+}
+const { execFileSync } = await import('node:child_process')
+const measure = (name) => {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), built, String(turns), name], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  return JSON.parse(out.trim().split('\n').pop()).ns
+}
+console.log(`node ${process.version}; best of 5, each side in a process of its own`)
+for (const workload of ['plain', 'research']) {
+  console.log(
+    workload === 'plain'
+      ? `\nthe plain turn: allowed tools, then record the first; ${SESSIONS} sessions in turn`
+      : '\nthe research turn: a message and three tool calls',
+  )
   console.log(`${''.padEnd(44)} ${'µs/turn'.padStart(8)}  AgentDock's time / this side's`)
-  for (const row of rows) {
-    console.log(`${row.name.padEnd(44)} ${(row.ns / 1000).toFixed(3).padStart(8)}  ${(rows[0].ns / row.ns).toFixed(1).padStart(6)}×`)
+  let base
+  for (const side of Object.keys(NAMES)) {
+    const ns = measure(`${workload}:${side}`)
+    base ??= ns
+    console.log(`${NAMES[side].padEnd(44)} ${(ns / 1000).toFixed(3).padStart(8)}  ${(base / ns).toFixed(1).padStart(6)}×`)
   }
 }
-console.log(`node ${process.version}; best of 5`)
-
-const plain = [{ name: "AgentDock's own code, its memory storage", ns: await best(() => plainManager(agentdockManager(), turns)) }]
-for (const [name, engine] of Object.entries(engines)) {
-  plain.push({ name: `orch drop-in (${name}), the same storage`, ns: await best(() => plainManager(dropIn(engine), turns)) })
-  plain.push({ name: `orch sessions (${name})`, ns: await best(() => plainSessions(engine, turns * 10)) })
-}
-report(`the plain turn: allowed tools, then record the first; ${SESSIONS} sessions in turn`, plain)
-
-const research = [{ name: "AgentDock's own code, its memory storage", ns: await best(() => researchManager(agentdockManager(), turns)) }]
-for (const [name, engine] of Object.entries(engines)) {
-  research.push({ name: `orch drop-in (${name}), the same storage`, ns: await best(() => researchManager(dropIn(engine), turns)) })
-  research.push({ name: `orch sessions (${name})`, ns: await best(() => researchSessions(engine, turns)) })
-}
-report('the research turn: a message and three tool calls', research)
-
 // AgentDock's storage and state managers keep cleanup timers: the process ends here.
 process.exit(0)
