@@ -13,25 +13,12 @@
 //     uses.
 // Run after a release build of both (orch-node/): `npm run build && npm run build:wasm`,
 // then `node bench/agentdock_compare.mjs [turns]`.
-import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { createOrchestrationManager } from '../dist/agentdock.mjs'
 import { ReferenceOrchestrationManager, SerializingStorage, SharedStorage } from './agentdock-reference.mjs'
+import { best, plainManager, plainSessions, researchManager, researchSessions, SESSIONS } from './workloads.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
-const TEMPLATE = readFileSync(join(here, '..', '..', 'examples', 'agents', 'cognitive-reasoner', 'template.json'), 'utf8')
-const { orchestration: ORCHESTRATION, tools: TOOLS } = JSON.parse(TEMPLATE)
-const MESSAGES = [
-  'Research how many moons Jupiter has',
-  'Critique this plan and give your opinion',
-  'Compare Rust and Go for network services',
-  'How can I solve this scheduling problem?',
-  'Let\'s brainstorm names for the product',
-  'Debate whether remote work is better',
-]
 
 // Each engine as the package hands it out: with the fast path of `main.cjs`.
 const { installFastPath } = require('../main.cjs')
@@ -43,102 +30,36 @@ try {
   process.exit(1)
 }
 
-/** A manager-shaped side: `getAllowedTools` then `processToolUsage`, three times a turn. */
-async function managerTurns(manager, turns, offered) {
-  // Compiling the template is once per process, not per turn: done before the clock.
-  manager.machine?.(ORCHESTRATION)
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    const messages = [{ role: 'user', content: MESSAGES[turn % MESSAGES.length] }]
-    for (let i = 0; i < 3; i++) {
-      const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, 's', TOOLS)
-      await manager.processToolUsage(ORCHESTRATION, messages, 's', allowed[0])
-      if (offered && turn < MESSAGES.length) offered.push(allowed)
-    }
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-
-/** orch's session API: message, then allowed / check / record three times a turn. */
-function sessionTurns(engine, turns, offered) {
-  const session = engine.compile(TEMPLATE).session()
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    session.onUserMessage(MESSAGES[turn % MESSAGES.length])
-    for (let i = 0; i < 3; i++) {
-      const allowed = session.allowed()
-      const tool = allowed[0]
-      if (session.check(tool) === null) session.record(tool)
-      if (offered && turn < MESSAGES.length) offered.push(allowed)
-    }
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-
 async function bestOf(run, turns, runs = 5) {
   const offered = []
-  let best = Infinity
-  for (let r = 0; r < runs; r++) best = Math.min(best, await run(turns, r === 0 ? offered : undefined))
-  return { ns: best, offered }
+  let fastest = Infinity
+  for (let r = 0; r < runs; r++) fastest = Math.min(fastest, await run(turns, r === 0 ? offered : undefined))
+  return { ns: fastest, offered }
 }
 
 const turns = Number(process.argv[2] ?? 20000)
 const rows = []
 const add = async (name, run) => rows.push({ name, ...(await bestOf(run, turns)) })
 
-await add('AgentDock logic, memory storage', (n, o) => managerTurns(new ReferenceOrchestrationManager(new SharedStorage()), n, o))
+await add('AgentDock logic, memory storage', (n, o) => researchManager(new ReferenceOrchestrationManager(new SharedStorage()), n, o))
 await add('AgentDock logic, serialising storage', (n, o) =>
-  managerTurns(new ReferenceOrchestrationManager(new SerializingStorage()), n, o),
+  researchManager(new ReferenceOrchestrationManager(new SerializingStorage()), n, o),
 )
 for (const [name, engine] of Object.entries(engines)) {
   await add(`orch drop-in (${name}), memory storage`, (n, o) =>
-    managerTurns(createOrchestrationManager({ engine, storageProvider: new SharedStorage() }), n, o),
+    researchManager(createOrchestrationManager({ engine, storageProvider: new SharedStorage() }), n, o),
   )
   await add(`orch drop-in (${name}), serialising storage`, (n, o) =>
-    managerTurns(createOrchestrationManager({ engine, storageProvider: new SerializingStorage() }), n, o),
+    researchManager(createOrchestrationManager({ engine, storageProvider: new SerializingStorage() }), n, o),
   )
-  await add(`orch sessions (${name})`, (n, o) => sessionTurns(engine, n, o))
+  await add(`orch sessions (${name})`, (n, o) => researchSessions(engine, n, o))
 }
 
-// The plainest turn: the allowed tools, then recording the first of them — over 10,000
-// sessions taken in turn, after one user message each (not timed).
-const SESSIONS = 10_000
-async function plainManagerTurns(manager, turns) {
-  manager.machine?.(ORCHESTRATION)
-  const messages = [{ role: 'user', content: 'Let\'s think about it' }]
-  for (let s = 0; s < SESSIONS; s++) await manager.getAllowedTools(ORCHESTRATION, messages, `s${s}`, TOOLS)
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    const id = `s${turn % SESSIONS}`
-    const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, id, TOOLS)
-    await manager.processToolUsage(ORCHESTRATION, messages, id, allowed[0])
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-function plainSessionTurns(engine, turns) {
-  const machine = engine.compile(TEMPLATE)
-  const sessions = []
-  for (let s = 0; s < SESSIONS; s++) {
-    const session = machine.session()
-    session.onUserMessage('Let\'s think about it')
-    sessions.push(session)
-  }
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    const session = sessions[turn % SESSIONS]
-    session.record(session.allowed()[0])
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
+// The plainest turn (workloads.mjs): over 10,000 sessions taken in turn.
 const plain = []
-const best = async (run, n) => {
-  let ns = Infinity
-  for (let r = 0; r < 5; r++) ns = Math.min(ns, await run(n))
-  return ns
-}
-plain.push({ name: 'AgentDock logic, memory storage', ns: await best((n) => plainManagerTurns(new ReferenceOrchestrationManager(new SharedStorage()), n), turns) })
+plain.push({ name: 'AgentDock logic, memory storage', ns: await best(() => plainManager(new ReferenceOrchestrationManager(new SharedStorage()), turns)) })
 for (const [name, engine] of Object.entries(engines)) {
-  plain.push({ name: `orch sessions (${name})`, ns: await best((n) => plainSessionTurns(engine, n), turns * 10) })
+  plain.push({ name: `orch sessions (${name})`, ns: await best(() => plainSessions(engine, turns * 10)) })
 }
 
 const base = rows[0]

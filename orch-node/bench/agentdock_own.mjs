@@ -29,13 +29,12 @@
 // AgentDock's own code knows neither message conditions nor sequence groups: it does
 // less work than orch on this template (it stays in its default step where orch follows
 // the user's request), so its figure is a lower bound of what the same work costs it.
-import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createOrchestrationManager } from '../dist/agentdock.mjs'
+import { best, plainManager, plainSessions, researchManager, researchSessions, SESSIONS } from './workloads.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
 const built = process.argv[2]
 if (!built) {
@@ -45,89 +44,13 @@ if (!built) {
 const agentdock = await import(pathToFileURL(resolve(built)).href)
 agentdock.logger.setLogLevel(agentdock.LogLevel.ERROR)
 
-const TEMPLATE = readFileSync(join(here, '..', '..', 'examples', 'agents', 'cognitive-reasoner', 'template.json'), 'utf8')
-const { orchestration: ORCHESTRATION, tools: TOOLS } = JSON.parse(TEMPLATE)
-const MESSAGES = [
-  'Research how many moons Jupiter has',
-  'Critique this plan and give your opinion',
-  'Compare Rust and Go for network services',
-  'How can I solve this scheduling problem?',
-  "Let's brainstorm names for the product",
-  'Debate whether remote work is better',
-]
 const { installFastPath } = require('../main.cjs')
 const engines = { native: installFastPath(require('../index.js')), wasm: installFastPath(require('../orch.wasi.cjs')) }
 
-const SESSIONS = 10_000
 const agentdockManager = () =>
   agentdock.createOrchestrationManager({ storageProvider: new agentdock.MemoryStorageProvider({ namespace: 'bench' }) })
 const dropIn = (engine) =>
   createOrchestrationManager({ engine, storageProvider: new agentdock.MemoryStorageProvider({ namespace: 'bench' }) })
-
-/** The plain turn on a manager: `getAllowedTools`, then `processToolUsage` of the first. */
-async function plainManager(manager, turns) {
-  const messages = [{ role: 'user', content: "Let's think about it" }]
-  for (let s = 0; s < SESSIONS; s++) await manager.getAllowedTools(ORCHESTRATION, messages, `s${s}`, TOOLS)
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    const id = `s${turn % SESSIONS}`
-    const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, id, TOOLS)
-    await manager.processToolUsage(ORCHESTRATION, messages, id, allowed[0])
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-
-/** The plain turn on sessions: `allowed()`, then `record()` of the first. */
-function plainSessions(engine, turns) {
-  const machine = engine.compile(TEMPLATE)
-  const sessions = []
-  for (let s = 0; s < SESSIONS; s++) {
-    const session = machine.session()
-    session.onUserMessage("Let's think about it")
-    sessions.push(session)
-  }
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    const session = sessions[turn % SESSIONS]
-    session.record(session.allowed()[0])
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-
-/** The research turn on a manager: a message, then three allowed-tools queries each
- * followed by recording the first tool. */
-async function researchManager(manager, turns) {
-  // Compiling the template is once per process, not per turn: done before the clock.
-  manager.machine?.(ORCHESTRATION)
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    const messages = [{ role: 'user', content: MESSAGES[turn % MESSAGES.length] }]
-    for (let i = 0; i < 3; i++) {
-      const allowed = await manager.getAllowedTools(ORCHESTRATION, messages, 's', TOOLS)
-      await manager.processToolUsage(ORCHESTRATION, messages, 's', allowed[0])
-    }
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-
-function researchSessions(engine, turns) {
-  const session = engine.compile(TEMPLATE).session()
-  const start = process.hrtime.bigint()
-  for (let turn = 0; turn < turns; turn++) {
-    session.onUserMessage(MESSAGES[turn % MESSAGES.length])
-    for (let i = 0; i < 3; i++) {
-      const tool = session.allowed()[0]
-      if (session.check(tool) === null) session.record(tool)
-    }
-  }
-  return Number(process.hrtime.bigint() - start) / turns
-}
-
-async function best(run, runs = 5) {
-  let ns = Infinity
-  for (let r = 0; r < runs; r++) ns = Math.min(ns, await run())
-  return ns
-}
 
 const turns = Number(process.argv[3] ?? 20000)
 const ROWS = {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/agentdock'
 import { SnapshotError, TemplateError } from '@orch/core'
-import { COGNITIVE, NAMES } from './support.mjs'
+import { COGNITIVE, NAMES, random } from './support.mjs'
 
 const ORCHESTRATION = JSON.parse(COGNITIVE).orchestration
 
@@ -122,19 +122,6 @@ class JsonStorage {
   }
   async delete(key) {
     return this.items.delete(key)
-  }
-}
-
-/** A small deterministic generator (xorshift32). */
-function random(seed) {
-  let x = seed >>> 0 || 1
-  return (n) => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x % n
   }
 }
 

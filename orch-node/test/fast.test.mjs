@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import * as orch from '@orch/core'
-import { EXAMPLES, REPO } from './support.mjs'
+import { EXAMPLES, random, REPO } from './support.mjs'
 
 const { native } = orch.Session.prototype.__orchFast
 /** The module object itself: the fast functions are internal, not named exports. */
@@ -22,19 +22,6 @@ function templates() {
   const machines = join(REPO, 'tests', 'fixtures', 'machines')
   for (const name of readdirSync(machines)) found.push(join(machines, name))
   return found.map((path) => ({ path, text: readFileSync(path, 'utf8') }))
-}
-
-/** A small deterministic generator (xorshift32), so a failure replays. */
-function random(seed) {
-  let x = seed >>> 0 || 1
-  return (n) => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x % n
-  }
 }
 
 const MESSAGES = [

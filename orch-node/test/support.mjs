@@ -14,6 +14,20 @@ export const COGNITIVE = readFileSync(join(EXAMPLES, 'cognitive-reasoner', 'temp
 export const REFUND = readFileSync(join(EXAMPLES, 'refund-desk', 'template.json'), 'utf8')
 export const SNAPSHOT = join(REPO, 'orch-py', 'tests', 'fixtures', 'cognitive-reasoner.snapshot')
 
+/** A small deterministic generator (xorshift32), so a failure replays: `next(n)` is in
+ * `0..n`. */
+export function random(seed) {
+  let x = seed >>> 0 || 1
+  return (n) => {
+    x ^= x << 13
+    x >>>= 0
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    return x % n
+  }
+}
+
 /** The cognitive reasoner's tools. */
 export const NAMES = ['search', 'think', 'reflect', 'compare', 'critique', 'brainstorm', 'debate']
 
