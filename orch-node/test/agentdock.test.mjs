@@ -108,6 +108,30 @@ test('a stored state that does not restore is an error, not a silent fresh start
   )
   await fresh.resetState('x')
   assert.deepEqual(await fresh.getAllowedTools(ORCHESTRATION, [user('research it')], 'x', NAMES), ['search'])
+  // The host's tools stored beside the snapshot are checked too.
+  const good = await storageProvider.get('orchestration-state:x')
+  await storageProvider.set('orchestration-state:x', { ...good, orch: { ...good.orch, available: ['search', 7] } })
+  await assert.rejects(
+    createOrchestrationManager({ storageProvider }).checkToolUsage(ORCHESTRATION, [user('research it')], 'x', 'search'),
+    (e) => e instanceof SnapshotError && /`orch.available` is not a list of tool names/.test(e.message),
+  )
+})
+
+test("the host's tools go with the stored state: a session restored elsewhere judges as the one that wrote it", async () => {
+  const storageProvider = new MemoryStorageProvider()
+  const first = createOrchestrationManager({ storageProvider })
+  const messages = [user('Let us brainstorm names')]
+  // The sequence expects `think`, which the host does not have this time.
+  const host = NAMES.filter((t) => t !== 'think')
+  assert.deepEqual(await first.getAllowedTools(ORCHESTRATION, messages, 'h', host), [])
+  assert.deepEqual((await storageProvider.get('orchestration-state:h')).orch.available, host)
+  const refused = await first.checkToolUsage(ORCHESTRATION, messages, 'h', 'think')
+  assert.ok(refused !== null)
+  const elsewhere = createOrchestrationManager({ storageProvider })
+  assert.deepEqual(await elsewhere.checkToolUsage(ORCHESTRATION, messages, 'h', 'think'), refused)
+  // Every tool again (in another order): nothing is stored for them.
+  await first.getAllowedTools(ORCHESTRATION, messages, 'h', [...NAMES].reverse())
+  assert.equal((await storageProvider.get('orchestration-state:h')).orch.available, undefined)
 })
 
 /** A storage that keeps values as JSON text, as Redis or a database does. */
