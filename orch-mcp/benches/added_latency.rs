@@ -4,7 +4,8 @@
 //! start, against an rmcp tool server over Streamable HTTP that answers at once —
 //! called directly, then through the gateway (sessions in memory). The difference of
 //! the two distributions is what the gateway adds: one more HTTP hop, the decision, the
-//! lease and the record.
+//! lease and the record. Then the saturation throughput of each: 32 callers, each on a
+//! session of its own, calling back to back for 3 s.
 //!
 //! ```sh
 //! cargo bench -p orch-mcp --bench added_latency           # 1,000 calls/s for 10 s
@@ -39,6 +40,9 @@ const DESK: &str = r#"{
 /// Client sessions the calls are spread over (a session's calls are admitted one at a
 /// time, so each sees a call every `SESSIONS / rate` seconds).
 const SESSIONS: usize = 50;
+
+/// Callers of the saturation run, each with a session of its own.
+const CALLERS: usize = 32;
 
 /// A tool server that answers at once.
 #[derive(Clone)]
@@ -112,6 +116,11 @@ fn main() {
         added(90.0),
         added(99.0)
     );
+    let direct = clients.block_on(saturate(&upstream));
+    let through = clients.block_on(saturate(&gateway));
+    println!(
+        "  saturated ({CALLERS} callers back to back): the tool server directly {direct:.0} calls/s, through orch mcp {through:.0} calls/s"
+    );
     drop(clients);
     servers.shutdown_timeout(Duration::from_secs(1));
 }
@@ -130,22 +139,50 @@ async fn serve_tools() -> String {
     format!("http://{addr}/mcp")
 }
 
+/// Sessions on `url`, each warmed up by one call.
+async fn sessions(url: &str, n: usize) -> Vec<RunningService<RoleClient, ()>> {
+    let mut sessions: Vec<RunningService<RoleClient, ()>> = Vec::new();
+    for _ in 0..n {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        let session = ().serve(transport).await.expect("a session");
+        session
+            .peer()
+            .call_tool(CallToolRequestParams::new("search"))
+            .await
+            .expect("tools/call");
+        sessions.push(session);
+    }
+    sessions
+}
+
+/// `CALLERS` callers against `url`, each on a session of its own, calling back to back
+/// for 3 s: calls completed per second.
+async fn saturate(url: &str) -> f64 {
+    let sessions = sessions(url, CALLERS).await;
+    let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
+    let per_second = pacing::closed_loop(CALLERS, Duration::from_secs(3), move |caller, _| {
+        let peer = peers[caller].clone();
+        async move {
+            let result = peer
+                .call_tool(CallToolRequestParams::new("search"))
+                .await
+                .expect("tools/call");
+            assert_ne!(result.is_error, Some(true));
+        }
+    })
+    .await;
+    for session in sessions {
+        let _ = session.cancel().await;
+    }
+    per_second
+}
+
 /// `rate` calls a second for `seconds` against `url`, over `SESSIONS` sessions, each
 /// started on schedule (a thread of its own paces them): each call's latency from its
 /// scheduled start, sorted.
 async fn measure(url: &str, rate: u64, seconds: u64) -> Vec<Duration> {
-    let mut sessions: Vec<RunningService<RoleClient, ()>> = Vec::new();
-    for _ in 0..SESSIONS {
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-        sessions.push(().serve(transport).await.expect("a session"));
-    }
+    let sessions = sessions(url, SESSIONS).await;
     let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
-    // Warm up every session.
-    for peer in &peers {
-        peer.call_tool(CallToolRequestParams::new("search"))
-            .await
-            .expect("tools/call");
-    }
     let latencies = pacing::open_loop(rate, seconds, move |i| {
         let peer = peers[i % SESSIONS].clone();
         async move {

@@ -33,7 +33,7 @@ use serde_json::json;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A help desk whose tools are always allowed: every call is admitted, leased, recorded
 /// and released — the full path — and runs never block each other.
@@ -174,7 +174,15 @@ where
             one_call(&target, run).await;
         }
         let latencies = open_loop(&target, rate, seconds).await;
-        let saturated = closed_loop(&target, 32, Duration::from_secs(3)).await;
+        // 32 callers back to back; each has runs of its own: no call waits for another.
+        let saturated = {
+            let target = target.clone();
+            pacing::closed_loop(32, Duration::from_secs(3), move |caller, n| {
+                let target = target.clone();
+                async move { one_call(&target, caller + 32 * (n % 4)).await }
+            })
+            .await
+        };
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
             "  {what}: latency p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls; saturated: {saturated:.0} calls/s ({:.0} checks/s)",
@@ -272,28 +280,4 @@ async fn open_loop(target: &Target, rate: u64, seconds: u64) -> Vec<Duration> {
         async move { one_call(&target, i % RUNS).await }
     })
     .await
-}
-
-/// `callers` tasks calling back to back for `lasting`: calls completed per second.
-async fn closed_loop(target: &Target, callers: usize, lasting: Duration) -> f64 {
-    let start = Instant::now();
-    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for caller in 0..callers {
-        let target = target.clone();
-        let done = Arc::clone(&done);
-        tasks.push(tokio::spawn(async move {
-            let mut n = 0;
-            while start.elapsed() < lasting {
-                // Each caller has runs of its own: no call waits for another.
-                one_call(&target, caller + callers * (n % 4)).await;
-                n += 1;
-                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    done.load(std::sync::atomic::Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
 }

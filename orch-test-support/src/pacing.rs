@@ -1,8 +1,11 @@
-//! What the open-loop latency benchmarks share (`orch-policy/benches/ext_mcp.rs`,
+//! What the latency benchmarks share (`orch-policy/benches/ext_mcp.rs`,
 //! `orch-mcp/benches/added_latency.rs`): calls started on schedule, each timed from its
-//! scheduled start, and the percentiles of the result.
+//! scheduled start, and the percentiles of the result (an open loop); and callers that
+//! call back to back, for the saturation throughput (a closed loop).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Is this `cargo bench` (which passes `--bench`)? `cargo test --benches` runs a bench
@@ -63,4 +66,33 @@ where
 pub fn percentile(samples: &[Duration], p: f64) -> Duration {
     let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
     samples[rank.clamp(1, samples.len()) - 1]
+}
+
+/// `callers` tasks, each calling back to back for `lasting` (caller `c`'s `n`th call is
+/// `call(c, n)`): the calls completed per second, all callers together.
+pub async fn closed_loop<F, Fut>(callers: usize, lasting: Duration, call: F) -> f64
+where
+    F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let call = Arc::new(call);
+    let start = Instant::now();
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::with_capacity(callers);
+    for caller in 0..callers {
+        let call = Arc::clone(&call);
+        let done = Arc::clone(&done);
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0;
+            while start.elapsed() < lasting {
+                call(caller, n).await;
+                n += 1;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
 }
