@@ -22,7 +22,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams,
 };
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -145,14 +145,26 @@ async fn sessions(url: &str, n: usize) -> Vec<RunningService<RoleClient, ()>> {
     for _ in 0..n {
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
         let session = ().serve(transport).await.expect("a session");
-        session
-            .peer()
-            .call_tool(CallToolRequestParams::new("search"))
-            .await
-            .expect("tools/call");
+        search(session.peer().clone()).await;
         sessions.push(session);
     }
     sessions
+}
+
+/// One `tools/call` of `search`, which must succeed.
+async fn search(peer: Peer<RoleClient>) {
+    let result = peer
+        .call_tool(CallToolRequestParams::new("search"))
+        .await
+        .expect("tools/call");
+    assert_ne!(result.is_error, Some(true));
+}
+
+/// Ends the sessions.
+async fn close(sessions: Vec<RunningService<RoleClient, ()>>) {
+    for session in sessions {
+        let _ = session.cancel().await;
+    }
 }
 
 /// `CALLERS` callers against `url`, each on a session of its own, calling back to back
@@ -161,19 +173,10 @@ async fn saturate(url: &str) -> f64 {
     let sessions = sessions(url, CALLERS).await;
     let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
     let per_second = pacing::closed_loop(CALLERS, Duration::from_secs(3), move |caller, _| {
-        let peer = peers[caller].clone();
-        async move {
-            let result = peer
-                .call_tool(CallToolRequestParams::new("search"))
-                .await
-                .expect("tools/call");
-            assert_ne!(result.is_error, Some(true));
-        }
+        search(peers[caller].clone())
     })
     .await;
-    for session in sessions {
-        let _ = session.cancel().await;
-    }
+    close(sessions).await;
     per_second
 }
 
@@ -183,19 +186,8 @@ async fn saturate(url: &str) -> f64 {
 async fn measure(url: &str, rate: u64, seconds: u64) -> Vec<Duration> {
     let sessions = sessions(url, SESSIONS).await;
     let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
-    let latencies = pacing::open_loop(rate, seconds, move |i| {
-        let peer = peers[i % SESSIONS].clone();
-        async move {
-            let result = peer
-                .call_tool(CallToolRequestParams::new("search"))
-                .await
-                .expect("tools/call");
-            assert_ne!(result.is_error, Some(true));
-        }
-    })
-    .await;
-    for session in sessions {
-        let _ = session.cancel().await;
-    }
+    let latencies =
+        pacing::open_loop(rate, seconds, move |i| search(peers[i % SESSIONS].clone())).await;
+    close(sessions).await;
     latencies
 }
