@@ -436,22 +436,27 @@ export class OrchestrationManager {
       // The user messages not seen yet are fed to the session; when there are no new
       // ones, a last one whose text changed counts as new (a conversation edited or
       // replaced by the host).
+      // Only the new messages and the last one are read (`textOf` joins a message's parts).
       let users = 0
+      let lastIndex = -1
       let lastUser = last
       let fed = false
       for (let i = 0; i < messages.length; i++) {
-        const m = messages[i] as LLMMessage
-        if (m.role !== 'user') continue
+        if ((messages[i] as LLMMessage).role !== 'user') continue
         users += 1
-        lastUser = textOf(m)
+        lastIndex = i
         if (users > seen) {
+          lastUser = textOf(messages[i] as LLMMessage)
           session.onUserMessage(lastUser)
           fed = true
         }
       }
-      if (!fed && users > 0 && lastUser !== last) {
-        session.onUserMessage(lastUser as string)
-        fed = true
+      if (!fed && lastIndex >= 0) {
+        lastUser = textOf(messages[lastIndex] as LLMMessage)
+        if (lastUser !== last) {
+          session.onUserMessage(lastUser)
+          fed = true
+        }
       }
       changed ||= fed
       const result = work(session, live)
