@@ -331,19 +331,13 @@ impl Parts<'_> {
         }
 
         out.clear();
-        let text: usize = names.iter().map(|n| n.len() + 2).sum::<usize>()
-            + self
-                .matched
-                .iter()
-                .map(|(a, b)| a.len() + b.len() + 2)
-                .sum::<usize>();
+        // A guess of the size (a reused buffer mostly has the room already).
         out.reserve(
-            48 + self.machine.len()
-                + self.step.map_or(0, str::len)
-                + text
+            64 + self.machine.len()
+                + 16 * names.len()
                 + 2 * (self.history.len() + self.used.len() + available.len())
-                + 16 * self.memory.len()
-                + 48,
+                + 64 * self.matched.len()
+                + 16 * self.memory.len(),
         );
         out.extend_from_slice(MAGIC);
         put_varint(out, ENCODING);
