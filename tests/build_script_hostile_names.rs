@@ -17,8 +17,7 @@ const TEMPLATE: &str = r#"{"agentId": "gen", "tools": ["search", "ⅰ", "a\u202e
 #[test]
 fn hostile_names_neither_break_the_build_nor_inject_directives() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let project = std::env::temp_dir().join(format!("orch-hostile-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&project);
+    let project = orch_test_support::scratch::Scratch::new("hostile");
     std::fs::create_dir_all(project.join("src")).unwrap();
     std::fs::write(
         project.join("Cargo.toml"),
@@ -63,5 +62,4 @@ fn main() {
         String::from_utf8_lossy(&out.stdout).trim(),
         "5 Some(\"Go\")"
     );
-    let _ = std::fs::remove_dir_all(&project);
 }

@@ -43,8 +43,7 @@ fn template(steps: &[&str]) -> String {
 #[test]
 fn editing_the_template_rebuilds_the_crate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let project = std::env::temp_dir().join(format!("orch-rebuild-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&project);
+    let project = orch_test_support::scratch::Scratch::new("rebuild");
     std::fs::create_dir_all(project.join("src")).unwrap();
     std::fs::write(
         project.join("Cargo.toml"),
@@ -76,6 +75,4 @@ fn editing_the_template_rebuilds_the_crate() {
         "Idle,Plan,Review",
         "the edit must trigger a rebuild"
     );
-
-    let _ = std::fs::remove_dir_all(&project);
 }

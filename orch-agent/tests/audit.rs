@@ -28,10 +28,8 @@ fn tools() -> ToolRegistry {
 /// A turn with a misbehaving call, a pause on the gated refund and an approval: the log
 /// it writes (JSON lines).
 async fn logged_turn(chained: bool) -> String {
-    let dir = std::env::temp_dir().join(format!("orch-audit-{}-{chained}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = orch_test_support::scratch::Scratch::new("audit");
     let path = dir.join("decisions.jsonl");
-    let _ = std::fs::remove_file(&path);
     let mut auditor = Auditor::new(JsonLines::append(&path).unwrap(), "customer-1");
     if chained {
         auditor = auditor.chained();

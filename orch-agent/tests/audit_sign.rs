@@ -38,10 +38,8 @@ fn signed_log(records: usize, every: u64) -> (String, PublicKeys) {
 /// The log an auditor made by `make` (from a plain one on a fresh file) writes for
 /// `records` records, dropped at the end.
 fn written(records: usize, make: impl FnOnce(Auditor) -> Auditor) -> String {
-    let dir = std::env::temp_dir().join(format!("orch-audit-sign-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("log-{:?}.jsonl", std::thread::current().id()));
-    let _ = std::fs::remove_file(&path);
+    let dir = orch_test_support::scratch::Scratch::new("audit-sign");
+    let path = dir.join("log.jsonl");
     make(Auditor::new(JsonLines::append(&path).unwrap(), "r1")).relay((0..records).map(record));
     std::fs::read_to_string(&path).unwrap()
 }

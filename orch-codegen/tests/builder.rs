@@ -2,13 +2,10 @@
 //! snapshot of the generated code.
 
 use orch_codegen::Builder;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("orch-builder-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> orch_test_support::scratch::Scratch {
+    orch_test_support::scratch::Scratch::new(&format!("builder-{name}"))
 }
 
 const DEMO: &str = r#"{

@@ -169,9 +169,8 @@ fn main() {
 
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     runtime.block_on(async {
-        let dir = std::env::temp_dir().join(format!("orch-durable-bench-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a directory");
+        // Removed when the example ends (after the server: declared before it).
+        let dir = orch_test_support::scratch::Scratch::new("durable-bench");
         let server = harness::Server::start(&dir);
         let port = harness::free_port();
         let mut child = service(port, &dir);
@@ -249,6 +248,5 @@ fn main() {
         let _ = child.kill();
         let _ = child.wait();
         drop(server);
-        let _ = std::fs::remove_dir_all(&dir);
     });
 }

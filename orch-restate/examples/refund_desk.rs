@@ -37,8 +37,8 @@ async fn tools(call: ToolCall) -> Result<Value, ToolError> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::temp_dir().join(format!("orch-refund-desk-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    // Removed when the example ends (after the server: declared before it).
+    let dir = orch_test_support::scratch::Scratch::new("refund-desk");
     println!("starting restate-server (data in {})", dir.display());
     let server = harness::Server::start(&dir);
 
@@ -138,7 +138,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("\n{run}'s run: history {}", status["history"]);
     }
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 mod harness;
 
 use harness::{balancer, free_port, wait_for_port, Server, PATIENCE};
+use orch_test_support::scratch::Scratch;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -250,10 +251,12 @@ impl Drop for Service {
 
 /// A server, one service registered with it, a ledger and an HTTP client.
 struct Fixture {
-    dir: PathBuf,
     server: Server,
     services: Vec<Service>,
     http: reqwest::Client,
+    /// The server's data (~220 MB), its log and the ledger: last, so that it is removed
+    /// after the server and the services are stopped.
+    dir: Scratch,
 }
 
 impl Fixture {
@@ -270,15 +273,13 @@ impl Fixture {
 
     /// A server, no service yet.
     fn bare(name: &str) -> Fixture {
-        let dir = std::env::temp_dir().join(format!("orch-restate-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a test directory");
+        let dir = Scratch::new(&format!("restate-{name}"));
         let server = Server::start(&dir);
         Fixture {
-            dir,
             server,
             services: Vec::new(),
             http: reqwest::Client::new(),
+            dir,
         }
     }
 

@@ -5,6 +5,7 @@
 //! - [`cluster`]: a real six-node Redis Cluster;
 //! - [`pacing`]: open-loop load (calls started on schedule) and its percentiles;
 //! - [`templates`]: the benchmarks' generated templates;
+//! - [`scratch`]: a test's own temporary directory, removed when the test is done;
 //! - `ext_mcp` (feature `ext-mcp`): `orch policy` servers and a client that drives both
 //!   ExtMcp phases as agentgateway does;
 //! - `otel` (feature `otel`): attributes of exported OpenTelemetry spans;
@@ -22,4 +23,5 @@ pub mod ext_mcp;
 pub mod otel;
 pub mod pacing;
 pub mod redis;
+pub mod scratch;
 pub mod templates;

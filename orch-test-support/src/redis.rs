@@ -6,14 +6,7 @@
 pub struct RedisServer {
     child: std::process::Child,
     pub url: String,
-    _dir: TempDir,
-}
-
-pub struct TempDir(pub std::path::PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    _dir: crate::scratch::Scratch,
 }
 
 impl RedisServer {
@@ -45,8 +38,7 @@ impl RedisServer {
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
             .port();
-        let dir = std::env::temp_dir().join(format!("orch-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let dir = crate::scratch::Scratch::new(&format!("redis-{port}"));
         let child = std::process::Command::new("redis-server")
             .args([
                 "--port",
@@ -59,7 +51,7 @@ impl RedisServer {
                 "no",
             ])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir.path())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -67,7 +59,7 @@ impl RedisServer {
         let server = RedisServer {
             child,
             url: format!("redis://127.0.0.1:{port}/"),
-            _dir: TempDir(dir),
+            _dir: dir,
         };
         // Wait (bounded) until it accepts connections.
         for _ in 0..200 {

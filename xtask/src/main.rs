@@ -447,6 +447,7 @@ fn test(cargo_args: &[String]) -> ExitCode {
         eprintln!("(`cargo test --workspace` runs the other tests and reports these as ignored)");
         return ExitCode::FAILURE;
     }
+    disk_check(&root);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let (before, after) = match cargo_args.iter().position(|a| a == "--") {
         Some(i) => (&cargo_args[..i], &cargo_args[i + 1..]),
@@ -482,7 +483,10 @@ fn test(cargo_args: &[String]) -> ExitCode {
         let left = limit.saturating_sub(start.elapsed());
         match run_within(command, left) {
             Ok(true) => {}
-            Ok(false) => return ExitCode::FAILURE,
+            Ok(false) => {
+                disk_full_note(&root);
+                return ExitCode::FAILURE;
+            }
             Err(e) => {
                 eprintln!("xtask: {e}");
                 return ExitCode::FAILURE;
@@ -515,7 +519,66 @@ fn test(cargo_args: &[String]) -> ExitCode {
     if passed {
         ExitCode::SUCCESS
     } else {
+        disk_full_note(&root);
         ExitCode::FAILURE
+    }
+}
+
+/// What a run of every test from a clean clone takes on disk at its peak: the target
+/// directory (~8.5 GB: the workspace's debug and release builds, trybuild's project, the
+/// wheel, the npm addon and WebAssembly module) and the tests' temporary directories
+/// (a restate-server's data is ~220 MB while its test runs; every test removes its own).
+/// Measured 2026-11-27 on x86_64 Linux, rustc 1.95.0.
+const DISK_NEEDED_GB: u64 = 11;
+
+/// Free space, in GB, on the file system holding `path` (`df -Pk`), if `df` can say.
+fn free_gb(path: &Path) -> Option<u64> {
+    let out = Command::new("df").arg("-Pk").arg(path).output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let kb: u64 = text
+        .lines()
+        .nth(1)?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    Some(kb / (1024 * 1024))
+}
+
+/// Says so before a run when the target directory's or the temporary directory's file
+/// system has less room than a clean run takes: a full disk shows up as odd failures
+/// (cargo's "No space left on device" on stderr, which trybuild does not read: it
+/// reports its compile-fail cases as having compiled).
+fn disk_check(root: &Path) {
+    for (what, path) in [
+        ("the target directory", root.join("target")),
+        ("the temporary directory", std::env::temp_dir()),
+    ] {
+        let path = if path.exists() {
+            path
+        } else {
+            root.to_path_buf()
+        };
+        if let Some(free) = free_gb(&path) {
+            if free < DISK_NEEDED_GB {
+                eprintln!(
+                    "xtask: warning: {free} GB free for {what} ({}); a run of every test from a clean clone takes about {DISK_NEEDED_GB} GB",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// After a failure: if the disk is (nearly) full, says that this is the likely cause.
+fn disk_full_note(root: &Path) {
+    for path in [root.join("target"), std::env::temp_dir()] {
+        if let Some(0) = free_gb(&path) {
+            eprintln!(
+                "xtask: the file system of {} has less than 1 GB free: the failures above may be a full disk (No space left on device), not the code",
+                path.display()
+            );
+        }
     }
 }
 

@@ -103,11 +103,10 @@ pub fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("orch-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A test's own empty directory, removed when the returned handle is dropped (kept,
+/// with its path printed, when the test fails).
+pub fn temp_dir(name: &str) -> orch_test_support::scratch::Scratch {
+    orch_test_support::scratch::Scratch::new(&format!("mcp-{name}"))
 }
 
 /// A free loopback port (bound and released).

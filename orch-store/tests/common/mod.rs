@@ -116,4 +116,4 @@ pub async fn store_contract<S: SessionStore>(store: &S) {
     );
 }
 
-pub use orch_test_support::redis::{RedisServer, TempDir};
+pub use orch_test_support::redis::RedisServer;
