@@ -218,7 +218,7 @@ fn audit(c: &mut Criterion) {
         .iter()
         .map(|t| (*t, orch::Call::of_text(t, r#"{"input": "AI and jobs"}"#)))
         .collect();
-    let dir = std::env::temp_dir().join(format!("orch-bench-audit-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-audit");
     let _ = std::fs::create_dir_all(&dir);
     let policies = [
         ("no_log", Policy::new(tools)),

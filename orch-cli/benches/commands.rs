@@ -48,7 +48,7 @@ fn run(bin: &Path, args: &[&str]) {
 fn bench(c: &mut Criterion) {
     let bin = binary();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = std::env::temp_dir().join(format!("orch-bench-commands-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-commands");
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let large = dir.join("large-500-steps-200-tools.json");
     std::fs::write(&large, orch_test_support::templates::large_json())

@@ -39,7 +39,7 @@ fn line<M: orch_runtime::Machine>(
 fn agree<M: orch_runtime::Machine>(template: &str, messages: &[&str], cases: u32) {
     use orch_runtime::ToolEnum;
     let tools: Vec<&str> = M::Tool::ALL.iter().map(|t| t.name()).collect();
-    let dir = std::env::temp_dir().join(format!("orch-agree-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("agree");
     std::fs::create_dir_all(&dir).unwrap();
     let tag = template.replace('/', "_");
     let path = dir.join(format!("events-{tag}.jsonl"));

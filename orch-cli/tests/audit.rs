@@ -15,7 +15,7 @@ const TEMPLATE: &str = "examples/agents/refund-desk/template.json";
 use support::{orch_at_root as orch, repo_root as root};
 
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orch-audit-cli-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("audit-cli");
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -35,7 +35,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn tmp(name: &str, content: &[u8]) -> String {
-    let dir = std::env::temp_dir().join(format!("orch-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, content).unwrap();

@@ -29,7 +29,7 @@ fn text(b: &[u8]) -> String {
 /// its line), one with a warning, one clean, one that is not JSON; a file name with a
 /// space, a comma and a colon.
 fn templates() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("orch-report-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
     std::fs::create_dir_all(dir.join("agents")).unwrap();
     let files = [
         (

@@ -24,7 +24,7 @@ fn orch(args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 fn tmp(name: &str, content: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("orch-verify-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, content).unwrap();
