@@ -226,6 +226,35 @@ def orch_turns(turns: int) -> tuple[float, list[list[str]]]:
     return (time.perf_counter() - start) / turns, offered
 
 
+class _NoOps:
+    """A session whose methods are C builtins that do next to nothing: the loop below
+    run on it costs what the interpreter needs for the workload's own calls and
+    bookkeeping — the floor under any Python package's figure."""
+
+    def __init__(self) -> None:
+        self.on_user_message = len
+        self.allowed = ["search", "think"].copy
+        self.check = {}.get
+        self.record = set().add
+
+
+def floor_turns(turns: int) -> tuple[float, list[list[str]]]:
+    """`orch_turns`' loop on `_NoOps`: ten calls of C functions per turn."""
+    session = _NoOps()
+    offered = []
+    start = time.perf_counter()
+    for turn in range(turns):
+        session.on_user_message(MESSAGES[turn % len(MESSAGES)])
+        for _ in range(3):
+            allowed = session.allowed()
+            tool = allowed[0]
+            if session.check(tool) is None:
+                session.record(tool)
+            if turn < len(MESSAGES):
+                offered.append(allowed)
+    return (time.perf_counter() - start) / turns, offered
+
+
 def best_of(f, turns: int, runs: int = 5) -> tuple[float, list[list[str]]]:
     results = [f(turns) for _ in range(runs)]
     return min(r[0] for r in results), results[0][1]
@@ -236,10 +265,12 @@ def main() -> None:
     agentdock, agentdock_offered = best_of(agentdock_turns, turns)
     shared, _ = best_of(lambda n: agentdock_turns(n, copies=False), turns)
     native, orch_offered = best_of(orch_turns, turns)
+    floor, _ = best_of(floor_turns, turns)
     print(f"workload: the cognitive reasoner, {turns} turns of a message and 3 tool calls (best of 5)")
     print(f"pure-Python AgentDock logic, storage copies  : {agentdock * 1e6:8.2f} µs per turn ({agentdock / native:.0f}x orch)")
     print(f"pure-Python AgentDock logic, no copies       : {shared * 1e6:8.2f} µs per turn ({shared / native:.0f}x orch)")
     print(f"orch (Python package)                        : {native * 1e6:8.2f} µs per turn")
+    print(f"the same loop on no-op C functions (floor)   : {floor * 1e6:8.2f} µs per turn ({(native - floor) * 1e6:.2f} µs of it orch's)")
     same = sum(a == b for a, b in zip(agentdock_offered, orch_offered))
     print(f"offered tools agree on {same} of {len(orch_offered)} model calls of the first {len(MESSAGES)} turns")
 
