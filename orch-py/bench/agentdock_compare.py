@@ -210,8 +210,14 @@ def agentdock_turns(turns: int, copies: bool = True) -> tuple[float, list[list[s
 
 
 def orch_turns(turns: int) -> tuple[float, list[list[str]]]:
-    machine = orch.load(TEMPLATE)
-    session = machine.session()
+    """The workload on a session of orch's package."""
+    return _turns(orch.load(TEMPLATE).session(), turns)
+
+
+def _turns(session, turns: int) -> tuple[float, list[list[str]]]:
+    """`turns` turns on `session`: the user message, then three times the allowed tools,
+    a check of the first and its record; the time per turn, and the tools offered at
+    each model call of the first six turns."""
     offered = []
     start = time.perf_counter()
     for turn in range(turns):
@@ -227,9 +233,9 @@ def orch_turns(turns: int) -> tuple[float, list[list[str]]]:
 
 
 class _NoOps:
-    """A session whose methods are C builtins that do next to nothing: the loop below
-    run on it costs what the interpreter needs for the workload's own calls and
-    bookkeeping — the floor under any Python package's figure."""
+    """A session whose methods are C builtins that do next to nothing: `_turns` run on
+    it costs what the interpreter needs for the workload's own calls and bookkeeping —
+    the floor under any Python package's figure."""
 
     def __init__(self) -> None:
         self.on_user_message = len
@@ -239,20 +245,8 @@ class _NoOps:
 
 
 def floor_turns(turns: int) -> tuple[float, list[list[str]]]:
-    """`orch_turns`' loop on `_NoOps`: ten calls of C functions per turn."""
-    session = _NoOps()
-    offered = []
-    start = time.perf_counter()
-    for turn in range(turns):
-        session.on_user_message(MESSAGES[turn % len(MESSAGES)])
-        for _ in range(3):
-            allowed = session.allowed()
-            tool = allowed[0]
-            if session.check(tool) is None:
-                session.record(tool)
-            if turn < len(MESSAGES):
-                offered.append(allowed)
-    return (time.perf_counter() - start) / turns, offered
+    """The same loop on `_NoOps`: ten calls of C functions per turn."""
+    return _turns(_NoOps(), turns)
 
 
 def best_of(f, turns: int, runs: int = 5) -> tuple[float, list[list[str]]]:
