@@ -91,9 +91,14 @@ impl Server {
             .append(true)
             .open(self.base.join("server.log"))
             .expect("the server's log");
+        // The server's invoker makes a directory under the temporary directory for each
+        // partition and leaves it: under the test's own, it goes with the test's.
+        let tmp = self.base.join("tmp");
+        std::fs::create_dir_all(&tmp).expect("the server's temporary directory");
         let child = Command::new(server_binary())
             .args(["--base-dir"])
             .arg(self.base.join("data"))
+            .env("TMPDIR", &tmp)
             .arg("--no-logo")
             .env("RESTATE_LISTEN_MODE", "tcp")
             .env("RESTATE_BIND_IP", "127.0.0.1")
