@@ -13,11 +13,11 @@
 //!
 //! Breadth first, so every witness is a shortest list of events.
 
+use super::fast_hash::HashMap;
 use super::foreign;
 use super::messages::{Combinations, MessageConditions, MessageError};
 use orch_runtime::compiled::{glob_match, Condition};
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
-use std::collections::HashMap;
 
 /// How the host behaves.
 #[derive(Clone, Debug)]
@@ -233,7 +233,7 @@ impl<'m> Graph<'m> {
     fn new(first: DynSession<'m>, prefix: Witness) -> Self {
         let mut key = Vec::new();
         first.behaviour_key(&mut key);
-        let mut seen = HashMap::new();
+        let mut seen = HashMap::default();
         seen.insert(key.clone(), 0);
         Graph {
             nodes: vec![(first, usize::MAX, None)],

@@ -14,7 +14,8 @@
 //! stands for all of them. The search counts its work and gives up past a budget (the
 //! caller then says "undecided").
 
-use std::collections::{HashMap, VecDeque};
+use super::fast_hash::HashMap;
+use std::collections::VecDeque;
 
 /// A glob as the automaton sees it: `None` is `*`.
 type Glob = Vec<Option<char>>;
@@ -161,7 +162,7 @@ pub fn witness_matching(
     let start = product.start();
     // Visited states, each with its parent and the character that led to it.
     let mut nodes: Vec<(usize, char)> = vec![(usize::MAX, other)];
-    let mut index: HashMap<Positions, usize> = HashMap::new();
+    let mut index: HashMap<Positions, usize> = HashMap::default();
     let mut queue: VecDeque<(usize, Positions)> = VecDeque::new();
     index.insert(start.clone(), 0);
     queue.push_back((0, start));

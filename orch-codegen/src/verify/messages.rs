@@ -25,10 +25,11 @@
 //! which case the result says it is incomplete (and nothing may be concluded from a
 //! combination's absence).
 
+use super::fast_hash::HashMap;
 use regex_automata::nfa::thompson::{State as NfaState, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// The message conditions of a template, in the order of the machine's message flags:
 /// `contains` (already case-folded, as the tables store them), then `regexes`.
@@ -129,7 +130,7 @@ impl<'a> MessageConditions<'a> {
             nfa: nfa.as_ref().map(|(n, _)| n),
             owner,
             canonical,
-            memo: std::cell::RefCell::new(HashMap::new()),
+            memo: std::cell::RefCell::new(HashMap::default()),
             needles: &needles,
             kmp: &kmp,
             n_contains: self.contains.len(),
@@ -205,7 +206,7 @@ impl Search<'_> {
                 .collect(),
             matched: self.initial_matched(),
         };
-        let mut seen: HashMap<Node, ()> = HashMap::new();
+        let mut seen: HashMap<Node, ()> = HashMap::default();
         let mut queue: VecDeque<(Node, String)> = VecDeque::new();
         let mut found: Vec<Combination> = Vec::new();
         let mut combos: BTreeSet<Vec<u64>> = BTreeSet::new();
@@ -466,7 +467,7 @@ fn look_context(c: char) -> u8 {
 
 /// The first representative of each look-around context.
 fn canonical_prev(alphabet: &Alphabet) -> HashMap<u8, char> {
-    let mut map = HashMap::new();
+    let mut map = HashMap::default();
     for (c, _) in &alphabet.reps {
         map.entry(look_context(*c)).or_insert(*c);
     }
@@ -569,7 +570,7 @@ fn alphabet(hirs: &[Hir], needles: &[Vec<char>]) -> Alphabet {
     }
     let cuts: Vec<u32> = cuts.into_iter().filter(|c| *c <= 0x10FFFF).collect();
     // Each interval's signature; intervals with equal signatures are one class.
-    let mut classes: HashMap<(Vec<bool>, String), char> = HashMap::new();
+    let mut classes: HashMap<(Vec<bool>, String), char> = HashMap::default();
     let mut order: Vec<(Vec<bool>, String)> = Vec::new();
     for (k, &lo) in cuts.iter().enumerate() {
         let hi = cuts.get(k + 1).map_or(0x10FFFF, |n| n - 1);

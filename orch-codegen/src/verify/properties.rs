@@ -17,12 +17,12 @@
 
 use super::arguments::{self, Formula};
 use super::explore::{events_at, Event, Host, Options, Witness};
+use super::fast_hash::HashMap;
 use super::foreign::{self, Budget};
 use super::messages::MessageError;
 use crate::ir::{IrProperty, IrRule};
 use orch_runtime::compiled::{glob_match, OwnedRules, Span};
 use orch_runtime::dynamic::{DynMachine, DynSession};
-use std::collections::HashMap;
 
 /// What the search found about one property.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -272,7 +272,7 @@ impl<'m> Search<'_, 'm> {
         let (first, prefix) = Host::first_session(self.machine, self.options);
         first.behaviour_key(&mut key);
         key.push(0);
-        let mut seen: HashMap<Vec<u64>, usize> = HashMap::new();
+        let mut seen: HashMap<Vec<u64>, usize> = HashMap::default();
         seen.insert(key.clone(), 0);
         let mut nodes: Vec<Node<'m>> = vec![(first, 0, usize::MAX, None)];
         let mut head = 0;
