@@ -136,6 +136,8 @@ impl<'a> MessageConditions<'a> {
             n_contains: self.contains.len(),
             words: self.len().div_ceil(64).max(1),
             work: std::cell::Cell::new(*work),
+            scratch: std::cell::RefCell::default(),
+            ends: std::cell::RefCell::default(),
         };
         let found = search.run(&alphabet, max_states);
         *work = search.work.get();
@@ -175,6 +177,23 @@ struct Search<'s> {
     words: usize,
     /// Work units left.
     work: std::cell::Cell<u64>,
+    /// What [`Search::closure`] reuses from call to call.
+    scratch: std::cell::RefCell<Scratch>,
+    /// [`Search::at_end`]'s memo: previous character, then seeds → (patterns that
+    /// match at the end, work it took).
+    ends: std::cell::RefCell<Ends>,
+}
+
+/// See [`Search::ends`].
+type Ends = HashMap<Option<char>, HashMap<Vec<StateID>, (Vec<u64>, usize)>>;
+
+/// The closure's working memory: per NFA state, the call that last visited it (a call
+/// is a new generation, so nothing is cleared between calls), and its stack.
+#[derive(Default)]
+struct Scratch {
+    visited: Vec<u32>,
+    generation: u32,
+    stack: Vec<StateID>,
 }
 
 impl Search<'_> {
@@ -268,12 +287,37 @@ impl Search<'_> {
     fn at_end(&self, node: &Node) -> Vec<u64> {
         let mut flags = node.matched.clone();
         if let Some(nfa) = self.nfa {
+            // Memoized like a step, its work spent again on a hit (so a search stops
+            // where it would have without the memo).
+            let known = self.ends.borrow().get(&node.prev).and_then(|by_seeds| {
+                by_seeds.get(node.seeds.as_slice()).map(|(hits, units)| {
+                    for (f, h) in flags.iter_mut().zip(hits) {
+                        *f |= h;
+                    }
+                    *units
+                })
+            });
+            if let Some(units) = known {
+                self.spend(units);
+                return flags;
+            }
             let mut hay = Vec::new();
             if let Some(p) = node.prev {
                 push_utf8(&mut hay, p);
             }
             let at = hay.len();
-            self.closure(nfa, &node.seeds, &hay, at, &mut flags);
+            let before = self.work.get();
+            let mut hits = vec![0u64; flags.len()];
+            self.closure(nfa, &node.seeds, &hay, at, &mut hits);
+            let units = usize::try_from(before - self.work.get()).unwrap_or(usize::MAX);
+            for (f, h) in flags.iter_mut().zip(&hits) {
+                *f |= h;
+            }
+            self.ends
+                .borrow_mut()
+                .entry(node.prev)
+                .or_default()
+                .insert(node.seeds.clone(), (hits, units));
         }
         flags
     }
@@ -389,11 +433,29 @@ impl Search<'_> {
         matched: &mut [u64],
     ) -> Vec<StateID> {
         let mut out = Vec::new();
-        let mut seen: BTreeSet<StateID> = BTreeSet::new();
-        let mut stack: Vec<StateID> = seeds.to_vec();
+        let mut scratch = self.scratch.borrow_mut();
+        let Scratch {
+            visited,
+            generation,
+            stack,
+        } = &mut *scratch;
+        if visited.len() != nfa.states().len() {
+            *visited = vec![0; nfa.states().len()];
+            *generation = 0;
+        }
+        *generation = generation.wrapping_add(1);
+        if *generation == 0 {
+            visited.fill(0);
+            *generation = 1;
+        }
+        let generation = *generation;
+        stack.clear();
+        stack.extend_from_slice(seeds);
         while let Some(s) = stack.pop() {
-            if !seen.insert(s) {
-                continue;
+            match visited.get_mut(s.as_usize()) {
+                Some(v) if *v == generation => continue,
+                Some(v) => *v = generation,
+                None => continue,
             }
             self.spend(1);
             match nfa.state(s) {
