@@ -535,14 +535,12 @@ const DISK_NEEDED_GB: u64 = 10;
 /// Free space, in GB, on the file system holding `path` (`df -Pk`), if `df` can say.
 fn free_gb(path: &Path) -> Option<u64> {
     let out = Command::new("df").arg("-Pk").arg(path).output().ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let kb: u64 = text
-        .lines()
-        .nth(1)?
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()?;
+    available_gb(&String::from_utf8(out.stdout).ok()?)
+}
+
+/// The "Available" column of `df -Pk`'s one file system, in whole GB.
+fn available_gb(df: &str) -> Option<u64> {
+    let kb: u64 = df.lines().nth(1)?.split_whitespace().nth(3)?.parse().ok()?;
     Some(kb / (1024 * 1024))
 }
 
@@ -733,5 +731,20 @@ mod tests {
             Some(1_029_200)
         );
         assert_eq!(super::collected("no count here"), None);
+    }
+
+    /// The free space is `df -Pk`'s fourth column, in KB, rounded down to GB.
+    #[test]
+    fn the_free_space_is_read() {
+        let df = "Filesystem     1024-blocks     Used Available Capacity Mounted on\n/dev/vda        263174212 45802520 48174180      49% /\n";
+        assert_eq!(super::available_gb(df), Some(45));
+        let full = "Filesystem 1024-blocks Used Available Capacity Mounted on\ntmpfs 1146880 1146880 0 100% /mnt\n";
+        assert_eq!(super::available_gb(full), Some(0));
+        assert_eq!(
+            super::available_gb("df: /nowhere: No such file or directory\n"),
+            None
+        );
+        // The real command on this machine answers.
+        assert!(super::free_gb(std::path::Path::new(".")).is_some());
     }
 }
