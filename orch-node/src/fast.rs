@@ -19,44 +19,17 @@ use napi::bindgen_prelude::{Error, Result, Status};
 use napi_derive::napi;
 use orch_agent::hosted::HostedSession;
 use orch_runtime::dynamic::{DynOutcome, DynSession};
+use orch_runtime::hash::HashMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// How many distinct allowed sets a machine interns; past it, new sets are state `0`.
 const MAX_SETS: usize = 4096;
 
-/// A hash of a few words (allowed sets are one word for up to 64 tools).
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// The allowed sets a machine's sessions have been in, each with a number (from 1).
 #[derive(Default)]
 pub(crate) struct SetTable {
-    ids: HashMap<Box<[u64]>, u32, BuildHasherDefault<WordHasher>>,
+    ids: HashMap<Box<[u64]>, u32>,
     sets: Vec<Box<[u64]>>,
     /// The allowed set being computed.
     scratch: Vec<u64>,

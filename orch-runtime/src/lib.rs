@@ -36,6 +36,7 @@ pub mod args;
 mod denied;
 mod doc_machine;
 pub mod dynamic;
+pub mod hash;
 mod machine;
 mod plan;
 pub mod printable;

@@ -13,11 +13,11 @@
 //!
 //! Breadth first, so every witness is a shortest list of events.
 
-use super::fast_hash::HashMap;
 use super::foreign;
 use super::messages::{Combinations, MessageConditions, MessageError};
 use orch_runtime::compiled::{glob_match, Condition};
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
+use orch_runtime::hash::HashMap;
 
 /// How the host behaves.
 #[derive(Clone, Debug)]

@@ -14,7 +14,7 @@
 //! stands for all of them. The search counts its work and gives up past a budget (the
 //! caller then says "undecided").
 
-use super::fast_hash::HashMap;
+use orch_runtime::hash::HashMap;
 use std::collections::VecDeque;
 
 /// A glob as the automaton sees it: `None` is `*`.

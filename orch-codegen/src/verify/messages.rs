@@ -25,7 +25,7 @@
 //! which case the result says it is incomplete (and nothing may be concluded from a
 //! combination's absence).
 
-use super::fast_hash::HashMap;
+use orch_runtime::hash::HashMap;
 use regex_automata::nfa::thompson::{State as NfaState, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::{Class, Hir, HirKind};

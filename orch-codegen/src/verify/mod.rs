@@ -12,7 +12,6 @@
 
 mod arguments;
 pub mod explore;
-mod fast_hash;
 pub mod foreign;
 pub mod messages;
 pub mod properties;

@@ -17,12 +17,12 @@
 
 use super::arguments::{self, Formula};
 use super::explore::{events_at, Event, Host, Options, Witness};
-use super::fast_hash::HashMap;
 use super::foreign::{self, Budget};
 use super::messages::MessageError;
 use crate::ir::{IrProperty, IrRule};
 use orch_runtime::compiled::{glob_match, OwnedRules, Span};
 use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::hash::HashMap;
 
 /// What the search found about one property.
 #[derive(Clone, Debug, PartialEq, Eq)]

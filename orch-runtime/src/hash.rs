@@ -1,17 +1,17 @@
-//! A fast, non-keyed hash for the checks' search tables (states seen, memoised steps).
-//! Their keys are the searcher's own data — state vectors, NFA state ids — so the
-//! protection SipHash buys against chosen keys is not needed, and SipHash was ~17 % of
-//! compiling a template with message conditions. The mixing step is the one rustc's
-//! `FxHasher` uses.
+//! A fast, non-keyed hash for tables keyed by orch's own data — the compiler checks'
+//! search states, the npm package's interned allowed sets — where the protection
+//! SipHash buys against chosen keys is not needed (SipHash was ~17 % of compiling a
+//! template with message conditions). The mixing step is the one rustc's `FxHasher`
+//! uses.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// A `HashMap` with [`FxHasher`].
-pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A `HashMap` with [`FxHasher`] (make one with `HashMap::default()`).
+pub type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Folds each word into the state by rotate, xor and multiply.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher {
+#[derive(Default, Clone, Copy, Debug)]
+pub struct FxHasher {
     hash: u64,
 }
 
