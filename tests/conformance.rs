@@ -532,7 +532,8 @@ mod lifecycle {
         let mut b = a;
         b.record(Tool::Search);
         assert_ne!(a, b);
-        // State: step, index, history cursor and length (4 × u16), used set (1 word),
+        // State: step, index, history cursor, transition-table node (4 × u16; the ring's
+        // unwritten slots mark its length), used set (1 word),
         // message flags (1 word), history (10 × u16), usage (2 × u64), derived condition
         // state (holds: 1 word, eligible steps: 1 word; no sequence_match, so no
         // shift-and word), `not_recently_used` counters (cognitive reasoner: none;

@@ -3,7 +3,9 @@
 //! the run-time tables are both made from it, by [`Ir::to_tables`], so the generated
 //! statics and a template loaded at run time are the same data.
 
-use orch_runtime::compiled::{reset, Condition, Gate, OwnedPlan, OwnedTables, Span, StepTable};
+use orch_runtime::compiled::{
+    reset, Condition, Gate, OwnedMoves, OwnedPlan, OwnedTables, Span, StepTable,
+};
 use std::collections::HashMap;
 
 #[path = "ir_rules.rs"]
@@ -327,6 +329,7 @@ impl Ir {
             lost_hold: Gate::NONE,
             rules: rules::flatten(&self.arg_rules),
             plan: OwnedPlan::default(),
+            moves: OwnedMoves::default(),
         };
         // Every run of words (a static set, a whole sequence) is stored once: steps
         // with the same tools share it, so the pool grows with the distinct sets, not
@@ -397,6 +400,7 @@ impl Ir {
         t.lost_hold = gate(&mut t, &self.lost.hold, &mut intern);
         // Derived from the tables above (so not part of the fingerprint).
         t.plan = OwnedPlan::derive(&t.view());
+        t.moves = OwnedMoves::derive(&t.view());
         t
     }
 }

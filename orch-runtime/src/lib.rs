@@ -38,6 +38,7 @@ mod doc_machine;
 pub mod dynamic;
 pub mod hash;
 mod machine;
+mod moves;
 mod plan;
 pub mod printable;
 mod regexes;
@@ -71,6 +72,9 @@ pub mod compiled {
     //!   pattern, needle and regex pools, and the fingerprint;
     //! - [`Plan`] / [`OwnedPlan`]: the incremental form of the conditions, derived from the
     //!   tables ([`OwnedPlan::derive`]); [`NONE`] and [`SOLE`] are its sentinels;
+    //! - [`Moves`] / [`OwnedMoves`]: a small machine's transition table, derived from the
+    //!   tables and the plan ([`OwnedMoves::derive`]; empty past [`MAX_NODES`],
+    //!   [`MAX_WORDS`] or [`MAX_FLAGS`]);
     //! - the message matchers ([`MessageRegex`], [`Matchers`], [`MessageMatchers`],
     //!   [`ContainsMatcher`]) and the string tests both sides share ([`glob_match`],
     //!   [`fold_case`], [`contains_folded`], [`is_pattern`]).
@@ -89,6 +93,7 @@ pub mod compiled {
     };
     pub use crate::bits::{Entries, Words};
     pub use crate::form::{Literal, LiteralWriter};
+    pub use crate::moves::{Moves, OwnedMoves, MAX_FLAGS, MAX_NODES, MAX_WORDS};
     pub use crate::plan::{OwnedPlan, Plan, NONE, SOLE};
     pub use crate::regexes::{
         argument_regex, Matchers, MessageMatchers, MessageRegex, REGEX_SIZE_LIMIT,

@@ -395,13 +395,11 @@ impl<M: Machine> Session<M> {
 
     /// Records that the host ran `tool` (semantics §5): history, used set, sequence, and the
     /// transitions it triggers, within this call.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, tool: M::Tool) -> Outcome<M::Tool> {
-        let raw = self.state.record(
-            M::tables(),
-            self.available.as_ref(),
-            ToolRef::Declared(tool.index()),
-        );
+        let raw = self
+            .state
+            .record_declared(M::tables(), self.available.as_ref(), tool.index());
         self.outcome(raw)
     }
 

@@ -531,7 +531,6 @@ where
         let next = state.hist_next as usize;
         state.hist.as_mut()[next % capacity] = i;
         state.hist_next = ((next + 1) % capacity) as u16;
-        state.hist_len = (state.hist_len + 1).min(capacity as u16);
     }
     for name in &snapshot.used {
         match tool_index(name) {

@@ -7,6 +7,7 @@
 use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
 use crate::args::{Broken, Judged};
 use crate::bits;
+use crate::moves::{self, Node, Packed};
 use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
 use crate::tables::{reset, Condition, Gate, Tables};
@@ -15,6 +16,9 @@ use crate::tables::{reset, Condition, Gate, Tables};
 pub(crate) const NO_STEP: u16 = u16::MAX;
 /// The history entry of a foreign tool: equals no tool of the universe.
 pub(crate) const FOREIGN: u16 = u16::MAX;
+/// A slot of the history ring that holds no entry yet: equals no tool of the universe
+/// (at most 16,384) and not [`FOREIGN`].
+pub(crate) const EMPTY: u16 = u16::MAX - 1;
 
 /// Cumulative token usage of a session (saturating).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -90,10 +94,9 @@ pub(crate) struct State<U, F, H, D, C, R> {
     pub step: u16,
     /// Position in the active step's sequence.
     pub index: u16,
-    /// Next write position of the history ring.
+    /// Next write position of the history ring (its slots from here on are [`EMPTY`]
+    /// until it first wraps around).
     pub hist_next: u16,
-    /// Live entries of the history ring.
-    pub hist_len: u16,
     /// Tools used since the session began (or was reset).
     pub used: U,
     /// Which message conditions the latest user message satisfied.
@@ -113,6 +116,9 @@ pub(crate) struct State<U, F, H, D, C, R> {
     /// Values earlier results held that rules read (semantics §16): a ring of keys
     /// (`crate::args::memory`'s layout; empty when no rule reads results).
     pub memory: R,
+    /// The node of the machine's transition table this state is at, if known (a
+    /// cache, ignored by equality: see [`crate::moves`]).
+    pub(crate) node: Node,
 }
 
 impl<U, F, H, D, C, R> State<U, F, H, D, C, R>
@@ -139,7 +145,6 @@ where
             step: NO_STEP,
             index: 0,
             hist_next: 0,
-            hist_len: 0,
             used,
             flags,
             hist,
@@ -148,6 +153,7 @@ where
             counters,
             approval: None,
             memory,
+            node: Node::UNKNOWN,
         };
         state.reset(t);
         state
@@ -159,13 +165,13 @@ where
         self.step = NO_STEP;
         self.index = 0;
         self.hist_next = 0;
-        self.hist_len = 0;
         self.used.as_mut().fill(0);
         self.flags.as_mut().fill(0);
-        self.hist.as_mut().fill(0);
+        self.hist.as_mut().fill(EMPTY);
         self.usage = Usage::default();
         self.approval = None;
         self.memory.as_mut().fill(0);
+        self.node = Node::UNKNOWN;
     }
 
     /// The remembered values (live entries, two words each).
@@ -195,11 +201,12 @@ where
     /// flags (after [`State::clear`], or when a snapshot was restored).
     pub fn rebuild<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         let p = &t.plan;
+        self.node = Node::UNKNOWN;
         self.derived.as_mut().fill(0);
         for (c, (_, cap)) in self.counters.as_mut().iter_mut().zip(p.counters) {
             *c = *cap;
         }
-        let len = self.hist_len as usize;
+        let len = self.hist_len();
         for k in (0..len).rev() {
             let entry = self.recent(k);
             let (_, _, seq) = split(self.derived.as_mut(), p);
@@ -311,7 +318,17 @@ where
         (self.step != NO_STEP).then_some(self.step as usize)
     }
 
-    /// The `k`-th newest history entry (0 = newest). `k < hist_len`.
+    /// Live entries of the history ring: all of it once it has wrapped around (the slot
+    /// written next holds an entry), else those before [`State::hist_next`].
+    pub fn hist_len(&self) -> usize {
+        let ring = self.hist.as_ref();
+        match ring.get(self.hist_next as usize) {
+            Some(&entry) if entry != EMPTY => ring.len(),
+            _ => (self.hist_next as usize).min(ring.len()),
+        }
+    }
+
+    /// The `k`-th newest history entry (0 = newest). `k < hist_len()`.
     #[inline(always)]
     fn recent(&self, k: usize) -> u16 {
         let ring = self.hist.as_ref();
@@ -321,7 +338,7 @@ where
 
     /// History entries, oldest first.
     pub fn history(&self) -> impl Iterator<Item = u16> + '_ {
-        let len = self.hist_len as usize;
+        let len = self.hist_len();
         (0..len).rev().map(move |k| self.recent(k))
     }
 
@@ -339,9 +356,6 @@ where
             *slot = tool;
         }
         self.hist_next = if next + 1 >= cap { 0 } else { next as u16 + 1 };
-        if (self.hist_len as usize) < cap {
-            self.hist_len += 1;
-        }
     }
 
     /// Step activation (semantics §6): the first eligible step in template order wins (the
@@ -382,6 +396,12 @@ where
         available: &[u64],
         out: &mut [u64],
     ) {
+        if !t.moves.is_empty() && self.node.0 < Node::MISSING.0 {
+            if let Some(set) = t.moves.allowed(self.node.0 as usize) {
+                bits::and_into(out, set, available);
+                return;
+            }
+        }
         match self.active() {
             None => {
                 for (o, a) in out.iter_mut().zip(available) {
@@ -575,9 +595,113 @@ where
         true
     }
 
-    /// Record tool (semantics §5).
+    /// Record tool (semantics §5): by the machine's transition table when it has one
+    /// and the state is in it ([`crate::moves`]), else by the incremental engine. Both
+    /// leave the same state and say the same.
     #[inline(always)]
     pub fn record<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        tool: ToolRef<'_>,
+    ) -> RawOutcome {
+        match tool {
+            ToolRef::Declared(i) => self.record_declared(t, available, i),
+            ToolRef::Foreign(_) if t.moves.is_empty() => self.record_engine(t, available, tool),
+            ToolRef::Foreign(_) => self.record_off_table(t, available, tool),
+        }
+    }
+
+    /// [`State::record`] of the declared tool `i`.
+    #[inline(always)]
+    pub fn record_declared<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        i: usize,
+    ) -> RawOutcome {
+        if t.moves.is_empty() {
+            return self.record_engine(t, available, ToolRef::Declared(i));
+        }
+        match self.record_move(t, available, i) {
+            Some(outcome) => outcome.unpack(),
+            None => self.record_declared_off_table(t, available, i),
+        }
+    }
+
+    /// [`State::record_off_table`] of the declared tool `i`, out of line (the table's
+    /// path stays small).
+    #[inline(never)]
+    fn record_declared_off_table<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        i: usize,
+    ) -> RawOutcome {
+        self.record_off_table(t, available, ToolRef::Declared(i))
+    }
+
+    /// Records the declared tool `i` by the transition table, when the state's node is
+    /// known: the next node's key becomes the state, the tool enters the used set and
+    /// the history. `None` (nothing changed) when the node is not known.
+    #[inline(always)]
+    fn record_move<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        i: usize,
+    ) -> Option<Packed> {
+        let node = self.node.0;
+        if node >= Node::MISSING.0 {
+            return None;
+        }
+        let cell = t.moves.cell(node as usize, i)?;
+        let next = moves::next_of(cell);
+        let key = t.moves.key(next as usize)?;
+        self.approval = None;
+        self.load_key(key);
+        self.node = Node(next);
+        bits::set(self.used.as_mut(), i);
+        self.push_history(i as u16);
+        Some(Packed::of_cell(cell, || bits::test(available, i)))
+    }
+
+    /// [`State::record`] of a machine with a transition table, when the state's node is
+    /// not known or the tool is foreign: finds the node (after a message, a restore or a
+    /// reset) and records by the table, or records by the engine and follows the table's
+    /// foreign column, or — for a state the table does not hold — by the engine alone.
+    #[inline]
+    fn record_off_table<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        available: &[u64],
+        tool: ToolRef<'_>,
+    ) -> RawOutcome {
+        if self.node.0 == Node::UNKNOWN.0 {
+            self.node = t.moves.find(|| self.key_words());
+            if let ToolRef::Declared(i) = tool {
+                if let Some(outcome) = self.record_move(t, available, i) {
+                    return outcome.unpack();
+                }
+            }
+        }
+        let foreign = match (self.node.0 < Node::MISSING.0, tool) {
+            (true, ToolRef::Foreign(_)) => t
+                .moves
+                .cell(self.node.0 as usize, t.moves.width as usize - 1)
+                .map(moves::next_of),
+            _ => None,
+        };
+        let outcome = self.record_engine(t, available, tool);
+        // A foreign tool's outcome depends on its name, so the engine records it; the
+        // table says where it leads.
+        self.node = foreign.map_or(Node::MISSING, Node);
+        outcome
+    }
+
+    /// Record tool (semantics §5), by the incremental engine.
+    #[inline(always)]
+    pub(crate) fn record_engine<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
         available: &[u64],
@@ -648,6 +772,7 @@ where
     /// The end of a user message, its flags stored.
     fn after_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         self.approval = None;
+        self.node = Node::UNKNOWN;
         let n_contains = t.contains.len();
         self.sync_message_atoms(t);
         if let Some(step) = self.active() {
@@ -681,14 +806,42 @@ where
     /// atoms and the usage do not matter for that.
     pub fn behaviour_key(&self, out: &mut Vec<u64>) {
         out.clear();
-        out.push(u64::from(self.step) << 16 | u64::from(self.index));
-        out.extend_from_slice(self.derived.as_ref());
-        let counters = self.counters.as_ref();
-        out.extend(counters.chunks(4).map(|c| {
+        out.extend(self.key_words());
+    }
+
+    /// The words of [`State::behaviour_key`]: the index and the step (`index << 16 |
+    /// step`), the derived state, the counters four to a word.
+    pub fn key_words(&self) -> impl Iterator<Item = u64> + '_ {
+        let head = u64::from(self.index) << 16 | u64::from(self.step);
+        let counters = self.counters.as_ref().chunks(4).map(|c| {
             c.iter()
                 .rev()
                 .fold(0u64, |acc, x| acc << 16 | u64::from(*x))
-        }));
+        });
+        core::iter::once(head)
+            .chain(self.derived.as_ref().iter().copied())
+            .chain(counters)
+    }
+
+    /// Takes the step, the index, the derived state and the counters from a behaviour
+    /// key (the inverse of [`State::key_words`]; `key` has their words).
+    #[inline(always)]
+    fn load_key(&mut self, key: &[u64]) {
+        let Some((&head, rest)) = key.split_first() else {
+            return;
+        };
+        self.step = head as u16;
+        self.index = (head >> 16) as u16;
+        let derived = self.derived.as_mut();
+        let (d, counters) = rest.split_at(derived.len().min(rest.len()));
+        for (o, w) in derived.iter_mut().zip(d) {
+            *o = *w;
+        }
+        for (j, c) in self.counters.as_mut().iter_mut().enumerate() {
+            *c = counters
+                .get(j / 4)
+                .map_or(0, |w| (w >> (16 * (j % 4))) as u16);
+        }
     }
 
     /// Does condition `k` of step `step` hold now? `None` for a step activation never

@@ -36,6 +36,7 @@ impl Span {
 
 use crate::args::{OwnedRules, Rules};
 use crate::form::{Literal, LiteralWriter};
+use crate::moves::{Moves, OwnedMoves};
 use crate::plan::{OwnedPlan, Plan};
 
 impl Literal for Span {
@@ -309,6 +310,9 @@ compiled_form! {
         /// The incremental form of the conditions (derived from the fields above by
         /// [`crate::plan::OwnedPlan::derive`]).
         plan: nested(Plan OwnedPlan),
+        /// The transition table of a small machine (derived from the fields above by
+        /// [`crate::moves::OwnedMoves::derive`]; empty for a large one).
+        moves: nested(Moves OwnedMoves),
     }
 }
 

@@ -1,0 +1,338 @@
+//! A small machine's tool records as one table lookup.
+//!
+//! Everything a session's future depends on is its *behaviour key* (the step, the
+//! sequence index, the derived condition state and the `not_recently_used` counters;
+//! see [`crate::state::State::behaviour_key`]): two states with equal keys answer every
+//! event alike. When a machine's sessions can only ever be in a few thousand such
+//! states, [`OwnedMoves::derive`] enumerates them all — from a fresh session, every
+//! declared tool recorded, a foreign tool recorded, and a user message satisfying every
+//! combination of the message conditions — and tabulates, for each state (a *node*) and
+//! each tool, the node recording it leads to and what the record says. Recording a
+//! declared tool is then: look the cell up, copy the next node's key into the state,
+//! add the tool to the used set and the history. The result is the same state the
+//! incremental engine computes (a node's key *is* that state), so nothing else — not
+//! a snapshot, not a decision — can tell the two paths apart;
+//! `tests/moves_match_engine.rs` checks it event by event on random templates.
+//!
+//! A session remembers its node as a hint ([`Node`]): every other event (a message, a
+//! restore, a reset) forgets it, and the next record finds it again by binary search
+//! over the sorted keys. A machine with more states than the bounds below, or more
+//! message conditions than [`MAX_FLAGS`], gets an empty table, and its sessions use the
+//! incremental engine alone.
+
+use crate::state::{RawOutcome, State, ToolRef};
+use crate::tables::Tables;
+use core::cmp::Ordering;
+use core::hash::{Hash, Hasher};
+use std::collections::VecDeque;
+
+/// At most this many nodes are tabulated (node ids are `u16`, below [`Node::MISSING`]).
+pub const MAX_NODES: usize = 4096;
+/// At most this many words (8 bytes each) of rows are tabulated: a node's key, its
+/// allowed tools and a cell per tool.
+pub const MAX_WORDS: usize = 32_768;
+/// Machines with more message conditions than this get no table (a message can set
+/// any combination of them: `2^flags` messages from every node).
+pub const MAX_FLAGS: usize = 6;
+
+/// The outcome kinds of a cell (bits 16..24).
+pub(crate) mod kind {
+    /// `Advanced` to the next node's index.
+    pub const ADVANCED: u64 = 0;
+    /// `Completed`.
+    pub const COMPLETED: u64 = 1;
+    /// `Free` when the host has the tool, `NotAllowed` when it does not.
+    pub const FREE: u64 = 2;
+    /// `NotAllowed`.
+    pub const NOT_ALLOWED: u64 = 3;
+    /// `OutOfSequence`, the expected group's offset in bits 32..64.
+    pub const OUT_OF_SEQUENCE: u64 = 4;
+}
+
+compiled_form! {
+    /// The transition table of a small machine (borrowed form; see the module docs).
+    /// Empty (`width == 0`) when the machine's states exceed the bounds.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct Moves<'a>;
+    /// The owned form of [`Moves`] ([`OwnedMoves::derive`] builds it).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct OwnedMoves;
+    {
+        /// Cells per node: the declared tools, then one for a foreign tool. 0: no table.
+        width: value(u32),
+        /// Words of a node's key.
+        key_words: value(u32),
+        /// Words of a tool set (the tables' `words`).
+        set_words: value(u32),
+        /// One row per node, sorted by key (a node's id is its rank): its key
+        /// (`key_words`), the tools it allows when the host has them all (`set_words`),
+        /// and `width` cells — bits 0..16 the next node, 16..24 the outcome kind, 32..64
+        /// the new index of an advancing record or the expected group of an
+        /// out-of-sequence one (a [`Packed`] outcome; a foreign tool's cell holds only
+        /// the next node).
+        rows: slice(u64),
+    }
+}
+
+/// The node a session's state is at, as far as the session knows: a cache, so equal
+/// states compare equal (and hash alike) whatever their hints.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node(pub u16);
+
+impl Node {
+    /// Not known: found by search at the next record.
+    pub const UNKNOWN: Node = Node(u16::MAX);
+    /// Searched for and not in the table (a state no event sequence reaches, such as a
+    /// snapshot of another version of the template): the incremental engine records.
+    pub const MISSING: Node = Node(u16::MAX - 1);
+}
+
+impl PartialEq for Node {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Node {}
+impl Hash for Node {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+impl<'a> Moves<'a> {
+    /// Is there a table?
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.width == 0
+    }
+
+    /// Words of a row.
+    #[inline(always)]
+    fn row_words(&self) -> usize {
+        (self.key_words + self.set_words + self.width) as usize
+    }
+
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        match self.row_words() {
+            0 => 0,
+            r => self.rows.len() / r,
+        }
+    }
+
+    /// The row of node `node`.
+    #[inline(always)]
+    fn row(&self, node: usize) -> Option<&'a [u64]> {
+        let r = self.row_words();
+        self.rows.get(node * r..node * r + r)
+    }
+
+    /// The key of node `node`.
+    #[inline(always)]
+    pub(crate) fn key(&self, node: usize) -> Option<&'a [u64]> {
+        self.row(node)?.get(..self.key_words as usize)
+    }
+
+    /// The tools node `node` allows, of those the host has.
+    #[inline(always)]
+    pub(crate) fn allowed(&self, node: usize) -> Option<&'a [u64]> {
+        let k = self.key_words as usize;
+        self.row(node)?.get(k..k + self.set_words as usize)
+    }
+
+    /// The cell of `column` (a declared tool's index, or `width - 1` for a foreign
+    /// tool) at node `node`.
+    #[inline(always)]
+    pub(crate) fn cell(&self, node: usize, column: usize) -> Option<u64> {
+        let at = (self.key_words + self.set_words) as usize + column;
+        self.row(node)?.get(at).copied()
+    }
+
+    /// The node whose key is `key` (as ordered words), by binary search.
+    pub(crate) fn find<I: Iterator<Item = u64>>(&self, key: impl Fn() -> I) -> Node {
+        let (mut lo, mut hi) = (0usize, self.nodes());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some(k) = self.key(mid) else {
+                return Node::MISSING;
+            };
+            match key().cmp(k.iter().copied()) {
+                Ordering::Equal => return Node(mid as u16),
+                Ordering::Less => hi = mid,
+                Ordering::Greater => lo = mid + 1,
+            }
+        }
+        Node::MISSING
+    }
+}
+
+/// The next node of a cell.
+#[inline(always)]
+pub(crate) fn next_of(cell: u64) -> u16 {
+    cell as u16
+}
+
+/// A record's outcome in one word, as a cell holds it: bits 16..24 the kind, 32..64
+/// the new index (advanced) or the expected group's offset (out of sequence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Packed(pub u64);
+
+impl Packed {
+    /// What the cell `cell` records, for a tool the host has (`available()`) or not.
+    #[inline(always)]
+    pub fn of_cell(cell: u64, available: impl FnOnce() -> bool) -> Packed {
+        let packed = cell & !0xffff;
+        if (cell >> 16) & 0xff == kind::FREE && !available() {
+            // `NOT_ALLOWED` is `FREE + 1`.
+            Packed(packed + (1 << 16))
+        } else {
+            Packed(packed)
+        }
+    }
+
+    /// The packed form of an outcome.
+    #[inline(always)]
+    pub fn of(outcome: RawOutcome) -> Packed {
+        Packed(match outcome {
+            RawOutcome::Advanced(index) => kind::ADVANCED << 16 | u64::from(index) << 32,
+            RawOutcome::Completed => kind::COMPLETED << 16,
+            RawOutcome::Free => kind::FREE << 16,
+            RawOutcome::NotAllowed => kind::NOT_ALLOWED << 16,
+            RawOutcome::OutOfSequence(group) => {
+                kind::OUT_OF_SEQUENCE << 16 | u64::from(group) << 32
+            }
+        })
+    }
+
+    /// The outcome.
+    #[inline(always)]
+    pub fn unpack(self) -> RawOutcome {
+        let payload = self.0 >> 32;
+        match (self.0 >> 16) & 0xff {
+            kind::ADVANCED => RawOutcome::Advanced(payload as u16),
+            kind::COMPLETED => RawOutcome::Completed,
+            kind::FREE => RawOutcome::Free,
+            kind::NOT_ALLOWED => RawOutcome::NotAllowed,
+            _ => RawOutcome::OutOfSequence(payload as u32),
+        }
+    }
+}
+
+/// Words of a behaviour key of `t`'s sessions.
+fn fresh_key_words<S: AsRef<str>>(t: &Tables<'_, S>) -> usize {
+    1 + t.plan.derived_words() + t.plan.counters.len().div_ceil(4)
+}
+
+/// One state of the exploration, in owned storage.
+type Explored = State<Vec<u64>, Vec<u64>, Vec<u16>, Vec<u64>, Vec<u16>, Vec<u64>>;
+
+impl OwnedMoves {
+    /// The table of `t`'s machine (its own `moves` field is not read; its `plan` is), or
+    /// an empty one when its states exceed [`MAX_NODES`] or [`MAX_WORDS`], or it has more
+    /// than [`MAX_FLAGS`] message conditions.
+    pub fn derive<S: AsRef<str>>(t: &Tables<'_, S>) -> Self {
+        let tools = t.tools.len();
+        let flags = t.message_flags();
+        let width = tools + 1;
+        if tools == 0 || flags > MAX_FLAGS || tools >= u16::MAX as usize {
+            return OwnedMoves::default();
+        }
+        let row_words = fresh_key_words(t) + t.words + width;
+        let max_nodes = MAX_NODES.min(MAX_WORDS / row_words);
+        let fresh: Explored = State::fresh(
+            t,
+            vec![0; t.words],
+            vec![0; flags.div_ceil(64)],
+            vec![0; t.history],
+            vec![0; t.plan.derived_words()],
+            vec![0; t.plan.counters.len()],
+            Vec::new(),
+        );
+        let all = {
+            let mut all = vec![0u64; t.words];
+            (0..tools).for_each(|i| crate::bits::set(&mut all, i));
+            all
+        };
+        // Breadth first from a fresh session; ids in discovery order until sorted.
+        let mut ids: std::collections::HashMap<Vec<u64>, usize> = Default::default();
+        let mut keys: Vec<Vec<u64>> = Vec::new();
+        let mut cells: Vec<u64> = Vec::new();
+        let mut allowed: Vec<u64> = Vec::new();
+        let mut queue: VecDeque<Explored> = VecDeque::new();
+        let mut key = Vec::new();
+        let mut admit = |s: Explored,
+                         key: &mut Vec<u64>,
+                         queue: &mut VecDeque<Explored>,
+                         keys: &mut Vec<Vec<u64>>|
+         -> Option<usize> {
+            s.behaviour_key(key);
+            if let Some(&id) = ids.get(key.as_slice()) {
+                return Some(id);
+            }
+            if keys.len() >= max_nodes {
+                return None;
+            }
+            let id = keys.len();
+            ids.insert(key.clone(), id);
+            keys.push(key.clone());
+            queue.push_back(s);
+            Some(id)
+        };
+        if admit(fresh, &mut key, &mut queue, &mut keys).is_none() {
+            return OwnedMoves::default();
+        }
+        while let Some(s) = queue.pop_front() {
+            let at = allowed.len();
+            allowed.resize(at + t.words, 0);
+            s.allowed_into(t, &all, &mut allowed[at..]);
+            for column in 0..width {
+                let mut next = s.clone();
+                let tool = if column < tools {
+                    ToolRef::Declared(column)
+                } else {
+                    ToolRef::Foreign("")
+                };
+                let cell = Packed::of(next.record_engine(t, &all, tool)).0;
+                let Some(id) = admit(next, &mut key, &mut queue, &mut keys) else {
+                    return OwnedMoves::default();
+                };
+                cells.push(cell | id as u64);
+            }
+            // Messages are not tabulated (the next record searches for its node), but
+            // the nodes they lead to are.
+            if flags > 0 {
+                for combination in 0..1u64 << flags {
+                    let mut next = s.clone();
+                    next.on_message_flags(t, &[combination]);
+                    if admit(next, &mut key, &mut queue, &mut keys).is_none() {
+                        return OwnedMoves::default();
+                    }
+                }
+            }
+        }
+        // Ids by rank of key, so that a key is found by binary search.
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+        let mut rank = vec![0u64; keys.len()];
+        for (r, &id) in order.iter().enumerate() {
+            rank[id] = r as u64;
+        }
+        let key_words = keys.first().map_or(0, Vec::len);
+        let mut moves = OwnedMoves {
+            width: width as u32,
+            key_words: key_words as u32,
+            set_words: t.words as u32,
+            rows: Vec::with_capacity(keys.len() * (key_words + t.words + width)),
+        };
+        for &id in &order {
+            moves.rows.extend_from_slice(&keys[id]);
+            moves
+                .rows
+                .extend_from_slice(&allowed[id * t.words..(id + 1) * t.words]);
+            moves.rows.extend(
+                cells[id * width..(id + 1) * width]
+                    .iter()
+                    .map(|c| c & !0xffff | rank[(c & 0xffff) as usize]),
+            );
+        }
+        moves
+    }
+}
