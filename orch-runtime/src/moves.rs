@@ -26,11 +26,14 @@ use core::cmp::Ordering;
 use core::hash::{Hash, Hasher};
 use std::collections::VecDeque;
 
-/// At most this many nodes are tabulated (node ids are `u16`, below [`Node::MISSING`]).
+/// At most this many nodes are tabulated.
 pub const MAX_NODES: usize = 4096;
 /// At most this many words (8 bytes each) of rows are tabulated: a node's key, its
-/// allowed tools and a cell per tool.
+/// allowed tools and a cell per tool. (A node is known by its row's offset, a `u16`
+/// below [`Node::MISSING`].)
 pub const MAX_WORDS: usize = 32_768;
+// A node's row, and every cell, is below the sentinels.
+const _: () = assert!(MAX_WORDS < Node::MISSING.0 as usize);
 /// Machines with more message conditions than this get no table (a message can set
 /// any combination of them: `2^flags` messages from every node).
 pub const MAX_FLAGS: usize = 6;
@@ -64,9 +67,9 @@ compiled_form! {
         key_words: value(u32),
         /// Words of a tool set (the tables' `words`).
         set_words: value(u32),
-        /// One row per node, sorted by key (a node's id is its rank): its key
+        /// One row per node, sorted by key (a node is known by its row's offset): its key
         /// (`key_words`), the tools it allows when the host has them all (`set_words`),
-        /// and `width` cells — bits 0..16 the next node, 16..24 the outcome kind, 32..64
+        /// and `width` cells — bits 0..16 the next node's row, 16..24 the outcome kind, 32..64
         /// the new index of an advancing record or the expected group of an
         /// out-of-sequence one (a [`Packed`] outcome; a foreign tool's cell holds only
         /// the next node).
@@ -110,7 +113,7 @@ impl<'a> Moves<'a> {
         (self.key_words + self.set_words + self.width) as usize
     }
 
-    /// Number of nodes.
+    /// Number of nodes (a node is known by the offset of its row in [`Moves::rows`]).
     pub fn nodes(&self) -> usize {
         match self.row_words() {
             0 => 0,
@@ -118,32 +121,25 @@ impl<'a> Moves<'a> {
         }
     }
 
-    /// The row of node `node`.
-    #[inline(always)]
-    fn row(&self, node: usize) -> Option<&'a [u64]> {
-        let r = self.row_words();
-        self.rows.get(node * r..node * r + r)
-    }
-
     /// The key of node `node`.
     #[inline(always)]
     pub(crate) fn key(&self, node: usize) -> Option<&'a [u64]> {
-        self.row(node)?.get(..self.key_words as usize)
+        self.rows.get(node..node + self.key_words as usize)
     }
 
     /// The tools node `node` allows, of those the host has.
     #[inline(always)]
     pub(crate) fn allowed(&self, node: usize) -> Option<&'a [u64]> {
-        let k = self.key_words as usize;
-        self.row(node)?.get(k..k + self.set_words as usize)
+        let at = node + self.key_words as usize;
+        self.rows.get(at..at + self.set_words as usize)
     }
 
     /// The cell of `column` (a declared tool's index, or `width - 1` for a foreign
     /// tool) at node `node`.
     #[inline(always)]
     pub(crate) fn cell(&self, node: usize, column: usize) -> Option<u64> {
-        let at = (self.key_words + self.set_words) as usize + column;
-        self.row(node)?.get(at).copied()
+        let at = node + (self.key_words + self.set_words) as usize + column;
+        self.rows.get(at).copied()
     }
 
     /// The node whose key is `key` (as ordered words), by binary search.
@@ -151,11 +147,12 @@ impl<'a> Moves<'a> {
         let (mut lo, mut hi) = (0usize, self.nodes());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let Some(k) = self.key(mid) else {
+            let node = mid * self.row_words();
+            let Some(k) = self.key(node) else {
                 return Node::MISSING;
             };
             match key().cmp(k.iter().copied()) {
-                Ordering::Equal => return Node(mid as u16),
+                Ordering::Equal => return Node(node as u16),
                 Ordering::Less => hi = mid,
                 Ordering::Greater => lo = mid + 1,
             }
@@ -311,11 +308,12 @@ impl OwnedMoves {
         // Ids by rank of key, so that a key is found by binary search.
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
-        let mut rank = vec![0u64; keys.len()];
-        for (r, &id) in order.iter().enumerate() {
-            rank[id] = r as u64;
-        }
         let key_words = keys.first().map_or(0, Vec::len);
+        let row_words = key_words + t.words + width;
+        let mut row = vec![0u64; keys.len()];
+        for (r, &id) in order.iter().enumerate() {
+            row[id] = (r * row_words) as u64;
+        }
         let mut moves = OwnedMoves {
             width: width as u32,
             key_words: key_words as u32,
@@ -330,7 +328,7 @@ impl OwnedMoves {
             moves.rows.extend(
                 cells[id * width..(id + 1) * width]
                     .iter()
-                    .map(|c| c & !0xffff | rank[(c & 0xffff) as usize]),
+                    .map(|c| c & !0xffff | row[(c & 0xffff) as usize]),
             );
         }
         moves

@@ -396,7 +396,8 @@ where
         available: &[u64],
         out: &mut [u64],
     ) {
-        if !t.moves.is_empty() && self.node.0 < Node::MISSING.0 {
+        if !t.moves.is_empty() {
+            // `Node::UNKNOWN` and `Node::MISSING` are past every row: none.
             if let Some(set) = t.moves.allowed(self.node.0 as usize) {
                 bits::and_into(out, set, available);
                 return;
@@ -651,11 +652,8 @@ where
         available: &[u64],
         i: usize,
     ) -> Option<Packed> {
-        let node = self.node.0;
-        if node >= Node::MISSING.0 {
-            return None;
-        }
-        let cell = t.moves.cell(node as usize, i)?;
+        // `Node::UNKNOWN` and `Node::MISSING` are past every row: no cell.
+        let cell = t.moves.cell(self.node.0 as usize, i)?;
         let next = moves::next_of(cell);
         let key = t.moves.key(next as usize)?;
         self.approval = None;

@@ -192,18 +192,25 @@ fn run(
     // An empty needle matches at the start.
     report(sid, 0);
     let mut buf = [0u8; 4];
-    for (at, c) in message.char_indices() {
-        let end = at + c.len_utf8();
-        if c.is_ascii() {
-            // ASCII folds to its lowercase, one byte.
-            sid = a.next_state(Anchored::No, sid, c.to_ascii_lowercase() as u8);
-            report(sid, end);
+    let bytes = message.as_bytes();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if byte.is_ascii() {
+            // ASCII is one byte and folds to its lowercase: no decoding.
+            at += 1;
+            sid = a.next_state(Anchored::No, sid, byte.to_ascii_lowercase());
+            report(sid, at);
             continue;
         }
+        // `at` is at a character boundary: it only ever moves past whole characters.
+        let Some(c) = message.get(at..).and_then(|rest| rest.chars().next()) else {
+            return;
+        };
+        at += c.len_utf8();
         for f in caseless::Caseless::default_case_fold(core::iter::once(c)) {
             for &b in f.encode_utf8(&mut buf).as_bytes() {
                 sid = a.next_state(Anchored::No, sid, b);
-                report(sid, end);
+                report(sid, at);
             }
         }
     }
