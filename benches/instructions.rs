@@ -18,6 +18,7 @@ orch::include_machine!("sequence-shaped");
 orch::include_machine!("messages-2");
 orch::include_machine!("messages-10");
 orch::include_machine!("messages-40");
+orch::include_machine!("cognitive-reasoner");
 
 /// The order the benchmark session cycles its tools in: every lap completes
 /// `Investigate`'s sequence (search, think, reflect), so the step changes and sequence
@@ -87,9 +88,55 @@ fn message_40_conditions(mut s: messages_40::Session) -> messages_40::Session {
     s
 }
 
+/// The six requests of the research turn (the npm and Python benches' workload), each
+/// selecting one of the cognitive reasoner's modes.
+const REQUESTS: [&str; 6] = [
+    "Research how many moons Jupiter has",
+    "Critique this plan and give your opinion",
+    "Compare Rust and Go for network services",
+    "How can I solve this scheduling problem?",
+    "Let's brainstorm names for the product",
+    "Debate whether remote work is better",
+];
+
+/// A session of the cognitive reasoner that has served the six requests once.
+fn served() -> cognitive_reasoner::Session {
+    let mut s = cognitive_reasoner::Session::new();
+    for request in REQUESTS {
+        research(&mut s, request);
+    }
+    s
+}
+
+/// The research turn: a user message, then three times the allowed tools, a check of
+/// the first and its record.
+fn research(s: &mut cognitive_reasoner::Session, request: &str) {
+    s.on_user_message(black_box(request));
+    for _ in 0..3 {
+        let allowed = black_box(s.allowed());
+        if let Some(tool) = allowed.first() {
+            if black_box(s.check(tool)).is_ok() {
+                black_box(s.record(tool));
+            }
+        }
+    }
+}
+
+// The six research turns in a row (one per request), as the other languages' benches
+// run them.
+#[library_benchmark]
+#[bench::served(served())]
+fn research_turns(mut s: cognitive_reasoner::Session) -> cognitive_reasoner::Session {
+    for request in black_box(REQUESTS) {
+        research(&mut s, request);
+    }
+    s
+}
+
 library_benchmark_group!(
     name = hot_path;
-    benchmarks = turn, lap, message_2_conditions, message_10_conditions, message_40_conditions
+    benchmarks = turn, lap, message_2_conditions, message_10_conditions, message_40_conditions,
+        research_turns
 );
 
 main!(library_benchmark_groups = hot_path);

@@ -11,16 +11,33 @@
 //!   seven tools (a sequence completes and the step changes on the way), `TURNS` times.
 //! - `message`: one 200-byte user message against 40 message conditions
 //!   (`messages-40.json`), `MESSAGES` times.
+//! - `research`: the research turn of the npm and Python benches on the cognitive
+//!   reasoner (`examples/agents/cognitive-reasoner`): a user message (one of six
+//!   requests, each selecting a mode), then three times the allowed tools, a check of
+//!   the first and its record; `RESEARCH` turns.
 
 use std::hint::black_box;
 
 orch_runtime::include_machine!("sequence-shaped");
 orch_runtime::include_machine!("messages-40");
+orch_runtime::include_machine!("cognitive-reasoner");
 
 /// How many turns `turn` is called for (a multiple of the cycle's 7).
 const TURNS: usize = 7_000;
 /// How many messages `message` is called for.
 const MESSAGES: usize = 100;
+/// How many research turns `research` is called for (a multiple of the six requests).
+const RESEARCH: usize = 600;
+
+/// The six requests of the research turn.
+const REQUESTS: [&str; 6] = [
+    "Research how many moons Jupiter has",
+    "Critique this plan and give your opinion",
+    "Compare Rust and Go for network services",
+    "How can I solve this scheduling problem?",
+    "Let's brainstorm names for the product",
+    "Debate whether remote work is better",
+];
 
 const CYCLE: [sequence_shaped::Tool; 7] = {
     use sequence_shaped::Tool;
@@ -51,6 +68,20 @@ fn message(s: &mut messages_40::Session, text: &str) {
     s.on_user_message(black_box(text));
 }
 
+/// One research turn: the message, then three tool calls.
+#[inline(never)]
+fn research(s: &mut cognitive_reasoner::Session, request: &str) {
+    s.on_user_message(black_box(request));
+    for _ in 0..3 {
+        let allowed = black_box(s.allowed());
+        if let Some(tool) = allowed.first() {
+            if black_box(s.check(tool)).is_ok() {
+                black_box(s.record(tool));
+            }
+        }
+    }
+}
+
 fn main() {
     let mut s = sequence_shaped::Session::new();
     // Warm: the session has been cycling its tools for a while.
@@ -66,8 +97,17 @@ fn main() {
     for _ in 0..MESSAGES {
         message(&mut m, MESSAGE);
     }
+    let mut r = cognitive_reasoner::Session::new();
+    // Warm: the regexes compiled, every request served once.
+    for request in REQUESTS {
+        research(&mut r, request);
+    }
+    for request in REQUESTS.iter().cycle().take(RESEARCH) {
+        research(&mut r, request);
+    }
     println!(
-        "turns={TURNS} messages={MESSAGES} step={:?}",
-        black_box(&s).step()
+        "turns={TURNS} messages={MESSAGES} research={RESEARCH} step={:?} {:?}",
+        black_box(&s).step(),
+        black_box(&r).step()
     );
 }

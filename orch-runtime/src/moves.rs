@@ -74,6 +74,14 @@ compiled_form! {
         /// out-of-sequence one (a [`Packed`] outcome; a foreign tool's cell holds only
         /// the next node).
         rows: slice(u64),
+        /// The row of a fresh session's node.
+        fresh: value(u16),
+        /// Messages per node: `2^flags`, one per combination of the message conditions a
+        /// message can satisfy.
+        messages: value(u32),
+        /// Per node (in row order) and combination `c`: the row of the node a message
+        /// satisfying exactly the conditions of `c`'s bits leads to.
+        after_message: slice(u16),
     }
 }
 
@@ -142,8 +150,35 @@ impl<'a> Moves<'a> {
         self.rows.get(at).copied()
     }
 
-    /// The node whose key is `key` (as ordered words), by binary search.
+    /// The node a user message that satisfied the message conditions of `flags` (their
+    /// bits) leads to from node `node`.
+    #[inline(always)]
+    pub(crate) fn after_message(&self, node: usize, flags: u64) -> Option<Node> {
+        let rank = node / self.row_words().max(1);
+        let at = rank * self.messages as usize + flags as usize;
+        self.after_message.get(at).map(|&n| Node(n))
+    }
+
+    /// The node whose key is `key()` (its words in order), by binary search.
     pub(crate) fn find<I: Iterator<Item = u64>>(&self, key: impl Fn() -> I) -> Node {
+        // Short keys (all the common ones) are compared as slices, from a copy on the
+        // stack; longer ones word by word, from a new iterator each time.
+        let mut short = [0u64; 16];
+        let mut len = 0;
+        let mut words = key();
+        for (slot, word) in short.iter_mut().zip(&mut words) {
+            *slot = word;
+            len += 1;
+        }
+        if len < short.len() || words.next().is_none() {
+            let short = &short[..len];
+            return self.search(|k| short.cmp(k));
+        }
+        self.search(|k| key().cmp(k.iter().copied()))
+    }
+
+    /// Binary search of the rows by key: `order(k)` orders the sought key against `k`.
+    fn search(&self, order: impl Fn(&[u64]) -> Ordering) -> Node {
         let (mut lo, mut hi) = (0usize, self.nodes());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -151,7 +186,7 @@ impl<'a> Moves<'a> {
             let Some(k) = self.key(node) else {
                 return Node::MISSING;
             };
-            match key().cmp(k.iter().copied()) {
+            match order(k) {
                 Ordering::Equal => return Node(node as u16),
                 Ordering::Less => hi = mid,
                 Ordering::Greater => lo = mid + 1,
@@ -232,8 +267,9 @@ impl OwnedMoves {
         if tools == 0 || flags > MAX_FLAGS || tools >= u16::MAX as usize {
             return OwnedMoves::default();
         }
-        let row_words = fresh_key_words(t) + t.words + width;
-        let max_nodes = MAX_NODES.min(MAX_WORDS / row_words);
+        // A node's row, and its message cells (`u16`s, four to a word).
+        let node_words = fresh_key_words(t) + t.words + width + (1usize << flags).div_ceil(4);
+        let max_nodes = MAX_NODES.min(MAX_WORDS / node_words);
         let fresh: Explored = State::fresh(
             t,
             vec![0; t.words],
@@ -253,6 +289,7 @@ impl OwnedMoves {
         let mut keys: Vec<Vec<u64>> = Vec::new();
         let mut cells: Vec<u64> = Vec::new();
         let mut allowed: Vec<u64> = Vec::new();
+        let mut messages: Vec<usize> = Vec::new();
         let mut queue: VecDeque<Explored> = VecDeque::new();
         let mut key = Vec::new();
         let mut admit = |s: Explored,
@@ -293,16 +330,13 @@ impl OwnedMoves {
                 };
                 cells.push(cell | id as u64);
             }
-            // Messages are not tabulated (the next record searches for its node), but
-            // the nodes they lead to are.
-            if flags > 0 {
-                for combination in 0..1u64 << flags {
-                    let mut next = s.clone();
-                    next.on_message_flags(t, &[combination]);
-                    if admit(next, &mut key, &mut queue, &mut keys).is_none() {
-                        return OwnedMoves::default();
-                    }
-                }
+            for combination in 0..1u64 << flags {
+                let mut next = s.clone();
+                next.on_message_flags(t, &[combination]);
+                let Some(id) = admit(next, &mut key, &mut queue, &mut keys) else {
+                    return OwnedMoves::default();
+                };
+                messages.push(id);
             }
         }
         // Ids by rank of key, so that a key is found by binary search.
@@ -319,6 +353,9 @@ impl OwnedMoves {
             key_words: key_words as u32,
             set_words: t.words as u32,
             rows: Vec::with_capacity(keys.len() * (key_words + t.words + width)),
+            fresh: row.first().map_or(0, |&r| r as u16),
+            messages: 1 << flags,
+            after_message: Vec::with_capacity(messages.len()),
         };
         for &id in &order {
             moves.rows.extend_from_slice(&keys[id]);
@@ -329,6 +366,12 @@ impl OwnedMoves {
                 cells[id * width..(id + 1) * width]
                     .iter()
                     .map(|c| c & !0xffff | row[(c & 0xffff) as usize]),
+            );
+            let combinations = 1usize << flags;
+            moves.after_message.extend(
+                messages[id * combinations..(id + 1) * combinations]
+                    .iter()
+                    .map(|&n| row[n] as u16),
             );
         }
         moves

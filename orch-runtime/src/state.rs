@@ -195,6 +195,9 @@ where
         self.clear();
         self.rebuild(t);
         self.activate(t);
+        if !t.moves.is_empty() {
+            self.node = Node(t.moves.fresh);
+        }
     }
 
     /// Recomputes the derived state from the history, the used set and the message
@@ -770,7 +773,15 @@ where
     /// The end of a user message, its flags stored.
     fn after_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         self.approval = None;
-        self.node = Node::UNKNOWN;
+        if !t.moves.is_empty() {
+            // The table knows where this message leads (a machine with a table has at
+            // most `MAX_FLAGS` message conditions: one word of flags).
+            let flags = self.flags.as_ref().first().copied().unwrap_or(0);
+            self.node = t
+                .moves
+                .after_message(self.node.0 as usize, flags)
+                .unwrap_or(Node::UNKNOWN);
+        }
         let n_contains = t.contains.len();
         self.sync_message_atoms(t);
         if let Some(step) = self.active() {
