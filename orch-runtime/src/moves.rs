@@ -14,11 +14,14 @@
 //! a snapshot, not a decision — can tell the two paths apart;
 //! `tests/moves_match_engine.rs` checks it event by event on random templates.
 //!
-//! A session remembers its node as a hint ([`Node`]): every other event (a message, a
-//! restore, a reset) forgets it, and the next record finds it again by binary search
-//! over the sorted keys. A machine with more states than the bounds below, or more
-//! message conditions than [`MAX_FLAGS`], gets an empty table, and its sessions use the
-//! incremental engine alone.
+//! A session remembers its node as a hint ([`Node`]). A user message takes the next
+//! node from the table too (per node, one per combination of message conditions), a
+//! reset the fresh session's; a restore forgets it, and the next record finds it again
+//! by binary search over the sorted keys. A state the table does not hold (a snapshot
+//! edited by hand, or of another version of the template) records by the engine. A
+//! machine with more states than the bounds below, or more message conditions than
+//! [`MAX_FLAGS`], gets an empty table, and its sessions use the incremental engine
+//! alone.
 
 use crate::state::{RawOutcome, State, ToolRef};
 use crate::tables::Tables;
@@ -28,9 +31,9 @@ use std::collections::VecDeque;
 
 /// At most this many nodes are tabulated.
 pub const MAX_NODES: usize = 4096;
-/// At most this many words (8 bytes each) of rows are tabulated: a node's key, its
-/// allowed tools and a cell per tool. (A node is known by its row's offset, a `u16`
-/// below [`Node::MISSING`].)
+/// At most this many words (8 bytes each) are tabulated: per node, its key, its
+/// allowed tools, a cell per tool, and its message cells (`u16`s, four to a word). (A
+/// node is known by its row's offset, a `u16` below `Node::MISSING`.)
 pub const MAX_WORDS: usize = 32_768;
 // A node's row, and every cell, is below the sentinels.
 const _: () = assert!(MAX_WORDS < Node::MISSING.0 as usize);
@@ -40,7 +43,7 @@ pub const MAX_FLAGS: usize = 6;
 
 /// The outcome kinds of a cell (bits 16..24).
 pub(crate) mod kind {
-    /// `Advanced` to the next node's index.
+    /// `Advanced`, the new index in bits 32..48.
     pub const ADVANCED: u64 = 0;
     /// `Completed`.
     pub const COMPLETED: u64 = 1;
@@ -69,10 +72,9 @@ compiled_form! {
         set_words: value(u32),
         /// One row per node, sorted by key (a node is known by its row's offset): its key
         /// (`key_words`), the tools it allows when the host has them all (`set_words`),
-        /// and `width` cells — bits 0..16 the next node's row, 16..24 the outcome kind, 32..64
-        /// the new index of an advancing record or the expected group of an
-        /// out-of-sequence one (a [`Packed`] outcome; a foreign tool's cell holds only
-        /// the next node).
+        /// and `width` cells — bits 0..16 the next node's row, 16..24 the outcome's kind,
+        /// 32..64 the new index of an advancing record or the expected group of an
+        /// out-of-sequence one (a foreign tool's cell holds only the next node's row).
         rows: slice(u64),
         /// The row of a fresh session's node.
         fresh: value(u16),
@@ -153,7 +155,7 @@ impl<'a> Moves<'a> {
     /// The node a user message that satisfied the message conditions of `flags` (their
     /// bits) leads to from node `node`.
     #[inline(always)]
-    pub(crate) fn after_message(&self, node: usize, flags: u64) -> Option<Node> {
+    pub(crate) fn message_node(&self, node: usize, flags: u64) -> Option<Node> {
         let rank = node / self.row_words().max(1);
         let at = rank * self.messages as usize + flags as usize;
         self.after_message.get(at).map(|&n| Node(n))

@@ -779,7 +779,7 @@ where
             let flags = self.flags.as_ref().first().copied().unwrap_or(0);
             self.node = t
                 .moves
-                .after_message(self.node.0 as usize, flags)
+                .message_node(self.node.0 as usize, flags)
                 .unwrap_or(Node::UNKNOWN);
         }
         let n_contains = t.contains.len();
