@@ -88,24 +88,28 @@ fn message_40_conditions(mut s: messages_40::Session) -> messages_40::Session {
     s
 }
 
-/// The six requests of the research turn (the npm and Python benches' workload), each
-/// selecting one of the cognitive reasoner's modes.
-const REQUESTS: [&str; 6] = [
-    "Research how many moons Jupiter has",
-    "Critique this plan and give your opinion",
-    "Compare Rust and Go for network services",
-    "How can I solve this scheduling problem?",
-    "Let's brainstorm names for the product",
-    "Debate whether remote work is better",
-];
+/// The six requests of the research turn (the npm and Python benches' workload), one a
+/// line, each selecting one of the cognitive reasoner's modes.
+const REQUESTS: &str = include_str!("../examples/agents/cognitive-reasoner/requests.txt");
 
-/// A session of the cognitive reasoner that has served the six requests once.
-fn served() -> cognitive_reasoner::Session {
+/// The six requests, split into lines.
+fn requests() -> [&'static str; 6] {
+    let mut requests = [""; 6];
+    for (slot, line) in requests.iter_mut().zip(REQUESTS.lines()) {
+        *slot = line;
+    }
+    requests
+}
+
+/// A session of the cognitive reasoner that has served the six requests once, and the
+/// requests.
+fn served() -> (cognitive_reasoner::Session, [&'static str; 6]) {
     let mut s = cognitive_reasoner::Session::new();
-    for request in REQUESTS {
+    let requests = requests();
+    for request in requests {
         research(&mut s, request);
     }
-    s
+    (s, requests)
 }
 
 /// The research turn: a user message, then three times the allowed tools, a check of
@@ -126,8 +130,10 @@ fn research(s: &mut cognitive_reasoner::Session, request: &str) {
 // run them.
 #[library_benchmark]
 #[bench::served(served())]
-fn research_turns(mut s: cognitive_reasoner::Session) -> cognitive_reasoner::Session {
-    for request in black_box(REQUESTS) {
+fn research_turns(
+    (mut s, requests): (cognitive_reasoner::Session, [&'static str; 6]),
+) -> cognitive_reasoner::Session {
+    for request in black_box(requests) {
         research(&mut s, request);
     }
     s

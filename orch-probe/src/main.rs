@@ -29,15 +29,8 @@ const MESSAGES: usize = 100;
 /// How many research turns `research` is called for (a multiple of the six requests).
 const RESEARCH: usize = 600;
 
-/// The six requests of the research turn.
-const REQUESTS: [&str; 6] = [
-    "Research how many moons Jupiter has",
-    "Critique this plan and give your opinion",
-    "Compare Rust and Go for network services",
-    "How can I solve this scheduling problem?",
-    "Let's brainstorm names for the product",
-    "Debate whether remote work is better",
-];
+/// The six requests of the research turn, one a line.
+const REQUESTS: &str = include_str!("../../examples/agents/cognitive-reasoner/requests.txt");
 
 const CYCLE: [sequence_shaped::Tool; 7] = {
     use sequence_shaped::Tool;
@@ -99,10 +92,10 @@ fn main() {
     }
     let mut r = cognitive_reasoner::Session::new();
     // Warm: the regexes compiled, every request served once.
-    for request in REQUESTS {
+    for request in REQUESTS.lines() {
         research(&mut r, request);
     }
-    for request in REQUESTS.iter().cycle().take(RESEARCH) {
+    for request in REQUESTS.lines().cycle().take(RESEARCH) {
         research(&mut r, request);
     }
     println!(
