@@ -250,11 +250,6 @@ impl Packed {
     }
 }
 
-/// Words of a behaviour key of `t`'s sessions.
-fn fresh_key_words<S: AsRef<str>>(t: &Tables<'_, S>) -> usize {
-    1 + t.plan.derived_words() + t.plan.counters.len().div_ceil(4)
-}
-
 /// One state of the exploration, in owned storage.
 type Explored = State<Vec<u64>, Vec<u64>, Vec<u16>, Vec<u64>, Vec<u16>, Vec<u64>>;
 
@@ -269,9 +264,6 @@ impl OwnedMoves {
         if tools == 0 || flags > MAX_FLAGS || tools >= u16::MAX as usize {
             return OwnedMoves::default();
         }
-        // A node's row, and its message cells (`u16`s, four to a word).
-        let node_words = fresh_key_words(t) + t.words + width + (1usize << flags).div_ceil(4);
-        let max_nodes = MAX_NODES.min(MAX_WORDS / node_words);
         let fresh: Explored = State::fresh(
             t,
             vec![0; t.words],
@@ -281,6 +273,11 @@ impl OwnedMoves {
             vec![0; t.plan.counters.len()],
             Vec::new(),
         );
+        // A node's row (its key as the state's own key says, its allowed set, its cells)
+        // and its message cells (`u16`s, four to a word).
+        let node_words =
+            fresh.key_words().count() + t.words + width + (1usize << flags).div_ceil(4);
+        let max_nodes = MAX_NODES.min(MAX_WORDS / node_words);
         let all = {
             let mut all = vec![0u64; t.words];
             (0..tools).for_each(|i| crate::bits::set(&mut all, i));

@@ -171,7 +171,6 @@ where
         self.usage = Usage::default();
         self.approval = None;
         self.memory.as_mut().fill(0);
-        self.node = Node::UNKNOWN;
     }
 
     /// The remembered values (live entries, two words each).
