@@ -11,7 +11,7 @@ mod common;
 
 use common::{Event, MESSAGES};
 use orch::compiled::OwnedMoves;
-use orch::dynamic::{DynMachine, DynSession};
+use orch::dynamic::{DynMachine, DynOutcome, DynSession};
 use proptest::prelude::*;
 
 orch::include_machine!("sequence-shaped");
@@ -163,10 +163,25 @@ fn a_state_outside_the_table_records_by_the_engine() {
 }
 
 /// The generated (typed) sessions of two fixtures, which hold their tables as statics,
-/// against run-time sessions without a table.
+/// against run-time sessions without a table: the whole outcome (the new index, the
+/// expected tools), the host's tools, restores, the snapshot and `allowed()`.
 #[test]
 fn typed_sessions_record_as_the_engine_does() {
-    use orch::ToolEnum;
+    use orch::{Outcome, ToolEnum};
+    fn names<T: ToolEnum>(set: orch::ToolSet<T>) -> Vec<String> {
+        set.iter().map(|t| t.name().to_string()).collect()
+    }
+    fn typed<T: ToolEnum>(o: Outcome<T>) -> DynOutcome {
+        match o {
+            Outcome::Advanced { index } => DynOutcome::Advanced { index },
+            Outcome::Completed => DynOutcome::Completed,
+            Outcome::Free => DynOutcome::Free,
+            Outcome::NotAllowed => DynOutcome::NotAllowed,
+            Outcome::OutOfSequence { expected } => DynOutcome::OutOfSequence {
+                expected: names(expected),
+            },
+        }
+    }
     fn run<M: orch::Machine>(path: &str, events: &[Event]) -> Result<(), TestCaseError> {
         let (_, without) = machines(&std::fs::read_to_string(path).unwrap());
         let tools: Vec<String> = without.tools().to_vec();
@@ -183,22 +198,27 @@ fn typed_sessions_record_as_the_engine_does() {
                 Event::Tool(i) => {
                     let name = &tools[i.index(tools.len())];
                     let tool = M::Tool::from_name(name).expect("declared");
-                    prop_assert_eq!(a.record(tool).as_str(), b.record(name).as_str(), "{}", ctx);
+                    prop_assert_eq!(typed(a.record(tool)), b.record(name), "{}", ctx);
                 }
                 Event::Foreign => {
                     let name = FOREIGN[n % FOREIGN.len()];
-                    prop_assert_eq!(
-                        a.record_name(name).as_str(),
-                        b.record(name).as_str(),
-                        "{}",
-                        ctx
-                    );
+                    prop_assert_eq!(typed(a.record_name(name)), b.record(name), "{}", ctx);
+                }
+                Event::Available(mask) => {
+                    let kept: Vec<&str> = Event::kept(mask, &tools).collect();
+                    a.set_available(kept.iter().filter_map(|t| M::Tool::from_name(t)));
+                    b.set_available(kept.iter().copied());
                 }
                 Event::Reset => {
                     a.reset();
                     b.reset();
                 }
-                Event::Available(_) | Event::Usage(..) => {}
+                Event::Usage(..) => {}
+            }
+            if n % 7 == 6 {
+                let (restored, _) = orch::Session::<M>::restore(&a.snapshot())
+                    .map_err(|e| TestCaseError::fail(format!("{ctx}: restore: {e}")))?;
+                a = restored;
             }
             prop_assert_eq!(
                 a.snapshot().to_json(),
@@ -206,6 +226,7 @@ fn typed_sessions_record_as_the_engine_does() {
                 "after {}",
                 ctx
             );
+            prop_assert_eq!(names(a.allowed()), b.allowed(), "allowed after {}", ctx);
         }
         Ok(())
     }

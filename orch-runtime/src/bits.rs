@@ -190,6 +190,20 @@ impl<T: ToolEnum> ToolSet<T> {
         set
     }
 
+    /// A set from raw words that have no bit past the last tool (the engine's own
+    /// sets, and intersections with one): no masking.
+    #[inline(always)]
+    pub(crate) fn from_valid_words(words: T::Words) -> Self {
+        debug_assert!(
+            Self::from_words(words).words.as_ref() == words.as_ref(),
+            "a set with a bit past the last tool"
+        );
+        ToolSet {
+            words,
+            _tool: PhantomData,
+        }
+    }
+
     #[doc(hidden)]
     /// The raw words (bit `i` is `T::ALL[i]`).
     pub fn words(&self) -> &T::Words {

@@ -210,15 +210,21 @@ pub(crate) fn next_of(cell: u64) -> u16 {
 pub(crate) struct Packed(pub u64);
 
 impl Packed {
-    /// What the cell `cell` records, for a tool the host has (`available()`) or not.
+    /// What the cell `cell` records. Its kind is `FREE` for a tool the node allows:
+    /// [`Packed::resolve`] makes it `NOT_ALLOWED` when the host lacks the tool.
     #[inline(always)]
-    pub fn of_cell(cell: u64, available: impl FnOnce() -> bool) -> Packed {
-        let packed = cell & !0xffff;
-        if (cell >> 16) & 0xff == kind::FREE && !available() {
-            // `NOT_ALLOWED` is `FREE + 1`.
-            Packed(packed + (1 << 16))
+    pub fn of_cell(cell: u64) -> Packed {
+        Packed(cell & !0xffff)
+    }
+
+    /// This outcome for a tool the host has (`available()`) or not: `FREE` becomes
+    /// `NOT_ALLOWED` (`FREE + 1`) when it does not.
+    #[inline(always)]
+    pub fn resolve(self, available: impl FnOnce() -> bool) -> Packed {
+        if self.kind() == kind::FREE && !available() {
+            Packed(self.0 + (1 << 16))
         } else {
-            Packed(packed)
+            self
         }
     }
 
@@ -236,16 +242,27 @@ impl Packed {
         })
     }
 
+    /// The outcome's kind (one of [`kind`]).
+    #[inline(always)]
+    pub fn kind(self) -> u64 {
+        (self.0 >> 16) & 0xff
+    }
+
+    /// The new index (`Advanced`) or the expected group's offset (`OutOfSequence`).
+    #[inline(always)]
+    pub fn payload(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
     /// The outcome.
     #[inline(always)]
     pub fn unpack(self) -> RawOutcome {
-        let payload = self.0 >> 32;
-        match (self.0 >> 16) & 0xff {
-            kind::ADVANCED => RawOutcome::Advanced(payload as u16),
+        match self.kind() {
+            kind::ADVANCED => RawOutcome::Advanced(self.payload() as u16),
             kind::COMPLETED => RawOutcome::Completed,
             kind::FREE => RawOutcome::Free,
             kind::NOT_ALLOWED => RawOutcome::NotAllowed,
-            _ => RawOutcome::OutOfSequence(payload as u32),
+            _ => RawOutcome::OutOfSequence(self.payload()),
         }
     }
 }

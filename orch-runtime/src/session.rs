@@ -5,6 +5,7 @@ use crate::args::Broken;
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
 use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
+use crate::moves::{kind, Packed};
 use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN, NO_STEP};
 use core::fmt;
 use core::marker::PhantomData;
@@ -21,13 +22,13 @@ pub enum Outcome<T: ToolEnum> {
     Completed,
     /// No sequence was waiting, and the tool was allowed.
     Free,
+    /// No sequence was waiting, and the tool was not allowed (it ran anyway).
+    NotAllowed,
     /// A sequence was waiting for one of `expected`; the index did not move.
     OutOfSequence {
         /// The tools the sequence expected.
         expected: ToolSet<T>,
     },
-    /// No sequence was waiting, and the tool was not allowed (it ran anyway).
-    NotAllowed,
 }
 
 impl<T: ToolEnum> Outcome<T> {
@@ -235,7 +236,9 @@ impl<M: Machine> Session<M> {
         let mut out = <<M::Tool as ToolEnum>::Words as Words>::ZERO;
         self.state
             .allowed_into(M::tables(), self.available.as_ref(), out.as_mut());
-        ToolSet::from_words(out)
+        // The tables' sets and the host's (kept as a `ToolSet`'s words) have no bit past
+        // the last tool, and neither has their intersection.
+        ToolSet::from_valid_words(out)
     }
 
     /// May `tool` run now? The `Err` says why not. Changes nothing.
@@ -397,9 +400,57 @@ impl<M: Machine> Session<M> {
     /// transitions it triggers, within this call.
     #[inline(always)]
     pub fn record(&mut self, tool: M::Tool) -> Outcome<M::Tool> {
+        let i = tool.index();
+        let t = M::tables();
+        if t.moves.is_empty() {
+            let raw = self
+                .state
+                .record_engine(t, self.available.as_ref(), ToolRef::Declared(i));
+            return self.outcome(raw);
+        }
+        match self.state.record_move(t, i) {
+            Some(packed) => self.moved(packed, i),
+            // Nothing is live across this call: it is a tail call.
+            None => self.record_off_table(i),
+        }
+    }
+
+    /// The outcome of the table's move of the declared tool `i`. `Outcome`'s variants
+    /// without a set are declared in the order of the kinds, so the match below is
+    /// the identity on the tag (no second dispatch); the commonest kind, a tool the
+    /// step allows, is told apart first.
+    #[inline(always)]
+    fn moved(&self, packed: Packed, i: usize) -> Outcome<M::Tool> {
+        let k = packed.kind();
+        if k == kind::FREE {
+            return if bits::test(self.available.as_ref(), i) {
+                Outcome::Free
+            } else {
+                Outcome::NotAllowed
+            };
+        }
+        if k >= kind::OUT_OF_SEQUENCE {
+            return Outcome::OutOfSequence {
+                expected: self.set_from(M::tables().set_at(packed.payload())),
+            };
+        }
+        match k & 3 {
+            kind::ADVANCED => Outcome::Advanced {
+                index: packed.payload() as usize,
+            },
+            kind::COMPLETED => Outcome::Completed,
+            kind::FREE => Outcome::Free,
+            _ => Outcome::NotAllowed,
+        }
+    }
+
+    /// [`Session::record`] of the declared tool `i` when the session's node is not
+    /// known (after a message, a restore or a reset), out of line.
+    #[inline(never)]
+    fn record_off_table(&mut self, i: usize) -> Outcome<M::Tool> {
         let raw = self
             .state
-            .record_declared(M::tables(), self.available.as_ref(), tool.index());
+            .record_declared_off_table(M::tables(), self.available.as_ref(), i);
         self.outcome(raw)
     }
 

@@ -352,12 +352,22 @@ where
         if cap == 0 {
             return;
         }
-        // `hist_next < cap` always; the ring wraps without a division.
+        // `hist_next < cap` always; the ring wraps without a division. One comparison
+        // both proves the slot in range and says the cursor does not wrap.
         let next = self.hist_next as usize;
-        if let Some(slot) = ring.get_mut(next) {
-            *slot = tool;
+        if next + 1 < cap {
+            if let Some(slot) = ring.get_mut(next) {
+                *slot = tool;
+            }
+            self.hist_next = next as u16 + 1;
+        } else {
+            // Once every `cap` records.
+            cold();
+            if let Some(slot) = ring.get_mut(next) {
+                *slot = tool;
+            }
+            self.hist_next = 0;
         }
-        self.hist_next = if next + 1 >= cap { 0 } else { next as u16 + 1 };
     }
 
     /// Step activation (semantics §6): the first eligible step in template order wins (the
@@ -404,6 +414,8 @@ where
                 bits::and_into(out, set, available);
                 return;
             }
+            // After a message, a restore or a reset, until the next record.
+            cold();
         }
         match self.active() {
             None => {
@@ -626,8 +638,8 @@ where
         if t.moves.is_empty() {
             return self.record_engine(t, available, ToolRef::Declared(i));
         }
-        match self.record_move(t, available, i) {
-            Some(outcome) => outcome.unpack(),
+        match self.record_move(t, i) {
+            Some(outcome) => outcome.resolve(|| bits::test(available, i)).unpack(),
             None => self.record_declared_off_table(t, available, i),
         }
     }
@@ -635,7 +647,7 @@ where
     /// [`State::record_off_table`] of the declared tool `i`, out of line (the table's
     /// path stays small).
     #[inline(never)]
-    fn record_declared_off_table<S: AsRef<str>>(
+    pub(crate) fn record_declared_off_table<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
         available: &[u64],
@@ -646,12 +658,13 @@ where
 
     /// Records the declared tool `i` by the transition table, when the state's node is
     /// known: the next node's key becomes the state, the tool enters the used set and
-    /// the history. `None` (nothing changed) when the node is not known.
+    /// the history. `None` (nothing changed) when the node is not known. The outcome
+    /// is not yet [resolved](Packed::resolve) against the host's tools: `FREE` means
+    /// the node allows the tool, and it is `NotAllowed` when the host lacks it.
     #[inline(always)]
-    fn record_move<S: AsRef<str>>(
+    pub(crate) fn record_move<S: AsRef<str>>(
         &mut self,
         t: &Tables<'_, S>,
-        available: &[u64],
         i: usize,
     ) -> Option<Packed> {
         // `Node::UNKNOWN` and `Node::MISSING` are past every row: no cell.
@@ -663,7 +676,7 @@ where
         self.node = Node(next);
         bits::set(self.used.as_mut(), i);
         self.push_history(i as u16);
-        Some(Packed::of_cell(cell, || bits::test(available, i)))
+        Some(Packed::of_cell(cell))
     }
 
     /// [`State::record`] of a machine with a transition table, when the state's node is
@@ -680,8 +693,8 @@ where
         if self.node.0 == Node::UNKNOWN.0 {
             self.node = t.moves.find(|| self.key_words());
             if let ToolRef::Declared(i) = tool {
-                if let Some(outcome) = self.record_move(t, available, i) {
-                    return outcome.unpack();
+                if let Some(outcome) = self.record_move(t, i) {
+                    return outcome.resolve(|| bits::test(available, i)).unpack();
                 }
             }
         }
@@ -962,3 +975,9 @@ fn flag_mask(n_flags: usize, w: usize) -> u64 {
 fn covers(holds: &[u64], atoms: &[u32]) -> bool {
     atoms.iter().all(|&a| bits::test(holds, a as usize))
 }
+
+/// Marks the path that calls it as the unlikely one (the stable form of a branch
+/// hint: the optimiser lays calls of a `#[cold]` function out of the hot path).
+#[cold]
+#[inline(always)]
+fn cold() {}

@@ -585,15 +585,16 @@ fn disk_full_note(root: &Path) {
 /// (`orch-probe`, a release build, counted by callgrind: exact, whatever the machine's
 /// load): `(function, calls, budget per call)`. Measured 2026-11-27 with rustc 1.95.0:
 /// a turn (`allowed()` and `record()` on the sequence-driven shape, the call included)
-/// 69.0 (141.1 before the transition table), a 200-byte message against 40 conditions
-/// 8,979 (10,292 before the ASCII path of the case-folding pass), the research turn on
-/// the cognitive reasoner (a message and three allowed/check/record calls) 2,201 (2,410
-/// before). The budgets leave about 3–4% for another compiler's code; lower them with
+/// 55.3 (141.1 before the transition table, 69.0 before the typed session read the
+/// table's outcome directly), a 200-byte message against 40 conditions 8,979 (10,292
+/// before the ASCII path of the case-folding pass), the research turn on the cognitive
+/// reasoner (a message and three allowed/check/record calls) 2,172 (2,410 before the
+/// table). The budgets leave about 3–5% for another compiler's code; lower them with
 /// the code they measure.
 const INSTRUCTION_BUDGETS: [(&str, u64, u64); 3] = [
-    ("turn", 7_000, 72),
+    ("turn", 7_000, 58),
     ("message", 100, 9_250),
-    ("research", 600, 2_280),
+    ("research", 600, 2_250),
 ];
 
 /// Builds `orch-probe` (release) and counts each probed function's instructions under
