@@ -103,7 +103,23 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
                     .iter()
                     .position(|t| *t == name)
                     .and_then(|i| by_index.record_index(i));
+                // So is recording by index for the outcome's word alone.
+                let mut by_word = dynamic.clone();
+                let word = tools
+                    .iter()
+                    .position(|t| *t == name)
+                    .and_then(|i| by_word.record_index_word(i));
                 let b = dynamic.record(name);
+                if let Some(word) = word {
+                    prop_assert_eq!(word, b.as_str(), "{}: record_index_word {}", ctx, name);
+                    prop_assert_eq!(
+                        by_word.snapshot(),
+                        dynamic.snapshot(),
+                        "{}: record_index_word {}",
+                        ctx,
+                        name
+                    );
+                }
                 if let Some(indexed) = indexed {
                     prop_assert_eq!(
                         dyn_outcome_str(&indexed),
@@ -229,13 +245,16 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
     });
 }
 
-/// `record_index` past the machine's tools is `None` and changes nothing.
+/// `record_index` (and `record_index_word`) past the machine's tools is `None` and
+/// changes nothing.
 fn by_index_out_of_range_records_nothing(
     session: &orch::dynamic::DynSession<'_>,
     tools: usize,
 ) -> bool {
     let mut copy = session.clone();
-    copy.record_index(tools).is_none() && copy.snapshot() == session.snapshot()
+    copy.record_index(tools).is_none()
+        && copy.record_index_word(tools).is_none()
+        && copy.snapshot() == session.snapshot()
 }
 
 const MESSAGES: &[&str] = &[

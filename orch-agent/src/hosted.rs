@@ -210,6 +210,13 @@ impl HostedSession {
             .with_dependent_mut(|_, session| session.record_index(index))
     }
 
+    /// [`record_index`](Self::record_index), the outcome's word only (no names built
+    /// for an out-of-sequence record).
+    pub fn record_index_word(&mut self, index: usize) -> Option<&'static str> {
+        self.live
+            .with_dependent_mut(|_, session| session.record_index_word(index))
+    }
+
     /// The allowed set's declared tools as bits (bit `i`: the machine's `i`-th tool) in
     /// `out`; `true` when a foreign host tool is allowed too.
     pub fn allowed_bits(&self, out: &mut Vec<u64>) -> bool {

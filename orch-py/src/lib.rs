@@ -556,8 +556,8 @@ impl Session {
             Some(_) => None,
         };
         let outcome = match (declared, result) {
-            (Some(i), _) => match self.hosted.record_index(i) {
-                Some(outcome) => outcome.as_str(),
+            (Some(i), _) => match self.hosted.record_index_word(i) {
+                Some(word) => word,
                 None => self.hosted.record(tool.to_str()?),
             },
             (None, Some(result)) => self.hosted.record_result(tool.to_str()?, result),

@@ -531,6 +531,28 @@ impl<'m> DynSession<'m> {
         (index < self.machine.tables.tools.len()).then(|| self.record_ref(ToolRef::Declared(index)))
     }
 
+    /// [`DynSession::record_index`] for hosts that need only the outcome's word
+    /// ([`DynOutcome::as_str`]): an out-of-sequence record does not build the expected
+    /// tools' names.
+    pub fn record_index_word(&mut self, index: usize) -> Option<&'static str> {
+        if index >= self.machine.tables.tools.len() {
+            return None;
+        }
+        let t = self.machine.tables.view();
+        Some(
+            match self
+                .state
+                .record(&t, &self.available, ToolRef::Declared(index))
+            {
+                RawOutcome::Advanced(_) => "advanced",
+                RawOutcome::Completed => "completed",
+                RawOutcome::Free => "free",
+                RawOutcome::OutOfSequence(_) => "out_of_sequence",
+                RawOutcome::NotAllowed => "not_allowed",
+            },
+        )
+    }
+
     /// The allowed set's declared tools as bits (bit `i` is [`DynMachine::tools`]`[i]`),
     /// written into `out` (resized to the machine's words); `true` when a foreign host
     /// tool is allowed as well (those have no bit: [`DynSession::for_each_allowed`]
