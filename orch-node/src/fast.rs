@@ -269,9 +269,16 @@ fn snapshot64(handle: f64) -> Result<Base64> {
             };
             let (bytes, text) = &mut *buffers;
             session.snapshot_into(bytes);
-            text.clear();
-            base64::engine::general_purpose::STANDARD.encode_string(&*bytes, text);
-            Base64::Kept
+            // Encoded in place (no UTF-8 check of what is ASCII by construction).
+            let engine = &base64::engine::general_purpose::STANDARD;
+            text.resize(base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
+            match engine.encode_slice(&*bytes, text) {
+                Ok(written) => {
+                    text.truncate(written);
+                    Base64::Kept
+                }
+                Err(_) => Base64::Owned(engine.encode(&*bytes)),
+            }
         })
     })
 }
@@ -286,7 +293,7 @@ enum Base64 {
 
 thread_local! {
     /// The bytes and the base64 text of the last snapshot, reused from call to call.
-    static SNAPSHOT: RefCell<(Vec<u8>, String)> = const { RefCell::new((Vec::new(), String::new())) };
+    static SNAPSHOT: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// The functions above as N-API callbacks, written against the C API: napi-rs's own
@@ -395,15 +402,23 @@ mod raw {
         }
     }
 
-    /// Text that is ASCII (base64), copied as Latin-1.
-    /// A JavaScript string of `text` (copied). As UTF-8: emnapi (the WebAssembly build)
+    /// A JavaScript string of `text`, base64 (ASCII, so also Latin-1), copied. Natively
+    /// as Latin-1, which V8 copies without decoding; on WebAssembly as UTF-8: emnapi
     /// decodes that with a `TextDecoder`, where its Latin-1 reads byte by byte.
-    unsafe fn text(env: sys::napi_env, text: &str) -> Result<sys::napi_value, &'static str> {
+    unsafe fn base64_text(
+        env: sys::napi_env,
+        text: &[u8],
+    ) -> Result<sys::napi_value, &'static str> {
         let mut out = ptr::null_mut();
         let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
+        let bytes = text.as_ptr().cast::<c_char>();
         // SAFETY: the bytes outlive the call that copies them.
         let status = unsafe {
-            sys::napi_create_string_utf8(env, text.as_ptr().cast::<c_char>(), len, &mut out)
+            if cfg!(target_arch = "wasm32") {
+                sys::napi_create_string_utf8(env, bytes, len, &mut out)
+            } else {
+                sys::napi_create_string_latin1(env, bytes, len, &mut out)
+            }
         };
         made(status, out, "cannot make the text")
     }
@@ -412,9 +427,9 @@ mod raw {
         unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
             match self {
                 // SAFETY (both): the callback's environment.
-                super::Base64::Owned(owned) => unsafe { text(env, &owned) },
+                super::Base64::Owned(owned) => unsafe { base64_text(env, owned.as_bytes()) },
                 super::Base64::Kept => super::SNAPSHOT.with(|buffers| match buffers.try_borrow() {
-                    Ok(buffers) => unsafe { text(env, &buffers.1) },
+                    Ok(buffers) => unsafe { base64_text(env, &buffers.1) },
                     Err(_) => Err("the snapshot buffer is in use"),
                 }),
             }

@@ -97,6 +97,14 @@ test('snapshots are the Rust crates\' bytes, both ways', () => {
   session.record('search')
   session.record('think')
   assert.deepEqual(Buffer.from(session.snapshot()), Buffer.from(fixture))
+  // The fast path's base64 text (what the AgentDock drop-in stores) is of those bytes,
+  // also when asked twice (its buffers are reused).
+  const snapshot64 = orch.default.__orchSnapshot64
+  assert.equal(typeof snapshot64, 'function')
+  assert.ok(session.__orchHandle >= 0, 'a session on the fast path')
+  for (let i = 0; i < 2; i++) assert.equal(snapshot64(session.__orchHandle), Buffer.from(fixture).toString('base64'))
+  const fresh = machine.session()
+  assert.equal(snapshot64(fresh.__orchHandle), Buffer.from(fresh.snapshot()).toString('base64'))
   const restored = machine.restore(fixture)
   assert.equal(restored.step, 'ResearchMode')
   assert.equal(restored.sequenceIndex, 2)
