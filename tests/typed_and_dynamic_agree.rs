@@ -103,19 +103,25 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
                     .iter()
                     .position(|t| *t == name)
                     .and_then(|i| by_index.record_index(i));
-                // So is recording by index for the outcome's word alone.
-                let mut by_word = dynamic.clone();
-                let word = tools
+                // So is recording by index for the outcome's kind alone.
+                let mut by_kind = dynamic.clone();
+                let kind = tools
                     .iter()
                     .position(|t| *t == name)
-                    .and_then(|i| by_word.record_index_word(i));
+                    .and_then(|i| by_kind.record_index_kind(i));
                 let b = dynamic.record(name);
-                if let Some(word) = word {
-                    prop_assert_eq!(word, b.as_str(), "{}: record_index_word {}", ctx, name);
+                if let Some(kind) = kind {
                     prop_assert_eq!(
-                        by_word.snapshot(),
+                        kind.as_str(),
+                        b.as_str(),
+                        "{}: record_index_kind {}",
+                        ctx,
+                        name
+                    );
+                    prop_assert_eq!(
+                        by_kind.snapshot(),
                         dynamic.snapshot(),
-                        "{}: record_index_word {}",
+                        "{}: record_index_kind {}",
                         ctx,
                         name
                     );
@@ -245,7 +251,7 @@ fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
     });
 }
 
-/// `record_index` (and `record_index_word`) past the machine's tools is `None` and
+/// `record_index` (and `record_index_kind`) past the machine's tools is `None` and
 /// changes nothing.
 fn by_index_out_of_range_records_nothing(
     session: &orch::dynamic::DynSession<'_>,
@@ -253,7 +259,7 @@ fn by_index_out_of_range_records_nothing(
 ) -> bool {
     let mut copy = session.clone();
     copy.record_index(tools).is_none()
-        && copy.record_index_word(tools).is_none()
+        && copy.record_index_kind(tools).is_none()
         && copy.snapshot() == session.snapshot()
 }
 

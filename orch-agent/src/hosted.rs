@@ -210,11 +210,11 @@ impl HostedSession {
             .with_dependent_mut(|_, session| session.record_index(index))
     }
 
-    /// [`record_index`](Self::record_index), the outcome's word only (no names built
+    /// [`record_index`](Self::record_index), the outcome's kind only (no names built
     /// for an out-of-sequence record).
-    pub fn record_index_word(&mut self, index: usize) -> Option<&'static str> {
+    pub fn record_index_kind(&mut self, index: usize) -> Option<orch_runtime::OutcomeKind> {
         self.live
-            .with_dependent_mut(|_, session| session.record_index_word(index))
+            .with_dependent_mut(|_, session| session.record_index_kind(index))
     }
 
     /// The allowed set's declared tools as bits (bit `i`: the machine's `i`-th tool) in

@@ -20,6 +20,7 @@ use napi_derive::napi;
 use orch_agent::hosted::HostedSession;
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::hash::HashMap;
+use orch_runtime::OutcomeKind;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -199,15 +200,14 @@ fn with<T>(handle: f64, f: impl FnOnce(&mut HostedSession, &mut SetTable) -> T) 
     })
 }
 
-/// The number of an outcome's word (`OUTCOMES` in `main.cjs` names them in this order).
-fn outcome_code(word: &str) -> u32 {
-    match word {
-        "advanced" => 0,
-        "completed" => 1,
-        "free" => 2,
-        "out_of_sequence" => 3,
-        // "not_allowed", the one word left.
-        _ => 4,
+/// The number of an outcome's kind (`OUTCOMES` in `main.cjs` names them in this order).
+fn outcome_code(kind: OutcomeKind) -> u32 {
+    match kind {
+        OutcomeKind::Advanced => 0,
+        OutcomeKind::Completed => 1,
+        OutcomeKind::Free => 2,
+        OutcomeKind::OutOfSequence => 3,
+        OutcomeKind::NotAllowed => 4,
     }
 }
 
@@ -215,14 +215,14 @@ fn outcome_code(word: &str) -> u32 {
 /// it left.
 fn record(handle: f64, tool: u32) -> Result<u32> {
     with(handle, |session, sets| {
-        let word = session.record_index_word(tool as usize).ok_or_else(|| {
+        let kind = session.record_index_kind(tool as usize).ok_or_else(|| {
             Error::new(
                 Status::InvalidArg,
                 format!("the machine has no tool {tool}"),
             )
         })?;
         let state = sets.state_of(session);
-        Ok(outcome_code(word) | state.saturating_mul(8))
+        Ok(outcome_code(kind) | state.saturating_mul(8))
     })?
 }
 

@@ -16,6 +16,7 @@ use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::OutcomeKind;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -555,23 +556,26 @@ impl Session {
             None => self.machine.get().tool_index(tool),
             Some(_) => None,
         };
-        let outcome = match (declared, result) {
-            (Some(i), _) => match self.hosted.record_index_word(i) {
-                Some(word) => word,
-                None => self.hosted.record(tool.to_str()?),
+        let kind = match (declared, result) {
+            (Some(i), _) => match self.hosted.record_index_kind(i) {
+                Some(kind) => kind,
+                None => self.hosted.record_outcome(tool.to_str()?).kind(),
             },
-            (None, Some(result)) => self.hosted.record_result(tool.to_str()?, result),
-            (None, None) => self.hosted.record(tool.to_str()?),
+            (None, Some(result)) => self
+                .hosted
+                .record_result_outcome(tool.to_str()?, result)
+                .kind(),
+            (None, None) => self.hosted.record_outcome(tool.to_str()?).kind(),
         };
         // The outcome's word as a Python string made once per process, not per call.
-        Ok(match outcome {
-            "advanced" => pyo3::intern!(py, "advanced").clone(),
-            "completed" => pyo3::intern!(py, "completed").clone(),
-            "free" => pyo3::intern!(py, "free").clone(),
-            "out_of_sequence" => pyo3::intern!(py, "out_of_sequence").clone(),
-            "not_allowed" => pyo3::intern!(py, "not_allowed").clone(),
-            other => PyString::intern(py, other),
-        })
+        Ok(match kind {
+            OutcomeKind::Advanced => pyo3::intern!(py, "advanced"),
+            OutcomeKind::Completed => pyo3::intern!(py, "completed"),
+            OutcomeKind::Free => pyo3::intern!(py, "free"),
+            OutcomeKind::OutOfSequence => pyo3::intern!(py, "out_of_sequence"),
+            OutcomeKind::NotAllowed => pyo3::intern!(py, "not_allowed"),
+        }
+        .clone())
     }
 
     /// A user message: message conditions and sequence resets are evaluated.

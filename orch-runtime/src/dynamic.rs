@@ -10,6 +10,7 @@ use crate::denied::Denied;
 use crate::regexes::{Matchers, MessageRegex};
 use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN, NO_STEP};
 pub use crate::tables::OwnedTables;
+use crate::OutcomeKind;
 
 /// A machine loaded at run time: its tables and compiled message conditions.
 #[derive(Clone, Debug)]
@@ -179,15 +180,21 @@ pub enum DynOutcome {
 }
 
 impl DynOutcome {
-    /// The trace name (`advanced`, `completed`, `free`, `out_of_sequence`, `not_allowed`).
-    pub fn as_str(&self) -> &'static str {
+    /// The outcome's kind.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            DynOutcome::Advanced { .. } => "advanced",
-            DynOutcome::Completed => "completed",
-            DynOutcome::Free => "free",
-            DynOutcome::OutOfSequence { .. } => "out_of_sequence",
-            DynOutcome::NotAllowed => "not_allowed",
+            DynOutcome::Advanced { .. } => OutcomeKind::Advanced,
+            DynOutcome::Completed => OutcomeKind::Completed,
+            DynOutcome::Free => OutcomeKind::Free,
+            DynOutcome::OutOfSequence { .. } => OutcomeKind::OutOfSequence,
+            DynOutcome::NotAllowed => OutcomeKind::NotAllowed,
         }
+    }
+
+    /// The trace name (`advanced`, `completed`, `free`, `out_of_sequence`, `not_allowed`;
+    /// [`OutcomeKind::as_str`]).
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -531,26 +538,11 @@ impl<'m> DynSession<'m> {
         (index < self.machine.tables.tools.len()).then(|| self.record_ref(ToolRef::Declared(index)))
     }
 
-    /// [`DynSession::record_index`] for hosts that need only the outcome's word
-    /// ([`DynOutcome::as_str`]): an out-of-sequence record does not build the expected
-    /// tools' names.
-    pub fn record_index_word(&mut self, index: usize) -> Option<&'static str> {
-        if index >= self.machine.tables.tools.len() {
-            return None;
-        }
-        let t = self.machine.tables.view();
-        Some(
-            match self
-                .state
-                .record(&t, &self.available, ToolRef::Declared(index))
-            {
-                RawOutcome::Advanced(_) => "advanced",
-                RawOutcome::Completed => "completed",
-                RawOutcome::Free => "free",
-                RawOutcome::OutOfSequence(_) => "out_of_sequence",
-                RawOutcome::NotAllowed => "not_allowed",
-            },
-        )
+    /// [`DynSession::record_index`] for hosts that need only the outcome's kind: an
+    /// out-of-sequence record does not build the expected tools' names.
+    pub fn record_index_kind(&mut self, index: usize) -> Option<OutcomeKind> {
+        (index < self.machine.tables.tools.len())
+            .then(|| self.record_raw(ToolRef::Declared(index)).kind())
     }
 
     /// The allowed set's declared tools as bits (bit `i` is [`DynMachine::tools`]`[i]`),
@@ -574,8 +566,9 @@ impl<'m> DynSession<'m> {
     }
 
     fn record_ref(&mut self, tool: ToolRef<'_>) -> DynOutcome {
+        let raw = self.record_raw(tool);
         let t = self.machine.tables.view();
-        match self.state.record(&t, &self.available, tool) {
+        match raw {
             RawOutcome::Advanced(i) => DynOutcome::Advanced { index: i as usize },
             RawOutcome::Completed => DynOutcome::Completed,
             RawOutcome::Free => DynOutcome::Free,
@@ -588,6 +581,12 @@ impl<'m> DynSession<'m> {
             },
             RawOutcome::NotAllowed => DynOutcome::NotAllowed,
         }
+    }
+
+    /// Records `tool`: the engine's outcome.
+    fn record_raw(&mut self, tool: ToolRef<'_>) -> RawOutcome {
+        let t = self.machine.tables.view();
+        self.state.record(&t, &self.available, tool)
     }
 
     /// A new user message.

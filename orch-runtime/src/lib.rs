@@ -55,7 +55,7 @@ pub use bits::{BitIter, ToolEnum, ToolIter, ToolSet};
 pub use denied::Denied;
 pub use dynamic::{DynMachine, DynSession};
 pub use machine::{Machine, StepEnum};
-pub use session::{HistoryEntry, Outcome, Session, SessionDenied};
+pub use session::{HistoryEntry, Outcome, OutcomeKind, Session, SessionDenied};
 pub use snapshot::{AgentDockView, RestoreError, RestoreReport, Snapshot};
 pub use state::Usage;
 pub use tables::LostRule;

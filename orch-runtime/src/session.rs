@@ -31,17 +31,51 @@ pub enum Outcome<T: ToolEnum> {
     },
 }
 
-impl<T: ToolEnum> Outcome<T> {
+/// What recording a tool did, without its data: the kind of an [`Outcome`] (and of a
+/// [`crate::dynamic::DynOutcome`]), for hosts that need only that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutcomeKind {
+    /// [`Outcome::Advanced`].
+    Advanced,
+    /// [`Outcome::Completed`].
+    Completed,
+    /// [`Outcome::Free`].
+    Free,
+    /// [`Outcome::NotAllowed`].
+    NotAllowed,
+    /// [`Outcome::OutOfSequence`].
+    OutOfSequence,
+}
+
+impl OutcomeKind {
     /// The trace name of the outcome: `advanced`, `completed`, `free`,
     /// `out_of_sequence` or `not_allowed` (semantics §10).
-    pub fn as_str(&self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Advanced { .. } => "advanced",
-            Outcome::Completed => "completed",
-            Outcome::Free => "free",
-            Outcome::OutOfSequence { .. } => "out_of_sequence",
-            Outcome::NotAllowed => "not_allowed",
+            OutcomeKind::Advanced => "advanced",
+            OutcomeKind::Completed => "completed",
+            OutcomeKind::Free => "free",
+            OutcomeKind::OutOfSequence => "out_of_sequence",
+            OutcomeKind::NotAllowed => "not_allowed",
         }
+    }
+}
+
+impl<T: ToolEnum> Outcome<T> {
+    /// The outcome's kind.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Advanced { .. } => OutcomeKind::Advanced,
+            Outcome::Completed => OutcomeKind::Completed,
+            Outcome::Free => OutcomeKind::Free,
+            Outcome::OutOfSequence { .. } => OutcomeKind::OutOfSequence,
+            Outcome::NotAllowed => OutcomeKind::NotAllowed,
+        }
+    }
+
+    /// The trace name of the outcome ([`OutcomeKind::as_str`]).
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -434,6 +468,7 @@ impl<M: Machine> Session<M> {
                 expected: self.set_from(M::tables().set_at(packed.payload())),
             };
         }
+        // Every arm is written, `FREE`'s too, so that the tag is `k` itself.
         match k & 3 {
             kind::ADVANCED => Outcome::Advanced {
                 index: packed.payload() as usize,

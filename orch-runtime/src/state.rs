@@ -52,6 +52,20 @@ pub(crate) enum RawOutcome {
     NotAllowed,
 }
 
+impl RawOutcome {
+    /// The outcome's kind.
+    pub(crate) fn kind(self) -> crate::OutcomeKind {
+        use crate::OutcomeKind as K;
+        match self {
+            RawOutcome::Advanced(_) => K::Advanced,
+            RawOutcome::Completed => K::Completed,
+            RawOutcome::Free => K::Free,
+            RawOutcome::OutOfSequence(_) => K::OutOfSequence,
+            RawOutcome::NotAllowed => K::NotAllowed,
+        }
+    }
+}
+
 /// A tool as the engine sees it: one the template declares (its index), or a foreign
 /// one, by name (semantics §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,11 +363,9 @@ where
     fn push_history(&mut self, tool: u16) {
         let ring = self.hist.as_mut();
         let cap = ring.len();
-        if cap == 0 {
-            return;
-        }
-        // `hist_next < cap` always; the ring wraps without a division. One comparison
-        // both proves the slot in range and says the cursor does not wrap.
+        // `hist_next < cap` always (0 for a ring of none); the ring wraps without a
+        // division. One comparison both proves the slot in range and says the cursor
+        // does not wrap.
         let next = self.hist_next as usize;
         if next + 1 < cap {
             if let Some(slot) = ring.get_mut(next) {

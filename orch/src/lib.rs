@@ -81,8 +81,8 @@
 pub use orch_runtime::{
     approval, args, compiled, dynamic, include_machine, printable, snapshot, AgentDockView,
     Approval, BitIter, Call, CallDigest, Denied, DynMachine, DynSession, HistoryEntry, LostRule,
-    Machine, Outcome, QuestionId, RestoreError, RestoreReport, Session, SessionDenied, Snapshot,
-    StepEnum, ToolEnum, ToolIter, ToolSet, Usage, Verdict,
+    Machine, Outcome, OutcomeKind, QuestionId, RestoreError, RestoreReport, Session, SessionDenied,
+    Snapshot, StepEnum, ToolEnum, ToolIter, ToolSet, Usage, Verdict,
 };
 
 /// Session stores: keep each conversation's orchestration state between requests
