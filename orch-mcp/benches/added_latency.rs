@@ -10,7 +10,12 @@
 //! ```sh
 //! cargo bench -p orch-mcp --bench added_latency           # 1,000 calls/s for 10 s
 //! ORCH_BENCH_RATE=500 cargo bench -p orch-mcp --bench added_latency
+//! ORCH_BENCH_WORKERS=1 cargo bench -p orch-mcp --bench added_latency  # one thread a side
 //! ```
+//!
+//! The servers' runtime and the clients' have two worker threads each, as `orch mcp`
+//! runs, unless `ORCH_BENCH_WORKERS` says otherwise. The run begins by printing how often
+//! the machine itself stalls a busy thread, against which to read the tail.
 
 // The tests' rmcp tool-server helpers (the rest of that module is not used here).
 #[allow(dead_code)]
@@ -77,13 +82,14 @@ fn main() {
     let rate = env_or("ORCH_BENCH_RATE", 1_000);
     let seconds = env_or("ORCH_BENCH_SECONDS", 10);
     // The servers' runtime (the tool server and the gateway), and the clients'.
+    let workers = env_or("ORCH_BENCH_WORKERS", 2) as usize;
     let servers = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
     let clients = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
@@ -92,23 +98,30 @@ fn main() {
         let gateway = common::gateway_over_http(DESK, &upstream).await;
         (upstream, gateway)
     });
+    println!(
+        "the machine, every core busy for 5 s: {}",
+        pacing::stalls(Duration::from_secs(5))
+    );
     println!("orch mcp, tools/call over loopback Streamable HTTP, {rate} calls/s offered for {seconds} s over {SESSIONS} sessions:");
     let direct = clients.block_on(measure(&upstream, rate, seconds));
     let through = clients.block_on(measure(&gateway, rate, seconds));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    for (what, l) in [
+    for (what, paced) in [
         ("tool server directly", &direct),
         ("through orch mcp", &through),
     ] {
+        let l = &paced.latencies;
         println!(
-            "  {what}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls",
+            "  {what}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls (started late by the pacer: p99 {:.3} ms)",
             ms(percentile(l, 50.0)),
             ms(percentile(l, 90.0)),
             ms(percentile(l, 99.0)),
             ms(*l.last().unwrap()),
-            l.len()
+            l.len(),
+            ms(percentile(&paced.late, 99.0)),
         );
     }
+    let (direct, through) = (direct.latencies, through.latencies);
     let added = |p| ms(percentile(&through, p)) - ms(percentile(&direct, p));
     println!(
         "  added by orch mcp: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms",
@@ -182,8 +195,8 @@ async fn saturate(url: &str) -> f64 {
 
 /// `rate` calls a second for `seconds` against `url`, over `SESSIONS` sessions, each
 /// started on schedule (a thread of its own paces them): each call's latency from its
-/// scheduled start, sorted.
-async fn measure(url: &str, rate: u64, seconds: u64) -> Vec<Duration> {
+/// scheduled start, sorted, and how late the pacer started them.
+async fn measure(url: &str, rate: u64, seconds: u64) -> pacing::OpenLoop {
     let sessions = sessions(url, SESSIONS).await;
     let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
     let latencies =

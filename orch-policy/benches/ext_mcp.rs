@@ -18,7 +18,13 @@
 //! ```sh
 //! cargo bench -p orch-policy --bench ext_mcp            # 1,000 calls/s for 10 s
 //! ORCH_BENCH_RATE=2000 ORCH_BENCH_SECONDS=5 cargo bench -p orch-policy --bench ext_mcp
+//! ORCH_BENCH_WORKERS=1 cargo bench -p orch-policy --bench ext_mcp  # one thread a side
 //! ```
+//!
+//! Each side's runtime has two worker threads, as `orch policy` runs, unless
+//! `ORCH_BENCH_WORKERS` says otherwise. The run begins by printing how often the machine
+//! itself stalls a busy thread ([`orch_test_support::pacing::stalls`]), against which to
+//! read the tail.
 
 use orch_policy::wire::{
     mcp_request_result, mcp_response_result, McpRequest, McpRequestResult, McpResponse,
@@ -55,6 +61,10 @@ fn main() {
     }
     let rate = env_or("ORCH_BENCH_RATE", 1_000);
     let seconds = env_or("ORCH_BENCH_SECONDS", 10);
+    println!(
+        "the machine, every core busy for 5 s: {}",
+        pacing::stalls(Duration::from_secs(5))
+    );
     println!("orch policy, both ExtMcp phases per tools/call, {rate} calls/s offered for {seconds} s over {RUNS} runs:");
     let memory = || async { MemoryStore::new() };
     measure(
@@ -142,14 +152,15 @@ where
     Fut: Future<Output = S>,
 {
     // The server's runtime: its own two threads, as `orch policy` runs.
+    let workers = env_or("ORCH_BENCH_WORKERS", 2) as usize;
     let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
     // The gateway's side: another runtime, one connection (HTTP/2 multiplexes).
     let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
@@ -173,7 +184,8 @@ where
         for run in 0..RUNS {
             one_call(&target, run).await;
         }
-        let latencies = open_loop(&target, rate, seconds).await;
+        let paced = open_loop(&target, rate, seconds).await;
+        let latencies = paced.latencies;
         // 32 callers back to back; each has runs of its own: no call waits for another.
         let saturated = {
             let target = target.clone();
@@ -185,12 +197,13 @@ where
         };
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
-            "  {what}: latency p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls; saturated: {saturated:.0} calls/s ({:.0} checks/s)",
+            "  {what}: latency p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls (started late by the pacer: p99 {:.3} ms); saturated: {saturated:.0} calls/s ({:.0} checks/s)",
             ms(percentile(&latencies, 50.0)),
             ms(percentile(&latencies, 90.0)),
             ms(percentile(&latencies, 99.0)),
             ms(*latencies.last().unwrap()),
             latencies.len(),
+            ms(percentile(&paced.late, 99.0)),
             saturated * 2.0,
         );
     });
@@ -273,7 +286,7 @@ async fn one_call(target: &Target, run: usize) {
 }
 
 /// `rate` calls a second for `seconds` against `target`, each started on schedule.
-async fn open_loop(target: &Target, rate: u64, seconds: u64) -> Vec<Duration> {
+async fn open_loop(target: &Target, rate: u64, seconds: u64) -> pacing::OpenLoop {
     let target = target.clone();
     pacing::open_loop(rate, seconds, move |i| {
         let target = target.clone();
