@@ -82,17 +82,8 @@ fn main() {
     let rate = env_or("ORCH_BENCH_RATE", 1_000);
     let seconds = env_or("ORCH_BENCH_SECONDS", 10);
     // The servers' runtime (the tool server and the gateway), and the clients'.
-    let workers = env_or("ORCH_BENCH_WORKERS", 2) as usize;
-    let servers = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .unwrap();
-    let clients = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .unwrap();
+    let servers = pacing::side_runtime();
+    let clients = pacing::side_runtime();
     let (upstream, gateway) = servers.block_on(async {
         let upstream = serve_tools().await;
         let gateway = common::gateway_over_http(DESK, &upstream).await;

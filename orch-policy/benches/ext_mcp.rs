@@ -151,19 +151,10 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = S>,
 {
-    // The server's runtime: its own two threads, as `orch policy` runs.
-    let workers = env_or("ORCH_BENCH_WORKERS", 2) as usize;
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .unwrap();
+    // The server's runtime: its own threads (two, as `orch policy` runs; `side_runtime`).
+    let server_rt = pacing::side_runtime();
     // The gateway's side: another runtime, one connection (HTTP/2 multiplexes).
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .unwrap();
+    let client_rt = pacing::side_runtime();
     let target = match via {
         Via::Direct => {
             let server = server_rt.block_on(async {

@@ -566,15 +566,13 @@ impl<'m> DynSession<'m> {
     }
 
     fn record_ref(&mut self, tool: ToolRef<'_>) -> DynOutcome {
-        let raw = self.record_raw(tool);
-        let t = self.machine.tables.view();
-        match raw {
+        match self.record_raw(tool) {
             RawOutcome::Advanced(i) => DynOutcome::Advanced { index: i as usize },
             RawOutcome::Completed => DynOutcome::Completed,
             RawOutcome::Free => DynOutcome::Free,
             RawOutcome::OutOfSequence(group) => DynOutcome::OutOfSequence {
                 expected: self
-                    .names(t.set_at(group))
+                    .names(self.machine.tables.view().set_at(group))
                     .into_iter()
                     .map(String::from)
                     .collect(),

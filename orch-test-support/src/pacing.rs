@@ -22,6 +22,18 @@ pub fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// One side's runtime in a latency benchmark (the servers', or the clients'): as many
+/// worker threads as `ORCH_BENCH_WORKERS` says, else two, as `orch policy` and
+/// `orch mcp` run.
+pub fn side_runtime() -> tokio::runtime::Runtime {
+    let workers = env_or("ORCH_BENCH_WORKERS", 2) as usize;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("a benchmark's runtime")
+}
+
 /// How long before a call's start the pacer stops sleeping and spins. A thread's sleep
 /// ends late on a virtual machine (measured here: 0.1 ms at the median, 0.2 ms at p99,
 /// the kernel's timer slack and the vCPU's wake), and that lateness would be counted in
