@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 self_cell::self_cell!(
     /// A session and the machine it runs on, owned together.
-    struct Live {
+    pub(crate) struct Live {
         owner: Arc<DynMachine>,
         #[covariant]
         dependent: DynSession,
@@ -20,10 +20,14 @@ self_cell::self_cell!(
 
 /// A session that owns its machine, with the host's tools.
 pub struct HostedSession {
-    live: Live,
-    policy: Policy,
+    pub(crate) live: Live,
+    pub(crate) policy: Policy,
     /// The allowed set, computed in place.
     scratch: Vec<u64>,
+    /// The calls this host has seen by id ([`crate::run_host`]).
+    pub(crate) ledger: crate::run_host::Ledger,
+    /// How long a question [`HostedSession::begin`] asks stays answerable.
+    pub(crate) question_ttl: std::time::Duration,
 }
 
 /// Why [`HostedSession::restore`] could not restore a session.
@@ -85,6 +89,8 @@ impl HostedSession {
             live,
             policy,
             scratch: Vec::new(),
+            ledger: crate::run_host::Ledger::default(),
+            question_ttl: crate::protocol::DEFAULT_QUESTION_TTL,
         }
     }
 

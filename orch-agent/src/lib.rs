@@ -58,6 +58,7 @@ mod policy;
 pub mod protocol;
 #[cfg(feature = "rig")]
 pub mod rig_hook;
+pub mod run_host;
 mod scripted;
 mod telemetry;
 mod tools;

@@ -39,6 +39,10 @@ pub struct Refusal {
     pub rule: Option<String>,
 }
 
+/// What every reminder of a forced tool starts with ([`Policy::forced_reminder`]): how a
+/// host recognises its own reminders in a conversation.
+pub const REMINDER_PREFIX: &str = "The workflow requires calling ";
+
 /// The kinds of [`Refusal`] and [`Denial`], for a caller to act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -69,11 +73,14 @@ pub enum RefusalKind {
     /// The call's arguments break a rule on arguments (semantics §16): refused whatever
     /// a human would say; [`Refusal::rule`] names the rule.
     BrokenRule,
+    /// The same call (the same call id, tool and arguments) was delivered again after it
+    /// ran: one call runs once, so it is not run again ([`crate::run_host`]).
+    AlreadyRan,
 }
 
 impl RefusalKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [RefusalKind; 10] = [
+    pub const ALL: [RefusalKind; 11] = [
         RefusalKind::NotAllowed,
         RefusalKind::OutOfSequence,
         RefusalKind::BrokenRule,
@@ -84,11 +91,12 @@ impl RefusalKind {
         RefusalKind::StaleAnswer,
         RefusalKind::Busy,
         RefusalKind::OutcomeUnknown,
+        RefusalKind::AlreadyRan,
     ];
 
     /// A stable name: `unknown_tool`, `not_allowed`, `out_of_sequence`, `unavailable`,
     /// `needs_approval`, `rejected`, `stale_answer`, `busy`, `outcome_unknown`,
-    /// `broken_rule`.
+    /// `broken_rule`, `already_ran`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefusalKind::UnknownTool => "unknown_tool",
@@ -101,6 +109,7 @@ impl RefusalKind {
             RefusalKind::Busy => "busy",
             RefusalKind::OutcomeUnknown => "outcome_unknown",
             RefusalKind::BrokenRule => "broken_rule",
+            RefusalKind::AlreadyRan => "already_ran",
         }
     }
 }
@@ -277,6 +286,9 @@ pub trait Orchestrated {
     /// changing nothing, when the session no longer holds it (an event since, another
     /// question, or answered).
     fn answer_approval(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool;
+    /// Closes the question `question` about `call` without an answer (it expired):
+    /// `false`, changing nothing, when the session no longer holds it.
+    fn dismiss_question(&mut self, call: CallDigest, question: QuestionId) -> bool;
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
@@ -353,6 +365,10 @@ impl<M: Machine> Orchestrated for Session<M> {
         self.answer(call, question, approved)
     }
 
+    fn dismiss_question(&mut self, call: CallDigest, question: QuestionId) -> bool {
+        self.dismiss(call, question)
+    }
+
     fn record_tool(&mut self, name: &str) -> &'static str {
         self.record_name(name).as_str()
     }
@@ -427,6 +443,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn answer_approval(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
         self.answer(call, question, approved)
+    }
+
+    fn dismiss_question(&mut self, call: CallDigest, question: QuestionId) -> bool {
+        self.dismiss(call, question)
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {
@@ -1161,10 +1181,10 @@ impl Policy {
         s
     }
 
-    /// The text to send when a forced tool was answered with text instead.
+    /// The text to send when a forced tool was answered with text instead: the one
+    /// wording every surface sends (the bindings expose it, so no adapter writes its
+    /// own).
     pub fn forced_reminder(tool: &str) -> String {
-        format!(
-            "The orchestration requires calling `{tool}` now; no other action is possible at this point of the sequence."
-        )
+        format!("{REMINDER_PREFIX}`{tool}` now; call it instead of answering.")
     }
 }

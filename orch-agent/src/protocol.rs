@@ -422,11 +422,14 @@ pub fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, serde_
 }
 
 /// The first number in the JSON text `arguments` that a host which parses numbers into
-/// 64-bit integers or doubles (as the MCP SDKs do) would pass on as another number —
-/// an integer beyond 64 bits, a decimal past double precision — as written; `None` when
-/// every number survives (or the text is not JSON: that is for the parser to say). A
-/// gateway that cannot forward such a call exactly refuses it: it judges calls, it never
-/// rewrites one.
+/// 64-bit integers or doubles and writes them back (as the MCP SDKs do) would pass on
+/// written otherwise — an integer beyond 64 bits, a decimal past double precision, but
+/// also `-0` (written back `-0.0`), `1E2` (`100.0`) or `1.50` (`1.5`) — as written;
+/// `None` when every number would be passed on exactly as written (or the text is not
+/// JSON: that is for the parser to say). A gateway that cannot forward such a call
+/// exactly refuses it: the call a human approves and a digest names is the call as
+/// written, so it judges calls and never rewrites one ([`forwarded_number`] says what
+/// the number would have become).
 ///
 /// ```
 /// use orch_agent::protocol::inexact_number;
@@ -436,6 +439,8 @@ pub fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, serde_
 ///     Some("12345678901234567890123")
 /// );
 /// assert_eq!(inexact_number(r#"[0.1000000000000000000001]"#).as_deref(), Some("0.1000000000000000000001"));
+/// assert_eq!(inexact_number(r#"{"delta": -0}"#).as_deref(), Some("-0"));
+/// assert_eq!(inexact_number(r#"{"count": 1E2}"#).as_deref(), Some("1E2"));
 /// ```
 pub fn inexact_number(arguments: &str) -> Option<String> {
     let raw = serde_json::from_str::<&RawValue>(arguments).ok()?;
@@ -456,49 +461,26 @@ fn first_inexact(raw: &RawValue, depth: usize) -> Option<String> {
             .ok()?
             .into_iter()
             .find_map(|v| first_inexact(v, depth + 1)),
-        b'-' | b'0'..=b'9' => (!survives(text)).then(|| text.to_owned()),
+        b'-' | b'0'..=b'9' => {
+            (forwarded_number(text).as_deref() != Some(text)).then(|| text.to_owned())
+        }
         _ => None,
     }
 }
 
-/// Does the number `lexeme` come out of a 64-bit integer or double parser as the same
-/// number?
-fn survives(lexeme: &str) -> bool {
-    if !lexeme.contains(['.', 'e', 'E']) {
-        return lexeme.parse::<i64>().is_ok() || lexeme.parse::<u64>().is_ok();
-    }
-    match lexeme.parse::<f64>() {
-        Ok(f) if f.is_finite() => {
-            let written = serde_json::Number::from_f64(f).map(|n| n.to_string());
-            written.is_some_and(|w| decimal(&w) == decimal(lexeme))
-        }
-        _ => false,
-    }
-}
-
-/// A decimal number as (negative, significant digits, exponent of the last digit), so
-/// that `1.50`, `15e-1` and `1.5` compare equal; zero is `(false, "", 0)`.
-fn decimal(lexeme: &str) -> (bool, String, i64) {
-    let (negative, rest) = match lexeme.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, lexeme),
-    };
-    let (mantissa, exponent) = match rest.split_once(['e', 'E']) {
-        Some((m, e)) => (m, e.parse::<i64>().unwrap_or(0)),
-        None => (rest, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let mut digits: String = int.chars().chain(frac.chars()).collect();
-    let mut exponent = exponent - frac.len() as i64;
-    while digits.ends_with('0') {
-        digits.pop();
-        exponent += 1;
-    }
-    let digits = digits.trim_start_matches('0').to_owned();
-    if digits.is_empty() {
-        return (false, digits, 0);
-    }
-    (negative, digits, exponent)
+/// The JSON number `lexeme` as a host that reads numbers into 64-bit integers or doubles
+/// writes it back (serde_json, as the Rust MCP SDK does): `-0` becomes `-0.0`, `1E2`
+/// becomes `100.0`, `12345678901234567890123` becomes `1.2345678901234568e22`; `None`
+/// when it is not a number such a host reads at all.
+///
+/// ```
+/// use orch_agent::protocol::forwarded_number;
+/// assert_eq!(forwarded_number("19.99").as_deref(), Some("19.99"));
+/// assert_eq!(forwarded_number("1E2").as_deref(), Some("100.0"));
+/// ```
+pub fn forwarded_number(lexeme: &str) -> Option<String> {
+    let value = serde_json::from_str::<serde_json::Number>(lexeme).ok()?;
+    serde_json::to_string(&value).ok()
 }
 
 /// [`classify`] of a result given as JSON text, as one word: `ran`, or why not (`error`,

@@ -142,9 +142,14 @@ pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
         if let Some(number) = std::str::from_utf8(bytes).ok().and_then(inexact_arguments) {
             return Err(Refused {
                 code: -32602,
-                message: format!(
-                    "Invalid params: the argument {number} cannot be passed on exactly (orch mcp reads numbers as 64-bit integers or doubles, and never forwards a call changed); send it as a string"
-                ),
+                message: match orch_agent::protocol::forwarded_number(&number) {
+                    Some(forwarded) => format!(
+                        "Invalid params: the argument {number} cannot be passed on exactly: it would reach the tool as {forwarded} (orch mcp reads numbers as 64-bit integers or doubles, and never forwards a call changed); send it as a string, or write the number as the tool should receive it"
+                    ),
+                    None => format!(
+                        "Invalid params: the argument {number} cannot be passed on exactly (orch mcp reads numbers as 64-bit integers or doubles, and never forwards a call changed); send it as a string"
+                    ),
+                },
                 id,
             });
         }
@@ -468,9 +473,28 @@ mod tests {
             .as_str()
             .is_some_and(|m| m.contains("12345678901234567890123")));
         assert!(check(
-            br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"pay","arguments":{"order":7,"amount":19.50}}}"#
+            br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"pay","arguments":{"order":7,"amount":19.5,"fee":0.0,"n":-3}}}"#
         )
         .is_ok());
+        // Numbers the SDK would write back otherwise, though to the same value, are
+        // refused too: the call approved and digested is the call as written.
+        for (written, forwarded) in [
+            ("-0", "-0.0"),
+            ("1E2", "100.0"),
+            ("19.50", "19.5"),
+            ("1e-2", "0.01"),
+        ] {
+            let r = reply(&format!(
+                r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"pay","arguments":{{"amount":{written}}}}}}}"#
+            ));
+            assert_eq!(r["error"]["code"], -32602, "{written}");
+            let message = r["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(written)
+                    && message.contains(&format!("reach the tool as {forwarded}")),
+                "{written}: {message}"
+            );
+        }
         // An unknown method passes (the SDK answers it with -32601).
         assert!(check(br#"{"jsonrpc":"2.0","id":3,"method":"vendor/thing","params":{}}"#).is_ok());
     }

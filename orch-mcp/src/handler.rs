@@ -31,15 +31,16 @@ use orch_store::run::{self, RunError};
 use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotification, CancelledNotificationParam, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequestParams, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
-    ListPromptsRequest, ListPromptsResult, ListResourceTemplatesRequest,
-    ListResourceTemplatesResult, ListResourcesRequest, ListResourcesResult, ListToolsResult,
-    MetaObject, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
-    ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ResultType, ServerResult,
-    SetLevelRequest, SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequest, UnsubscribeRequestParams,
+    CancelledNotification, CancelledNotificationParam, ClientRequest, ClientResult,
+    CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, GetPromptRequest, GetPromptRequestParams, GetPromptResponse,
+    InitializeRequestParams, InitializeResult, ListPromptsRequest, ListPromptsResult,
+    ListResourceTemplatesRequest, ListResourceTemplatesResult, ListResourcesRequest,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject,
+    ResultType, ServerRequest, ServerResult, SetLevelRequest, SetLevelRequestParams,
+    SubscribeRequest, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequest,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, ServiceError, SubscriptionContext,
@@ -1134,18 +1135,46 @@ impl<S: SessionStore + 'static> Downstream<S> {
 
     /// Asks the client's human about a gated call (`elicitation/create`, a handshake
     /// revision), within the call timeout and the client's cancellation.
+    ///
+    /// The question is registered with the instances sharing the store, as a question
+    /// relayed from the upstream is: the client's answer is a request of its own, and
+    /// the HTTP layer passes on every answer no one here waits for. Unregistered, the
+    /// answer to the gateway's own question was passed to the bus, taken by no one, and
+    /// the call timed out — even with one instance.
     async fn elicit(
         &self,
         context: &RequestContext<RoleServer>,
         question: ElicitRequestParams,
     ) -> Result<Answer, String> {
         let limit = self.shared.limits.call_timeout;
-        let asked = context
+        let instances = &self.shared.relay.instances;
+        let session = mcp_session(&context.extensions);
+        let asking = session.and_then(|s| instances.asking(s));
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(question));
+        let handle = context
             .peer
-            .create_elicitation_with_timeout(question, Some(limit));
-        let result = tokio::select! {
-            result = asked => result.map_err(|e| e.to_string())?,
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit))
+            .await
+            .map_err(|e| e.to_string())?;
+        let elsewhere = session.and_then(|s| instances.await_answer(s, &handle.id));
+        drop(asking);
+        let answered_elsewhere = async {
+            match elsewhere {
+                Some(mut awaited) => (&mut awaited.answer).await.ok(),
+                None => std::future::pending().await,
+            }
+        };
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer.map_err(|e| e.to_string())?,
+            Some(answer) = answered_elsewhere => {
+                crate::instances::answer_of(answer, "elicitation/create").map_err(|e| e.message.into_owned())?
+            }
             () = context.ct.cancelled() => return Err("the client cancelled the call".into()),
+        };
+        let ClientResult::ElicitResult(result) = answer else {
+            return Err(
+                "the client answered `elicitation/create` with another kind of result".into(),
+            );
         };
         let value = serde_json::to_value(&result).map_err(|e| e.to_string())?;
         approval::answer_of(&value).map_err(|e| e.message.into_owned())

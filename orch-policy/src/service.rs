@@ -117,6 +117,7 @@ fn limited(
                 _permit: permit,
                 quiet: Box::pin(tokio::time::sleep(handshake)),
                 idle,
+                heard: false,
             };
             if tx.send(Ok(connection)).await.is_err() {
                 return;
@@ -134,13 +135,28 @@ pub(crate) struct Limited {
     /// Fires when the connection has been silent too long.
     quiet: Pin<Box<tokio::time::Sleep>>,
     idle: Duration,
+    /// Whether the peer has sent a byte yet. Until it has, only the handshake deadline
+    /// runs: the server's own first writes (its HTTP/2 SETTINGS, sent on accept) are not
+    /// the peer saying anything, and must not turn the handshake deadline into the idle
+    /// one.
+    heard: bool,
 }
 
 impl Limited {
-    /// Bytes went one way or the other: the connection is not idle.
+    /// Bytes went one way or the other: the connection is not idle. Before the peer has
+    /// sent anything, the handshake deadline stands.
     fn active(&mut self) {
+        if !self.heard {
+            return;
+        }
         let deadline = tokio::time::Instant::now() + self.idle;
         self.quiet.as_mut().reset(deadline);
+    }
+
+    /// The peer sent bytes: from now on the idle deadline runs.
+    fn heard(&mut self) {
+        self.heard = true;
+        self.active();
     }
 }
 
@@ -162,7 +178,7 @@ impl AsyncRead for Limited {
         match Pin::new(&mut self.stream).poll_read(cx, buf) {
             Poll::Ready(result) => {
                 if buf.filled().len() > before {
-                    self.active();
+                    self.heard();
                 }
                 Poll::Ready(result)
             }

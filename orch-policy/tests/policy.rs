@@ -964,3 +964,31 @@ async fn silent_and_surplus_connections_are_closed_and_a_gateway_is_still_served
     let mut gw = Gateway::connect(&url, "alice").await;
     assert!(gw.call("lookup_order", json!({})).await.is_admitted());
 }
+
+/// The handshake deadline is the peer's: the server's own SETTINGS frame, written as soon
+/// as a connection is accepted, must not turn it into the (much longer) idle deadline.
+#[tokio::test]
+async fn a_silent_connection_is_closed_at_the_handshake_timeout_not_the_idle_one() {
+    let url = start(
+        REFUND_LINE,
+        MemoryStore::new(),
+        Options {
+            handshake_timeout: Duration::from_secs(1),
+            // Far past the guard of `closed_by_server`: were the idle deadline the one
+            // running, the connection would outlive the guard.
+            idle_timeout: Duration::from_secs(3600),
+            ..Options::default()
+        },
+    )
+    .await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_by_server(&mut silent).await,
+        "a connection that never spoke outlived the handshake timeout"
+    );
+    // A connection that did speak is held to the idle deadline instead: a gateway's check
+    // is still served on one opened at the same time.
+    let mut gw = Gateway::connect(&url, "alice").await;
+    assert!(gw.call("lookup_order", json!({})).await.is_admitted());
+}

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 use orch_agent::hosted::HostedSession;
+use orch_agent::run_host;
 use orch_agent::RefusalKind;
 use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
@@ -343,7 +344,7 @@ fn witness<'py>(py: Python<'py>, events: &[report::Step]) -> PyResult<Bound<'py,
 /// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
 /// `broken_rule`, `unknown_tool`, `unavailable`, `needs_approval`, `rejected`,
 /// `stale_answer`, `busy`,
-/// `outcome_unknown`)
+/// `outcome_unknown`, `already_ran`)
 /// and `message`, the words
 /// orch sends a model everywhere (what is expected next, what is allowed now).
 #[pyclass(frozen, get_all, module = "orch._orch")]
@@ -366,6 +367,43 @@ impl Refusal {
 
     fn __str__(&self) -> String {
         self.message.clone()
+    }
+}
+
+/// What `Session.begin` came to: `action` (`run`, `refused`, `ask`, `again`), the
+/// `refusal` the model is told when the call does not run, and for `ask` the
+/// `question`'s identity (16 hex digits).
+#[pyclass(frozen, get_all, module = "orch._orch")]
+struct Begin {
+    /// `run`, `refused`, `ask` or `again`.
+    action: &'static str,
+    /// Why it does not run (`None` for `run`).
+    refusal: Option<Py<Refusal>>,
+    /// The question asked (`ask` only).
+    question: Option<String>,
+}
+
+#[pymethods]
+impl Begin {
+    fn __repr__(&self) -> String {
+        format!("<Begin {}>", self.action)
+    }
+}
+
+/// What `Session.answer_call` came to: `outcome` (`applied`, `repeated`, `late`,
+/// `foreign`, `unknown`) and, when it did not apply, the `refusal` the model is told.
+#[pyclass(frozen, get_all, module = "orch._orch")]
+struct Answered {
+    /// `applied`, `repeated`, `late`, `foreign` or `unknown`.
+    outcome: &'static str,
+    /// Why nothing runs on it (`None` when it applied).
+    refusal: Option<Py<Refusal>>,
+}
+
+#[pymethods]
+impl Answered {
+    fn __repr__(&self) -> String {
+        format!("<Answered {}>", self.outcome)
     }
 }
 
@@ -515,6 +553,107 @@ impl Session {
             }
             None => false,
         }
+    }
+
+    /// The run host: the call `call_id` of `tool` with `arguments` (JSON text) is about
+    /// to run. `Begin.action`: `run` (run it, then `finish` it), `refused`, `ask` (the
+    /// session holds a question about this call, bound to its id: put it to a human and
+    /// give the answer to `answer_call`), or `again` (the same call delivered again: not
+    /// run again). `Begin.refusal` is what the model is told when it does not run.
+    #[pyo3(signature = (call_id, tool, arguments = "{}"))]
+    fn begin(
+        &mut self,
+        py: Python<'_>,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> PyResult<Begin> {
+        self.fast.stale();
+        let now = orch_agent::protocol::now_ms();
+        Ok(match self.hosted.begin(call_id, tool, arguments, now) {
+            run_host::Begin::Run => Begin {
+                action: "run",
+                refusal: None,
+                question: None,
+            },
+            run_host::Begin::Refused(r) => Begin {
+                action: "refused",
+                refusal: Some(Py::new(py, refusal(r))?),
+                question: None,
+            },
+            run_host::Begin::Ask {
+                question,
+                refusal: r,
+            } => Begin {
+                action: "ask",
+                refusal: Some(Py::new(py, refusal(r))?),
+                question: Some(question.to_string()),
+            },
+            run_host::Begin::Again(r) => Begin {
+                action: "again",
+                refusal: Some(Py::new(py, refusal(r))?),
+                question: None,
+            },
+        })
+    }
+
+    /// The run host: a human's answer about the call `call_id` (`tool` with `arguments`,
+    /// as it was shown). Applied once, to the question `begin` asked about that very
+    /// call, before it expires, while the run still holds it. `Answered.outcome`:
+    /// `applied`, or why not — `repeated`, `late`, `foreign`, `unknown` (then
+    /// `Answered.refusal` is what the model is told; nothing changed).
+    #[pyo3(signature = (call_id, tool, arguments, approved))]
+    fn answer_call(
+        &mut self,
+        py: Python<'_>,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        approved: bool,
+    ) -> PyResult<Answered> {
+        self.fast.stale();
+        let now = orch_agent::protocol::now_ms();
+        let answered = self
+            .hosted
+            .answer_call(call_id, tool, arguments, approved, now);
+        let refused = match answered.refusal() {
+            Some(r) => Some(Py::new(py, refusal(r.clone()))?),
+            None => None,
+        };
+        Ok(Answered {
+            outcome: answered.as_str(),
+            refusal: refused,
+        })
+    }
+
+    /// The run host: the call `call_id` that `begin` admitted ended. `ran`: the tool
+    /// returned (rather than failed); `result`: what it returned (JSON text; a result in
+    /// MCP's shape is read by orch's one rule, and rules on arguments read its values).
+    /// The record's outcome word when it is recorded, `not_run` when it did not run, or
+    /// `not_admitted` when `begin` did not admit that call (nothing recorded).
+    #[pyo3(signature = (call_id, tool, ran = true, result = None))]
+    fn finish(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        ran: bool,
+        result: Option<&str>,
+    ) -> &'static str {
+        self.fast.stale();
+        match self.hosted.finish(call_id, tool, ran, result) {
+            run_host::Finished::Recorded(word) => word,
+            run_host::Finished::NotRun(_) => "not_run",
+            run_host::Finished::NotAdmitted => "not_admitted",
+        }
+    }
+
+    /// How long a question `begin` asks stays answerable, in seconds (24 hours unless
+    /// set).
+    fn set_question_ttl(&mut self, seconds: f64) -> PyResult<()> {
+        let ttl = std::time::Duration::try_from_secs_f64(seconds)
+            .map_err(|e| PyValueError::new_err(format!("question_ttl: {e}")))?;
+        self.hosted.set_question_ttl(ttl);
+        Ok(())
     }
 
     /// A human approved this exact call: the session holds the approval (until the next
@@ -677,6 +816,13 @@ fn question_id(text: &str) -> Option<orch_runtime::QuestionId> {
         .map(orch_runtime::QuestionId::new)
 }
 
+/// What a model is told when it answered with text while `tool` is forced: the one
+/// wording every surface sends.
+#[pyfunction]
+fn reminder(tool: &str) -> String {
+    orch_agent::Policy::forced_reminder(tool)
+}
+
 /// What a tool result (JSON text, an MCP `CallToolResult`) says about the call: `ran`
 /// when it completed successfully, else why not — `error`, `input_required`, `task`,
 /// `other` or `malformed` (orch's one rule: only a call that ran is recorded).
@@ -691,9 +837,12 @@ fn _orch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(result_kind, m)?)?;
+    m.add_function(wrap_pyfunction!(reminder, m)?)?;
     m.add_class::<Machine>()?;
     m.add_class::<Session>()?;
     m.add_class::<Refusal>()?;
+    m.add_class::<Begin>()?;
+    m.add_class::<Answered>()?;
     m.add_class::<Diagnostic>()?;
     m.add("TemplateError", m.py().get_type::<TemplateError>())?;
     m.add("SnapshotError", m.py().get_type::<SnapshotError>())?;

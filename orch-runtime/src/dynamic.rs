@@ -475,6 +475,13 @@ impl<'m> DynSession<'m> {
         self.state.answer(call, question, approved)
     }
 
+    /// Closes the question `question` held about `call` without an answer (it expired,
+    /// or the human dismissed it): no verdict is held afterwards, so nothing waits on
+    /// it. `false`, changing nothing, when the session holds no such question.
+    pub fn dismiss(&mut self, call: CallDigest, question: QuestionId) -> bool {
+        self.state.dismiss(call, question)
+    }
+
     /// The glob of the active step's `denied` list that refuses the tool `name`: the
     /// rule of [`crate::Session::deny_pattern`].
     pub fn deny_pattern(&self, name: &str) -> Option<&'m str> {

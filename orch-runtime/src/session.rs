@@ -417,6 +417,13 @@ impl<M: Machine> Session<M> {
         self.state.answer(call, question, approved)
     }
 
+    /// Closes the question `question` held about `call` without an answer (it expired,
+    /// or the human dismissed it): no verdict is held afterwards. `false`, changing
+    /// nothing, when the session holds no such question.
+    pub fn dismiss(&mut self, call: CallDigest, question: QuestionId) -> bool {
+        self.state.dismiss(call, question)
+    }
+
     /// The glob of the active step's `denied` list that refuses the tool `name`, if one
     /// does: what to name as the rule behind a "not allowed" (exact names in `denied`
     /// are not kept apart from "not in `allowed`").

@@ -622,6 +622,22 @@ where
         true
     }
 
+    /// Closes the question `question` held about `call` without an answer (it expired,
+    /// or the human dismissed it): the session then holds no verdict. `false`, changing
+    /// nothing, when the session holds no such question.
+    pub fn dismiss(&mut self, call: CallDigest, question: QuestionId) -> bool {
+        let asked = Approval {
+            call,
+            verdict: Verdict::Pending,
+            question,
+        };
+        if self.approval != Some(asked) {
+            return false;
+        }
+        self.approval = None;
+        true
+    }
+
     /// Record tool (semantics §5): by the machine's transition table when it has one
     /// and the state is in it ([`crate::moves`]), else by the incremental engine. Both
     /// leave the same state and say the same.

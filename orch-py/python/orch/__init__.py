@@ -23,6 +23,8 @@ SDK), ``orch.pydantic_ai`` and ``orch.langgraph``.
 
 from ._orch import (
     REFUSAL_KINDS,
+    Answered,
+    Begin,
     Diagnostic,
     Machine,
     Refusal,
@@ -32,9 +34,12 @@ from ._orch import (
     __version__,
     compile,
     load,
+    reminder,
     result_kind,
 )
 from ._types import (
+    Action,
+    AnswerOutcome,
     Finding,
     FindingKind,
     LostRule,
@@ -48,6 +53,10 @@ from ._types import (
 
 __all__ = [
     "REFUSAL_KINDS",
+    "Action",
+    "AnswerOutcome",
+    "Answered",
+    "Begin",
     "Finding",
     "FindingKind",
     "LostRule",
@@ -66,5 +75,6 @@ __all__ = [
     "__version__",
     "compile",
     "load",
+    "reminder",
     "result_kind",
 ]

@@ -9,6 +9,14 @@ from typing import Optional
 from ._orch import Session
 
 
+def _gated(session: Session, tool: str, arguments: str) -> bool:
+    """Does this exact call wait for a human's answer (a gated tool, no verdict on it)?
+    An approval a framework hands over is orch's to apply only then; the framework's own
+    approvals of tools orch does not gate are not orch's business."""
+    refusal = session.check_call(tool, arguments)
+    return refusal is not None and refusal.kind == "needs_approval"
+
+
 class Workflow:
     """One workflow run (an :class:`orch.Session`) as an adapter drives it."""
 

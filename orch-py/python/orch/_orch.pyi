@@ -3,15 +3,18 @@
 import os
 from typing import Final, Optional, Union, final
 
-from ._types import Finding, LostRule, Outcome, RefusalKind, ResultKind, Severity, Verdict
+from ._types import Action, AnswerOutcome, Finding, LostRule, Outcome, RefusalKind, ResultKind, Severity, Verdict
 
 __all__ = [
     "compile",
     "load",
     "result_kind",
+    "reminder",
     "Machine",
     "Session",
     "Refusal",
+    "Begin",
+    "Answered",
     "Diagnostic",
     "TemplateError",
     "SnapshotError",
@@ -22,7 +25,8 @@ __all__ = [
 __version__: Final[str]
 REFUSAL_KINDS: Final[list[RefusalKind]]
 """Every ``Refusal.kind``: ``not_allowed``, ``out_of_sequence``, ``broken_rule``, ``unknown_tool``,
-``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``, ``outcome_unknown``."""
+``unavailable``, ``needs_approval``, ``rejected``, ``stale_answer``, ``busy``, ``outcome_unknown``,
+``already_ran``."""
 
 class TemplateError(ValueError):
     """A template with errors."""
@@ -66,6 +70,27 @@ class Refusal:
     """The words orch sends a model everywhere: what is expected next, what is allowed now."""
     rule: Optional[str]
     """The rule on arguments that refused the call (``broken_rule``), by name; else ``None``."""
+
+@final
+class Begin:
+    """What ``Session.begin`` came to."""
+
+    action: Action
+    """``run`` (run it, then ``finish`` it), ``refused``, ``ask`` (put the question to a human),
+    or ``again`` (the same call delivered again: not run again)."""
+    refusal: Optional[Refusal]
+    """What the model is told when the call does not run (``None`` for ``run``)."""
+    question: Optional[str]
+    """The question's identity (16 hex digits), for ``ask``."""
+
+@final
+class Answered:
+    """What ``Session.answer_call`` came to."""
+
+    outcome: AnswerOutcome
+    """``applied``, or why it applied to nothing: ``repeated``, ``late``, ``foreign``, ``unknown``."""
+    refusal: Optional[Refusal]
+    """What a call delivered on this answer is told (``None`` when it applied)."""
 
 @final
 class Machine:
@@ -119,6 +144,17 @@ class Session:
         exact call: applied only while the session holds that very question, once;
         ``False`` when nothing changed (answered already, an event since, another
         question asked since)."""
+    def begin(self, call_id: str, tool: str, arguments: str = "{}") -> Begin:
+        """The run host: the call ``call_id`` is about to run: run it, refuse it, ask about it
+        (a question bound to the call's id), or — delivered again — never run it twice."""
+    def answer_call(self, call_id: str, tool: str, arguments: str, approved: bool) -> Answered:
+        """The run host: a human's answer about the call ``call_id`` (as it was shown): applied
+        once, to the question ``begin`` asked about that very call, before it expires."""
+    def finish(self, call_id: str, tool: str, ran: bool = True, result: Optional[str] = None) -> str:
+        """The run host: the admitted call ended. The record's outcome word when recorded,
+        ``not_run``, or ``not_admitted``."""
+    def set_question_ttl(self, seconds: float) -> None:
+        """How long a question ``begin`` asks stays answerable (24 hours unless set)."""
     def approve(self, tool: str, arguments: str = "{}") -> None:
         """A human approved this exact call: ``admit`` lets it through once."""
     def reject(self, tool: str, arguments: str = "{}") -> None:
@@ -163,6 +199,8 @@ def compile(template: str, /, *, prove_properties: bool = True) -> Machine:
 def load(path: Union[str, os.PathLike[str]], /, *, prove_properties: bool = True) -> Machine:
     """Reads and compiles a template file, as ``compile``."""
 
+def reminder(tool: str) -> str:
+    """What a model is told when it answered with text while ``tool`` is forced."""
 def result_kind(result: str) -> ResultKind:
     """What a tool result (JSON text, an MCP ``CallToolResult``) says about the call:
     ``ran`` when it completed successfully, else why not — ``error``,

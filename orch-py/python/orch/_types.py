@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Literal, Optional, TypedDict
 
 __all__ = [
+    "Action",
+    "AnswerOutcome",
     "Finding",
     "FindingKind",
     "LostRule",
@@ -29,8 +31,15 @@ RefusalKind = Literal[
     "stale_answer",
     "busy",
     "outcome_unknown",
+    "already_ran",
 ]
 """Why a call is refused (``orch_agent::RefusalKind``)."""
+
+Action = Literal["run", "refused", "ask", "again"]
+"""What ``Session.begin`` came to (the run host)."""
+
+AnswerOutcome = Literal["applied", "repeated", "late", "foreign", "unknown"]
+"""What ``Session.answer_call`` came to: applied, or why it applied to nothing."""
 
 Outcome = Literal["advanced", "completed", "free", "out_of_sequence", "not_allowed"]
 """What recording a tool did."""

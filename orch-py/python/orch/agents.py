@@ -40,13 +40,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import uuid
 from typing import Any, Optional
 
 from agents import Agent, FunctionTool, ModelSettings, RunConfig
 from agents.models.interface import Model
 
-from . import Session
-from ._adapter import Workflow
+from . import Session, reminder
+from ._adapter import Workflow, _gated
 
 __all__ = ["Orchestration", "OrchestratedModel"]
 
@@ -59,8 +60,6 @@ class Orchestration(Workflow):
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        # The calls (by the SDK's call id) that went to a human for approval.
-        self._asked: set[str] = set()
         self.executed: list[str] = []
 
     def agent(self, agent: Agent) -> Agent:
@@ -103,12 +102,13 @@ class Orchestration(Workflow):
             return bool(enabled) and name in self.session.allowed()
 
         async def needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
-            refusal = self.session.check_call(name, json.dumps(params))
-            gated = refusal is not None and refusal.kind == "needs_approval"
-            if gated:
-                self._asked.add(call_id)
-                self.session.ask(name, json.dumps(params))
-            return gated or bool(await _resolve(original_needs_approval, ctx, params, call_id))
+            arguments = json.dumps(params)
+            if _gated(self.session, name, arguments):
+                # The session holds a question bound to this call's id; the SDK pauses
+                # the run for a human (a call already asked about is not asked again).
+                self.session.begin(call_id, name, arguments)
+                return True
+            return bool(await _resolve(original_needs_approval, ctx, params, call_id))
 
         async def on_invoke_tool(ctx: Any, arguments: str) -> Any:
             arguments = arguments if arguments.strip() else "{}"
@@ -116,18 +116,25 @@ class Orchestration(Workflow):
                 json.loads(arguments)
             except ValueError as e:
                 return f"error: `{name}` was not run: its arguments are not JSON ({e}); call it again with a JSON object."
+            # A call without an id of the SDK's is a call of its own.
+            call_id = getattr(ctx, "tool_call_id", None) or f"orch-{uuid.uuid4().hex}"
             async with self._turns():
-                refusal = self.session.admit(name, arguments)
-                call_id = getattr(ctx, "tool_call_id", None)
-                if refusal is not None and refusal.kind == "needs_approval" and call_id in self._asked:
-                    # The SDK runs a call it sent for approval only once a human approved it.
-                    self._asked.discard(call_id)
-                    self.session.approve(name, arguments)
-                    refusal = self.session.admit(name, arguments)
-                if refusal is not None:
-                    return refusal.message
-                result = await original_invoke(ctx, arguments)
-                self.session.record(name)
+                if _gated(self.session, name, arguments):
+                    # The SDK runs a call it sent for approval only once a human approved
+                    # it: the answer applies once, to the question about this very call
+                    # (a run state resumed twice finds it answered: nothing runs twice).
+                    answered = self.session.answer_call(call_id, name, arguments, True)
+                    if answered.refusal is not None:
+                        return answered.refusal.message
+                begun = self.session.begin(call_id, name, arguments)
+                if begun.refusal is not None:
+                    return begun.refusal.message
+                try:
+                    result = await original_invoke(ctx, arguments)
+                except BaseException:
+                    self.session.finish(call_id, name, False)
+                    raise
+                self.session.finish(call_id, name)
                 self.executed.append(name)
                 return result
 
@@ -173,7 +180,7 @@ class OrchestratedModel(Model):
                 break
             reminder = {
                 "role": "user",
-                "content": f"The workflow requires calling `{forced}` now; call it instead of answering.",
+                "content": reminder(forced),
             }
             items = [input] if isinstance(input, str) else list(input)
             if isinstance(input, str):

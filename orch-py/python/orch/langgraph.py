@@ -43,15 +43,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
-from . import Session
+from . import Session, reminder
 from ._adapter import Workflow
+
+# What every reminder starts with: orch's own wording (``orch.reminder``).
+_REMINDER_PREFIX = reminder("").split("``")[0]
 
 __all__ = ["Orchestration", "REMINDERS"]
 
 #: How often a model that answers with text while a tool is forced is reminded, per turn.
 REMINDERS = 1
 
-_REMINDER_PREFIX = "The workflow requires calling "
 
 
 class Orchestration(Workflow):
@@ -61,9 +63,6 @@ class Orchestration(Workflow):
         self.session = session
         self.tools = {t.name: t for t in tools}
         self.executed: list[str] = []
-        # The question held about each paused call (by tool call id): a resumed node runs
-        # again from the top, and must not ask anew about the call it paused on.
-        self._asked: dict[str, str] = {}
 
     def bound(self, model: Any) -> Any:
         """``model`` with the tools allowed now bound (and the expected one forced)."""
@@ -105,8 +104,12 @@ class Orchestration(Workflow):
                 text = f"error: there is no tool `{name}`. Allowed now: {', '.join(self.session.allowed())}."
                 out.append(ToolMessage(content=text, tool_call_id=call_id, name=name, status="error"))
                 continue
-            refusal = self.session.admit(name, arguments)
-            if refusal is not None and refusal.kind == "needs_approval":
+            begun = self.session.begin(call_id, name, arguments)
+            waiting = begun.action == "ask" or (
+                begun.action == "again" and begun.refusal is not None and begun.refusal.kind == "needs_approval"
+            )
+            refusal = begun.refusal
+            if waiting and refusal is not None:
                 if ran:
                     # A resumed node runs again from the top: pausing after a call ran would
                     # run that call twice. The model is told to call it again; the next
@@ -114,44 +117,41 @@ class Orchestration(Workflow):
                     text = f"{refusal.message} It was not put to the human because another call of the same step ran first; call it again on its own."
                     out.append(ToolMessage(content=text, tool_call_id=call_id, name=name, status="error"))
                     continue
-                refusal = self._approval(name, arguments, call, refusal)
+                refusal = self._approval(name, arguments, call, begun)
             if refusal is not None:
                 out.append(ToolMessage(content=refusal.message, tool_call_id=call_id, name=name, status="error"))
                 continue
-            result = self.tools[name].invoke(call["args"])
-            self.session.record(name)
+            try:
+                result = self.tools[name].invoke(call["args"])
+            except BaseException:
+                self.session.finish(call_id, name, False)
+                raise
+            self.session.finish(call_id, name)
             self.executed.append(name)
             ran = True
             out.append(ToolMessage(content=str(result), tool_call_id=call_id, name=name))
         return {"messages": out}
 
-    def _approval(self, name: str, arguments: str, call: dict, refusal: Any) -> Any:
+    def _approval(self, name: str, arguments: str, call: dict, begun: Any) -> Any:
         """Pauses on a gated call until a human answers (LangGraph's ``interrupt``), then
-        applies the answer to the question the session holds: the refusal that stands,
-        or ``None`` when the call may run (once)."""
+        applies the answer to the question the session holds about this very call (the
+        run host, ``Session.answer_call``): the refusal that stands, or ``None`` when the
+        call may run (once)."""
         call_id = call["id"]
-        question = self._asked.get(call_id)
-        held = self.session.approval
-        if question is None or held is None or held[1] != "pending":
-            question = self.session.ask(name, arguments)
-            self._asked[call_id] = question
         answer = interrupt(
             {
                 "tool": name,
                 "arguments": call["args"],
                 "step": self.session.step,
-                "question": question,
-                "message": refusal.message,
+                "question": begun.question,
+                "message": begun.refusal.message,
             }
         )
-        self._asked.pop(call_id, None)
         approved = answer is True or (isinstance(answer, dict) and answer.get("approve") is True)
-        if not self.session.answer(name, arguments, question, approved):
-            return _Refused(
-                "stale_answer",
-                f"error: `{name}` was not run: the answer belongs to no question the workflow run holds (it changed since it was asked). Call it again to ask again.",
-            )
-        refused = self.session.admit(name, arguments)
+        answered = self.session.answer_call(call_id, name, arguments, approved)
+        if answered.refusal is not None:
+            return answered.refusal
+        refused = self.session.begin(call_id, name, arguments).refusal
         if refused is not None and not approved and isinstance(answer, dict) and answer.get("reason"):
             return _Refused(refused.kind, f"{refused.message} The human said: {answer['reason']}")
         return refused
@@ -169,7 +169,7 @@ class Orchestration(Workflow):
     def remind(self, state: MessagesState) -> dict:
         """Tells the model that the workflow requires the forced tool now."""
         forced = self.forced_tool()
-        return {"messages": [HumanMessage(content=f"{_REMINDER_PREFIX}`{forced}` now; call it instead of answering.")]}
+        return {"messages": [HumanMessage(content=reminder(forced or ""))]}
 
     @staticmethod
     def _reminders_this_turn(state: MessagesState) -> int:
@@ -201,8 +201,7 @@ class Orchestration(Workflow):
 
 
 class _Refused:
-    """A refusal of the adapter's own (a stale answer, or a rejection with the human's
-    reason), shaped as :class:`orch.Refusal`."""
+    """A rejection with the human's reason added, shaped as :class:`orch.Refusal`."""
 
     def __init__(self, kind: str, message: str) -> None:
         self.kind = kind

@@ -27,9 +27,14 @@ records it after.
   the state the previous one left;
 - **approvals** (deferred tools): a call of a tool the template gates raises
   ``ApprovalRequired``, so the run ends with ``DeferredToolRequests`` (give the agent
-  ``output_type=[str, DeferredToolRequests]``) and the session holds the question; the
-  next run with ``DeferredToolResults(approvals={call_id: True})`` runs that exact call
-  once, and a denied one never runs.
+  ``output_type=[str, DeferredToolRequests]``) and the session holds a question bound to
+  that call's id; the next run with ``DeferredToolResults(approvals={call_id: True})``
+  runs that exact call once, a denied one never runs, and the same approval given again
+  (the run repeated, a retried request) runs nothing: the call ran already.
+
+Every call's life — judged, asked, answered, run, recorded, delivered again — is orch's
+run host (``Session.begin``, ``answer_call``, ``finish``); this module only maps Pydantic
+AI's objects onto it.
 
 Refusals and reminders count against the agent's retry budgets (``retries``): give a
 misbehaving model room to correct itself.
@@ -44,8 +49,8 @@ from typing import Any, Optional
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 
-from . import Session
-from ._adapter import Workflow
+from . import Session, reminder
+from ._adapter import Workflow, _gated
 
 __all__ = ["Orchestrated"]
 
@@ -71,27 +76,32 @@ class Orchestrated(Workflow, AbstractCapability[Any]):
     async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:
         forced = self.forced_tool()
         if forced is not None and not response.tool_calls:
-            raise ModelRetry(
-                f"The workflow requires calling `{forced}` now; call it instead of answering."
-            )
+            raise ModelRetry(reminder(forced))
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
         name = call.tool_name
         arguments = json.dumps(call.args_as_dict())
+        call_id = call.tool_call_id
         async with self._turns():
-            refusal = self.session.admit(name, arguments)
-            if refusal is not None and refusal.kind == "needs_approval":
-                if not getattr(ctx, "tool_call_approved", False):
-                    # A human decides: the run ends with this call deferred.
-                    self.session.ask(name, arguments)
-                    raise ApprovalRequired(metadata={"orch": refusal.message})
-                # The next run carries the human's approval of this very call.
-                self.session.approve(name, arguments)
-                refusal = self.session.admit(name, arguments)
-            if refusal is not None:
-                raise ModelRetry(refusal.message)
-            result = await handler(args)
-            self.session.record(name)
+            if getattr(ctx, "tool_call_approved", False) and _gated(self.session, name, arguments):
+                # The human's answer, as the next run carries it: it applies once, to the
+                # question the session asked about this very call (a replayed run finds
+                # it answered, and nothing runs twice).
+                answered = self.session.answer_call(call_id, name, arguments, True)
+                if answered.refusal is not None:
+                    raise ModelRetry(answered.refusal.message)
+            begun = self.session.begin(call_id, name, arguments)
+            if begun.action == "ask":
+                # A human decides: the run ends with this call deferred.
+                raise ApprovalRequired(metadata={"orch": begun.refusal.message, "question": begun.question})
+            if begun.refusal is not None:
+                raise ModelRetry(begun.refusal.message)
+            try:
+                result = await handler(args)
+            except BaseException:
+                self.session.finish(call_id, name, False)
+                raise
+            self.session.finish(call_id, name)
             self.executed.append(name)
             return result

@@ -1,0 +1,456 @@
+//! The run host for hosts that run their tools themselves — the bindings and every
+//! framework adapter on them (Pydantic AI, the OpenAI Agents SDK, LangGraph, the AI SDK):
+//! the whole life of one call, written once, so that an adapter only maps its
+//! framework's objects onto four calls.
+//!
+//! | call | what it does |
+//! | --- | --- |
+//! | [`HostedSession::begin`] | judges the call and admits it ([`Begin::Run`]), refuses it, or asks a question about it whose identity is bound to the call's id ([`Begin::Ask`]) |
+//! | [`HostedSession::answer_call`] | applies one answer to the question asked about that call id, once; a repeated, late, foreign or unknown answer gets its own [`Answered`] and changes nothing |
+//! | [`HostedSession::finish`] | the tool's end: recorded only when it ran ([`Finished`]) |
+//! | the same call delivered again | gets what it got the first time ([`Begin::Again`]): a call that ran is never run a second time, whatever the framework replays |
+//!
+//! **Questions are bound to the call's id.** The question's identity is a digest of the
+//! call id, the tool, the exact arguments ([`CallDigest`]), the active step and the
+//! template's fingerprint ([`question_for`]), and the session holds it (it survives
+//! snapshots). So a host restored from a snapshot between the question and its answer —
+//! a web app serving each request afresh — still answers its own question, and an answer
+//! replayed after the call ran (a retried request, a second tab, a run resumed twice)
+//! finds no question and is refused as `stale_answer`: one approval runs one call.
+//!
+//! **The ledger** remembers the last [`LEDGER_CALLS`] calls of this host by id: what each
+//! came to, and when each question expires. A question past its expiry is closed when
+//! its answer comes ([`Answered::Late`]); the session then holds no verdict, so nothing
+//! waits on it. A host restored from a snapshot has an empty ledger; the session's held
+//! question is then the only guard, and it is enough for the promise above.
+
+use crate::hosted::HostedSession;
+use crate::policy::{Orchestrated, RefusalKind};
+use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
+use crate::Refusal;
+use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// How many calls a host's ledger remembers (the oldest is forgotten first).
+pub const LEDGER_CALLS: usize = 1024;
+
+/// Prefix of every question bound to a call id, so its identity is never the digest of
+/// anything else.
+const DOMAIN: &[u8] = b"orch.call-question.v1\0";
+
+/// The identity of the question about the call `call_id` (`tool`, exactly `call`) asked
+/// in `step` of the template `fingerprint`: SHA-256 over all of it, its first eight bytes
+/// (never 0). The same call asked about in another step, another template, or under
+/// another id is another question.
+pub fn question_for(
+    call_id: &str,
+    tool: &str,
+    call: CallDigest,
+    step: Option<&str>,
+    fingerprint: u64,
+) -> QuestionId {
+    let mut h = hmac_sha256::Hash::new();
+    h.update(DOMAIN);
+    for part in [
+        call_id.as_bytes(),
+        tool.as_bytes(),
+        step.unwrap_or("").as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.update([u8::from(step.is_some())]);
+    h.update(call.as_bytes());
+    h.update(fingerprint.to_le_bytes());
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    QuestionId::new(u64::from_le_bytes(first).max(1))
+}
+
+/// What [`HostedSession::begin`] came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Begin {
+    /// Run the tool now, then [`HostedSession::finish`] it.
+    Run,
+    /// Not run: why, in the words the model is sent.
+    Refused(Refusal),
+    /// The call needs a human's approval: the session holds this question about it (put
+    /// it to the human; their answer goes to [`HostedSession::answer_call`] with the same
+    /// call id). `refusal` is what the model is told meanwhile.
+    Ask {
+        /// The question's identity.
+        question: QuestionId,
+        /// The `needs_approval` refusal, in orch's words.
+        refusal: Refusal,
+    },
+    /// The same call was delivered again (the same id, tool and arguments): not run
+    /// again; what the model is told. A call that ran is refused as `already_ran`; one
+    /// that was refused gets the same refusal; one whose question is open, its
+    /// `needs_approval` refusal (nothing is asked again).
+    Again(Refusal),
+}
+
+/// What [`HostedSession::answer_call`] came to. Only [`Answered::Applied`] changed
+/// anything; every other answer is refused as it is, and nothing is asked on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// The answer applied to the question asked about that call: approved (the call
+    /// now [`Begin::Run`]s, once) or rejected (it is refused as `rejected`).
+    Applied {
+        /// Was it an approval?
+        approved: bool,
+    },
+    /// The question was answered already (a double submit, a replay): this answer is
+    /// ignored; `refusal` is what a delivery of the call on it is told.
+    Repeated(Refusal),
+    /// The question expired before the answer came: it is closed (the session holds no
+    /// verdict on it any more), and the call did not run.
+    Late(Refusal),
+    /// The answer names a call id this host asked about, but another call (another tool
+    /// or other arguments): it applies to nothing.
+    Foreign(Refusal),
+    /// No question the run holds matches (never asked, or the run changed since: an
+    /// event, another question, a restore of an older state): it applies to nothing.
+    Unknown(Refusal),
+}
+
+impl Answered {
+    /// The refusal a call delivered on this answer is told; `None` when it applied.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Answered::Applied { .. } => None,
+            Answered::Repeated(r)
+            | Answered::Late(r)
+            | Answered::Foreign(r)
+            | Answered::Unknown(r) => Some(r),
+        }
+    }
+
+    /// A stable name: `applied`, `repeated`, `late`, `foreign`, `unknown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Answered::Applied { .. } => "applied",
+            Answered::Repeated(_) => "repeated",
+            Answered::Late(_) => "late",
+            Answered::Foreign(_) => "foreign",
+            Answered::Unknown(_) => "unknown",
+        }
+    }
+}
+
+/// What [`HostedSession::finish`] came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// The tool ran and is recorded: the record's outcome word (`advanced`,
+    /// `completed`, `free`, `out_of_sequence`, `not_allowed`).
+    Recorded(&'static str),
+    /// The result says the tool did not run (an error, a task, a request for input,
+    /// something malformed): nothing recorded; the model may call it again.
+    NotRun(NotRun),
+    /// The call id was not admitted by [`HostedSession::begin`] (or finished already):
+    /// nothing recorded.
+    NotAdmitted,
+}
+
+/// Where one call stands in the ledger.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Stage {
+    /// A question about it is open until `expires_ms`.
+    Asked {
+        question: QuestionId,
+        expires_ms: u64,
+    },
+    /// Its question was answered.
+    Answered,
+    /// Admitted; running.
+    Running,
+    /// It ran and was recorded.
+    Ran,
+    /// It was refused so.
+    Refused(Refusal),
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    id: String,
+    tool: String,
+    call: CallDigest,
+    stage: Stage,
+}
+
+/// The calls a host has seen, by id ([`LEDGER_CALLS`] at most).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Ledger {
+    entries: VecDeque<Entry>,
+}
+
+impl Ledger {
+    fn find(&mut self, id: &str) -> Option<&mut Entry> {
+        self.entries.iter_mut().rev().find(|e| e.id == id)
+    }
+
+    fn put(&mut self, id: &str, tool: &str, call: CallDigest, stage: Stage) {
+        if let Some(entry) = self.find(id) {
+            entry.tool = tool.to_owned();
+            entry.call = call;
+            entry.stage = stage;
+            return;
+        }
+        if self.entries.len() == LEDGER_CALLS {
+            self.entries.pop_front();
+        }
+        self.entries.push_back(Entry {
+            id: id.to_owned(),
+            tool: tool.to_owned(),
+            call,
+            stage,
+        });
+    }
+
+    fn forget(&mut self, id: &str) {
+        self.entries.retain(|e| e.id != id);
+    }
+}
+
+impl HostedSession {
+    /// How long a question asked by [`begin`](Self::begin) stays answerable (24 hours
+    /// unless set).
+    pub fn set_question_ttl(&mut self, ttl: Duration) {
+        self.question_ttl = ttl;
+    }
+
+    /// The call `call_id` of `tool` with `arguments` (JSON text) is about to run: judge
+    /// it, admit it, or ask about it. `now_ms`: the host's clock (milliseconds since the
+    /// Unix epoch; [`crate::protocol::now_ms`]), for the question's expiry.
+    pub fn begin(&mut self, call_id: &str, tool: &str, arguments: &str, now_ms: u64) -> Begin {
+        let call = CallDigest::of_text(tool, arguments);
+        if let Some(entry) = self.ledger.find(call_id) {
+            if entry.tool != tool || entry.call != call {
+                return Begin::Refused(crate::protocol::shared_id_refusal(tool, call_id));
+            }
+            match &entry.stage {
+                Stage::Ran => return Begin::Again(self.already_ran(tool, call_id)),
+                Stage::Refused(refusal) => return Begin::Again(refusal.clone()),
+                Stage::Running => {
+                    let refusal = self.refusal(
+                        tool,
+                        RefusalKind::Busy,
+                        format!("error: `{tool}` was not run again: this call (`{call_id}`) is running now, and one call runs once."),
+                    );
+                    return Begin::Again(refusal);
+                }
+                Stage::Asked { .. } | Stage::Answered => {}
+            }
+        }
+        let checked = Call::of_text(tool, arguments);
+        let policy = &self.policy;
+        let admitted = self
+            .live
+            .with_dependent_mut(|_, session| policy.admit_call(session, tool, &checked));
+        match admitted {
+            Ok(()) => {
+                self.ledger.put(call_id, tool, call, Stage::Running);
+                Begin::Run
+            }
+            Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
+                // Asked already (the same call delivered again while its question is
+                // open): the human has the question; nothing is asked again.
+                if let Some(Entry {
+                    stage: Stage::Asked { question, .. },
+                    ..
+                }) = self.ledger.find(call_id)
+                {
+                    let question = *question;
+                    if self.holds_pending(call, question) {
+                        return Begin::Again(refusal);
+                    }
+                }
+                let question = question_for(
+                    call_id,
+                    tool,
+                    call,
+                    self.session().step_name(),
+                    self.session().fingerprint(),
+                );
+                let policy = &self.policy;
+                self.live.with_dependent_mut(|_, session| {
+                    policy.ask_call(session, tool, call, question)
+                });
+                let ttl = u64::try_from(self.question_ttl.as_millis()).unwrap_or(u64::MAX);
+                let expires_ms = now_ms.saturating_add(ttl);
+                self.ledger.put(
+                    call_id,
+                    tool,
+                    call,
+                    Stage::Asked {
+                        question,
+                        expires_ms,
+                    },
+                );
+                Begin::Ask { question, refusal }
+            }
+            Err(refusal) => {
+                self.ledger
+                    .put(call_id, tool, call, Stage::Refused(refusal.clone()));
+                Begin::Refused(refusal)
+            }
+        }
+    }
+
+    /// A human's answer about the call `call_id` (`tool` with `arguments`, as the call
+    /// was shown): applied once, to the question [`begin`](Self::begin) asked about that
+    /// very call, before it expires, while the run still holds it. `reason`: what the
+    /// human said, added to a rejection's words.
+    pub fn answer_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        approved: bool,
+        now_ms: u64,
+    ) -> Answered {
+        let call = CallDigest::of_text(tool, arguments);
+        let question = match self.ledger.find(call_id) {
+            Some(entry) if entry.tool != tool || entry.call != call => {
+                return Answered::Foreign(self.stale(tool));
+            }
+            Some(entry) => match entry.stage {
+                Stage::Asked {
+                    question,
+                    expires_ms,
+                } => {
+                    if now_ms >= expires_ms {
+                        self.live.with_dependent_mut(|_, session| {
+                            session.dismiss_question(call, question)
+                        });
+                        self.ledger.forget(call_id);
+                        return Answered::Late(self.late(tool));
+                    }
+                    question
+                }
+                Stage::Answered | Stage::Running | Stage::Ran | Stage::Refused(_) => {
+                    return Answered::Repeated(self.repeated(tool, call_id));
+                }
+            },
+            // Not in the ledger (a host restored from a snapshot, or never asked here):
+            // the question the session would hold had this call been asked about.
+            None => question_for(
+                call_id,
+                tool,
+                call,
+                self.session().step_name(),
+                self.session().fingerprint(),
+            ),
+        };
+        let policy = &self.policy;
+        let applied = self.live.with_dependent_mut(|_, session| {
+            policy.answer_call(session, tool, call, question, approved, None)
+        });
+        if applied {
+            self.ledger.put(call_id, tool, call, Stage::Answered);
+            Answered::Applied { approved }
+        } else {
+            self.ledger.forget(call_id);
+            Answered::Unknown(self.stale(tool))
+        }
+    }
+
+    /// The call `call_id` that [`begin`](Self::begin) admitted has ended: `ran` says
+    /// whether the tool ran (it returned rather than failed), `result` is what it
+    /// returned (JSON text): read by the run protocol's one rule
+    /// ([`crate::protocol::classify`]) when it is a tool result in MCP's shape, and by
+    /// rules on arguments that read this tool's results. Recorded only when it ran.
+    pub fn finish(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        ran: bool,
+        result: Option<&str>,
+    ) -> Finished {
+        match self.ledger.find(call_id) {
+            Some(entry) if entry.stage == Stage::Running && entry.tool == tool => {}
+            _ => return Finished::NotAdmitted,
+        }
+        if !ran {
+            self.ledger.forget(call_id);
+            return Finished::NotRun(NotRun::Error);
+        }
+        if let Some(text) = result {
+            if let ToolResult::NotRun(why) = mcp_result(text) {
+                self.ledger.forget(call_id);
+                return Finished::NotRun(why);
+            }
+        }
+        let outcome = match result {
+            Some(text) if self.session().reads_results_of(tool) => self.record_result(tool, text),
+            _ => self.record(tool),
+        };
+        if let Some(entry) = self.ledger.find(call_id) {
+            entry.stage = Stage::Ran;
+        }
+        Finished::Recorded(outcome)
+    }
+
+    /// Does the session hold `question` about `call`, unanswered?
+    fn holds_pending(&self, call: CallDigest, question: QuestionId) -> bool {
+        self.session().approval().is_some_and(|a| {
+            a.call == call && a.question == question && a.verdict == Verdict::Pending
+        })
+    }
+
+    fn refusal(&self, tool: &str, kind: RefusalKind, text: String) -> Refusal {
+        Refusal {
+            tool: tool.to_owned(),
+            kind,
+            reason: format!("{text} {}", self.policy.what_now(self.session(), true)),
+            rule: None,
+        }
+    }
+
+    fn already_ran(&self, tool: &str, call_id: &str) -> Refusal {
+        self.refusal(
+            tool,
+            RefusalKind::AlreadyRan,
+            format!("error: `{tool}` was not run again: this call (`{call_id}`) ran already, and one call runs once."),
+        )
+    }
+
+    fn repeated(&self, tool: &str, call_id: &str) -> Refusal {
+        self.refusal(
+            tool,
+            RefusalKind::StaleAnswer,
+            format!("error: `{tool}` was not run on this answer: the question about this call (`{call_id}`) was answered already, and one answer applies once."),
+        )
+    }
+
+    fn late(&self, tool: &str) -> Refusal {
+        let hours = self.question_ttl.as_secs_f64() / 3600.0;
+        self.refusal(
+            tool,
+            RefusalKind::StaleAnswer,
+            format!("error: `{tool}` was not run: the question about it expired ({hours} h after it was asked) before the answer came, and is closed. Nothing was asked; call it again to put a new question to the human."),
+        )
+    }
+
+    fn stale(&self, tool: &str) -> Refusal {
+        self.policy
+            .unanswered(self.session(), tool, Unanswered::Stale)
+    }
+}
+
+/// A result in MCP's `CallToolResult` shape read by [`classify_text`]; any other text
+/// (what a framework's tool returned: a string, a number, an object of its own) is a
+/// tool that returned, so it ran.
+fn mcp_result(text: &str) -> ToolResult {
+    let shaped = serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
+        v.as_object().is_some_and(|o| {
+            o.contains_key("content") || o.contains_key("resultType") || o.contains_key("isError")
+        })
+    });
+    match shaped {
+        true => classify_text(text),
+        false => ToolResult::Ran,
+    }
+}

@@ -1,0 +1,353 @@
+//! The run host of in-process hosts (`orch_agent::run_host`): the life of a call —
+//! begin, answer, finish — and every way a framework delivers it again: a replayed
+//! approval, an answer given twice, after expiry, for another call under the same id, a
+//! host restored from a snapshot between question and answer, the same call delivered
+//! after it ran. The promise: an approval runs at most one call, exactly the one shown; a
+//! refused call never runs; recorded ⇔ ran.
+
+use orch_agent::hosted::HostedSession;
+use orch_agent::run_host::{Answered, Begin, Finished};
+use orch_agent::RefusalKind;
+use orch_runtime::dynamic::DynMachine;
+use proptest::prelude::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+const SHOP: &str = r#"{
+  "agentId": "gated-shop",
+  "tools": ["pay", "receipt", "browse"],
+  "orchestration": {
+    "defaultStep": "Shop",
+    "steps": [
+      {"name": "Shop", "availableTools": {"allowed": ["pay", "browse"], "approve": ["pay"]}},
+      {"name": "Paid", "conditions": [{"type": "tool_used", "value": "pay"}],
+       "availableTools": {"allowed": ["receipt", "browse", "pay"], "approve": ["pay"]}}
+    ]
+  }
+}"#;
+
+fn machine() -> Arc<DynMachine> {
+    Arc::new(
+        orch_codegen::compile_json(SHOP, None)
+            .to_machine()
+            .expect("the shop compiles"),
+    )
+}
+
+const NOW: u64 = 1_700_000_000_000;
+const PAY_7: &str = r#"{"order": 7}"#;
+
+fn asked(begin: Begin) -> orch_runtime::QuestionId {
+    match begin {
+        Begin::Ask { question, refusal } => {
+            assert_eq!(refusal.kind, RefusalKind::NeedsApproval);
+            question
+        }
+        other => panic!("expected a question, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_approved_call_runs_once_and_its_replays_never_run() {
+    let mut host = HostedSession::new(machine(), None);
+    asked(host.begin("call_1", "pay", PAY_7, NOW));
+    assert_eq!(
+        host.answer_call("call_1", "pay", PAY_7, true, NOW + 1),
+        Answered::Applied { approved: true }
+    );
+    assert_eq!(host.begin("call_1", "pay", PAY_7, NOW + 2), Begin::Run);
+    assert!(matches!(
+        host.finish("call_1", "pay", true, None),
+        Finished::Recorded(_)
+    ));
+    // The framework delivers the approval again (a retried request, a second tab).
+    let again = host.answer_call("call_1", "pay", PAY_7, true, NOW + 3);
+    assert_eq!(again.as_str(), "repeated", "{again:?}");
+    assert_eq!(
+        again.refusal().map(|r| r.kind),
+        Some(RefusalKind::StaleAnswer)
+    );
+    // And the call itself again: refused as already run.
+    match host.begin("call_1", "pay", PAY_7, NOW + 4) {
+        Begin::Again(r) => {
+            assert_eq!(r.kind, RefusalKind::AlreadyRan);
+            assert!(r.reason.contains("ran already"), "{}", r.reason);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Finishing it again records nothing.
+    assert_eq!(
+        host.finish("call_1", "pay", true, None),
+        Finished::NotAdmitted
+    );
+    assert_eq!(host.session().history().iter().flatten().count(), 1);
+}
+
+#[test]
+fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
+    let m = machine();
+    let mut first = HostedSession::new(Arc::clone(&m), None);
+    asked(first.begin("c1", "pay", PAY_7, NOW));
+    let waiting = first.snapshot();
+    // The answer comes to a new host (a web app serves each request afresh).
+    let mut second = HostedSession::restore(Arc::clone(&m), &waiting, None).unwrap();
+    assert_eq!(
+        second.answer_call("c1", "pay", PAY_7, true, NOW + 1),
+        Answered::Applied { approved: true }
+    );
+    assert_eq!(second.begin("c1", "pay", PAY_7, NOW + 2), Begin::Run);
+    assert!(matches!(
+        second.finish("c1", "pay", true, None),
+        Finished::Recorded(_)
+    ));
+    let after = second.snapshot();
+    // The same request replayed on the state saved after it: no question is held.
+    let mut third = HostedSession::restore(Arc::clone(&m), &after, None).unwrap();
+    let replay = third.answer_call("c1", "pay", PAY_7, true, NOW + 3);
+    assert_eq!(replay.as_str(), "unknown", "{replay:?}");
+    // The same call asked about anew under a new id is a new question: the old answer
+    // does not answer it.
+    asked(third.begin("c2", "pay", PAY_7, NOW + 4));
+    assert_eq!(
+        third
+            .answer_call("c1", "pay", PAY_7, true, NOW + 5)
+            .as_str(),
+        "unknown"
+    );
+    assert!(matches!(
+        third.begin("c2", "pay", PAY_7, NOW + 6),
+        Begin::Again(r) if r.kind == RefusalKind::NeedsApproval
+    ));
+}
+
+#[test]
+fn an_answer_for_another_call_under_the_same_id_applies_to_nothing() {
+    let mut host = HostedSession::new(machine(), None);
+    asked(host.begin("c1", "pay", PAY_7, NOW));
+    let other = host.answer_call("c1", "pay", r#"{"order": 8}"#, true, NOW + 1);
+    assert_eq!(other.as_str(), "foreign");
+    // A restored host (no ledger) says the same through the session's question.
+    let mut fresh = HostedSession::restore(machine(), &host.snapshot(), None).unwrap();
+    assert_eq!(
+        fresh
+            .answer_call("c1", "pay", r#"{"order": 8}"#, true, NOW + 1)
+            .as_str(),
+        "unknown"
+    );
+    // The call shown is still waiting, and its own answer still applies.
+    assert_eq!(
+        host.answer_call("c1", "pay", PAY_7, true, NOW + 2),
+        Answered::Applied { approved: true }
+    );
+}
+
+#[test]
+fn a_late_answer_closes_the_question_and_runs_nothing() {
+    let mut host = HostedSession::new(machine(), None);
+    host.set_question_ttl(Duration::from_secs(60));
+    asked(host.begin("c1", "pay", PAY_7, NOW));
+    assert_eq!(host.approval().map(|a| a.1), Some("pending"));
+    let late = host.answer_call("c1", "pay", PAY_7, true, NOW + 60_000);
+    assert_eq!(late.as_str(), "late", "{late:?}");
+    assert!(late.refusal().unwrap().reason.contains("expired"));
+    // Closed: the session holds no verdict, and the forced tool is free again.
+    assert_eq!(host.approval(), None);
+    // The call is judged afresh: asked again, under a new identity.
+    asked(host.begin("c1", "pay", PAY_7, NOW + 60_001));
+}
+
+#[test]
+fn a_rejection_holds_and_a_refusal_is_delivered_again_as_it_was() {
+    let mut host = HostedSession::new(machine(), None);
+    asked(host.begin("c1", "pay", PAY_7, NOW));
+    assert_eq!(
+        host.answer_call("c1", "pay", PAY_7, false, NOW + 1),
+        Answered::Applied { approved: false }
+    );
+    let refused = match host.begin("c1", "pay", PAY_7, NOW + 2) {
+        Begin::Refused(r) => r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(refused.kind, RefusalKind::Rejected);
+    assert_eq!(
+        host.begin("c1", "pay", PAY_7, NOW + 3),
+        Begin::Again(refused)
+    );
+    // Not allowed now: refused, and delivered again, the same refusal.
+    let receipt = host.begin("c9", "receipt", "{}", NOW + 4);
+    let Begin::Refused(r) = receipt else {
+        panic!("{receipt:?}")
+    };
+    assert_eq!(r.kind, RefusalKind::NotAllowed);
+    assert_eq!(host.begin("c9", "receipt", "{}", NOW + 5), Begin::Again(r));
+    // One id, two calls: the second is refused.
+    assert!(matches!(
+        host.begin("c9", "browse", "{}", NOW + 6),
+        Begin::Refused(r) if r.kind == RefusalKind::NotAllowed
+    ));
+}
+
+#[test]
+fn a_result_that_did_not_run_is_not_recorded_and_the_call_may_come_again() {
+    let mut host = HostedSession::new(machine(), None);
+    assert_eq!(host.begin("b1", "browse", "{}", NOW), Begin::Run);
+    let task = r#"{"content": [], "task": {"taskId": "t1"}}"#;
+    assert!(matches!(
+        host.finish("b1", "browse", true, Some(task)),
+        Finished::NotRun(_)
+    ));
+    assert!(matches!(
+        host.finish("b1", "browse", true, None),
+        Finished::NotAdmitted
+    ));
+    assert_eq!(host.begin("b1", "browse", "{}", NOW + 1), Begin::Run);
+    assert!(matches!(
+        host.finish("b1", "browse", false, None),
+        Finished::NotRun(_)
+    ));
+    assert_eq!(host.session().history().iter().flatten().count(), 0);
+    // A framework's own result (not in MCP's shape) is a tool that returned.
+    assert_eq!(host.begin("b2", "browse", "{}", NOW + 2), Begin::Run);
+    assert!(matches!(
+        host.finish("b2", "browse", true, Some(r#"{"pages": 3}"#)),
+        Finished::Recorded(_)
+    ));
+}
+
+/// A fault a framework or a network can inflict on a call's life.
+#[derive(Clone, Debug)]
+enum Step {
+    /// The call `id` (0..3) of `pay` with order `order` (0..2) is delivered.
+    Begin { id: u8, order: u8 },
+    /// An answer about call `id` showing order `order`.
+    Answer { id: u8, order: u8, approved: bool },
+    /// The running call `id` ends; `ran`.
+    Finish { id: u8, ran: bool },
+    /// Time passes (ms).
+    Wait(u32),
+    /// The host is restored from its own snapshot (its ledger lost).
+    Restore,
+    /// A user message (an event: the held verdict is cleared).
+    Message,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (0u8..3, 0u8..2).prop_map(|(id, order)| Step::Begin { id, order }),
+        (0u8..3, 0u8..2, any::<bool>()).prop_map(|(id, order, approved)| Step::Answer {
+            id,
+            order,
+            approved
+        }),
+        (0u8..3, any::<bool>()).prop_map(|(id, ran)| Step::Finish { id, ran }),
+        (0u32..40_000).prop_map(Step::Wait),
+        Just(Step::Restore),
+        Just(Step::Message),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Whatever the order of deliveries, replays, restores and delays, checked against a
+    /// model of the protocol kept apart from the host: an answer applies only to the one
+    /// open question, of that call id and exactly those arguments, once, before it
+    /// expires; `pay` (gated in every step) runs only on an approval of exactly that
+    /// call, and each approval runs at most one call; a call is recorded exactly when it
+    /// ran.
+    #[test]
+    fn an_approval_runs_at_most_one_call_with_exactly_its_arguments(steps in proptest::collection::vec(step(), 1..40)) {
+        const TTL_MS: u64 = 60_000;
+        let m = machine();
+        let mut host = HostedSession::new(Arc::clone(&m), None);
+        host.set_question_ttl(Duration::from_millis(TTL_MS));
+        let mut now = NOW;
+        // The question the run holds: (id, order, asked at, restored since).
+        let mut open: Option<(u8, u8, u64, bool)> = None;
+        // The approval the run holds: the order it approves.
+        let mut approved: Option<u8> = None;
+        let mut running: Vec<u8> = Vec::new();
+        let mut ran = 0usize;
+        for s in steps {
+            now += 1;
+            match s {
+                Step::Begin { id, order } => {
+                    let args = format!(r#"{{"order": {order}}}"#);
+                    match host.begin(&format!("c{id}"), "pay", &args, now) {
+                        Begin::Run => {
+                            prop_assert_eq!(approved, Some(order), "pay c{} order {} ran without an approval of it", id, order);
+                            approved = None;
+                            running.push(id);
+                        }
+                        Begin::Ask { .. } => {
+                            open = Some((id, order, now, false));
+                            approved = None;
+                        }
+                        Begin::Refused(_) | Begin::Again(_) => {}
+                    }
+                }
+                Step::Answer { id, order, approved: yes } => {
+                    let args = format!(r#"{{"order": {order}}}"#);
+                    let answered = host.answer_call(&format!("c{id}"), "pay", &args, yes, now);
+                    match answered {
+                        Answered::Applied { approved: a } => {
+                            let Some((oid, oorder, at, restored)) = open else {
+                                return Err(TestCaseError::fail(format!("an answer applied with no question open: c{id} {order}")));
+                            };
+                            prop_assert_eq!((oid, oorder), (id, order), "an answer applied to another call's question");
+                            prop_assert!(restored || now < at + TTL_MS, "an answer applied after its question expired");
+                            prop_assert_eq!(a, yes);
+                            open = None;
+                            approved = yes.then_some(order);
+                        }
+                        Answered::Late(_) => {
+                            // A late answer closes its question if the run still holds it.
+                            if let Some((oid, oorder, at, _)) = open {
+                                if (oid, oorder) == (id, order) {
+                                    prop_assert!(now >= at + TTL_MS, "a question closed before its expiry");
+                                    open = None;
+                                }
+                            }
+                        }
+                        Answered::Repeated(_) | Answered::Foreign(_) | Answered::Unknown(_) => {}
+                    }
+                }
+                Step::Finish { id, ran: r } => {
+                    let at = running.iter().position(|c| *c == id);
+                    let finished = host.finish(&format!("c{id}"), "pay", r, None);
+                    match (at, r) {
+                        (Some(at), true) => {
+                            prop_assert!(matches!(finished, Finished::Recorded(_)), "{:?}", finished);
+                            running.remove(at);
+                            ran += 1;
+                            // Recording is an event: the held verdict is cleared.
+                            open = None;
+                            approved = None;
+                        }
+                        (Some(at), false) => {
+                            prop_assert!(matches!(finished, Finished::NotRun(_)), "{:?}", finished);
+                            running.remove(at);
+                        }
+                        (None, _) => prop_assert_eq!(finished, Finished::NotAdmitted),
+                    }
+                }
+                Step::Wait(ms) => now += u64::from(ms),
+                Step::Restore => {
+                    host = HostedSession::restore(Arc::clone(&m), &host.snapshot(), None).unwrap();
+                    host.set_question_ttl(Duration::from_millis(TTL_MS));
+                    // A running call's end never reaches the new host; a restored host
+                    // knows no question's expiry.
+                    running.clear();
+                    open = open.map(|(id, order, at, _)| (id, order, at, true));
+                }
+                Step::Message => {
+                    host.on_user_message("hello");
+                    open = None;
+                    approved = None;
+                }
+            }
+        }
+        let recorded = host.session().history().iter().flatten().count();
+        prop_assert_eq!(recorded, ran, "recorded ⇔ ran");
+    }
+}
