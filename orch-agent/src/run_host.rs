@@ -69,6 +69,17 @@ pub fn question_for(
     QuestionId::new(u64::from_le_bytes(first).max(1))
 }
 
+/// What [`HostedSession::begin`] does with a call that needs a human's approval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnGate {
+    /// Ask: the session holds a question about the call ([`Begin::Ask`]).
+    Ask,
+    /// Refuse it as `needs_approval`, asking nothing: for a host whose framework asks
+    /// at another moment (the AI SDK's `toolApproval`, the OpenAI Agents SDK's
+    /// `needs_approval`) and runs only calls it already put to a human.
+    Refuse,
+}
+
 /// What [`HostedSession::begin`] came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Begin {
@@ -222,9 +233,17 @@ impl HostedSession {
     }
 
     /// The call `call_id` of `tool` with `arguments` (JSON text) is about to run: judge
-    /// it, admit it, or ask about it. `now_ms`: the host's clock (milliseconds since the
-    /// Unix epoch; [`crate::protocol::now_ms`]), for the question's expiry.
-    pub fn begin(&mut self, call_id: &str, tool: &str, arguments: &str, now_ms: u64) -> Begin {
+    /// it, admit it, or (`on_gate`) ask about it. `now_ms`: the host's clock
+    /// (milliseconds since the Unix epoch; [`crate::protocol::now_ms`]), for the
+    /// question's expiry.
+    pub fn begin(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        on_gate: OnGate,
+        now_ms: u64,
+    ) -> Begin {
         let call = CallDigest::of_text(tool, arguments);
         if let Some(entry) = self.ledger.find(call_id) {
             if entry.tool != tool || entry.call != call {
@@ -266,6 +285,9 @@ impl HostedSession {
                     if self.holds_pending(call, question) {
                         return Begin::Again(refusal);
                     }
+                }
+                if on_gate == OnGate::Refuse {
+                    return Begin::Refused(refusal);
                 }
                 let question = question_for(
                     call_id,

@@ -6,7 +6,7 @@
 //! refused call never runs; recorded ⇔ ran.
 
 use orch_agent::hosted::HostedSession;
-use orch_agent::run_host::{Answered, Begin, Finished};
+use orch_agent::run_host::{Answered, Begin, Finished, OnGate};
 use orch_agent::RefusalKind;
 use orch_runtime::dynamic::DynMachine;
 use proptest::prelude::*;
@@ -50,12 +50,15 @@ fn asked(begin: Begin) -> orch_runtime::QuestionId {
 #[test]
 fn an_approved_call_runs_once_and_its_replays_never_run() {
     let mut host = HostedSession::new(machine(), None);
-    asked(host.begin("call_1", "pay", PAY_7, NOW));
+    asked(host.begin("call_1", "pay", PAY_7, OnGate::Ask, NOW));
     assert_eq!(
         host.answer_call("call_1", "pay", PAY_7, true, NOW + 1),
         Answered::Applied { approved: true }
     );
-    assert_eq!(host.begin("call_1", "pay", PAY_7, NOW + 2), Begin::Run);
+    assert_eq!(
+        host.begin("call_1", "pay", PAY_7, OnGate::Ask, NOW + 2),
+        Begin::Run
+    );
     assert!(matches!(
         host.finish("call_1", "pay", true, None),
         Finished::Recorded(_)
@@ -68,7 +71,7 @@ fn an_approved_call_runs_once_and_its_replays_never_run() {
         Some(RefusalKind::StaleAnswer)
     );
     // And the call itself again: refused as already run.
-    match host.begin("call_1", "pay", PAY_7, NOW + 4) {
+    match host.begin("call_1", "pay", PAY_7, OnGate::Ask, NOW + 4) {
         Begin::Again(r) => {
             assert_eq!(r.kind, RefusalKind::AlreadyRan);
             assert!(r.reason.contains("ran already"), "{}", r.reason);
@@ -87,7 +90,7 @@ fn an_approved_call_runs_once_and_its_replays_never_run() {
 fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
     let m = machine();
     let mut first = HostedSession::new(Arc::clone(&m), None);
-    asked(first.begin("c1", "pay", PAY_7, NOW));
+    asked(first.begin("c1", "pay", PAY_7, OnGate::Ask, NOW));
     let waiting = first.snapshot();
     // The answer comes to a new host (a web app serves each request afresh).
     let mut second = HostedSession::restore(Arc::clone(&m), &waiting, None).unwrap();
@@ -95,7 +98,10 @@ fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
         second.answer_call("c1", "pay", PAY_7, true, NOW + 1),
         Answered::Applied { approved: true }
     );
-    assert_eq!(second.begin("c1", "pay", PAY_7, NOW + 2), Begin::Run);
+    assert_eq!(
+        second.begin("c1", "pay", PAY_7, OnGate::Ask, NOW + 2),
+        Begin::Run
+    );
     assert!(matches!(
         second.finish("c1", "pay", true, None),
         Finished::Recorded(_)
@@ -107,7 +113,7 @@ fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
     assert_eq!(replay.as_str(), "unknown", "{replay:?}");
     // The same call asked about anew under a new id is a new question: the old answer
     // does not answer it.
-    asked(third.begin("c2", "pay", PAY_7, NOW + 4));
+    asked(third.begin("c2", "pay", PAY_7, OnGate::Ask, NOW + 4));
     assert_eq!(
         third
             .answer_call("c1", "pay", PAY_7, true, NOW + 5)
@@ -115,7 +121,7 @@ fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
         "unknown"
     );
     assert!(matches!(
-        third.begin("c2", "pay", PAY_7, NOW + 6),
+        third.begin("c2", "pay", PAY_7, OnGate::Ask, NOW + 6),
         Begin::Again(r) if r.kind == RefusalKind::NeedsApproval
     ));
 }
@@ -123,7 +129,7 @@ fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
 #[test]
 fn an_answer_for_another_call_under_the_same_id_applies_to_nothing() {
     let mut host = HostedSession::new(machine(), None);
-    asked(host.begin("c1", "pay", PAY_7, NOW));
+    asked(host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW));
     let other = host.answer_call("c1", "pay", r#"{"order": 8}"#, true, NOW + 1);
     assert_eq!(other.as_str(), "foreign");
     // A restored host (no ledger) says the same through the session's question.
@@ -145,7 +151,7 @@ fn an_answer_for_another_call_under_the_same_id_applies_to_nothing() {
 fn a_late_answer_closes_the_question_and_runs_nothing() {
     let mut host = HostedSession::new(machine(), None);
     host.set_question_ttl(Duration::from_secs(60));
-    asked(host.begin("c1", "pay", PAY_7, NOW));
+    asked(host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW));
     assert_eq!(host.approval().map(|a| a.1), Some("pending"));
     let late = host.answer_call("c1", "pay", PAY_7, true, NOW + 60_000);
     assert_eq!(late.as_str(), "late", "{late:?}");
@@ -153,44 +159,71 @@ fn a_late_answer_closes_the_question_and_runs_nothing() {
     // Closed: the session holds no verdict, and the forced tool is free again.
     assert_eq!(host.approval(), None);
     // The call is judged afresh: asked again, under a new identity.
-    asked(host.begin("c1", "pay", PAY_7, NOW + 60_001));
+    asked(host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW + 60_001));
 }
 
 #[test]
 fn a_rejection_holds_and_a_refusal_is_delivered_again_as_it_was() {
     let mut host = HostedSession::new(machine(), None);
-    asked(host.begin("c1", "pay", PAY_7, NOW));
+    asked(host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW));
     assert_eq!(
         host.answer_call("c1", "pay", PAY_7, false, NOW + 1),
         Answered::Applied { approved: false }
     );
-    let refused = match host.begin("c1", "pay", PAY_7, NOW + 2) {
+    let refused = match host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW + 2) {
         Begin::Refused(r) => r,
         other => panic!("{other:?}"),
     };
     assert_eq!(refused.kind, RefusalKind::Rejected);
     assert_eq!(
-        host.begin("c1", "pay", PAY_7, NOW + 3),
+        host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW + 3),
         Begin::Again(refused)
     );
     // Not allowed now: refused, and delivered again, the same refusal.
-    let receipt = host.begin("c9", "receipt", "{}", NOW + 4);
+    let receipt = host.begin("c9", "receipt", "{}", OnGate::Ask, NOW + 4);
     let Begin::Refused(r) = receipt else {
         panic!("{receipt:?}")
     };
     assert_eq!(r.kind, RefusalKind::NotAllowed);
-    assert_eq!(host.begin("c9", "receipt", "{}", NOW + 5), Begin::Again(r));
+    assert_eq!(
+        host.begin("c9", "receipt", "{}", OnGate::Ask, NOW + 5),
+        Begin::Again(r)
+    );
     // One id, two calls: the second is refused.
     assert!(matches!(
-        host.begin("c9", "browse", "{}", NOW + 6),
+        host.begin("c9", "browse", "{}", OnGate::Ask, NOW + 6),
         Begin::Refused(r) if r.kind == RefusalKind::NotAllowed
     ));
 }
 
 #[test]
+fn a_host_whose_framework_asks_elsewhere_refuses_without_asking() {
+    let mut host = HostedSession::new(machine(), None);
+    let begun = host.begin("c1", "pay", PAY_7, OnGate::Refuse, NOW);
+    assert!(
+        matches!(&begun, Begin::Refused(r) if r.kind == RefusalKind::NeedsApproval),
+        "{begun:?}"
+    );
+    assert_eq!(host.approval(), None, "nothing was asked");
+    // Asked at the framework's moment, then answered: the call runs.
+    asked(host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW + 1));
+    assert!(host
+        .answer_call("c1", "pay", PAY_7, true, NOW + 2)
+        .refusal()
+        .is_none());
+    assert_eq!(
+        host.begin("c1", "pay", PAY_7, OnGate::Refuse, NOW + 3),
+        Begin::Run
+    );
+}
+
+#[test]
 fn a_result_that_did_not_run_is_not_recorded_and_the_call_may_come_again() {
     let mut host = HostedSession::new(machine(), None);
-    assert_eq!(host.begin("b1", "browse", "{}", NOW), Begin::Run);
+    assert_eq!(
+        host.begin("b1", "browse", "{}", OnGate::Ask, NOW),
+        Begin::Run
+    );
     let task = r#"{"content": [], "task": {"taskId": "t1"}}"#;
     assert!(matches!(
         host.finish("b1", "browse", true, Some(task)),
@@ -200,14 +233,20 @@ fn a_result_that_did_not_run_is_not_recorded_and_the_call_may_come_again() {
         host.finish("b1", "browse", true, None),
         Finished::NotAdmitted
     ));
-    assert_eq!(host.begin("b1", "browse", "{}", NOW + 1), Begin::Run);
+    assert_eq!(
+        host.begin("b1", "browse", "{}", OnGate::Ask, NOW + 1),
+        Begin::Run
+    );
     assert!(matches!(
         host.finish("b1", "browse", false, None),
         Finished::NotRun(_)
     ));
     assert_eq!(host.session().history().iter().flatten().count(), 0);
     // A framework's own result (not in MCP's shape) is a tool that returned.
-    assert_eq!(host.begin("b2", "browse", "{}", NOW + 2), Begin::Run);
+    assert_eq!(
+        host.begin("b2", "browse", "{}", OnGate::Ask, NOW + 2),
+        Begin::Run
+    );
     assert!(matches!(
         host.finish("b2", "browse", true, Some(r#"{"pages": 3}"#)),
         Finished::Recorded(_)
@@ -273,7 +312,7 @@ proptest! {
             match s {
                 Step::Begin { id, order } => {
                     let args = format!(r#"{{"order": {order}}}"#);
-                    match host.begin(&format!("c{id}"), "pay", &args, now) {
+                    match host.begin(&format!("c{id}"), "pay", &args, OnGate::Ask, now) {
                         Begin::Run => {
                             prop_assert_eq!(approved, Some(order), "pay c{} order {} ran without an approval of it", id, order);
                             approved = None;

@@ -12,6 +12,7 @@ use napi::bindgen_prelude::{
 };
 use napi_derive::napi;
 use orch_agent::hosted::HostedSession;
+use orch_agent::run_host;
 use orch_codegen::diagnostic::{placed, summary, Placed};
 use orch_codegen::verify::explore::Options as ExploreOptions;
 use orch_codegen::verify::report::{self, Kind};
@@ -200,6 +201,8 @@ pub enum RefusalKind {
     OutcomeUnknown,
     /// The call's arguments break a rule on arguments (`Refusal.rule` names it).
     BrokenRule,
+    /// The same call was delivered again after it ran: not run twice.
+    AlreadyRan,
 }
 
 impl From<orch_agent::RefusalKind> for RefusalKind {
@@ -216,11 +219,71 @@ impl From<orch_agent::RefusalKind> for RefusalKind {
             K::Busy => RefusalKind::Busy,
             K::OutcomeUnknown => RefusalKind::OutcomeUnknown,
             K::BrokenRule => RefusalKind::BrokenRule,
+            K::AlreadyRan => RefusalKind::AlreadyRan,
             // `RefusalKind` is non-exhaustive; every kind it has is above (the test
             // `every_refusal_kind_has_its_name` fails when one is missing).
             _ => RefusalKind::NotAllowed,
         }
     }
+}
+
+/// What `Session.begin` came to (the run host).
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Run the tool now, then `finish` it.
+    Run,
+    /// Not run: `refusal` says why.
+    Refused,
+    /// A human must answer: the session holds `question` about this call.
+    Ask,
+    /// The same call delivered again: not run again; `refusal` says why.
+    Again,
+}
+
+/// What `Session.begin` came to: the action, the refusal the model is told when the call
+/// does not run, and for `ask` the question's identity (16 hex digits).
+#[napi(object)]
+pub struct Begin {
+    /// `run`, `refused`, `ask` or `again`.
+    pub action: Action,
+    /// Why it does not run (absent for `run`).
+    pub refusal: Option<Refusal>,
+    /// The question asked (`ask` only).
+    pub question: Option<String>,
+}
+
+/// What `Session.answerCall` came to.
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerOutcome {
+    /// Applied to the question about that call.
+    Applied,
+    /// That question was answered already.
+    Repeated,
+    /// The question expired first (it is closed now).
+    Late,
+    /// The id names another call (another tool or other arguments).
+    Foreign,
+    /// No question the run holds matches.
+    Unknown,
+}
+
+/// What `Session.answerCall` came to: the outcome and, when it did not apply, the
+/// refusal the model is told.
+#[napi(object)]
+pub struct Answered {
+    /// `applied`, or why not.
+    pub outcome: AnswerOutcome,
+    /// Why nothing runs on it (absent when it applied).
+    pub refusal: Option<Refusal>,
+}
+
+/// What a model is told when it answered with text while `tool` is forced: the one
+/// wording every surface sends.
+#[napi]
+pub fn reminder(tool: String) -> String {
+    orch_agent::Policy::forced_reminder(&tool)
 }
 
 /// What a call whose result never came means (`lostResults`, semantics §15).
@@ -651,6 +714,129 @@ impl Session {
             }
             None => false,
         }
+    }
+
+    /// What a model is told when it answered with text while `tool` is forced: the one
+    /// wording every surface sends (the module's `reminder`).
+    #[napi]
+    pub fn reminder(&self, tool: String) -> String {
+        orch_agent::Policy::forced_reminder(&tool)
+    }
+
+    /// The run host: the call `callId` of `tool` with `args` (JSON text, default `{}`)
+    /// is about to run. `run`: run it, then `finish` it; `refused`; `ask`: the session
+    /// holds a question bound to this call's id, to put to a human (their answer goes to
+    /// `answerCall`); `again`: the same call delivered again, never run twice. `ask`
+    /// (default `true`) `false`: a call that needs a human's approval is refused as
+    /// `needs_approval` and nothing is asked (for a framework that asks elsewhere).
+    #[napi]
+    pub fn begin(
+        &mut self,
+        call_id: String,
+        tool: String,
+        args: Option<String>,
+        ask: Option<bool>,
+    ) -> Begin {
+        let now = orch_agent::protocol::now_ms();
+        let on_gate = match ask {
+            Some(false) => run_host::OnGate::Refuse,
+            _ => run_host::OnGate::Ask,
+        };
+        let begun =
+            self.hosted
+                .borrow_mut()
+                .begin(&call_id, &tool, self::args(&args), on_gate, now);
+        match begun {
+            run_host::Begin::Run => Begin {
+                action: Action::Run,
+                refusal: None,
+                question: None,
+            },
+            run_host::Begin::Refused(r) => Begin {
+                action: Action::Refused,
+                refusal: Some(refusal(r)),
+                question: None,
+            },
+            run_host::Begin::Ask {
+                question,
+                refusal: r,
+            } => Begin {
+                action: Action::Ask,
+                refusal: Some(refusal(r)),
+                question: Some(question.to_string()),
+            },
+            run_host::Begin::Again(r) => Begin {
+                action: Action::Again,
+                refusal: Some(refusal(r)),
+                question: None,
+            },
+        }
+    }
+
+    /// The run host: a human's answer about the call `callId` (`tool` with `args`, as
+    /// it was shown): applied once, to the question `begin` asked about that very call,
+    /// before it expires, while the run still holds it; any other answer changes nothing
+    /// and says why.
+    #[napi]
+    pub fn answer_call(
+        &mut self,
+        call_id: String,
+        tool: String,
+        args: String,
+        approved: bool,
+    ) -> Answered {
+        let now = orch_agent::protocol::now_ms();
+        let answered = self
+            .hosted
+            .borrow_mut()
+            .answer_call(&call_id, &tool, &args, approved, now);
+        let outcome = match answered {
+            run_host::Answered::Applied { .. } => AnswerOutcome::Applied,
+            run_host::Answered::Repeated(_) => AnswerOutcome::Repeated,
+            run_host::Answered::Late(_) => AnswerOutcome::Late,
+            run_host::Answered::Foreign(_) => AnswerOutcome::Foreign,
+            run_host::Answered::Unknown(_) => AnswerOutcome::Unknown,
+        };
+        Answered {
+            outcome,
+            refusal: answered.refusal().cloned().map(refusal),
+        }
+    }
+
+    /// The run host: the call `callId` that `begin` admitted ended. `ran` (default
+    /// `true`): the tool returned rather than failed; `result`: what it returned (JSON
+    /// text; a result in MCP's shape is read by orch's one rule). The record's outcome
+    /// word when recorded, `not_run`, or `not_admitted`.
+    #[napi]
+    pub fn finish(
+        &mut self,
+        call_id: String,
+        tool: String,
+        ran: Option<bool>,
+        result: Option<String>,
+    ) -> String {
+        let finished = self.hosted.borrow_mut().finish(
+            &call_id,
+            &tool,
+            ran.unwrap_or(true),
+            result.as_deref(),
+        );
+        match finished {
+            run_host::Finished::Recorded(word) => word,
+            run_host::Finished::NotRun(_) => "not_run",
+            run_host::Finished::NotAdmitted => "not_admitted",
+        }
+        .to_owned()
+    }
+
+    /// How long a question `begin` asks stays answerable, in seconds (24 hours unless
+    /// set).
+    #[napi]
+    pub fn set_question_ttl(&mut self, seconds: f64) -> napi::Result<()> {
+        let ttl = std::time::Duration::try_from_secs_f64(seconds)
+            .map_err(|e| napi::Error::from_reason(format!("questionTtl: {e}")))?;
+        self.hosted.borrow_mut().set_question_ttl(ttl);
+        Ok(())
     }
 
     /// A human approved this exact call: the session holds the approval (until the next

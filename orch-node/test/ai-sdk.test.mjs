@@ -202,6 +202,10 @@ test('an approval is of the call the human saw: a second call under the same id 
   const run = orchestrate(compile(REFUND).session(), refundTools(ran))
   run.onUserMessage('refund order 7')
   assert.equal(run.session.record('lookup_order'), 'advanced')
+  // The SDK asked about the call it showed (order 7 under the id c1).
+  const status = await run.toolApproval({ toolCall: { toolName: 'issue_refund', input: { order: 7 }, toolCallId: 'c1' } })
+  assert.equal(status, 'user-approval')
+  assert.equal(run.session.approval?.verdict, 'pending')
   // The model gave two calls one id; the human was shown (and approved) order 7.
   const shown = (order) => ({ type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: { order } })
   const approval = [
@@ -219,16 +223,53 @@ test('an approval is of the call the human saw: a second call under the same id 
       (e) => e instanceof OrchRefusalError && /same id `c1`/.test(e.message),
     )
   }
-  // One call under the id, but not the one executed: not approved.
+  // One call under the id, but not the one executed: not approved, never run.
   const once = [{ role: 'user', content: 'refund order 7' }, { role: 'assistant', content: [shown(7), ...approval] }, answer]
   await assert.rejects(
     run.tools.issue_refund.execute({ order: 9999 }, { toolCallId: 'c1', messages: once }),
-    (e) => e instanceof OrchRefusalError && e.refusal.kind === 'needs_approval',
+    (e) => e instanceof OrchRefusalError,
   )
   assert.deepEqual(ran, [])
   // The call the human saw runs, once.
   assert.equal(await run.tools.issue_refund.execute({ order: 7 }, { toolCallId: 'c1', messages: once }), 'issue_refund done for 7')
   assert.deepEqual(ran, ['issue_refund(7)'])
+  // Delivered again (a retried POST, a second tab): it ran already.
+  await assert.rejects(
+    run.tools.issue_refund.execute({ order: 7 }, { toolCallId: 'c1', messages: once }),
+    (e) => e instanceof OrchRefusalError && e.refusal.kind === 'already_ran',
+  )
+  assert.deepEqual(ran, ['issue_refund(7)'])
+})
+
+test('the same approved messages sent twice run the refund once, on the same run or one restored from its snapshot', async () => {
+  const fake = await ScriptedOpenAI.start([...REFUND_APPROVED, '(again)', '(again, restored)'])
+  const ran = []
+  try {
+    const tools = refundTools(ran)
+    const question = 'Please refund order'
+    const { run, result } = await turn(fake, REFUND, tools, question)
+    const requests = result.content.filter((p) => p.type === 'tool-approval-request')
+    // The app keeps only the snapshot between the two requests.
+    const paused = run.session.snapshot()
+    const machine = compile(REFUND)
+    const resumed = orchestrate(machine.restore(paused), tools)
+    const openai = createOpenAI({ baseURL: fake.baseURL, apiKey: 'not-a-key' })
+    const messages = [
+      { role: 'user', content: question },
+      ...result.response.messages,
+      { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: requests[0].approvalId, approved: true }] },
+    ]
+    const send = (r) => generateText({ model: r.model(openai.chat('fake')), messages, stopWhen: stepCountIs(20), ...r.settings() })
+    await send(resumed)
+    assert.deepEqual(ran, ['lookup_order(7)', 'issue_refund(7)', 'send_email(7)'])
+    // The same POST again, on the same run…
+    await send(resumed)
+    // …and on a run restored from the snapshot saved after it.
+    await send(orchestrate(machine.restore(resumed.session.snapshot()), tools))
+    assert.deepEqual(ran, ['lookup_order(7)', 'issue_refund(7)', 'send_email(7)'])
+  } finally {
+    await fake.close()
+  }
 })
 
 test('streamText: the same guarantees while streaming', async () => {

@@ -28,10 +28,14 @@
  *   of another tool is answered with its refusal in orch's words, text with a reminder,
  *   and the model is asked again within the same step.
  * - Tools the template gates behind a human's approval map onto the SDK's tool
- *   approvals (`toolApproval`): the call pauses as a `tool-approval-request`; when the
- *   next call brings an approving `tool-approval-response`, the session holds that
- *   approval for that exact call (tool and arguments) and the call runs once; a denied
- *   one never runs.
+ *   approvals (`toolApproval`): the call pauses as a `tool-approval-request` and the
+ *   session holds a question bound to the call's id; when the next call brings an
+ *   approving `tool-approval-response`, it answers that question, and the call runs
+ *   once; a denied one never runs; the same approval sent again (a retried POST, a
+ *   second tab) runs nothing: the call ran already.
+ * - Every call's life — judged, asked, answered, run, recorded, delivered again — is
+ *   orch's run host (`Session.begin`, `answerCall`, `finish`); this module only maps
+ *   the AI SDK's objects onto it.
  *
  * @module
  */
@@ -68,14 +72,21 @@ export class OrchRefusalError extends Error {
   }
 }
 
-/** The text a model gets when it answered while `tool` was forced. */
-export function reminder(tool: string): string {
-  return `The workflow requires calling \`${tool}\` now; call it instead of answering.`
+/** The text a model gets when it answered while `tool` was forced: orch's own words,
+ * the same on every surface (`Session.reminder`). */
+export function reminder(session: Session, tool: string): string {
+  return session.reminder(tool)
+}
+
+/** Does this exact call wait for a human's answer (a gated tool, no verdict on it)? An
+ * approval the conversation carries is orch's to apply only then. */
+function gated(session: Session, tool: string, args: string): boolean {
+  return session.checkCall(tool, args)?.kind === 'needs_approval'
 }
 
 /** The approval function `generateText` accepts (`toolApproval`). */
 export type ToolApproval = (options: {
-  toolCall: { toolName: string; input: unknown }
+  toolCall: { toolName: string; input: unknown; toolCallId: string }
 }) => ToolApprovalStatus | PromiseLike<ToolApprovalStatus>
 
 /** What a middleware's `wrapGenerate` is given. */
@@ -210,20 +221,33 @@ export class Orchestration<TOOLS extends ToolSet> {
               this.options.onRefusal?.(duplicate)
               throw new OrchRefusalError(duplicate)
             }
-            let refused = this.session.admit(name, args)
             if (
-              refused?.kind === 'needs_approval' &&
+              gated(this.session, name, args) &&
               approvedIn(options.messages, options.toolCallId, name, input)
             ) {
-              this.session.approve(name, args)
-              refused = this.session.admit(name, args)
+              // The human's answer, as the conversation carries it: it applies once, to
+              // the question the session asked about this very call (a replayed request
+              // finds it answered, and nothing runs twice).
+              const answered = this.session.answerCall(options.toolCallId, name, args, true)
+              if (answered.refusal) {
+                this.options.onRefusal?.(answered.refusal)
+                throw new OrchRefusalError(answered.refusal)
+              }
             }
-            if (refused) {
-              this.options.onRefusal?.(refused)
-              throw new OrchRefusalError(refused)
+            // The SDK asks (`toolApproval`) before it executes: nothing is asked here.
+            const begun = this.session.begin(options.toolCallId, name, args, false)
+            if (begun.refusal) {
+              this.options.onRefusal?.(begun.refusal)
+              throw new OrchRefusalError(begun.refusal)
             }
-            const output: unknown = await (original as (i: unknown, o: unknown) => unknown)(input, options)
-            this.session.record(name)
+            let output: unknown
+            try {
+              output = await (original as (i: unknown, o: unknown) => unknown)(input, options)
+            } catch (e) {
+              this.session.finish(options.toolCallId, name, false)
+              throw e
+            }
+            this.session.finish(options.toolCallId, name)
             this.executed.push(name)
             return output
           }),
@@ -258,11 +282,12 @@ export class Orchestration<TOOLS extends ToolSet> {
   /** `toolApproval`: a call of a tool the template gates asks a human (the session
    * holds the question); others are left to `options.toolApproval`, if any. */
   readonly toolApproval: ToolApproval = (options) => {
-    const { toolName, input } = options.toolCall
+    const { toolName, input, toolCallId } = options.toolCall
     const args = argsText(input)
-    const refused = this.session.checkCall(toolName, args)
-    if (refused?.kind === 'needs_approval') {
-      this.session.ask(toolName, args)
+    if (gated(this.session, toolName, args)) {
+      // The session holds a question bound to this call's id (a call asked about
+      // already is not asked again).
+      this.session.begin(toolCallId, toolName, args)
       return 'user-approval'
     }
     return this.options.toolApproval ? this.options.toolApproval(options) : 'not-applicable'
@@ -300,7 +325,7 @@ export class Orchestration<TOOLS extends ToolSet> {
   /** Why a call made while `forced` is forced does not run, in orch's words. */
   private refusalText(tool: string, forced: string): string {
     const refused = this.session.check(tool)
-    if (refused === null) return reminder(forced)
+    if (refused === null) return reminder(this.session, forced)
     this.options.onRefusal?.(refused)
     return refused.message
   }
@@ -329,7 +354,7 @@ export class Orchestration<TOOLS extends ToolSet> {
         prompt = [
           ...prompt,
           { role: 'assistant', content: text },
-          { role: 'user', content: [{ type: 'text', text: reminder(forced) }] },
+          { role: 'user', content: [{ type: 'text', text: reminder(this.session, forced) }] },
         ]
       } else {
         prompt = [

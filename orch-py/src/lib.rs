@@ -560,41 +560,51 @@ impl Session {
     /// session holds a question about this call, bound to its id: put it to a human and
     /// give the answer to `answer_call`), or `again` (the same call delivered again: not
     /// run again). `Begin.refusal` is what the model is told when it does not run.
-    #[pyo3(signature = (call_id, tool, arguments = "{}"))]
+    /// `ask=False`: a call that needs a human's approval is refused as
+    /// `needs_approval` and nothing is asked (for a framework that asks elsewhere).
+    #[pyo3(signature = (call_id, tool, arguments = "{}", ask = true))]
     fn begin(
         &mut self,
         py: Python<'_>,
         call_id: &str,
         tool: &str,
         arguments: &str,
+        ask: bool,
     ) -> PyResult<Begin> {
         self.fast.stale();
         let now = orch_agent::protocol::now_ms();
-        Ok(match self.hosted.begin(call_id, tool, arguments, now) {
-            run_host::Begin::Run => Begin {
-                action: "run",
-                refusal: None,
-                question: None,
+        let on_gate = if ask {
+            run_host::OnGate::Ask
+        } else {
+            run_host::OnGate::Refuse
+        };
+        Ok(
+            match self.hosted.begin(call_id, tool, arguments, on_gate, now) {
+                run_host::Begin::Run => Begin {
+                    action: "run",
+                    refusal: None,
+                    question: None,
+                },
+                run_host::Begin::Refused(r) => Begin {
+                    action: "refused",
+                    refusal: Some(Py::new(py, refusal(r))?),
+                    question: None,
+                },
+                run_host::Begin::Ask {
+                    question,
+                    refusal: r,
+                } => Begin {
+                    action: "ask",
+                    refusal: Some(Py::new(py, refusal(r))?),
+                    question: Some(question.to_string()),
+                },
+                run_host::Begin::Again(r) => Begin {
+                    action: "again",
+                    refusal: Some(Py::new(py, refusal(r))?),
+                    question: None,
+                },
             },
-            run_host::Begin::Refused(r) => Begin {
-                action: "refused",
-                refusal: Some(Py::new(py, refusal(r))?),
-                question: None,
-            },
-            run_host::Begin::Ask {
-                question,
-                refusal: r,
-            } => Begin {
-                action: "ask",
-                refusal: Some(Py::new(py, refusal(r))?),
-                question: Some(question.to_string()),
-            },
-            run_host::Begin::Again(r) => Begin {
-                action: "again",
-                refusal: Some(Py::new(py, refusal(r))?),
-                question: None,
-            },
-        })
+        )
     }
 
     /// The run host: a human's answer about the call `call_id` (`tool` with `arguments`,

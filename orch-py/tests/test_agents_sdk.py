@@ -125,6 +125,25 @@ def test_a_gated_call_waits_for_a_human_and_runs_once_approved():
     assert run.session.approval is None
 
 
+def test_a_run_state_resumed_twice_runs_the_approved_call_once():
+    """The approved state resumed twice (a retried request, a second worker): the refund
+    ran once; the second resume is told it ran already."""
+    script = REFUND_APPROVED + ["(again)"]
+    with ScriptedOpenAI(script) as fake:
+        run, agent, executed = refund_desk(fake)
+        message = "Please refund order 7"
+        run.on_user_message(message)
+        paused = asyncio.run(Runner.run(agent, message, run_config=run.run_config()))
+        state = paused.to_state()
+        state.approve(paused.interruptions[0])
+        saved = state.to_json()
+        asyncio.run(Runner.run(agent, state, run_config=run.run_config()))
+        assert executed == ["lookup_order", "issue_refund", "send_email"]
+        again = asyncio.run(type(state).from_json(agent, saved))
+        asyncio.run(Runner.run(agent, again, run_config=run.run_config()))
+    assert executed == ["lookup_order", "issue_refund", "send_email"], executed
+
+
 def test_a_rejected_call_never_runs():
     script = REFUND_DENIED
     with ScriptedOpenAI(script) as fake:

@@ -108,6 +108,26 @@ def test_a_gated_call_pauses_with_interrupt_and_runs_once_approved():
     assert workflow.session.sequence_index == 3
 
 
+def test_a_paused_call_resumed_twice_runs_once():
+    """The same interrupt resumed again from its checkpoint (a retried request, time
+    travel): the refund ran once, and the replay is told it was answered already."""
+    from langgraph.types import Command
+    from scenarios import REFUND_APPROVED
+
+    config = {"configurable": {"thread_id": "refund-twice"}, "recursion_limit": 50}
+    with ScriptedOpenAI(REFUND_APPROVED + ["(again)"]) as fake:
+        workflow, graph, executed = refund_graph(fake)
+        message = "Please refund order 7"
+        workflow.on_user_message(message)
+        graph.invoke({"messages": [("user", message)]}, config)
+        paused = next(s for s in graph.get_state_history(config) if any(t.interrupts for t in s.tasks))
+        graph.invoke(Command(resume={"approve": True}), config)
+        assert executed == ["lookup_order", "issue_refund", "send_email"]
+        replayed = graph.invoke(Command(resume={"approve": True}), paused.config)
+    assert executed == ["lookup_order", "issue_refund", "send_email"], executed
+    assert "`issue_refund` was not run" in tool_results(replayed)[-1], tool_results(replayed)
+
+
 def test_a_rejected_call_never_runs_and_the_model_hears_the_reason():
     from langgraph.types import Command
     from scenarios import REFUND_DENIED

@@ -126,7 +126,8 @@ class Orchestration(Workflow):
                     answered = self.session.answer_call(call_id, name, arguments, True)
                     if answered.refusal is not None:
                         return answered.refusal.message
-                begun = self.session.begin(call_id, name, arguments)
+                # The SDK asks (``needs_approval``) before it invokes: nothing is asked here.
+                begun = self.session.begin(call_id, name, arguments, ask=False)
                 if begun.refusal is not None:
                     return begun.refusal.message
                 try:
@@ -178,14 +179,14 @@ class OrchestratedModel(Model):
         for _ in range(REMINDERS):
             if forced is None or _calls_a_tool(response):
                 break
-            reminder = {
+            told = {
                 "role": "user",
                 "content": reminder(forced),
             }
             items = [input] if isinstance(input, str) else list(input)
             if isinstance(input, str):
                 items = [{"role": "user", "content": input}]
-            items = items + [_as_input(item) for item in response.output] + [reminder]
+            items = items + [_as_input(item) for item in response.output] + [told]
             response = await self.inner.get_response(
                 system_instructions, items, settings, tools, output_schema, handoffs, tracing, *args, **kwargs
             )
