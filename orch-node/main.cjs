@@ -155,7 +155,7 @@ function installFastPath(engine) {
     return native.onUserMessage.apply(this, arguments)
   }
   // Every other method that changes the session: the state is asked again after it.
-  for (const name of ['admit', 'ask', 'answer', 'approve', 'reject', 'setAvailable', 'reset']) {
+  for (const name of ['admit', 'ask', 'answer', 'approve', 'reject', 'setAvailable', 'reset', 'begin', 'answerCall', 'finish']) {
     const method = S[name]
     S[name] = {
       [name](...args) {

@@ -274,21 +274,6 @@ impl HostedSession {
                 Begin::Run
             }
             Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
-                // Asked already (the same call delivered again while its question is
-                // open): the human has the question; nothing is asked again.
-                if let Some(Entry {
-                    stage: Stage::Asked { question, .. },
-                    ..
-                }) = self.ledger.find(call_id)
-                {
-                    let question = *question;
-                    if self.holds_pending(call, question) {
-                        return Begin::Again(refusal);
-                    }
-                }
-                if on_gate == OnGate::Refuse {
-                    return Begin::Refused(refusal);
-                }
                 let question = question_for(
                     call_id,
                     tool,
@@ -296,6 +281,26 @@ impl HostedSession {
                     self.session().step_name(),
                     self.session().fingerprint(),
                 );
+                // Asked already (the same call delivered again while its question is
+                // open, here or before a restore): the human has the question; nothing
+                // is asked again.
+                let asked_here = match self.ledger.find(call_id) {
+                    Some(Entry {
+                        stage: Stage::Asked { question, .. },
+                        ..
+                    }) => Some(*question),
+                    _ => None,
+                };
+                if [asked_here, Some(question)]
+                    .into_iter()
+                    .flatten()
+                    .any(|q| self.holds_pending(call, q))
+                {
+                    return Begin::Again(refusal);
+                }
+                if on_gate == OnGate::Refuse {
+                    return Begin::Refused(refusal);
+                }
                 let policy = &self.policy;
                 self.live.with_dependent_mut(|_, session| {
                     policy.ask_call(session, tool, call, question)
@@ -413,6 +418,13 @@ impl HostedSession {
             entry.stage = Stage::Ran;
         }
         Finished::Recorded(outcome)
+    }
+
+    /// The refusal of a call whose answer applies to no question the run holds — for a
+    /// host that knows an answer predates the question it would match (an answer that
+    /// came with a request, for a question asked anew while serving that request).
+    pub fn stale_answer(&self, tool: &str) -> Refusal {
+        self.stale(tool)
     }
 
     /// Does the session hold `question` about `call`, unanswered?

@@ -829,6 +829,14 @@ impl Session {
         .to_owned()
     }
 
+    /// The refusal of a call whose answer applies to no question the run holds
+    /// (`stale_answer`), in orch's words: for an adapter that knows an answer predates
+    /// the question it would match.
+    #[napi]
+    pub fn stale_answer(&self, tool: String) -> Refusal {
+        refusal(self.hosted.borrow().stale_answer(&tool))
+    }
+
     /// How long a question `begin` asks stays answerable, in seconds (24 hours unless
     /// set).
     #[napi]

@@ -206,6 +206,8 @@ test('an approval is of the call the human saw: a second call under the same id 
   const status = await run.toolApproval({ toolCall: { toolName: 'issue_refund', input: { order: 7 }, toolCallId: 'c1' } })
   assert.equal(status, 'user-approval')
   assert.equal(run.session.approval?.verdict, 'pending')
+  // The human's answer comes with the next request.
+  run.settings()
   // The model gave two calls one id; the human was shown (and approved) order 7.
   const shown = (order) => ({ type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: { order } })
   const approval = [

@@ -45,7 +45,7 @@ test('the fast path answers as the class methods do, event by event', () => {
     const slow = machine.session()
     const next = random(0x9e3779b9 ^ text.length)
     for (let i = 0; i < 400; i++) {
-      const what = next(10)
+      const what = next(12)
       const where = `${path}, event ${i}`
       if (what < 5) {
         const tool = names[next(names.length)]
@@ -62,6 +62,13 @@ test('the fast path answers as the class methods do, event by event', () => {
         const tool = names[next(names.length)]
         fast.approve(tool, '{}')
         slow.approve(tool, '{}')
+      } else if (what >= 10) {
+        // The run host: a call begun, then finished (it ran, or failed).
+        const tool = names[next(names.length)]
+        const id = `c${next(4)}`
+        assert.deepEqual(fast.begin(id, tool, '{}'), slow.begin(id, tool, '{}'), where)
+        const ran = next(2) === 0
+        assert.equal(fast.finish(id, tool, ran), slow.finish(id, tool, ran), where)
       } else if (next(4) === 0) {
         fast.reset()
         slow.reset()

@@ -190,6 +190,11 @@ export class Orchestration<TOOLS extends ToolSet> {
   readonly executed: string[] = []
   private readonly options: OrchestrateOptions
   private readonly turns = new Serial()
+  /** Which request (`settings()` call) this is: an answer the conversation carried into
+   * a request can only be of a question asked in an earlier one. */
+  private request = 0
+  /** The request in which each call (by id) was asked about here. */
+  private readonly askedIn = new Map<string, number>()
 
   constructor(session: Session, tools: TOOLS, options: OrchestrateOptions = {}) {
     this.session = session
@@ -227,8 +232,15 @@ export class Orchestration<TOOLS extends ToolSet> {
             ) {
               // The human's answer, as the conversation carries it: it applies once, to
               // the question the session asked about this very call (a replayed request
-              // finds it answered, and nothing runs twice).
-              const answered = this.session.answerCall(options.toolCallId, name, args, true)
+              // finds it answered, and nothing runs twice). The SDK checks an approved
+              // call with `toolApproval` again before it executes it; a question that
+              // check had to ask anew (the run had none: the call ran already, or the run
+              // was restored from a later state) was asked in this very request, after
+              // the answer was written: the answer is not of it.
+              const stale = this.askedIn.get(options.toolCallId) === this.request
+              const answered = stale
+                ? { refusal: this.session.staleAnswer(name) }
+                : this.session.answerCall(options.toolCallId, name, args, true)
               if (answered.refusal) {
                 this.options.onRefusal?.(answered.refusal)
                 throw new OrchRefusalError(answered.refusal)
@@ -287,7 +299,7 @@ export class Orchestration<TOOLS extends ToolSet> {
     if (gated(this.session, toolName, args)) {
       // The session holds a question bound to this call's id (a call asked about
       // already is not asked again).
-      this.session.begin(toolCallId, toolName, args)
+      if (this.session.begin(toolCallId, toolName, args).action === 'ask') this.askedIn.set(toolCallId, this.request)
       return 'user-approval'
     }
     return this.options.toolApproval ? this.options.toolApproval(options) : 'not-applicable'
@@ -295,6 +307,8 @@ export class Orchestration<TOOLS extends ToolSet> {
 
   /** Everything `generateText` needs from orch: `tools`, `prepareStep`, `toolApproval`. */
   settings(): Settings<TOOLS> {
+    // Call it once per request (each `generateText` / `streamText`).
+    this.request += 1
     return { tools: this.tools, prepareStep: this.prepareStep, toolApproval: this.toolApproval }
   }
 

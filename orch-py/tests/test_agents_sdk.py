@@ -144,6 +144,33 @@ def test_a_run_state_resumed_twice_runs_the_approved_call_once():
     assert executed == ["lookup_order", "issue_refund", "send_email"], executed
 
 
+def test_a_run_state_resumed_again_on_a_restored_session_runs_nothing_twice():
+    """The approved state resumed again by a worker that restored the run from the
+    snapshot saved after the first resume: the refund ran once."""
+    script = REFUND_APPROVED + ["(again)"]
+    with ScriptedOpenAI(script) as fake:
+        run, agent, executed = refund_desk(fake)
+        message = "Please refund order 7"
+        run.on_user_message(message)
+        paused = asyncio.run(Runner.run(agent, message, run_config=run.run_config()))
+        state = paused.to_state()
+        state.approve(paused.interruptions[0])
+        saved = state.to_json()
+        asyncio.run(Runner.run(agent, state, run_config=run.run_config()))
+        assert executed == ["lookup_order", "issue_refund", "send_email"]
+        restored = Orchestration(run.session.machine.restore(run.session.snapshot()))
+        model = OpenAIChatCompletionsModel(
+            model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
+        )
+        tools = [
+            function_tool(refund_tool(n, executed), name_override=n) for n in ["lookup_order", "issue_refund", "send_email"]
+        ]
+        agent2 = restored.agent(Agent(name="desk", instructions="Help.", tools=tools, model=model))
+        again = asyncio.run(type(state).from_json(agent2, saved))
+        asyncio.run(Runner.run(agent2, again, run_config=restored.run_config()))
+    assert executed == ["lookup_order", "issue_refund", "send_email"], executed
+
+
 def test_a_rejected_call_never_runs():
     script = REFUND_DENIED
     with ScriptedOpenAI(script) as fake:

@@ -27,9 +27,15 @@ pub struct Pending {
     pub expires_ms: u64,
 }
 
-/// A human's answer, as the waiting run receives it.
+/// A human's answer, as the waiting run receives it. It names the question it answers
+/// (`ticket`): the run applies it only to that question, so an answer meant for another
+/// question — another run's, one asked since, one planted — applies to nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolution {
+    /// The ticket of the question answered ([`Pending::ticket`]). Required: an answer
+    /// that names no question (or another) is refused as stale and nothing runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<String>,
     /// Approve (the call runs, once) or reject (the rejection is recorded).
     pub approved: bool,
     /// Why, for the decision log and the model.
@@ -52,9 +58,23 @@ pub struct Resolve {
 /// What [`Resolve`] did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolved {
-    /// The answer reached the waiting run. `false`: no question with that ticket is
-    /// pending (answered already, or never asked): nothing happened.
+    /// The answer reached the waiting run. `false`: nothing happened, and `why` says
+    /// why.
     pub resolved: bool,
+    /// Why an answer was not taken: `not_pending` (answered already, or never asked in
+    /// this run), `expired` (the question expired first: it is closed, and the call was
+    /// refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl Resolved {
+    fn not(why: &str) -> Resolved {
+        Resolved {
+            resolved: false,
+            why: Some(why.to_owned()),
+        }
+    }
 }
 
 /// The questions of one run (the same key as its `OrchRun`).
@@ -68,7 +88,8 @@ mod handlers {
 
     #[restate_sdk::object]
     impl OrchApprovals {
-        /// A run waits on `pending` (sent by `OrchRun::call`).
+        /// A run waits on `pending` (sent by `OrchRun::call`). Internal: not reachable
+        /// from Restate's ingress ([`crate::Runs::endpoint`] binds it private).
         #[handler]
         async fn ask(&self, ctx: ObjectContext<'_>, pending: Json<Pending>) -> HandlerResult<()> {
             let mut all: Vec<Pending> = ctx
@@ -84,7 +105,8 @@ mod handlers {
         }
 
         /// The run stopped waiting on the awakeable `awakeable` (answered through this
-        /// object or through Restate's awakeable API, or dismissed).
+        /// object or through Restate's awakeable API, dismissed, or expired). Internal:
+        /// not reachable from Restate's ingress.
         #[handler]
         async fn done(&self, ctx: ObjectContext<'_>, awakeable: Json<String>) -> HandlerResult<()> {
             let mut all: Vec<Pending> = ctx
@@ -101,8 +123,8 @@ mod handlers {
             Ok(())
         }
 
-        /// Answers the question with `ticket`, once: a second answer (or one for a question
-        /// not pending) does nothing and says so.
+        /// Answers the question with `ticket`, once, before it expires: a second answer,
+        /// one for a question not pending, or a late one does nothing and says why.
         #[handler]
         async fn resolve(
             &self,
@@ -116,22 +138,34 @@ mod handlers {
                 .map(|j| j.0)
                 .unwrap_or_default();
             let Some(at) = all.iter().position(|p| p.ticket == answer.ticket) else {
-                return Ok(Json(Resolved { resolved: false }));
+                return Ok(Json(Resolved::not("not_pending")));
             };
+            let now = ctx
+                .run(|| async { Ok(orch_agent::protocol::now_ms()) })
+                .name("now")
+                .await?;
             let pending = all.remove(at);
             if all.is_empty() {
                 ctx.clear(PENDING);
             } else {
                 ctx.set(PENDING, Json(all));
             }
+            if now >= pending.expires_ms {
+                // The waiting run closes it at its expiry; the answer applies to nothing.
+                return Ok(Json(Resolved::not("expired")));
+            }
             ctx.resolve_awakeable(
                 &pending.awakeable,
                 Json(Resolution {
+                    ticket: Some(pending.ticket),
                     approved: answer.approved,
                     reason: answer.reason,
                 }),
             );
-            Ok(Json(Resolved { resolved: true }))
+            Ok(Json(Resolved {
+                resolved: true,
+                why: None,
+            }))
         }
 
         /// The questions pending, oldest first.

@@ -55,7 +55,9 @@ pub use run::{CallReply, CallRequest, OrchRun, OrchRunClient, Outcome, RefusalOu
 
 use orch_agent::Policy;
 use orch_runtime::DynMachine;
-use restate_sdk::prelude::{Endpoint, HttpServer};
+use restate_sdk::prelude::{
+    Endpoint, HandlerOptions, HttpServer, IntoServiceDefinition, ServiceOptions,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -141,6 +143,10 @@ pub struct Runs {
     pub(crate) agents: BTreeMap<String, agent::Agent>,
     pub(crate) question_ttl: Duration,
     pub(crate) tool_attempts: u32,
+    /// `OrchApprovals/pending` and `/resolve` are private to Restate's services too.
+    pub(crate) private_approvals: bool,
+    /// Restate request-identity keys the endpoint checks every request against.
+    pub(crate) identity_keys: Vec<String>,
 }
 
 impl Default for Runs {
@@ -156,6 +162,8 @@ impl std::fmt::Debug for Runs {
             .field("agents", &self.agents.keys().collect::<Vec<_>>())
             .field("question_ttl", &self.question_ttl)
             .field("tool_attempts", &self.tool_attempts)
+            .field("private_approvals", &self.private_approvals)
+            .field("identity_keys", &self.identity_keys.len())
             .finish()
     }
 }
@@ -169,6 +177,8 @@ impl Runs {
             agents: BTreeMap::new(),
             question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
             tool_attempts: 3,
+            private_approvals: false,
+            identity_keys: Vec::new(),
         }
     }
 
@@ -201,14 +211,58 @@ impl Runs {
         self
     }
 
+    /// Makes `OrchApprovals/<run>/pending` and `/resolve` private too (default: they are
+    /// reachable on Restate's ingress, so anyone who reaches the ingress can answer a
+    /// question — an agent allowed to call `OrchRun` included). Private, they are
+    /// answered only by a service of yours bound to the same Restate server — one that
+    /// authenticates the approver (bearer tokens, your SSO) and calls them with
+    /// [`OrchApprovalsClient`]. docs/restate.md shows one.
+    pub fn private_approvals(mut self, private: bool) -> Self {
+        self.private_approvals = private;
+        self
+    }
+
+    /// Accepts only requests that Restate signed with the private key of this public key
+    /// (`publickeyv1_…`, Restate's request identity: `request-identity-private-key-pem-file`
+    /// in the server's configuration). Without one, whoever reaches the endpoint's port
+    /// can invoke its handlers directly, around the server and its ingress rules. `Err`
+    /// when the key cannot be read.
+    pub fn identity_key(mut self, key: &str) -> Result<Self, String> {
+        // Checked now, so that a bad key is said where it is given.
+        Endpoint::builder()
+            .identity_key(key)
+            .map_err(|e| format!("the identity key `{key}` cannot be read: {e:?}"))?;
+        self.identity_keys.push(key.to_owned());
+        Ok(self)
+    }
+
     /// The Restate endpoint serving `OrchRun` and `OrchApprovals` (and `OrchAgent` when
-    /// a template has an agent: [`Runs::agent`]).
+    /// a template has an agent: [`Runs::agent`]). `OrchApprovals/ask` and `/done` are
+    /// internal (called by `OrchRun` only): they are not reachable from Restate's
+    /// ingress.
     pub fn endpoint(self) -> Endpoint {
         let with_agent = !self.agents.is_empty();
+        let mut approvals = ServiceOptions::new();
+        let mut private = vec!["ask", "done"];
+        if self.private_approvals {
+            private.extend(["pending", "resolve"]);
+        }
+        for handler in private {
+            approvals = approvals.handler(handler, HandlerOptions::new().ingress_private(true));
+        }
+        let keys = self.identity_keys.clone();
+        let builder = keys
+            .iter()
+            .try_fold(Endpoint::builder(), |b, key| b.identity_key(key));
+        let Ok(builder) = builder else {
+            // Each key was read when given, so this does not happen; were it to, the
+            // endpoint fails closed: it serves nothing rather than serve unchecked.
+            return Endpoint::builder().build();
+        };
         let runs = Arc::new(self);
-        let builder = Endpoint::builder()
+        let builder = builder
             .bind(OrchRun::new(Arc::clone(&runs)))
-            .bind(OrchApprovals);
+            .bind(OrchApprovals.into_service_definition().options(approvals));
         match with_agent {
             true => builder.bind(OrchAgent { runs }).build(),
             false => builder.build(),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// State: the session's snapshot bytes (by names; they carry the fingerprint of the
 /// template they were written with).
@@ -261,12 +262,24 @@ mod handlers {
                             expires_ms: question.expires_ms,
                         }))
                         .send();
-                    // A rejection of the awakeable itself (Restate's `/reject`) dismisses
-                    // the question: nothing held, nothing run.
-                    let resolution = answered.await.map(|Json(r)| r).ok();
+                    // The run waits for the answer until the question expires, never longer:
+                    // an expired question is closed and no longer holds the run (its later
+                    // calls would queue behind it). A rejection of the awakeable itself
+                    // (Restate's `/reject`) dismisses the question: nothing held, nothing run.
+                    let wait = Duration::from_millis(question.expires_ms.saturating_sub(now));
+                    let resolution: Option<Option<Resolution>> = restate_sdk::select! {
+                        answer = answered => Some(answer.map(|Json(r)| r).ok()),
+                        _ = ctx.sleep(wait) => None,
+                    };
                     ctx.object_client::<OrchApprovalsClient>(key.clone())
                         .done(Json(awakeable))
                         .send();
+                    let Some(resolution) = resolution else {
+                        session.dismiss(digest, question.id());
+                        save(&ctx, &session);
+                        let refusal = policy.unanswered(&session, tool, Unanswered::Expired);
+                        return Ok(refused(template, &session, &refusal));
+                    };
                     let Some(resolution) = resolution else {
                         let refusal = Refusal {
                             tool: tool.to_owned(),
@@ -279,8 +292,13 @@ mod handlers {
                         };
                         return Ok(refused(template, &session, &refusal));
                     };
+                    // The answer must name this question: one that names another (or none)
+                    // applies to nothing.
+                    let ticket = question.ticket().to_string();
+                    let ours = resolution.ticket.as_deref() == Some(ticket.as_str());
                     let now = now_ms!(ctx);
-                    let applied = now < question.expires_ms
+                    let applied = ours
+                        && now < question.expires_ms
                         && policy.answer_call(
                             &mut session,
                             tool,
@@ -290,11 +308,14 @@ mod handlers {
                             resolution.reason.as_deref(),
                         );
                     if !applied {
-                        let why = if now >= question.expires_ms {
+                        let why = if ours && now >= question.expires_ms {
                             Unanswered::Expired
                         } else {
                             Unanswered::Stale
                         };
+                        if session.dismiss(digest, question.id()) {
+                            save(&ctx, &session);
+                        }
                         let refusal = policy.unanswered(&session, tool, why);
                         return Ok(refused(template, &session, &refusal));
                     }

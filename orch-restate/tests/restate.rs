@@ -96,7 +96,14 @@ fn service() {
         .to_machine()
         .expect("the template compiles");
     let name = machine.name().to_owned();
-    let runs = orch_restate::Runs::new().template(machine, move |call: orch_restate::ToolCall| {
+    let mut runs = orch_restate::Runs::new();
+    if let Ok(ms) = std::env::var("ORCH_RESTATE_QUESTION_TTL_MS") {
+        runs = runs.question_ttl(Duration::from_millis(ms.parse().expect("a TTL in ms")));
+    }
+    if std::env::var("ORCH_RESTATE_PRIVATE_APPROVALS").is_ok() {
+        runs = runs.private_approvals(true);
+    }
+    let runs = runs.template(machine, move |call: orch_restate::ToolCall| {
         let ledger = ledger.clone();
         async move {
             ledger_write(
@@ -200,6 +207,8 @@ struct Service {
     child: Child,
     port: u16,
     ledger: PathBuf,
+    /// More environment for the service (its options).
+    env: Vec<(&'static str, String)>,
 }
 
 impl Service {
@@ -209,12 +218,24 @@ impl Service {
 
     /// A service of the template `version` (`v1`, `v2`: [`desk_v2`], `other`: [`OTHER`]).
     fn start_with(port: u16, ledger: &Path, version: &str) -> Service {
+        Service::start_env(port, ledger, version, Vec::new())
+    }
+
+    /// [`Service::start_with`], with more environment: the service's options
+    /// (`ORCH_RESTATE_QUESTION_TTL_MS`, `ORCH_RESTATE_PRIVATE_APPROVALS`).
+    fn start_env(
+        port: u16,
+        ledger: &Path,
+        version: &str,
+        env: Vec<(&'static str, String)>,
+    ) -> Service {
         let exe = std::env::current_exe().expect("the test binary");
         let child = Command::new(exe)
             .args(["--exact", "service", "--include-ignored", "--nocapture"])
             .env("ORCH_RESTATE_SERVE", port.to_string())
             .env("ORCH_RESTATE_LEDGER", ledger)
             .env("ORCH_RESTATE_TEMPLATE", version)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -224,6 +245,7 @@ impl Service {
             child,
             port,
             ledger: ledger.to_owned(),
+            env,
         }
     }
 
@@ -236,7 +258,8 @@ impl Service {
     /// Killed (SIGKILL) and started again on the same port.
     fn restart(&mut self) {
         self.kill();
-        *self = Service::start(self.port, &self.ledger);
+        let env = std::mem::take(&mut self.env);
+        *self = Service::start_env(self.port, &self.ledger, "v1", env);
     }
 }
 
@@ -262,9 +285,13 @@ struct Fixture {
 impl Fixture {
     /// A server and one service, registered.
     async fn start(name: &str) -> Fixture {
-        let fixture = Fixture::bare(name);
-        let mut fixture = fixture;
-        let service = Service::start(free_port(), &fixture.ledger());
+        Fixture::start_env(name, Vec::new()).await
+    }
+
+    /// A server and one service with more environment (its options), registered.
+    async fn start_env(name: &str, env: Vec<(&'static str, String)>) -> Fixture {
+        let mut fixture = Fixture::bare(name);
+        let service = Service::start_env(free_port(), &fixture.ledger(), "v1", env);
         let uri = format!("http://127.0.0.1:{}", service.port);
         fixture.services.push(service);
         fixture.register(&uri).await;
@@ -535,7 +562,7 @@ async fn an_approval_survives_restarts_runs_the_call_once_and_a_second_answer_do
         .await;
     assert_eq!(
         second,
-        json!({"resolved": false}),
+        json!({"resolved": false, "why": "not_pending"}),
         "a second answer does nothing"
     );
     let output = f.attach(&waiting).await;
@@ -547,7 +574,7 @@ async fn an_approval_survives_restarts_runs_the_call_once_and_a_second_answer_do
             "{}/restate/awakeables/{awakeable}/resolve",
             f.server.ingress_url()
         ))
-        .json(&json!({"approved": true}))
+        .json(&json!({"ticket": ticket, "approved": true}))
         .send()
         .await
         .expect("the ingress answers");
@@ -822,7 +849,169 @@ async fn bad_requests_get_a_clear_error_and_change_nothing() {
             json!({"ticket": "orch-q1:forged", "approved": true}),
         )
         .await;
-    assert_eq!(resolved, json!({"resolved": false}), "no such question");
+    assert_eq!(
+        resolved,
+        json!({"resolved": false, "why": "not_pending"}),
+        "no such question"
+    );
     assert_eq!(history(&f.status("r1").await), Vec::<String>::new());
     assert!(f.lines().is_empty(), "no tool started: {:?}", f.lines());
+}
+
+/// `POST <ingress>/<path>` with `body`: the status and the text, whatever they are.
+async fn post_raw(f: &Fixture, path: &str, body: Value) -> (reqwest::StatusCode, String) {
+    let answer = f
+        .http
+        .post(format!("{}/{path}", f.server.ingress_url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+    let status = answer.status();
+    (status, answer.text().await.unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn no_question_can_be_planted_and_an_answer_applies_only_to_the_question_it_names() {
+    let f = Fixture::start("planted").await;
+    // Bob's large refund waits for a human.
+    f.call("bob", "lookup_order", json!({"order": "B-1"})).await;
+    let waiting = f
+        .send("bob", "issue_refund", r#"{"order": "B-1", "amount": 5000}"#)
+        .await;
+    let bob = f.pending("bob", 1).await;
+    let awakeable = bob[0]["awakeable"]
+        .as_str()
+        .expect("an awakeable")
+        .to_owned();
+    // Alice's list cannot be written from the ingress: the internal handlers are private.
+    let planted = json!({
+        "ticket": "orch-q1:0000000000000001:99999999999999:00",
+        "awakeable": awakeable,
+        "tool": "issue_refund",
+        "arguments": "{\"order\": \"A-1\", \"amount\": 1}",
+        "step": null,
+        "reason": "refund 1",
+        "expiresMs": 99999999999999u64
+    });
+    for handler in ["ask", "done"] {
+        let (status, text) = post_raw(
+            &f,
+            &format!("OrchApprovals/alice/{handler}"),
+            planted.clone(),
+        )
+        .await;
+        assert!(
+            !status.is_success(),
+            "{handler} answered the ingress: {status} {text}"
+        );
+    }
+    f.pending("alice", 0).await;
+    // An answer through Restate's awakeable API that names another question (or none)
+    // applies to nothing: Bob's refund never runs.
+    let resolved = f
+        .http
+        .post(format!(
+            "{}/restate/awakeables/{awakeable}/resolve",
+            f.server.ingress_url()
+        ))
+        .json(&json!({"ticket": "orch-q1:0000000000000001:99999999999999:00", "approved": true}))
+        .send()
+        .await
+        .expect("the ingress answers");
+    assert!(resolved.status().is_success(), "{resolved:?}");
+    let output = f.attach(&waiting).await;
+    assert_eq!(output["outcome"], "refused", "{output}");
+    assert_eq!(output["refusal"]["kind"], "stale_answer", "{output}");
+    assert!(f.completions("issue_refund").is_empty(), "{:?}", f.lines());
+    f.pending("bob", 0).await;
+    // The run is not held: the same call asks anew.
+    let again = f
+        .send("bob", "issue_refund", r#"{"order": "B-1", "amount": 5000}"#)
+        .await;
+    let asked = f.pending("bob", 1).await;
+    let ticket = asked[0]["ticket"].as_str().expect("a ticket");
+    let answered = f
+        .post(
+            "OrchApprovals/bob/resolve",
+            json!({"ticket": ticket, "approved": false}),
+        )
+        .await;
+    assert_eq!(answered, json!({"resolved": true}));
+    assert_eq!(f.attach(&again).await["refusal"]["kind"], "rejected");
+    assert!(f.completions("issue_refund").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn an_expired_question_is_closed_and_no_longer_holds_the_run() {
+    let f = Fixture::start_env(
+        "expiry",
+        vec![("ORCH_RESTATE_QUESTION_TTL_MS", "3000".to_owned())],
+    )
+    .await;
+    f.call("r1", "lookup_order", json!({"order": "E-1"})).await;
+    let waiting = f
+        .send("r1", "issue_refund", r#"{"order": "E-1", "amount": 700}"#)
+        .await;
+    let pending = f.pending("r1", 1).await;
+    let ticket = pending[0]["ticket"].as_str().expect("a ticket").to_owned();
+    // Nobody answers: at its expiry the question is closed and the call refused.
+    let output = f.attach(&waiting).await;
+    assert_eq!(output["outcome"], "refused", "{output}");
+    assert_eq!(output["refusal"]["kind"], "stale_answer", "{output}");
+    assert!(
+        output["refusal"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("expired")),
+        "{output}"
+    );
+    f.pending("r1", 0).await;
+    // A late answer is told so, and changes nothing.
+    let late = f
+        .post(
+            "OrchApprovals/r1/resolve",
+            json!({"ticket": ticket, "approved": true}),
+        )
+        .await;
+    assert_eq!(late["resolved"], false, "{late}");
+    // The run goes on: its next calls are served, not queued behind the question.
+    let status = f.status("r1").await;
+    assert_eq!(history(&status), ["lookup_order"]);
+    let small = f
+        .call("r1", "issue_refund", json!({"order": "E-1", "amount": 20}))
+        .await;
+    assert_eq!(small["outcome"], "ran", "{small}");
+    assert_eq!(f.completions("issue_refund").len(), 1, "{:?}", f.lines());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn private_approvals_answer_no_one_on_the_ingress() {
+    let f = Fixture::start_env(
+        "private",
+        vec![("ORCH_RESTATE_PRIVATE_APPROVALS", "1".to_owned())],
+    )
+    .await;
+    f.call("r1", "lookup_order", json!({"order": "P-1"})).await;
+    let waiting = f
+        .send("r1", "issue_refund", r#"{"order": "P-1", "amount": 800}"#)
+        .await;
+    for handler in ["pending", "resolve"] {
+        let (status, text) = post_raw(
+            &f,
+            &format!("OrchApprovals/r1/{handler}"),
+            json!({"ticket": "orch-q1:x", "approved": true}),
+        )
+        .await;
+        assert!(
+            !status.is_success(),
+            "{handler} answered the ingress: {status} {text}"
+        );
+    }
+    // The question waits for an approver service of the operator's; meanwhile the run's
+    // status says where it is.
+    let _ = waiting;
+    assert!(f.completions("issue_refund").is_empty());
 }

@@ -23,9 +23,15 @@ const kind:
   | 'stale_answer'
   | 'busy'
   | 'outcome_unknown'
+  | 'already_ran'
   | undefined = refusal?.kind
 const question: string = session.ask('search', '{}')
 const applied: boolean = session.answer('search', '{}', question, true)
+const begun: { action: 'run' | 'refused' | 'ask' | 'again'; refusal?: Refusal | null; question?: string | null } = session.begin('c1', 'search', '{}')
+const answeredCall: 'applied' | 'repeated' | 'late' | 'foreign' | 'unknown' = session.answerCall('c1', 'search', '{}', true).outcome
+const finished: string = session.finish('c1', 'search', true)
+const told: string = session.reminder('search')
+session.setQuestionTtl(60)
 const forced: string | null | undefined = session.forcedTool
 const ran: 'ran' | 'error' | 'input_required' | 'task' | 'other' | 'malformed' = resultKind('{}')
 // The kinds are named string unions (napi string enums): compared with plain strings.
@@ -56,4 +62,4 @@ try {
   if (e instanceof TemplateError) caught = e.diagnostics
   else if (e instanceof SnapshotError) caught = []
 }
-void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome, withResult, brokenRule]
+void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome, withResult, brokenRule, begun, answeredCall, finished, told]
