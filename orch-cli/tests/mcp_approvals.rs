@@ -557,3 +557,31 @@ fn the_gateway_signs_checkpoints_that_orch_audit_verify_checks() {
         "{wrong:?}"
     );
 }
+
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_gateway_with_runs_in_redis_takes_its_own_questions_answers_on_both_revisions() {
+    // The client's answer to the gateway's own `elicitation/create` (handshake revisions)
+    // is a request of its own: on a gateway sharing a store, the instance that asked must
+    // take it, not pass it to the others (and time the call out).
+    let python = python();
+    let (_redis, redis_url) = support::redis();
+    let dir = temp_dir("approvals-redis");
+    let log = dir.join("executed.log");
+    let extra = ["--redis", redis_url.as_str(), "--namespace", "own-questions"];
+    let gw = gated_gateway(&python, &log, &extra);
+    for (mode, version) in [("legacy", "2025-11-25"), (MODERN, MODERN)] {
+        let run = format!("{mode}-redis");
+        let seen = client(&python, &gw, mode, &run, "reject,approve", &[]);
+        assert_eq!(seen["version"], version, "{seen}");
+        let calls = seen["calls"].as_array().unwrap();
+        assert_eq!(calls[0]["asked"], 1, "{mode}: {seen}");
+        assert_eq!(
+            calls[0]["structured"]["refusal"]["reason"], "rejected",
+            "{mode}: {seen}"
+        );
+        assert_eq!(calls[2]["asked"], 1, "{mode}: {seen}");
+        assert_eq!(calls[2]["isError"], false, "{mode}: {seen}");
+        assert_eq!(paid(&log, &run), [6], "{mode}: exactly the approved payment ran");
+    }
+}
