@@ -4,12 +4,15 @@
 //! version) directly, and through `orch mcp` fronting it with a template that allows
 //! every tool in any order (`conformance/everything.json`): over Streamable HTTP, over
 //! stdio (`conformance/stdio-bridge.mjs`, the official TypeScript SDK's transports), and
-//! as three instances sharing one `redis-server` behind a round-robin TCP balancer. A
+//! as three instances sharing one `redis-server` behind a round-robin TCP balancer, and the
+//! way a shared gateway runs — an operator token, runs in Redis, every request presenting
+//! a run's credential from `POST /runs` (`conformance/auth-proxy.mjs` puts it on each
+//! request, since the suite sends none). A
 //! gateway that enforces nothing must be invisible: every scenario the reference passes
 //! must pass through `orch mcp` too — the three instances included — except the few
-//! listed in [`GAPS`] with their reason. The suite sends no credential, so the gateways run
-//! with `--anonymous-run` (2026-07-28 requests without one share one run, as a local
-//! gateway with one user would).
+//! listed in [`GAPS`] with their reason. Except on the run-token way, the gateways run
+//! with `--anonymous-run` (2026-07-28 requests without a credential share one run, as a
+//! local gateway with one user would).
 //!
 //! The results are the conformance table of docs/mcp.md; this test fails when the table
 //! there says anything else (`ORCH_BLESS=1` writes it).
@@ -89,7 +92,18 @@ const WAYS: &[&str] = &[
     "HTTP upstream",
     "stdio upstream",
     "3 instances, Redis",
+    "run token, Redis",
 ];
+
+/// The operator token of the "run token" way's gateway (it mints the run the suite's
+/// requests present).
+const OPERATOR: &str = "operator-token-for-the-conformance-suite";
+
+/// Does `way` run only the requirement sets of the newer suite (as the three instances
+/// do)?
+fn spread_only(way: &str) -> bool {
+    matches!(way, "3 instances, Redis" | "run token, Redis")
+}
 
 /// How many of [`WAYS`] docs/mcp.md's table must match cell for cell (the reference,
 /// the HTTP and the stdio upstream). The three instances gate regressions as every way
@@ -220,9 +234,46 @@ fn template() -> String {
 }
 
 /// `orch mcp` fronting `upstream_url` the way `way` names: its URL, and what keeps it up.
-fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, String) {
+fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, Vec<Guard>, String) {
     let template = template();
-    match way {
+    let (gateways, url) = match way {
+        // The way a shared gateway runs: an operator token, runs in Redis, and every
+        // request presenting the run's own credential (from `POST /runs`), put on each
+        // request by a proxy since the suite sends none.
+        "run token, Redis" => {
+            let namespace = format!("conformance-token:{}", std::process::id());
+            let gw = Gateway::http(
+                &template,
+                &[
+                    "--upstream-url",
+                    upstream_url,
+                    "--redis",
+                    redis_url,
+                    "--namespace",
+                    &namespace,
+                ],
+                &[("ORCH_MCP_TOKEN", OPERATOR)],
+                &[],
+            );
+            let token = support::http::run_token(&gw.addr, Some(OPERATOR));
+            let port = free_port();
+            let proxy = Command::new(node())
+                .arg(conformance_dir().join("auth-proxy.mjs"))
+                .arg(port.to_string())
+                .arg(format!("http://{}", gw.addr))
+                .arg(&token)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start the auth proxy");
+            let guard = Guard(proxy);
+            wait_for_port(port, Duration::from_secs(30), "the auth proxy");
+            return (
+                vec![gw],
+                vec![guard],
+                format!("http://127.0.0.1:{port}/mcp"),
+            );
+        }
         "HTTP upstream" => {
             let gw = Gateway::http(
                 &template,
@@ -264,7 +315,8 @@ fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, Str
                 support::balance::round_robin(gws.iter().map(|g| g.addr.clone()).collect());
             (gws, format!("http://{balancer}/mcp"))
         }
-    }
+    };
+    (gateways, Vec::new(), url)
 }
 
 /// Renders the table docs/mcp.md carries.
@@ -410,16 +462,15 @@ fn orch_mcp_passes_what_the_reference_passes() {
                 .map(|(w, way)| {
                     let (reference_url, redis_url, work) = (&reference_url, &redis_url, &work);
                     scope.spawn(move || {
-                        let spread = *way == "3 instances, Redis";
+                        let spread = spread_only(way);
                         if spread && !RUNS.iter().any(|r| r.suite == suite_version && r.spread) {
                             return (Vec::new(), String::new());
                         }
-                        let (gateways, url) = match *way {
-                            "reference" => (Vec::new(), reference_url.clone()),
+                        let (gateways, _proxies, url) = match *way {
+                            "reference" => (Vec::new(), Vec::new(), reference_url.clone()),
                             _ => through(way, reference_url, redis_url),
                         };
                         let mut found = Vec::new();
-                        let spread = *way == "3 instances, Redis";
                         let runs = RUNS
                             .iter()
                             .filter(|r| r.suite == suite_version && (r.spread || !spread));

@@ -568,7 +568,12 @@ fn a_gateway_with_runs_in_redis_takes_its_own_questions_answers_on_both_revision
     let (_redis, redis_url) = support::redis();
     let dir = temp_dir("approvals-redis");
     let log = dir.join("executed.log");
-    let extra = ["--redis", redis_url.as_str(), "--namespace", "own-questions"];
+    let extra = [
+        "--redis",
+        redis_url.as_str(),
+        "--namespace",
+        "own-questions",
+    ];
     let gw = gated_gateway(&python, &log, &extra);
     for (mode, version) in [("legacy", "2025-11-25"), (MODERN, MODERN)] {
         let run = format!("{mode}-redis");
@@ -582,6 +587,10 @@ fn a_gateway_with_runs_in_redis_takes_its_own_questions_answers_on_both_revision
         );
         assert_eq!(calls[2]["asked"], 1, "{mode}: {seen}");
         assert_eq!(calls[2]["isError"], false, "{mode}: {seen}");
-        assert_eq!(paid(&log, &run), [6], "{mode}: exactly the approved payment ran");
+        assert_eq!(
+            paid(&log, &run),
+            [6],
+            "{mode}: exactly the approved payment ran"
+        );
     }
 }
