@@ -5,6 +5,8 @@ call the sequence does not expect, an unknown tool, a tool the step does not all
 JSON arguments, several calls in one turn — and nothing disallowed executes."""
 
 import asyncio
+
+import pytest
 import json
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
@@ -93,10 +95,10 @@ def test_bad_arguments_and_several_calls_in_one_turn():
 
 
 
-def refund_desk(fake: ScriptedOpenAI):
-    executed: list = []
+def refund_desk(fake: ScriptedOpenAI, session=None, executed=None):
+    executed = [] if executed is None else executed
 
-    run = Orchestration(orch.load(REFUND).session())
+    run = Orchestration(session if session is not None else orch.load(REFUND).session())
     model = OpenAIChatCompletionsModel(
         model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
     )
@@ -125,9 +127,11 @@ def test_a_gated_call_waits_for_a_human_and_runs_once_approved():
     assert run.session.approval is None
 
 
-def test_a_run_state_resumed_twice_runs_the_approved_call_once():
-    """The approved state resumed twice (a retried request, a second worker): the refund
-    ran once; the second resume is told it ran already."""
+@pytest.mark.parametrize("restored", [False, True])
+def test_a_run_state_resumed_twice_runs_the_approved_call_once(restored: bool):
+    """The approved state resumed twice (a retried request, a second worker) — by the
+    same orchestration, or by one restored from the snapshot saved after the first
+    resume: the refund ran once."""
     script = REFUND_APPROVED + ["(again)"]
     with ScriptedOpenAI(script) as fake:
         run, agent, executed = refund_desk(fake)
@@ -139,35 +143,10 @@ def test_a_run_state_resumed_twice_runs_the_approved_call_once():
         saved = state.to_json()
         asyncio.run(Runner.run(agent, state, run_config=run.run_config()))
         assert executed == ["lookup_order", "issue_refund", "send_email"]
+        if restored:
+            run, agent, _ = refund_desk(fake, run.session.machine.restore(run.session.snapshot()), executed)
         again = asyncio.run(type(state).from_json(agent, saved))
         asyncio.run(Runner.run(agent, again, run_config=run.run_config()))
-    assert executed == ["lookup_order", "issue_refund", "send_email"], executed
-
-
-def test_a_run_state_resumed_again_on_a_restored_session_runs_nothing_twice():
-    """The approved state resumed again by a worker that restored the run from the
-    snapshot saved after the first resume: the refund ran once."""
-    script = REFUND_APPROVED + ["(again)"]
-    with ScriptedOpenAI(script) as fake:
-        run, agent, executed = refund_desk(fake)
-        message = "Please refund order 7"
-        run.on_user_message(message)
-        paused = asyncio.run(Runner.run(agent, message, run_config=run.run_config()))
-        state = paused.to_state()
-        state.approve(paused.interruptions[0])
-        saved = state.to_json()
-        asyncio.run(Runner.run(agent, state, run_config=run.run_config()))
-        assert executed == ["lookup_order", "issue_refund", "send_email"]
-        restored = Orchestration(run.session.machine.restore(run.session.snapshot()))
-        model = OpenAIChatCompletionsModel(
-            model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
-        )
-        tools = [
-            function_tool(refund_tool(n, executed), name_override=n) for n in ["lookup_order", "issue_refund", "send_email"]
-        ]
-        agent2 = restored.agent(Agent(name="desk", instructions="Help.", tools=tools, model=model))
-        again = asyncio.run(type(state).from_json(agent2, saved))
-        asyncio.run(Runner.run(agent2, again, run_config=restored.run_config()))
     assert executed == ["lookup_order", "issue_refund", "send_email"], executed
 
 

@@ -605,12 +605,7 @@ where
     /// verdict): `false`, changing nothing, when the session holds no such question (none,
     /// another call's, another question about the same call, or answered already).
     pub fn answer(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
-        let asked = Approval {
-            call,
-            verdict: Verdict::Pending,
-            question,
-        };
-        if self.approval != Some(asked) {
+        if !self.holds_question(call, question) {
             return false;
         }
         let verdict = if approved {
@@ -626,16 +621,21 @@ where
     /// or the human dismissed it): the session then holds no verdict. `false`, changing
     /// nothing, when the session holds no such question.
     pub fn dismiss(&mut self, call: CallDigest, question: QuestionId) -> bool {
-        let asked = Approval {
-            call,
-            verdict: Verdict::Pending,
-            question,
-        };
-        if self.approval != Some(asked) {
+        if !self.holds_question(call, question) {
             return false;
         }
         self.approval = None;
         true
+    }
+
+    /// Does the session hold the question `question` about `call`, unanswered?
+    fn holds_question(&self, call: CallDigest, question: QuestionId) -> bool {
+        self.approval
+            == Some(Approval {
+                call,
+                verdict: Verdict::Pending,
+                question,
+            })
     }
 
     /// Record tool (semantics §5): by the machine's transition table when it has one
