@@ -29,7 +29,7 @@ use crate::policy::{Orchestrated, RefusalKind};
 use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
 use crate::Refusal;
 use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 /// How many calls a host's ledger remembers (the oldest is forgotten first).
@@ -185,43 +185,66 @@ enum Stage {
 
 #[derive(Clone, Debug)]
 struct Entry {
-    id: String,
     tool: String,
     call: CallDigest,
     stage: Stage,
+    /// When it was put (its place in [`Ledger::order`]).
+    put: u64,
 }
 
-/// The calls a host has seen, by id ([`LEDGER_CALLS`] at most).
+/// The calls a host has seen, by id ([`LEDGER_CALLS`] at most; the oldest forgotten
+/// first). A look-up costs the same however many calls it holds.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Ledger {
-    entries: VecDeque<Entry>,
+    entries: HashMap<Box<str>, Entry>,
+    /// Ids in the order they were put, each with the number it was put under (an id
+    /// forgotten and put again leaves a stale pair, skipped when it comes up).
+    order: VecDeque<(Box<str>, u64)>,
+    puts: u64,
 }
 
 impl Ledger {
     fn find(&mut self, id: &str) -> Option<&mut Entry> {
-        self.entries.iter_mut().rev().find(|e| e.id == id)
+        self.entries.get_mut(id)
     }
 
     fn put(&mut self, id: &str, tool: &str, call: CallDigest, stage: Stage) {
-        if let Some(entry) = self.find(id) {
+        if let Some(entry) = self.entries.get_mut(id) {
             entry.tool = tool.to_owned();
             entry.call = call;
             entry.stage = stage;
             return;
         }
-        if self.entries.len() == LEDGER_CALLS {
-            self.entries.pop_front();
+        while self.entries.len() >= LEDGER_CALLS {
+            let Some((oldest, put)) = self.order.pop_front() else {
+                break;
+            };
+            if self.entries.get(&oldest).is_some_and(|e| e.put == put) {
+                self.entries.remove(&oldest);
+            }
         }
-        self.entries.push_back(Entry {
-            id: id.to_owned(),
-            tool: tool.to_owned(),
-            call,
-            stage,
-        });
+        self.puts += 1;
+        let id: Box<str> = id.into();
+        self.order.push_back((id.clone(), self.puts));
+        self.entries.insert(
+            id,
+            Entry {
+                tool: tool.to_owned(),
+                call,
+                stage,
+                put: self.puts,
+            },
+        );
+        // Stale pairs (ids forgotten) are dropped when they outnumber the live ones.
+        if self.order.len() > 2 * LEDGER_CALLS {
+            let entries = &self.entries;
+            self.order
+                .retain(|(id, put)| entries.get(id).is_some_and(|e| e.put == *put));
+        }
     }
 
     fn forget(&mut self, id: &str) {
-        self.entries.retain(|e| e.id != id);
+        self.entries.remove(id);
     }
 }
 

@@ -390,3 +390,41 @@ proptest! {
         prop_assert_eq!(recorded, ran, "recorded ⇔ ran");
     }
 }
+
+#[test]
+fn the_ledger_forgets_the_oldest_calls_past_its_bound() {
+    use orch_agent::run_host::LEDGER_CALLS;
+    let mut host = HostedSession::new(machine(), None);
+    for i in 0..LEDGER_CALLS + 10 {
+        let id = format!("b{i}");
+        assert_eq!(
+            host.begin(&id, "browse", "{}", OnGate::Ask, NOW),
+            Begin::Run
+        );
+        assert!(matches!(
+            host.finish(&id, "browse", true, None),
+            Finished::Recorded(_)
+        ));
+        // Some calls fail: forgotten at once, and their ids may come again.
+        let failed = format!("f{i}");
+        assert_eq!(
+            host.begin(&failed, "browse", "{}", OnGate::Ask, NOW),
+            Begin::Run
+        );
+        assert!(matches!(
+            host.finish(&failed, "browse", false, None),
+            Finished::NotRun(_)
+        ));
+    }
+    // The newest are remembered: delivered again, they do not run.
+    let last = format!("b{}", LEDGER_CALLS + 9);
+    assert!(
+        matches!(host.begin(&last, "browse", "{}", OnGate::Ask, NOW), Begin::Again(r) if r.kind == RefusalKind::AlreadyRan)
+    );
+    // The oldest is forgotten (a browse may run again under its id: the bound is the
+    // price of constant cost; the session's question guards approvals beyond it).
+    assert_eq!(
+        host.begin("b0", "browse", "{}", OnGate::Ask, NOW),
+        Begin::Run
+    );
+}
