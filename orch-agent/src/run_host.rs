@@ -450,6 +450,42 @@ impl HostedSession {
         self.stale(tool)
     }
 
+    /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
+    /// before anything else is judged: the words every adapter sends.
+    pub fn malformed_arguments(&self, tool: &str, why: &str) -> Refusal {
+        Refusal {
+            tool: tool.to_owned(),
+            kind: RefusalKind::NotAllowed,
+            reason: format!(
+                "error: `{tool}` was not run: its arguments are not JSON ({why}); call it again with a JSON object."
+            ),
+            rule: None,
+        }
+    }
+
+    /// The refusal of a call of a tool the host does not have: the session's own
+    /// refusal when it has one, else "there is no tool" with what is allowed now.
+    pub fn no_such_tool(&self, tool: &str) -> Refusal {
+        match self.check(tool) {
+            Some(refusal) => refusal,
+            None => Refusal {
+                tool: tool.to_owned(),
+                kind: RefusalKind::UnknownTool,
+                reason: format!(
+                    "error: there is no tool `{tool}`. {}",
+                    self.policy.what_now(self.session(), true)
+                ),
+                rule: None,
+            },
+        }
+    }
+
+    /// The refusal of a call whose id another call of the same model response has too
+    /// ([`crate::protocol::shared_id_refusal`]).
+    pub fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
+        crate::protocol::shared_id_refusal(tool, call_id)
+    }
+
     /// Does the session hold `question` about `call`, unanswered?
     fn holds_pending(&self, call: CallDigest, question: QuestionId) -> bool {
         self.session().approval().is_some_and(|a| {

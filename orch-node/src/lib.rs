@@ -829,6 +829,25 @@ impl Session {
         .to_owned()
     }
 
+    /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
+    /// in orch's words.
+    #[napi]
+    pub fn malformed_arguments(&self, tool: String, why: String) -> Refusal {
+        refusal(self.hosted.borrow().malformed_arguments(&tool, &why))
+    }
+
+    /// The refusal of a call of a tool the host does not have, in orch's words.
+    #[napi]
+    pub fn no_such_tool(&self, tool: String) -> Refusal {
+        refusal(self.hosted.borrow().no_such_tool(&tool))
+    }
+
+    /// The refusal of a call whose id another call of the same model response has too.
+    #[napi]
+    pub fn shared_id(&self, tool: String, call_id: String) -> Refusal {
+        refusal(self.hosted.borrow().shared_id(&tool, &call_id))
+    }
+
     /// The refusal of a call whose answer applies to no question the run holds
     /// (`stale_answer`), in orch's words: for an adapter that knows an answer predates
     /// the question it would match.

@@ -218,11 +218,7 @@ export class Orchestration<TOOLS extends ToolSet> {
             if (callsNamed(options.messages, options.toolCallId).length > 1) {
               // Two calls under one id: an approval or a result could be taken for the
               // other one. Neither runs.
-              const duplicate: Refusal = {
-                tool: name,
-                kind: 'not_allowed',
-                message: `error: \`${name}\` was not run: the model gave two tool calls the same id \`${options.toolCallId}\`; each call needs an id of its own.`,
-              }
+              const duplicate: Refusal = this.session.sharedId(name, options.toolCallId)
               this.options.onRefusal?.(duplicate)
               throw new OrchRefusalError(duplicate)
             }

@@ -657,6 +657,22 @@ impl Session {
         }
     }
 
+    /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
+    /// in orch's words.
+    fn malformed_arguments(&self, tool: &str, why: &str) -> Refusal {
+        refusal(self.hosted.malformed_arguments(tool, why))
+    }
+
+    /// The refusal of a call of a tool the host does not have, in orch's words.
+    fn no_such_tool(&self, tool: &str) -> Refusal {
+        refusal(self.hosted.no_such_tool(tool))
+    }
+
+    /// The refusal of a call whose id another call of the same model response has too.
+    fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
+        refusal(self.hosted.shared_id(tool, call_id))
+    }
+
     /// How long a question `begin` asks stays answerable, in seconds (24 hours unless
     /// set).
     fn set_question_ttl(&mut self, seconds: f64) -> PyResult<()> {

@@ -32,6 +32,7 @@ const answeredCall: 'applied' | 'repeated' | 'late' | 'foreign' | 'unknown' = se
 const finished: string = session.finish('c1', 'search', true)
 const told: string = session.reminder('search')
 session.setQuestionTtl(60)
+const own: Refusal[] = [session.sharedId('search', 'c1'), session.noSuchTool('x'), session.malformedArguments('search', 'bad')]
 const forced: string | null | undefined = session.forcedTool
 const ran: 'ran' | 'error' | 'input_required' | 'task' | 'other' | 'malformed' = resultKind('{}')
 // The kinds are named string unions (napi string enums): compared with plain strings.
@@ -62,4 +63,4 @@ try {
   if (e instanceof TemplateError) caught = e.diagnostics
   else if (e instanceof SnapshotError) caught = []
 }
-void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome, withResult, brokenRule, begun, answeredCall, finished, told]
+void [line, kind, outcome, reachable, fake, err, allowed, applied, forced, ran, caught, named, isHeld, kindOfResult, verdict, typedOutcome, withResult, brokenRule, begun, answeredCall, finished, told, own]

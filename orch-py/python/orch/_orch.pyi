@@ -154,6 +154,12 @@ class Session:
     def finish(self, call_id: str, tool: str, ran: bool = True, result: Optional[str] = None) -> str:
         """The run host: the admitted call ended. The record's outcome word when recorded,
         ``not_run``, or ``not_admitted``."""
+    def malformed_arguments(self, tool: str, why: str) -> Refusal:
+        """The refusal of a call whose arguments are not JSON, in orch's words."""
+    def no_such_tool(self, tool: str) -> Refusal:
+        """The refusal of a call of a tool the host does not have, in orch's words."""
+    def shared_id(self, tool: str, call_id: str) -> Refusal:
+        """The refusal of a call whose id another call of the same response has too."""
     def set_question_ttl(self, seconds: float) -> None:
         """How long a question ``begin`` asks stays answerable (24 hours unless set)."""
     def approve(self, tool: str, arguments: str = "{}") -> None:

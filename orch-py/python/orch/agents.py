@@ -115,7 +115,7 @@ class Orchestration(Workflow):
             try:
                 json.loads(arguments)
             except ValueError as e:
-                return f"error: `{name}` was not run: its arguments are not JSON ({e}); call it again with a JSON object."
+                return self.session.malformed_arguments(name, str(e)).message
             # A call without an id of the SDK's is a call of its own.
             call_id = getattr(ctx, "tool_call_id", None) or f"orch-{uuid.uuid4().hex}"
             async with self._turns():

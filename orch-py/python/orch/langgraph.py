@@ -90,7 +90,7 @@ class Orchestration(Workflow):
             name = bad.get("name") or "(no name)"
             out.append(
                 ToolMessage(
-                    content=f"error: `{name}` was not run: its arguments are not JSON ({bad.get('error') or 'unparsable'}); call it again with a JSON object.",
+                    content=self.session.malformed_arguments(name, bad.get("error") or "unparsable").message,
                     tool_call_id=bad.get("id") or "",
                     name=name,
                     status="error",
@@ -101,7 +101,7 @@ class Orchestration(Workflow):
             name, call_id = call["name"], call["id"]
             arguments = json.dumps(call["args"])
             if name not in self.tools:
-                text = f"error: there is no tool `{name}`. Allowed now: {', '.join(self.session.allowed())}."
+                text = self.session.no_such_tool(name).message
                 out.append(ToolMessage(content=text, tool_call_id=call_id, name=name, status="error"))
                 continue
             begun = self.session.begin(call_id, name, arguments)
