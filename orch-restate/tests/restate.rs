@@ -103,6 +103,9 @@ fn service() {
     if std::env::var("ORCH_RESTATE_PRIVATE_APPROVALS").is_ok() {
         runs = runs.private_approvals(true);
     }
+    if let Ok(key) = std::env::var("ORCH_RESTATE_IDENTITY_KEY") {
+        runs = runs.identity_key(&key).expect("a readable identity key");
+    }
     let runs = runs.template(machine, move |call: orch_restate::ToolCall| {
         let ledger = ledger.clone();
         async move {
@@ -1014,4 +1017,79 @@ async fn private_approvals_answer_no_one_on_the_ingress() {
     // status says where it is.
     let _ = waiting;
     assert!(f.completions("issue_refund").is_empty());
+}
+
+/// The public half of `fixtures/request-identity.pem` (a key made for these tests only),
+/// in Restate's `publickeyv1_` form.
+const IDENTITY_KEY: &str = "publickeyv1_2B5gqPTjhJB8Nsb5wMvtz7hJaj19CXWLtGcpjcLSgCon";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn an_endpoint_with_an_identity_key_serves_only_the_server_that_signs() {
+    let dir = Scratch::new("restate-identity");
+    let pem = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/request-identity.pem");
+    let server = Server::start_env(
+        &dir,
+        vec![(
+            "RESTATE_REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE".to_owned(),
+            pem.to_string_lossy().into_owned(),
+        )],
+    );
+    let http = reqwest::Client::new();
+    let ledger = dir.join("ledger");
+    let service = Service::start_env(
+        free_port(),
+        &ledger,
+        "v1",
+        vec![("ORCH_RESTATE_IDENTITY_KEY", IDENTITY_KEY.to_owned())],
+    );
+    // Anyone else who reaches the service's port (HTTP/2, as Restate speaks to it) is
+    // refused: no signature.
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("an HTTP/2 client");
+    let direct = h2
+        .get(format!("http://127.0.0.1:{}/discover", service.port))
+        .header("accept", "application/vnd.restate.endpointmanifest.v1+json")
+        .send()
+        .await
+        .expect("the service answers");
+    assert_eq!(
+        direct.status(),
+        reqwest::StatusCode::UNAUTHORIZED,
+        "{direct:?}"
+    );
+    // The server that signs with the key's private half registers it and is served.
+    harness::register(
+        &http,
+        &server.admin_url(),
+        &format!("http://127.0.0.1:{}", service.port),
+    )
+    .await;
+    let answer = http
+        .post(format!("{}/OrchRun/r1/call", server.ingress_url()))
+        .json(&json!({"tool": "lookup_order", "arguments": {"order": "I-1"}}))
+        .send()
+        .await
+        .expect("the ingress answers");
+    let answer: Value = answer.json().await.expect("a JSON answer");
+    assert_eq!(answer["outcome"], "ran", "{answer}");
+    // A service that expects another key refuses the server.
+    let other = Service::start_env(
+        free_port(),
+        &dir.join("other-ledger"),
+        "v1",
+        vec![(
+            "ORCH_RESTATE_IDENTITY_KEY",
+            "publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp".to_owned(),
+        )],
+    );
+    let refused = http
+        .post(format!("{}/deployments", server.admin_url()))
+        .json(&json!({"uri": format!("http://127.0.0.1:{}", other.port), "force": true}))
+        .send()
+        .await
+        .expect("the admin API answers");
+    assert!(!refused.status().is_success(), "{refused:?}");
 }

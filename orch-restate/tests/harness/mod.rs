@@ -66,6 +66,8 @@ pub fn server_binary() -> PathBuf {
 /// A restate-server with its data in a directory of its own.
 pub struct Server {
     child: Option<Child>,
+    /// More environment for the server (its configuration).
+    env: Vec<(String, String)>,
     base: PathBuf,
     node: u16,
     ingress: u16,
@@ -74,8 +76,15 @@ pub struct Server {
 
 impl Server {
     pub fn start(base: &Path) -> Server {
+        Server::start_env(base, Vec::new())
+    }
+
+    /// [`Server::start`] with more environment: the server's configuration
+    /// (`RESTATE_…`).
+    pub fn start_env(base: &Path, env: Vec<(String, String)>) -> Server {
         let mut server = Server {
             child: None,
+            env,
             base: base.to_owned(),
             node: free_port(),
             ingress: free_port(),
@@ -115,6 +124,7 @@ impl Server {
             // A small server: the tests run several at once.
             .env("RESTATE_DEFAULT_NUM_PARTITIONS", "4")
             .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256 MiB")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
