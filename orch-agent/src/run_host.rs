@@ -30,6 +30,7 @@ use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
 use crate::Refusal;
 use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How many calls a host's ledger remembers (the oldest is forgotten first).
@@ -196,10 +197,10 @@ struct Entry {
 /// first). A look-up costs the same however many calls it holds.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Ledger {
-    entries: HashMap<Box<str>, Entry>,
+    entries: HashMap<Arc<str>, Entry>,
     /// Ids in the order they were put, each with the number it was put under (an id
     /// forgotten and put again leaves a stale pair, skipped when it comes up).
-    order: VecDeque<(Box<str>, u64)>,
+    order: VecDeque<(Arc<str>, u64)>,
     puts: u64,
 }
 
@@ -224,7 +225,7 @@ impl Ledger {
             }
         }
         self.puts += 1;
-        let id: Box<str> = id.into();
+        let id: Arc<str> = id.into();
         self.order.push_back((id.clone(), self.puts));
         self.entries.insert(
             id,
@@ -286,7 +287,8 @@ impl HostedSession {
                 Stage::Asked { .. } | Stage::Answered => {}
             }
         }
-        let checked = Call::of_text(tool, arguments);
+        // The digest is taken once (canonical JSON and SHA-256 are most of a call's cost).
+        let checked = Call::new(call, arguments);
         let policy = &self.policy;
         let admitted = self
             .live
