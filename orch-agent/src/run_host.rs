@@ -104,6 +104,34 @@ pub enum Begin {
     Again(Refusal),
 }
 
+impl Begin {
+    /// A stable name: `run`, `refused`, `ask`, `again`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Begin::Run => "run",
+            Begin::Refused(_) => "refused",
+            Begin::Ask { .. } => "ask",
+            Begin::Again(_) => "again",
+        }
+    }
+
+    /// What the model is told when the call does not run; `None` for [`Begin::Run`].
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Begin::Run => None,
+            Begin::Refused(r) | Begin::Ask { refusal: r, .. } | Begin::Again(r) => Some(r),
+        }
+    }
+
+    /// The question asked ([`Begin::Ask`] only).
+    pub fn question(&self) -> Option<QuestionId> {
+        match self {
+            Begin::Ask { question, .. } => Some(*question),
+            _ => None,
+        }
+    }
+}
+
 /// What [`HostedSession::answer_call`] came to. Only [`Answered::Applied`] changed
 /// anything; every other answer is refused as it is, and nothing is asked on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -299,13 +327,7 @@ impl HostedSession {
                 Begin::Run
             }
             Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
-                let question = question_for(
-                    call_id,
-                    tool,
-                    call,
-                    self.session().step_name(),
-                    self.session().fingerprint(),
-                );
+                let question = self.question_about(call_id, tool, call);
                 // Asked already (the same call delivered again while its question is
                 // open, here or before a restore): the human has the question; nothing
                 // is asked again.
@@ -388,13 +410,7 @@ impl HostedSession {
             },
             // Not in the ledger (a host restored from a snapshot, or never asked here):
             // the question the session would hold had this call been asked about.
-            None => question_for(
-                call_id,
-                tool,
-                call,
-                self.session().step_name(),
-                self.session().fingerprint(),
-            ),
+            None => self.question_about(call_id, tool, call),
         };
         let policy = &self.policy;
         let applied = self.live.with_dependent_mut(|_, session| {
@@ -486,6 +502,18 @@ impl HostedSession {
     /// ([`crate::protocol::shared_id_refusal`]).
     pub fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
         crate::protocol::shared_id_refusal(tool, call_id)
+    }
+
+    /// The identity of the question about this call in the run's state now.
+    fn question_about(&self, call_id: &str, tool: &str, call: CallDigest) -> QuestionId {
+        let session = self.session();
+        question_for(
+            call_id,
+            tool,
+            call,
+            session.step_name(),
+            session.fingerprint(),
+        )
     }
 
     /// Does the session hold `question` about `call`, unanswered?

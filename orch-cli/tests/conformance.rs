@@ -233,6 +233,19 @@ fn template() -> String {
         .into_owned()
 }
 
+/// The options of a gateway fronting `upstream_url` with its runs in Redis at
+/// `redis_url`, under `namespace`.
+fn shared_store<'a>(upstream_url: &'a str, redis_url: &'a str, namespace: &'a str) -> Vec<&'a str> {
+    vec![
+        "--upstream-url",
+        upstream_url,
+        "--redis",
+        redis_url,
+        "--namespace",
+        namespace,
+    ]
+}
+
 /// `orch mcp` fronting `upstream_url` the way `way` names: its URL, and what keeps it up.
 fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, Vec<Guard>, String) {
     let template = template();
@@ -242,19 +255,8 @@ fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, Vec
         // request by a proxy since the suite sends none.
         "run token, Redis" => {
             let namespace = format!("conformance-token:{}", std::process::id());
-            let gw = Gateway::http(
-                &template,
-                &[
-                    "--upstream-url",
-                    upstream_url,
-                    "--redis",
-                    redis_url,
-                    "--namespace",
-                    &namespace,
-                ],
-                &[("ORCH_MCP_TOKEN", OPERATOR)],
-                &[],
-            );
+            let extra = shared_store(upstream_url, redis_url, &namespace);
+            let gw = Gateway::http(&template, &extra, &[("ORCH_MCP_TOKEN", OPERATOR)], &[]);
             let token = support::http::run_token(&gw.addr, Some(OPERATOR));
             let port = free_port();
             let proxy = Command::new(node())
@@ -299,15 +301,8 @@ fn through(way: &str, upstream_url: &str, redis_url: &str) -> (Vec<Gateway>, Vec
         }
         _ => {
             let namespace = format!("conformance:{}", std::process::id());
-            let extra = [
-                "--anonymous-run",
-                "--upstream-url",
-                upstream_url,
-                "--redis",
-                redis_url,
-                "--namespace",
-                &namespace,
-            ];
+            let mut extra = vec!["--anonymous-run"];
+            extra.extend(shared_store(upstream_url, redis_url, &namespace));
             let gws: Vec<Gateway> = (0..3)
                 .map(|_| Gateway::http(&template, &extra, &[], &[]))
                 .collect();

@@ -746,30 +746,16 @@ impl Session {
             self.hosted
                 .borrow_mut()
                 .begin(&call_id, &tool, self::args(&args), on_gate, now);
-        match begun {
-            run_host::Begin::Run => Begin {
-                action: Action::Run,
-                refusal: None,
-                question: None,
-            },
-            run_host::Begin::Refused(r) => Begin {
-                action: Action::Refused,
-                refusal: Some(refusal(r)),
-                question: None,
-            },
-            run_host::Begin::Ask {
-                question,
-                refusal: r,
-            } => Begin {
-                action: Action::Ask,
-                refusal: Some(refusal(r)),
-                question: Some(question.to_string()),
-            },
-            run_host::Begin::Again(r) => Begin {
-                action: Action::Again,
-                refusal: Some(refusal(r)),
-                question: None,
-            },
+        let action = match begun {
+            run_host::Begin::Run => Action::Run,
+            run_host::Begin::Refused(_) => Action::Refused,
+            run_host::Begin::Ask { .. } => Action::Ask,
+            run_host::Begin::Again(_) => Action::Again,
+        };
+        Begin {
+            action,
+            refusal: begun.refusal().cloned().map(refusal),
+            question: begun.question().map(|q| q.to_string()),
         }
     }
 

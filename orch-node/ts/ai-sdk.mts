@@ -234,6 +234,8 @@ export class Orchestration<TOOLS extends ToolSet> {
               // was restored from a later state) was asked in this very request, after
               // the answer was written: the answer is not of it.
               const stale = this.askedIn.get(options.toolCallId) === this.request
+              // Once answered (or refused), the session and its ledger know the call.
+              this.askedIn.delete(options.toolCallId)
               const answered = stale
                 ? { refusal: this.session.staleAnswer(name) }
                 : this.session.answerCall(options.toolCallId, name, args, true)

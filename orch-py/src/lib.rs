@@ -578,33 +578,16 @@ impl Session {
         } else {
             run_host::OnGate::Refuse
         };
-        Ok(
-            match self.hosted.begin(call_id, tool, arguments, on_gate, now) {
-                run_host::Begin::Run => Begin {
-                    action: "run",
-                    refusal: None,
-                    question: None,
-                },
-                run_host::Begin::Refused(r) => Begin {
-                    action: "refused",
-                    refusal: Some(Py::new(py, refusal(r))?),
-                    question: None,
-                },
-                run_host::Begin::Ask {
-                    question,
-                    refusal: r,
-                } => Begin {
-                    action: "ask",
-                    refusal: Some(Py::new(py, refusal(r))?),
-                    question: Some(question.to_string()),
-                },
-                run_host::Begin::Again(r) => Begin {
-                    action: "again",
-                    refusal: Some(Py::new(py, refusal(r))?),
-                    question: None,
-                },
-            },
-        )
+        let begun = self.hosted.begin(call_id, tool, arguments, on_gate, now);
+        let refused = match begun.refusal() {
+            Some(r) => Some(Py::new(py, refusal(r.clone()))?),
+            None => None,
+        };
+        Ok(Begin {
+            action: begun.as_str(),
+            refusal: refused,
+            question: begun.question().map(|q| q.to_string()),
+        })
     }
 
     /// The run host: a human's answer about the call `call_id` (`tool` with `arguments`,
