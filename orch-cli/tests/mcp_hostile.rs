@@ -661,3 +661,69 @@ fn concurrent_first_requests_on_another_instance_restore_the_session_once() {
         assert!(b.stderr().find("panicked").is_none(), "{}", b.stderr());
     }
 }
+
+/// An upstream whose `pay` answers with `content` *and* a `task` (the call has started,
+/// not finished; `tests/mcp/task_tools.py`, no SDK) over stdio, and over HTTP with a
+/// JSON body and with an event stream: the client is told the call has not completed,
+/// nothing is recorded (the receipt the workflow allows only after a payment is still
+/// refused), and the payment may be called again.
+#[test]
+#[ignore = "needs the MCP Python SDK's environment: `cargo xtask test` installs it and runs this"]
+fn a_result_naming_a_task_is_not_taken_for_a_finished_call() {
+    let python = python();
+    for way in ["stdio", "json", "sse"] {
+        let dir = temp_dir(&format!("task-{way}"));
+        let log = dir.join("executed.log");
+        let log_arg = log.to_string_lossy().into_owned();
+        let script = here("task_tools.py");
+        let mut upstream: Vec<String> = vec![python.clone(), script, "--log".into(), log_arg];
+        let mut options: Vec<String> = Vec::new();
+        let _server = match way {
+            "stdio" => None,
+            style => {
+                let port = support::free_port();
+                let mut args = upstream.clone();
+                args.extend(["--http".into(), port.to_string(), style.into()]);
+                let server = support::Guard(
+                    std::process::Command::new(&args[0])
+                        .args(&args[1..])
+                        .spawn()
+                        .expect("start task_tools.py"),
+                );
+                support::wait_for_port(port, PATIENCE, "task_tools.py");
+                options = vec![
+                    "--upstream-url".into(),
+                    format!("http://127.0.0.1:{port}/mcp"),
+                ];
+                upstream.clear();
+                Some(server)
+            }
+        };
+        let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+        let options: Vec<&str> = options.iter().map(String::as_str).collect();
+        let gw = Gateway::http(&here("shop.json"), &options, &[], &upstream);
+        let client = Client::connect(&gw.addr, None).expect("a session");
+        let paid = client.call("pay", json!({}));
+        let message = paid["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("with a task: the call has not completed"),
+            "{way}: {paid}"
+        );
+        let receipt = client.call("receipt", json!({}));
+        assert!(
+            !succeeded(&receipt),
+            "{way}: nothing was recorded: {receipt}"
+        );
+        let again = client.call("pay", json!({}));
+        assert!(again["error"].is_object(), "{way}: {again}");
+        let tools: Vec<String> = log_lines(&log)
+            .iter()
+            .map(|v| v["tool"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            tools,
+            ["pay", "pay"],
+            "{way}: the payment reached the upstream twice"
+        );
+    }
+}

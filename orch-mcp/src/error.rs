@@ -77,6 +77,12 @@ pub(crate) enum Error {
         /// The tool.
         tool: String,
     },
+    /// The upstream answered a `tools/call` with a task: the call has not completed, and
+    /// this gateway does not relay tasks (`-32603`; the call is not recorded).
+    UnfinishedResult {
+        /// The tool.
+        tool: String,
+    },
     /// A tool ran, but its admission lapsed meanwhile: the result is withheld and not
     /// recorded (`-32603`).
     AdmissionLapsed {
@@ -159,6 +165,7 @@ impl Error {
             | Error::UpstreamUnavailable { .. }
             | Error::UpstreamUnexpected { .. }
             | Error::NotAToolResult { .. }
+            | Error::UnfinishedResult { .. }
             | Error::AdmissionLapsed { .. }
             | Error::NotRecorded { .. }
             | Error::ListenTimeout { .. }
@@ -223,6 +230,10 @@ impl fmt::Display for Error {
             Error::NotAToolResult { tool } => write!(
                 f,
                 "the upstream MCP server answered `tools/call` of `{tool}` with something other than a tool result"
+            ),
+            Error::UnfinishedResult { tool } => write!(
+                f,
+                "the upstream MCP server answered `tools/call` of `{tool}` with a task: the call has not completed, this gateway does not relay tasks, and the call is not recorded"
             ),
             Error::AdmissionLapsed { tool } => write!(
                 f,

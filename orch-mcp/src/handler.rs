@@ -1061,10 +1061,17 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 lease.settle(run::Outcome::NotRun).await;
                 return Ok(CallToolResponse::InputRequired(asked));
             }
-            Ok(_) => {
+            // A task (a call still running, `unfinished`) or something else: the call
+            // has not completed, and is not recorded.
+            Ok(other) => {
                 lease.settle(run::Outcome::NotRun).await;
-                return Err(Error::NotAToolResult {
-                    tool: tool.to_owned(),
+                let tool = tool.to_owned();
+                let unfinished = serde_json::to_value(&other).is_ok_and(|v| {
+                    protocol::classify(&v) == ToolResult::NotRun(protocol::NotRun::Task)
+                });
+                return Err(match unfinished {
+                    true => Error::UnfinishedResult { tool },
+                    false => Error::NotAToolResult { tool },
                 }
                 .into());
             }
@@ -1081,6 +1088,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // rule, `protocol::classify`): an error, or a result that is not complete, is
         // not recorded, so the model may call it again.
         let result_type = result.result_type.as_ref().map(|t| t.as_str());
+        // (A result naming a task never gets here: it was marked `task` as it arrived.)
         let ran = protocol::classify_fields(result_type, false, result.is_error);
         if ran != ToolResult::Ran {
             lease.settle(run::Outcome::NotRun).await;

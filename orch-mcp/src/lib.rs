@@ -44,6 +44,7 @@
 //! ```
 
 mod approval;
+mod child;
 mod error;
 mod framing;
 mod handler;
@@ -52,6 +53,7 @@ mod instances;
 mod jwt;
 mod runs;
 mod telemetry;
+mod unfinished;
 mod upstream;
 
 pub use instances::{Bus, BusFuture};

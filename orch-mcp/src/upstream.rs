@@ -1051,7 +1051,7 @@ async fn connect_with(
         Upstream::Command { program, args } => {
             let mut command = tokio::process::Command::new(program);
             command.args(args);
-            let transport = rmcp::transport::TokioChildProcess::new(command).map_err(|e| {
+            let transport = crate::child::ChildUpstream::spawn(command).map_err(|e| {
                 Handshake::Unreachable(format!("cannot start the upstream MCP server {what}: {e}"))
             })?;
             handshake(transport, &what, handler, timeout, lifecycle).await
@@ -1190,6 +1190,21 @@ impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
         rmcp::transport::streamable_http_client::StreamableHttpError<Self::Error>,
     > {
         use rmcp::transport::streamable_http_client::StreamableHttpPostResponse as Response;
+        // The answer to a `tools/call` is read here, so that a result naming a task is
+        // never taken for a complete one (`unfinished`).
+        if let rmcp::model::ClientJsonRpcMessage::Request(request) = &message {
+            if matches!(request.request, ClientRequest::CallToolRequest(_)) {
+                return crate::unfinished::post_call(
+                    &self.http,
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                )
+                .await;
+            }
+        }
         // The MCP SDK opens the standalone stream for a session named in answer to the
         // `initialize` handshake (never for a revision without one).
         let initialize = matches!(
@@ -1285,7 +1300,8 @@ impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
         if standalone {
             self.standalone.send_replace(Standalone::Settled);
         }
-        stream
+        // A resumed stream may carry the answer to a `tools/call`.
+        stream.map(crate::unfinished::marked_events)
     }
 }
 
