@@ -71,11 +71,20 @@ impl HostedSession {
         available: Option<Vec<String>>,
     ) -> Result<HostedSession, HostedRestoreError> {
         let parsed = Snapshot::from_bytes(snapshot).map_err(HostedRestoreError::Read)?;
+        // The run host's ledger, kept with the snapshot: a call delivered again after
+        // the restore gets what it got before.
+        let ledger = crate::run_host::Ledger::decode(&parsed.host).map_err(|why| {
+            HostedRestoreError::Read(orch_runtime::RestoreError::Malformed(format!(
+                "the run host's calls in it cannot be read: {why}"
+            )))
+        })?;
         let live = Live::try_new(machine, |m| {
             DynSession::restore(m, &parsed).map(|(session, _report)| session)
         })
         .map_err(HostedRestoreError::Restore)?;
-        Ok(HostedSession::with(live, available))
+        let mut hosted = HostedSession::with(live, available);
+        hosted.ledger = ledger;
+        Ok(hosted)
     }
 
     fn with(mut live: Live, available: Option<Vec<String>>) -> HostedSession {
@@ -265,14 +274,20 @@ impl HostedSession {
         self.live.with_dependent_mut(|_, session| session.reset());
     }
 
-    /// The session as snapshot bytes.
+    /// The session as snapshot bytes, with the run host's ledger of calls in it (what
+    /// each call delivered here came to, so that [`HostedSession::restore`] answers a
+    /// call delivered again as this host would have).
     pub fn snapshot(&self) -> Vec<u8> {
-        self.session().snapshot_bytes()
+        let mut out = Vec::new();
+        self.snapshot_into(&mut out);
+        out
     }
 
     /// The same bytes as [`HostedSession::snapshot`], written into `out` (cleared
     /// first).
     pub fn snapshot_into(&self, out: &mut Vec<u8>) {
-        self.session().snapshot_into(out);
+        let mut calls = Vec::new();
+        self.ledger.encode(&mut calls);
+        self.session().snapshot_with_host_into(&calls, out);
     }
 }

@@ -112,6 +112,25 @@ impl RefusalKind {
             RefusalKind::AlreadyRan => "already_ran",
         }
     }
+
+    /// The kind [`RefusalKind::as_str`] names (`None` for a word it never says).
+    pub fn parse(word: &str) -> Option<RefusalKind> {
+        [
+            RefusalKind::UnknownTool,
+            RefusalKind::NotAllowed,
+            RefusalKind::OutOfSequence,
+            RefusalKind::Unavailable,
+            RefusalKind::NeedsApproval,
+            RefusalKind::Rejected,
+            RefusalKind::StaleAnswer,
+            RefusalKind::Busy,
+            RefusalKind::OutcomeUnknown,
+            RefusalKind::BrokenRule,
+            RefusalKind::AlreadyRan,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == word)
+    }
 }
 
 /// A gated call waiting for a human (semantics §13): what to show them, and the call's

@@ -21,17 +21,23 @@
 //! **The ledger** remembers the last [`LEDGER_CALLS`] calls of this host by id: what each
 //! came to, and when each question expires. A question past its expiry is closed when
 //! its answer comes ([`Answered::Late`]); the session then holds no verdict, so nothing
-//! waits on it. A host restored from a snapshot has an empty ledger; the session's held
-//! question is then the only guard, and it is enough for the promise above.
+//! waits on it. The ledger travels with the session's snapshot
+//! ([`HostedSession::snapshot`], the snapshot's host section): a host restored from it
+//! answers a re-delivery as the first host would, records a call that was running when
+//! the snapshot was taken, and knows each question's expiry. A session restored from
+//! bytes without a ledger starts with an empty one; the session's held question is then
+//! the only guard, and it is enough for the promise above.
 
 use crate::hosted::HostedSession;
 use crate::policy::{Orchestrated, RefusalKind};
 use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
 use crate::Refusal;
+pub(crate) use ledger::Ledger;
+use ledger::{Entry, Stage};
 use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
-use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
+
+mod ledger;
 
 /// How many calls a host's ledger remembers (the oldest is forgotten first).
 pub const LEDGER_CALLS: usize = 1024;
@@ -194,89 +200,6 @@ pub enum Finished {
     NotAdmitted,
 }
 
-/// Where one call stands in the ledger.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Stage {
-    /// A question about it is open until `expires_ms`.
-    Asked {
-        question: QuestionId,
-        expires_ms: u64,
-    },
-    /// Its question was answered.
-    Answered,
-    /// Admitted; running.
-    Running,
-    /// It ran and was recorded.
-    Ran,
-    /// It was refused so.
-    Refused(Refusal),
-}
-
-#[derive(Clone, Debug)]
-struct Entry {
-    tool: String,
-    call: CallDigest,
-    stage: Stage,
-    /// When it was put (its place in [`Ledger::order`]).
-    put: u64,
-}
-
-/// The calls a host has seen, by id ([`LEDGER_CALLS`] at most; the oldest forgotten
-/// first). A look-up costs the same however many calls it holds.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Ledger {
-    entries: HashMap<Arc<str>, Entry>,
-    /// Ids in the order they were put, each with the number it was put under (an id
-    /// forgotten and put again leaves a stale pair, skipped when it comes up).
-    order: VecDeque<(Arc<str>, u64)>,
-    puts: u64,
-}
-
-impl Ledger {
-    fn find(&mut self, id: &str) -> Option<&mut Entry> {
-        self.entries.get_mut(id)
-    }
-
-    fn put(&mut self, id: &str, tool: &str, call: CallDigest, stage: Stage) {
-        if let Some(entry) = self.entries.get_mut(id) {
-            entry.tool = tool.to_owned();
-            entry.call = call;
-            entry.stage = stage;
-            return;
-        }
-        while self.entries.len() >= LEDGER_CALLS {
-            let Some((oldest, put)) = self.order.pop_front() else {
-                break;
-            };
-            if self.entries.get(&oldest).is_some_and(|e| e.put == put) {
-                self.entries.remove(&oldest);
-            }
-        }
-        self.puts += 1;
-        let id: Arc<str> = id.into();
-        self.order.push_back((id.clone(), self.puts));
-        self.entries.insert(
-            id,
-            Entry {
-                tool: tool.to_owned(),
-                call,
-                stage,
-                put: self.puts,
-            },
-        );
-        // Stale pairs (ids forgotten) are dropped when they outnumber the live ones.
-        if self.order.len() > 2 * LEDGER_CALLS {
-            let entries = &self.entries;
-            self.order
-                .retain(|(id, put)| entries.get(id).is_some_and(|e| e.put == *put));
-        }
-    }
-
-    fn forget(&mut self, id: &str) {
-        self.entries.remove(id);
-    }
-}
-
 impl HostedSession {
     /// How long a question asked by [`begin`](Self::begin) stays answerable (24 hours
     /// unless set).
@@ -314,6 +237,16 @@ impl HostedSession {
                 }
                 Stage::Asked { .. } | Stage::Answered => {}
             }
+        }
+        // An approval the run holds was given in answer to one question, about one
+        // delivery: another delivery of the same call (another id) does not run on it,
+        // and does not replace it with a question of its own.
+        if self.holds_approval_for_another(call_id, tool, call) {
+            return Begin::Refused(self.refusal(
+                tool,
+                RefusalKind::NeedsApproval,
+                format!("error: `{tool}` was not run: the human approved this exact call for another delivery of it, not this one (`{call_id}`), and one approval runs one call."),
+            ));
         }
         // The digest is taken once (canonical JSON and SHA-256 are most of a call's cost).
         let checked = Call::new(call, arguments);
@@ -514,6 +447,19 @@ impl HostedSession {
             session.step_name(),
             session.fingerprint(),
         )
+    }
+
+    /// Does the session hold an approval of `call` given in answer to a question about
+    /// another delivery than `call_id`? (An approval held without a question — the
+    /// `approve` of a host that asks elsewhere — is for any delivery of the call.)
+    fn holds_approval_for_another(&self, call_id: &str, tool: &str, call: CallDigest) -> bool {
+        let Some(a) = self.session().approval() else {
+            return false;
+        };
+        a.call == call
+            && a.verdict == Verdict::Approved
+            && !a.question.is_none()
+            && a.question != self.question_about(call_id, tool, call)
     }
 
     /// Does the session hold `question` about `call`, unanswered?

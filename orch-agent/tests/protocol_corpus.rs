@@ -15,67 +15,17 @@ use orch_agent::protocol;
 use orch_agent::Policy;
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
-use orch_test_support::events::ArgumentRules;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
 use std::path::Path;
 
-const TOOLS: [&str; 4] = ["a", "b", "c", "d"];
+#[path = "common/corpus_templates.rs"]
+mod corpus_templates;
+
+use corpus_templates::{template, TOOLS};
 const CASES: usize = 60;
-
-/// A generated step: allowed, denied and gated tools, and a sequence if any.
-type StepParts = (
-    Vec<&'static str>,
-    Vec<&'static str>,
-    Vec<&'static str>,
-    Option<Vec<&'static str>>,
-);
-
-fn template() -> impl Strategy<Value = Value> {
-    let allowed = prop_oneof![
-        Just(Vec::new()),
-        proptest::sample::subsequence(TOOLS.to_vec(), 2..=4)
-    ];
-    let subset = |most: usize| proptest::sample::subsequence(TOOLS.to_vec(), 0..=most);
-    let sequence = proptest::option::of(proptest::sample::subsequence(TOOLS.to_vec(), 2..=3));
-    let step = (allowed, subset(1), subset(2), sequence);
-    (
-        step.clone(),
-        proptest::option::of((0..4usize, step.clone())),
-        proptest::option::of(step),
-        subset(1),
-        ArgumentRules::strategy(0.5),
-    )
-        .prop_map(|(first, second, third, gated, rules)| {
-            let step_json = |name: &str, (allowed, denied, approve, sequence): StepParts| {
-                let mut step = json!({"name": name, "availableTools": {"allowed": allowed, "denied": denied, "approve": approve}});
-                if let Some(sequence) = sequence {
-                    step["sequence"] = json!(sequence);
-                    step["resetSequenceOn"] = json!(["message_contains"]);
-                }
-                step
-            };
-            let mut steps = vec![];
-            if let Some(third) = third {
-                let mut s2 = step_json("Refund", third);
-                s2["conditions"] = json!([{"type": "message_contains", "value": "refund"}]);
-                steps.push(s2);
-            }
-            if let Some((trigger, second)) = second {
-                let mut s1 = step_json("After", second);
-                s1["conditions"] = json!([{"type": "tool_used", "value": TOOLS[trigger]}]);
-                steps.push(s1);
-            }
-            let mut s0 = step_json("Start", first);
-            s0["isDefault"] = json!(true);
-            steps.push(s0);
-            let mut orchestration = json!({"steps": steps, "approve": gated});
-            rules.apply(&mut orchestration, &TOOLS, "/v/*");
-            json!({"agentId": "corpus", "tools": TOOLS, "orchestration": orchestration})
-        })
-}
 
 fn op() -> impl Strategy<Value = Value> {
     let result = prop_oneof![

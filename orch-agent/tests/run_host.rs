@@ -107,15 +107,27 @@ fn a_host_restored_between_question_and_answer_answers_its_own_question_once() {
         Finished::Recorded(_)
     ));
     let after = second.snapshot();
-    // The same request replayed on the state saved after it: no question is held.
+    // The same request replayed on the state saved after it: the snapshot carries what
+    // the call came to, so the answer is known as given already.
     let mut third = HostedSession::restore(Arc::clone(&m), &after, None).unwrap();
     let replay = third.answer_call("c1", "pay", PAY_7, true, NOW + 3);
-    assert_eq!(replay.as_str(), "unknown", "{replay:?}");
+    assert_eq!(replay.as_str(), "repeated", "{replay:?}");
     // The same call asked about anew under a new id is a new question: the old answer
     // does not answer it.
     asked(third.begin("c2", "pay", PAY_7, OnGate::Ask, NOW + 4));
     assert_eq!(
         third
+            .answer_call("c1", "pay", PAY_7, true, NOW + 5)
+            .as_str(),
+        "repeated"
+    );
+    // A snapshot of the session alone (no ledger, as another front end writes it): the
+    // session's held question is then the guard, and the old answer still applies to
+    // nothing.
+    let bare = third.session().snapshot_bytes();
+    let mut fourth = HostedSession::restore(Arc::clone(&m), &bare, None).unwrap();
+    assert_eq!(
+        fourth
             .answer_call("c1", "pay", PAY_7, true, NOW + 5)
             .as_str(),
         "unknown"
@@ -132,11 +144,20 @@ fn an_answer_for_another_call_under_the_same_id_applies_to_nothing() {
     asked(host.begin("c1", "pay", PAY_7, OnGate::Ask, NOW));
     let other = host.answer_call("c1", "pay", r#"{"order": 8}"#, true, NOW + 1);
     assert_eq!(other.as_str(), "foreign");
-    // A restored host (no ledger) says the same through the session's question.
+    // A restored host says the same: the ledger came with the snapshot.
     let mut fresh = HostedSession::restore(machine(), &host.snapshot(), None).unwrap();
     assert_eq!(
         fresh
             .answer_call("c1", "pay", r#"{"order": 8}"#, true, NOW + 1)
+            .as_str(),
+        "foreign"
+    );
+    // Restored from the session's bytes alone (no ledger), the session's question is
+    // the guard: the answer applies to nothing.
+    let bare = host.session().snapshot_bytes();
+    let mut bare = HostedSession::restore(machine(), &bare, None).unwrap();
+    assert_eq!(
+        bare.answer_call("c1", "pay", r#"{"order": 8}"#, true, NOW + 1)
             .as_str(),
         "unknown"
     );
@@ -264,8 +285,10 @@ enum Step {
     Finish { id: u8, ran: bool },
     /// Time passes (ms).
     Wait(u32),
-    /// The host is restored from its own snapshot (its ledger lost).
+    /// The host is restored from its own snapshot (its ledger with it).
     Restore,
+    /// The host is restored from the session's bytes alone (its ledger lost).
+    RestoreBare,
     /// A user message (an event: the held verdict is cleared).
     Message,
 }
@@ -281,6 +304,7 @@ fn step() -> impl Strategy<Value = Step> {
         (0u8..3, any::<bool>()).prop_map(|(id, ran)| Step::Finish { id, ran }),
         (0u32..40_000).prop_map(Step::Wait),
         Just(Step::Restore),
+        Just(Step::RestoreBare),
         Just(Step::Message),
     ]
 }
@@ -301,7 +325,8 @@ proptest! {
         let mut host = HostedSession::new(Arc::clone(&m), None);
         host.set_question_ttl(Duration::from_millis(TTL_MS));
         let mut now = NOW;
-        // The question the run holds: (id, order, asked at, restored since).
+        // The question the run holds: (id, order, asked at, restored without the ledger
+        // since).
         let mut open: Option<(u8, u8, u64, bool)> = None;
         // The approval the run holds: the order it approves.
         let mut approved: Option<u8> = None;
@@ -330,11 +355,11 @@ proptest! {
                     let answered = host.answer_call(&format!("c{id}"), "pay", &args, yes, now);
                     match answered {
                         Answered::Applied { approved: a } => {
-                            let Some((oid, oorder, at, restored)) = open else {
+                            let Some((oid, oorder, at, bare)) = open else {
                                 return Err(TestCaseError::fail(format!("an answer applied with no question open: c{id} {order}")));
                             };
                             prop_assert_eq!((oid, oorder), (id, order), "an answer applied to another call's question");
-                            prop_assert!(restored || now < at + TTL_MS, "an answer applied after its question expired");
+                            prop_assert!(bare || now < at + TTL_MS, "an answer applied after its question expired");
                             prop_assert_eq!(a, yes);
                             open = None;
                             approved = yes.then_some(order);
@@ -374,8 +399,15 @@ proptest! {
                 Step::Restore => {
                     host = HostedSession::restore(Arc::clone(&m), &host.snapshot(), None).unwrap();
                     host.set_question_ttl(Duration::from_millis(TTL_MS));
-                    // A running call's end never reaches the new host; a restored host
-                    // knows no question's expiry.
+                    // The ledger comes with the snapshot: the running calls' ends and
+                    // the questions' expiries are known to the new host.
+                }
+                Step::RestoreBare => {
+                    let bare = host.session().snapshot_bytes();
+                    host = HostedSession::restore(Arc::clone(&m), &bare, None).unwrap();
+                    host.set_question_ttl(Duration::from_millis(TTL_MS));
+                    // Without the ledger, a running call's end never reaches the new
+                    // host, and no question's expiry is known there.
                     running.clear();
                     open = open.map(|(id, order, at, _)| (id, order, at, true));
                 }
@@ -426,5 +458,52 @@ fn the_ledger_forgets_the_oldest_calls_past_its_bound() {
     assert_eq!(
         host.begin("b0", "browse", "{}", OnGate::Ask, NOW),
         Begin::Run
+    );
+}
+
+/// A call that ran, delivered again after the host was restored from its snapshot (a web
+/// app serving each request afresh, a process restarted), is not run again; a call
+/// running when the snapshot was taken is recorded when its end reaches the new host;
+/// a snapshot whose ledger is damaged is an error that says so.
+#[test]
+fn the_ledger_travels_with_the_snapshot() {
+    let m = machine();
+    let mut host = HostedSession::new(Arc::clone(&m), None);
+    assert_eq!(
+        host.begin("b1", "browse", "{}", OnGate::Ask, NOW),
+        Begin::Run
+    );
+    assert!(matches!(
+        host.finish("b1", "browse", true, None),
+        Finished::Recorded(_)
+    ));
+    assert_eq!(
+        host.begin("b2", "browse", "{}", OnGate::Ask, NOW),
+        Begin::Run
+    );
+    let saved = host.snapshot();
+    let mut after = HostedSession::restore(Arc::clone(&m), &saved, None).unwrap();
+    match after.begin("b1", "browse", "{}", OnGate::Ask, NOW + 1) {
+        Begin::Again(r) => assert_eq!(r.kind, RefusalKind::AlreadyRan),
+        other => panic!("a call that ran ran again after a restore: {other:?}"),
+    }
+    assert!(matches!(
+        after.finish("b2", "browse", true, None),
+        Finished::Recorded(_)
+    ));
+    assert_eq!(after.session().history().iter().flatten().count(), 2);
+    // The same bytes, with one byte of the ledger changed: the checksum says so first;
+    // a snapshot whose ledger says nonsense under a valid checksum is refused as such.
+    let mut parsed = orch_runtime::Snapshot::from_bytes(&saved).unwrap();
+    assert!(!parsed.host.is_empty());
+    parsed.host.truncate(parsed.host.len() - 1);
+    let damaged = parsed.to_bytes();
+    let err = HostedSession::restore(Arc::clone(&m), &damaged, None)
+        .err()
+        .expect("a damaged ledger is an error");
+    assert!(
+        err.to_string()
+            .contains("the run host's calls in it cannot be read"),
+        "{err}"
     );
 }

@@ -729,6 +729,8 @@ impl Session {
     /// `answerCall`); `again`: the same call delivered again, never run twice. `ask`
     /// (default `true`) `false`: a call that needs a human's approval is refused as
     /// `needs_approval` and nothing is asked (for a framework that asks elsewhere).
+    /// `nowMs`: the host's clock (milliseconds since the Unix epoch; default: this
+    /// machine's), for the question's expiry.
     #[napi]
     pub fn begin(
         &mut self,
@@ -736,8 +738,9 @@ impl Session {
         tool: String,
         args: Option<String>,
         ask: Option<bool>,
+        now_ms: Option<f64>,
     ) -> Begin {
-        let now = orch_agent::protocol::now_ms();
+        let now = clock(now_ms);
         let on_gate = match ask {
             Some(false) => run_host::OnGate::Refuse,
             _ => run_host::OnGate::Ask,
@@ -763,6 +766,7 @@ impl Session {
     /// it was shown): applied once, to the question `begin` asked about that very call,
     /// before it expires, while the run still holds it; any other answer changes nothing
     /// and says why.
+    /// `nowMs`: the host's clock, as for `begin`.
     #[napi]
     pub fn answer_call(
         &mut self,
@@ -770,8 +774,9 @@ impl Session {
         tool: String,
         args: String,
         approved: bool,
+        now_ms: Option<f64>,
     ) -> Answered {
-        let now = orch_agent::protocol::now_ms();
+        let now = clock(now_ms);
         let answered = self
             .hosted
             .borrow_mut()
@@ -975,6 +980,16 @@ impl Session {
         // Copied into memory JavaScript owns: cheaper than handing over the Rust
         // buffer as an external one (which V8 tracks with a finaliser).
         Uint8ArraySlice::copy_from(env, self.hosted.borrow().snapshot())
+    }
+}
+
+/// The host's clock as given (milliseconds since the Unix epoch; a number that is not a
+/// finite non-negative one is taken as 0), else this machine's.
+fn clock(now_ms: Option<f64>) -> u64 {
+    match now_ms {
+        Some(ms) if ms.is_finite() && ms > 0.0 => ms as u64,
+        Some(_) => 0,
+        None => orch_agent::protocol::now_ms(),
     }
 }
 

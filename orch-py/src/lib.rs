@@ -562,7 +562,9 @@ impl Session {
     /// run again). `Begin.refusal` is what the model is told when it does not run.
     /// `ask=False`: a call that needs a human's approval is refused as
     /// `needs_approval` and nothing is asked (for a framework that asks elsewhere).
-    #[pyo3(signature = (call_id, tool, arguments = "{}", ask = true))]
+    /// `now_ms`: the host's clock (milliseconds since the Unix epoch; default: this
+    /// machine's), for the question's expiry.
+    #[pyo3(signature = (call_id, tool, arguments = "{}", ask = true, now_ms = None))]
     fn begin(
         &mut self,
         py: Python<'_>,
@@ -570,9 +572,10 @@ impl Session {
         tool: &str,
         arguments: &str,
         ask: bool,
+        now_ms: Option<u64>,
     ) -> PyResult<Begin> {
         self.fast.stale();
-        let now = orch_agent::protocol::now_ms();
+        let now = now_ms.unwrap_or_else(orch_agent::protocol::now_ms);
         let on_gate = if ask {
             run_host::OnGate::Ask
         } else {
@@ -595,7 +598,8 @@ impl Session {
     /// call, before it expires, while the run still holds it. `Answered.outcome`:
     /// `applied`, or why not — `repeated`, `late`, `foreign`, `unknown` (then
     /// `Answered.refusal` is what the model is told; nothing changed).
-    #[pyo3(signature = (call_id, tool, arguments, approved))]
+    /// `now_ms`: the host's clock, as for `begin`.
+    #[pyo3(signature = (call_id, tool, arguments, approved, now_ms = None))]
     fn answer_call(
         &mut self,
         py: Python<'_>,
@@ -603,9 +607,10 @@ impl Session {
         tool: &str,
         arguments: &str,
         approved: bool,
+        now_ms: Option<u64>,
     ) -> PyResult<Answered> {
         self.fast.stale();
-        let now = orch_agent::protocol::now_ms();
+        let now = now_ms.unwrap_or_else(orch_agent::protocol::now_ms);
         let answered = self
             .hosted
             .answer_call(call_id, tool, arguments, approved, now);

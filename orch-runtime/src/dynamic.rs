@@ -678,6 +678,16 @@ impl<'m> DynSession<'m> {
             .encode_into(out);
     }
 
+    /// [`DynSession::snapshot_into`] with `host` carried in it ([`crate::Snapshot::host`]:
+    /// what the host keeps with the session).
+    pub fn snapshot_with_host_into(&self, host: &[u8], out: &mut Vec<u8>) {
+        let t = self.machine.tables.view();
+        let mut parts =
+            crate::snapshot::parts(&t, &self.state, &self.available, &self.foreign_available);
+        parts.host = host;
+        parts.encode_into(out);
+    }
+
     /// A session of `machine` from a snapshot (see [`crate::Session::restore`]).
     pub fn restore(
         machine: &'m DynMachine,

@@ -69,6 +69,38 @@ pub struct Snapshot {
         serde(default, skip_serializing_if = "Vec::is_empty")
     )]
     pub memory: Vec<String>,
+    /// What the host keeps with the session, opaque to the runtime (orch-agent's run host
+    /// keeps its ledger of calls here, so a call delivered again after a restore is not
+    /// run twice). Empty when the host keeps nothing; hex digits in the JSON form.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty", with = "hex_bytes")
+    )]
+    pub host: Vec<u8>,
+}
+
+/// The JSON form of [`Snapshot::host`]: lowercase hex digits.
+#[cfg(feature = "serde")]
+mod hex_bytes {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        s.serialize_str(&hex)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let hex = String::deserialize(d)?;
+        if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(D::Error::custom(
+                "`host` is not an even number of hex digits",
+            ));
+        }
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(D::Error::custom))
+            .collect()
+    }
 }
 
 /// What a restore could not carry over exactly (restoring into a changed template).
@@ -235,6 +267,7 @@ where
                 key
             })
             .collect(),
+        host: &[],
     }
 }
 
@@ -256,6 +289,8 @@ pub(crate) struct Parts<'a> {
     approval: Option<Approval>,
     /// The remembered values, 16 bytes each.
     memory: Vec<[u8; 16]>,
+    /// What the host keeps with the session ([`Snapshot::host`]).
+    pub(crate) host: &'a [u8],
 }
 
 impl Parts<'_> {
@@ -288,6 +323,7 @@ impl Parts<'_> {
                 .iter()
                 .map(|key| key.iter().map(|b| format!("{b:02x}")).collect())
                 .collect(),
+            host: self.host.to_vec(),
         }
     }
 
@@ -406,6 +442,12 @@ impl Parts<'_> {
             for key in &self.memory {
                 out.extend_from_slice(key);
             }
+        }
+        if !self.host.is_empty() {
+            // Section 4: what the host keeps with the session, length-prefixed.
+            out.push(4);
+            put_varint(out, self.host.len() as u64);
+            out.extend_from_slice(self.host);
         }
         let crc = crc32fast::hash(out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -810,6 +852,7 @@ impl Snapshot {
             matched: self.matched.iter().map(|m| ("", m.as_str())).collect(),
             approval: self.approval,
             memory,
+            host: &self.host,
         }
         .encode()
     }
@@ -915,8 +958,18 @@ impl Snapshot {
             _ => None,
         };
         let memory = match r.bytes.get(r.at) {
-            None => Vec::new(),
             Some(3) => read_memory(&mut r)?,
+            _ => Vec::new(),
+        };
+        let host = match r.bytes.get(r.at) {
+            None => Vec::new(),
+            Some(4) => {
+                r.byte("the host section")?;
+                let n = r.count("the host's bytes")?;
+                let kept = r.bytes[r.at..r.at + n].to_vec();
+                r.at += n;
+                kept
+            }
             Some(_) => return Err(r.bad("unknown section")),
         };
         if r.at != bytes.len() {
@@ -935,6 +988,7 @@ impl Snapshot {
             available,
             approval,
             memory,
+            host,
         })
     }
 }

@@ -144,13 +144,29 @@ class Session:
         exact call: applied only while the session holds that very question, once;
         ``False`` when nothing changed (answered already, an event since, another
         question asked since)."""
-    def begin(self, call_id: str, tool: str, arguments: str = "{}", ask: bool = True) -> Begin:
+    def begin(
+        self,
+        call_id: str,
+        tool: str,
+        arguments: str = "{}",
+        ask: bool = True,
+        now_ms: Optional[int] = None,
+    ) -> Begin:
         """The run host: the call ``call_id`` is about to run: run it, refuse it, ask about it
         (a question bound to the call's id), or — delivered again — never run it twice.
-        ``ask=False``: a call that needs approval is refused and nothing is asked."""
-    def answer_call(self, call_id: str, tool: str, arguments: str, approved: bool) -> Answered:
+        ``ask=False``: a call that needs approval is refused and nothing is asked.
+        ``now_ms``: the host's clock (ms since the Unix epoch; default: this machine's)."""
+    def answer_call(
+        self,
+        call_id: str,
+        tool: str,
+        arguments: str,
+        approved: bool,
+        now_ms: Optional[int] = None,
+    ) -> Answered:
         """The run host: a human's answer about the call ``call_id`` (as it was shown): applied
-        once, to the question ``begin`` asked about that very call, before it expires."""
+        once, to the question ``begin`` asked about that very call, before it expires.
+        ``now_ms``: the host's clock, as for ``begin``."""
     def finish(self, call_id: str, tool: str, ran: bool = True, result: Optional[str] = None) -> str:
         """The run host: the admitted call ended. The record's outcome word when recorded,
         ``not_run``, or ``not_admitted``."""
