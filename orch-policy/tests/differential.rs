@@ -7,7 +7,10 @@
 //!
 //! - the **reference**: `orch_agent::Policy` over a `DynSession`, in memory (what the agent
 //!   loop, the rig hook and the bindings' sessions call);
-//! - **`orch policy`**: both ExtMcp phases over gRPC, as agentgateway drives them;
+//! - **`orch policy`**: both ExtMcp phases over gRPC, as agentgateway drives them, by two
+//!   instances sharing the run's store (every other call is settled by the instance that
+//!   did not admit it), with a call's result delivered a second time as a fault (it must
+//!   change nothing);
 //! - **`orch mcp`** on the 2026-07-28 revision family (answers come back on the retried
 //!   call) and on the handshake family (the gateway asks in-band with
 //!   `elicitation/create`), in front of an rmcp tool server that answers what the script
@@ -76,6 +79,10 @@ enum Op {
     Answer { said: Said, reply: Reply },
     /// The first answer ever sent, sent again (a replay, a late copy).
     Replay { reply: Reply },
+    /// The last call's result delivered again (a gateway retrying its response phase,
+    /// on either instance): it must change nothing. Only `orch policy` has such a
+    /// phase; elsewhere it is nothing to do.
+    ResultAgain,
 }
 
 /// What became of one step.
@@ -193,6 +200,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (0..4usize, 0..4u8, reply()).prop_map(|(tool, arg, reply)| Op::Call { tool, arg, reply }),
         3 => (said, reply()).prop_map(|(said, reply)| Op::Answer { said, reply }),
         1 => reply().prop_map(|reply| Op::Replay { reply }),
+        1 => Just(Op::ResultAgain),
     ]
 }
 
@@ -324,6 +332,7 @@ impl<'m> Reference<'m> {
                 None => Decision::Skipped,
                 Some((asked, question, said)) => self.answer(&asked, &question, said, reply),
             },
+            Op::ResultAgain => Decision::Skipped,
         };
         let mut shown = self.policy.offered(&self.session);
         shown.sort();
@@ -344,9 +353,15 @@ fn retry_params(asked: &Asked, said: Said) -> Value {
     })
 }
 
-/// `orch policy`, driven as agentgateway drives it.
+/// `orch policy`, driven as agentgateway drives it, by two instances sharing the run's
+/// store: every other call's response phase (and every repeated result) goes to the
+/// instance that did not admit it.
 struct PolicySurface<'m> {
     gw: support::Gateway,
+    other: support::Gateway,
+    calls: usize,
+    /// The last admitted call's token and result, for [`Op::ResultAgain`].
+    last: Option<(Option<String>, Value)>,
     store: Shared,
     machine: &'m DynMachine,
     question: Option<Asked>,
@@ -366,10 +381,14 @@ impl PolicySurface<'_> {
                     .position(|t| params["name"] == *t)
                     .expect("a template tool");
                 let before = stored(&self.store, "run:r", self.machine).await;
-                let answered = self
-                    .gw
-                    .respond(token.as_deref(), result_json(reply, tool))
-                    .await;
+                self.calls += 1;
+                let settling = match self.calls % 2 {
+                    0 => &mut self.other,
+                    _ => &mut self.gw,
+                };
+                let result = result_json(reply, tool);
+                let answered = settling.respond(token.as_deref(), result.clone()).await;
+                self.last = Some((token.clone(), result));
                 match (&answered, reply) {
                     (Answered::Pass, Reply::Ok | Reply::IsError | Reply::InputRequired) => {}
                     (Answered::Rejected(..), Reply::Malformed) => {}
@@ -425,6 +444,23 @@ impl PolicySurface<'_> {
             Op::Replay { reply } => match self.first_answer.clone() {
                 None => Decision::Skipped,
                 Some((asked, said)) => self.send(retry_params(&asked, said), reply).await,
+            },
+            Op::ResultAgain => match self.last.clone() {
+                None => Decision::Skipped,
+                Some((token, result)) => {
+                    let before = stored(&self.store, "run:r", self.machine).await;
+                    self.calls += 1;
+                    let settling = match self.calls % 2 {
+                        0 => &mut self.other,
+                        _ => &mut self.gw,
+                    };
+                    let _ = settling.respond(token.as_deref(), result).await;
+                    let after = stored(&self.store, "run:r", self.machine).await;
+                    match after == before {
+                        true => Decision::Skipped,
+                        false => Decision::Ran { recorded: true },
+                    }
+                }
             },
         };
         let mut shown = self.gw.list(&TOOLS).await;
@@ -674,6 +710,8 @@ impl<'m> McpSurface<'m> {
                 None => Decision::Skipped,
                 Some((asked, said)) => self.send(Self::retry(&asked, said), reply).await,
             },
+            // The upstream's result comes once, on the call's own exchange.
+            (Op::ResultAgain, true) => Decision::Skipped,
             // On a handshake revision the question is answered in-band, within the call
             // (`handshake_stream`).
             (_, false) => unreachable!("handshake streams are replayed by `handshake_stream`"),
@@ -716,8 +754,12 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
     let mut reference = Reference::new(&machine);
     let store = Shared::default();
     let url = support::start(&text, store.clone(), Options::default()).await;
+    let second = support::start(&text, store.clone(), Options::default()).await;
     let mut policy = PolicySurface {
         gw: support::Gateway::connect(&url, "r").await,
+        other: support::Gateway::connect(&second, "r").await,
+        calls: 0,
+        last: None,
         store,
         machine: &machine,
         question: None,
