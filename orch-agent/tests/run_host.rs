@@ -507,3 +507,31 @@ fn the_ledger_travels_with_the_snapshot() {
         "{err}"
     );
 }
+
+/// What the ledger adds to a snapshot, exactly: nothing for a session that made no call
+/// through `begin`; per call, its id and tool (length-prefixed), its 32-byte digest and
+/// a stage byte — so a full ledger of `browse` calls with 9-character ids costs 50 bytes
+/// a call.
+#[test]
+fn the_ledger_s_bytes_in_a_snapshot() {
+    use orch_agent::run_host::LEDGER_CALLS;
+    let mut host = HostedSession::new(machine(), None);
+    let bare = host.snapshot().len();
+    assert_eq!(bare, host.session().snapshot_bytes().len());
+    for i in 0..LEDGER_CALLS {
+        let id = format!("call_{i:04}");
+        assert_eq!(
+            host.begin(&id, "browse", "{}", OnGate::Ask, NOW),
+            Begin::Run
+        );
+        assert!(matches!(
+            host.finish(&id, "browse", true, None),
+            Finished::Recorded(_)
+        ));
+    }
+    let with = host.snapshot().len();
+    let session = host.session().snapshot_bytes().len();
+    // The section: tag, length (3-byte varint), version byte, count (2-byte varint),
+    // then per call 1 + 9 (id) + 1 + 6 (tool) + 32 (digest) + 1 (stage) = 50 bytes.
+    assert_eq!(with - session, 1 + 3 + 1 + 2 + LEDGER_CALLS * 50);
+}
