@@ -19,12 +19,11 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
-use std::path::Path;
 
 #[path = "common/corpus_templates.rs"]
 mod corpus_templates;
 
-use corpus_templates::{template, TOOLS};
+use corpus_templates::{compiling, keep_true, TOOLS};
 const CASES: usize = 60;
 
 fn op() -> impl Strategy<Value = Value> {
@@ -287,19 +286,7 @@ fn corpus() -> Value {
     let mut runner = TestRunner::deterministic();
     let mut cases = Vec::new();
     while cases.len() < CASES {
-        let template = template()
-            .new_tree(&mut runner)
-            .expect("a template")
-            .current();
-        // Keys in canonical order, whether or not serde_json keeps insertion order in
-        // this build (a feature another crate of the workspace may turn on).
-        let text = orch_runtime::approval::canonical_json(&template.to_string())
-            .expect("a template is JSON");
-        let Some(machine): Option<DynMachine> =
-            orch_codegen::compile_json(&text, None).to_machine()
-        else {
-            continue;
-        };
+        let (text, machine) = compiling(&mut runner);
         let ops = proptest::collection::vec(op(), 4..24)
             .new_tree(&mut runner)
             .expect("a stream")
@@ -317,18 +304,10 @@ fn corpus() -> Value {
 
 #[test]
 fn the_bindings_corpus_is_what_the_reference_decides() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../orch-py/tests/fixtures/protocol.json");
-    let fresh = serde_json::to_string_pretty(&corpus()).expect("json") + "\n";
-    if std::env::var_os("ORCH_BLESS").is_some() {
-        std::fs::write(&path, &fresh).expect("write the corpus");
-    }
-    let stored = std::fs::read_to_string(&path).expect("the corpus (ORCH_BLESS=1 writes it)");
-    let stored: Value = serde_json::from_str(&stored).expect("the corpus is JSON");
-    let current: Value = serde_json::from_str(&fresh).expect("json");
-    assert!(
-        stored == current,
-        "the protocol's decisions changed: write the corpus afresh with ORCH_BLESS=1 (the bindings' tests replay it)"
+    let fresh = keep_true(
+        "../orch-py/tests/fixtures/protocol.json",
+        &corpus(),
+        "the protocol's decisions changed: write the corpus afresh with ORCH_BLESS=1 (the bindings' tests replay it)",
     );
     // The corpus exercises every kind of decision.
     for needed in [

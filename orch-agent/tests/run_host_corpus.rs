@@ -27,7 +27,7 @@
 #[path = "common/corpus_templates.rs"]
 mod corpus_templates;
 
-use corpus_templates::{template, TOOLS};
+use corpus_templates::{compiling, keep_true, TOOLS};
 use orch_agent::hosted::HostedSession;
 use orch_agent::run_host::{Answered, Begin, Finished, OnGate};
 use orch_agent::RefusalKind;
@@ -37,7 +37,6 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -449,17 +448,7 @@ fn corpus() -> Value {
     let mut runner = TestRunner::deterministic();
     let mut cases = Vec::new();
     while cases.len() < CASES {
-        let template = template()
-            .new_tree(&mut runner)
-            .expect("a template")
-            .current();
-        let text = orch_runtime::approval::canonical_json(&template.to_string())
-            .expect("a template is JSON");
-        let Some(machine): Option<DynMachine> =
-            orch_codegen::compile_json(&text, None).to_machine()
-        else {
-            continue;
-        };
+        let (text, machine) = compiling(&mut runner);
         let machine = Arc::new(machine);
         let raws = proptest::collection::vec(raw(), 10..40)
             .new_tree(&mut runner)
@@ -555,18 +544,10 @@ fn fixed_case() -> Value {
 
 #[test]
 fn the_bindings_run_host_corpus_is_what_the_run_host_decides() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../orch-py/tests/fixtures/run-host.json");
-    let fresh = serde_json::to_string_pretty(&corpus()).expect("json") + "\n";
-    if std::env::var_os("ORCH_BLESS").is_some() {
-        std::fs::write(&path, &fresh).expect("write the corpus");
-    }
-    let stored = std::fs::read_to_string(&path).expect("the corpus (ORCH_BLESS=1 writes it)");
-    let stored: Value = serde_json::from_str(&stored).expect("the corpus is JSON");
-    let current: Value = serde_json::from_str(&fresh).expect("json");
-    assert!(
-        stored == current,
-        "the run host's decisions changed: write the corpus afresh with ORCH_BLESS=1 (the bindings' tests replay it)"
+    let fresh = keep_true(
+        "../orch-py/tests/fixtures/run-host.json",
+        &corpus(),
+        "the run host's decisions changed: write the corpus afresh with ORCH_BLESS=1 (the bindings' tests replay it)",
     );
     // The corpus reaches every outcome and every fault.
     let mut seen: HashMap<&str, usize> = HashMap::new();

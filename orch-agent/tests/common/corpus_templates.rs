@@ -2,9 +2,13 @@
 //! `run_host_corpus.rs`): steps with allowed, denied and gated tools, sequences, a
 //! message condition, gates and rules on arguments.
 
+use orch_runtime::dynamic::DynMachine;
 use orch_test_support::events::ArgumentRules;
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
+use std::path::Path;
 
 /// The tools every generated template declares.
 pub const TOOLS: [&str; 4] = ["a", "b", "c", "d"];
@@ -60,4 +64,32 @@ pub fn template() -> impl Strategy<Value = Value> {
             rules.apply(&mut orchestration, &TOOLS, "/v/*");
             json!({"agentId": "corpus", "tools": TOOLS, "orchestration": orchestration})
         })
+}
+
+/// The next generated template that compiles: its text (keys in canonical order, whether
+/// or not serde_json keeps insertion order in this build — a feature another crate of
+/// the workspace may turn on) and its machine.
+pub fn compiling(runner: &mut TestRunner) -> (String, DynMachine) {
+    loop {
+        let template = template().new_tree(runner).expect("a template").current();
+        let text = orch_runtime::approval::canonical_json(&template.to_string())
+            .expect("a template is JSON");
+        if let Some(machine) = orch_codegen::compile_json(&text, None).to_machine() {
+            return (text, machine);
+        }
+    }
+}
+
+/// Keeps the corpus at `path` (under the crate) true to `fresh`: written afresh with
+/// `ORCH_BLESS=1`, else compared, failing with `changed` when it differs.
+pub fn keep_true(path: &str, fresh: &Value, changed: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let text = serde_json::to_string_pretty(fresh).expect("json") + "\n";
+    if std::env::var_os("ORCH_BLESS").is_some() {
+        std::fs::write(&path, &text).expect("write the corpus");
+    }
+    let stored = std::fs::read_to_string(&path).expect("the corpus (ORCH_BLESS=1 writes it)");
+    let stored: Value = serde_json::from_str(&stored).expect("the corpus is JSON");
+    assert!(stored == *fresh, "{changed}");
+    text
 }
