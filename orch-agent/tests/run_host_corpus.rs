@@ -259,7 +259,11 @@ impl Stream<'_> {
     }
 
     fn finish(&mut self, d: Delivery, result: Option<Value>) -> Result<(Value, String), String> {
-        let text = result.as_ref().map(Value::to_string);
+        // Keys in canonical order, whether or not serde_json keeps insertion order in
+        // this build (a feature another crate of the workspace may turn on).
+        let text = result.as_ref().map(|r| {
+            orch_runtime::approval::canonical_json(&r.to_string()).expect("a result is JSON")
+        });
         let finished = self.hosts[d.run].finish(&d.id, d.tool, true, text.as_deref());
         let op = json!({"op": "finish", "run": d.run, "id": d.id, "tool": d.tool, "result": text});
         let was_running = self.running.iter().position(|r| *r == d);
