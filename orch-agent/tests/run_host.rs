@@ -423,20 +423,21 @@ proptest! {
     }
 }
 
+/// `browse` delivered as `id`: it runs and is recorded.
+fn browse_once(host: &mut HostedSession, id: &str) {
+    assert_eq!(host.begin(id, "browse", "{}", OnGate::Ask, NOW), Begin::Run);
+    assert!(matches!(
+        host.finish(id, "browse", true, None),
+        Finished::Recorded(_)
+    ));
+}
+
 #[test]
 fn the_ledger_forgets_the_oldest_calls_past_its_bound() {
     use orch_agent::run_host::LEDGER_CALLS;
     let mut host = HostedSession::new(machine(), None);
     for i in 0..LEDGER_CALLS + 10 {
-        let id = format!("b{i}");
-        assert_eq!(
-            host.begin(&id, "browse", "{}", OnGate::Ask, NOW),
-            Begin::Run
-        );
-        assert!(matches!(
-            host.finish(&id, "browse", true, None),
-            Finished::Recorded(_)
-        ));
+        browse_once(&mut host, &format!("b{i}"));
         // Some calls fail: forgotten at once, and their ids may come again.
         let failed = format!("f{i}");
         assert_eq!(
@@ -519,15 +520,7 @@ fn the_ledger_s_bytes_in_a_snapshot() {
     let bare = host.snapshot().len();
     assert_eq!(bare, host.session().snapshot_bytes().len());
     for i in 0..LEDGER_CALLS {
-        let id = format!("call_{i:04}");
-        assert_eq!(
-            host.begin(&id, "browse", "{}", OnGate::Ask, NOW),
-            Begin::Run
-        );
-        assert!(matches!(
-            host.finish(&id, "browse", true, None),
-            Finished::Recorded(_)
-        ));
+        browse_once(&mut host, &format!("call_{i:04}"));
     }
     let with = host.snapshot().len();
     let session = host.session().snapshot_bytes().len();

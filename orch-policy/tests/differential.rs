@@ -369,6 +369,15 @@ struct PolicySurface<'m> {
 }
 
 impl PolicySurface<'_> {
+    /// The instance the next response phase goes to: each in turn.
+    fn settling(&mut self) -> &mut support::Gateway {
+        self.calls += 1;
+        match self.calls % 2 {
+            0 => &mut self.other,
+            _ => &mut self.gw,
+        }
+    }
+
     async fn send(&mut self, params: Value, reply: Reply) -> Decision {
         let checked = self
             .gw
@@ -381,13 +390,11 @@ impl PolicySurface<'_> {
                     .position(|t| params["name"] == *t)
                     .expect("a template tool");
                 let before = stored(&self.store, "run:r", self.machine).await;
-                self.calls += 1;
-                let settling = match self.calls % 2 {
-                    0 => &mut self.other,
-                    _ => &mut self.gw,
-                };
                 let result = result_json(reply, tool);
-                let answered = settling.respond(token.as_deref(), result.clone()).await;
+                let answered = self
+                    .settling()
+                    .respond(token.as_deref(), result.clone())
+                    .await;
                 self.last = Some((token.clone(), result));
                 match (&answered, reply) {
                     (Answered::Pass, Reply::Ok | Reply::IsError | Reply::InputRequired) => {}
@@ -449,12 +456,7 @@ impl PolicySurface<'_> {
                 None => Decision::Skipped,
                 Some((token, result)) => {
                     let before = stored(&self.store, "run:r", self.machine).await;
-                    self.calls += 1;
-                    let settling = match self.calls % 2 {
-                        0 => &mut self.other,
-                        _ => &mut self.gw,
-                    };
-                    let _ = settling.respond(token.as_deref(), result).await;
+                    let _ = self.settling().respond(token.as_deref(), result).await;
                     let after = stored(&self.store, "run:r", self.machine).await;
                     match after == before {
                         true => Decision::Skipped,
