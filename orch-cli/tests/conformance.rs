@@ -1,14 +1,14 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
-//! `conformance/package.json`) run against its own reference server
-//! (`conformance/reference-*`, vendored from the suite's repository at the same
-//! version) directly, and through `orch mcp` fronting it with a template that allows
+//! `conformance/package.json`) run against a server written for its scenarios
+//! (`conformance/server.mjs`, on the official TypeScript SDK, both MCP revision families)
+//! directly, and through `orch mcp` fronting it with a template that allows
 //! every tool in any order (`conformance/everything.json`): over Streamable HTTP, over
 //! stdio (`conformance/stdio-bridge.mjs`, the official TypeScript SDK's transports), and
 //! as three instances sharing one `redis-server` behind a round-robin TCP balancer, and the
 //! way a shared gateway runs — an operator token, runs in Redis, every request presenting
 //! a run's credential from `POST /runs` (`conformance/auth-proxy.mjs` puts it on each
 //! request, since the suite sends none). A
-//! gateway that enforces nothing must be invisible: every scenario the reference passes
+//! gateway that enforces nothing must be invisible: every scenario the server passes
 //! must pass through `orch mcp` too — the three instances included — except the few
 //! listed in [`GAPS`] with their reason. Except on the run-token way, the gateways run
 //! with `--anonymous-run` (2026-07-28 requests without a credential share one run, as a
@@ -29,16 +29,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::{free_port, redis, repo_root, temp_dir, wait_for_port, Gateway, Guard};
 
-/// Scenarios `orch mcp` does not pass although the reference does, each with why.
+/// Scenarios `orch mcp` does not pass although the server does, each with why.
 /// Keyed by (suite, revision, scenario); `*` as scenario: every scenario of the run.
-const GAPS: &[(&str, &str, &str, &str)] = &[
-    (
-        "0.2.0-alpha.11",
-        "2026-07-28",
-        "server-stateless",
-        "one check calls the reference's `test_streaming_elicitation`, which answers with two JSON objects in one `application/json` body; the MCP SDK `orch mcp` speaks to its upstream with (rmcp) takes that body for malformed, so the call fails with -32603",
-    ),
-];
+const GAPS: &[(&str, &str, &str, &str)] = &[];
 
 /// Scenarios that fail now and then through one way, with why (open defects, kept
 /// visible in the table instead of retried). None now: `tools-call-with-progress` lost
@@ -46,8 +39,8 @@ const GAPS: &[(&str, &str, &str, &str)] = &[
 /// progress too (tests/mcp_relay.rs, `every_progress_before_an_answer_arrives_before_it`).
 const FLAKY_GAPS: &[(&str, &str, &str)] = &[];
 
-/// One run of the suite: its version (a directory under `conformance/node_modules`
-/// and a reference server), and how it selects scenarios.
+/// One run of the suite: its version (a directory under `conformance/node_modules`),
+/// and how it selects scenarios.
 struct Run {
     suite: &'static str,
     /// `--spec-version X` or `--requirements X`.
@@ -86,9 +79,9 @@ const RUNS: &[Run] = &[
     },
 ];
 
-/// The ways the reference is reached.
+/// The ways the server is reached.
 const WAYS: &[&str] = &[
-    "reference",
+    "server",
     "HTTP upstream",
     "stdio upstream",
     "3 instances, Redis",
@@ -105,10 +98,10 @@ fn spread_only(way: &str) -> bool {
     matches!(way, "3 instances, Redis" | "run token, Redis")
 }
 
-/// How many of [`WAYS`] docs/mcp.md's table must match cell for cell (the reference,
+/// How many of [`WAYS`] docs/mcp.md's table must match cell for cell (the server,
 /// the HTTP and the stdio upstream). The three instances gate regressions as every way
-/// does (a scenario the reference passes must pass there); their cells are written, not
-/// compared: of the scenarios the reference fails, which also fail there may depend on
+/// does (a scenario the server passes must pass there); their cells are written, not
+/// compared: of the scenarios the server fails, which also fail there may depend on
 /// where the balancer sends each request.
 const GATING: usize = 3;
 
@@ -121,31 +114,31 @@ fn node() -> PathBuf {
     let node = conformance_dir().join("node_modules/node/bin/node");
     assert!(
         node.exists(),
-        "{} is missing: `cargo xtask test` installs Node.js 22 and the conformance suite there (npm ci in conformance/ and its reference-* directories)",
+        "{} is missing: `cargo xtask test` installs Node.js 22 and the conformance suite there (npm ci in conformance/)",
         node.display()
     );
     node
 }
 
-/// The reference server of `suite`, on a free port: its URL.
-fn reference(suite: &str) -> (Guard, String) {
-    let dir = conformance_dir().join(format!("reference-{suite}"));
+/// The conformance server (`conformance/server.mjs`), on a free port: its URL.
+fn conformance_server() -> (Guard, String) {
+    let dir = conformance_dir();
     assert!(
-        dir.join("node_modules/tsx").exists(),
-        "{}: its dependencies are not installed (`cargo xtask test` runs npm ci there)",
+        dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+        "{}: the official TypeScript SDK is not installed (`cargo xtask test` runs npm ci there)",
         dir.display()
     );
     let port = free_port();
     let child = Command::new(node())
-        .args(["--import", "tsx", "everything-server.ts"])
+        .arg("server.mjs")
         .current_dir(&dir)
         .env("PORT", port.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start the reference server");
+        .expect("start the conformance server");
     let guard = Guard(child);
-    wait_for_port(port, Duration::from_secs(60), "the reference server");
+    wait_for_port(port, Duration::from_secs(60), "the conformance server");
     (guard, format!("http://localhost:{port}/mcp"))
 }
 
@@ -434,7 +427,7 @@ const END: &str = "<!-- end of the conformance table -->";
 
 #[test]
 #[ignore = "needs Node.js 22 and the MCP conformance suite: `cargo xtask test` installs them"]
-fn orch_mcp_passes_what_the_reference_passes() {
+fn orch_mcp_passes_what_the_server_passes() {
     let (_redis, redis_url) = redis();
     let work = temp_dir("conformance");
     let mut rows: BTreeMap<(String, String, String), Vec<Option<bool>>> = BTreeMap::new();
@@ -447,23 +440,24 @@ fn orch_mcp_passes_what_the_reference_passes() {
         s.dedup();
         s
     };
+    // One server serves both suites' scenarios.
+    let (_server, server_url) = conformance_server();
     for suite_version in suites {
-        let (_reference, reference_url) = reference(suite_version);
         // The four ways run at once (the suite mostly waits on the network).
         let found: Vec<Found> = std::thread::scope(|scope| {
             let handles: Vec<_> = WAYS
                 .iter()
                 .enumerate()
                 .map(|(w, way)| {
-                    let (reference_url, redis_url, work) = (&reference_url, &redis_url, &work);
+                    let (server_url, redis_url, work) = (&server_url, &redis_url, &work);
                     scope.spawn(move || {
                         let spread = spread_only(way);
                         if spread && !RUNS.iter().any(|r| r.suite == suite_version && r.spread) {
                             return (Vec::new(), String::new());
                         }
                         let (gateways, _proxies, url) = match *way {
-                            "reference" => (Vec::new(), Vec::new(), reference_url.clone()),
-                            _ => through(way, reference_url, redis_url),
+                            "server" => (Vec::new(), Vec::new(), server_url.clone()),
+                            _ => through(way, server_url, redis_url),
                         };
                         let mut found = Vec::new();
                         let runs = RUNS
@@ -504,7 +498,7 @@ fn orch_mcp_passes_what_the_reference_passes() {
         let gap = GAPS
             .iter()
             .any(|(s, r, sc, _)| *s == suite && *r == revision && (*sc == scenario || *sc == "*"));
-        // Every way gates regressions (the three instances too: a scenario the reference
+        // Every way gates regressions (the three instances too: a scenario the server
         // passes fails there only as a listed gap); the table compares the
         // [`GATING`] columns.
         for (w, passed) in results.iter().enumerate().skip(1) {
@@ -541,7 +535,7 @@ fn orch_mcp_passes_what_the_reference_passes() {
     }
     assert!(
         regressions.is_empty(),
-        "orch mcp fails what the reference passes:\n{}\n\n{}\n\n{}",
+        "orch mcp fails what the server passes:\n{}\n\n{}\n\n{}",
         regressions.join("\n"),
         differences(written, &table, &failures),
         logs_tail(&logs)

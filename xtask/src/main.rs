@@ -4,9 +4,9 @@
 //! Some tests need programs outside Rust: `redis-server` and `redis-cli` (the Redis and
 //! Redis Cluster stores, gateways sharing sessions), `tmux` (the interactive simulator),
 //! the official MCP Python SDK (the `orch mcp` gateway's client and upstream) and the
-//! SARIF SDK's validator, Node.js 22 with the official MCP conformance suite and its
-//! reference servers (`conformance/`). Plain `cargo test` reports those tests as *ignored*, with what
-//! they need. This command installs what is missing where it can — `apt-get` when it
+//! SARIF SDK's validator, Node.js 22 with the official MCP conformance suite and the
+//! official TypeScript SDK (`conformance/`). Plain `cargo test` reports those tests as
+//! *ignored*, with what they need. This command installs what is missing where it can — `apt-get` when it
 //! runs as root, a venv under `target/ci-tools/venv` for the Python SDK, `npm` for the
 //! SARIF validator — and otherwise stops with one line per missing piece and how to get
 //! it. Then it runs `cargo build --workspace --examples` (tests run some examples as
@@ -32,10 +32,9 @@ const MCP_SDK: &str = "mcp==2.3.0";
 /// The LLM SDKs whose own message types build the transcripts `orch check-trace` is
 /// tested on (offline: only their types are used).
 const LLM_SDKS: [&str; 2] = ["openai==3.54.0", "anthropic==2.12.0"];
-/// The versions of the MCP conformance suite whose reference servers are vendored in
-/// `conformance/reference-<version>` (the suites themselves are pinned in
-/// `conformance/package.json`).
-const CONFORMANCE_REFERENCES: [&str; 2] = ["0.1.16", "0.2.0-alpha.11"];
+/// The versions of the MCP conformance suite the conformance test runs (pinned in
+/// `conformance/package.json` as `conformance-<version>`).
+const CONFORMANCE_SUITES: [&str; 2] = ["0.1.16", "0.2.0-alpha.11"];
 
 /// The SARIF SDK's validator (a self-contained binary in an npm package).
 const SARIF_PACKAGE: &str = "@microsoft/sarif-multitool-linux@5.7.0";
@@ -222,8 +221,6 @@ fn node_20() -> bool {
             .is_some_and(|m| m >= 20)
 }
 
-/// Are Node.js 22, the conformance suites and the reference servers' dependencies
-/// installed under `conformance/`?
 /// The restate-server binary the tests use: `ORCH_RESTATE_SERVER`, else the one npm put
 /// in `restate/` for this platform (`None`: no package for it).
 fn restate_server(root: &Path) -> Option<PathBuf> {
@@ -242,6 +239,8 @@ fn restate_server(root: &Path) -> Option<PathBuf> {
     )))
 }
 
+/// Are Node.js 22, the conformance suites and the official TypeScript SDK (the test's
+/// server and stdio bridge are written on it) installed under `conformance/`?
 fn conformance_ready(root: &Path) -> bool {
     let dir = root.join("conformance");
     let node = dir.join("node_modules/node/bin/node");
@@ -252,10 +251,12 @@ fn conformance_ready(root: &Path) -> bool {
             o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with("v22.")
         });
     node_22
-        && CONFORMANCE_REFERENCES.iter().all(|r| {
+        && dir
+            .join("node_modules/@modelcontextprotocol/sdk/package.json")
+            .is_file()
+        && CONFORMANCE_SUITES.iter().all(|r| {
             dir.join(format!("node_modules/conformance-{r}/dist/index.js"))
                 .is_file()
-                && dir.join(format!("reference-{r}/node_modules/tsx")).is_dir()
         })
 }
 
@@ -352,37 +353,19 @@ fn components() -> Vec<Component> {
             how: "install Node.js 20 or later with npm (https://nodejs.org, or your distribution's `nodejs` and `npm` packages if they are 20+)",
         },
         Component {
-            name: "Node.js 22, the MCP conformance suite and its reference servers (conformance/)",
+            name: "Node.js 22, the MCP conformance suite and the official TypeScript SDK (conformance/)",
             present: conformance_ready,
             install: |root| {
                 let dir = root.join("conformance");
-                // Node.js 22 from npm first (the `node` package), then the reference
-                // servers' dependencies installed with it on the PATH.
-                let ci = |at: &Path, path: Option<&str>| {
-                    eprintln!("xtask: npm ci ({})", at.display());
-                    let mut command = Command::new("npm");
-                    command
-                        .args(["ci", "--no-audit", "--no-fund", "--silent"])
-                        .current_dir(at)
-                        .stdout(Stdio::null());
-                    if let Some(path) = path {
-                        command.env("PATH", path);
-                    }
-                    command.status().is_ok_and(|s| s.success())
-                };
-                if !ci(&dir, None) {
-                    return false;
-                }
-                let path = format!(
-                    "{}:{}",
-                    dir.join("node_modules/node/bin").display(),
-                    std::env::var("PATH").unwrap_or_default()
-                );
-                CONFORMANCE_REFERENCES
-                    .iter()
-                    .all(|r| ci(&dir.join(format!("reference-{r}")), Some(&path)))
+                eprintln!("xtask: npm ci ({})", dir.display());
+                Command::new("npm")
+                    .args(["ci", "--no-audit", "--no-fund", "--silent"])
+                    .current_dir(&dir)
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
             },
-            how: "npm (any Node.js), then `npm ci` in conformance/ (it installs Node.js 22 as the npm package `node`) and in each conformance/reference-*/ with conformance/node_modules/node/bin first on the PATH",
+            how: "npm (any Node.js), then `npm ci` in conformance/ (it installs Node.js 22 as the npm package `node`, the suites and the official TypeScript SDK)",
         },
         Component {
             name: "restate-server (restate/: orch-restate's tests)",
