@@ -22,6 +22,10 @@
 //
 // It listens on 127.0.0.1 and answers only requests whose Host (and Origin, when sent)
 // is the local machine, as a server on localhost without authentication must.
+//
+// With ORCH_CONFORMANCE_HANDSHAKE_ONLY=1 it is a server of the handshake revisions
+// alone, as the SDK's own transport is: `server/discover` and any request that names
+// 2026-07-28 are refused as the SDK refuses them.
 
 import { createServer } from 'node:http';
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
@@ -52,6 +56,8 @@ const HANDSHAKE_REVISIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-
 /** The revision served without one. */
 const STATELESS = '2026-07-28';
 const SUPPORTED = [STATELESS, ...HANDSHAKE_REVISIONS];
+/** Serve the handshake revisions only (see the top of the file). */
+const HANDSHAKE_ONLY = process.env.ORCH_CONFORMANCE_HANDSHAKE_ONLY === '1';
 const META = 'io.modelcontextprotocol/';
 /** The largest request body read (a conformance request is a few kilobytes). */
 const MAX_BODY = 4 * 1024 * 1024;
@@ -1200,6 +1206,7 @@ const http = createServer(async (req, res) => {
     if (new URL(req.url, 'http://localhost').pathname !== '/mcp') return reply(res, 404, error(null, -32601, 'Not found'));
     const body = req.method === 'POST' ? await readBody(req) : undefined;
     const revision = req.headers['mcp-protocol-version'];
+    if (HANDSHAKE_ONLY) return await handshake(req, res, body);
     if (req.method === 'POST' && revision !== undefined && !HANDSHAKE_REVISIONS.includes(revision))
       return await stateless(req, res, body);
     return await handshake(req, res, body);

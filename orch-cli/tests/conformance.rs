@@ -122,6 +122,11 @@ fn node() -> PathBuf {
 
 /// The conformance server (`conformance/server.mjs`), on a free port: its URL.
 fn conformance_server() -> (Guard, String) {
+    conformance_server_with(&[])
+}
+
+/// The conformance server with `env` set: its URL.
+fn conformance_server_with(env: &[(&str, &str)]) -> (Guard, String) {
     let dir = conformance_dir();
     assert!(
         dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
@@ -133,6 +138,7 @@ fn conformance_server() -> (Guard, String) {
         .arg("server.mjs")
         .current_dir(&dir)
         .env("PORT", port.to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -540,6 +546,71 @@ fn orch_mcp_passes_what_the_server_passes() {
         differences(written, &table, &failures),
         logs_tail(&logs)
     );
+}
+
+/// A 2026-07-28 client reaches, through `orch mcp`, an upstream that speaks only the
+/// handshake revisions (the official TypeScript SDK's own transport, which refuses a
+/// request that names 2026-07-28): the gateway meets it with `initialize` and forwards
+/// the client's requests in that session's revision — also after it relisted the
+/// upstream's tools on its own, and without waiting out the call timeout on the way.
+#[test]
+#[ignore = "needs Node.js 22 and the official TypeScript SDK: `cargo xtask test` installs them"]
+fn a_2026_client_reaches_a_handshake_only_upstream() {
+    let (_server, url) = conformance_server_with(&[("ORCH_CONFORMANCE_HANDSHAKE_ONLY", "1")]);
+    let template = template();
+    let gw = Gateway::http(
+        &template,
+        &[
+            "--anonymous-run",
+            "--upstream-url",
+            &url,
+            "--call-timeout",
+            "20",
+        ],
+        &[],
+        &[],
+    );
+    let call = |id: i64, tool: &str| {
+        let reply = support::http::modern_request(
+            &gw.addr,
+            None,
+            id,
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": {}}),
+            &[],
+        );
+        reply
+            .response(id)
+            .unwrap_or_else(|| panic!("no answer to {tool}: {} {}", reply.status, reply.text()))
+    };
+    let first = call(1, "test_simple_text");
+    assert_eq!(
+        first["result"]["content"][0]["text"],
+        "This is a simple text response for testing.",
+        "{first}\n{}",
+        gw.stderr()
+    );
+    // The upstream says its tools changed; the gateway lists them again itself.
+    let changed = call(2, "test_trigger_tool_change");
+    assert_eq!(changed["result"]["isError"], Value::Null, "{changed}");
+    let again = call(3, "test_image_content");
+    assert_eq!(
+        again["result"]["content"][0]["type"],
+        "image",
+        "{again}\n{}",
+        gw.stderr()
+    );
+    let listed =
+        support::http::modern_request(&gw.addr, None, 4, "tools/list", serde_json::json!({}), &[]);
+    let listed = listed.response(4).expect("an answer to tools/list");
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{listed}"
+    );
+    let said = gw.stderr();
+    assert!(!said.contains("listing them again failed"), "{said}");
 }
 
 // ---------------------------------------------------------------------------------------

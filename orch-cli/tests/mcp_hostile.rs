@@ -666,7 +666,9 @@ fn concurrent_first_requests_on_another_instance_restore_the_session_once() {
 /// not finished; `tests/mcp/task_tools.py`, no SDK) over stdio, and over HTTP with a
 /// JSON body and with an event stream: the client is told the call has not completed,
 /// nothing is recorded (the receipt the workflow allows only after a payment is still
-/// refused), and the payment may be called again.
+/// refused), and the payment may be called again. Over HTTP, a call the upstream refuses
+/// unread (HTTP 400, a JSON-RPC error with a null `id`) is answered with that refusal at
+/// once, not left to wait for the call timeout.
 #[test]
 #[ignore = "needs the MCP Python SDK's environment: `cargo xtask test` installs it and runs this"]
 fn a_result_naming_a_task_is_not_taken_for_a_finished_call() {
@@ -694,6 +696,8 @@ fn a_result_naming_a_task_is_not_taken_for_a_finished_call() {
                 options = vec![
                     "--upstream-url".into(),
                     format!("http://127.0.0.1:{port}/mcp"),
+                    "--call-timeout".into(),
+                    "30".into(),
                 ];
                 upstream.clear();
                 Some(server)
@@ -716,6 +720,16 @@ fn a_result_naming_a_task_is_not_taken_for_a_finished_call() {
         );
         let again = client.call("pay", json!({}));
         assert!(again["error"].is_object(), "{way}: {again}");
+        if way != "stdio" {
+            // Refused with `"id": null` (unread): still the answer to that call, not a
+            // wait for one until the call timeout.
+            let browsed = client.call("browse", json!({}));
+            let said = serde_json::to_string(&browsed).unwrap_or_default();
+            assert!(
+                said.contains("browse is refused unread"),
+                "{way}: {browsed}"
+            );
+        }
         let tools: Vec<String> = log_lines(&log)
             .iter()
             .map(|v| v["tool"].as_str().unwrap_or_default().to_owned())

@@ -535,6 +535,15 @@ impl<S: SessionStore + 'static> Shared<S> {
             meta.0 .0.remove("traceparent");
             meta.0 .0.remove("tracestate");
         }
+        // An upstream reached with the `initialize` handshake speaks its session's
+        // revision: a 2026-07-28 client's request reaches it without the keys that name
+        // another one. (The MCP SDK would otherwise send it as 2026-07-28, which such an
+        // upstream refuses, and every later request on the connection too.)
+        if !crate::upstream::is_modern(&link.peer) {
+            for key in MODERN_REQUEST_META {
+                meta.0 .0.remove(key);
+            }
+        }
         // A handshake session on a 2026-07-28 connection: the level it set goes with
         // every request (the upstream logs only for requests that carry one).
         if let Some(level) = link.kept.as_ref().and_then(|kept| kept.level()) {
@@ -819,6 +828,15 @@ fn mcp_session(extensions: &rmcp::model::Extensions) -> Option<&str> {
         .to_str()
         .ok()
 }
+
+/// The request `_meta` keys of the revisions without sessions (2026-07-28): the
+/// revision, the client's capabilities and identity, and its log level.
+const MODERN_REQUEST_META: [&str; 4] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/logLevel",
+];
 
 /// Did this request come on a revision without sessions (2026-07-28 or later)?
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {

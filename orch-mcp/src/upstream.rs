@@ -1190,6 +1190,23 @@ impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
         rmcp::transport::streamable_http_client::StreamableHttpError<Self::Error>,
     > {
         use rmcp::transport::streamable_http_client::StreamableHttpPostResponse as Response;
+        // An error the upstream answers a POST with is the answer to that POST's request,
+        // even where it could not say so (`"id": null`, as a server that refuses the
+        // request before reading it answers): otherwise the request would wait for an
+        // answer that never comes, until its timeout.
+        let asked = match &message {
+            rmcp::model::ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let answering = |response: Response| match (response, &asked) {
+            (Response::Json(rmcp::model::JsonRpcMessage::Error(mut error), session), Some(id))
+                if error.id.is_none() =>
+            {
+                error.id = Some(id.clone());
+                Response::Json(rmcp::model::JsonRpcMessage::Error(error), session)
+            }
+            (response, _) => response,
+        };
         // The answer to a `tools/call` is read here, so that a result naming a task is
         // never taken for a complete one (`unfinished`).
         if let rmcp::model::ClientJsonRpcMessage::Request(request) = &message {
@@ -1202,7 +1219,8 @@ impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
                     auth_header,
                     custom_headers,
                 )
-                .await;
+                .await
+                .map(answering);
             }
         }
         // The MCP SDK opens the standalone stream for a session named in answer to the
@@ -1228,7 +1246,7 @@ impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
         {
             self.session_named();
         }
-        Ok(response)
+        Ok(answering(response))
     }
 
     async fn delete_session(

@@ -1,7 +1,9 @@
 """A raw MCP tool server (no SDK) whose `pay` answers with `content` *and* a `task`:
 the call has started, not finished. Over stdio, or over Streamable HTTP answering every
 request with a JSON body (`--http PORT json`) or an event stream (`--http PORT sse`).
-Every `tools/call` it receives is logged to `--log` as a JSON line."""
+Over HTTP, `browse` is refused as a server refuses a request it did not read: HTTP 400
+and a JSON-RPC error whose `id` is null. Every `tools/call` it receives is logged to
+`--log` as a JSON line."""
 
 import argparse
 import json
@@ -81,7 +83,12 @@ def http(port, style, log):
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length", "0"))
-            response = answer(json.loads(self.rfile.read(length)), log)
+            message = json.loads(self.rfile.read(length))
+            if message.get("method") == "tools/call" and (message.get("params") or {}).get("name") == "browse":
+                refused = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "browse is refused unread"}}
+                self.reply(400, "application/json", json.dumps(refused).encode())
+                return
+            response = answer(message, log)
             if response is None:
                 self.reply(202)
             elif style == "json":
