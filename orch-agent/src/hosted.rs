@@ -24,10 +24,8 @@ pub struct HostedSession {
     pub(crate) policy: Policy,
     /// The allowed set, computed in place.
     scratch: Vec<u64>,
-    /// The calls this host has seen by id ([`crate::run_host`]).
-    pub(crate) ledger: crate::run_host::Ledger,
-    /// How long a question [`HostedSession::begin`] asks stays answerable.
-    pub(crate) question_ttl: std::time::Duration,
+    /// The life of this run's calls ([`crate::run_host`]).
+    pub(crate) host: crate::run_host::RunHost,
 }
 
 /// Why [`HostedSession::restore`] could not restore a session.
@@ -73,7 +71,7 @@ impl HostedSession {
         let parsed = Snapshot::from_bytes(snapshot).map_err(HostedRestoreError::Read)?;
         // The run host's ledger, kept with the snapshot: a call delivered again after
         // the restore gets what it got before.
-        let ledger = crate::run_host::Ledger::decode(&parsed.host).map_err(|why| {
+        let host = crate::run_host::RunHost::decode(&parsed.host).map_err(|why| {
             HostedRestoreError::Read(orch_runtime::RestoreError::Malformed(format!(
                 "the run host's calls in it cannot be read: {why}"
             )))
@@ -83,7 +81,7 @@ impl HostedSession {
         })
         .map_err(HostedRestoreError::Restore)?;
         let mut hosted = HostedSession::with(live, available);
-        hosted.ledger = ledger;
+        hosted.host = host;
         Ok(hosted)
     }
 
@@ -98,8 +96,7 @@ impl HostedSession {
             live,
             policy,
             scratch: Vec::new(),
-            ledger: crate::run_host::Ledger::default(),
-            question_ttl: crate::protocol::DEFAULT_QUESTION_TTL,
+            host: crate::run_host::RunHost::default(),
         }
     }
 
@@ -287,7 +284,7 @@ impl HostedSession {
     /// first).
     pub fn snapshot_into(&self, out: &mut Vec<u8>) {
         let mut calls = Vec::new();
-        self.ledger.encode(&mut calls);
+        self.host.encode(&mut calls);
         self.session().snapshot_with_host_into(&calls, out);
     }
 }

@@ -31,9 +31,9 @@
 use crate::hosted::HostedSession;
 use crate::policy::{Orchestrated, RefusalKind};
 use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
+use crate::Policy;
 use crate::Refusal;
-pub(crate) use ledger::Ledger;
-use ledger::{Entry, Stage};
+use ledger::{Entry, Ledger, Stage};
 use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
 use std::time::Duration;
 
@@ -200,19 +200,66 @@ pub enum Finished {
     NotAdmitted,
 }
 
-impl HostedSession {
+/// The life of calls for one run, on any session ([`Orchestrated`]: a typed
+/// `Session<M>` or a [`HostedSession`]'s dynamic one) and the [`Policy`] of its host's
+/// tools: the ledger of calls by id and how long a question stays answerable. It holds
+/// nothing of the session; each call takes the session it works on, so a host keeps one
+/// `RunHost` beside each run's session (a [`HostedSession`] keeps its own).
+#[derive(Clone, Debug)]
+pub struct RunHost {
+    ledger: Ledger,
+    question_ttl: Duration,
+}
+
+impl Default for RunHost {
+    fn default() -> Self {
+        RunHost {
+            ledger: Ledger::default(),
+            question_ttl: crate::protocol::DEFAULT_QUESTION_TTL,
+        }
+    }
+}
+
+impl RunHost {
+    /// A run host that has seen no call; questions stay answerable 24 hours.
+    pub fn new() -> RunHost {
+        RunHost::default()
+    }
+
+    /// The ledger's bytes (what goes in a snapshot's host section).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        self.ledger.encode(out);
+    }
+
+    /// A run host with the ledger `bytes` hold ([`RunHost::encode`]); empty bytes are an
+    /// empty ledger. `Err` says why the bytes cannot be read.
+    pub fn decode(bytes: &[u8]) -> Result<RunHost, String> {
+        Ok(RunHost {
+            ledger: Ledger::decode(bytes)?,
+            ..RunHost::default()
+        })
+    }
+
     /// How long a question asked by [`begin`](Self::begin) stays answerable (24 hours
     /// unless set).
     pub fn set_question_ttl(&mut self, ttl: Duration) {
         self.question_ttl = ttl;
     }
 
-    /// The call `call_id` of `tool` with `arguments` (JSON text) is about to run: judge
-    /// it, admit it, or (`on_gate`) ask about it. `now_ms`: the host's clock
-    /// (milliseconds since the Unix epoch; [`crate::protocol::now_ms`]), for the
+    /// How long a question stays answerable.
+    pub fn question_ttl(&self) -> Duration {
+        self.question_ttl
+    }
+
+    /// The call `call_id` of `tool` with `arguments` (JSON text) is about to run in
+    /// `session`: judge it, admit it, or (`on_gate`) ask about it. `now_ms`: the host's
+    /// clock (milliseconds since the Unix epoch; [`crate::protocol::now_ms`]), for the
     /// question's expiry.
-    pub fn begin(
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin<S: Orchestrated + ?Sized>(
         &mut self,
+        policy: &Policy,
+        session: &mut S,
         call_id: &str,
         tool: &str,
         arguments: &str,
@@ -225,10 +272,12 @@ impl HostedSession {
                 return Begin::Refused(crate::protocol::shared_id_refusal(tool, call_id));
             }
             match &entry.stage {
-                Stage::Ran => return Begin::Again(self.already_ran(tool, call_id)),
+                Stage::Ran => return Begin::Again(already_ran(policy, session, tool, call_id)),
                 Stage::Refused(refusal) => return Begin::Again(refusal.clone()),
                 Stage::Running => {
-                    let refusal = self.refusal(
+                    let refusal = refusal(
+                        policy,
+                        session,
                         tool,
                         RefusalKind::Busy,
                         format!("error: `{tool}` was not run again: this call (`{call_id}`) is running now, and one call runs once."),
@@ -241,8 +290,10 @@ impl HostedSession {
         // An approval the run holds was given in answer to one question, about one
         // delivery: another delivery of the same call (another id) does not run on it,
         // and does not replace it with a question of its own.
-        if self.holds_approval_for_another(call_id, tool, call) {
-            return Begin::Refused(self.refusal(
+        if holds_approval_for_another(session, call_id, tool, call) {
+            return Begin::Refused(refusal(
+                policy,
+                session,
                 tool,
                 RefusalKind::NeedsApproval,
                 format!("error: `{tool}` was not run: the human approved this exact call for another delivery of it, not this one (`{call_id}`), and one approval runs one call."),
@@ -250,17 +301,13 @@ impl HostedSession {
         }
         // The digest is taken once (canonical JSON and SHA-256 are most of a call's cost).
         let checked = Call::new(call, arguments);
-        let policy = &self.policy;
-        let admitted = self
-            .live
-            .with_dependent_mut(|_, session| policy.admit_call(session, tool, &checked));
-        match admitted {
+        match policy.admit_call(session, tool, &checked) {
             Ok(()) => {
                 self.ledger.put(call_id, tool, call, Stage::Running);
                 Begin::Run
             }
             Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
-                let question = self.question_about(call_id, tool, call);
+                let question = question_about(session, call_id, tool, call);
                 // Asked already (the same call delivered again while its question is
                 // open, here or before a restore): the human has the question; nothing
                 // is asked again.
@@ -274,17 +321,14 @@ impl HostedSession {
                 if [asked_here, Some(question)]
                     .into_iter()
                     .flatten()
-                    .any(|q| self.holds_pending(call, q))
+                    .any(|q| holds_pending(session, call, q))
                 {
                     return Begin::Again(refusal);
                 }
                 if on_gate == OnGate::Refuse {
                     return Begin::Refused(refusal);
                 }
-                let policy = &self.policy;
-                self.live.with_dependent_mut(|_, session| {
-                    policy.ask_call(session, tool, call, question)
-                });
+                policy.ask_call(session, tool, call, question);
                 let ttl = u64::try_from(self.question_ttl.as_millis()).unwrap_or(u64::MAX);
                 let expires_ms = now_ms.saturating_add(ttl);
                 self.ledger.put(
@@ -308,10 +352,12 @@ impl HostedSession {
 
     /// A human's answer about the call `call_id` (`tool` with `arguments`, as the call
     /// was shown): applied once, to the question [`begin`](Self::begin) asked about that
-    /// very call, before it expires, while the run still holds it. `reason`: what the
-    /// human said, added to a rejection's words.
-    pub fn answer_call(
+    /// very call, before it expires, while the run still holds it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn answer_call<S: Orchestrated + ?Sized>(
         &mut self,
+        policy: &Policy,
+        session: &mut S,
         call_id: &str,
         tool: &str,
         arguments: &str,
@@ -321,7 +367,7 @@ impl HostedSession {
         let call = CallDigest::of_text(tool, arguments);
         let question = match self.ledger.find(call_id) {
             Some(entry) if entry.tool != tool || entry.call != call => {
-                return Answered::Foreign(self.stale(tool));
+                return Answered::Foreign(stale(policy, session, tool));
             }
             Some(entry) => match entry.stage {
                 Stage::Asked {
@@ -329,32 +375,26 @@ impl HostedSession {
                     expires_ms,
                 } => {
                     if now_ms >= expires_ms {
-                        self.live.with_dependent_mut(|_, session| {
-                            session.dismiss_question(call, question)
-                        });
+                        session.dismiss_question(call, question);
                         self.ledger.forget(call_id);
-                        return Answered::Late(self.late(tool));
+                        return Answered::Late(late(policy, session, tool, self.question_ttl));
                     }
                     question
                 }
                 Stage::Answered | Stage::Running | Stage::Ran | Stage::Refused(_) => {
-                    return Answered::Repeated(self.repeated(tool, call_id));
+                    return Answered::Repeated(repeated(policy, session, tool, call_id));
                 }
             },
             // Not in the ledger (a host restored from a snapshot, or never asked here):
             // the question the session would hold had this call been asked about.
-            None => self.question_about(call_id, tool, call),
+            None => question_about(session, call_id, tool, call),
         };
-        let policy = &self.policy;
-        let applied = self.live.with_dependent_mut(|_, session| {
-            policy.answer_call(session, tool, call, question, approved, None)
-        });
-        if applied {
+        if policy.answer_call(session, tool, call, question, approved, None) {
             self.ledger.put(call_id, tool, call, Stage::Answered);
             Answered::Applied { approved }
         } else {
             self.ledger.forget(call_id);
-            Answered::Unknown(self.stale(tool))
+            Answered::Unknown(stale(policy, session, tool))
         }
     }
 
@@ -363,8 +403,10 @@ impl HostedSession {
     /// returned (JSON text): read by the run protocol's one rule
     /// ([`crate::protocol::classify`]) when it is a tool result in MCP's shape, and by
     /// rules on arguments that read this tool's results. Recorded only when it ran.
-    pub fn finish(
+    pub fn finish<S: Orchestrated + ?Sized>(
         &mut self,
+        policy: &Policy,
+        session: &mut S,
         call_id: &str,
         tool: &str,
         ran: bool,
@@ -385,20 +427,80 @@ impl HostedSession {
             }
         }
         let outcome = match result {
-            Some(text) if self.session().reads_results_of(tool) => self.record_result(tool, text),
-            _ => self.record(tool),
+            Some(text) if session.reads_results_of(tool) => {
+                policy.record_result(session, tool, text)
+            }
+            _ => policy.record(session, tool),
         };
         if let Some(entry) = self.ledger.find(call_id) {
             entry.stage = Stage::Ran;
         }
         Finished::Recorded(outcome)
     }
+}
+
+impl HostedSession {
+    /// How long a question asked by [`begin`](Self::begin) stays answerable (24 hours
+    /// unless set).
+    pub fn set_question_ttl(&mut self, ttl: Duration) {
+        self.host.set_question_ttl(ttl);
+    }
+
+    /// [`RunHost::begin`] on this session.
+    pub fn begin(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        on_gate: OnGate,
+        now_ms: u64,
+    ) -> Begin {
+        let HostedSession {
+            live, policy, host, ..
+        } = self;
+        live.with_dependent_mut(|_, session| {
+            host.begin(policy, session, call_id, tool, arguments, on_gate, now_ms)
+        })
+    }
+
+    /// [`RunHost::answer_call`] on this session.
+    pub fn answer_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        approved: bool,
+        now_ms: u64,
+    ) -> Answered {
+        let HostedSession {
+            live, policy, host, ..
+        } = self;
+        live.with_dependent_mut(|_, session| {
+            host.answer_call(policy, session, call_id, tool, arguments, approved, now_ms)
+        })
+    }
+
+    /// [`RunHost::finish`] on this session.
+    pub fn finish(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        ran: bool,
+        result: Option<&str>,
+    ) -> Finished {
+        let HostedSession {
+            live, policy, host, ..
+        } = self;
+        live.with_dependent_mut(|_, session| {
+            host.finish(policy, session, call_id, tool, ran, result)
+        })
+    }
 
     /// The refusal of a call whose answer applies to no question the run holds — for a
     /// host that knows an answer predates the question it would match (an answer that
     /// came with a request, for a question asked anew while serving that request).
     pub fn stale_answer(&self, tool: &str) -> Refusal {
-        self.stale(tool)
+        stale(&self.policy, self.session(), tool)
     }
 
     /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
@@ -436,77 +538,116 @@ impl HostedSession {
     pub fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
         crate::protocol::shared_id_refusal(tool, call_id)
     }
+}
 
-    /// The identity of the question about this call in the run's state now.
-    fn question_about(&self, call_id: &str, tool: &str, call: CallDigest) -> QuestionId {
-        let session = self.session();
-        question_for(
-            call_id,
-            tool,
-            call,
-            session.step_name(),
-            session.fingerprint(),
-        )
-    }
+/// The identity of the question about this call in the run's state now.
+fn question_about<S: Orchestrated + ?Sized>(
+    session: &S,
+    call_id: &str,
+    tool: &str,
+    call: CallDigest,
+) -> QuestionId {
+    question_for(
+        call_id,
+        tool,
+        call,
+        session.step_name(),
+        session.fingerprint(),
+    )
+}
 
-    /// Does the session hold an approval of `call` given in answer to a question about
-    /// another delivery than `call_id`? (An approval held without a question — the
-    /// `approve` of a host that asks elsewhere — is for any delivery of the call.)
-    fn holds_approval_for_another(&self, call_id: &str, tool: &str, call: CallDigest) -> bool {
-        let Some(a) = self.session().approval() else {
-            return false;
-        };
-        a.call == call
-            && a.verdict == Verdict::Approved
-            && !a.question.is_none()
-            && a.question != self.question_about(call_id, tool, call)
-    }
+/// Does the session hold an approval of `call` given in answer to a question about
+/// another delivery than `call_id`? (An approval held without a question — the
+/// `approve` of a host that asks elsewhere — is for any delivery of the call.)
+fn holds_approval_for_another<S: Orchestrated + ?Sized>(
+    session: &S,
+    call_id: &str,
+    tool: &str,
+    call: CallDigest,
+) -> bool {
+    let Some(a) = session.approval() else {
+        return false;
+    };
+    a.call == call
+        && a.verdict == Verdict::Approved
+        && !a.question.is_none()
+        && a.question != question_about(session, call_id, tool, call)
+}
 
-    /// Does the session hold `question` about `call`, unanswered?
-    fn holds_pending(&self, call: CallDigest, question: QuestionId) -> bool {
-        self.session().approval().is_some_and(|a| {
-            a.call == call && a.question == question && a.verdict == Verdict::Pending
-        })
-    }
+/// Does the session hold `question` about `call`, unanswered?
+fn holds_pending<S: Orchestrated + ?Sized>(
+    session: &S,
+    call: CallDigest,
+    question: QuestionId,
+) -> bool {
+    session
+        .approval()
+        .is_some_and(|a| a.call == call && a.question == question && a.verdict == Verdict::Pending)
+}
 
-    fn refusal(&self, tool: &str, kind: RefusalKind, text: String) -> Refusal {
-        Refusal {
-            tool: tool.to_owned(),
-            kind,
-            reason: format!("{text} {}", self.policy.what_now(self.session(), true)),
-            rule: None,
-        }
+fn refusal<S: Orchestrated + ?Sized>(
+    policy: &Policy,
+    session: &S,
+    tool: &str,
+    kind: RefusalKind,
+    text: String,
+) -> Refusal {
+    Refusal {
+        tool: tool.to_owned(),
+        kind,
+        reason: format!("{text} {}", policy.what_now(session, true)),
+        rule: None,
     }
+}
 
-    fn already_ran(&self, tool: &str, call_id: &str) -> Refusal {
-        self.refusal(
-            tool,
-            RefusalKind::AlreadyRan,
-            format!("error: `{tool}` was not run again: this call (`{call_id}`) ran already, and one call runs once."),
-        )
-    }
+fn already_ran<S: Orchestrated + ?Sized>(
+    policy: &Policy,
+    session: &S,
+    tool: &str,
+    call_id: &str,
+) -> Refusal {
+    refusal(
+        policy,
+        session,
+        tool,
+        RefusalKind::AlreadyRan,
+        format!("error: `{tool}` was not run again: this call (`{call_id}`) ran already, and one call runs once."),
+    )
+}
 
-    fn repeated(&self, tool: &str, call_id: &str) -> Refusal {
-        self.refusal(
-            tool,
-            RefusalKind::StaleAnswer,
-            format!("error: `{tool}` was not run on this answer: the question about this call (`{call_id}`) was answered already, and one answer applies once."),
-        )
-    }
+fn repeated<S: Orchestrated + ?Sized>(
+    policy: &Policy,
+    session: &S,
+    tool: &str,
+    call_id: &str,
+) -> Refusal {
+    refusal(
+        policy,
+        session,
+        tool,
+        RefusalKind::StaleAnswer,
+        format!("error: `{tool}` was not run on this answer: the question about this call (`{call_id}`) was answered already, and one answer applies once."),
+    )
+}
 
-    fn late(&self, tool: &str) -> Refusal {
-        let hours = self.question_ttl.as_secs_f64() / 3600.0;
-        self.refusal(
-            tool,
-            RefusalKind::StaleAnswer,
-            format!("error: `{tool}` was not run: the question about it expired ({hours} h after it was asked) before the answer came, and is closed. Nothing was asked; call it again to put a new question to the human."),
-        )
-    }
+fn late<S: Orchestrated + ?Sized>(
+    policy: &Policy,
+    session: &S,
+    tool: &str,
+    ttl: Duration,
+) -> Refusal {
+    let hours = ttl.as_secs_f64() / 3600.0;
+    refusal(
+        policy,
+        session,
+        tool,
+        RefusalKind::StaleAnswer,
+        format!("error: `{tool}` was not run: the question about it expired ({hours} h after it was asked) before the answer came, and is closed. Nothing was asked; call it again to put a new question to the human."),
+    )
+}
 
-    fn stale(&self, tool: &str) -> Refusal {
-        self.policy
-            .unanswered(self.session(), tool, Unanswered::Stale)
-    }
+fn stale<S: Orchestrated + ?Sized>(policy: &Policy, session: &S, tool: &str) -> Refusal {
+    policy.unanswered(session, tool, Unanswered::Stale)
 }
 
 /// A result in MCP's `CallToolResult` shape read by [`classify_text`]; any other text

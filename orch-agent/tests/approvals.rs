@@ -283,3 +283,47 @@ async fn a_pending_approval_never_answers_a_later_question_about_the_same_call()
     assert!(matches!(twice, Err(AgentError::StaleApproval(_))));
     assert_eq!(refunds(&log), 1);
 }
+
+/// The run host's engine on a typed session: a gated refund asked about under its call
+/// id, approved once (a second answer changes nothing), run once, recorded once; the same
+/// call delivered again is not run again — also by a run host restored from its bytes.
+#[test]
+fn the_run_host_drives_a_typed_session() {
+    use orch_agent::run_host::{Answered, Begin, Finished, OnGate, RunHost};
+    use orch_agent::Policy;
+    let policy = Policy::new(["lookup_order", "issue_refund", "send_email"]);
+    let mut session = Session::new();
+    policy.prepare(&mut session);
+    policy.message(&mut session, "please refund A-1");
+    let mut host = RunHost::new();
+    let s = &mut session;
+    let lookup = r#"{"order": "A-1"}"#;
+    let begun = host.begin(&policy, s, "c1", "lookup_order", lookup, OnGate::Ask, 1_000);
+    assert_eq!(begun, Begin::Run);
+    let found = host.finish(&policy, s, "c1", "lookup_order", true, Some("\"found\""));
+    assert_eq!(found, Finished::Recorded("advanced"));
+    let asked = host.begin(&policy, s, "c2", "issue_refund", REFUND, OnGate::Ask, 1_000);
+    assert!(matches!(asked, Begin::Ask { .. }), "{asked:?}");
+    let yes = host.answer_call(&policy, s, "c2", "issue_refund", REFUND, true, 1_001);
+    assert!(
+        matches!(yes, Answered::Applied { approved: true }),
+        "{yes:?}"
+    );
+    let twice = host.answer_call(&policy, s, "c2", "issue_refund", REFUND, true, 1_002);
+    assert!(matches!(twice, Answered::Repeated(_)), "{twice:?}");
+    let run = host.begin(&policy, s, "c2", "issue_refund", REFUND, OnGate::Ask, 1_003);
+    assert_eq!(run, Begin::Run);
+    let done = host.finish(&policy, s, "c2", "issue_refund", true, Some("\"refunded\""));
+    assert_eq!(done, Finished::Recorded("advanced"));
+    assert_eq!(s.step(), Some(Step::Refund));
+    let mut bytes = Vec::new();
+    host.encode(&mut bytes);
+    let mut restored = RunHost::decode(&bytes).expect("the ledger's bytes");
+    for host in [&mut host, &mut restored] {
+        let again = host.begin(&policy, s, "c2", "issue_refund", REFUND, OnGate::Ask, 1_004);
+        match again {
+            Begin::Again(refusal) => assert_eq!(refusal.kind, RefusalKind::AlreadyRan),
+            other => panic!("delivered again, it was {other:?}"),
+        }
+    }
+}

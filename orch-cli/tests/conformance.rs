@@ -570,18 +570,18 @@ fn a_2026_client_reaches_a_handshake_only_upstream() {
         &[],
         &[],
     );
+    let request = |id: i64, method: &str, params: Value| {
+        let reply = support::http::modern_request(&gw.addr, None, id, method, params, &[]);
+        reply
+            .response(id)
+            .unwrap_or_else(|| panic!("no answer to {method}: {} {}", reply.status, reply.text()))
+    };
     let call = |id: i64, tool: &str| {
-        let reply = support::http::modern_request(
-            &gw.addr,
-            None,
+        request(
             id,
             "tools/call",
             serde_json::json!({"name": tool, "arguments": {}}),
-            &[],
-        );
-        reply
-            .response(id)
-            .unwrap_or_else(|| panic!("no answer to {tool}: {} {}", reply.status, reply.text()))
+        )
     };
     let first = call(1, "test_simple_text");
     assert_eq!(
@@ -600,9 +600,7 @@ fn a_2026_client_reaches_a_handshake_only_upstream() {
         "{again}\n{}",
         gw.stderr()
     );
-    let listed =
-        support::http::modern_request(&gw.addr, None, 4, "tools/list", serde_json::json!({}), &[]);
-    let listed = listed.response(4).expect("an answer to tools/list");
+    let listed = request(4, "tools/list", serde_json::json!({}));
     assert!(
         listed["result"]["tools"]
             .as_array()
