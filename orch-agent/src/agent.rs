@@ -6,9 +6,10 @@ use crate::model::{
 };
 use crate::policy::{ApprovalRequest, Decision, Policy, RefusalKind, RoundPlan};
 use crate::protocol;
+use crate::run_host::{Answered, Begin, Finished, OnGate, RunHost};
 use crate::telemetry;
 use crate::tools::ToolRegistry;
-use orch_runtime::{Call, Machine, Session, StepEnum, Usage};
+use orch_runtime::{Call, CallDigest, Machine, QuestionId, Session, StepEnum, Usage};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -141,6 +142,9 @@ pub struct Agent<M: Machine, Mo: Model> {
     model: Mo,
     tools: ToolRegistry,
     policy: Policy,
+    /// The life of the run's calls: each call begins, is answered and finishes here
+    /// ([`crate::run_host`]).
+    host: RunHost,
     instructions: String,
     max_rounds: usize,
     on_round: Option<RoundCallback<M>>,
@@ -155,6 +159,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         Agent {
             model,
             policy: Policy::new(tools.names()),
+            host: RunHost::new(),
             tools,
             instructions: String::new(),
             max_rounds: M::max_rounds()
@@ -164,6 +169,22 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             on_round: None,
             on_turn: None,
         }
+    }
+
+    /// Goes on from `host`: the run host of the run this agent drives (its calls by id,
+    /// [`RunHost::decode`] of what [`Agent::run_host`] encoded), so that a call the
+    /// model delivers again after a restart is answered as before it. An agent drives
+    /// one run: its run host remembers that run's calls by id.
+    #[must_use]
+    pub fn with_run_host(mut self, host: RunHost) -> Self {
+        self.host = host;
+        self
+    }
+
+    /// The run host of the run this agent drives: keep its bytes
+    /// ([`RunHost::encode`]) beside the session's snapshot.
+    pub fn run_host(&self) -> &RunHost {
+        &self.host
     }
 
     /// Writes a decision record of every event the loop applies to the session (the
@@ -256,10 +277,33 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         decision: Decision,
     ) -> Result<TurnReport, AgentError> {
         self.policy.prepare(session);
-        if !self.policy.answer(session, &pending.request, &decision) {
-            return Err(AgentError::StaleApproval(
-                "the session no longer waits for this approval: it changed since it was asked for, it was answered already, or the pending call was altered".into(),
-            ));
+        let call = &pending.request.call;
+        // An altered request is not the question the human was asked: nothing applies.
+        let answered = if CallDigest::of_text(&call.name, &call.arguments) == pending.request.digest
+        {
+            self.host.answer_call(
+                &self.policy,
+                session,
+                &call.id,
+                &call.name,
+                &call.arguments,
+                decision.approves(),
+                decision.reason(),
+                protocol::now_ms(),
+            )
+        } else {
+            Answered::Unknown(self.policy.unanswered(
+                session,
+                &call.name,
+                protocol::Unanswered::Stale,
+            ))
+        };
+        if let Some(refusal) = answered.refusal() {
+            return Err(AgentError::StaleApproval(format!(
+                "the session no longer waits for this approval ({}): it changed since it was asked for, it was answered already, it expired, or the pending call was altered. {}",
+                answered.as_str(),
+                refusal.reason
+            )));
         }
         let rejection = (!decision.approves()).then_some(decision);
         let mut calls = Vec::with_capacity(pending.remaining.len() + 1);
@@ -331,11 +375,18 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                 let rejection = round.rejection.take();
                 let report = match self.execute_traced(session, call, rejection).await {
                     Executed::Done(report) => report,
-                    Executed::Paused(call, reason) => {
+                    Executed::Paused(call, reason, question) => {
                         // The session holds the question until the answer or the next
                         // event: the host saves it with the pending state.
+                        let request = ApprovalRequest {
+                            step: session.step().map(|s| StepEnum::name(s).to_owned()),
+                            digest: CallDigest::of_text(&call.name, &call.arguments),
+                            call,
+                            reason,
+                            question,
+                        };
                         turn.pending = Some(PendingApproval {
-                            request: self.policy.ask(session, call, reason),
+                            request,
                             round: round.number,
                             offered: round.offered.clone(),
                             tool_choice: round.tool_choice.clone(),
@@ -448,7 +499,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
     /// [`Agent::execute`] in an `execute_tool` span (feature `otel`): the decision, the
     /// rule that took it, a refusal's reason and a step transition.
     async fn execute_traced(
-        &self,
+        &mut self,
         session: &mut Session<M>,
         call: ToolCall,
         rejection: Option<Decision>,
@@ -472,7 +523,7 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                 let decision = r.refusal.map_or("invalid_arguments", RefusalKind::as_str);
                 span.decided(decision, rule.as_ref(), Some(&r.result));
             }
-            Executed::Paused(call, reason) => {
+            Executed::Paused(call, reason, _) => {
                 let rule = crate::audit::rule_of(&*session, &call.name, RefusalKind::NeedsApproval);
                 span.decided("needs_approval", Some(&rule), Some(reason));
             }
@@ -480,11 +531,11 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         executed
     }
 
-    /// Checks, executes and records one tool call; pauses on a gated call without a
-    /// verdict. `rejection` is set for the call a human just rejected (with the human's
-    /// reason, if any).
+    /// Checks, executes and records one tool call through the run host; pauses on a
+    /// gated call without a verdict. `rejection` is set for the call a human just
+    /// rejected (with the human's reason, if any).
     async fn execute(
-        &self,
+        &mut self,
         session: &mut Session<M>,
         call: ToolCall,
         rejection: Option<Decision>,
@@ -512,40 +563,64 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             };
             return refuse(call, Some(RefusalKind::UnknownTool), why);
         };
-        let checked = Call::of_text(&call.name, &call.arguments);
-        if let Err(refusal) = self.policy.admit_call(session, &call.name, &checked) {
-            match refusal.kind {
-                // Arguments that are not JSON are refused before a human is asked.
-                RefusalKind::NeedsApproval if parse_arguments(&call).is_ok() => {
-                    // What to show a human: the session's own words, not the model's.
-                    let why = match session.check_call_name(&call.name, &checked) {
-                        Err(denied) => denied.to_string(),
-                        Ok(()) => refusal.reason,
-                    };
-                    return Executed::Paused(call, why);
-                }
-                RefusalKind::NeedsApproval => {}
-                RefusalKind::Rejected => {
-                    let why = Policy::rejected(refusal, rejection.as_ref());
-                    return refuse(call, Some(RefusalKind::Rejected), why);
-                }
-                kind => return refuse_by(call, Some(kind), refusal.rule, refusal.reason),
-            }
-        }
+        // Arguments that are not JSON are refused before anything is judged or asked.
         let arguments = match parse_arguments(&call) {
             Ok(v) => v,
             Err(why) => return refuse(call, None, why),
         };
+        let begun = self.host.begin(
+            &self.policy,
+            session,
+            &call.id,
+            &call.name,
+            &call.arguments,
+            OnGate::Ask,
+            protocol::now_ms(),
+        );
+        match begun {
+            Begin::Run => {}
+            Begin::Ask { question, refusal } => {
+                // What to show a human: the session's own words, not the model's.
+                let checked = Call::of_text(&call.name, &call.arguments);
+                let why = match session.check_call_name(&call.name, &checked) {
+                    Err(denied) => denied.to_string(),
+                    Ok(()) => refusal.reason,
+                };
+                return Executed::Paused(call, why, question);
+            }
+            Begin::Refused(refusal) if refusal.kind == RefusalKind::Rejected => {
+                let why = Policy::rejected(refusal, rejection.as_ref());
+                return refuse(call, Some(RefusalKind::Rejected), why);
+            }
+            Begin::Refused(refusal) | Begin::Again(refusal) => {
+                return refuse_by(call, Some(refusal.kind), refusal.rule, refusal.reason);
+            }
+        }
         let (result, outcome) = match tool.call(arguments).await {
             // Only a call that completed successfully counts as run, and is recorded (the
-            // run protocol's rule, docs/protocol.md).
-            // The result goes with it: rules on arguments may read its values.
+            // run protocol's rule, docs/protocol.md); the result goes with it: rules on
+            // arguments may read its values.
             Ok(out) => {
-                let outcome = self.policy.record_result(session, &call.name, &out);
-                (out, Some(outcome))
+                let finished = self.host.finish(
+                    &self.policy,
+                    session,
+                    &call.id,
+                    &call.name,
+                    true,
+                    Some(&out),
+                );
+                let outcome = match finished {
+                    Finished::Recorded(outcome) => Some(outcome),
+                    Finished::NotRun(_) | Finished::NotAdmitted => None,
+                };
+                (out, outcome)
             }
             // An error is not a run (as MCP's `isError`): the model may call it again.
-            Err(e) => (format!("error: {e}"), None),
+            Err(e) => {
+                self.host
+                    .finish(&self.policy, session, &call.id, &call.name, false, None);
+                (format!("error: {e}"), None)
+            }
         };
         Executed::Done(ToolCallReport {
             call,
@@ -650,8 +725,9 @@ impl Round {
 enum Executed {
     /// Run or refused.
     Done(ToolCallReport),
-    /// Gated and without a verdict: the turn pauses on it (with orch's reason).
-    Paused(ToolCall, String),
+    /// Gated and without a verdict: the turn pauses on it (with orch's reason and the
+    /// question the session holds about it).
+    Paused(ToolCall, String, QuestionId),
 }
 
 /// A call's arguments as JSON (empty text is `{}`), or the refusal the model is sent.

@@ -352,7 +352,8 @@ impl RunHost {
 
     /// A human's answer about the call `call_id` (`tool` with `arguments`, as the call
     /// was shown): applied once, to the question [`begin`](Self::begin) asked about that
-    /// very call, before it expires, while the run still holds it.
+    /// very call, before it expires, while the run still holds it. `reason`: what the
+    /// human said, if anything (kept in the decision log).
     #[allow(clippy::too_many_arguments)]
     pub fn answer_call<S: Orchestrated + ?Sized>(
         &mut self,
@@ -362,6 +363,7 @@ impl RunHost {
         tool: &str,
         arguments: &str,
         approved: bool,
+        reason: Option<&str>,
         now_ms: u64,
     ) -> Answered {
         let call = CallDigest::of_text(tool, arguments);
@@ -389,7 +391,7 @@ impl RunHost {
             // the question the session would hold had this call been asked about.
             None => question_about(session, call_id, tool, call),
         };
-        if policy.answer_call(session, tool, call, question, approved, None) {
+        if policy.answer_call(session, tool, call, question, approved, reason) {
             self.ledger.put(call_id, tool, call, Stage::Answered);
             Answered::Applied { approved }
         } else {
@@ -476,7 +478,9 @@ impl HostedSession {
             live, policy, host, ..
         } = self;
         live.with_dependent_mut(|_, session| {
-            host.answer_call(policy, session, call_id, tool, arguments, approved, now_ms)
+            host.answer_call(
+                policy, session, call_id, tool, arguments, approved, None, now_ms,
+            )
         })
     }
 

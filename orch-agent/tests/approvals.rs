@@ -304,12 +304,12 @@ fn the_run_host_drives_a_typed_session() {
     assert_eq!(found, Finished::Recorded("advanced"));
     let asked = host.begin(&policy, s, "c2", "issue_refund", REFUND, OnGate::Ask, 1_000);
     assert!(matches!(asked, Begin::Ask { .. }), "{asked:?}");
-    let yes = host.answer_call(&policy, s, "c2", "issue_refund", REFUND, true, 1_001);
+    let yes = host.answer_call(&policy, s, "c2", "issue_refund", REFUND, true, None, 1_001);
     assert!(
         matches!(yes, Answered::Applied { approved: true }),
         "{yes:?}"
     );
-    let twice = host.answer_call(&policy, s, "c2", "issue_refund", REFUND, true, 1_002);
+    let twice = host.answer_call(&policy, s, "c2", "issue_refund", REFUND, true, None, 1_002);
     assert!(matches!(twice, Answered::Repeated(_)), "{twice:?}");
     let run = host.begin(&policy, s, "c2", "issue_refund", REFUND, OnGate::Ask, 1_003);
     assert_eq!(run, Begin::Run);
@@ -326,4 +326,34 @@ fn the_run_host_drives_a_typed_session() {
             other => panic!("delivered again, it was {other:?}"),
         }
     }
+}
+
+/// The model delivers the approved refund again under the same id after it ran: it is not
+/// run again and no human is asked again; the model is told it ran already.
+#[tokio::test]
+async fn a_call_delivered_again_after_it_ran_is_not_run_again() {
+    let (reg, log) = tools();
+    let plan = vec![
+        Planned::call("lookup_order", r#"{"order": "A-1"}"#),
+        Planned::call("issue_refund", REFUND).with_id("refund-1"),
+        Planned::call("issue_refund", REFUND).with_id("refund-1"),
+        Planned::text("done"),
+    ];
+    let mut agent = Agent::<Machine, _>::new(ScriptedModel::new(plan), reg);
+    let mut session = Session::new();
+    let mut conversation = Vec::new();
+    let turn = agent
+        .run_turn(&mut session, &mut conversation, "please refund A-1")
+        .await
+        .unwrap();
+    let pending = turn.pending.expect("the refund waits for a human");
+    let turn = agent
+        .resume_turn(&mut session, &mut conversation, pending, Decision::Approve)
+        .await
+        .unwrap();
+    assert_eq!(refunds(&log), 1, "{turn:?}");
+    assert!(turn.pending.is_none(), "no human is asked again: {turn:?}");
+    let again = &turn.rounds[1].calls[0];
+    assert_eq!(again.refusal, Some(RefusalKind::AlreadyRan), "{again:?}");
+    assert!(again.result.contains("ran already"), "{}", again.result);
 }
