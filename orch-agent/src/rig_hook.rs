@@ -18,14 +18,19 @@
 //!   (it runs once if approved; the model is told if not); without one, the run stops
 //!   there ([`OrchHook::pending`] says which call waits, serializable with the session),
 //!   and once [`OrchHook::answer`] applied the human's answer the next run lets that exact
-//!   call through (once) or refuses it as rejected.
+//!   call through (once) or refuses it as rejected;
+//! - **every call's life is the run host's** ([`crate::run_host`]): it begins on dispatch
+//!   and finishes on its outcome, under the model's call id; the same call delivered again
+//!   (the same id, tool and arguments) is not run again, and the question about a gated
+//!   call is bound to its id.
 //!
 //! Built against rig-agent / rig-core **0.44.0** (the newest release that builds with
 //! Rust 1.95; 0.45 and later require Rust 1.97.1).
 
 use crate::model::{ToolCall, ToolChoice};
-use crate::policy::{ApprovalRequest, Decision, Orchestrated, Policy, Refusal, RefusalKind};
-use orch_runtime::{Call, CallDigest};
+use crate::policy::{ApprovalRequest, Decision, Orchestrated, Policy, RefusalKind};
+use crate::run_host::{Answered, Begin, Finished, OnGate, RunHost};
+use orch_runtime::{Call, CallDigest, QuestionId};
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
     HookContext, InvalidToolCallAction, InvalidToolCallContext, InvalidToolCallReason,
@@ -101,15 +106,24 @@ pub struct OrchHook<S> {
     session: Arc<Mutex<S>>,
     listener: Option<Listener>,
     approver: Option<Approver>,
-    /// The call a run stopped on for a human, and the last answer applied (for the
-    /// model's text when it was a rejection).
+    /// The run host and what the hook keeps beside it (the call a run stopped on for a
+    /// human, the answer applied to it, the calls running).
     approvals: Arc<Mutex<Approvals>>,
 }
 
 #[derive(Default)]
 struct Approvals {
+    /// The life of the session's calls ([`crate::run_host`]).
+    host: RunHost,
     pending: Option<ApprovalRequest>,
-    answered: Option<(CallDigest, Decision)>,
+    /// The last answer applied: the id of the call it was about, that call's digest and
+    /// the decision. The model's next delivery of that exact call (under a new id, in a
+    /// new run) is that call.
+    answered: Option<(String, CallDigest, Decision)>,
+    /// The calls admitted and not yet finished: rig's dispatch id → the call's id.
+    running: std::collections::HashMap<u64, String>,
+    /// For a tool call rig gives no id: a number for an id of its own.
+    unnamed: u64,
 }
 
 impl<S> Clone for OrchHook<S> {
@@ -159,14 +173,31 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
 
     /// Applies a human's answer to `request` (from [`OrchHook::pending`], possibly saved
     /// and loaded since): `false`, changing nothing, when the session no longer holds
-    /// that question. Then run the agent again: when the model repeats that exact call
-    /// it runs once if approved, and is refused as rejected otherwise.
+    /// that question (it changed since, the question was answered already, it expired,
+    /// or the request was altered). Then run the agent again: when the model repeats
+    /// that exact call it runs once if approved, and is refused as rejected otherwise.
     pub fn answer(&self, request: &ApprovalRequest, decision: Decision) -> bool {
-        let applied = self.with_session(|s| self.policy.answer(s, request, &decision));
+        let call = &request.call;
+        if CallDigest::of_text(&call.name, &call.arguments) != request.digest {
+            return false;
+        }
+        let mut approvals = self.lock_approvals();
+        let answered = self.with_session(|s| {
+            approvals.host.answer_call(
+                &self.policy,
+                s,
+                &call.id,
+                &call.name,
+                &call.arguments,
+                decision.approves(),
+                decision.reason(),
+                crate::protocol::now_ms(),
+            )
+        });
+        let applied = matches!(answered, Answered::Applied { .. });
         if applied {
-            let mut approvals = self.lock_approvals();
             approvals.pending = None;
-            approvals.answered = Some((request.digest, decision));
+            approvals.answered = Some((call.id.clone(), request.digest, decision));
         }
         applied
     }
@@ -177,14 +208,21 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A gated call of `tool`: ask, then either wait for the approver or stop the run.
-    async fn gate(&self, call: ToolCall, digest: CallDigest) -> DispatchAction {
+    /// A gated call the session now holds `question` about: wait for the approver, or
+    /// stop the run.
+    async fn gate(&self, call: ToolCall, question: QuestionId, dispatch: u64) -> DispatchAction {
         let tool = call.name.clone();
         let reason = match self.with_session(|s| s.check_tool(&tool)) {
             Err(denial) => denial.message,
             Ok(()) => format!("`{tool}` needs a human's approval"),
         };
-        let request = self.with_session(|s| self.policy.ask(s, call, reason));
+        let request = ApprovalRequest {
+            step: self.with_session(|s| s.step_name().map(str::to_owned)),
+            digest: CallDigest::of_text(&call.name, &call.arguments),
+            call,
+            reason,
+            question,
+        };
         self.emit(HookEvent::AwaitingApproval {
             request: request.clone(),
         });
@@ -201,30 +239,53 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
             let why = format!("error: `{tool}` was not run: the session changed while a human decided about it. {now}");
             return DispatchAction::skip(self.refuse(&tool, why));
         }
-        let checked = Call::new(digest, &request.call.arguments);
-        // The request carries the call as the human saw it (its digest is `digest`).
-        match self.with_session(|s| self.policy.admit_call(s, &tool, &checked)) {
-            Ok(()) => DispatchAction::proceed(),
-            Err(refusal) => self.refused(refusal, &digest),
-        }
+        // The request carries the call as the human saw it.
+        self.begin(&request.call, dispatch).await
     }
 
-    /// Skips a refused call with the reason (a rejection with the human's words).
-    fn refused(&self, refusal: Refusal, digest: &CallDigest) -> DispatchAction {
-        let tool = refusal.tool.clone();
-        match refusal.kind {
-            RefusalKind::Rejected => {
-                let approvals = self.lock_approvals();
-                let decision = approvals
-                    .answered
-                    .as_ref()
-                    .filter(|(d, _)| d == digest)
-                    .map(|(_, decision)| decision.clone());
-                drop(approvals);
+    /// Begins the call `call` (rig's dispatch `dispatch`) in the run host: run it, skip
+    /// it with the reason, or put it to a human.
+    async fn begin(&self, call: &ToolCall, dispatch: u64) -> DispatchAction {
+        let (begun, decision) = {
+            let mut approvals = self.lock_approvals();
+            let begun = self.with_session(|s| {
+                approvals.host.begin(
+                    &self.policy,
+                    s,
+                    &call.id,
+                    &call.name,
+                    &call.arguments,
+                    OnGate::Ask,
+                    crate::protocol::now_ms(),
+                )
+            });
+            // The answer applied to this call is used up once the call ran or was
+            // refused on it.
+            let decision = match (&begun, &approvals.answered) {
+                (Begin::Run | Begin::Refused(_), Some((id, _, _))) if *id == call.id => {
+                    approvals.answered.take().map(|(_, _, d)| d)
+                }
+                _ => None,
+            };
+            if begun == Begin::Run {
+                approvals.running.insert(dispatch, call.id.clone());
+            }
+            (begun, decision)
+        };
+        match begun {
+            Begin::Run => DispatchAction::proceed(),
+            Begin::Ask { question, .. } => {
+                Box::pin(self.gate(call.clone(), question, dispatch)).await
+            }
+            Begin::Refused(refusal) if refusal.kind == RefusalKind::Rejected => {
+                let tool = refusal.tool.clone();
                 let why = Policy::rejected(refusal, decision.as_ref());
                 DispatchAction::skip(self.refuse(&tool, why))
             }
-            _ => DispatchAction::skip(self.refuse(&tool, refusal.reason)),
+            Begin::Refused(refusal) | Begin::Again(refusal) => {
+                let tool = refusal.tool.clone();
+                DispatchAction::skip(self.refuse(&tool, refusal.reason))
+            }
         }
     }
 
@@ -305,21 +366,26 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
             return DispatchAction::proceed();
         };
         let arguments = event.tool_args().unwrap_or_default();
-        let checked = Call::of_text(tool, arguments);
-        let digest = checked.digest;
-        match self.with_session(|s| self.policy.admit_call(s, tool, &checked)) {
-            Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
-                let call = ToolCall {
-                    id: event.call_id.map(|id| id.to_string()).unwrap_or_default(),
-                    name: tool.to_owned(),
-                    arguments: arguments.to_owned(),
-                };
-                self.gate(call, digest).await
+        let digest = CallDigest::of_text(tool, arguments);
+        let id = {
+            let mut approvals = self.lock_approvals();
+            match (&approvals.answered, event.call_id) {
+                // The model's delivery of the call a human just answered (in a new run,
+                // under a new id): that call.
+                (Some((answered, d, _)), _) if *d == digest => answered.clone(),
+                (_, Some(id)) => id.to_string(),
+                (_, None) => {
+                    approvals.unnamed += 1;
+                    format!("rig-call-{}", approvals.unnamed)
+                }
             }
-            // Admitted (consuming an approval), or refused with the reason.
-            Ok(()) => DispatchAction::proceed(),
-            Err(refusal) => self.refused(refusal, &digest),
-        }
+        };
+        let call = ToolCall {
+            id,
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        self.begin(&call, event.id.as_u64()).await
     }
 
     async fn on_outcome(&self, _ctx: &HookContext, event: OutcomeEvent<'_>) -> OutcomeAction {
@@ -328,18 +394,33 @@ impl<S: Orchestrated + Send + 'static> AgentHook for OrchHook<S> {
         // may call it again). rig hands a call this hook (or a layer) refused to this
         // hook too, as a *skipped* result; a tool rig does not know, or whose arguments
         // it could not decode, is an error: none of them ran.
+        let Some(tool) = event.tool_name() else {
+            return OutcomeAction::proceed();
+        };
+        let mut approvals = self.lock_approvals();
+        // Only a call this hook admitted finishes here.
+        let Some(id) = approvals.running.remove(&event.id.as_u64()) else {
+            return OutcomeAction::proceed();
+        };
         let ran = event.tool_result().filter(|r| r.is_success());
-        if let (Some(tool), Some(result)) = (event.tool_name(), ran) {
-            // What it returned, for rules on arguments that read its values: one JSON
-            // block as JSON, else the text.
+        // What it returned, for rules on arguments that read its values: one JSON block
+        // as JSON, else the text.
+        let text = ran.map(|result| {
             let output = result.output();
-            let text = match output.as_json() {
+            match output.as_json() {
                 Some(value) => value.to_string(),
                 None => output
                     .as_text()
                     .map_or_else(|| output.render(), str::to_owned),
-            };
-            let outcome = self.with_session(|s| self.policy.record_result(s, tool, &text));
+            }
+        });
+        let finished = self.with_session(|s| {
+            approvals
+                .host
+                .finish(&self.policy, s, &id, tool, ran.is_some(), text.as_deref())
+        });
+        drop(approvals);
+        if let Finished::Recorded(outcome) = finished {
             self.emit(HookEvent::Recorded {
                 tool: tool.to_owned(),
                 outcome,

@@ -227,3 +227,33 @@ async fn an_audited_policy_records_the_hooks_decisions() {
         records.lock().unwrap()
     );
 }
+
+/// The same call delivered again (the same id, tool and arguments, in a later run of the
+/// same hook: a replayed response) is not run again; the model is told it ran already.
+#[tokio::test]
+async fn a_call_delivered_again_is_not_run_again() {
+    let log = Log::default();
+    let session = Arc::new(Mutex::new(Session::new()));
+    let hook = OrchHook::new(Policy::new(TOOLS), Arc::clone(&session));
+    let lookups = |log: &Log| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("lookup_order"))
+            .count()
+    };
+    let mut told = Vec::new();
+    for _ in 0..2 {
+        // Each fake server numbers its calls from the start: the same id again.
+        let fake = Fake::new([call("lookup_order", r#"{"order": "A-1"}"#), text("Found.")]);
+        let agent = build(&fake, hook.clone(), &log).await;
+        let answer = agent.prompt("where is A-1").max_turns(4).await;
+        assert!(answer.is_ok(), "{answer:?}");
+        told.extend(common::fake::tool_results_openai(&fake.requests()[1]));
+    }
+    assert_eq!(lookups(&log), 1, "{told:?}");
+    assert!(
+        told.last().is_some_and(|t| t.contains("ran already")),
+        "{told:?}"
+    );
+}
