@@ -1,0 +1,286 @@
+//! A call's hold on its session: reserve (admit the call and write its lease in one
+//! compare-and-set, or wait for the call in flight), settle (record what ran, drop the
+//! lease), and the guard that settles a lease whose request went away.
+
+use super::*;
+
+/// What one look at a session decided for a tool call.
+pub(super) enum Admission<'m> {
+    /// The lease with this token was written; the session as admitted (what the lease's
+    /// record holds), so that recording the result need not restore it again.
+    Reserved(u64, DynSession<'m>),
+    /// The orchestration refuses the call.
+    Refused(Refused),
+    /// Another call of the session is in flight: its tool.
+    Busy(String),
+    /// The call is gated: the run now holds this question for a human.
+    Asked(Question),
+}
+
+/// What reserving a session for a call came to.
+// Made once per call and matched at once: boxing the reservation would add an
+// allocation to every call's path to save stack bytes nobody keeps.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Reserved<'m> {
+    /// The call may go upstream.
+    Go(Reservation<'m>),
+    /// The call is answered without going upstream.
+    Refused(Refused),
+    /// The call waits for a human; the run holds this question.
+    Asked(Question),
+}
+
+/// A call's hold on its session: the lease's token, the version and record the lease was
+/// written with (so that recording the result can skip a read), and the session as
+/// admitted (so that it need not be restored again while nobody wrote meanwhile).
+pub(crate) struct Reservation<'m> {
+    pub(super) token: u64,
+    pub(super) written: Option<(u64, Record)>,
+    pub(super) session: Option<DynSession<'m>>,
+}
+
+impl<S: SessionStore + 'static> Shared<S> {
+    /// One look at session `id` for a call of `tool`: refuse it, find it busy, or admit
+    /// it and write its lease in the same compare-and-set.
+    pub(super) async fn try_reserve(
+        &self,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+        call: &Call<'_>,
+        gate: Gate<'_>,
+        may_create: bool,
+    ) -> Result<(Admission<'_>, Option<(u64, Record)>), McpError> {
+        let lease_for = self.limits.call_timeout + LEASE_MARGIN;
+        let tried = self
+            .modify_from(id, None, |record| {
+                Self::forget_attempt(policy);
+                let mut record = match record {
+                    Some(record) => record,
+                    None if may_create => Record::default(),
+                    // An HTTP session's record is made at its handshake: none means it
+                    // ended (DELETE, TTL) meanwhile. Do not bring it back.
+                    None => return Err(RunError::Ended),
+                };
+                let (admission, write) = run::admit(
+                    &mut record,
+                    &self.machine,
+                    policy,
+                    |snapshot| run::restore(&self.machine, policy, snapshot),
+                    tool,
+                    call,
+                    gate,
+                    lease_for,
+                )?;
+                let admission = match admission {
+                    run::Admission::Admitted { token, session } => {
+                        Admission::Reserved(token, session)
+                    }
+                    run::Admission::Busy(tool) => Admission::Busy(tool),
+                    run::Admission::Refused {
+                        question: Some(question),
+                        ..
+                    } => Admission::Asked(question),
+                    run::Admission::Refused {
+                        refusal, session, ..
+                    } => {
+                        if refusal.kind == RefusalKind::OutcomeUnknown && write {
+                            orch_runtime::eprintln_printable!(
+                                "orch mcp: a call in workflow run `{id}` lapsed without its result and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
+                            );
+                        }
+                        Admission::Refused(Refused::by_workflow(policy, &session, refusal))
+                    }
+                };
+                Ok(match write {
+                    true => Change::Write(record, admission),
+                    false => Change::Keep(admission),
+                })
+            })
+            .await;
+        if tried.is_ok() {
+            self.log_attempt(policy);
+        }
+        tried
+    }
+
+    /// Reserves session `id` for a call of `tool`: the lease's token, or the refusal.
+    /// While another call of the session is in flight this waits (at most the call
+    /// timeout, and not past `ct`'s cancellation), then looks again: the second call is
+    /// judged against the state the first one left.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn reserve(
+        &self,
+        id: &str,
+        policy: &Policy,
+        tool: &str,
+        call: &Call<'_>,
+        gate: Gate<'_>,
+        may_create: bool,
+        ct: &CancellationToken,
+    ) -> Result<Reserved<'_>, McpError> {
+        let limit = self.limits.call_timeout;
+        let deadline = Instant::now() + limit;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let tried = self
+                .try_reserve(id, policy, tool, call, gate, may_create)
+                .await?;
+            let busy = match tried {
+                (Admission::Reserved(token, session), written) => {
+                    return Ok(Reserved::Go(Reservation {
+                        token,
+                        written,
+                        session: Some(session),
+                    }))
+                }
+                (Admission::Refused(reason), _) => return Ok(Reserved::Refused(reason)),
+                (Admission::Asked(question), _) => return Ok(Reserved::Asked(question)),
+                (Admission::Busy(other), _) => other,
+            };
+            if Instant::now() >= deadline {
+                let message = format!(
+                    "error: `{tool}` was not run: a call of `{busy}` in the same session has been running for more than {} s; try again when it has finished.",
+                    limit.as_secs_f64()
+                );
+                return Ok(Reserved::Refused(Refused::new(
+                    tool,
+                    RefusalKind::Busy.as_str(),
+                    message,
+                    None,
+                    policy,
+                )));
+            }
+            // A little randomness, so that waiters on several instances do not look
+            // at the session in lockstep.
+            let jitter = Duration::from_micros(token() % 1000);
+            tokio::select! {
+                () = tokio::time::sleep(pause + jitter) => {}
+                () = ct.cancelled() => return Err(cancelled(tool)),
+            }
+            pause = (pause * 2).min(MAX_WAIT_PAUSE);
+        }
+    }
+
+    /// Settles the call holding lease `token` of session `id` with what the gateway knows
+    /// of its `outcome` ([`run::settle`]): recorded, released, or — a lost result — what
+    /// the template's `lostResults` says. `admitted`: the session as admitted, used when
+    /// the record is still the one the lease was written with (no restore). A session
+    /// deleted meanwhile stays deleted.
+    pub(crate) async fn settle(
+        &self,
+        id: &str,
+        policy: &Policy,
+        reservation: Reservation<'_>,
+        outcome: run::Outcome,
+        result: Option<&str>,
+    ) -> Result<run::Settled, McpError> {
+        let Reservation {
+            token,
+            written,
+            session: mut admitted,
+        } = reservation;
+        let admitted_from = written.as_ref().map(|(_, r)| r.snapshot.clone());
+        let settled = self.modify_from(id, written, |record| {
+            Self::forget_attempt(policy);
+            let Some(mut record) = record else {
+                return Ok(Change::Keep(run::Settled::Lapsed));
+            };
+            let same = admitted_from.as_ref() == Some(&record.snapshot);
+            let admitted = admitted.take();
+            let restore = |snapshot: Option<&[u8]>| match admitted {
+                Some(session) if same => Ok(session),
+                _ => run::restore(&self.machine, policy, snapshot),
+            };
+            let (settled, write) = run::settle(
+                &mut record,
+                &self.machine,
+                policy,
+                restore,
+                Some(token),
+                outcome,
+                result,
+                true,
+            )?;
+            if settled == run::Settled::Held {
+                orch_runtime::eprintln_printable!(
+                    "orch mcp: the result of a call in workflow run `{id}` was lost and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
+                );
+            }
+            Ok(match write {
+                true => Change::Write(record, settled),
+                false => Change::Keep(settled),
+            })
+        });
+        let settled = settled.await;
+        if settled.is_ok() {
+            self.log_attempt(policy);
+        }
+        settled.map(|(settled, _)| settled)
+    }
+
+    /// Settles lease `token` of session `id` with no session at hand (`outcome`:
+    /// [`run::Outcome::NotRun`] releases it, [`run::Outcome::Lost`] applies the tool's
+    /// lost rule).
+    pub(crate) async fn settle_token(
+        &self,
+        id: &str,
+        token: u64,
+        outcome: run::Outcome,
+    ) -> Result<run::Settled, McpError> {
+        let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+        let policy = self.judge(policy, id);
+        let reservation = Reservation {
+            token,
+            written: None,
+            session: None,
+        };
+        self.settle(id, &policy, reservation, outcome, None).await
+    }
+}
+
+/// Holds a session's lease while a call is forwarded: dropped without
+/// [`LeaseGuard::disarm`] (the request's task was dropped: the client went away, the
+/// gateway stops), the call's result is lost, and a task of its own settles the lease by
+/// the tool's lost rule.
+pub(super) struct LeaseGuard<S: SessionStore + 'static> {
+    pub(super) shared: Arc<Shared<S>>,
+    pub(super) id: String,
+    pub(super) token: u64,
+    pub(super) armed: bool,
+}
+
+impl<S: SessionStore + 'static> LeaseGuard<S> {
+    pub(super) fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    /// Settles the lease with what the gateway knows of the call's outcome.
+    pub(super) async fn settle(mut self, outcome: run::Outcome) {
+        self.armed = false;
+        if let Err(e) = self
+            .shared
+            .settle_token(&self.id, self.token, outcome)
+            .await
+        {
+            orch_runtime::eprintln_printable!(
+                "orch mcp: warning: the lease of session `{}` could not be settled ({}); it lapses by itself, and the template's lostResults decides what that means",
+                self.id, e.message
+            );
+        }
+    }
+}
+
+impl<S: SessionStore + 'static> Drop for LeaseGuard<S> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (shared, id, token) = (Arc::clone(&self.shared), self.id.clone(), self.token);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = shared.settle_token(&id, token, run::Outcome::Lost).await;
+            });
+        }
+    }
+}
