@@ -1,0 +1,208 @@
+//! A `tools/call`'s request phase: the call read, judged against the run and leased in
+//! one compare-and-set, or waiting for the call in flight; refused in orch's words.
+
+use super::*;
+
+/// What one look at a run decided for a call.
+pub(super) enum Admission {
+    /// Admitted: the lease with this token was written, with this snapshot; the session
+    /// as admitted.
+    Reserved(u64, Option<Vec<u8>>, DetachedSession),
+    /// Refused by the workflow.
+    Refused(Rejection),
+    /// Another call of the run is in flight: its tool.
+    Busy(String),
+}
+
+impl<S: SessionStore + 'static> Engine<S> {
+    /// The request phase of a `tools/call`.
+    /// The run a `tools/call` check names and the call it carries.
+    pub(super) fn read_request(&self, request: &McpRequest) -> Result<(String, Call), Rejection> {
+        let run = self.run_of(request.metadata_context.as_ref())?;
+        let params = request
+            .mcp_request
+            .as_deref()
+            .ok_or_else(|| Rejection::from(Invalid::NoParams))?;
+        Ok((run, read_call(params, self.options.max_params_bytes)?))
+    }
+
+    pub(super) async fn admit(&self, run: &str, call: Call) -> Result<Admitted, Rejection> {
+        let policy = self.policy_for(run, &call.tool);
+        let ask = Gate::Ask {
+            run,
+            ttl: self.options.question_ttl,
+        };
+        let Some(gate) = elicitation::gate(run, call.answer, ask) else {
+            return Err(Rejection::Dismissed {
+                tool: call.tool.clone(),
+            });
+        };
+        // An answer that applies to no question the run holds is refused as it is: the
+        // host never asks again on it (the next copy of the same answer would answer
+        // that new question, and run the call a second time).
+        match self.reserve(run, &policy, &call, gate).await? {
+            Admission::Reserved(token, snapshot, session) => {
+                self.keep_admitted(token, snapshot, session);
+                Ok(Admitted::Call {
+                    token,
+                    mutated: call.stripped,
+                })
+            }
+            Admission::Refused(rejection) => Err(rejection),
+            Admission::Busy(_) => unreachable_busy(&call.tool),
+        }
+    }
+
+    /// Reserves `run` for `call`, waiting (at most [`Options::busy_wait`]) while another
+    /// call of the run is in flight, then looking again: the second call is judged
+    /// against the state the first one left.
+    pub(super) async fn reserve(
+        &self,
+        run: &str,
+        policy: &Policy,
+        call: &Call,
+        gate: Gate<'_>,
+    ) -> Result<Admission, Rejection> {
+        let deadline = Instant::now() + self.options.busy_wait;
+        let mut pause = Duration::from_micros(500);
+        loop {
+            let admission = self.try_reserve(run, policy, call, gate).await?;
+            let Admission::Busy(other) = admission else {
+                return Ok(admission);
+            };
+            if Instant::now() >= deadline {
+                let reason = format!(
+                    "error: `{}` was not run: a call of `{other}` in the same workflow run has been in flight for more than {} s; try again when it has finished.",
+                    call.tool,
+                    self.options.busy_wait.as_secs_f64()
+                );
+                let data = policy.refusal_data::<DynSession<'_>>(
+                    &call.tool,
+                    RefusalKind::Busy.as_str(),
+                    &reason,
+                    None,
+                );
+                return Err(Rejection::Busy { reason, data });
+            }
+            // A little randomness, so that waiters on several instances do not look at
+            // the run in lockstep.
+            let jitter = Duration::from_micros(token() % 500);
+            tokio::time::sleep(pause + jitter).await;
+            pause = (pause * 2).min(MAX_WAIT_PAUSE);
+        }
+    }
+
+    /// One look at `run` for `call`: refuse it, find the run busy, or admit it and write
+    /// its lease in the same compare-and-set.
+    pub(super) async fn try_reserve(
+        &self,
+        run: &str,
+        policy: &Policy,
+        call: &Call,
+        gate: Gate<'_>,
+    ) -> Result<Admission, Rejection> {
+        let tried = self
+            .modify(run, |record| {
+                if let Some(auditor) = policy.auditor() {
+                    auditor.take_buffered();
+                }
+                let mut record = record.unwrap_or_default();
+                let (admission, write) = run::admit(
+                    &mut record,
+                    &self.machine,
+                    policy,
+                    |snapshot| self.restore(snapshot, policy),
+                    &call.tool,
+                    &orch_runtime::Call::new(call.digest, &call.arguments),
+                    gate,
+                    self.options.lease,
+                )?;
+                let admission = match admission {
+                    run::Admission::Admitted { token, session } => {
+                        Admission::Reserved(token, record.snapshot.clone(), session.detach())
+                    }
+                    run::Admission::Busy(tool) => Admission::Busy(tool),
+                    run::Admission::Refused {
+                        refusal,
+                        question,
+                        session,
+                    } => {
+                        let asked = question.as_ref().map(|q| (call, q));
+                        Admission::Refused(refused(policy, &session, refusal, asked))
+                    }
+                };
+                Ok(match write {
+                    true => Change::Write(record, admission),
+                    false => Change::Keep(admission),
+                })
+            })
+            .await;
+        if tried.is_ok() {
+            self.log_attempt(policy);
+        }
+        tried
+    }
+}
+
+/// What the request phase of a call decided when it lets it go.
+pub(super) enum Admitted {
+    /// Not judged (not a `tools/call`).
+    Pass,
+    /// Admitted under a lease; `mutated`: the params to send instead (orch's approval
+    /// answer taken out).
+    Call {
+        token: u64,
+        mutated: Option<Vec<u8>>,
+    },
+}
+
+/// A call that found its run busy is refused by [`Engine::reserve`] before it returns.
+pub(super) fn unreachable_busy(tool: &str) -> Result<Admitted, Rejection> {
+    Err(Rejection::BusyAfterWait {
+        tool: tool.to_owned(),
+    })
+}
+
+/// The refusal of a call, as the gateway sends it to the client: orch's wording as the
+/// reason, and the same facts as the JSON-RPC error's data (what `orch mcp` puts in a
+/// refused call's `structuredContent`), with the question for the human when the call
+/// waits for an approval.
+pub(super) fn refused(
+    policy: &Policy,
+    session: &DynSession<'_>,
+    refusal: Refusal,
+    asked: Option<(&Call, &Question)>,
+) -> Rejection {
+    let mut data = policy.workflow_refusal_data(&refusal, Some(session));
+    let reason = refusal.reason;
+    if let Some((call, question)) = asked {
+        let state = elicitation::request_state(question);
+        data["approval"] = json!({
+            "tool": call.tool,
+            "step": question.step,
+            "digest": call.digest.to_string(),
+            "pending": true,
+            "requestState": state,
+            "expiresMs": question.expires_ms,
+            "inputRequests": {
+                INPUT_KEY: {
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": elicitation::question_text(&call.tool, &call.arguments, question.step.as_deref()),
+                        "requestedSchema": elicitation::form_schema(),
+                    }
+                }
+            },
+        });
+    }
+    Rejection::Refused { reason, data }
+}
+
+/// A failure of the run protocol, as the gateway gets it: the check fails closed.
+pub(super) fn failed(run: &str, error: RunError) -> Rejection {
+    Rejection::Fault {
+        run: run.to_owned(),
+        error,
+    }
+}

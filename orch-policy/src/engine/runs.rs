@@ -1,0 +1,120 @@
+//! A run's record in the store and the sessions kept between a call's two phases:
+//! which run a check names, the rules for a call, restoring and changing the record.
+
+use super::*;
+
+impl<S: SessionStore + 'static> Engine<S> {
+    pub(super) fn overloaded(&self) -> Rejection {
+        Rejection::Overloaded {
+            limit: self.options.max_in_flight,
+        }
+    }
+
+    /// The store key of the run the gateway names in `metadata_context`.
+    pub(super) fn run_of(
+        &self,
+        context: Option<&prost_types::Struct>,
+    ) -> Result<String, Rejection> {
+        let key = &self.options.run_key;
+        let missing = || Rejection::NoRun { key: key.clone() };
+        let value = context
+            .and_then(|c| c.fields.get(key))
+            .and_then(|v| v.kind.as_ref())
+            .ok_or_else(missing)?;
+        let name = match value {
+            Kind::StringValue(s) => s.clone(),
+            Kind::NumberValue(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{n:.0}"),
+            Kind::NullValue(_) => return Err(missing()),
+            _ => return Err(Rejection::RunNotString { key: key.clone() }),
+        };
+        if name.is_empty() || name.len() > MAX_RUN_NAME {
+            return Err(Rejection::RunNameLength {
+                key: key.clone(),
+                max: MAX_RUN_NAME,
+            });
+        }
+        Ok(run_key(&name))
+    }
+
+    /// The rules for a call of `tool`: the template's tools and the one called are the
+    /// host's (a tool the template does not declare is judged by the step's patterns),
+    /// with a buffered auditor when the server keeps a decision log. A declared tool
+    /// without a log borrows the rules made once.
+    pub(super) fn policy_for(&self, run: &str, tool: &str) -> Cow<'_, Policy> {
+        let declared = self.machine.tools().iter().any(|t| t == tool);
+        let policy = match (declared, &self.options.audit) {
+            (true, None) => return Cow::Borrowed(&self.declared),
+            (true, Some(_)) => self.declared.clone(),
+            (false, _) => {
+                let mut host = self.machine.tools().to_vec();
+                host.push(tool.to_owned());
+                Policy::new(host)
+            }
+        };
+        Cow::Owned(match &self.options.audit {
+            Some(_) => policy.audited(Arc::new(Auditor::buffered(run))),
+            None => policy,
+        })
+    }
+
+    /// Keeps the session a call was admitted with for its response phase.
+    pub(super) fn keep_admitted(
+        &self,
+        token: u64,
+        snapshot: Option<Vec<u8>>,
+        session: DetachedSession,
+    ) {
+        let mut kept = self.admitted.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= MAX_KEPT_SESSIONS {
+            // Calls whose response never came: drop one (it is restored if it comes).
+            if let Some(&old) = kept.keys().next() {
+                kept.remove(&old);
+            }
+        }
+        kept.insert(token, (snapshot, session));
+    }
+
+    /// The session kept for the call with lease `token`, if any.
+    pub(super) fn take_admitted(&self, token: u64) -> Option<Kept> {
+        self.admitted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&token)
+    }
+
+    pub(super) fn log_attempt(&self, policy: &Policy) {
+        if let (Some(audit), Some(buffered)) = (&self.options.audit, policy.auditor()) {
+            audit.relay(buffered.take_buffered());
+        }
+    }
+
+    /// The session of a run's record ([`run::restore`]), counted.
+    pub(super) fn restore(
+        &self,
+        snapshot: Option<&[u8]>,
+        policy: &Policy,
+    ) -> Result<DynSession<'_>, RunError> {
+        self.restores.fetch_add(1, Ordering::Relaxed);
+        run::restore(&self.machine, policy, snapshot)
+    }
+
+    /// Applies `f` to the record of `run` with compare-and-set, reading again after a
+    /// conflict (`f` may run more than once; it sees `None` when nothing is stored).
+    pub(super) async fn modify<R>(
+        &self,
+        run: &str,
+        f: impl FnMut(Option<Record>) -> Result<Change<R>, RunError> + Send,
+    ) -> Result<R, Rejection> {
+        // The value this instance last saw is tried first (a store that caches, as the
+        // Redis store does, saves a read per check when no other instance wrote since;
+        // a stale one costs a conflict and a read).
+        let known = self
+            .store
+            .cached(run)
+            .and_then(|v| Record::decode(&v.bytes).ok().map(|r| (v.version, r)));
+        let (value, _) = run::modify(&self.store, run, known, f)
+            .await
+            .map_err(|e| failed(run, e))?;
+        Ok(value)
+    }
+}
