@@ -6,10 +6,10 @@ use crate::model::{
 };
 use crate::policy::{ApprovalRequest, Decision, Policy, RefusalKind, RoundPlan};
 use crate::protocol;
-use crate::run_host::{Answered, Begin, Finished, OnGate, RunHost};
+use crate::run_host::{approval_request, Begin, Finished, OnGate, RunHost};
 use crate::telemetry;
 use crate::tools::ToolRegistry;
-use orch_runtime::{Call, CallDigest, Machine, QuestionId, Session, StepEnum, Usage};
+use orch_runtime::{Call, Machine, QuestionId, Session, StepEnum, Usage};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -277,27 +277,13 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         decision: Decision,
     ) -> Result<TurnReport, AgentError> {
         self.policy.prepare(session);
-        let call = &pending.request.call;
-        // An altered request is not the question the human was asked: nothing applies.
-        let answered = if CallDigest::of_text(&call.name, &call.arguments) == pending.request.digest
-        {
-            self.host.answer_call(
-                &self.policy,
-                session,
-                &call.id,
-                &call.name,
-                &call.arguments,
-                decision.approves(),
-                decision.reason(),
-                protocol::now_ms(),
-            )
-        } else {
-            Answered::Unknown(self.policy.unanswered(
-                session,
-                &call.name,
-                protocol::Unanswered::Stale,
-            ))
-        };
+        let answered = self.host.answer_request(
+            &self.policy,
+            session,
+            &pending.request,
+            &decision,
+            protocol::now_ms(),
+        );
         if let Some(refusal) = answered.refusal() {
             return Err(AgentError::StaleApproval(format!(
                 "the session no longer waits for this approval ({}): it changed since it was asked for, it was answered already, it expired, or the pending call was altered. {}",
@@ -378,15 +364,8 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
                     Executed::Paused(call, reason, question) => {
                         // The session holds the question until the answer or the next
                         // event: the host saves it with the pending state.
-                        let request = ApprovalRequest {
-                            step: session.step().map(|s| StepEnum::name(s).to_owned()),
-                            digest: CallDigest::of_text(&call.name, &call.arguments),
-                            call,
-                            reason,
-                            question,
-                        };
                         turn.pending = Some(PendingApproval {
-                            request,
+                            request: approval_request(&*session, call, reason, question),
                             round: round.number,
                             offered: round.offered.clone(),
                             tool_choice: round.tool_choice.clone(),

@@ -29,7 +29,7 @@
 
 use crate::model::{ToolCall, ToolChoice};
 use crate::policy::{ApprovalRequest, Decision, Orchestrated, Policy, RefusalKind};
-use crate::run_host::{Answered, Begin, Finished, OnGate, RunHost};
+use crate::run_host::{approval_request, Answered, Begin, Finished, OnGate, RunHost};
 use orch_runtime::{Call, CallDigest, QuestionId};
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
@@ -177,27 +177,20 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
     /// or the request was altered). Then run the agent again: when the model repeats
     /// that exact call it runs once if approved, and is refused as rejected otherwise.
     pub fn answer(&self, request: &ApprovalRequest, decision: Decision) -> bool {
-        let call = &request.call;
-        if CallDigest::of_text(&call.name, &call.arguments) != request.digest {
-            return false;
-        }
         let mut approvals = self.lock_approvals();
         let answered = self.with_session(|s| {
-            approvals.host.answer_call(
+            approvals.host.answer_request(
                 &self.policy,
                 s,
-                &call.id,
-                &call.name,
-                &call.arguments,
-                decision.approves(),
-                decision.reason(),
+                request,
+                &decision,
                 crate::protocol::now_ms(),
             )
         });
         let applied = matches!(answered, Answered::Applied { .. });
         if applied {
             approvals.pending = None;
-            approvals.answered = Some((call.id.clone(), request.digest, decision));
+            approvals.answered = Some((request.call.id.clone(), request.digest, decision));
         }
         applied
     }
@@ -216,13 +209,7 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
             Err(denial) => denial.message,
             Ok(()) => format!("`{tool}` needs a human's approval"),
         };
-        let request = ApprovalRequest {
-            step: self.with_session(|s| s.step_name().map(str::to_owned)),
-            digest: CallDigest::of_text(&call.name, &call.arguments),
-            call,
-            reason,
-            question,
-        };
+        let request = self.with_session(|s| approval_request(&*s, call, reason, question));
         self.emit(HookEvent::AwaitingApproval {
             request: request.clone(),
         });

@@ -29,7 +29,8 @@
 //! the only guard, and it is enough for the promise above.
 
 use crate::hosted::HostedSession;
-use crate::policy::{Orchestrated, RefusalKind};
+use crate::model::ToolCall;
+use crate::policy::{ApprovalRequest, Decision, Orchestrated, RefusalKind};
 use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
 use crate::Policy;
 use crate::Refusal;
@@ -74,6 +75,23 @@ pub fn question_for(
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     QuestionId::new(u64::from_le_bytes(first).max(1))
+}
+
+/// What to show a human about `call`, which [`RunHost::begin`] asked `question` about
+/// in `session`: the call, the step, orch's `reason`, the call's digest and the question.
+pub fn approval_request<S: Orchestrated + ?Sized>(
+    session: &S,
+    call: ToolCall,
+    reason: String,
+    question: QuestionId,
+) -> ApprovalRequest {
+    ApprovalRequest {
+        step: session.step_name().map(str::to_owned),
+        digest: CallDigest::of_text(&call.name, &call.arguments),
+        call,
+        reason,
+        question,
+    }
 }
 
 /// What [`HostedSession::begin`] does with a call that needs a human's approval.
@@ -398,6 +416,34 @@ impl RunHost {
             self.ledger.forget(call_id);
             Answered::Unknown(stale(policy, session, tool))
         }
+    }
+
+    /// A human's `decision` on `request` (what [`approval_request`] made when
+    /// [`begin`](Self::begin) asked): [`answer_call`](Self::answer_call) on the call as
+    /// the request shows it; a request altered since (its call no longer has its digest)
+    /// is not the question the human was asked, and applies to nothing.
+    pub fn answer_request<S: Orchestrated + ?Sized>(
+        &mut self,
+        policy: &Policy,
+        session: &mut S,
+        request: &ApprovalRequest,
+        decision: &Decision,
+        now_ms: u64,
+    ) -> Answered {
+        let call = &request.call;
+        if CallDigest::of_text(&call.name, &call.arguments) != request.digest {
+            return Answered::Unknown(stale(policy, session, &call.name));
+        }
+        self.answer_call(
+            policy,
+            session,
+            &call.id,
+            &call.name,
+            &call.arguments,
+            decision.approves(),
+            decision.reason(),
+            now_ms,
+        )
     }
 
     /// The call `call_id` that [`begin`](Self::begin) admitted has ended: `ran` says
