@@ -476,6 +476,9 @@ fn test(cargo_args: &[String]) -> ExitCode {
             }
         }
     }
+    if std::env::var_os("CI").is_some() {
+        free_test_builds(&root);
+    }
     // The engine's instruction budget: a regression of the hot path fails the build.
     if let Err(e) = instruction_budget(&root, &cargo, limit.saturating_sub(start.elapsed())) {
         eprintln!("xtask: {e}");
@@ -550,6 +553,61 @@ fn disk_check(root: &Path) {
             }
         }
     }
+}
+
+/// On CI only (`CI` set), once the Rust tests have run: removes what only they use — the
+/// linked test and binary executables in `target/debug/deps` (about 2.7 GB from a clean
+/// clone) and trybuild's project under `target/tests` (about 0.9 GB) — so the packages
+/// built next (the wheel, the npm addon and its WebAssembly module) fit on a CI machine
+/// with less room. Libraries, build scripts and the examples stay. A developer's own
+/// `cargo xtask test` keeps them, so that the next run relinks nothing.
+fn free_test_builds(root: &Path) {
+    let mut freed = 0u64;
+    let deps = root.join("target/debug/deps");
+    if let Ok(entries) = std::fs::read_dir(&deps) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            // Linked executables have no extension; rlibs, rmeta, .d and .so files do.
+            if meta.is_file()
+                && path.extension().is_none()
+                && is_executable(&meta)
+                && std::fs::remove_file(&path).is_ok()
+            {
+                freed += meta.len();
+            }
+        }
+    }
+    let trybuild = root.join("target/tests");
+    let size = dir_size(&trybuild);
+    if std::fs::remove_dir_all(&trybuild).is_ok() {
+        freed += size;
+    }
+    eprintln!(
+        "xtask: CI: removed the Rust test executables and trybuild's project ({:.1} GB) before building the packages",
+        freed as f64 / 1e9
+    );
+}
+
+/// Whether a file has any execute bit set.
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+/// The bytes of every file under `dir` (0 if it cannot be read).
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// After a failure: if the disk is (nearly) full, says that this is the likely cause.
