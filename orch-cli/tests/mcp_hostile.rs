@@ -389,19 +389,22 @@ fn the_session_ttl_is_the_one_that_ends_a_session() {
     let python = python();
     let dir = temp_dir("ttl");
     let log = dir.join("executed.log");
-    // TTL 4 s: the SDK's in-memory worker is let go after 2 s idle, the session lives on.
-    let gw = gateway(&python, &log, &["--session-ttl", "4"]);
+    // TTL 10 s: the SDK's in-memory worker is let go after 5 s idle, the session lives
+    // on. Each pause leaves 3.5 s of the TTL for the request that follows it (on a
+    // loaded machine restoring the worker takes a while; a session that expired
+    // meanwhile is ended, never served afresh).
+    let gw = gateway(&python, &log, &["--session-ttl", "10"]);
     let client = Client::connect(&gw.addr, None).expect("a session");
     assert!(succeeded(&client.call("pay", json!({"run": "ttl"}))));
-    for _ in 0..3 {
-        std::thread::sleep(Duration::from_secs(3));
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(6500));
         // Idle past the worker's keep-alive, within the TTL: progress kept.
         assert_eq!(
             client.tools(),
             ["receipt", "browse", "slow", "change_tools"]
         );
     }
-    std::thread::sleep(Duration::from_secs(6));
+    std::thread::sleep(Duration::from_secs(12));
     let after = client.post(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}));
     assert_eq!(after.status, 404, "{}", after.text());
     assert!(after.text().contains("expired"), "{}", after.text());

@@ -195,3 +195,95 @@ async fn a_workflow_through_the_gateway() {
         .expect("join");
     assert!(ended.is_ok(), "{ended:?}");
 }
+
+/// A memory store whose record of a session can be made to vanish the moment after it is
+/// next read, as a session TTL passing between the gateway's check of a request's session
+/// and the request's own look at the workflow.
+#[derive(Clone, Default)]
+struct Vanishing {
+    inner: Arc<orch_store::MemoryStore>,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl orch_store::SessionStore for Vanishing {
+    async fn load(
+        &self,
+        id: &str,
+    ) -> Result<Option<orch_store::Versioned>, orch_store::StoreError> {
+        let loaded = self.inner.load(id).await?;
+        if loaded.is_some() && self.armed.swap(false, Ordering::SeqCst) {
+            self.inner.remove(id).await?;
+        }
+        Ok(loaded)
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        bytes: Vec<u8>,
+    ) -> Result<Option<u64>, orch_store::StoreError> {
+        self.inner.compare_and_set(id, expected, bytes).await
+    }
+
+    async fn store(&self, id: &str, bytes: Vec<u8>) -> Result<u64, orch_store::StoreError> {
+        self.inner.store(id, bytes).await
+    }
+
+    async fn remove(&self, id: &str) -> Result<bool, orch_store::StoreError> {
+        self.inner.remove(id).await
+    }
+}
+
+/// A session whose record is gone (its TTL passed, another instance deleted it) is
+/// ended, even when the record vanished after the request's session was checked: its
+/// tool list is not the fresh workflow's, and no call of it starts the workflow afresh
+/// (a once-only or gated tool would run again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_record_vanished_is_never_served_afresh() {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    use rmcp::ServiceExt;
+    let upstream = Upstream::default();
+    let service = StreamableHttpService::new(
+        move || Ok(upstream.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let upstream = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let store = Vanishing::default();
+    let url = common::gateway_over_http_on(TEMPLATE, &upstream, store.clone()).await;
+    let connect = || async {
+        ().serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url.clone(),
+        ))
+        .await
+        .expect("the handshake")
+    };
+
+    let fresh = names(connect().await.peer()).await;
+    let client = connect().await;
+    let searched = call(client.peer(), "search", None).await;
+    assert_ne!(searched.is_error, Some(true), "{searched:?}");
+    let after = names(client.peer()).await;
+    assert_ne!(after, fresh, "the search moved the workflow on");
+
+    // The record is there when the request's session is checked, and gone right after.
+    store.armed.store(true, Ordering::SeqCst);
+    let listed = client.peer().list_tools(None).await;
+    let error = listed.expect_err("an ended session lists nothing");
+    assert!(error.to_string().contains("ended"), "{error}");
+    store.armed.store(true, Ordering::SeqCst);
+    let called = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("search"))
+        .await;
+    assert!(called.is_err(), "an ended session's call: {called:?}");
+}

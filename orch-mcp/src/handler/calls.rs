@@ -7,8 +7,9 @@ use super::*;
 impl<S: SessionStore + 'static> Downstream<S> {
     /// The upstream's tools that the workflow state under `key` allows now, in the
     /// upstream's order (as the connection of a request on a `modern` revision or not
-    /// lists them); `None` when `key` names a run that has ended (a session or the stdio
-    /// connection without a record has just begun).
+    /// lists them); `None` when `key` names a run or session that has ended (only a run
+    /// whose record its first call makes — [`Self::may_begin`] — has just begun without
+    /// one).
     pub(super) async fn visible_tools(
         &self,
         key: &str,
@@ -17,8 +18,11 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let (tools, policy) = self.policy(modern);
         let record = match self.shared.record(key).await? {
             Some(record) => record,
-            None if key.starts_with(RUN_PREFIX) => return Ok(None),
-            None => Record::default(),
+            None if self.may_begin(key) => Record::default(),
+            // An HTTP session's record is made at its handshake, a started run's by
+            // `POST /runs`: none means it ended (DELETE, revoked, the TTL passed) —
+            // perhaps while this request was on its way. It is never served afresh.
+            None => return Ok(None),
         };
         let session = run::restore(&self.shared.machine, &policy, record.snapshot.as_deref())
             .map_err(|e| run_error(key, e))?;
@@ -33,6 +37,15 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 .cloned()
                 .collect(),
         ))
+    }
+
+    /// Whether the workflow state under `key` begins with its first call when nothing is
+    /// stored: over stdio (the one session), and for the run a JWT claim names and the
+    /// anonymous run. An HTTP session's record is made at its handshake and a started
+    /// run's by `POST /runs`, so for them a missing record means the session or run has
+    /// ended, and it is not brought back.
+    pub(super) fn may_begin(&self, key: &str) -> bool {
+        self.fixed_id.is_some() || key.starts_with(JWT_PREFIX) || key == crate::ANONYMOUS_RUN
     }
 
     /// The key of this request's workflow state in the store: the run its bearer token
@@ -111,10 +124,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let structured = !tools
             .iter()
             .any(|t| t.name == tool && t.output_schema.is_some());
-        // Over stdio the one session's record is made by its first call, and so is the
-        // record of a run a JWT claim names, and of the anonymous run.
-        let may_create =
-            self.fixed_id.is_some() || id.starts_with(JWT_PREFIX) || id == crate::ANONYMOUS_RUN;
+        let may_create = self.may_begin(&id);
         // The call's identity, for an approval of this exact call (semantics §13).
         let arguments = serde_json::Value::Object(params.arguments.clone().unwrap_or_default());
         let digest = CallDigest::of_json(&tool, &arguments);

@@ -44,7 +44,7 @@ use crate::approval::{self, Answer};
 use crate::error::Error;
 use crate::instances::FreshSession;
 use crate::jwt::JWT_PREFIX;
-use crate::runs::{RunKey, RUN_PREFIX};
+use crate::runs::RunKey;
 use crate::telemetry;
 use crate::upstream::{self, Link, Origin, Relay, SessionLink, ToolList, Upstream};
 use crate::Limits;

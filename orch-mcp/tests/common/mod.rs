@@ -39,13 +39,22 @@ pub async fn gateway_over_pipes<U: ServerHandler>(
 /// A gateway on `template` in front of the Streamable HTTP upstream at `upstream`
 /// (sessions in memory), served over HTTP on a free loopback port: its URL.
 pub async fn gateway_over_http(template: &str, upstream: &str) -> String {
+    gateway_over_http_on(template, upstream, MemoryStore::new()).await
+}
+
+/// [`gateway_over_http`] with the sessions in `store`.
+pub async fn gateway_over_http_on<S: orch_store::SessionStore + 'static>(
+    template: &str,
+    upstream: &str,
+    store: S,
+) -> String {
     let machine = orch_codegen::compile_json(template, None)
         .to_machine()
         .expect("the template compiles");
     let gateway = Gateway::start(
         machine,
         &orch_mcp::Upstream::Url(upstream.to_owned()),
-        MemoryStore::new(),
+        store,
         &Options::default(),
     )
     .await
