@@ -398,3 +398,174 @@ pub async fn resolve_key<S: crate::SessionStore + ?Sized>(
     .await?;
     Ok(tool)
 }
+
+/// How a host waits for a run whose call is in flight ([`reserve`]): the first pause
+/// between two looks, doubled after each look up to `max_pause`, plus up to `jitter`
+/// at random (so that waiters on several instances do not look at the run in
+/// lockstep), for at most `limit` in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BusyWait {
+    /// The longest wait before the call is refused as busy.
+    pub limit: Duration,
+    /// The first pause between two looks.
+    pub first_pause: Duration,
+    /// The longest pause between two looks.
+    pub max_pause: Duration,
+    /// Up to this much is added to each pause at random.
+    pub jitter: Duration,
+}
+
+/// What one look at a run for a call found ([`reserve`]'s `look`).
+#[derive(Debug)]
+pub enum Look<T> {
+    /// The look decided (admitted, refused, asked): the host's value.
+    Decided(T),
+    /// Another call of the run is in flight: its tool.
+    Busy(String),
+}
+
+/// What [`reserve`] came to.
+#[derive(Debug)]
+pub enum Reserved<T> {
+    /// A look decided.
+    Decided(T),
+    /// The run was still busy with a call of `other` when the wait's limit passed:
+    /// refuse the call with [`busy_reason`].
+    Busy {
+        /// The tool of the call in flight.
+        other: String,
+    },
+    /// The host gave up waiting (the request was cancelled).
+    Cancelled,
+}
+
+/// Looks at a run for a call (`look`: one compare-and-set, [`admit`] inside it) until a
+/// look decides, waiting as `wait` says while another call of the run is in flight, so
+/// that the second call is judged against the state the first one left — the one waiting
+/// loop of every gateway. `cancelled` resolving ends the wait ([`Reserved::Cancelled`]).
+pub async fn reserve<T, E, Fut>(
+    wait: BusyWait,
+    mut look: impl FnMut() -> Fut,
+    cancelled: impl std::future::Future<Output = ()>,
+) -> Result<Reserved<T>, E>
+where
+    Fut: std::future::Future<Output = Result<Look<T>, E>>,
+{
+    let deadline = std::time::Instant::now() + wait.limit;
+    let mut pause = wait.first_pause;
+    let mut cancelled = std::pin::pin!(cancelled);
+    loop {
+        let other = match look().await? {
+            Look::Decided(value) => return Ok(Reserved::Decided(value)),
+            Look::Busy(other) => other,
+        };
+        if std::time::Instant::now() >= deadline {
+            return Ok(Reserved::Busy { other });
+        }
+        let jitter_us = u64::try_from(wait.jitter.as_micros()).unwrap_or(u64::MAX);
+        let jitter = match jitter_us {
+            0 => Duration::ZERO,
+            n => Duration::from_micros(crate::lease::token() % n),
+        };
+        let mut sleep = std::pin::pin!(tokio::time::sleep(pause + jitter));
+        let woke = std::future::poll_fn(|cx| {
+            if std::future::Future::poll(cancelled.as_mut(), cx).is_ready() {
+                return std::task::Poll::Ready(false);
+            }
+            std::future::Future::poll(sleep.as_mut(), cx).map(|()| true)
+        })
+        .await;
+        if !woke {
+            return Ok(Reserved::Cancelled);
+        }
+        pause = (pause * 2).min(wait.max_pause);
+    }
+}
+
+/// The words a call of `tool` is refused with when a call of `other` in the same run
+/// was still in flight after `waited`: the same on every gateway.
+pub fn busy_reason(tool: &str, other: &str, waited: Duration) -> String {
+    format!(
+        "error: `{tool}` was not run: a call of `{other}` in the same workflow run has been in flight for more than {} s; try again when it has finished.",
+        waited.as_secs_f64()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn wait(limit: Duration) -> BusyWait {
+        BusyWait {
+            limit,
+            first_pause: Duration::from_micros(100),
+            max_pause: Duration::from_millis(1),
+            jitter: Duration::from_micros(100),
+        }
+    }
+
+    /// A run busy for two looks is looked at again until a look decides.
+    #[tokio::test]
+    async fn a_busy_run_is_looked_at_again_until_a_look_decides() {
+        let looks = Cell::new(0);
+        let look = || {
+            looks.set(looks.get() + 1);
+            let n = looks.get();
+            async move {
+                Ok::<_, ()>(match n {
+                    1 | 2 => Look::Busy("pay".to_owned()),
+                    _ => Look::Decided(n),
+                })
+            }
+        };
+        let reserved = reserve(
+            wait(Duration::from_secs(3600)),
+            look,
+            std::future::pending(),
+        )
+        .await;
+        assert!(matches!(reserved, Ok(Reserved::Decided(3))), "{reserved:?}");
+        assert_eq!(looks.get(), 3);
+    }
+
+    /// Past the wait's limit the call is refused as busy, naming the call in flight.
+    #[tokio::test]
+    async fn a_run_busy_past_the_limit_refuses_the_call() {
+        let look = || async { Ok::<Look<()>, ()>(Look::Busy("pay".to_owned())) };
+        let reserved = reserve(wait(Duration::ZERO), look, std::future::pending()).await;
+        let Ok(Reserved::Busy { other }) = reserved else {
+            panic!("{reserved:?}");
+        };
+        assert_eq!(other, "pay");
+        let reason = busy_reason("refund", &other, Duration::from_secs(5));
+        assert!(reason.contains("`refund` was not run"), "{reason}");
+        assert!(reason.contains("a call of `pay`"), "{reason}");
+    }
+
+    /// A cancelled request stops waiting; a look's error ends the wait with it.
+    #[tokio::test]
+    async fn a_cancelled_wait_and_a_failed_look_end_it() {
+        let looks = Cell::new(0);
+        let look = || {
+            looks.set(looks.get() + 1);
+            async { Ok::<Look<()>, ()>(Look::Busy("pay".to_owned())) }
+        };
+        let reserved = reserve(
+            wait(Duration::from_secs(3600)),
+            look,
+            std::future::ready(()),
+        )
+        .await;
+        assert!(matches!(reserved, Ok(Reserved::Cancelled)), "{reserved:?}");
+        assert_eq!(looks.get(), 1);
+        let failing = || async { Err::<Look<()>, _>("the store failed") };
+        let reserved = reserve(
+            wait(Duration::from_secs(3600)),
+            failing,
+            std::future::pending(),
+        )
+        .await;
+        assert!(matches!(reserved, Err("the store failed")), "{reserved:?}");
+    }
+}

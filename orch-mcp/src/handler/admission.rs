@@ -119,46 +119,45 @@ impl<S: SessionStore + 'static> Shared<S> {
         may_create: bool,
         ct: &CancellationToken,
     ) -> Result<Reserved<'_>, McpError> {
-        let limit = self.limits.call_timeout;
-        let deadline = Instant::now() + limit;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let tried = self
-                .try_reserve(id, policy, tool, call, gate, may_create)
-                .await?;
-            let busy = match tried {
-                (Admission::Reserved(token, session), written) => {
-                    return Ok(Reserved::Go(Reservation {
-                        token,
-                        written,
-                        session: Some(session),
-                    }))
-                }
-                (Admission::Refused(reason), _) => return Ok(Reserved::Refused(reason)),
-                (Admission::Asked(question), _) => return Ok(Reserved::Asked(question)),
-                (Admission::Busy(other), _) => other,
-            };
-            if Instant::now() >= deadline {
-                let message = format!(
-                    "error: `{tool}` was not run: a call of `{busy}` in the same session has been running for more than {} s; try again when it has finished.",
-                    limit.as_secs_f64()
-                );
-                return Ok(Reserved::Refused(Refused::new(
-                    tool,
-                    RefusalKind::Busy.as_str(),
-                    message,
-                    None,
-                    policy,
-                )));
-            }
-            // A little randomness, so that waiters on several instances do not look
-            // at the session in lockstep.
-            let jitter = Duration::from_micros(token() % 1000);
-            tokio::select! {
-                () = tokio::time::sleep(pause + jitter) => {}
-                () = ct.cancelled() => return Err(cancelled(tool)),
-            }
-            pause = (pause * 2).min(MAX_WAIT_PAUSE);
+        let wait = run::BusyWait {
+            limit: self.limits.call_timeout,
+            first_pause: Duration::from_millis(1),
+            max_pause: MAX_WAIT_PAUSE,
+            jitter: Duration::from_millis(1),
+        };
+        let look = || async {
+            Ok::<_, McpError>(
+                match self
+                    .try_reserve(id, policy, tool, call, gate, may_create)
+                    .await?
+                {
+                    (Admission::Reserved(token, session), written) => {
+                        run::Look::Decided(Reserved::Go(Reservation {
+                            token,
+                            written,
+                            session: Some(session),
+                        }))
+                    }
+                    (Admission::Refused(reason), _) => {
+                        run::Look::Decided(Reserved::Refused(reason))
+                    }
+                    (Admission::Asked(question), _) => {
+                        run::Look::Decided(Reserved::Asked(question))
+                    }
+                    (Admission::Busy(other), _) => run::Look::Busy(other),
+                },
+            )
+        };
+        match run::reserve(wait, look, ct.cancelled()).await? {
+            run::Reserved::Decided(reserved) => Ok(reserved),
+            run::Reserved::Busy { other } => Ok(Reserved::Refused(Refused::new(
+                tool,
+                RefusalKind::Busy.as_str(),
+                run::busy_reason(tool, &other, wait.limit),
+                None,
+                policy,
+            ))),
+            run::Reserved::Cancelled => Err(cancelled(tool)),
         }
     }
 

@@ -54,7 +54,7 @@ use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest};
 pub(crate) use orch_store::lease::Change;
-use orch_store::lease::{token, Record};
+use orch_store::lease::Record;
 use orch_store::run::{self, RunError};
 use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
@@ -77,7 +77,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 

@@ -63,32 +63,34 @@ impl<S: SessionStore + 'static> Engine<S> {
         call: &Call,
         gate: Gate<'_>,
     ) -> Result<Admission, Rejection> {
-        let deadline = Instant::now() + self.options.busy_wait;
-        let mut pause = Duration::from_micros(500);
-        loop {
-            let admission = self.try_reserve(run, policy, call, gate).await?;
-            let Admission::Busy(other) = admission else {
-                return Ok(admission);
-            };
-            if Instant::now() >= deadline {
-                let reason = format!(
-                    "error: `{}` was not run: a call of `{other}` in the same workflow run has been in flight for more than {} s; try again when it has finished.",
-                    call.tool,
-                    self.options.busy_wait.as_secs_f64()
-                );
+        let wait = run::BusyWait {
+            limit: self.options.busy_wait,
+            first_pause: Duration::from_micros(500),
+            max_pause: MAX_WAIT_PAUSE,
+            jitter: Duration::from_micros(500),
+        };
+        let look = || async {
+            Ok::<_, Rejection>(match self.try_reserve(run, policy, call, gate).await? {
+                Admission::Busy(other) => run::Look::Busy(other),
+                decided => run::Look::Decided(decided),
+            })
+        };
+        match run::reserve(wait, look, std::future::pending()).await? {
+            run::Reserved::Decided(admission) => Ok(admission),
+            // Nothing cancels the wait here (the gateway's request is its own).
+            run::Reserved::Cancelled => Err(Rejection::BusyAfterWait {
+                tool: call.tool.clone(),
+            }),
+            run::Reserved::Busy { other } => {
+                let reason = run::busy_reason(&call.tool, &other, wait.limit);
                 let data = policy.refusal_data::<DynSession<'_>>(
                     &call.tool,
                     RefusalKind::Busy.as_str(),
                     &reason,
                     None,
                 );
-                return Err(Rejection::Busy { reason, data });
+                Err(Rejection::Busy { reason, data })
             }
-            // A little randomness, so that waiters on several instances do not look at
-            // the run in lockstep.
-            let jitter = Duration::from_micros(token() % 500);
-            tokio::time::sleep(pause + jitter).await;
-            pause = (pause * 2).min(MAX_WAIT_PAUSE);
         }
     }
 

@@ -39,7 +39,7 @@ use orch_agent::protocol::{self, Question, Ticket, ToolResult};
 use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DetachedSession, DynMachine, DynSession};
 use orch_runtime::CallDigest;
-use orch_store::lease::{token, Change, Record};
+use orch_store::lease::{Change, Record};
 use orch_store::run::{self, RunError};
 use orch_store::SessionStore;
 use prost_types::value::Kind;
@@ -49,7 +49,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Semaphore;
 
 /// The key of the call token in `McpRequestResult.metadata`, and the `metadata_context`
