@@ -418,6 +418,34 @@ impl RunHost {
         }
     }
 
+    /// Closes the question [`begin`](Self::begin) asked about the call `call_id` (`tool`
+    /// with `arguments`) without an answer — it expired while the host waited, or the
+    /// human dismissed it: the run no longer holds it (nothing waits on it), nothing is
+    /// recorded, and an answer to it that comes later applies to nothing. The same call
+    /// delivered again is a new call, and asks anew. `false`: no question about that call
+    /// was open.
+    pub fn close_question<S: Orchestrated + ?Sized>(
+        &mut self,
+        session: &mut S,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> bool {
+        let call = CallDigest::of_text(tool, arguments);
+        let question = match self.ledger.find(call_id) {
+            Some(Entry {
+                tool: asked,
+                call: digest,
+                stage: Stage::Asked { question, .. },
+                ..
+            }) if asked == tool && *digest == call => *question,
+            Some(_) => return false,
+            None => question_about(session, call_id, tool, call),
+        };
+        self.ledger.forget(call_id);
+        session.dismiss_question(call, question)
+    }
+
     /// A human's `decision` on `request` (what [`approval_request`] made when
     /// [`begin`](Self::begin) asked): [`answer_call`](Self::answer_call) on the call as
     /// the request shows it; a request altered since (its call no longer has its digest)

@@ -279,6 +279,7 @@ mod handlers {
                                 let Json(reply) = ctx
                                     .object_client::<OrchRunClient>(key.clone())
                                     .call(Json(CallRequest {
+                                        id: Some(call.id.clone()),
                                         tool: call.name.clone(),
                                         arguments: Some(arguments),
                                     }))

@@ -2,9 +2,10 @@
 
 use crate::approvals::{OrchApprovalsClient, Pending, Resolution};
 use crate::{Runs, Template, ToolCall};
-use orch_agent::protocol::{self, Question, ToolResult, Unanswered};
+use orch_agent::protocol::{self, ToolResult, Unanswered};
+use orch_agent::run_host::{Begin, OnGate, RunHost};
 use orch_agent::{Refusal, RefusalKind};
-use orch_runtime::{Call, CallDigest, DynSession};
+use orch_runtime::DynSession;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -21,6 +22,12 @@ const SESSION: &str = "session";
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallRequest {
+    /// The call's id, as the caller knows it (a model's tool call id): the same call
+    /// delivered again under its id gets what it got the first time (one call runs
+    /// once). Left out, the call is this invocation of `OrchRun/call` (Restate's
+    /// invocation id; an invocation retried with its idempotency key is the same call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The tool.
     pub tool: String,
     /// Its arguments, kept byte for byte (the call's identity is taken over them, and
@@ -126,28 +133,36 @@ impl OrchRun {
 }
 
 /// The run's session from its stored snapshot (a fresh session when nothing is stored),
-/// and whether the snapshot was written by another version of the template (it carries
-/// that version's fingerprint).
+/// the run host that drives its calls (its ledger travels in the snapshot's host
+/// section), and whether the snapshot was written by another version of the template
+/// (it carries that version's fingerprint).
 fn restore<'t>(
     template: &'t Template,
     snapshot: Option<Vec<u8>>,
-) -> Result<(DynSession<'t>, bool), TerminalError> {
+) -> Result<(DynSession<'t>, RunHost, bool), TerminalError> {
     let machine = &template.machine;
-    let (mut session, migrated) = match snapshot {
-        None => (DynSession::new(machine), false),
-        Some(bytes) => orch_runtime::Snapshot::from_bytes(&bytes)
-            .and_then(|snapshot| DynSession::restore(machine, &snapshot))
-            .map(|(session, report)| (session, report.fingerprint_changed))
-            .map_err(|e| {
-                TerminalError::new(format!(
-                    "the run cannot be restored with the template `{}` (fingerprint {:016x}): {e}",
-                    machine.name(),
-                    machine.fingerprint(),
-                ))
-            })?,
+    let unreadable = |e: &dyn std::fmt::Display| {
+        TerminalError::new(format!(
+            "the run cannot be restored with the template `{}` (fingerprint {:016x}): {e}",
+            machine.name(),
+            machine.fingerprint(),
+        ))
+    };
+    let (mut session, host, migrated) = match snapshot {
+        None => (DynSession::new(machine), RunHost::new(), false),
+        Some(bytes) => {
+            let snapshot =
+                orch_runtime::Snapshot::from_bytes(&bytes).map_err(|e| unreadable(&e))?;
+            let host = RunHost::decode(&snapshot.host).map_err(|why| {
+                unreadable(&format!("the run host's calls in it cannot be read: {why}"))
+            })?;
+            let (session, report) =
+                DynSession::restore(machine, &snapshot).map_err(|e| unreadable(&e))?;
+            (session, host, report.fingerprint_changed)
+        }
     };
     template.policy.prepare(&mut session);
-    Ok((session, migrated))
+    Ok((session, host, migrated))
 }
 
 /// Reads the run's stored snapshot and restores its session ([`restore`]).
@@ -179,9 +194,14 @@ macro_rules! now_ms {
     };
 }
 
-/// Writes the session (its snapshot names the template's fingerprint).
-fn save<'c>(ctx: &impl ContextWriteState<'c>, session: &DynSession<'_>) {
-    ctx.set(SESSION, session.snapshot_bytes());
+/// Writes the session (its snapshot names the template's fingerprint) with the run
+/// host's ledger in its host section.
+fn save<'c>(ctx: &impl ContextWriteState<'c>, session: &DynSession<'_>, host: &RunHost) {
+    let mut calls = Vec::new();
+    host.encode(&mut calls);
+    let mut out = Vec::new();
+    session.snapshot_with_host_into(&calls, &mut out);
+    ctx.set(SESSION, out);
 }
 
 fn owned(names: Vec<&str>) -> Vec<String> {
@@ -206,6 +226,137 @@ fn reply(
     })
 }
 
+/// A question the run host asked about a call, as this object puts it to a human.
+struct Asked<'a> {
+    call_id: &'a str,
+    tool: &'a str,
+    arguments: &'a str,
+    /// What the human's answer names it by ([`Pending::ticket`]).
+    ticket: String,
+    expires_ms: u64,
+}
+
+/// What came of waiting for a human.
+enum Waited {
+    /// An answer (it may name another question).
+    Answer(Resolution),
+    /// The awakeable was rejected (Restate's `/reject`): the question is dismissed.
+    Dismissed,
+    /// The question expired first.
+    Expired,
+}
+
+/// Lists the question with the run's approvals (`OrchApprovals`) and waits, durably, for
+/// its answer until it expires — never longer: an expired question is closed and no
+/// longer holds the run (its later calls would queue behind it).
+async fn wait_for_answer(
+    ctx: &ObjectContext<'_>,
+    key: &str,
+    asked: &Asked<'_>,
+    session: &DynSession<'_>,
+    refusal: &Refusal,
+) -> Result<Waited, HandlerError> {
+    let (awakeable, answered) = ctx.awakeable::<Json<Resolution>>();
+    ctx.object_client::<OrchApprovalsClient>(key.to_owned())
+        .ask(Json(Pending {
+            ticket: asked.ticket.clone(),
+            awakeable: awakeable.clone(),
+            tool: asked.tool.to_owned(),
+            arguments: asked.arguments.to_owned(),
+            step: session.step().map(str::to_owned),
+            reason: refusal.reason.clone(),
+            expires_ms: asked.expires_ms,
+        }))
+        .send();
+    let now = now_ms!(ctx);
+    let wait = Duration::from_millis(asked.expires_ms.saturating_sub(now));
+    let waited = restate_sdk::select! {
+        answer = answered => match answer {
+            Ok(Json(resolution)) => Waited::Answer(resolution),
+            Err(_) => Waited::Dismissed,
+        },
+        _ = ctx.sleep(wait) => Waited::Expired,
+    };
+    ctx.object_client::<OrchApprovalsClient>(key.to_owned())
+        .done(Json(awakeable))
+        .send();
+    Ok(waited)
+}
+
+/// Applies what came of waiting to the question through the run host: `None` when the
+/// call may run now (approved, and admitted on it), else the refusal to answer with. An
+/// answer applies only to the question it names, once, before the question expires; a
+/// question that is not answered so is closed (nothing waits on it).
+async fn apply_answer(
+    ctx: &ObjectContext<'_>,
+    policy: &orch_agent::Policy,
+    session: &mut DynSession<'_>,
+    host: &mut RunHost,
+    asked: &Asked<'_>,
+    waited: Waited,
+) -> Result<Option<Refusal>, HandlerError> {
+    let Asked {
+        call_id,
+        tool,
+        arguments,
+        ..
+    } = *asked;
+    let resolution = match waited {
+        Waited::Answer(resolution) if resolution.ticket.as_deref() == Some(&asked.ticket) => {
+            resolution
+        }
+        unanswered => {
+            host.close_question(session, call_id, tool, arguments);
+            return Ok(Some(match unanswered {
+                Waited::Expired => policy.unanswered(session, tool, Unanswered::Expired),
+                Waited::Dismissed => Refusal {
+                    tool: tool.to_owned(),
+                    kind: RefusalKind::NeedsApproval,
+                    reason: format!(
+                        "error: `{tool}` was not run: the question was dismissed. {}",
+                        policy.what_now(session, true)
+                    ),
+                    rule: None,
+                },
+                // An answer that names another question (or none) applies to nothing.
+                Waited::Answer(_) => policy.unanswered(session, tool, Unanswered::Stale),
+            }));
+        }
+    };
+    let now = now_ms!(ctx);
+    let answered = host.answer_call(
+        policy,
+        session,
+        call_id,
+        tool,
+        arguments,
+        resolution.approved,
+        resolution.reason.as_deref(),
+        now,
+    );
+    if let Some(refusal) = answered.refusal() {
+        host.close_question(session, call_id, tool, arguments);
+        return Ok(Some(refusal.clone()));
+    }
+    // Approved: admitted on the approval (consumed); rejected: refused as such.
+    Ok(
+        match host.begin(
+            policy,
+            session,
+            call_id,
+            tool,
+            arguments,
+            OnGate::Refuse,
+            now,
+        ) {
+            Begin::Run => None,
+            Begin::Refused(refusal) | Begin::Again(refusal) | Begin::Ask { refusal, .. } => {
+                Some(refusal)
+            }
+        },
+    )
+}
+
 /// The handlers, and the client the macro generates (`OrchRunClient`: a method per
 /// handler, documented on the handler).
 mod handlers {
@@ -225,108 +376,51 @@ mod handlers {
             let Json(request) = request;
             let key = ctx.key().to_owned();
             let template = self.template(&key)?;
-            let (mut session, _) = load!(ctx, template);
+            let (mut session, mut host, _) = load!(ctx, template);
+            host.set_question_ttl(self.runs.question_ttl);
             let tool = request.tool.as_str();
             let arguments = request.arguments_text().to_owned();
-            let digest = CallDigest::of_text(tool, &arguments);
-            let call = Call::new(digest, &arguments);
+            let call_id = request
+                .id
+                .clone()
+                .unwrap_or_else(|| ctx.invocation_id().to_owned());
             let policy = &template.policy;
-            match policy.admit_call(&mut session, tool, &call) {
-                Ok(()) => {}
-                Err(refusal) if refusal.kind == RefusalKind::NeedsApproval => {
-                    // The question's nonce and expiry are journaled, so a replay asks the
-                    // very same question.
-                    let nonce: u64 = ctx.rand().random();
-                    let now = now_ms!(ctx);
-                    let ttl = u64::try_from(self.runs.question_ttl.as_millis()).unwrap_or(u64::MAX);
-                    let question = Question {
-                        nonce,
-                        run: key.clone(),
-                        step: session.step().map(str::to_owned),
-                        tool: tool.to_owned(),
-                        call: digest,
-                        fingerprint: template.machine.fingerprint(),
-                        expires_ms: now.saturating_add(ttl),
-                    };
-                    policy.ask_call(&mut session, tool, digest, question.id());
-                    save(&ctx, &session);
-                    let (awakeable, answered) = ctx.awakeable::<Json<Resolution>>();
-                    ctx.object_client::<OrchApprovalsClient>(key.clone())
-                        .ask(Json(Pending {
-                            ticket: question.ticket().to_string(),
-                            awakeable: awakeable.clone(),
-                            tool: tool.to_owned(),
-                            arguments: arguments.clone(),
-                            step: question.step.clone(),
-                            reason: refusal.reason.clone(),
-                            expires_ms: question.expires_ms,
-                        }))
-                        .send();
-                    // The run waits for the answer until the question expires, never longer:
-                    // an expired question is closed and no longer holds the run (its later
-                    // calls would queue behind it). A rejection of the awakeable itself
-                    // (Restate's `/reject`) dismisses the question: nothing held, nothing run.
-                    let wait = Duration::from_millis(question.expires_ms.saturating_sub(now));
-                    let resolution: Option<Option<Resolution>> = restate_sdk::select! {
-                        answer = answered => Some(answer.map(|Json(r)| r).ok()),
-                        _ = ctx.sleep(wait) => None,
-                    };
-                    ctx.object_client::<OrchApprovalsClient>(key.clone())
-                        .done(Json(awakeable))
-                        .send();
-                    let Some(resolution) = resolution else {
-                        session.dismiss(digest, question.id());
-                        save(&ctx, &session);
-                        let refusal = policy.unanswered(&session, tool, Unanswered::Expired);
-                        return Ok(refused(template, &session, &refusal));
-                    };
-                    let Some(resolution) = resolution else {
-                        let refusal = Refusal {
-                            tool: tool.to_owned(),
-                            kind: RefusalKind::NeedsApproval,
-                            reason: format!(
-                                "error: `{tool}` was not run: the question was dismissed. {}",
-                                policy.what_now(&session, true)
-                            ),
-                            rule: None,
-                        };
-                        return Ok(refused(template, &session, &refusal));
-                    };
-                    // The answer must name this question: one that names another (or none)
-                    // applies to nothing.
-                    let ticket = question.ticket().to_string();
-                    let ours = resolution.ticket.as_deref() == Some(ticket.as_str());
-                    let now = now_ms!(ctx);
-                    let applied = ours
-                        && now < question.expires_ms
-                        && policy.answer_call(
-                            &mut session,
-                            tool,
-                            digest,
-                            question.id(),
-                            resolution.approved,
-                            resolution.reason.as_deref(),
-                        );
-                    if !applied {
-                        let why = if ours && now >= question.expires_ms {
-                            Unanswered::Expired
-                        } else {
-                            Unanswered::Stale
-                        };
-                        if session.dismiss(digest, question.id()) {
-                            save(&ctx, &session);
-                        }
-                        let refusal = policy.unanswered(&session, tool, why);
-                        return Ok(refused(template, &session, &refusal));
-                    }
-                    if let Err(refusal) = policy.admit_call(&mut session, tool, &call) {
-                        save(&ctx, &session);
-                        return Ok(refused(template, &session, &refusal));
-                    }
-                }
-                Err(refusal) => {
-                    save(&ctx, &session);
+            // The run host decides the call's life: judged, admitted, asked about, or
+            // answered with what this call id got before.
+            let now = now_ms!(ctx);
+            match host.begin(
+                policy,
+                &mut session,
+                &call_id,
+                tool,
+                &arguments,
+                OnGate::Ask,
+                now,
+            ) {
+                Begin::Run => {}
+                Begin::Refused(refusal) | Begin::Again(refusal) => {
+                    save(&ctx, &session, &host);
                     return Ok(refused(template, &session, &refusal));
+                }
+                Begin::Ask { question, refusal } => {
+                    save(&ctx, &session, &host);
+                    let expires_ms = now.saturating_add(
+                        u64::try_from(host.question_ttl().as_millis()).unwrap_or(u64::MAX),
+                    );
+                    let asked = Asked {
+                        call_id: &call_id,
+                        tool,
+                        arguments: &arguments,
+                        ticket: format!("orch-q2:{question}"),
+                        expires_ms,
+                    };
+                    let answer = wait_for_answer(&ctx, &key, &asked, &session, &refusal).await?;
+                    if let Some(refusal) =
+                        apply_answer(&ctx, policy, &mut session, &mut host, &asked, answer).await?
+                    {
+                        save(&ctx, &session, &host);
+                        return Ok(refused(template, &session, &refusal));
+                    }
                 }
             }
             // Admitted: run it, journaled — a replay after a crash gets the result the first
@@ -350,23 +444,27 @@ mod handlers {
                 .name(tool)
                 .retry_policy(RunRetryPolicy::default().max_attempts(self.runs.tool_attempts))
                 .await;
+            // Recorded only when it ran: a complete `CallToolResult` (the run protocol's
+            // one rule); the run host settles the call either way.
             let (outcome, result, not_run) = match ran {
                 Ok(Json(result)) => match protocol::classify(&result) {
                     ToolResult::Ran => {
-                        policy.record_result(&mut session, tool, &result.to_string());
+                        let text = result.to_string();
+                        host.finish(policy, &mut session, &call_id, tool, true, Some(&text));
                         (Outcome::Ran, Some(result), None)
                     }
                     ToolResult::NotRun(why) => {
+                        host.finish(policy, &mut session, &call_id, tool, false, None);
                         (Outcome::NotRun, Some(result), Some(why.as_str().to_owned()))
                     }
                 },
-                Err(failed) => (
-                    Outcome::NotRun,
-                    None,
-                    Some(format!("failed: {}", failed.message())),
-                ),
+                Err(failed) => {
+                    host.finish(policy, &mut session, &call_id, tool, false, None);
+                    let why = format!("failed: {}", failed.message());
+                    (Outcome::NotRun, None, Some(why))
+                }
             };
-            save(&ctx, &session);
+            save(&ctx, &session, &host);
             Ok(reply(template, &session, outcome, result, None, not_run))
         }
 
@@ -379,9 +477,9 @@ mod handlers {
         ) -> HandlerResult<Json<Status>> {
             let key = ctx.key().to_owned();
             let template = self.template(&key)?;
-            let (mut session, _) = load!(ctx, template);
+            let (mut session, host, _) = load!(ctx, template);
             template.policy.message(&mut session, &text.0);
-            save(&ctx, &session);
+            save(&ctx, &session, &host);
             Ok(Json(status(template, &session, false)))
         }
 
@@ -390,9 +488,10 @@ mod handlers {
         async fn reset(&self, ctx: ObjectContext<'_>) -> HandlerResult<Json<Status>> {
             let key = ctx.key().to_owned();
             let template = self.template(&key)?;
-            let (mut session, _) = load!(ctx, template);
+            let (mut session, _, _) = load!(ctx, template);
             template.policy.reset(&mut session);
-            save(&ctx, &session);
+            // A run started over starts with an empty ledger too.
+            save(&ctx, &session, &RunHost::new());
             Ok(Json(status(template, &session, false)))
         }
 
@@ -401,7 +500,7 @@ mod handlers {
         async fn list(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Vec<String>>> {
             let key = ctx.key().to_owned();
             let template = self.template(&key)?;
-            let (session, _) = load!(ctx, template);
+            let (session, _, _) = load!(ctx, template);
             Ok(Json(template.policy.offered(&session)))
         }
 
@@ -410,7 +509,7 @@ mod handlers {
         async fn status(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Status>> {
             let key = ctx.key().to_owned();
             let template = self.template(&key)?;
-            let (session, migrated) = load!(ctx, template);
+            let (session, _, migrated) = load!(ctx, template);
             Ok(Json(status(template, &session, migrated)))
         }
     }

@@ -1093,3 +1093,63 @@ async fn an_endpoint_with_an_identity_key_serves_only_the_server_that_signs() {
         .expect("the admin API answers");
     assert!(!refused.status().is_success(), "{refused:?}");
 }
+
+/// A call delivered again under its id — a client's retry without Restate's idempotency
+/// key, a framework replaying a conversation — gets what it got the first time: an
+/// approved call that ran is never run a second time, and a refused one stays refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn a_call_delivered_again_under_its_id_never_runs_twice() {
+    let f = Fixture::start("redelivery").await;
+    let lookup = json!({"id": "call_1", "tool": "lookup_order", "arguments": {"order": "D-4"}});
+    let looked = f.post("OrchRun/r1/call", lookup.clone()).await;
+    assert_eq!(looked["outcome"], "ran", "{looked}");
+    let again = f.post("OrchRun/r1/call", lookup).await;
+    assert_eq!(again["outcome"], "refused", "{again}");
+    assert_eq!(again["refusal"]["kind"], "already_ran", "{again}");
+
+    // A gated call, approved once: its re-delivery after it ran does not run it again.
+    let refund = json!({"id": "call_2", "tool": "issue_refund",
+        "arguments": {"order": "D-4", "amount": 900}});
+    let url = format!("{}/OrchRun/r1/call/send", f.server.ingress_url());
+    let sent: Value = f
+        .http
+        .post(&url)
+        .json(&refund)
+        .send()
+        .await
+        .expect("the ingress answers")
+        .json()
+        .await
+        .expect("a JSON answer");
+    let waiting = sent["invocationId"].as_str().expect("an invocation id");
+    let pending = f.pending("r1", 1).await;
+    let ticket = pending[0]["ticket"].as_str().expect("a ticket");
+    let resolved = f
+        .post(
+            "OrchApprovals/r1/resolve",
+            json!({"ticket": ticket, "approved": true}),
+        )
+        .await;
+    assert_eq!(resolved, json!({"resolved": true}));
+    assert_eq!(f.attach(waiting).await["outcome"], "ran");
+    let replayed = f.post("OrchRun/r1/call", refund).await;
+    assert_eq!(replayed["outcome"], "refused", "{replayed}");
+    assert_eq!(replayed["refusal"]["kind"], "already_ran", "{replayed}");
+    f.pending("r1", 0).await;
+
+    // A refused call delivered again is refused as it was, and never runs.
+    let early = json!({"id": "call_3", "tool": "lookup_order", "arguments": {"order": "D-4"}});
+    let first = f.post("OrchRun/r1/call", early.clone()).await;
+    let second = f.post("OrchRun/r1/call", early).await;
+    assert_eq!(first["outcome"], "refused", "{first}");
+    assert_eq!(second["refusal"], first["refusal"], "{second}");
+
+    let lookups = f.completions("lookup_order");
+    let refunds = f.completions("issue_refund");
+    assert_eq!((lookups.len(), refunds.len()), (1, 1), "{:?}", f.lines());
+    assert_eq!(
+        history(&f.status("r1").await),
+        ["lookup_order", "issue_refund"]
+    );
+}
