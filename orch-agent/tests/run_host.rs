@@ -528,3 +528,51 @@ fn the_ledger_s_bytes_in_a_snapshot() {
     // then per call 1 + 9 (id) + 1 + 6 (tool) + 32 (digest) + 1 (stage) = 50 bytes.
     assert_eq!(with - session, 1 + 3 + 1 + 2 + LEDGER_CALLS * 50);
 }
+
+/// A question closed without an answer (it expired while the host waited, the human
+/// dismissed it) no longer holds the run; an answer that comes afterwards applies to
+/// nothing, and the same call delivered again is asked about anew.
+#[test]
+fn a_question_closed_without_an_answer_holds_nothing_and_its_answer_applies_to_nothing() {
+    use orch_agent::run_host::RunHost;
+    let m = machine();
+    let policy = orch_agent::Policy::new(m.tools().to_vec());
+    let mut session = orch_runtime::dynamic::DynSession::new(&m);
+    policy.prepare(&mut session);
+    let mut host = RunHost::new();
+    asked(host.begin(&policy, &mut session, "c1", "pay", PAY_7, OnGate::Ask, NOW));
+    assert!(session.approval().is_some());
+    // Another call's question is not this one's to close.
+    assert!(!host.close_question(&mut session, "c1", "pay", r#"{"order": 8}"#));
+    assert!(host.close_question(&mut session, "c1", "pay", PAY_7));
+    assert_eq!(
+        session.approval(),
+        None,
+        "nothing waits on a closed question"
+    );
+    assert!(
+        !host.close_question(&mut session, "c1", "pay", PAY_7),
+        "closed once"
+    );
+    let answered = host.answer_call(
+        &policy,
+        &mut session,
+        "c1",
+        "pay",
+        PAY_7,
+        true,
+        None,
+        NOW + 1,
+    );
+    assert_eq!(answered.as_str(), "unknown", "{answered:?}");
+    assert_eq!(session.approval(), None);
+    asked(host.begin(
+        &policy,
+        &mut session,
+        "c1",
+        "pay",
+        PAY_7,
+        OnGate::Ask,
+        NOW + 2,
+    ));
+}
