@@ -9,8 +9,10 @@
 //!   loop, the rig hook and the bindings' sessions call);
 //! - **`orch policy`**: both ExtMcp phases over gRPC, as agentgateway drives them, by two
 //!   instances sharing the run's store (every other call is settled by the instance that
-//!   did not admit it), with a call's result delivered a second time as a fault (it must
-//!   change nothing);
+//!   did not admit it), with faults: a call's result delivered a second time (it must
+//!   change nothing), a call's request delivered again to the other instance while the
+//!   call is in flight (refused as `busy`, never run), and a question's answer sent in
+//!   another run (it applies to nothing there, and changes neither run);
 //! - **`orch mcp`** on the 2026-07-28 revision family (answers come back on the retried
 //!   call) and on the handshake family (the gateway asks in-band with
 //!   `elicitation/create`), in front of an rmcp tool server that answers what the script
@@ -83,6 +85,15 @@ enum Op {
     /// on either instance): it must change nothing. Only `orch policy` has such a
     /// phase; elsewhere it is nothing to do.
     ResultAgain,
+    /// The latest question's answer sent in another run (`r2`): it applies to nothing
+    /// there, runs nothing, and changes neither run. `orch mcp` over its one stdio
+    /// connection serves one run: there it is nothing to do.
+    ForeignAnswer { said: Said },
+    /// The call delivered twice at once (a gateway retrying its request phase while the
+    /// first copy is in flight): the copy is refused as `busy` and never runs; the first
+    /// is decided as [`Op::Call`]. Over `orch mcp` a JSON-RPC request is one delivery:
+    /// there it is [`Op::Call`].
+    Twice { tool: usize, arg: u8, reply: Reply },
 }
 
 /// What became of one step.
@@ -97,6 +108,10 @@ enum Decision {
     Ran { recorded: bool },
     /// Nothing to do (no question yet, nothing to replay).
     Skipped,
+    /// Decided in another run (`r2`): the decision there, and where that run stands.
+    Elsewhere(Box<Decision>, Position),
+    /// The first copy's decision; the second copy was refused as `busy`.
+    Twin(Box<Decision>),
 }
 
 /// One surface's view of one step: the decision, the tools shown after it, and where the
@@ -201,6 +216,9 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (said, reply()).prop_map(|(said, reply)| Op::Answer { said, reply }),
         1 => reply().prop_map(|reply| Op::Replay { reply }),
         1 => Just(Op::ResultAgain),
+        1 => prop_oneof![Just(Said::Approve), Just(Said::Reject)]
+            .prop_map(|said| Op::ForeignAnswer { said }),
+        1 => (0..4usize, 0..4u8, reply()).prop_map(|(tool, arg, reply)| Op::Twice { tool, arg, reply }),
     ]
 }
 
@@ -242,6 +260,8 @@ struct Asked {
 struct Reference<'m> {
     policy: Policy,
     session: DynSession<'m>,
+    /// Run `r2`, where answers of `r`'s questions are sent ([`Op::ForeignAnswer`]).
+    other: DynSession<'m>,
     question: Option<(Asked, Question)>,
     first_answer: Option<(Asked, Question, Said)>,
 }
@@ -251,9 +271,12 @@ impl<'m> Reference<'m> {
         let policy = Policy::new(TOOLS);
         let mut session = DynSession::new(machine);
         policy.prepare(&mut session);
+        let mut other = DynSession::new(machine);
+        policy.prepare(&mut other);
         Reference {
             policy,
             session,
+            other,
             question: None,
             first_answer: None,
         }
@@ -333,6 +356,24 @@ impl<'m> Reference<'m> {
                 Some((asked, question, said)) => self.answer(&asked, &question, said, reply),
             },
             Op::ResultAgain => Decision::Skipped,
+            Op::ForeignAnswer { said } => match self.question.clone() {
+                None => Decision::Skipped,
+                Some((asked, question)) => {
+                    // `r`'s question answered in `r2`: judged there, against `r2`'s state.
+                    std::mem::swap(&mut self.session, &mut self.other);
+                    let gate = Gate::Answer {
+                        run: "r2",
+                        ticket: question.ticket(),
+                        approved: said == Said::Approve,
+                    };
+                    let decision = self.gate_call(asked.tool, asked.arg, gate, Reply::Ok);
+                    std::mem::swap(&mut self.session, &mut self.other);
+                    Decision::Elsewhere(Box::new(decision), position(&self.other))
+                }
+            },
+            Op::Twice { tool, arg, reply } => {
+                Decision::Twin(Box::new(self.gate_call(tool, arg, ask, reply)))
+            }
         };
         let mut shown = self.policy.offered(&self.session);
         shown.sort();
@@ -378,9 +419,12 @@ impl PolicySurface<'_> {
         }
     }
 
-    async fn send(&mut self, params: Value, reply: Reply) -> Decision {
-        let checked = self
-            .gw
+    /// One call in `run` (`r`, or `r2` for another run's answer). `twin`: while it is in
+    /// flight the same request phase comes again, and must be refused as `busy`.
+    async fn send(&mut self, run: &str, params: Value, reply: Reply, twin: bool) -> Decision {
+        let key = format!("run:{run}");
+        let mut gw = self.gw.for_run(run);
+        let checked = gw
             .request_raw("tools/call", Some(params.to_string().into_bytes()))
             .await;
         match checked {
@@ -389,10 +433,29 @@ impl PolicySurface<'_> {
                     .iter()
                     .position(|t| params["name"] == *t)
                     .expect("a template tool");
-                let before = stored(&self.store, "run:r", self.machine).await;
+                if twin {
+                    // The copy, on the other instance, while the first holds the run.
+                    let copy = self
+                        .other
+                        .for_run(run)
+                        .request_raw("tools/call", Some(params.to_string().into_bytes()))
+                        .await;
+                    let kind = match &copy {
+                        Checked::Rejected(_) => copy.data()["refusal"]["reason"]
+                            .as_str()
+                            .unwrap_or("none")
+                            .to_owned(),
+                        Checked::Admitted(..) => "admitted".to_owned(),
+                    };
+                    if kind != "busy" {
+                        return Decision::Refused(format!("the copy in flight was {kind}"));
+                    }
+                }
+                let before = stored(&self.store, &key, self.machine).await;
                 let result = result_json(reply, tool);
                 let answered = self
                     .settling()
+                    .for_run(run)
                     .respond(token.as_deref(), result.clone())
                     .await;
                 self.last = Some((token.clone(), result));
@@ -403,7 +466,7 @@ impl PolicySurface<'_> {
                 }
                 // Recorded: the run's history changed (streams are too short for a full
                 // history to come out the same).
-                let after = stored(&self.store, "run:r", self.machine).await;
+                let after = stored(&self.store, &key, self.machine).await;
                 Decision::Ran {
                     recorded: after.2 != before.2,
                 }
@@ -421,11 +484,13 @@ impl PolicySurface<'_> {
                         .position(|t| params["name"] == *t)
                         .expect("a template tool");
                     let arg = params["arguments"]["n"].as_u64().unwrap_or(0) as u8;
-                    self.question = Some(Asked {
-                        tool,
-                        arg,
-                        state: state.to_owned(),
-                    });
+                    if run == "r" {
+                        self.question = Some(Asked {
+                            tool,
+                            arg,
+                            state: state.to_owned(),
+                        });
+                    }
                     return Decision::Asked;
                 }
                 Decision::Refused(refused(&data))
@@ -437,7 +502,11 @@ impl PolicySurface<'_> {
         let decision = match *op {
             Op::Call { tool, arg, reply } => {
                 let params = json!({"name": TOOLS[tool], "arguments": args(arg)});
-                self.send(params, reply).await
+                self.send("r", params, reply, false).await
+            }
+            Op::Twice { tool, arg, reply } => {
+                let params = json!({"name": TOOLS[tool], "arguments": args(arg)});
+                Decision::Twin(Box::new(self.send("r", params, reply, true).await))
             }
             Op::Answer { said, reply } => match self.question.clone() {
                 None => Decision::Skipped,
@@ -445,12 +514,26 @@ impl PolicySurface<'_> {
                     if self.first_answer.is_none() {
                         self.first_answer = Some((asked.clone(), said));
                     }
-                    self.send(retry_params(&asked, said), reply).await
+                    self.send("r", retry_params(&asked, said), reply, false)
+                        .await
                 }
             },
             Op::Replay { reply } => match self.first_answer.clone() {
                 None => Decision::Skipped,
-                Some((asked, said)) => self.send(retry_params(&asked, said), reply).await,
+                Some((asked, said)) => {
+                    self.send("r", retry_params(&asked, said), reply, false)
+                        .await
+                }
+            },
+            Op::ForeignAnswer { said } => match self.question.clone() {
+                None => Decision::Skipped,
+                Some(asked) => {
+                    let decision = self
+                        .send("r2", retry_params(&asked, said), Reply::Ok, false)
+                        .await;
+                    let there = stored(&self.store, "run:r2", self.machine).await;
+                    Decision::Elsewhere(Box::new(decision), there)
+                }
             },
             Op::ResultAgain => match self.last.clone() {
                 None => Decision::Skipped,
@@ -714,6 +797,13 @@ impl<'m> McpSurface<'m> {
             },
             // The upstream's result comes once, on the call's own exchange.
             (Op::ResultAgain, true) => Decision::Skipped,
+            // One JSON-RPC request is one delivery (rmcp refuses a second request under
+            // an id in flight).
+            (Op::Twice { tool, arg, reply }, true) => Decision::Twin(Box::new(
+                self.send(Self::call_params(tool, arg), reply).await,
+            )),
+            // One stdio connection, one run: there is no other run to answer in.
+            (Op::ForeignAnswer { .. }, true) => Decision::Skipped,
             // On a handshake revision the question is answered in-band, within the call
             // (`handshake_stream`).
             (_, false) => unreachable!("handshake streams are replayed by `handshake_stream`"),
@@ -746,6 +836,11 @@ impl<'m> McpSurface<'m> {
 /// them).
 static BROKEN_RULES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// How many answers the streams sent in another run while a question was open, and how
+/// many calls were delivered twice while in flight (the generator must reach both).
+static FOREIGN_ANSWERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static TWINS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Runs `ops` through the reference and every surface; the first divergence, if any.
 async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
     let text = template.to_string();
@@ -755,8 +850,13 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
         .ok_or_else(|| "the template does not compile".to_owned())?;
     let mut reference = Reference::new(&machine);
     let store = Shared::default();
-    let url = support::start(&text, store.clone(), Options::default()).await;
-    let second = support::start(&text, store.clone(), Options::default()).await;
+    // A copy of a call in flight waits this long before it is refused as busy.
+    let options = || Options {
+        busy_wait: Duration::from_millis(20),
+        ..Options::default()
+    };
+    let url = support::start(&text, store.clone(), options()).await;
+    let second = support::start(&text, store.clone(), options()).await;
     let mut policy = PolicySurface {
         gw: support::Gateway::connect(&url, "r").await,
         other: support::Gateway::connect(&second, "r").await,
@@ -773,6 +873,15 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
         if matches!(&expected.0, Decision::Refused(kind) if kind.starts_with("broken_rule:")) {
             BROKEN_RULES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+        match &expected.0 {
+            Decision::Elsewhere(..) => {
+                FOREIGN_ANSWERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Decision::Twin(first) if matches!(**first, Decision::Ran { .. }) => {
+                TWINS_IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            _ => {}
+        }
         if std::env::var("ORCH_DIFFERENTIAL_TRACE").is_ok() {
             eprintln!("{op:?} -> {:?}", expected.0);
         }
@@ -783,6 +892,11 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
             ));
         }
         let seen = modern.apply(op).await;
+        let expected = match op {
+            // `orch mcp` has no other run here: nothing happens, and `r` is unchanged.
+            Op::ForeignAnswer { .. } => (Decision::Skipped, expected.1, expected.2),
+            _ => expected,
+        };
         if seen != expected {
             return Err(format!(
                 "orch mcp (2026-07-28) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
@@ -813,7 +927,8 @@ async fn handshake_stream(text: &str, machine: &DynMachine, ops: &[Op]) -> Resul
     let mut legacy = McpSurface::start(text, machine, false).await;
     let mut i = 0;
     while i < ops.len() {
-        let Op::Call { tool, arg, reply } = ops[i] else {
+        // A copy delivered twice is one call on a handshake connection.
+        let (Op::Call { tool, arg, reply } | Op::Twice { tool, arg, reply }) = ops[i] else {
             i += 1;
             continue;
         };
@@ -821,7 +936,7 @@ async fn handshake_stream(text: &str, machine: &DynMachine, ops: &[Op]) -> Resul
         // call, else a dismissal.
         let next = ops[i + 1..]
             .iter()
-            .take_while(|op| !matches!(op, Op::Call { .. }))
+            .take_while(|op| !matches!(op, Op::Call { .. } | Op::Twice { .. }))
             .find_map(|op| match op {
                 Op::Answer { said, reply } => Some((*said, *reply)),
                 _ => None,
@@ -878,9 +993,26 @@ fn every_surface_decides_every_call_as_the_reference_does() {
         }
         Ok(())
     });
-    assert!(
-        BROKEN_RULES.load(std::sync::atomic::Ordering::Relaxed) > 0,
-        "no stream broke a rule on arguments"
+    for (count, what) in [
+        (&BROKEN_RULES, "no stream broke a rule on arguments"),
+        (
+            &FOREIGN_ANSWERS,
+            "no stream answered a question in another run",
+        ),
+        (
+            &TWINS_IN_FLIGHT,
+            "no stream delivered a call twice while it was in flight",
+        ),
+    ] {
+        assert!(
+            count.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "{what}"
+        );
+    }
+    eprintln!(
+        "faults: {} answers in another run, {} copies of a call in flight",
+        FOREIGN_ANSWERS.load(std::sync::atomic::Ordering::Relaxed),
+        TWINS_IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed)
     );
 }
 
