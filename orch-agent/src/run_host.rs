@@ -284,8 +284,14 @@ impl RunHost {
         on_gate: OnGate,
         now_ms: u64,
     ) -> Begin {
-        let call = CallDigest::of_text(tool, arguments);
-        if let Some(entry) = self.ledger.find(call_id) {
+        let entry = self.ledger.find(call_id);
+        let call = match &entry {
+            Some(entry) => entry.digest_of(tool, arguments),
+            None => CallDigest::of_text(tool, arguments),
+        };
+        // The question this host saw answered about this very call, if any.
+        let mut answered = None;
+        if let Some(entry) = entry {
             if entry.tool != tool || entry.call != call {
                 return Begin::Refused(crate::protocol::shared_id_refusal(tool, call_id));
             }
@@ -302,13 +308,14 @@ impl RunHost {
                     );
                     return Begin::Again(refusal);
                 }
-                Stage::Asked { .. } | Stage::Answered => {}
+                Stage::Answered { question } => answered = *question,
+                Stage::Asked { .. } => {}
             }
         }
         // An approval the run holds was given in answer to one question, about one
         // delivery: another delivery of the same call (another id) does not run on it,
         // and does not replace it with a question of its own.
-        if holds_approval_for_another(session, call_id, tool, call) {
+        if holds_approval_for_another(session, call_id, tool, call, answered) {
             return Begin::Refused(refusal(
                 policy,
                 session,
@@ -358,6 +365,9 @@ impl RunHost {
                         expires_ms,
                     },
                 );
+                // Its answer and the admission after it come with the same bytes: kept,
+                // so that their digest is not taken again.
+                self.ledger.keep_text(call_id, arguments);
                 Begin::Ask { question, refusal }
             }
             Err(refusal) => {
@@ -384,8 +394,12 @@ impl RunHost {
         reason: Option<&str>,
         now_ms: u64,
     ) -> Answered {
-        let call = CallDigest::of_text(tool, arguments);
-        let question = match self.ledger.find(call_id) {
+        let entry = self.ledger.find(call_id);
+        let call = match &entry {
+            Some(entry) => entry.digest_of(tool, arguments),
+            None => CallDigest::of_text(tool, arguments),
+        };
+        let question = match entry {
             Some(entry) if entry.tool != tool || entry.call != call => {
                 return Answered::Foreign(stale(policy, session, tool));
             }
@@ -401,7 +415,7 @@ impl RunHost {
                     }
                     question
                 }
-                Stage::Answered | Stage::Running | Stage::Ran | Stage::Refused(_) => {
+                Stage::Answered { .. } | Stage::Running | Stage::Ran | Stage::Refused(_) => {
                     return Answered::Repeated(repeated(policy, session, tool, call_id));
                 }
             },
@@ -410,7 +424,10 @@ impl RunHost {
             None => question_about(session, call_id, tool, call),
         };
         if policy.answer_call(session, tool, call, question, approved, reason) {
-            self.ledger.put(call_id, tool, call, Stage::Answered);
+            let question = Some(question);
+            self.ledger
+                .put(call_id, tool, call, Stage::Answered { question });
+            self.ledger.keep_text(call_id, arguments);
             Answered::Applied { approved }
         } else {
             self.ledger.forget(call_id);
@@ -431,8 +448,12 @@ impl RunHost {
         tool: &str,
         arguments: &str,
     ) -> bool {
-        let call = CallDigest::of_text(tool, arguments);
-        let question = match self.ledger.find(call_id) {
+        let entry = self.ledger.find(call_id);
+        let call = match &entry {
+            Some(entry) => entry.digest_of(tool, arguments),
+            None => CallDigest::of_text(tool, arguments),
+        };
+        let question = match entry {
             Some(Entry {
                 tool: asked,
                 call: digest,
@@ -637,19 +658,26 @@ fn question_about<S: Orchestrated + ?Sized>(
 /// Does the session hold an approval of `call` given in answer to a question about
 /// another delivery than `call_id`? (An approval held without a question — the
 /// `approve` of a host that asks elsewhere — is for any delivery of the call.)
+///
+/// `answered`: the question this host saw answered about `call_id`, when its ledger
+/// knows it (else the question's identity is taken again).
 fn holds_approval_for_another<S: Orchestrated + ?Sized>(
     session: &S,
     call_id: &str,
     tool: &str,
     call: CallDigest,
+    answered: Option<QuestionId>,
 ) -> bool {
     let Some(a) = session.approval() else {
         return false;
     };
-    a.call == call
-        && a.verdict == Verdict::Approved
-        && !a.question.is_none()
-        && a.question != question_about(session, call_id, tool, call)
+    if a.call != call || a.verdict != Verdict::Approved || a.question.is_none() {
+        return false;
+    }
+    if answered == Some(a.question) {
+        return false;
+    }
+    a.question != question_about(session, call_id, tool, call)
 }
 
 /// Does the session hold `question` about `call`, unanswered?

@@ -21,8 +21,9 @@ pub(crate) enum Stage {
         question: QuestionId,
         expires_ms: u64,
     },
-    /// Its question was answered.
-    Answered,
+    /// Its question was answered: the question, when this host asked or answered it
+    /// (not kept in the encoding: a ledger read back from bytes says `None`).
+    Answered { question: Option<QuestionId> },
     /// Admitted; running.
     Running,
     /// It ran and was recorded.
@@ -35,6 +36,9 @@ pub(crate) enum Stage {
 pub(crate) struct Entry {
     pub(crate) tool: String,
     pub(crate) call: CallDigest,
+    /// The exact arguments `call` was taken over, when this host took it (not kept in
+    /// the encoding): the same bytes delivered again need no second digest.
+    text: Option<Box<str>>,
     pub(crate) stage: Stage,
     /// When it was put (its place in [`Ledger::order`]).
     put: u64,
@@ -51,6 +55,18 @@ pub(crate) struct Ledger {
     puts: u64,
 }
 
+impl Entry {
+    /// The digest of a call of `tool` with `arguments` under this entry's id: the
+    /// entry's own when the very same bytes came before ([`Ledger::keep_text`]), else
+    /// taken now. Only byte-for-byte equal arguments reuse it.
+    pub(crate) fn digest_of(&self, tool: &str, arguments: &str) -> CallDigest {
+        match self.tool == tool && self.text.as_deref() == Some(arguments) {
+            true => self.call,
+            false => CallDigest::of_text(tool, arguments),
+        }
+    }
+}
+
 impl Ledger {
     pub(crate) fn find(&mut self, id: &str) -> Option<&mut Entry> {
         self.entries.get_mut(id)
@@ -58,6 +74,9 @@ impl Ledger {
 
     pub(crate) fn put(&mut self, id: &str, tool: &str, call: CallDigest, stage: Stage) {
         if let Some(entry) = self.entries.get_mut(id) {
+            if entry.call != call || entry.tool != tool {
+                entry.text = None;
+            }
             entry.tool = tool.to_owned();
             entry.call = call;
             entry.stage = stage;
@@ -79,6 +98,7 @@ impl Ledger {
             Entry {
                 tool: tool.to_owned(),
                 call,
+                text: None,
                 stage,
                 put: self.puts,
             },
@@ -88,6 +108,16 @@ impl Ledger {
             let entries = &self.entries;
             self.order
                 .retain(|(id, put)| entries.get(id).is_some_and(|e| e.put == *put));
+        }
+    }
+
+    /// Keeps `arguments`, the exact bytes the entry of `id`'s digest was taken over, for
+    /// [`Entry::digest_of`] (in memory only).
+    pub(crate) fn keep_text(&mut self, id: &str, arguments: &str) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            if entry.text.as_deref() != Some(arguments) {
+                entry.text = Some(arguments.into());
+            }
         }
     }
 
@@ -121,7 +151,7 @@ impl Ledger {
             out.extend_from_slice(entry.call.as_bytes());
             match &entry.stage {
                 Stage::Running => out.push(0),
-                Stage::Answered => out.push(1),
+                Stage::Answered { .. } => out.push(1),
                 Stage::Ran => out.push(2),
                 Stage::Asked {
                     question,
@@ -168,7 +198,7 @@ impl Ledger {
             let call = CallDigest::from_bytes(r.array::<32>()?);
             let stage = match r.byte()? {
                 0 => Stage::Running,
-                1 => Stage::Answered,
+                1 => Stage::Answered { question: None },
                 2 => Stage::Ran,
                 3 => {
                     let question = QuestionId::new(u64::from_le_bytes(r.array::<8>()?));
@@ -291,7 +321,12 @@ mod tests {
                 expires_ms: 99,
             },
         );
-        l.put("d", "browse", call("browse"), Stage::Answered);
+        l.put(
+            "d",
+            "browse",
+            call("browse"),
+            Stage::Answered { question: None },
+        );
         l.put(
             "e",
             "receipt",
