@@ -1,0 +1,131 @@
+//! The guard proper: credentials, the run a request belongs to, bodies, restores — in
+//! that order, before the MCP SDK sees the request.
+
+use super::*;
+
+/// The guard proper: credentials, the run a request belongs to, bodies, restores.
+pub(super) async fn admit<S: SessionStore + 'static>(
+    guarded: Arc<Guarded<S>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let presented = match guarded.presented(request.headers()).await {
+        Ok(presented) => presented,
+        Err(refused) => return refused,
+    };
+    let path = request.uri().path();
+    if path == "/runs" || path.starts_with("/runs/") {
+        return guarded.runs(request, presented).await;
+    }
+    if guarded.auth_required() && matches!(presented, Presented::Nothing) {
+        return unauthorized(NEEDS_TOKEN);
+    }
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (mut parts, body) = request.into_parts();
+    let run = match presented {
+        Presented::Run(key) => {
+            parts.extensions.insert(key);
+            true
+        }
+        Presented::Nothing | Presented::Operator => false,
+    };
+    let standalone = parts.method == http::Method::GET;
+    let (request, call_id, answer, fresh) = if parts.method == http::Method::POST {
+        match read_post(&guarded, parts, body, session.is_some(), run).await {
+            Ok(posted) => (posted.request, posted.call_id, posted.answer, posted.fresh),
+            Err(refused) => return refused,
+        }
+    } else {
+        (Request::from_parts(parts, body), None, None, None)
+    };
+    if let Some(id) = &session {
+        if let Some(refused) = guarded.check_session(id).await {
+            return refused;
+        }
+    }
+    // An answer this instance does not wait for was meant for another instance sharing
+    // the store (the balancer sent it here): passed on, and accepted as the MCP SDK
+    // accepts an answer.
+    if let (Some(session), Some((id, bytes))) = (&session, answer) {
+        let instances = &guarded.shared.relay.instances;
+        if !instances.awaits(session, &id).await {
+            if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
+                if instances.pass_answer(session, message).await {
+                    return axum::response::IntoResponse::into_response(http::StatusCode::ACCEPTED);
+                }
+            }
+        }
+    }
+    // A session this instance does not hold is restored by the SDK on its first request.
+    // The SDK publishes the new worker before the handshake replay is done, and a second
+    // request of the same session that finds it then is sent to a worker still waiting
+    // for `initialize`, which stops the worker (HTTP 500, the session lost): while a
+    // restore is under way, the session's requests go one at a time.
+    let pass = match &session {
+        Some(id) => guarded.restore_gate(id).await,
+        None => None,
+    };
+    let deleting = request.method() == http::Method::DELETE;
+    let mut response = next.run(request).await;
+    drop(pass);
+    if let Some(token) = fresh {
+        let created = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok());
+        guarded.shared.relay.instances.named(token, created);
+    }
+    if deleting && response.status() == http::StatusCode::ACCEPTED {
+        // The session is gone when the answer is sent: say so (clients such as the
+        // Python SDK take 202 for a failure).
+        *response.status_mut() = http::StatusCode::OK;
+    }
+    match (session, call_id) {
+        (Some(session), Some(request_id)) if response.status().is_success() => {
+            let manager = Arc::clone(&guarded.manager);
+            let (parts, body) = response.into_parts();
+            let watched = Watched {
+                inner: body,
+                done: false,
+                on_abandon: Some(Box::new(move || {
+                    tokio::spawn(cancel_call(manager, session, request_id));
+                })),
+                _held: None,
+            };
+            Response::from_parts(parts, Body::new(watched))
+        }
+        // The session's standalone stream: while it is open here, notifications for the
+        // session that arise on other instances are sent here.
+        (Some(session), None) if standalone && response.status().is_success() => {
+            let held = guarded.shared.relay.instances.hold(&session).await;
+            let (parts, body) = response.into_parts();
+            let watched = Watched {
+                inner: body,
+                done: false,
+                on_abandon: None,
+                _held: Some(held),
+            };
+            Response::from_parts(parts, Body::new(watched))
+        }
+        (_, _) => response,
+    }
+}
+
+/// Does this request read or change a workflow run (and so need one to be named)?
+pub(super) fn reads_a_run(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::ListToolsRequest(_)
+            | ClientRequest::CallToolRequest(_)
+            | ClientRequest::SubscriptionsListenRequest(_)
+    )
+}
+
+/// Does the request carry the per-request `_meta` of 2026-07-28 (no session)?
+pub(super) fn is_modern(request: &ClientRequest) -> bool {
+    crate::handler::names_modern_revision(request.get_meta())
+}
