@@ -284,11 +284,7 @@ impl RunHost {
         on_gate: OnGate,
         now_ms: u64,
     ) -> Begin {
-        let entry = self.ledger.find(call_id);
-        let call = match &entry {
-            Some(entry) => entry.digest_of(tool, arguments),
-            None => CallDigest::of_text(tool, arguments),
-        };
+        let (entry, call) = self.ledger.look(call_id, tool, arguments);
         // The question this host saw answered about this very call, if any.
         let mut answered = None;
         if let Some(entry) = entry {
@@ -394,11 +390,7 @@ impl RunHost {
         reason: Option<&str>,
         now_ms: u64,
     ) -> Answered {
-        let entry = self.ledger.find(call_id);
-        let call = match &entry {
-            Some(entry) => entry.digest_of(tool, arguments),
-            None => CallDigest::of_text(tool, arguments),
-        };
+        let (entry, call) = self.ledger.look(call_id, tool, arguments);
         let question = match entry {
             Some(entry) if entry.tool != tool || entry.call != call => {
                 return Answered::Foreign(stale(policy, session, tool));
@@ -448,11 +440,7 @@ impl RunHost {
         tool: &str,
         arguments: &str,
     ) -> bool {
-        let entry = self.ledger.find(call_id);
-        let call = match &entry {
-            Some(entry) => entry.digest_of(tool, arguments),
-            None => CallDigest::of_text(tool, arguments),
-        };
+        let (entry, call) = self.ledger.look(call_id, tool, arguments);
         let question = match entry {
             Some(Entry {
                 tool: asked,

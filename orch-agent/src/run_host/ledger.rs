@@ -111,6 +111,22 @@ impl Ledger {
         }
     }
 
+    /// The entry of `id`, if any, and the digest of the call of `tool` with `arguments`
+    /// delivered under it ([`Entry::digest_of`]: taken once per bytes).
+    pub(crate) fn look(
+        &mut self,
+        id: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> (Option<&mut Entry>, CallDigest) {
+        let entry = self.entries.get_mut(id);
+        let call = match &entry {
+            Some(entry) => entry.digest_of(tool, arguments),
+            None => CallDigest::of_text(tool, arguments),
+        };
+        (entry, call)
+    }
+
     /// Keeps `arguments`, the exact bytes the entry of `id`'s digest was taken over, for
     /// [`Entry::digest_of`] (in memory only).
     pub(crate) fn keep_text(&mut self, id: &str, arguments: &str) {
