@@ -967,3 +967,65 @@ fn w009_no_user_messages() {
     );
     assert!(allowed.diagnostics.is_empty(), "{:#?}", allowed.diagnostics);
 }
+
+/// Every place the docs name the whole range of codes (`E001–E0NN, W001–W0NN`) names the
+/// codes the compiler has: a code added without the docs fails here, not in review.
+#[test]
+fn the_docs_name_the_codes_the_compiler_has() {
+    let highest = |prefix: char| {
+        Code::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .filter(|s| s.starts_with(prefix))
+            .max()
+            .expect("codes of the kind")
+            .to_owned()
+    };
+    let want = format!("E001–{}, W001–{}", highest('E'), highest('W'));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace");
+    let mut files = vec![root.join("README.md")];
+    for dir in ["docs", "."] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if dir == "docs" && path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            } else if dir == "." && path.join("README.md").is_file() {
+                files.push(path.join("README.md"));
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a readable doc");
+        for found in range_claims(&text) {
+            seen += 1;
+            if found != want {
+                wrong.push(format!("{}: `{found}`", file.display()));
+            }
+        }
+    }
+    assert!(seen >= 2, "the README and the compiler's README name the range");
+    assert!(wrong.is_empty(), "want `{want}`:\n{}", wrong.join("\n"));
+}
+
+/// Each `E001–ENNN, W001–WNNN` in `text`.
+fn range_claims(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("E001–E") {
+        let tail = &rest[at..];
+        // "E001–E026, W001–W009": 4 + 3 ("–" is 3 bytes) + 4, ", ", 4 + 3 + 4.
+        let len = "E001–E026, W001–W009".len();
+        if let Some(found) = tail.get(..len).filter(|f| f[11..].starts_with(", W001–W")) {
+            out.push(found.to_owned());
+        }
+        rest = &tail["E001–E".len()..];
+    }
+    out
+}

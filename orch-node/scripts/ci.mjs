@@ -35,6 +35,28 @@ function run(program, args, options = {}) {
   execFileSync(program, args, { stdio: 'inherit', cwd: here, ...options, env: { ...process.env, ...options.env } })
 }
 
+// 0. What the build needs, named before anything is built: without the WebAssembly
+// target rustc fails deep in the build ("can't find crate for `core`").
+function installedTargets() {
+  try {
+    return execFileSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim())
+  } catch {
+    // No rustup (a toolchain installed otherwise): let the build say what is missing.
+    return null
+  }
+}
+const targets = installedTargets()
+if (targets !== null && !targets.includes('wasm32-wasip1-threads')) {
+  console.error(
+    'orch-node: the Rust target wasm32-wasip1-threads is not installed; the WebAssembly build needs it:\n' +
+      '  rustup target add wasm32-wasip1-threads\n' +
+      '(`cargo xtask test` installs it)',
+  )
+  process.exit(1)
+}
+
 // 1. Build.
 const env = { CARGO_TARGET_DIR: target }
 const profile = release ? ['--release'] : []
