@@ -312,6 +312,9 @@ mod raw {
     }
 
     /// Throws an `Error` with `message`; the callback's result is then ignored.
+    ///
+    /// # Safety
+    /// `env` is the running callback's environment.
     unsafe fn throw(env: sys::napi_env, message: &str) -> sys::napi_value {
         let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
         // SAFETY: `env` is the callback's environment; both strings are NUL-terminated
@@ -321,6 +324,9 @@ mod raw {
     }
 
     /// The callback's first `N` arguments (`undefined` past the ones given).
+    ///
+    /// # Safety
+    /// `env` and `info` are the running callback's.
     unsafe fn args<const N: usize>(
         env: sys::napi_env,
         info: sys::napi_callback_info,
@@ -341,6 +347,10 @@ mod raw {
         (status == sys::Status::napi_ok).then_some(argv)
     }
 
+    /// `value` as a number; `None` when it is not one.
+    ///
+    /// # Safety
+    /// `env` is the running callback's environment and `value` one of its values.
     unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> Option<f64> {
         let mut out = 0.0;
         // SAFETY: `value` is an argument of the running callback.
@@ -349,6 +359,9 @@ mod raw {
     }
 
     /// The callback's first `N` arguments as numbers; `None` when one is not a number.
+    ///
+    /// # Safety
+    /// `env` and `info` are the running callback's.
     unsafe fn numbers<const N: usize>(
         env: sys::napi_env,
         info: sys::napi_callback_info,
@@ -405,6 +418,9 @@ mod raw {
     /// A JavaScript string of `text`, base64 (ASCII, so also Latin-1), copied. Natively
     /// as Latin-1, which V8 copies without decoding; on WebAssembly as UTF-8: emnapi
     /// decodes that with a `TextDecoder`, where its Latin-1 reads byte by byte.
+    ///
+    /// # Safety
+    /// `env` is the running callback's environment.
     unsafe fn base64_text(
         env: sys::napi_env,
         text: &[u8],
@@ -454,6 +470,9 @@ mod raw {
     }
 
     /// The callback's result: `answer` as a JavaScript value, or a thrown `Error`.
+    ///
+    /// # Safety
+    /// `env` is the running callback's environment.
     unsafe fn reply<T: Answer>(env: sys::napi_env, answer: napi::Result<T>) -> sys::napi_value {
         // SAFETY: the running callback's environment.
         unsafe {
@@ -468,6 +487,9 @@ mod raw {
     /// `f` with the text of string `value` (as UTF-8; a lone surrogate becomes U+FFFD).
     /// One copy when the text fits the buffer kept from earlier calls (at least 1 KiB);
     /// otherwise its length is asked first.
+    ///
+    /// # Safety
+    /// `env` is the running callback's environment and `value` one of its values.
     unsafe fn with_text<T>(
         env: sys::napi_env,
         value: sys::napi_value,
