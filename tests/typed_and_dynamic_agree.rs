@@ -45,6 +45,7 @@ fn dyn_outcome_str(o: &DynOutcome) -> String {
 /// template has it).
 const FOREIGN: [&str; 2] = ["other_tool", "web_lookup"];
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn agree<M: Machine>(path: &str, messages: &[&str], cases: u32) {
     let machine = dyn_machine(path);
     assert_eq!(machine.fingerprint(), M::fingerprint(), "same tables");

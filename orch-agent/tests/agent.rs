@@ -22,6 +22,7 @@ fn tool_results(conversation: &[ChatMessage]) -> Vec<String> {
         .collect()
 }
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 #[tokio::test]
 async fn a_misbehaving_model_cannot_break_the_sequence() {
     let (registry, counts) = tools(&[]);

@@ -27,6 +27,7 @@ fn tools() -> ToolRegistry {
     reg
 }
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 #[tokio::test]
 async fn turns_and_tool_calls_are_spans_with_their_decisions() {
     let exporter = InMemorySpanExporter::default();

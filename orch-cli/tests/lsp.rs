@@ -137,6 +137,7 @@ fn position_at(text: &str, at: usize, utf8: bool) -> Value {
     json!({"line": line, "character": character})
 }
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn conversation(t: &mut dyn Transport, utf8: bool) {
     let encodings = if utf8 {
         json!(["utf-8", "utf-16"])

@@ -129,6 +129,7 @@ fn result(reply: &http::Reply, id: i64) -> Value {
         .unwrap_or_else(|| panic!("no response {id}: {} {}", reply.status, reply.text()))
 }
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 #[test]
 #[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
 fn runs_headers_and_errors_over_raw_http() {
@@ -465,6 +466,7 @@ fn tool_names(reply: &http::Reply, id: i64) -> Vec<String> {
         .collect()
 }
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 #[test]
 #[ignore = "needs the MCP Python SDK (with PyJWT): `cargo xtask test` installs it and runs this"]
 fn jwts_from_an_identity_provider_name_runs_by_a_claim() {

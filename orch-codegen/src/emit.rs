@@ -97,6 +97,10 @@ pub fn module(compiled: &Compiled, origin: Origin<'_>, runtime: &TokenStream) ->
 /// Longer than the project's 120-line bound on purpose: most of it is one `quote!`
 /// template of the generated module, read top to bottom like the code it writes;
 /// splitting it would scatter that module over helpers.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one quote! template of the generated module, read like the code it writes"
+)]
 pub(crate) fn items(compiled: &Compiled, rt: &TokenStream) -> TokenStream {
     let Some(ir) = compiled.ir_or_placeholder() else {
         return TokenStream::new();

@@ -1010,7 +1010,10 @@ fn the_docs_name_the_codes_the_compiler_has() {
             }
         }
     }
-    assert!(seen >= 2, "the README and the compiler's README name the range");
+    assert!(
+        seen >= 2,
+        "the README and the compiler's README name the range"
+    );
     assert!(wrong.is_empty(), "want `{want}`:\n{}", wrong.join("\n"));
 }
 

@@ -442,9 +442,10 @@ mod raw {
     impl Answer for super::Base64 {
         unsafe fn to_js(self, env: sys::napi_env) -> Result<sys::napi_value, &'static str> {
             match self {
-                // SAFETY (both): the callback's environment.
+                // SAFETY: the callback's environment.
                 super::Base64::Owned(owned) => unsafe { base64_text(env, owned.as_bytes()) },
                 super::Base64::Kept => super::SNAPSHOT.with(|buffers| match buffers.try_borrow() {
+                    // SAFETY: the callback's environment.
                     Ok(buffers) => unsafe { base64_text(env, &buffers.1) },
                     Err(_) => Err("the snapshot buffer is in use"),
                 }),
@@ -500,9 +501,9 @@ mod raw {
             if buffer.len() < 1024 {
                 buffer.resize(1024, 0);
             }
-            // SAFETY (both calls): `buffer` has room for `len` bytes, the NUL included.
             let copy = |buffer: &mut Vec<u8>| {
                 let mut written = 0usize;
+                // SAFETY: `buffer` has room for `buffer.len()` bytes, the NUL included.
                 let status = unsafe {
                     sys::napi_get_value_string_utf8(
                         env,
@@ -519,6 +520,7 @@ mod raw {
             // up to 4 bytes that did not fit).
             if written + 4 >= buffer.len() {
                 let mut len = 0usize;
+                // SAFETY: no buffer: N-API only writes the length.
                 let status = unsafe {
                     sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len)
                 };
@@ -546,8 +548,7 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
-        // SAFETY (every callback here): called by N-API with its environment and
-        // callback info.
+        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([packed]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchRecord(handle * 16384 + tool) takes a number");
@@ -569,6 +570,7 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([handle, text]) = args::<2>(env, info) else {
                 return throw(env, "__orchMessage: cannot read the arguments");
@@ -588,6 +590,7 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([handle]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchState(handle): the handle is a number");
@@ -604,6 +607,7 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([handle]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchPosition(handle): the handle is a number");
@@ -617,6 +621,7 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([handle]) = numbers::<1>(env, info) else {
                 return throw(env, "__orchSnapshot64(handle): the handle is a number");
@@ -630,6 +635,7 @@ mod raw {
         env: sys::napi_env,
         info: sys::napi_callback_info,
     ) -> sys::napi_value {
+        // SAFETY: called by N-API with its environment and callback info.
         unsafe {
             let Some([handle, state]) = numbers::<2>(env, info) else {
                 return throw(env, "__orchSet(handle, state) takes two numbers");

@@ -257,42 +257,12 @@ mod handlers {
                 }
                 let shared = protocol::shared_ids(turn.tool_calls.iter().map(|c| c.id.as_str()));
                 for call in turn.tool_calls {
-                    let content = if shared.contains(&call.id) {
-                        calls.push(TurnCall {
-                            tool: call.name.clone(),
-                            outcome: Outcome::Refused,
-                        });
-                        protocol::shared_id_refusal(&call.name, &call.id).reason
-                    } else {
-                        match RawValue::from_string(call.arguments.clone()) {
-                            Err(e) => {
-                                calls.push(TurnCall {
-                                    tool: call.name.clone(),
-                                    outcome: Outcome::Refused,
-                                });
-                                format!(
-                                    "error: `{}` was not run: its arguments are not JSON ({e}).",
-                                    call.name
-                                )
-                            }
-                            Ok(arguments) => {
-                                let Json(reply) = ctx
-                                    .object_client::<OrchRunClient>(key.clone())
-                                    .call(Json(CallRequest {
-                                        id: Some(call.id.clone()),
-                                        tool: call.name.clone(),
-                                        arguments: Some(arguments),
-                                    }))
-                                    .call()
-                                    .await?;
-                                calls.push(TurnCall {
-                                    tool: call.name.clone(),
-                                    outcome: reply.outcome,
-                                });
-                                told(&reply)
-                            }
-                        }
-                    };
+                    let shared = shared.contains(&call.id);
+                    let (outcome, content) = tool_call(&ctx, &key, &call, shared).await?;
+                    calls.push(TurnCall {
+                        tool: call.name.clone(),
+                        outcome,
+                    });
                     messages.push(ChatMessage::Tool {
                         tool_call_id: call.id,
                         content,
@@ -325,3 +295,38 @@ mod handlers {
 }
 
 pub use handlers::{OrchAgent, OrchAgentClient};
+
+/// One tool call of the model's answer, through the run (`OrchRun/<key>/call`, durably):
+/// what came of it and what the model is told. `shared`: another call of the same answer
+/// has its id, so neither runs.
+async fn tool_call(
+    ctx: &ObjectContext<'_>,
+    key: &str,
+    call: &orch_agent::ToolCall,
+    shared: bool,
+) -> Result<(Outcome, String), HandlerError> {
+    if shared {
+        let refusal = protocol::shared_id_refusal(&call.name, &call.id);
+        return Ok((Outcome::Refused, refusal.reason));
+    }
+    let arguments = match RawValue::from_string(call.arguments.clone()) {
+        Ok(arguments) => arguments,
+        Err(e) => {
+            let told = format!(
+                "error: `{}` was not run: its arguments are not JSON ({e}).",
+                call.name
+            );
+            return Ok((Outcome::Refused, told));
+        }
+    };
+    let Json(reply) = ctx
+        .object_client::<OrchRunClient>(key.to_owned())
+        .call(Json(CallRequest {
+            id: Some(call.id.clone()),
+            tool: call.name.clone(),
+            arguments: Some(arguments),
+        }))
+        .call()
+        .await?;
+    Ok((reply.outcome, told(&reply)))
+}

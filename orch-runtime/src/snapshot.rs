@@ -861,42 +861,7 @@ impl Snapshot {
     /// encoding). Malformed, truncated, corrupted or hostile input is an error: never a
     /// panic, and never more than [`MAX_DECODED_BYTES`] of text decoded.
     pub fn from_bytes(bytes: &[u8]) -> Result<Snapshot, RestoreError> {
-        if bytes.len() > MAX_SNAPSHOT_BYTES {
-            return Err(RestoreError::TooLarge(bytes.len()));
-        }
-        if bytes.get(..4) != Some(MAGIC.as_slice()) {
-            return Err(RestoreError::Malformed(
-                "not an orch snapshot (bad magic bytes)".into(),
-            ));
-        }
-        let mut r = Reader {
-            bytes,
-            at: 4,
-            decoded: 0,
-        };
-        let bytes = match r.varint("the version")? {
-            1 => bytes,
-            ENCODING => {
-                let Some(split) = bytes.len().checked_sub(4).filter(|n| *n >= r.at) else {
-                    return Err(r.bad("truncated: expected the checksum"));
-                };
-                let (content, crc) = bytes.split_at(split);
-                let mut le = [0u8; 4];
-                le.copy_from_slice(crc);
-                if crc32fast::hash(content) != u32::from_le_bytes(le) {
-                    return Err(RestoreError::Malformed(
-                        "the checksum does not match: the snapshot is corrupted".into(),
-                    ));
-                }
-                r.bytes = content;
-                content
-            }
-            other => {
-                return Err(RestoreError::UnsupportedVersion(
-                    other.min(u64::from(u32::MAX)) as u32,
-                ))
-            }
-        };
+        let (mut r, bytes) = checked(bytes)?;
         let fingerprint = r.u64_le("the fingerprint")?;
         let machine = r.str("the machine name")?.to_owned();
         let step = match r.byte("the step flag")? {
@@ -991,6 +956,49 @@ impl Snapshot {
             host,
         })
     }
+}
+
+/// A snapshot's bytes checked before they are read: their size, the magic bytes, the
+/// version, and (from revision 2 on) the checksum over the rest. The reader is past the
+/// version; the bytes returned are the content, without the checksum.
+fn checked(bytes: &[u8]) -> Result<(Reader<'_>, &[u8]), RestoreError> {
+    if bytes.len() > MAX_SNAPSHOT_BYTES {
+        return Err(RestoreError::TooLarge(bytes.len()));
+    }
+    if bytes.get(..4) != Some(MAGIC.as_slice()) {
+        return Err(RestoreError::Malformed(
+            "not an orch snapshot (bad magic bytes)".into(),
+        ));
+    }
+    let mut r = Reader {
+        bytes,
+        at: 4,
+        decoded: 0,
+    };
+    let content = match r.varint("the version")? {
+        1 => bytes,
+        ENCODING => {
+            let Some(split) = bytes.len().checked_sub(4).filter(|n| *n >= r.at) else {
+                return Err(r.bad("truncated: expected the checksum"));
+            };
+            let (content, crc) = bytes.split_at(split);
+            let mut le = [0u8; 4];
+            le.copy_from_slice(crc);
+            if crc32fast::hash(content) != u32::from_le_bytes(le) {
+                return Err(RestoreError::Malformed(
+                    "the checksum does not match: the snapshot is corrupted".into(),
+                ));
+            }
+            r.bytes = content;
+            content
+        }
+        other => {
+            return Err(RestoreError::UnsupportedVersion(
+                other.min(u64::from(u32::MAX)) as u32,
+            ))
+        }
+    };
+    Ok((r, content))
 }
 
 /// The remembered values section (3): a count, then 16 bytes per value.

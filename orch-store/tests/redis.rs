@@ -10,6 +10,7 @@ use orch_store::{RedisStore, SessionStore, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs redis-server: `cargo xtask test` installs it and runs this"]
 async fn redis_store_against_a_real_server() {

@@ -77,6 +77,10 @@ fn lock(notes: &Notes) -> std::sync::MutexGuard<'_, Vec<String>> {
 }
 
 /// Runs the tool `name`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the example's whole session, in the order a reader follows it"
+)]
 pub fn run(name: &str, args: &Value, notes: &Notes) -> Result<String, String> {
     match name {
         "search" => {
