@@ -248,13 +248,15 @@ enum Waited {
 
 /// Lists the question with the run's approvals (`OrchApprovals`) and waits, durably, for
 /// its answer until it expires — never longer: an expired question is closed and no
-/// longer holds the run (its later calls would queue behind it).
+/// longer holds the run (its later calls would queue behind it). `now`: the journaled
+/// time the question was asked at.
 async fn wait_for_answer(
     ctx: &ObjectContext<'_>,
     key: &str,
     asked: &Asked<'_>,
     session: &DynSession<'_>,
     refusal: &Refusal,
+    now: u64,
 ) -> Result<Waited, HandlerError> {
     let (awakeable, answered) = ctx.awakeable::<Json<Resolution>>();
     ctx.object_client::<OrchApprovalsClient>(key.to_owned())
@@ -268,7 +270,6 @@ async fn wait_for_answer(
             expires_ms: asked.expires_ms,
         }))
         .send();
-    let now = now_ms!(ctx);
     let wait = Duration::from_millis(asked.expires_ms.saturating_sub(now));
     let waited = restate_sdk::select! {
         answer = answered => match answer {
@@ -414,7 +415,8 @@ mod handlers {
                         ticket: format!("orch-q2:{question}"),
                         expires_ms,
                     };
-                    let answer = wait_for_answer(&ctx, &key, &asked, &session, &refusal).await?;
+                    let answer =
+                        wait_for_answer(&ctx, &key, &asked, &session, &refusal, now).await?;
                     if let Some(refusal) =
                         apply_answer(&ctx, policy, &mut session, &mut host, &asked, answer).await?
                     {
