@@ -700,13 +700,7 @@ fn already_ran<S: Orchestrated + ?Sized>(
     tool: &str,
     call_id: &str,
 ) -> Refusal {
-    refusal(
-        policy,
-        session,
-        tool,
-        RefusalKind::AlreadyRan,
-        format!("error: `{tool}` was not run again: this call (`{call_id}`) ran already, and one call runs once."),
-    )
+    crate::protocol::delivered_again(policy, session, tool, call_id, None)
 }
 
 fn repeated<S: Orchestrated + ?Sized>(

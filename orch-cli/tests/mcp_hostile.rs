@@ -442,15 +442,24 @@ fn malformed_params_and_duplicate_ids() {
     let second = raw.next();
     assert_eq!(second["id"], 3, "{second}");
     assert!(succeeded(&second), "{second}");
-    // Once answered, the id may be used again.
+    // Once answered, the id may be given to another call (JSON-RPC forbids it; careless
+    // clients do it): that call is judged as a call of its own.
     let again = raw.call(
         3,
         "tools/call",
         json!({"name": "browse", "arguments": {"run": "dup"}}),
     );
     assert!(succeeded(&again), "{again}");
+    // The same request once more is a delivery again: it never runs twice.
+    let replayed = raw.call(
+        3,
+        "tools/call",
+        json!({"name": "browse", "arguments": {"run": "dup"}}),
+    );
+    let kind = &replayed["result"]["_meta"]["orch/refusal"]["reason"];
+    assert_eq!(kind, "already_ran", "{replayed}");
     let browses = executed(&log).iter().filter(|e| e.tool == "browse").count();
-    assert_eq!(browses, 1, "the refused twin never ran");
+    assert_eq!(browses, 1, "the refused twin and the replay never ran");
 
     // Over HTTP too.
     let gw = gateway(&python, &log, &[]);
@@ -743,4 +752,82 @@ fn a_result_naming_a_task_is_not_taken_for_a_finished_call() {
             "{way}: the payment reached the upstream twice"
         );
     }
+}
+
+/// The same request delivered again — a client or proxy retrying a POST whose answer it
+/// never saw, to the instance it used or another one sharing the run in Redis — is
+/// answered with what the first delivery came to and never runs a second time: a call
+/// that ran is refused as `already_ran`, one refused for good is refused so again
+/// without being judged afresh (it stays refused after the workflow moves on), and a new
+/// request id is a new call. The upstream's own log counts what ran.
+#[test]
+#[ignore = "needs the MCP Python SDK and redis-server: `cargo xtask test` installs them and runs this"]
+fn a_request_delivered_again_is_answered_with_what_it_got_and_never_runs_twice() {
+    let python = python();
+    let (_redis, url) = redis();
+    let dir = temp_dir("redelivery");
+    let log = dir.join("executed.log");
+    let args = ["--redis", url.as_str(), "--namespace", "redelivery"];
+    let (a, b) = (gateway(&python, &log, &args), gateway(&python, &log, &args));
+    let on_a = Client::connect(&a.addr, None).expect("a session on A");
+    let on_b = on_a.via(&b.addr);
+    let request = |id: i64, tool: &str, run: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"run": run}}})
+    };
+    let answer = |client: &Client, body: &Value| {
+        let mut messages = client.post(body).messages();
+        let reply = messages.pop().expect("a reply");
+        assert_eq!(reply["id"], body["id"], "{reply}");
+        reply
+    };
+    let kind = |reply: &Value| {
+        reply["result"]["_meta"]["orch/refusal"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let ran = |tool: &str| {
+        executed(&log)
+            .iter()
+            .filter(|e| e.tool == tool && e.event == "start")
+            .count()
+    };
+
+    // A call that ran, delivered again to the same instance and to the other one.
+    let browse = request(5, "browse", "again");
+    assert!(
+        succeeded(&answer(&on_a, &browse)),
+        "the first delivery runs"
+    );
+    for client in [&on_a, &on_b] {
+        let again = answer(client, &browse);
+        assert_eq!(kind(&again), "already_ran", "{again}");
+        assert!(text(&again).contains("ran already"), "{again}");
+    }
+    assert_eq!(ran("browse"), 1, "{:?}", executed(&log));
+
+    // A call refused for good stays refused under its id, even once the workflow would
+    // allow it; a new id is a new call.
+    let receipt = request(6, "receipt", "again");
+    assert_eq!(kind(&answer(&on_a, &receipt)), "not_allowed");
+    assert!(succeeded(&answer(&on_b, &request(7, "pay", "again"))));
+    let again = answer(&on_b, &receipt);
+    assert_eq!(kind(&again), "not_allowed", "{again}");
+    assert!(
+        text(&again).contains("delivered before and refused"),
+        "{again}"
+    );
+    assert_eq!(ran("receipt"), 0);
+    assert!(succeeded(&answer(&on_a, &request(8, "receipt", "again"))));
+    assert_eq!(ran("receipt"), 1);
+
+    // Another call under an id used before (which JSON-RPC forbids, but careless
+    // clients do) is not taken for the first: it is judged, and runs.
+    assert!(succeeded(&answer(&on_a, &request(5, "browse", "other"))));
+    assert_eq!(ran("browse"), 2);
+    // Another session's request 5 is its own.
+    let other = Client::connect(&b.addr, None).expect("a second session");
+    assert!(succeeded(&answer(&other, &browse)));
+    assert_eq!(ran("browse"), 3);
 }

@@ -19,13 +19,24 @@
 //! template's (`lostResults`, semantics §15) — applied by [`crate::run`] — and a lease
 //! kept *held* blocks the run until an operator resolves it.
 //!
+//! A host whose callers name each delivery of a call (`orch mcp`: the JSON-RPC request id
+//! within the client's MCP session) also keeps the last [`DELIVERIES`] deliveries and
+//! what they came to — ran, or refused with a kind — so that the same request delivered
+//! again is answered with what it got, and never runs a second time ([`crate::run`]).
+//!
 //! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
-//! bit 1 snapshot, bit 2 lease, bit 3 expiry, bit 4 the lease is held), then for each present field in that order:
+//! bit 1 snapshot, bit 2 lease, bit 3 expiry, bit 4 the lease is held, bit 5 the lease
+//! names its delivery, bit 6 deliveries kept), then for each present field in that order:
 //! handshake and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64`
-//! expiry, `u16` length and the tool's name in UTF-8; the record's expiry as `u64`
-//! milliseconds since the Unix epoch.
+//! expiry, `u16` length and the tool's name in UTF-8, then its delivery if bit 5 is set;
+//! the record's expiry as `u64` milliseconds since the Unix epoch; the deliveries kept as a
+//! `u8` count, then each: the delivery, a `u8` length and what it came to (empty: it ran;
+//! else the refusal's kind, `not_allowed`…). A delivery is a `u16` length and its id in
+//! UTF-8, then the call's 32-byte digest.
 
 use crate::{ModifyError, SessionStore, Versioned};
+use orch_runtime::CallDigest;
+use std::collections::VecDeque;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: &[u8; 4] = b"OMR1";
@@ -34,6 +45,47 @@ const SNAPSHOT: u8 = 2;
 const LEASE: u8 = 4;
 const EXPIRES: u8 = 8;
 const HELD: u8 = 16;
+const LEASE_DELIVERY: u8 = 32;
+const DELIVERED: u8 = 64;
+
+/// How many deliveries a record keeps ([`Record::delivered`]), the oldest forgotten first.
+pub const DELIVERIES: usize = 32;
+
+/// Ids longer than this are not kept ([`Delivery::new`]): no caller needs them, and a
+/// record stays small.
+pub const DELIVERY_ID_MAX: usize = 256;
+
+/// What a host puts between the parts of a delivery's id (the caller's session and its
+/// request id, say); what follows the last one is the id a refusal shows.
+pub const DELIVERY_SEPARATOR: char = '\u{1f}';
+
+/// One delivery of a call: the id its caller sent it under (unique within the caller's
+/// session, as JSON-RPC asks) and the call's identity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The caller's id for it.
+    pub id: String,
+    /// The call's identity (tool and exact arguments).
+    pub call: CallDigest,
+}
+
+impl Delivery {
+    /// The delivery `id` of `call`; `None` for an id longer than [`DELIVERY_ID_MAX`]
+    /// bytes (such a delivery is not remembered).
+    pub fn new(id: String, call: CallDigest) -> Option<Delivery> {
+        (id.len() <= DELIVERY_ID_MAX).then_some(Delivery { id, call })
+    }
+}
+
+/// A delivery the record remembers, and what it came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivered {
+    /// The delivery.
+    pub delivery: Delivery,
+    /// `None`: the call ran (its tool was recorded). Else it was refused, with this
+    /// kind's stable name (`not_allowed`, `out_of_sequence`, …).
+    pub refused: Option<String>,
+}
 
 /// A call in flight: who holds the session, for which tool, until when.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +99,8 @@ pub struct Lease {
     /// The call's result was lost and its tool must not run twice: the lease holds
     /// until an operator says whether the call ran (its expiry no longer counts).
     pub held: bool,
+    /// The delivery the call came as, when its caller names deliveries.
+    pub delivery: Option<Delivery>,
 }
 
 impl Lease {
@@ -68,6 +122,8 @@ pub struct Record {
     /// When the record stops counting, in milliseconds since the Unix epoch, whatever
     /// the store's TTL says (a minted run's end); `None`: only the store's TTL ends it.
     pub expires_ms: Option<u64>,
+    /// The last [`DELIVERIES`] named deliveries that were decided, oldest first.
+    pub delivered: VecDeque<Delivered>,
 }
 
 impl Record {
@@ -99,8 +155,24 @@ impl Record {
             tool: tool.to_owned(),
             expires_ms: ms_after(lasting),
             held: false,
+            delivery: None,
         });
         token
+    }
+
+    /// What the delivery `id` came to, if the record remembers it.
+    pub fn delivered(&self, id: &str) -> Option<&Delivered> {
+        self.delivered.iter().find(|d| d.delivery.id == id)
+    }
+
+    /// Remembers what `delivery` came to (`refused`: the refusal's kind; `None`: it ran),
+    /// forgetting the oldest past [`DELIVERIES`].
+    pub fn remember(&mut self, delivery: Delivery, refused: Option<String>) {
+        self.delivered.retain(|d| d.delivery.id != delivery.id);
+        while self.delivered.len() >= DELIVERIES {
+            self.delivered.pop_front();
+        }
+        self.delivered.push_back(Delivered { delivery, refused });
     }
 
     /// The bytes stored.
@@ -133,10 +205,28 @@ impl Record {
             let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
             out.extend_from_slice(&len.to_be_bytes());
             out.extend_from_slice(&name[..len as usize]);
+            if let Some(delivery) = &lease.delivery {
+                flags |= LEASE_DELIVERY;
+                put_delivery(&mut out, delivery);
+            }
         }
         if let Some(expires_ms) = self.expires_ms {
             flags |= EXPIRES;
             out.extend_from_slice(&expires_ms.to_be_bytes());
+        }
+        if !self.delivered.is_empty() {
+            flags |= DELIVERED;
+            let kept = self.delivered.len().min(DELIVERIES);
+            let skip = self.delivered.len() - kept;
+            // At most DELIVERIES (32): fits a byte.
+            out.push(kept as u8);
+            for d in self.delivered.iter().skip(skip) {
+                put_delivery(&mut out, &d.delivery);
+                let kind = d.refused.as_deref().unwrap_or("").as_bytes();
+                let len = kind.len().min(usize::from(u8::MAX));
+                out.push(len as u8);
+                out.extend_from_slice(&kind[..len]);
+            }
         }
         out[MAGIC.len()] = flags;
         out
@@ -149,10 +239,12 @@ impl Record {
             return Err(RecordError::NoMagic);
         }
         let flags = r.take(1)?[0];
-        if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES | HELD) != 0 {
+        if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES | HELD | LEASE_DELIVERY | DELIVERED)
+            != 0
+        {
             return Err(RecordError::UnknownFlags(flags));
         }
-        if flags & HELD != 0 && flags & LEASE == 0 {
+        if flags & (HELD | LEASE_DELIVERY) != 0 && flags & LEASE == 0 {
             return Err(RecordError::HeldWithoutLease);
         }
         let mut record = Record::default();
@@ -169,15 +261,31 @@ impl Record {
             let tool = std::str::from_utf8(r.take(usize::from(len))?)
                 .map_err(|_| RecordError::ToolNotUtf8)?
                 .to_owned();
+            let delivery = match flags & LEASE_DELIVERY != 0 {
+                true => Some(r.delivery()?),
+                false => None,
+            };
             record.lease = Some(Lease {
                 token,
                 tool,
                 expires_ms,
                 held: flags & HELD != 0,
+                delivery,
             });
         }
         if flags & EXPIRES != 0 {
             record.expires_ms = Some(u64::from_be_bytes(r.array()?));
+        }
+        if flags & DELIVERED != 0 {
+            let count = r.take(1)?[0];
+            for _ in 0..count {
+                let delivery = r.delivery()?;
+                let len = r.take(1)?[0];
+                let kind = std::str::from_utf8(r.take(usize::from(len))?)
+                    .map_err(|_| RecordError::ToolNotUtf8)?;
+                let refused = (!kind.is_empty()).then(|| kind.to_owned());
+                record.delivered.push_back(Delivered { delivery, refused });
+            }
         }
         if r.at != bytes.len() {
             return Err(RecordError::Trailing(bytes.len() - r.at));
@@ -194,9 +302,9 @@ pub enum RecordError {
     NoMagic,
     /// Flags this version does not know.
     UnknownFlags(u8),
-    /// The flags say a lease is held, but there is no lease.
+    /// The flags say a lease is held or names its delivery, but there is no lease.
     HeldWithoutLease,
-    /// The lease's tool name is not UTF-8.
+    /// The lease's tool name, a delivery's id or a refusal's kind is not UTF-8.
     ToolNotUtf8,
     /// They end before a field does.
     CutOff {
@@ -216,10 +324,12 @@ impl std::fmt::Display for RecordError {
         match self {
             RecordError::NoMagic => f.write_str("not a gateway session record (no `OMR1` magic)"),
             RecordError::UnknownFlags(flags) => write!(f, "unknown flags {flags:#04x}"),
-            RecordError::HeldWithoutLease => {
-                f.write_str("flags say a lease is held, but there is no lease")
+            RecordError::HeldWithoutLease => f.write_str(
+                "flags say a lease is held or names its delivery, but there is no lease",
+            ),
+            RecordError::ToolNotUtf8 => {
+                f.write_str("a tool name, delivery id or refusal kind is not UTF-8")
             }
-            RecordError::ToolNotUtf8 => f.write_str("the lease's tool name is not UTF-8"),
             RecordError::CutOff { needed, at, left } => write!(
                 f,
                 "cut off: {needed} bytes needed at offset {at}, {left} there"
@@ -314,6 +424,24 @@ impl<'a> Reader<'a> {
         let len = u32::from_be_bytes(self.array()?);
         self.take(len as usize)
     }
+
+    fn delivery(&mut self) -> Result<Delivery, RecordError> {
+        let len = u16::from_be_bytes(self.array()?);
+        let id = std::str::from_utf8(self.take(usize::from(len))?)
+            .map_err(|_| RecordError::ToolNotUtf8)?
+            .to_owned();
+        let call = CallDigest::from_bytes(self.array()?);
+        Ok(Delivery { id, call })
+    }
+}
+
+fn put_delivery(out: &mut Vec<u8>, delivery: &Delivery) {
+    let id = delivery.id.as_bytes();
+    // Ids are kept at most DELIVERY_ID_MAX bytes long (`Delivery::new`).
+    let len = u16::try_from(id.len()).unwrap_or(u16::MAX);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&id[..usize::from(len)]);
+    out.extend_from_slice(delivery.call.as_bytes());
 }
 
 /// Now, in milliseconds since the Unix epoch (the clock leases are measured with, shared
@@ -350,8 +478,20 @@ mod tests {
                 tool: "pay".into(),
                 expires_ms: 1_700_000_000_000,
                 held: false,
+                delivery: Delivery::new("s1\u{1f}7".into(), CallDigest::of_canonical("pay", b"{}")),
             }),
             expires_ms: Some(1_800_000_000_000),
+            delivered: [None, Some("out_of_sequence".to_owned())]
+                .into_iter()
+                .enumerate()
+                .map(|(i, refused)| Delivered {
+                    delivery: Delivery {
+                        id: format!("s1\u{1f}{i}"),
+                        call: CallDigest::of_canonical("a", b"{}"),
+                    },
+                    refused,
+                })
+                .collect(),
         };
         let mut held = full.clone();
         if let Some(lease) = held.lease.as_mut() {
@@ -371,6 +511,10 @@ mod tests {
             },
             Record {
                 expires_ms: None,
+                ..full.clone()
+            },
+            Record {
+                delivered: VecDeque::new(),
                 ..full.clone()
             },
         ] {
@@ -418,6 +562,44 @@ mod tests {
         let second = record.lease_to("refund", Duration::from_secs(60));
         assert_ne!(first, second);
         assert_eq!(record.busy().map(|l| l.tool.as_str()), Some("refund"));
+    }
+
+    #[test]
+    fn a_record_keeps_the_last_deliveries_and_their_outcomes() {
+        let mut record = Record::default();
+        let digest = CallDigest::of_canonical("a", b"{}");
+        let delivery = |i: usize| Delivery::new(format!("s\u{1f}{i}"), digest).unwrap();
+        for i in 0..DELIVERIES + 5 {
+            record.remember(delivery(i), (i % 2 == 1).then(|| "not_allowed".to_owned()));
+        }
+        assert_eq!(record.delivered.len(), DELIVERIES);
+        assert_eq!(
+            record.delivered("s\u{1f}0"),
+            None,
+            "the oldest are forgotten"
+        );
+        assert_eq!(
+            record.delivered("s\u{1f}36").map(|d| d.refused.as_deref()),
+            Some(None)
+        );
+        let refused = record
+            .delivered("s\u{1f}35")
+            .and_then(|d| d.refused.as_deref());
+        assert_eq!(refused, Some("not_allowed"));
+        // Remembering an id again replaces it.
+        record.remember(delivery(35), None);
+        assert_eq!(record.delivered.len(), DELIVERIES);
+        assert_eq!(
+            record.delivered("s\u{1f}35").map(|d| d.refused.as_deref()),
+            Some(None)
+        );
+        assert_eq!(Record::decode(&record.encode()), Ok(record));
+        assert!(Delivery::new("x".repeat(DELIVERY_ID_MAX + 1), digest).is_none());
+        // A delivery flag without a lease is an error.
+        assert_eq!(
+            Record::decode(b"OMR1\x20"),
+            Err(RecordError::HeldWithoutLease)
+        );
     }
 
     #[test]

@@ -18,8 +18,8 @@
 //!
 //! [protocol.md]: https://github.com/orch-rs/orch/blob/main/docs/protocol.md
 
-use crate::lease::Record;
-use orch_agent::protocol::Question;
+use crate::lease::{Delivery, Record};
+use orch_agent::protocol::{self, Question};
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, LostRule};
@@ -178,6 +178,12 @@ pub type Looked<T> = (T, bool);
 /// ([`Policy::admit_gated`]) and an admitted call's lease (lasting `lease_for`) is
 /// written with the same record. `restore` makes the session from the record's snapshot
 /// (`None`: none stored); it is called once.
+///
+/// `delivery`: the id the call's caller sent it under, when the host has one unique
+/// within the caller's session (`orch mcp`: the JSON-RPC request id). A delivery the
+/// record remembers is not judged again ([`delivered_again`]); an admitted one rides
+/// on the lease and is remembered as ran when its tool is recorded; one refused for
+/// good (not asked, not busy, not held, not a stale answer) is remembered as refused.
 #[allow(clippy::too_many_arguments)]
 pub fn admit<'m, E>(
     record: &mut Record,
@@ -188,6 +194,7 @@ pub fn admit<'m, E>(
     call: &Call<'_>,
     gate: Gate<'_>,
     lease_for: Duration,
+    delivery: Option<&Delivery>,
 ) -> Result<Looked<Admission<'m>>, E> {
     if let Some(lease) = record.busy() {
         return Ok((Admission::Busy(lease.tool.clone()), false));
@@ -198,6 +205,15 @@ pub fn admit<'m, E>(
         let rule = machine.lost_rule(&lapsed.tool);
         apply(record, Some(&mut session), policy, rule, None);
         write = true;
+    }
+    if let Some(refusal) = delivery.and_then(|d| delivered_again(record, policy, &session, tool, d))
+    {
+        let admission = Admission::Refused {
+            refusal,
+            question: None,
+            session,
+        };
+        return Ok((admission, write));
     }
     if let Some(held) = record.held() {
         let refusal = held_refusal(tool, &held.tool);
@@ -218,12 +234,17 @@ pub fn admit<'m, E>(
                 // A question just asked, or a rejection just answered: the run holds it.
                 record.snapshot = Some(session.snapshot().to_bytes());
             }
+            let mut remembered = false;
+            if let (Some(delivery), None, true) = (delivery, &question, for_good(refusal.kind)) {
+                record.remember(delivery.clone(), Some(refusal.kind.as_str().to_owned()));
+                remembered = true;
+            }
             let admission = Admission::Refused {
                 refusal,
                 question,
                 session,
             };
-            Ok((admission, write || changed))
+            Ok((admission, write || changed || remembered))
         }
         Gated::Admitted { changed } => {
             if changed {
@@ -231,9 +252,55 @@ pub fn admit<'m, E>(
                 record.snapshot = Some(session.snapshot().to_bytes());
             }
             let token = record.lease_to(tool, lease_for);
+            if let Some(lease) = record.lease.as_mut() {
+                lease.delivery = delivery.cloned();
+            }
             Ok((Admission::Admitted { token, session }, true))
         }
     }
+}
+
+/// The refusal of `delivery` if `record` remembers what it came to: it is not judged
+/// again.
+fn delivered_again(
+    record: &Record,
+    policy: &Policy,
+    session: &DynSession<'_>,
+    tool: &str,
+    delivery: &Delivery,
+) -> Option<Refusal> {
+    // Only the same call under the same id is the same delivery: another call under an
+    // id used before (against JSON-RPC's rule, by a careless client) is judged afresh.
+    let seen = record
+        .delivered(&delivery.id)
+        .filter(|seen| seen.delivery.call == delivery.call)?;
+    let shown = delivery
+        .id
+        .rsplit(crate::lease::DELIVERY_SEPARATOR)
+        .next()
+        .unwrap_or("");
+    // A kind this version does not know (written by a newer one) is still a refusal.
+    let refused_as = seen
+        .refused
+        .as_deref()
+        .map(|word| RefusalKind::parse(word).unwrap_or(RefusalKind::NotAllowed));
+    Some(protocol::delivered_again(
+        policy, session, tool, shown, refused_as,
+    ))
+}
+
+/// Whether a refusal of this kind is what its delivery came to for good (remembered, so
+/// the same delivery is refused so again): not one that waits on something — a human's
+/// answer, a busy or held run, an answer that applied to nothing.
+fn for_good(kind: RefusalKind) -> bool {
+    !matches!(
+        kind,
+        RefusalKind::NeedsApproval
+            | RefusalKind::StaleAnswer
+            | RefusalKind::Busy
+            | RefusalKind::OutcomeUnknown
+            | RefusalKind::AlreadyRan
+    )
 }
 
 /// One look at `record` to settle the call whose lease has `token` (`None`: the host
@@ -352,6 +419,10 @@ fn apply(
                     None => policy.record(session, &lease.tool),
                 };
                 record.snapshot = Some(session.snapshot().to_bytes());
+                if let Some(delivery) = lease.delivery {
+                    // The delivery ran: the same one again is never run a second time.
+                    record.remember(delivery, None);
+                }
             }
         }
         LostRule::Hold => {

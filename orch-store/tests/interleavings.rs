@@ -329,6 +329,7 @@ impl<'m> Explorer<'m> {
             &call,
             gate,
             LEASE,
+            None,
         )
         .expect("admits");
         if write && w.version != version {

@@ -30,6 +30,15 @@ pub(crate) enum Reserved<'m> {
     Asked(Question),
 }
 
+/// A tool call as it came: the tool, the call as judged, and the delivery it came as
+/// (its request id in its MCP session, where the revision has sessions).
+#[derive(Clone, Copy)]
+pub(crate) struct Incoming<'a> {
+    pub(super) tool: &'a str,
+    pub(super) call: &'a Call<'a>,
+    pub(super) delivery: Option<&'a Delivery>,
+}
+
 /// A call's hold on its session: the lease's token, the version and record the lease was
 /// written with (so that recording the result can skip a read), and the session as
 /// admitted (so that it need not be restored again while nobody wrote meanwhile).
@@ -40,14 +49,13 @@ pub(crate) struct Reservation<'m> {
 }
 
 impl<S: SessionStore + 'static> Shared<S> {
-    /// One look at session `id` for a call of `tool`: refuse it, find it busy, or admit
-    /// it and write its lease in the same compare-and-set.
+    /// One look at session `id` for the call `incoming`: refuse it, find it busy, or
+    /// admit it and write its lease in the same compare-and-set.
     pub(super) async fn try_reserve(
         &self,
         id: &str,
         policy: &Policy,
-        tool: &str,
-        call: &Call<'_>,
+        incoming: Incoming<'_>,
         gate: Gate<'_>,
         may_create: bool,
     ) -> Result<(Admission<'_>, Option<(u64, Record)>), McpError> {
@@ -67,10 +75,11 @@ impl<S: SessionStore + 'static> Shared<S> {
                     &self.machine,
                     policy,
                     |snapshot| run::restore(&self.machine, policy, snapshot),
-                    tool,
-                    call,
+                    incoming.tool,
+                    incoming.call,
                     gate,
                     lease_for,
+                    incoming.delivery,
                 )?;
                 let admission = match admission {
                     run::Admission::Admitted { token, session } => {
@@ -104,7 +113,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         tried
     }
 
-    /// Reserves session `id` for a call of `tool`: the lease's token, or the refusal.
+    /// Reserves session `id` for the call `incoming`: the lease's token, or the refusal.
     /// While another call of the session is in flight this waits (at most the call
     /// timeout, and not past `ct`'s cancellation), then looks again: the second call is
     /// judged against the state the first one left.
@@ -113,8 +122,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         &self,
         id: &str,
         policy: &Policy,
-        tool: &str,
-        call: &Call<'_>,
+        incoming: Incoming<'_>,
         gate: Gate<'_>,
         may_create: bool,
         ct: &CancellationToken,
@@ -128,7 +136,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         let look = || async {
             Ok::<_, McpError>(
                 match self
-                    .try_reserve(id, policy, tool, call, gate, may_create)
+                    .try_reserve(id, policy, incoming, gate, may_create)
                     .await?
                 {
                     (Admission::Reserved(token, session), written) => {
@@ -151,13 +159,13 @@ impl<S: SessionStore + 'static> Shared<S> {
         match run::reserve(wait, look, ct.cancelled()).await? {
             run::Reserved::Decided(reserved) => Ok(reserved),
             run::Reserved::Busy { other } => Ok(Reserved::Refused(Refused::new(
-                tool,
+                incoming.tool,
                 RefusalKind::Busy.as_str(),
-                run::busy_reason(tool, &other, wait.limit),
+                run::busy_reason(incoming.tool, &other, wait.limit),
                 None,
                 policy,
             ))),
-            run::Reserved::Cancelled => Err(cancelled(tool)),
+            run::Reserved::Cancelled => Err(cancelled(incoming.tool)),
         }
     }
 

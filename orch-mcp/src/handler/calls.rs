@@ -72,6 +72,28 @@ impl<S: SessionStore + 'static> Downstream<S> {
         Err(Error::NoRun.into())
     }
 
+    /// The delivery a tool call came as, on a handshake revision: its JSON-RPC request id
+    /// within the client's MCP session (the `Mcp-Session-Id` over HTTP; over stdio this
+    /// process's one session), which JSON-RPC and MCP make unique within a session — so
+    /// the same request delivered again is answered with what it got and never runs
+    /// twice ([`run::admit`]). The 2026-07-28 family has no session to scope an id by.
+    fn delivery(&self, context: &RequestContext<RoleServer>, call: CallDigest) -> Option<Delivery> {
+        // Over stdio the session is this process's: a process started again over the
+        // same stored run (`--run` on Redis) is a new client whose ids start afresh.
+        static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let session = match &self.fixed_id {
+            Some(_) => PROCESS.get_or_init(|| format!("stdio-{:016x}", protocol::nonce())),
+            None => context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok())?,
+        };
+        let request = serde_json::to_string(&context.id).ok()?;
+        let sep = orch_store::lease::DELIVERY_SEPARATOR;
+        Delivery::new(format!("{session}{sep}{request}"), call)
+    }
+
     /// Forwards a request that the orchestration does not judge, holding a permit.
     pub(super) async fn pass(
         &self,
@@ -137,6 +159,10 @@ impl<S: SessionStore + 'static> Downstream<S> {
         };
         let checked = Call::new(digest, &text);
         let modern = is_modern(&context);
+        let delivery = match modern {
+            true => None,
+            false => self.delivery(&context, digest),
+        };
         let can_ask = if modern {
             approval::can_ask(context.meta.client_capabilities().as_ref())
         } else {
@@ -160,8 +186,12 @@ impl<S: SessionStore + 'static> Downstream<S> {
             return Ok(dismissed(&tool, &policy, structured).into());
         };
         let shared = &self.shared;
-        let reserve =
-            |gate| shared.reserve(&id, &policy, &tool, &checked, gate, may_create, &context.ct);
+        let incoming = Incoming {
+            tool: &tool,
+            call: &checked,
+            delivery: delivery.as_ref(),
+        };
+        let reserve = |gate| shared.reserve(&id, &policy, incoming, gate, may_create, &context.ct);
         // An answer that applies to no question the run holds is refused as it is
         // (`stale_answer`): asking again on it would let the next copy of the same
         // answer run the call a second time.

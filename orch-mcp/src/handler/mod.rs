@@ -54,7 +54,7 @@ use orch_agent::{Gate, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest};
 pub(crate) use orch_store::lease::Change;
-use orch_store::lease::Record;
+use orch_store::lease::{Delivery, Record};
 use orch_store::run::{self, RunError};
 use orch_store::{SessionStore, StoreError};
 use rmcp::model::{

@@ -118,6 +118,8 @@ impl<S: SessionStore + 'static> Engine<S> {
                     &orch_runtime::Call::new(call.digest, &call.arguments),
                     gate,
                     self.options.lease,
+                    // ExtMCP names no delivery: each request phase is judged.
+                    None,
                 )?;
                 let admission = match admission {
                     run::Admission::Admitted { token, session } => {
