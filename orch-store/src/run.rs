@@ -181,7 +181,7 @@ pub type Looked<T> = (T, bool);
 ///
 /// `delivery`: the id the call's caller sent it under, when the host has one unique
 /// within the caller's session (`orch mcp`: the JSON-RPC request id). A delivery the
-/// record remembers is not judged again ([`delivered_again`]); an admitted one rides
+/// record remembers is not judged again ([`protocol::delivered_again`]'s words); an admitted one rides
 /// on the lease and is remembered as ran when its tool is recorded; one refused for
 /// good (not asked, not busy, not held, not a stale answer) is remembered as refused.
 #[allow(clippy::too_many_arguments)]
