@@ -30,13 +30,12 @@
 //! handshake and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64`
 //! expiry, `u16` length and the tool's name in UTF-8, then its delivery if bit 5 is set;
 //! the record's expiry as `u64` milliseconds since the Unix epoch; the deliveries kept as a
-//! `u8` count, then each: the delivery, a `u8` length and what it came to (empty: it ran;
-//! else the refusal's kind, `not_allowed`…). A delivery is a `u16` length and its id in
-//! UTF-8, then the call's 32-byte digest.
+//! `u8` count (at most [`DELIVERIES`]), then each, oldest first: the delivery and a byte
+//! saying what it came to (`0`: it ran; else the refusal kind's code, [`crate::run`]'s). A
+//! delivery is its id's 16-byte key, then the call's 32-byte digest.
 
 use crate::{ModifyError, SessionStore, Versioned};
 use orch_runtime::CallDigest;
-use std::collections::VecDeque;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const MAGIC: &[u8; 4] = b"OMR1";
@@ -51,40 +50,93 @@ const DELIVERED: u8 = 64;
 /// How many deliveries a record keeps ([`Record::delivered`]), the oldest forgotten first.
 pub const DELIVERIES: usize = 32;
 
-/// Ids longer than this are not kept ([`Delivery::new`]): no caller needs them, and a
-/// record stays small.
-pub const DELIVERY_ID_MAX: usize = 256;
+/// A delivery's bytes: its id's key, then its call's digest.
+const DELIVERY_BYTES: usize = 16 + 32;
+/// A remembered delivery's bytes: the delivery, then what it came to.
+const DELIVERED_BYTES: usize = DELIVERY_BYTES + 1;
 
-/// What a host puts between the parts of a delivery's id (the caller's session and its
-/// request id, say); what follows the last one is the id a refusal shows.
-pub const DELIVERY_SEPARATOR: char = '\u{1f}';
-
-/// One delivery of a call: the id its caller sent it under (unique within the caller's
-/// session, as JSON-RPC asks) and the call's identity.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One delivery of a call as a record keeps it: a key taken of the id its caller sent
+/// it under (unique within the caller's session, as JSON-RPC asks; 128 bits of a
+/// SHA-256 digest, so any id is kept in the same few bytes) and the call's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delivery {
-    /// The caller's id for it.
-    pub id: String,
+    /// The key of the caller's id for it.
+    pub key: [u8; 16],
     /// The call's identity (tool and exact arguments).
     pub call: CallDigest,
 }
 
 impl Delivery {
-    /// The delivery `id` of `call`; `None` for an id longer than [`DELIVERY_ID_MAX`]
-    /// bytes (such a delivery is not remembered).
-    pub fn new(id: String, call: CallDigest) -> Option<Delivery> {
-        (id.len() <= DELIVERY_ID_MAX).then_some(Delivery { id, call })
+    /// The delivery `id` of `call`.
+    pub fn new(id: &str, call: CallDigest) -> Delivery {
+        let digest = CallDigest::of_canonical("\0orch-delivery-id", id.as_bytes());
+        let mut key = [0; 16];
+        key.copy_from_slice(&digest.as_bytes()[..16]);
+        Delivery { key, call }
+    }
+
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.key);
+        out.extend_from_slice(self.call.as_bytes());
+    }
+
+    fn read(bytes: &[u8]) -> Delivery {
+        let mut key = [0; 16];
+        key.copy_from_slice(&bytes[..16]);
+        let mut call = [0; 32];
+        call.copy_from_slice(&bytes[16..DELIVERY_BYTES]);
+        Delivery {
+            key,
+            call: CallDigest::from_bytes(call),
+        }
     }
 }
 
-/// A delivery the record remembers, and what it came to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delivered {
-    /// The delivery.
-    pub delivery: Delivery,
-    /// `None`: the call ran (its tool was recorded). Else it was refused, with this
-    /// kind's stable name (`not_allowed`, `out_of_sequence`, …).
-    pub refused: Option<String>,
+/// The deliveries a record remembers and what each came to, oldest first, at most
+/// [`DELIVERIES`]: kept as their stored bytes, so reading and writing a record costs no
+/// allocation per delivery, and a look-up compares keys in place.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deliveries(Vec<u8>);
+
+impl Deliveries {
+    /// How many are remembered.
+    pub fn len(&self) -> usize {
+        self.0.len() / DELIVERED_BYTES
+    }
+
+    /// None is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The delivery with `key`, if remembered, and what it came to (`0`: it ran; else
+    /// the code of the refusal's kind, [`crate::run`]'s).
+    pub fn find(&self, key: &[u8; 16]) -> Option<(Delivery, u8)> {
+        self.0
+            .chunks_exact(DELIVERED_BYTES)
+            .find(|entry| entry[..16] == key[..])
+            .map(|entry| (Delivery::read(entry), entry[DELIVERY_BYTES]))
+    }
+
+    /// Remembers that `delivery` came to `outcome` (as [`Deliveries::find`] says it),
+    /// in place of what its key came to before, forgetting the oldest past
+    /// [`DELIVERIES`].
+    pub fn remember(&mut self, delivery: Delivery, outcome: u8) {
+        if let Some(at) = self
+            .0
+            .chunks_exact(DELIVERED_BYTES)
+            .position(|entry| entry[..16] == delivery.key[..])
+        {
+            self.0
+                .drain(at * DELIVERED_BYTES..(at + 1) * DELIVERED_BYTES);
+        }
+        if self.len() >= DELIVERIES {
+            let over = self.len() + 1 - DELIVERIES;
+            self.0.drain(..over * DELIVERED_BYTES);
+        }
+        delivery.put(&mut self.0);
+        self.0.push(outcome);
+    }
 }
 
 /// A call in flight: who holds the session, for which tool, until when.
@@ -122,8 +174,8 @@ pub struct Record {
     /// When the record stops counting, in milliseconds since the Unix epoch, whatever
     /// the store's TTL says (a minted run's end); `None`: only the store's TTL ends it.
     pub expires_ms: Option<u64>,
-    /// The last [`DELIVERIES`] named deliveries that were decided, oldest first.
-    pub delivered: VecDeque<Delivered>,
+    /// The last [`DELIVERIES`] named deliveries that were decided.
+    pub delivered: Deliveries,
 }
 
 impl Record {
@@ -160,21 +212,6 @@ impl Record {
         token
     }
 
-    /// What the delivery `id` came to, if the record remembers it.
-    pub fn delivered(&self, id: &str) -> Option<&Delivered> {
-        self.delivered.iter().find(|d| d.delivery.id == id)
-    }
-
-    /// Remembers what `delivery` came to (`refused`: the refusal's kind; `None`: it ran),
-    /// forgetting the oldest past [`DELIVERIES`].
-    pub fn remember(&mut self, delivery: Delivery, refused: Option<String>) {
-        self.delivered.retain(|d| d.delivery.id != delivery.id);
-        while self.delivered.len() >= DELIVERIES {
-            self.delivered.pop_front();
-        }
-        self.delivered.push_back(Delivered { delivery, refused });
-    }
-
     /// The bytes stored.
     pub fn encode(&self) -> Vec<u8> {
         let mut flags = 0;
@@ -207,7 +244,7 @@ impl Record {
             out.extend_from_slice(&name[..len as usize]);
             if let Some(delivery) = &lease.delivery {
                 flags |= LEASE_DELIVERY;
-                put_delivery(&mut out, delivery);
+                delivery.put(&mut out);
             }
         }
         if let Some(expires_ms) = self.expires_ms {
@@ -216,17 +253,9 @@ impl Record {
         }
         if !self.delivered.is_empty() {
             flags |= DELIVERED;
-            let kept = self.delivered.len().min(DELIVERIES);
-            let skip = self.delivered.len() - kept;
             // At most DELIVERIES (32): fits a byte.
-            out.push(kept as u8);
-            for d in self.delivered.iter().skip(skip) {
-                put_delivery(&mut out, &d.delivery);
-                let kind = d.refused.as_deref().unwrap_or("").as_bytes();
-                let len = kind.len().min(usize::from(u8::MAX));
-                out.push(len as u8);
-                out.extend_from_slice(&kind[..len]);
-            }
+            out.push(self.delivered.len() as u8);
+            out.extend_from_slice(&self.delivered.0);
         }
         out[MAGIC.len()] = flags;
         out
@@ -262,7 +291,7 @@ impl Record {
                 .map_err(|_| RecordError::ToolNotUtf8)?
                 .to_owned();
             let delivery = match flags & LEASE_DELIVERY != 0 {
-                true => Some(r.delivery()?),
+                true => Some(Delivery::read(r.take(DELIVERY_BYTES)?)),
                 false => None,
             };
             record.lease = Some(Lease {
@@ -277,15 +306,11 @@ impl Record {
             record.expires_ms = Some(u64::from_be_bytes(r.array()?));
         }
         if flags & DELIVERED != 0 {
-            let count = r.take(1)?[0];
-            for _ in 0..count {
-                let delivery = r.delivery()?;
-                let len = r.take(1)?[0];
-                let kind = std::str::from_utf8(r.take(usize::from(len))?)
-                    .map_err(|_| RecordError::ToolNotUtf8)?;
-                let refused = (!kind.is_empty()).then(|| kind.to_owned());
-                record.delivered.push_back(Delivered { delivery, refused });
+            let count = usize::from(r.take(1)?[0]);
+            if count > DELIVERIES {
+                return Err(RecordError::TooManyDeliveries(count));
             }
+            record.delivered = Deliveries(r.take(count * DELIVERED_BYTES)?.to_vec());
         }
         if r.at != bytes.len() {
             return Err(RecordError::Trailing(bytes.len() - r.at));
@@ -304,7 +329,7 @@ pub enum RecordError {
     UnknownFlags(u8),
     /// The flags say a lease is held or names its delivery, but there is no lease.
     HeldWithoutLease,
-    /// The lease's tool name, a delivery's id or a refusal's kind is not UTF-8.
+    /// The lease's tool name is not UTF-8.
     ToolNotUtf8,
     /// They end before a field does.
     CutOff {
@@ -317,6 +342,8 @@ pub enum RecordError {
     },
     /// Bytes after the last field.
     Trailing(usize),
+    /// More deliveries than a record keeps ([`DELIVERIES`]).
+    TooManyDeliveries(usize),
 }
 
 impl std::fmt::Display for RecordError {
@@ -327,14 +354,18 @@ impl std::fmt::Display for RecordError {
             RecordError::HeldWithoutLease => f.write_str(
                 "flags say a lease is held or names its delivery, but there is no lease",
             ),
-            RecordError::ToolNotUtf8 => {
-                f.write_str("a tool name, delivery id or refusal kind is not UTF-8")
-            }
+            RecordError::ToolNotUtf8 => f.write_str("the lease's tool name is not UTF-8"),
             RecordError::CutOff { needed, at, left } => write!(
                 f,
                 "cut off: {needed} bytes needed at offset {at}, {left} there"
             ),
             RecordError::Trailing(n) => write!(f, "{n} trailing bytes"),
+            RecordError::TooManyDeliveries(n) => {
+                write!(
+                    f,
+                    "{n} deliveries, more than the {DELIVERIES} a record keeps"
+                )
+            }
         }
     }
 }
@@ -424,24 +455,6 @@ impl<'a> Reader<'a> {
         let len = u32::from_be_bytes(self.array()?);
         self.take(len as usize)
     }
-
-    fn delivery(&mut self) -> Result<Delivery, RecordError> {
-        let len = u16::from_be_bytes(self.array()?);
-        let id = std::str::from_utf8(self.take(usize::from(len))?)
-            .map_err(|_| RecordError::ToolNotUtf8)?
-            .to_owned();
-        let call = CallDigest::from_bytes(self.array()?);
-        Ok(Delivery { id, call })
-    }
-}
-
-fn put_delivery(out: &mut Vec<u8>, delivery: &Delivery) {
-    let id = delivery.id.as_bytes();
-    // Ids are kept at most DELIVERY_ID_MAX bytes long (`Delivery::new`).
-    let len = u16::try_from(id.len()).unwrap_or(u16::MAX);
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&id[..usize::from(len)]);
-    out.extend_from_slice(delivery.call.as_bytes());
 }
 
 /// Now, in milliseconds since the Unix epoch (the clock leases are measured with, shared
@@ -478,21 +491,20 @@ mod tests {
                 tool: "pay".into(),
                 expires_ms: 1_700_000_000_000,
                 held: false,
-                delivery: Delivery::new("s1\u{1f}7".into(), CallDigest::of_canonical("pay", b"{}")),
+                delivery: Some(Delivery::new(
+                    "s1\u{1f}7",
+                    CallDigest::of_canonical("pay", b"{}"),
+                )),
             }),
             expires_ms: Some(1_800_000_000_000),
-            delivered: [None, Some("out_of_sequence".to_owned())]
-                .into_iter()
-                .enumerate()
-                .map(|(i, refused)| Delivered {
-                    delivery: Delivery {
-                        id: format!("s1\u{1f}{i}"),
-                        call: CallDigest::of_canonical("a", b"{}"),
-                    },
-                    refused,
-                })
-                .collect(),
+            delivered: Deliveries::default(),
         };
+        let mut full = full;
+        for (i, outcome) in [0, 2].into_iter().enumerate() {
+            let call = CallDigest::of_canonical("a", b"{}");
+            let delivery = Delivery::new(&format!("s1\u{1f}{i}"), call);
+            full.delivered.remember(delivery, outcome);
+        }
         let mut held = full.clone();
         if let Some(lease) = held.lease.as_mut() {
             lease.held = true;
@@ -514,7 +526,7 @@ mod tests {
                 ..full.clone()
             },
             Record {
-                delivered: VecDeque::new(),
+                delivered: Deliveries::default(),
                 ..full.clone()
             },
         ] {
@@ -568,38 +580,38 @@ mod tests {
     fn a_record_keeps_the_last_deliveries_and_their_outcomes() {
         let mut record = Record::default();
         let digest = CallDigest::of_canonical("a", b"{}");
-        let delivery = |i: usize| Delivery::new(format!("s\u{1f}{i}"), digest).unwrap();
+        let delivery = |i: usize| Delivery::new(&format!("s\u{1f}{i}"), digest);
         for i in 0..DELIVERIES + 5 {
-            record.remember(delivery(i), (i % 2 == 1).then(|| "not_allowed".to_owned()));
+            record.delivered.remember(delivery(i), (i % 2) as u8);
         }
+        let found = |record: &Record, i: usize| record.delivered.find(&delivery(i).key);
         assert_eq!(record.delivered.len(), DELIVERIES);
-        assert_eq!(
-            record.delivered("s\u{1f}0"),
-            None,
-            "the oldest are forgotten"
-        );
-        assert_eq!(
-            record.delivered("s\u{1f}36").map(|d| d.refused.as_deref()),
-            Some(None)
-        );
-        let refused = record
-            .delivered("s\u{1f}35")
-            .and_then(|d| d.refused.as_deref());
-        assert_eq!(refused, Some("not_allowed"));
-        // Remembering an id again replaces it.
-        record.remember(delivery(35), None);
+        assert_eq!(found(&record, 4), None, "the oldest are forgotten");
+        assert_eq!(found(&record, 5), Some((delivery(5), 1)));
+        assert_eq!(found(&record, 36), Some((delivery(36), 0)));
+        // Remembering a key again replaces what it came to.
+        record.delivered.remember(delivery(35), 0);
         assert_eq!(record.delivered.len(), DELIVERIES);
+        assert_eq!(found(&record, 35), Some((delivery(35), 0)));
         assert_eq!(
-            record.delivered("s\u{1f}35").map(|d| d.refused.as_deref()),
-            Some(None)
+            found(&record, 5),
+            Some((delivery(5), 1)),
+            "nothing else forgotten"
         );
+        assert_eq!(Record::decode(&record.encode()), Ok(record.clone()));
+        // Any id, however long, is kept in the same bytes; ids differ by their keys.
+        let long = Delivery::new(&"x".repeat(100_000), digest);
+        assert_ne!(long.key, Delivery::new(&"x".repeat(99_999), digest).key);
+        record.delivered.remember(long, 0);
         assert_eq!(Record::decode(&record.encode()), Ok(record));
-        assert!(Delivery::new("x".repeat(DELIVERY_ID_MAX + 1), digest).is_none());
-        // A delivery flag without a lease is an error.
+        // A delivery flag without a lease is an error; so is a count past the limit.
         assert_eq!(
             Record::decode(b"OMR1\x20"),
             Err(RecordError::HeldWithoutLease)
         );
+        let error = Record::decode(b"OMR1\x40\x21").unwrap_err();
+        assert_eq!(error, RecordError::TooManyDeliveries(33));
+        assert!(error.to_string().contains("33 deliveries"), "{error}");
     }
 
     #[test]

@@ -179,8 +179,9 @@ pub type Looked<T> = (T, bool);
 /// written with the same record. `restore` makes the session from the record's snapshot
 /// (`None`: none stored); it is called once.
 ///
-/// `delivery`: the id the call's caller sent it under, when the host has one unique
-/// within the caller's session (`orch mcp`: the JSON-RPC request id). A delivery the
+/// `delivery`: the id the call's caller sent it under (as a refusal shows it) and the
+/// delivery it names ([`Delivery::new`] of the id made unique by the caller's session),
+/// when the host has such an id (`orch mcp`: the JSON-RPC request id). A delivery the
 /// record remembers is not judged again ([`protocol::delivered_again`]'s words); an admitted one rides
 /// on the lease and is remembered as ran when its tool is recorded; one refused for
 /// good (not asked, not busy, not held, not a stale answer) is remembered as refused.
@@ -194,7 +195,7 @@ pub fn admit<'m, E>(
     call: &Call<'_>,
     gate: Gate<'_>,
     lease_for: Duration,
-    delivery: Option<&Delivery>,
+    delivery: Option<(&str, &Delivery)>,
 ) -> Result<Looked<Admission<'m>>, E> {
     if let Some(lease) = record.busy() {
         return Ok((Admission::Busy(lease.tool.clone()), false));
@@ -235,8 +236,10 @@ pub fn admit<'m, E>(
                 record.snapshot = Some(session.snapshot().to_bytes());
             }
             let mut remembered = false;
-            if let (Some(delivery), None, true) = (delivery, &question, for_good(refusal.kind)) {
-                record.remember(delivery.clone(), Some(refusal.kind.as_str().to_owned()));
+            if let (Some((_, delivery)), None, Some(code)) =
+                (delivery, &question, code_of(refusal.kind))
+            {
+                record.delivered.remember(*delivery, code);
                 remembered = true;
             }
             let admission = Admission::Refused {
@@ -253,54 +256,65 @@ pub fn admit<'m, E>(
             }
             let token = record.lease_to(tool, lease_for);
             if let Some(lease) = record.lease.as_mut() {
-                lease.delivery = delivery.cloned();
+                lease.delivery = delivery.map(|(_, d)| *d);
             }
             Ok((Admission::Admitted { token, session }, true))
         }
     }
 }
 
-/// The refusal of `delivery` if `record` remembers what it came to: it is not judged
-/// again.
+/// The refusal of `delivery` (shown as `shown`) if `record` remembers what it came to:
+/// it is not judged again.
 fn delivered_again(
     record: &Record,
     policy: &Policy,
     session: &DynSession<'_>,
     tool: &str,
-    delivery: &Delivery,
+    (shown, delivery): (&str, &Delivery),
 ) -> Option<Refusal> {
     // Only the same call under the same id is the same delivery: another call under an
     // id used before (against JSON-RPC's rule, by a careless client) is judged afresh.
-    let seen = record
-        .delivered(&delivery.id)
-        .filter(|seen| seen.delivery.call == delivery.call)?;
-    let shown = delivery
-        .id
-        .rsplit(crate::lease::DELIVERY_SEPARATOR)
-        .next()
-        .unwrap_or("");
-    // A kind this version does not know (written by a newer one) is still a refusal.
-    let refused_as = seen
-        .refused
-        .as_deref()
-        .map(|word| RefusalKind::parse(word).unwrap_or(RefusalKind::NotAllowed));
+    let (seen, outcome) = record
+        .delivered
+        .find(&delivery.key)
+        .filter(|(seen, _)| seen.call == delivery.call)?;
+    debug_assert_eq!(seen, *delivery);
+    let refused_as = match outcome {
+        RAN => None,
+        // A code this version does not know (written by a newer one) is still a refusal.
+        code => Some(kind_of(code).unwrap_or(RefusalKind::NotAllowed)),
+    };
     Some(protocol::delivered_again(
         policy, session, tool, shown, refused_as,
     ))
 }
 
-/// Whether a refusal of this kind is what its delivery came to for good (remembered, so
-/// the same delivery is refused so again): not one that waits on something — a human's
-/// answer, a busy or held run, an answer that applied to nothing.
-fn for_good(kind: RefusalKind) -> bool {
-    !matches!(
-        kind,
-        RefusalKind::NeedsApproval
-            | RefusalKind::StaleAnswer
-            | RefusalKind::Busy
-            | RefusalKind::OutcomeUnknown
-            | RefusalKind::AlreadyRan
-    )
+/// What a remembered delivery came to when it ran ([`crate::lease::Deliveries`]).
+const RAN: u8 = 0;
+
+/// The refusal kinds a delivery is remembered as refused with, by their stored codes
+/// (`1 + ` the place here): the codes are stored in records, so this list only grows.
+const REMEMBERED: [RefusalKind; 6] = [
+    RefusalKind::NotAllowed,
+    RefusalKind::OutOfSequence,
+    RefusalKind::BrokenRule,
+    RefusalKind::UnknownTool,
+    RefusalKind::Unavailable,
+    RefusalKind::Rejected,
+];
+
+/// The stored code of a refusal of this kind, if it is what its delivery came to for
+/// good (remembered, so the same delivery is refused so again): not one that waits on
+/// something — a human's answer, a busy or held run, an answer that applied to nothing.
+fn code_of(kind: RefusalKind) -> Option<u8> {
+    let at = REMEMBERED.iter().position(|k| *k == kind)?;
+    // REMEMBERED has 6 kinds.
+    Some(at as u8 + 1)
+}
+
+/// The refusal kind a stored code names.
+fn kind_of(code: u8) -> Option<RefusalKind> {
+    REMEMBERED.get(usize::from(code).checked_sub(1)?).copied()
 }
 
 /// One look at `record` to settle the call whose lease has `token` (`None`: the host
@@ -421,7 +435,7 @@ fn apply(
                 record.snapshot = Some(session.snapshot().to_bytes());
                 if let Some(delivery) = lease.delivery {
                     // The delivery ran: the same one again is never run a second time.
-                    record.remember(delivery, None);
+                    record.delivered.remember(delivery, RAN);
                 }
             }
         }

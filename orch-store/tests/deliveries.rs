@@ -57,7 +57,7 @@ impl Run {
 
     fn delivery(id: &str, tool: &str, args: &str) -> Delivery {
         let call = CallDigest::of_text(tool, args);
-        Delivery::new(format!("session\u{1f}{id}"), call).expect("a short id")
+        Delivery::new(&format!("session\u{1f}{id}"), call)
     }
 
     fn deliver(&mut self, id: &str, tool: &str, args: &str) -> Got {
@@ -74,7 +74,7 @@ impl Run {
             &call,
             Gate::Refuse,
             Duration::from_secs(3600),
-            Some(&delivery),
+            Some((id, &delivery)),
         )
         .expect("a look");
         let got = match admission {

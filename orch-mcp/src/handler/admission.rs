@@ -36,7 +36,7 @@ pub(crate) enum Reserved<'m> {
 pub(crate) struct Incoming<'a> {
     pub(super) tool: &'a str,
     pub(super) call: &'a Call<'a>,
-    pub(super) delivery: Option<&'a Delivery>,
+    pub(super) delivery: Option<(&'a str, &'a Delivery)>,
 }
 
 /// A call's hold on its session: the lease's token, the version and record the lease was

@@ -77,7 +77,11 @@ impl<S: SessionStore + 'static> Downstream<S> {
     /// process's one session), which JSON-RPC and MCP make unique within a session — so
     /// the same request delivered again is answered with what it got and never runs
     /// twice ([`run::admit`]). The 2026-07-28 family has no session to scope an id by.
-    fn delivery(&self, context: &RequestContext<RoleServer>, call: CallDigest) -> Option<Delivery> {
+    fn delivery(
+        &self,
+        context: &RequestContext<RoleServer>,
+        call: CallDigest,
+    ) -> Option<(String, Delivery)> {
         // Over stdio the session is this process's: a process started again over the
         // same stored run (`--run` on Redis) is a new client whose ids start afresh.
         static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -90,8 +94,9 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 .and_then(|v| v.to_str().ok())?,
         };
         let request = serde_json::to_string(&context.id).ok()?;
-        let sep = orch_store::lease::DELIVERY_SEPARATOR;
-        Delivery::new(format!("{session}{sep}{request}"), call)
+        // A session id cannot hold the separator (a header value is visible ASCII).
+        let delivery = Delivery::new(&format!("{session}\u{1f}{request}"), call);
+        Some((request, delivery))
     }
 
     /// Forwards a request that the orchestration does not judge, holding a permit.
@@ -189,7 +194,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let incoming = Incoming {
             tool: &tool,
             call: &checked,
-            delivery: delivery.as_ref(),
+            delivery: delivery.as_ref().map(|(shown, d)| (shown.as_str(), d)),
         };
         let reserve = |gate| shared.reserve(&id, &policy, incoming, gate, may_create, &context.ct);
         // An answer that applies to no question the run holds is refused as it is
