@@ -37,6 +37,25 @@ const OTHER: &str = r#"{
   "orchestration": {"steps": [{"name": "Only", "isDefault": true}]}
 }"#;
 
+/// The desk of the random streams: refunds may repeat, a refund of 100 or more needs a
+/// human, and an e-mail only after a refund.
+const FUZZ: &str = r#"{
+  "name": "fuzz-desk",
+  "tools": ["lookup_order", "issue_refund", "send_email"],
+  "orchestration": {
+    "approve": [
+      {"name": "large-refund", "tool": "issue_refund",
+       "when": {"path": "/amount", "range": {"min": 100}}}
+    ],
+    "steps": [
+      {"name": "Open", "isDefault": true,
+       "availableTools": {"allowed": ["lookup_order", "issue_refund"]}},
+      {"name": "Refunded", "conditions": [{"type": "tool_used", "value": "issue_refund"}],
+       "availableTools": {"allowed": ["lookup_order", "issue_refund", "send_email"]}}
+    ]
+  }
+}"#;
+
 // ---------------------------------------------------------------------------------------
 // The service process
 
@@ -90,6 +109,7 @@ fn service() {
     let template = match std::env::var("ORCH_RESTATE_TEMPLATE").as_deref() {
         Ok("v2") => desk_v2(),
         Ok("other") => OTHER.to_owned(),
+        Ok("fuzz") => FUZZ.to_owned(),
         _ => DESK.to_owned(),
     };
     let machine = orch_codegen::compile_json(&template, None)
@@ -1151,5 +1171,282 @@ async fn a_call_delivered_again_under_its_id_never_runs_twice() {
     assert_eq!(
         history(&f.status("r1").await),
         ["lookup_order", "issue_refund"]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Random streams against the run host
+
+/// What became of one call, as the reference run host or Restate tells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Became {
+    Ran,
+    Refused(String),
+    /// Put to a human under this ticket; then what their answer made of it.
+    Asked(String, Box<Became>),
+}
+
+/// The run host alone, in memory, deciding as `OrchRun/call` does.
+struct Reference<'m> {
+    policy: orch_agent::Policy,
+    sessions: Vec<orch_runtime::dynamic::DynSession<'m>>,
+    hosts: Vec<orch_agent::run_host::RunHost>,
+    ran: Vec<Vec<String>>,
+}
+
+impl<'m> Reference<'m> {
+    fn new(machine: &'m orch_runtime::dynamic::DynMachine, runs: usize) -> Reference<'m> {
+        let policy = orch_agent::Policy::new(machine.tools().to_vec());
+        let sessions = (0..runs)
+            .map(|_| {
+                let mut session = orch_runtime::dynamic::DynSession::new(machine);
+                policy.prepare(&mut session);
+                session
+            })
+            .collect();
+        Reference {
+            policy,
+            sessions,
+            hosts: (0..runs)
+                .map(|_| orch_agent::run_host::RunHost::new())
+                .collect(),
+            ran: vec![Vec::new(); runs],
+        }
+    }
+
+    fn call(&mut self, run: usize, id: &str, tool: &str, args: &str, approve: bool) -> Became {
+        use orch_agent::run_host::{Begin, OnGate};
+        let (policy, session, host) = (&self.policy, &mut self.sessions[run], &mut self.hosts[run]);
+        let now = orch_agent::protocol::now_ms();
+        let result = json!({"content": [{"type": "text", "text": format!("{tool} done")}]});
+        let result = result.to_string();
+        let mut ran = |session: &mut _, host: &mut orch_agent::run_host::RunHost| {
+            host.finish(policy, session, id, tool, true, Some(&result));
+            self.ran[run].push(tool.to_owned());
+            Became::Ran
+        };
+        match host.begin(policy, session, id, tool, args, OnGate::Ask, now) {
+            Begin::Run => ran(session, host),
+            Begin::Refused(r) | Begin::Again(r) => Became::Refused(r.kind.as_str().to_owned()),
+            Begin::Ask { question, .. } => {
+                let ticket = format!("orch-q2:{question}");
+                let answered =
+                    host.answer_call(policy, session, id, tool, args, approve, None, now);
+                let then = match answered.refusal() {
+                    Some(r) => {
+                        let kind = r.kind.as_str().to_owned();
+                        host.close_question(session, id, tool, args);
+                        Became::Refused(kind)
+                    }
+                    None => {
+                        match host.begin(policy, session, id, tool, args, OnGate::Refuse, now) {
+                            Begin::Run => ran(session, host),
+                            Begin::Refused(r) | Begin::Again(r) | Begin::Ask { refusal: r, .. } => {
+                                Became::Refused(r.kind.as_str().to_owned())
+                            }
+                        }
+                    }
+                };
+                Became::Asked(ticket, Box::new(then))
+            }
+        }
+    }
+}
+
+/// What a stream does with one call.
+#[derive(Clone, Debug)]
+struct StreamCall {
+    run: usize,
+    id: String,
+    tool: &'static str,
+    args: String,
+    approve: bool,
+    /// Its question's answer sent first in the other run (it must apply to nothing).
+    foreign_first: bool,
+    /// Its question's answer sent again once the call ended (it must apply to nothing).
+    replay_after: bool,
+}
+
+/// A seeded stream of calls on two runs: fresh calls and calls delivered again under
+/// their id, approvals and rejections, answers sent in the other run, answers replayed.
+fn stream(seed: u64, calls: usize) -> Vec<StreamCall> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut out: Vec<StreamCall> = Vec::new();
+    for i in 0..calls {
+        let run = usize::from(next(4) == 0);
+        let earlier: Vec<&StreamCall> = out.iter().filter(|c| c.run == run).collect();
+        let mut call = if !earlier.is_empty() && next(10) < 3 {
+            let again = earlier[next(earlier.len() as u64) as usize].clone();
+            StreamCall {
+                approve: next(5) < 3,
+                ..again
+            }
+        } else {
+            let (tool, args) = match next(4) {
+                0 => ("lookup_order", json!({"order": format!("F-{}", next(3))})),
+                1 | 2 => {
+                    let amount = if next(5) < 2 { 30 } else { 150 };
+                    ("issue_refund", json!({"order": "F-1", "amount": amount}))
+                }
+                _ => ("send_email", json!({"to": "customer@example.com"})),
+            };
+            StreamCall {
+                run,
+                id: format!("call-{i}"),
+                tool,
+                args: args.to_string(),
+                approve: next(5) < 3,
+                foreign_first: false,
+                replay_after: false,
+            }
+        };
+        call.foreign_first = next(10) < 3;
+        call.replay_after = next(10) < 3;
+        out.push(call);
+    }
+    out
+}
+
+impl Fixture {
+    /// `POST <ingress>/<path>` with `body`, waiting at most [`PATIENCE`] for the answer.
+    async fn post_within(&self, path: &str, body: &Value) -> Value {
+        let answer = self
+            .http
+            .post(format!("{}/{path}", self.server.ingress_url()))
+            .json(body)
+            .timeout(PATIENCE)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path} {body}: {e}"));
+        let status = answer.status();
+        let text = answer.text().await.expect("a body");
+        assert!(status.is_success(), "POST {path}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    }
+
+    /// One call of a stream through `OrchRun` (answering its question as the stream
+    /// says): what became of it.
+    async fn stream_call(&self, runs: &[String; 2], call: &StreamCall, asked: bool) -> Became {
+        let run = &runs[call.run];
+        let args: Value = serde_json::from_str(&call.args).expect("JSON arguments");
+        let body = json!({"id": call.id, "tool": call.tool, "arguments": args});
+        let outcome = |reply: &Value| match reply["outcome"].as_str() {
+            Some("ran") => Became::Ran,
+            Some("refused") => {
+                Became::Refused(reply["refusal"]["kind"].as_str().unwrap_or("?").to_owned())
+            }
+            _ => Became::Refused(format!("unexpected reply {reply}")),
+        };
+        if !asked {
+            return outcome(
+                &self
+                    .post_within(&format!("OrchRun/{run}/call"), &body)
+                    .await,
+            );
+        }
+        let sent = self
+            .post_within(&format!("OrchRun/{run}/call/send"), &body)
+            .await;
+        let waiting = sent["invocationId"]
+            .as_str()
+            .expect("an invocation id")
+            .to_owned();
+        let pending = self.pending(run, 1).await;
+        let ticket = pending[0]["ticket"].as_str().expect("a ticket").to_owned();
+        let answer = json!({"ticket": ticket, "approved": call.approve});
+        if call.foreign_first {
+            let other = &runs[1 - call.run];
+            let elsewhere = self
+                .post_within(&format!("OrchApprovals/{other}/resolve"), &answer)
+                .await;
+            assert_eq!(
+                elsewhere["resolved"], false,
+                "an answer sent in {other}: {elsewhere}"
+            );
+            assert_eq!(self.pending(run, 1).await.len(), 1, "still asked");
+        }
+        let resolved = self
+            .post_within(&format!("OrchApprovals/{run}/resolve"), &answer)
+            .await;
+        assert_eq!(resolved, json!({"resolved": true}), "{call:?}");
+        let then = outcome(&self.attach(&waiting).await);
+        if call.replay_after {
+            let replayed = self
+                .post_within(&format!("OrchApprovals/{run}/resolve"), &answer)
+                .await;
+            assert_eq!(replayed["resolved"], false, "a replayed answer: {replayed}");
+        }
+        self.pending(run, 0).await;
+        Became::Asked(ticket, Box::new(then))
+    }
+}
+
+/// Random streams of calls on two runs go through durable runs on a real Restate server
+/// and through the run host alone in memory, and every call must become the same: run,
+/// refused with the same kind, or asked under the same ticket and then the same. Faults:
+/// a call delivered again under its id (after it ran, was refused, was rejected), a
+/// question's answer sent first in the other run, an answer replayed after its call
+/// ended. Afterwards each run's history is what the reference recorded, and the tools
+/// ran exactly as often as the reference ran them (the service's ledger).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn random_streams_decide_as_the_run_host_does() {
+    const STREAMS: u64 = 12;
+    const CALLS: usize = 12;
+    let f = Fixture::start_env(
+        "streams",
+        vec![("ORCH_RESTATE_TEMPLATE", "fuzz".to_owned())],
+    )
+    .await;
+    let machine = orch_codegen::compile_json(FUZZ, None)
+        .to_machine()
+        .expect("the template compiles");
+    let mut ran_in_all: std::collections::BTreeMap<String, usize> = Default::default();
+    let (mut asked, mut again, mut refused) = (0, 0, 0);
+    for seed in 1..=STREAMS {
+        let runs = [format!("s{seed}a"), format!("s{seed}b")];
+        let mut reference = Reference::new(&machine, 2);
+        let calls = stream(seed, CALLS);
+        for (i, call) in calls.iter().enumerate() {
+            let expected = reference.call(call.run, &call.id, call.tool, &call.args, call.approve);
+            let is_asked = matches!(expected, Became::Asked(..));
+            let got = f.stream_call(&runs, call, is_asked).await;
+            assert_eq!(
+                got, expected,
+                "stream {seed}, call {i}: {call:?}\nstream: {calls:#?}"
+            );
+            asked += usize::from(is_asked);
+            again += usize::from(
+                calls[..i]
+                    .iter()
+                    .any(|c| c.run == call.run && c.id == call.id),
+            );
+            refused += usize::from(matches!(expected, Became::Refused(_)));
+        }
+        for (run, ran) in runs.iter().zip(&reference.ran) {
+            assert_eq!(&history(&f.status(run).await), ran, "{run}'s history");
+            for tool in ran {
+                *ran_in_all.entry(tool.clone()).or_default() += 1;
+            }
+        }
+    }
+    for tool in ["lookup_order", "issue_refund", "send_email"] {
+        let done: usize = f.completions(tool).values().sum();
+        assert_eq!(
+            done,
+            ran_in_all.get(tool).copied().unwrap_or(0),
+            "{tool} ran"
+        );
+    }
+    eprintln!("{STREAMS} streams of {CALLS} calls: {asked} asked, {again} delivered again, {refused} refused");
+    assert!(
+        asked >= 10 && again >= 10 && refused >= 10,
+        "{asked} asked, {again} again, {refused} refused"
     );
 }
