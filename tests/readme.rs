@@ -76,3 +76,47 @@ fn the_error_is_what_the_compiler_says() {
     let shown = block(&readme, "Misspell `search` in the sequence", "text");
     assert_eq!(rendered.join("\n\n") + "\n", shown);
 }
+
+/// The front page stays a front page: it sells, shows and links; the details live in
+/// docs/. (A rule the build enforces: docs/architecture.md.)
+#[test]
+fn the_readme_is_at_most_200_lines() {
+    let lines = readme().lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines; move details to docs/"
+    );
+}
+
+/// Every relative link of the README and of docs/README.md names a file that exists,
+/// and docs/README.md lists every page in docs/.
+#[test]
+fn the_front_pages_link_to_files_that_exist_and_list_every_page() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let index = std::fs::read_to_string(root.join("docs/README.md")).unwrap();
+    for (base, text) in [
+        (root.to_path_buf(), readme()),
+        (root.join("docs"), index.clone()),
+    ] {
+        for link in text.split("](").skip(1) {
+            let target = link.split([')', '#']).next().unwrap_or("");
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            assert!(
+                base.join(target).exists(),
+                "a link to {target} from {}",
+                base.display()
+            );
+        }
+    }
+    for entry in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "README.md" {
+            assert!(
+                index.contains(&format!("]({name})")),
+                "docs/README.md lists {name}"
+            );
+        }
+    }
+}
