@@ -43,6 +43,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 mod approval;
 mod child;
 mod error;

@@ -12,6 +12,11 @@ use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
 use crate::tables::{reset, Condition, Gate, Tables};
 
+mod approvals;
+mod conditions;
+mod lifecycle;
+mod messages;
+
 /// Marks "no step is active" in [`State::step`].
 pub(crate) const NO_STEP: u16 = u16::MAX;
 /// The history entry of a foreign tool: equals no tool of the universe.
@@ -144,131 +149,6 @@ where
     C: AsRef<[u16]> + AsMut<[u16]>,
     R: AsRef<[u64]> + AsMut<[u64]>,
 {
-    /// A fresh state over the given (zeroed) storage: derived state built, activation
-    /// evaluated (semantics §5: a session starts by evaluating activation).
-    pub fn fresh<S: AsRef<str>>(
-        t: &Tables<'_, S>,
-        used: U,
-        flags: F,
-        hist: H,
-        derived: D,
-        counters: C,
-        memory: R,
-    ) -> Self {
-        let mut state = State {
-            step: NO_STEP,
-            index: 0,
-            hist_next: 0,
-            used,
-            flags,
-            hist,
-            usage: Usage::default(),
-            derived,
-            counters,
-            approval: None,
-            memory,
-            node: Node::UNKNOWN,
-        };
-        state.reset(t);
-        state
-    }
-
-    /// Back to a blank state, keeping the storage; the derived state is stale until
-    /// [`State::rebuild`].
-    pub fn clear(&mut self) {
-        self.step = NO_STEP;
-        self.index = 0;
-        self.hist_next = 0;
-        self.used.as_mut().fill(0);
-        self.flags.as_mut().fill(0);
-        self.hist.as_mut().fill(EMPTY);
-        self.usage = Usage::default();
-        self.approval = None;
-        self.memory.as_mut().fill(0);
-    }
-
-    /// The remembered values (live entries, two words each).
-    pub fn remembered(&self) -> &[u64] {
-        crate::args::memory::live(self.memory.as_ref())
-    }
-
-    /// Remembers the values a result of the declared tool `tool` holds, for the rules
-    /// that read that tool's results (semantics §16); `true` when one does.
-    pub fn remember_result<S: AsRef<str>>(
-        &mut self,
-        t: &Tables<'_, S>,
-        tool: usize,
-        text: &str,
-    ) -> bool {
-        crate::args::memory::Memory(self.memory.as_mut()).remember_result(&t.rules, tool, text)
-    }
-
-    /// Back to a fresh session (semantics §5 "reset"), activation evaluated.
-    pub fn reset<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
-        self.clear();
-        self.rebuild(t);
-        self.activate(t);
-        if !t.moves.is_empty() {
-            self.node = Node(t.moves.fresh);
-        }
-    }
-
-    /// Recomputes the derived state from the history, the used set and the message
-    /// flags (after [`State::clear`], or when a snapshot was restored).
-    pub fn rebuild<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
-        let p = &t.plan;
-        self.node = Node::UNKNOWN;
-        self.derived.as_mut().fill(0);
-        for (c, (_, cap)) in self.counters.as_mut().iter_mut().zip(p.counters) {
-            *c = *cap;
-        }
-        let len = self.hist_len();
-        for k in (0..len).rev() {
-            let entry = self.recent(k);
-            let (_, _, seq) = split(self.derived.as_mut(), p);
-            shift_sequences(seq, p, entry, |_, _| {});
-            self.count(p, entry);
-        }
-        let (holds, eligible, seq) = split(self.derived.as_mut(), p);
-        let n_flags = t.message_flags();
-        for (w, (f, h)) in self.flags.as_ref().iter().zip(holds.iter_mut()).enumerate() {
-            *h = f & flag_mask(n_flags, w);
-        }
-        for (tool, atom) in p.used_atom.iter().enumerate() {
-            if *atom != NONE && bits::test(self.used.as_ref(), tool) {
-                bits::set(holds, *atom as usize);
-            }
-        }
-        for (w, d) in seq.iter().enumerate() {
-            let mut ends = d & p.seq_last.get(w).copied().unwrap_or(0);
-            while ends != 0 {
-                let bit = ends.trailing_zeros();
-                ends &= ends - 1;
-                let atom = seq_atom(p, w, bit);
-                if atom != NONE {
-                    bits::set(holds, atom as usize);
-                }
-            }
-        }
-        for (k, (counter, window)) in p.nru_atoms.iter().enumerate() {
-            if self
-                .counters
-                .as_ref()
-                .get(*counter as usize)
-                .copied()
-                .unwrap_or(0)
-                >= *window
-            {
-                bits::set(holds, (p.nru_atom_base as usize) + k);
-            }
-        }
-        for step in bits::BitIter::new(p.candidates) {
-            if covers(holds, p.atoms_of(step)) {
-                bits::set(eligible, step);
-            }
-        }
-    }
-
     /// Advances the `not_recently_used` counters by one recorded entry.
     #[inline(always)]
     fn count(&mut self, p: &Plan<'_>, entry: u16) {
@@ -531,113 +411,6 @@ where
         }
     }
 
-    /// [`State::check`] of one exact call: first the rules on arguments that apply to
-    /// the tool in the active step (semantics §16) — a broken required rule refuses it,
-    /// a conditional `approve` that holds gates it —, then a gated tool passes when the
-    /// session holds an approval of this call, and is refused as rejected when it holds
-    /// a rejection of it. `Ok(true)` when the call passes on an approval (which
-    /// admitting consumes). `matchers` holds the machine's compiled argument regexes.
-    #[inline]
-    pub fn check_call<S: AsRef<str>>(
-        &self,
-        t: &Tables<'_, S>,
-        available: &[u64],
-        tool: ToolRef<'_>,
-        call: &Call<'_>,
-        matchers: &Matchers,
-    ) -> Result<bool, RawDenied> {
-        self.permit(t, available, tool)?;
-        let mut gated = false;
-        if let ToolRef::Declared(i) = tool {
-            if !t.rules.is_empty() {
-                let memory = self.remembered();
-                match t
-                    .rules
-                    .judge(i, self.step, call.arguments, matchers.arguments(), memory)
-                {
-                    Judged::Free => {}
-                    Judged::Gated(_) => gated = true,
-                    Judged::Broken(broken) => return Err(RawDenied::Broken(self.step, broken)),
-                }
-            }
-        }
-        if !(gated || self.gated(t, tool)) {
-            return Ok(false);
-        }
-        let step = self.step;
-        match self.approval {
-            Some(a) if a.call == call.digest => match a.verdict {
-                Verdict::Approved => Ok(true),
-                Verdict::Rejected => Err(RawDenied::Rejected(step)),
-                Verdict::Pending => Err(RawDenied::NeedsApproval(step)),
-            },
-            _ => Err(RawDenied::NeedsApproval(step)),
-        }
-    }
-
-    /// [`State::check_call`], consuming the approval the call passes on: one approval
-    /// admits one call.
-    pub fn admit_call<S: AsRef<str>>(
-        &mut self,
-        t: &Tables<'_, S>,
-        available: &[u64],
-        tool: ToolRef<'_>,
-        call: &Call<'_>,
-        matchers: &Matchers,
-    ) -> Result<(), RawDenied> {
-        if self.check_call(t, available, tool, call, matchers)? {
-            self.approval = None;
-        }
-        Ok(())
-    }
-
-    /// Holds a verdict on `call` (semantics §13) in answer to `question`, replacing any
-    /// held.
-    pub fn hold(&mut self, call: CallDigest, verdict: Verdict, question: QuestionId) {
-        self.approval = Some(Approval {
-            call,
-            verdict,
-            question,
-        });
-    }
-
-    /// Answers the question `question` held about `call` (a [`Verdict::Pending`]
-    /// verdict): `false`, changing nothing, when the session holds no such question (none,
-    /// another call's, another question about the same call, or answered already).
-    pub fn answer(&mut self, call: CallDigest, question: QuestionId, approved: bool) -> bool {
-        if !self.holds_question(call, question) {
-            return false;
-        }
-        let verdict = if approved {
-            Verdict::Approved
-        } else {
-            Verdict::Rejected
-        };
-        self.hold(call, verdict, question);
-        true
-    }
-
-    /// Closes the question `question` held about `call` without an answer (it expired,
-    /// or the human dismissed it): the session then holds no verdict. `false`, changing
-    /// nothing, when the session holds no such question.
-    pub fn dismiss(&mut self, call: CallDigest, question: QuestionId) -> bool {
-        if !self.holds_question(call, question) {
-            return false;
-        }
-        self.approval = None;
-        true
-    }
-
-    /// Does the session hold the question `question` about `call`, unanswered?
-    fn holds_question(&self, call: CallDigest, question: QuestionId) -> bool {
-        self.approval
-            == Some(Approval {
-                call,
-                verdict: Verdict::Pending,
-                question,
-            })
-    }
-
     /// Record tool (semantics §5): by the machine's transition table when it has one
     /// and the state is in it ([`crate::moves`]), else by the incremental engine. Both
     /// leave the same state and say the same.
@@ -783,70 +556,6 @@ where
         outcome
     }
 
-    /// User message (semantics §5): evaluate message conditions, apply `resetSequenceOn`,
-    /// evaluate activation. `matchers` is the compiled form of `t.contains` and
-    /// `t.regexes`.
-    pub fn on_message<S: AsRef<str>>(
-        &mut self,
-        t: &Tables<'_, S>,
-        matchers: &Matchers,
-        message: &str,
-    ) {
-        let flags = self.flags.as_mut();
-        flags.fill(0);
-        matchers.match_message(message, t.contains.len(), flags);
-        self.after_message(t);
-    }
-
-    /// A user message that satisfied exactly the message conditions whose flags are set
-    /// in `flags` (bits past the machine's flags are ignored): the rest of semantics §5
-    /// "user message" — the flags are stored, `resetSequenceOn` applies, activation
-    /// runs. What [`State::on_message`] does once it has matched the message.
-    pub fn on_message_flags<S: AsRef<str>>(&mut self, t: &Tables<'_, S>, flags: &[u64]) {
-        let n_flags = t.message_flags();
-        for (w, f) in self.flags.as_mut().iter_mut().enumerate() {
-            *f = flags.get(w).copied().unwrap_or(0) & flag_mask(n_flags, w);
-        }
-        self.after_message(t);
-    }
-
-    /// The end of a user message, its flags stored.
-    fn after_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
-        self.approval = None;
-        if !t.moves.is_empty() {
-            // The table knows where this message leads (a machine with a table has at
-            // most `MAX_FLAGS` message conditions: one word of flags).
-            let flags = self.flags.as_ref().first().copied().unwrap_or(0);
-            self.node = t
-                .moves
-                .message_node(self.node.0 as usize, flags)
-                .unwrap_or(Node::UNKNOWN);
-        }
-        let n_contains = t.contains.len();
-        self.sync_message_atoms(t);
-        if let Some(step) = self.active() {
-            let rules = t.steps.get(step).map_or(0, |s| s.reset);
-            let mut reset_now = rules & reset::USER_MESSAGE != 0;
-            if !reset_now && rules & (reset::MESSAGE_CONTAINS | reset::MESSAGE_REGEX) != 0 {
-                reset_now = t.step_conditions(step).iter().any(|c| match *c {
-                    Condition::Message(f) if bits::test(self.flags.as_ref(), f as usize) => {
-                        let kind = if (f as usize) < n_contains {
-                            reset::MESSAGE_CONTAINS
-                        } else {
-                            reset::MESSAGE_REGEX
-                        };
-                        rules & kind != 0
-                    }
-                    _ => false,
-                });
-            }
-            if reset_now {
-                self.index = 0;
-            }
-        }
-        self.activate(t);
-    }
-
     /// Everything the session's future behaviour depends on, for a host whose available
     /// tools are fixed: the step, the index, and the derived condition state (which
     /// holds the message flags, the `tool_used` atoms, the sequences' shift-and bits and
@@ -891,28 +600,6 @@ where
                 .get(j / 4)
                 .map_or(0, |w| (w >> (16 * (j % 4))) as u16);
         }
-    }
-
-    /// Does condition `k` of step `step` hold now? `None` for a step activation never
-    /// chooses (the default step, a step without conditions) or out of range.
-    pub fn condition_holds<S: AsRef<str>>(
-        &self,
-        t: &Tables<'_, S>,
-        step: usize,
-        k: usize,
-    ) -> Option<bool> {
-        let s = t.steps.get(step)?;
-        if k >= s.conditions.len as usize {
-            return None;
-        }
-        let atom = *t.plan.cond_atom.get(s.conditions.start as usize + k)?;
-        (atom != NONE).then(|| bits::test(self.derived.as_ref(), atom as usize))
-    }
-
-    /// Usage (semantics §5): add to the cumulative token usage, saturating.
-    pub fn add_usage(&mut self, prompt: u64, completion: u64) {
-        self.usage.prompt = self.usage.prompt.saturating_add(prompt);
-        self.usage.completion = self.usage.completion.saturating_add(completion);
     }
 }
 

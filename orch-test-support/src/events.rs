@@ -109,11 +109,15 @@ pub const TEMPLATE_WORDS: &[&str] = MESSAGES.split_at(6).0;
 /// A condition of a random template, with tool indices.
 #[derive(Clone, Debug)]
 pub enum CondSpec {
+    /// `tool_used` of the tool.
     ToolUsed(usize),
+    /// `sequence_match` of the step's own sequence.
     SequenceMatch,
+    /// `message_contains` of a word.
     Contains(usize),
     /// A word and a pattern form (see [`regex_form`]).
     Regex(usize, usize),
+    /// `not_recently_used` of the tool within that many calls.
     NotRecentlyUsed(usize, u8),
 }
 

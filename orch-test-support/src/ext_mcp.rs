@@ -71,6 +71,7 @@ pub enum Checked {
 }
 
 impl Checked {
+    /// The admitted call's token (panics on a rejection).
     pub fn token(&self) -> Option<String> {
         match self {
             Checked::Admitted(token, _) => token.clone(),
@@ -78,6 +79,7 @@ impl Checked {
         }
     }
 
+    /// The rejection (panics on an admitted call).
     pub fn error(&self) -> &AuthorizationError {
         match self {
             Checked::Rejected(e) => e,
@@ -85,6 +87,7 @@ impl Checked {
         }
     }
 
+    /// Was the call admitted?
     pub fn is_admitted(&self) -> bool {
         matches!(self, Checked::Admitted(..))
     }
@@ -103,21 +106,29 @@ impl Checked {
 /// What the response phase answered.
 #[derive(Debug, PartialEq)]
 pub enum Answered {
+    /// The result passes as it is.
     Pass,
+    /// The result passes changed to this.
     Mutated(Value),
+    /// The result is rejected with this code and message.
     Rejected(Code, String),
 }
 
 /// A gateway's view of one run: the ExtMcp client, the run's name.
 #[derive(Clone)]
 pub struct Gateway {
+    /// The ExtMcp client.
     pub client: ExtMcpClient<Channel>,
+    /// The run named in each request's metadata (`None`: none named).
     pub run: Option<String>,
+    /// The metadata key that names the run.
     pub run_key: String,
+    /// The services the requests name.
     pub services: Vec<String>,
 }
 
 impl Gateway {
+    /// A gateway's view of run `run` through the policy server at `url`.
     pub async fn connect(url: &str, run: &str) -> Gateway {
         Gateway {
             client: ExtMcpClient::connect(url.to_owned()).await.unwrap(),
@@ -274,6 +285,7 @@ pub fn error_result() -> Value {
     json!({"content": [{"type": "text", "text": "it broke"}], "isError": true})
 }
 
+/// A protobuf string value.
 pub fn string(s: &str) -> prost_types::Value {
     prost_types::Value {
         kind: Some(Kind::StringValue(s.to_owned())),

@@ -14,6 +14,8 @@
 //!
 //! Every process it starts is stopped when its handle is dropped, however a test ends.
 
+#![deny(missing_docs)]
+
 pub mod cluster;
 #[cfg(feature = "events")]
 pub mod events;

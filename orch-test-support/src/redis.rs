@@ -5,6 +5,7 @@
 /// when the binary is missing — except under `CI=true`, where that is a failure.
 pub struct RedisServer {
     child: std::process::Child,
+    /// The server's `redis://` URL.
     pub url: String,
     _dir: crate::scratch::Scratch,
 }

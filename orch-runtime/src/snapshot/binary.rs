@@ -1,0 +1,357 @@
+//! The binary encoding of a snapshot ([`Snapshot::to_bytes`], [`Snapshot::from_bytes`]):
+//! names written once and referenced by index, every length checked against the bytes
+//! that remain, a CRC-32 at the end.
+
+use super::*;
+
+pub(super) const MAGIC: &[u8; 4] = b"orch";
+
+/// The binary encoding's revision: 1 had no checksum; 2 ends with the CRC-32 (IEEE) of
+/// every byte before it, little-endian, so corruption is an error instead of a
+/// different session. Revision 1 is still read. In revision 2 an optional section may
+/// follow the matched conditions: tag 1, a held verdict (32 bytes of call digest, then
+/// 1 for approved, 2 for rejected, 3 for pending); snapshots written without it read as holding none.
+pub(super) const ENCODING: u64 = 2;
+
+/// The most bytes of text a binary snapshot may decode to. Names are written once and
+/// referenced by index, so a small input can name a long string many times; past this
+/// bound decoding stops with an error instead of copying it (the largest real session —
+/// 16,384 tools with long names and a full history — stays far below it).
+pub const MAX_DECODED_BYTES: usize = 64 << 20;
+
+pub(super) fn put_varint(out: &mut Vec<u8>, mut x: u64) {
+    loop {
+        let byte = (x & 0x7f) as u8;
+        x >>= 7;
+        if x == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+pub(super) struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    /// Bytes of text decoded so far.
+    decoded: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Accounts for `n` more bytes of decoded text.
+    fn decode(&mut self, n: usize) -> Result<(), RestoreError> {
+        self.decoded = self.decoded.saturating_add(n);
+        if self.decoded > MAX_DECODED_BYTES {
+            return Err(self.bad(&format!(
+                "the snapshot decodes to more than {MAX_DECODED_BYTES} bytes of names"
+            )));
+        }
+        Ok(())
+    }
+
+    fn bad(&self, what: &str) -> RestoreError {
+        RestoreError::Malformed(format!("{what} at byte {}", self.at))
+    }
+
+    fn byte(&mut self, what: &str) -> Result<u8, RestoreError> {
+        let b = *self
+            .bytes
+            .get(self.at)
+            .ok_or_else(|| self.bad(&format!("truncated: expected {what}")))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn varint(&mut self, what: &str) -> Result<u64, RestoreError> {
+        let mut x = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte(what)?;
+            x |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(x);
+            }
+        }
+        Err(self.bad(&format!("{what} is not a valid varint")))
+    }
+
+    /// A count of items that take at least one byte each: never more than remain.
+    fn count(&mut self, what: &str) -> Result<usize, RestoreError> {
+        let n = self.varint(what)?;
+        let remaining = (self.bytes.len() - self.at) as u64;
+        if n > remaining {
+            return Err(self.bad(&format!(
+                "{what} says {n} items but only {remaining} bytes remain"
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    fn str(&mut self, what: &str) -> Result<&'a str, RestoreError> {
+        let n = self.count(what)?;
+        self.decode(n)?;
+        let s = &self.bytes[self.at..self.at + n];
+        let s = std::str::from_utf8(s).map_err(|_| self.bad(&format!("{what} is not UTF-8")))?;
+        self.at += n;
+        Ok(s)
+    }
+
+    fn u64_le(&mut self, what: &str) -> Result<u64, RestoreError> {
+        let end = self.at + 8;
+        let b = self
+            .bytes
+            .get(self.at..end)
+            .ok_or_else(|| self.bad(&format!("truncated: expected {what}")))?;
+        self.at = end;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+impl Snapshot {
+    /// The compact binary encoding: tool names are written once, in a table, and
+    /// referenced by index.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let memory = self
+            .memory
+            .iter()
+            .map(|hex| {
+                let mut key = [0u8; 16];
+                for (k, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
+                    let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                    *k = pair.first().map_or(0, |&c| digit(c)) * 16
+                        + pair.get(1).map_or(0, |&c| digit(c));
+                }
+                key
+            })
+            .collect();
+        Parts {
+            fingerprint: self.fingerprint,
+            machine: &self.machine,
+            step: self.step.as_deref(),
+            sequence_index: self.sequence_index,
+            usage: self.usage,
+            history: self.history.iter().map(Option::as_deref).collect(),
+            used: self.used.iter().map(String::as_str).collect(),
+            available: self
+                .available
+                .as_ref()
+                .map(|list| list.iter().map(String::as_str).collect()),
+            matched: self.matched.iter().map(|m| ("", m.as_str())).collect(),
+            approval: self.approval,
+            memory,
+            host: &self.host,
+        }
+        .encode()
+    }
+
+    /// Decodes [`Snapshot::to_bytes`] (and the checksum-less revision 1 of the
+    /// encoding). Malformed, truncated, corrupted or hostile input is an error: never a
+    /// panic, and never more than [`MAX_DECODED_BYTES`] of text decoded.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Snapshot, RestoreError> {
+        let (mut r, bytes) = checked(bytes)?;
+        let fingerprint = r.u64_le("the fingerprint")?;
+        let machine = r.str("the machine name")?.to_owned();
+        let step = match r.byte("the step flag")? {
+            0 => None,
+            1 => Some(r.str("the step name")?.to_owned()),
+            _ => return Err(r.bad("invalid step flag")),
+        };
+        let sequence_index = u32::try_from(r.varint("the sequence index")?)
+            .map_err(|_| r.bad("sequence index out of range"))?;
+        let prompt = r.varint("prompt tokens")?;
+        let completion = r.varint("completion tokens")?;
+        let n_names = r.count("the name table")?;
+        let mut names = Vec::with_capacity(n_names);
+        for _ in 0..n_names {
+            names.push(r.str("a tool name")?.to_owned());
+        }
+        let name = |r: &mut Reader<'_>, i: u64| -> Result<String, RestoreError> {
+            let n = names
+                .get(i as usize)
+                .ok_or_else(|| r.bad(&format!("name index {i} out of range")))?;
+            r.decode(n.len())?;
+            Ok(n.clone())
+        };
+        let n = r.count("the history")?;
+        let mut history = Vec::with_capacity(n);
+        for _ in 0..n {
+            history.push(match r.varint("a history entry")? {
+                0 => None,
+                i => Some(name(&mut r, i - 1)?),
+            });
+        }
+        let n = r.count("the used set")?;
+        let mut used = Vec::with_capacity(n);
+        for _ in 0..n {
+            let i = r.varint("a used tool")?;
+            used.push(name(&mut r, i)?);
+        }
+        let available = match r.byte("the available flag")? {
+            0 => None,
+            1 => {
+                let n = r.count("the available set")?;
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let i = r.varint("an available tool")?;
+                    v.push(name(&mut r, i)?);
+                }
+                Some(v)
+            }
+            _ => return Err(r.bad("invalid available flag")),
+        };
+        let n = r.count("the matched conditions")?;
+        let mut matched = Vec::with_capacity(n);
+        for _ in 0..n {
+            matched.push(r.str("a matched condition")?.to_owned());
+        }
+        // Optional sections, in order: the verdict (1 or 2), the remembered values (3).
+        let approval = match r.bytes.get(r.at) {
+            Some(1 | 2) => Some(read_approval(&mut r)?),
+            _ => None,
+        };
+        let memory = match r.bytes.get(r.at) {
+            Some(3) => read_memory(&mut r)?,
+            _ => Vec::new(),
+        };
+        let host = match r.bytes.get(r.at) {
+            None => Vec::new(),
+            Some(4) => {
+                r.byte("the host section")?;
+                let n = r.count("the host's bytes")?;
+                let kept = r.bytes[r.at..r.at + n].to_vec();
+                r.at += n;
+                kept
+            }
+            Some(_) => return Err(r.bad("unknown section")),
+        };
+        if r.at != bytes.len() {
+            return Err(r.bad("trailing bytes"));
+        }
+        Ok(Snapshot {
+            version: FORMAT_VERSION,
+            machine,
+            fingerprint,
+            step,
+            sequence_index,
+            history,
+            used,
+            matched,
+            usage: Usage { prompt, completion },
+            available,
+            approval,
+            memory,
+            host,
+        })
+    }
+}
+
+/// A snapshot's bytes checked before they are read: their size, the magic bytes, the
+/// version, and (from revision 2 on) the checksum over the rest. The reader is past the
+/// version; the bytes returned are the content, without the checksum.
+pub(super) fn checked(bytes: &[u8]) -> Result<(Reader<'_>, &[u8]), RestoreError> {
+    if bytes.len() > MAX_SNAPSHOT_BYTES {
+        return Err(RestoreError::TooLarge(bytes.len()));
+    }
+    if bytes.get(..4) != Some(MAGIC.as_slice()) {
+        return Err(RestoreError::Malformed(
+            "not an orch snapshot (bad magic bytes)".into(),
+        ));
+    }
+    let mut r = Reader {
+        bytes,
+        at: 4,
+        decoded: 0,
+    };
+    let content = match r.varint("the version")? {
+        1 => bytes,
+        ENCODING => {
+            let Some(split) = bytes.len().checked_sub(4).filter(|n| *n >= r.at) else {
+                return Err(r.bad("truncated: expected the checksum"));
+            };
+            let (content, crc) = bytes.split_at(split);
+            let mut le = [0u8; 4];
+            le.copy_from_slice(crc);
+            if crc32fast::hash(content) != u32::from_le_bytes(le) {
+                return Err(RestoreError::Malformed(
+                    "the checksum does not match: the snapshot is corrupted".into(),
+                ));
+            }
+            r.bytes = content;
+            content
+        }
+        other => {
+            return Err(RestoreError::UnsupportedVersion(
+                other.min(u64::from(u32::MAX)) as u32,
+            ))
+        }
+    };
+    Ok((r, content))
+}
+
+/// The remembered values section (3): a count, then 16 bytes per value.
+pub(super) fn read_memory(r: &mut Reader<'_>) -> Result<Vec<String>, RestoreError> {
+    r.byte("the memory section")?;
+    let n = r.count("the remembered values")?;
+    let mut memory = Vec::with_capacity(n.min(crate::args::MEMORY_VALUES));
+    for _ in 0..n {
+        let end = r.at + 16;
+        let key = r
+            .bytes
+            .get(r.at..end)
+            .ok_or_else(|| r.bad("truncated: expected a remembered value"))?;
+        memory.push(key.iter().map(|b| format!("{b:02x}")).collect());
+        r.at = end;
+    }
+    Ok(memory)
+}
+
+/// The verdict section of a snapshot: the held verdict's call digest and verdict, and
+/// (section 2) the question it answers.
+pub(super) fn read_approval(r: &mut Reader<'_>) -> Result<Approval, RestoreError> {
+    let section = r.byte("the verdict section")?;
+    if section != 1 && section != 2 {
+        return Err(r.bad("unknown section"));
+    }
+    let end = r.at + 32;
+    let digest = r
+        .bytes
+        .get(r.at..end)
+        .ok_or_else(|| r.bad("truncated: expected the call digest"))?;
+    let mut call = [0u8; 32];
+    call.copy_from_slice(digest);
+    r.at = end;
+    let verdict = match r.byte("the verdict")? {
+        1 => Verdict::Approved,
+        2 => Verdict::Rejected,
+        3 => Verdict::Pending,
+        _ => return Err(r.bad("invalid verdict")),
+    };
+    let question = if section == 2 {
+        let end = r.at + 8;
+        let id = r
+            .bytes
+            .get(r.at..end)
+            .ok_or_else(|| r.bad("truncated: expected the question id"))?;
+        let mut le = [0u8; 8];
+        le.copy_from_slice(id);
+        r.at = end;
+        match u64::from_le_bytes(le) {
+            0 => return Err(r.bad("a question id of 0 in a section that has one")),
+            id => QuestionId::new(id),
+        }
+    } else {
+        QuestionId::NONE
+    };
+    Ok(Approval {
+        call: CallDigest::from_bytes(call),
+        verdict,
+        question,
+    })
+}
