@@ -43,7 +43,7 @@
 //! `POST <ingress>/OrchRun/<run>/call` with `{"tool": "lookup", "arguments": {...}}`.
 //! docs/restate.md says what is guaranteed exactly once and what at least once.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod agent;
 mod approvals;

@@ -5,4 +5,5 @@
 //! `.stderr`) and over pass cases (`tests/ui/pass/`). It is a package apart from the
 //! workspace's other integration tests because trybuild builds its cases against the
 //! package's own dependencies: here they are only `orch` with its `macros` and `serde` features.
+#![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -1,0 +1,357 @@
+//! Rules on arguments in the DSL (semantics §16): `rule NAME: TOOL require P;`,
+//! `approve [NAME:] TOOL when P;`, and their predicates. Shapes only — pointers, numbers,
+//! regexes and bounds are judged by `check::rules`, the same for both front ends.
+
+use super::*;
+
+/// The DSL's test keywords, in the order the docs list them (the JSON keys in
+/// snake case).
+pub(super) const TESTS: [&str; 10] = [
+    "exists",
+    "equals",
+    "one_of",
+    "glob",
+    "regex",
+    "range",
+    "length",
+    "host_in",
+    "each",
+    "in_result",
+];
+
+/// An error at `span` naming the unexpected `word`, what was `expected`, and the closest
+/// of `known` when one is close.
+pub(super) fn unexpected(span: Span, word: &str, expected: &str, known: &[&str]) -> syn::Error {
+    let hint = Suggester::new(known.iter().copied())
+        .closest(word)
+        .map(|k| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default();
+    syn::Error::new(span, format!("unexpected `{word}`{hint}: {expected}"))
+}
+
+/// `keyword PREDICATE;` ending a rule, or an error that says `usage`.
+pub(super) fn keyword_and_predicate(
+    low: &mut Lowering,
+    input: ParseStream,
+    keyword: &str,
+    usage: &str,
+) -> syn::Result<Predicate> {
+    let kw = Ident::parse_any(input)?;
+    if kw != keyword {
+        return Err(unexpected(kw.span(), &kw.to_string(), usage, &[keyword]));
+    }
+    let predicate = parse_predicate(low, input)?;
+    semi(input)?;
+    Ok(predicate)
+}
+
+/// `rule NAME: TOOL require PREDICATE;` (semantics §16).
+pub(super) fn parse_rule(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgRule> {
+    let name = low.name(input)?;
+    input.parse::<Token![:]>()?;
+    let tool = low.name(input)?;
+    let predicate = keyword_and_predicate(
+        low,
+        input,
+        "require",
+        "a rule is `rule NAME: TOOL require PREDICATE;`",
+    )?;
+    Ok(ArgRule {
+        span: name.span,
+        name: Some(name),
+        tool,
+        kind: ArgRuleKind::Require,
+        predicate,
+    })
+}
+
+/// After `approve`: `[NAME:] TOOL when PREDICATE;`, a conditional approval.
+pub(super) fn parse_conditional_approve(
+    low: &mut Lowering,
+    input: ParseStream,
+) -> syn::Result<ArgRule> {
+    let first = low.name(input)?;
+    let (name, tool) = if input.peek(Token![:]) {
+        input.parse::<Token![:]>()?;
+        (Some(first), low.name(input)?)
+    } else {
+        (None, first)
+    };
+    let predicate = keyword_and_predicate(
+        low,
+        input,
+        "when",
+        "a conditional approval is `approve [NAME:] TOOL when PREDICATE;` (a list is `approve: [..];`)",
+    )?;
+    Ok(ArgRule {
+        span: name.as_ref().map_or(tool.span, |n| n.span),
+        name,
+        tool,
+        kind: ArgRuleKind::ApproveWhen,
+        predicate,
+    })
+}
+
+/// A predicate: `all(P, ..)`, `any(P, ..)`, `not(P)`, or a test of the value at a JSON
+/// pointer, `"/path" TEST` (without the pointer: the whole value, `""`).
+pub(super) fn parse_predicate(low: &mut Lowering, input: ParseStream) -> syn::Result<Predicate> {
+    if input.peek(LitStr) {
+        let path: LitStr = input.parse()?;
+        let path = low.spanned(path.value(), path.span());
+        let test = parse_test(low, input)?;
+        return Ok(Predicate {
+            span: path.span,
+            node: PredicateNode::Test { path, test },
+        });
+    }
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(
+            "expected a predicate: `all(..)`, `any(..)`, `not(..)`, or a JSON pointer and a test, e.g. `\"/amount\" range(max = 100)`",
+        ));
+    }
+    let fork = input.fork();
+    let kw = Ident::parse_any(&fork)?;
+    let word = kw.to_string();
+    let span = low.at(kw.span());
+    match word.as_str() {
+        "all" | "any" | "not" => {
+            Ident::parse_any(input)?;
+            let args;
+            parenthesized!(args in input);
+            let mut items = comma_separated(&args, |a| parse_predicate(low, a))?;
+            let node = match word.as_str() {
+                "all" => PredicateNode::All(items),
+                "any" => PredicateNode::Any(items),
+                _ => {
+                    if items.len() != 1 {
+                        return Err(syn::Error::new(
+                            kw.span(),
+                            format!("`not` takes one predicate, not {}", items.len()),
+                        ));
+                    }
+                    PredicateNode::Not(Box::new(items.remove(0)))
+                }
+            };
+            Ok(Predicate { span, node })
+        }
+        w if TESTS.contains(&w) => {
+            let path = Spanned::new(String::new(), span);
+            let test = parse_test(low, input)?;
+            Ok(Predicate {
+                span,
+                node: PredicateNode::Test { path, test },
+            })
+        }
+        other => {
+            let mut known = vec!["all", "any", "not"];
+            known.extend(TESTS);
+            Err(unexpected(
+                kw.span(),
+                other,
+                "a predicate is `all(..)`, `any(..)`, `not(..)`, or a JSON pointer string and a test",
+                &known,
+            ))
+        }
+    }
+}
+
+/// A test: `exists`, `exists(false)`, `equals(V)`, `one_of(V, ..)`, `glob("..")`,
+/// `regex("..")`, `range(min = N, max = N)`, `length(min = N, max = N)`,
+/// `host_in("..", ..)`, `each(PREDICATE)`, `in_result(TOOL, "/pointer")`.
+pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
+    let kw = Ident::parse_any(input)?;
+    let word = kw.to_string();
+    if word == "exists" && !input.peek(syn::token::Paren) {
+        return Ok(ArgTest::Exists(true));
+    }
+    if !TESTS.contains(&word.as_str()) {
+        return Err(unexpected(
+            kw.span(),
+            &word,
+            &format!("a test is one of {}", ticked(&TESTS)),
+            &TESTS,
+        ));
+    }
+    let args;
+    let paren = parenthesized!(args in input);
+    let whole = low.at(paren.span.join());
+    let test = match word.as_str() {
+        "exists" => {
+            let b: syn::LitBool = args.parse()?;
+            ArgTest::Exists(b.value)
+        }
+        "equals" => ArgTest::Equals(parse_scalar(low, &args)?),
+        "one_of" => {
+            let items = comma_separated(&args, |a| parse_scalar(low, a))?;
+            ArgTest::OneOf(Spanned::new(items, whole))
+        }
+        "glob" | "regex" => {
+            let s: LitStr = args.parse()?;
+            let s = low.spanned(s.value(), s.span());
+            if word == "glob" {
+                ArgTest::Glob(s)
+            } else {
+                ArgTest::Regex(s)
+            }
+        }
+        "host_in" => {
+            let hosts = comma_separated(&args, |a| {
+                let s: LitStr = a.parse()?;
+                Ok(low.spanned(s.value(), s.span()))
+            })?;
+            ArgTest::HostIn(Spanned::new(hosts, whole))
+        }
+        "each" => ArgTest::Each(Box::new(parse_predicate(low, &args)?)),
+        "in_result" => {
+            let tool = low.name(&args)?;
+            let path = if args.parse::<Option<Token![,]>>()?.is_some() && !args.is_empty() {
+                let s: LitStr = args.parse()?;
+                low.spanned(s.value(), s.span())
+            } else {
+                Spanned::new(String::new(), whole)
+            };
+            ArgTest::InResult {
+                span: whole,
+                tool,
+                path,
+            }
+        }
+        "range" => {
+            let (mut min, mut max) = (None, None);
+            for (key, value) in bounds(&args, &word)? {
+                let text = number_text(&value)?;
+                let slot = if key == "min" { &mut min } else { &mut max };
+                *slot = Some(low.spanned(text, value.span()));
+            }
+            ArgTest::Range {
+                span: whole,
+                min,
+                max,
+            }
+        }
+        _ => {
+            // "length"
+            let (mut min, mut max) = (None, None);
+            for (key, value) in bounds(&args, &word)? {
+                let Bound::Int { lit, negative } = &value else {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        "a length is a non-negative integer",
+                    ));
+                };
+                if *negative {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        "a length is a non-negative integer",
+                    ));
+                }
+                let n = lit.base10_parse::<u64>()?;
+                let slot = if key == "min" { &mut min } else { &mut max };
+                *slot = Some(low.spanned(n, lit.span()));
+            }
+            ArgTest::Length {
+                span: whole,
+                min,
+                max,
+            }
+        }
+    };
+    if !args.is_empty() {
+        return Err(args.error(format!("unexpected tokens in `{word}(..)`")));
+    }
+    Ok(test)
+}
+
+/// A number literal in a rule, with its sign.
+pub(super) enum Bound {
+    Int { lit: LitInt, negative: bool },
+    Float { lit: syn::LitFloat, negative: bool },
+}
+
+impl Bound {
+    fn span(&self) -> Span {
+        match self {
+            Bound::Int { lit, .. } => lit.span(),
+            Bound::Float { lit, .. } => lit.span(),
+        }
+    }
+
+    fn parse(input: ParseStream) -> syn::Result<Bound> {
+        let negative = input.parse::<Option<Token![-]>>()?.is_some();
+        if input.peek(LitInt) {
+            Ok(Bound::Int {
+                lit: input.parse()?,
+                negative,
+            })
+        } else if input.peek(syn::LitFloat) {
+            Ok(Bound::Float {
+                lit: input.parse()?,
+                negative,
+            })
+        } else {
+            Err(input.error("expected a number"))
+        }
+    }
+}
+
+/// A number's text as written (a JSON number; `check` judges it, so `1_000` or `10u8`
+/// is an error there, at this token).
+pub(super) fn number_text(b: &Bound) -> syn::Result<String> {
+    let (sign, text) = match b {
+        Bound::Int { lit, negative } => (*negative, lit.to_string()),
+        Bound::Float { lit, negative } => (*negative, lit.to_string()),
+    };
+    Ok(if sign { format!("-{text}") } else { text })
+}
+
+/// `min = N, max = N` (either, both, in any order, each once).
+pub(super) fn bounds(args: ParseStream, what: &str) -> syn::Result<Vec<(String, Bound)>> {
+    let mut out: Vec<(String, Bound)> = Vec::new();
+    comma_separated(args, |args| {
+        let key: Ident = args.parse()?;
+        let k = key.to_string();
+        if k != "min" && k != "max" {
+            return Err(unexpected(
+                key.span(),
+                &k,
+                &format!("`{what}` takes `min = N` and `max = N`"),
+                &["min", "max"],
+            ));
+        }
+        if out.iter().any(|(seen, _)| *seen == k) {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("`{k}` is given twice in `{what}`"),
+            ));
+        }
+        args.parse::<Token![=]>()?;
+        out.push((k, Bound::parse(args)?));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// A JSON scalar: a string, a number (with its sign), `true`, `false` or `null`.
+pub(super) fn parse_scalar(low: &mut Lowering, input: ParseStream) -> syn::Result<Spanned<Scalar>> {
+    if input.peek(LitStr) {
+        let s: LitStr = input.parse()?;
+        return Ok(low.spanned(Scalar::String(s.value()), s.span()));
+    }
+    if input.peek(syn::LitBool) {
+        let b: syn::LitBool = input.parse()?;
+        return Ok(low.spanned(Scalar::Bool(b.value), b.span));
+    }
+    if input.peek(Ident::peek_any) {
+        let i = Ident::parse_any(input)?;
+        if i == "null" {
+            return Ok(low.spanned(Scalar::Null, i.span()));
+        }
+        return Err(syn::Error::new(
+            i.span(),
+            format!("unexpected `{i}`: expected a string, a number, `true`, `false` or `null`"),
+        ));
+    }
+    let b = Bound::parse(input)?;
+    let span = b.span();
+    Ok(low.spanned(Scalar::Number(number_text(&b)?), span))
+}
