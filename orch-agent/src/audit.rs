@@ -27,6 +27,8 @@ mod line;
 mod replay;
 #[cfg(feature = "sign")]
 pub mod sign;
+#[cfg(feature = "store")]
+pub mod store;
 
 pub use chain::{verify, verify_chain, verify_signed, Anchor, ChainBreak, Verified};
 use line::{hex, Line};

@@ -3,7 +3,7 @@
 
 use crate::mcp::connect_redis;
 use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
-use orch_store::run::{resolve_key, Resolution};
+use orch_run::{resolve_key, Resolution};
 
 /// The command line of `orch resolve`.
 #[derive(clap::Args, Debug)]

@@ -276,7 +276,7 @@ pub async fn resolve<S: SessionStore + ?Sized>(
     store: &S,
     machine: &orch_runtime::dynamic::DynMachine,
     run: &str,
-    resolution: orch_store::run::Resolution,
-) -> Result<Option<String>, orch_store::run::RunError> {
-    orch_store::run::resolve_key(store, &engine::run_key(run), machine, resolution).await
+    resolution: orch_run::Resolution,
+) -> Result<Option<String>, orch_run::RunError> {
+    orch_run::resolve_key(store, &engine::run_key(run), machine, resolution).await
 }

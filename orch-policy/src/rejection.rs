@@ -5,7 +5,7 @@
 
 use crate::wire::{authorization_error::Code, AuthorizationError};
 use orch_agent::elicitation::AnswerError;
-use orch_store::run::RunError;
+use orch_run::RunError;
 use serde_json::Value;
 use std::fmt;
 

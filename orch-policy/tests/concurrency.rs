@@ -6,10 +6,10 @@
 
 use orch_policy::wire::authorization_error::Code;
 use orch_policy::Options;
+use orch_run::Resolution;
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::Snapshot;
 use orch_store::lease::Record;
-use orch_store::run::Resolution;
 use orch_store::{RedisStore, SessionStore};
 use orch_test_support::cluster::Cluster;
 use orch_test_support::ext_mcp::*;

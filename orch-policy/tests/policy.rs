@@ -373,17 +373,12 @@ async fn an_operator_resolves_a_held_run() {
     let machine = orch_codegen::compile_json(&refund_line_losing("{}"), None)
         .to_machine()
         .unwrap();
-    let resolved = orch_policy::resolve(
-        &store,
-        &machine,
-        "alice",
-        orch_store::run::Resolution::NotRun,
-    )
-    .await
-    .unwrap();
+    let resolved = orch_policy::resolve(&store, &machine, "alice", orch_run::Resolution::NotRun)
+        .await
+        .unwrap();
     assert_eq!(resolved.as_deref(), Some("issue_refund"));
     // Nothing held any more: a second resolution changes nothing.
-    let again = orch_policy::resolve(&store, &machine, "alice", orch_store::run::Resolution::Ran)
+    let again = orch_policy::resolve(&store, &machine, "alice", orch_run::Resolution::Ran)
         .await
         .unwrap();
     assert_eq!(again, None);

@@ -16,13 +16,13 @@
 //! minted for a credential) carries its expiry besides the store's idle TTL.
 //!
 //! A lease that lapses without its result is a *lost result*: what it means is the
-//! template's (`lostResults`, semantics §15) — applied by [`crate::run`] — and a lease
+//! template's (`lostResults`, semantics §15) — applied by the crate `orch-run` — and a lease
 //! kept *held* blocks the run until an operator resolves it.
 //!
 //! A host whose callers name each delivery of a call (`orch mcp`: the JSON-RPC request id
 //! within the client's MCP session) also keeps the last [`DELIVERIES`] deliveries and
 //! what they came to — ran, or refused with a kind — so that the same request delivered
-//! again is answered with what it got, and never runs a second time ([`crate::run`]).
+//! again is answered with what it got, and never runs a second time (`orch-run`).
 //!
 //! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
 //! bit 1 snapshot, bit 2 lease, bit 3 expiry, bit 4 the lease is held, bit 5 the lease
@@ -31,7 +31,7 @@
 //! expiry, `u16` length and the tool's name in UTF-8, then its delivery if bit 5 is set;
 //! the record's expiry as `u64` milliseconds since the Unix epoch; the deliveries kept as a
 //! `u8` count (at most [`DELIVERIES`]), then each, oldest first: the delivery and a byte
-//! saying what it came to (`0`: it ran; else the refusal kind's code, [`crate::run`]'s). A
+//! saying what it came to (`0`: it ran; else the refusal kind's code, `orch-run`'s). A
 //! delivery is its id's 16-byte key, then the call's 32-byte digest.
 
 use crate::{ModifyError, SessionStore, Versioned};
@@ -110,7 +110,7 @@ impl Deliveries {
     }
 
     /// The delivery with `key`, if remembered, and what it came to (`0`: it ran; else
-    /// the code of the refusal's kind, [`crate::run`]'s).
+    /// the code of the refusal's kind, `orch-run`'s).
     pub fn find(&self, key: &[u8; 16]) -> Option<(Delivery, u8)> {
         self.0
             .chunks_exact(DELIVERED_BYTES)

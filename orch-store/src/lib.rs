@@ -30,16 +30,12 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-#[cfg(feature = "audit")]
-pub mod audit;
 #[cfg(feature = "redis")]
 mod bus;
 pub mod lease;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
-#[cfg(feature = "run")]
-pub mod run;
 
 #[cfg(feature = "redis")]
 pub use bus::RedisBus;

@@ -51,11 +51,11 @@ use crate::Limits;
 use orch_agent::audit::Auditor;
 use orch_agent::protocol::{self, Question, ToolResult};
 use orch_agent::{Gate, Policy, Refusal, RefusalKind};
+use orch_run::{self as run, RunError};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest};
 pub(crate) use orch_store::lease::Change;
 use orch_store::lease::{Delivery, Record};
-use orch_store::run::{self, RunError};
 use orch_store::{SessionStore, StoreError};
 use rmcp::model::{
     CacheScope, CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,

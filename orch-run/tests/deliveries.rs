@@ -1,4 +1,4 @@
-//! Deliveries through the run protocol's gateway half ([`orch_store::run`]): a call its
+//! Deliveries through the run protocol's gateway half ([`orch_run`]): a call its
 //! caller names (`orch mcp`: a JSON-RPC request id in an MCP session) delivered again is
 //! answered with what it came to and never runs twice — whatever way the first delivery
 //! ended: it ran, was refused, its result was lost (each `lostResults` rule), or an
@@ -6,10 +6,10 @@
 //! looks, as a store keeps it.
 
 use orch_agent::{Gate, Policy, RefusalKind};
+use orch_run::{self as run, Admission, Outcome, Resolution, RunError, Settled};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::{Call, CallDigest};
 use orch_store::lease::{Delivery, Record};
-use orch_store::run::{self, Admission, Outcome, Resolution, RunError, Settled};
 use std::time::Duration;
 
 /// `a` counts as run when lost, `b` is retried, `c` holds the run; `x` is allowed only

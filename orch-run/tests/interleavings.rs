@@ -22,10 +22,10 @@
 
 use orch_agent::protocol::Question;
 use orch_agent::{Gate, Policy};
+use orch_run::{self as run, Admission, Outcome, RunError, Settled};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Call;
 use orch_store::lease::Record;
-use orch_store::run::{self, Admission, Outcome, RunError, Settled};
 use std::time::Duration;
 
 /// `a` counts as run when lost, `b` is retried, `c` holds the run; `g` needs approval

@@ -1,4 +1,4 @@
-//! Decision records kept in a store (feature `audit`): [`StoreLog`] is a
+//! Decision records kept in a store (feature `store`): [`StoreLog`] is a
 //! [`DecisionSink`] that writes each record of an auditor under its own key,
 //! `PREFIX:SEQ` (the sequence number zero-padded to 20 digits), in any
 //! [`SessionStore`] — memory, Redis, a Redis Cluster — and [`read_log`] reads a log
@@ -9,8 +9,8 @@
 //! stderr. A log ends at its first missing record: give each writer (each gateway
 //! instance) its own prefix, as numbering is per auditor.
 
-use crate::{SessionStore, StoreError};
-use orch_agent::audit::{CheckpointRecord, DecisionRecord, DecisionSink};
+use super::{CheckpointRecord, DecisionRecord, DecisionSink};
+use orch_store::{SessionStore, StoreError};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 

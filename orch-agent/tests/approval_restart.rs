@@ -3,13 +3,11 @@
 //! everything in memory is dropped, a new agent on a new connection loads them and
 //! resumes with the human's verdict. The approved call runs exactly once.
 
-mod common;
-
-use common::RedisServer;
 use orch_agent::{
     Agent, ChatMessage, Decision, PendingApproval, Planned, ScriptedModel, StopReason, ToolRegistry,
 };
 use orch_store::{RedisStore, SessionStore};
+use orch_test_support::redis::RedisServer;
 use std::sync::{Arc, Mutex};
 
 orch_macros::orchestration!(file = "../examples/agents/refund-desk/template.json");

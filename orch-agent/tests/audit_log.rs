@@ -1,13 +1,11 @@
-//! Decision records kept in a store (`orch_store::audit::StoreLog`): written by an
+//! Decision records kept in a store (`orch_agent::audit::store::StoreLog`): written by an
 //! audited policy, read back in order, the chain verifies and the events replay — in
 //! memory and in a real `redis-server`.
 
-mod common;
-
+use orch_agent::audit::store::{read_log, StoreLog};
 use orch_agent::audit::{replay, verify_chain, Auditor};
 use orch_agent::Policy;
 use orch_runtime::Call;
-use orch_store::audit::{read_log, StoreLog};
 use orch_store::{MemoryStore, SessionStore};
 use std::sync::Arc;
 
@@ -54,11 +52,10 @@ async fn a_log_in_memory_reads_back_verifies_and_replays() {
     assert_eq!(read_log(&*store, "audit:b").await.unwrap(), "");
 }
 
-#[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs redis-server: `cargo xtask test` installs it and runs this"]
 async fn a_log_in_redis_reads_back_verifies_and_replays() {
-    let server = common::RedisServer::start();
+    let server = orch_test_support::redis::RedisServer::start();
     let store = orch_store::RedisStore::connect(&server.url)
         .await
         .unwrap()

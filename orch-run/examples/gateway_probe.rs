@@ -4,7 +4,7 @@
 //! (docs/performance.md, "MCP gateways"):
 //!
 //! ```sh
-//! cargo build --release -p orch-store --features run --example gateway_probe
+//! cargo build --release -p orch-run --example gateway_probe
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/gateway.out \
 //!   --toggle-collect='*gateway_probe::call_*' target/release/examples/gateway_probe
 //! callgrind_annotate /tmp/gateway.out | grep call_
@@ -24,10 +24,10 @@
 //! `CALLS` calls of each, over a run whose history grows with them.
 
 use orch_agent::{Gate, Policy};
+use orch_run::{self as run, Admission, Outcome, RunError, Settled};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::Call;
 use orch_store::lease::{Delivery, Record};
-use orch_store::run::{self, Admission, Outcome, RunError, Settled};
 use std::hint::black_box;
 use std::time::Duration;
 

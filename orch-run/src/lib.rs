@@ -1,11 +1,12 @@
 //! The run protocol's gateway half, written once: what each look at a run's [`Record`]
-//! decides, for `orch mcp` and `orch policy` alike ([protocol.md], semantics §13.1, §15).
+//! (kept in an [`orch_store::SessionStore`]) decides, for `orch mcp` and `orch policy`
+//! alike ([protocol.md], semantics §13.1, §15).
 //!
 //! A call goes *admit* (judged against the stored state, its lease written in the same
 //! compare-and-set: [`admit`]) → *forward* (the host's) → *settle* (the host read the
 //! result, or knows it is lost: [`settle`]). Each function here is one look at a record:
 //! it changes the record in place and says whether it must be written, so a host runs it
-//! inside its compare-and-set ([`crate::lease::modify`]) and only converts the outcome
+//! inside its compare-and-set ([`orch_store::lease::modify`], [`modify`]) and only converts the outcome
 //! into its own wire format.
 //!
 //! **Lost results.** A lease that lapses without a result, or a call whose host knows
@@ -18,11 +19,14 @@
 //!
 //! [protocol.md]: https://github.com/orch-rs/orch/blob/main/docs/protocol.md
 
-use crate::lease::{Delivery, Record};
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
 use orch_agent::protocol::{self, Question};
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, LostRule};
+use orch_store::lease::{Delivery, Record};
 use std::fmt;
 use std::time::Duration;
 
@@ -32,7 +36,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub enum RunError {
     /// The store failed.
-    Store(crate::StoreError),
+    Store(orch_store::StoreError),
     /// Every compare-and-set attempt conflicted with concurrent updates of the run.
     Conflict {
         /// How many attempts were made.
@@ -83,7 +87,7 @@ pub fn restore<'m>(
     Ok(session)
 }
 
-/// [`crate::lease::modify`] with the run protocol's errors: `change` sees the record
+/// [`orch_store::lease::modify`] with the run protocol's errors: `change` sees the record
 /// under `key` (`None`: nothing stored) and decides, and may run more than once;
 /// `known` is a version and record this process believes current, tried first without a
 /// read. Returns the value and, when it wrote, the new version and record.
@@ -91,19 +95,19 @@ pub async fn modify<S, R>(
     store: &S,
     key: &str,
     known: Option<(u64, Record)>,
-    change: impl FnMut(Option<Record>) -> Result<crate::lease::Change<R>, RunError> + Send,
+    change: impl FnMut(Option<Record>) -> Result<orch_store::lease::Change<R>, RunError> + Send,
 ) -> Result<(R, Option<(u64, Record)>), RunError>
 where
-    S: crate::SessionStore + ?Sized,
+    S: orch_store::SessionStore + ?Sized,
 {
-    crate::lease::modify(store, key, known, RunError::Corrupt, change)
+    orch_store::lease::modify(store, key, known, RunError::Corrupt, change)
         .await
         .map_err(|e| match e {
-            crate::ModifyError::Store(crate::StoreError::Conflict { attempts, .. }) => {
-                RunError::Conflict { attempts }
-            }
-            crate::ModifyError::Store(e) => RunError::Store(e),
-            crate::ModifyError::Change(e) => e,
+            orch_store::ModifyError::Store(orch_store::StoreError::Conflict {
+                attempts, ..
+            }) => RunError::Conflict { attempts },
+            orch_store::ModifyError::Store(e) => RunError::Store(e),
+            orch_store::ModifyError::Change(e) => e,
         })
 }
 
@@ -289,7 +293,7 @@ fn delivered_again(
     ))
 }
 
-/// What a remembered delivery came to when it ran ([`crate::lease::Deliveries`]).
+/// What a remembered delivery came to when it ran ([`orch_store::lease::Deliveries`]).
 const RAN: u8 = 0;
 
 /// The refusal kinds a delivery is remembered as refused with, by their stored codes
@@ -462,13 +466,13 @@ pub fn held_refusal(tool: &str, held: &str) -> Refusal {
 /// [`resolve`] for the run stored under `key` in `store` (compiled from `machine`'s
 /// template), with compare-and-set: `Ok(Some(tool))`, the held call's tool;
 /// `Ok(None)`, the run is not held (or nothing is stored under `key`).
-pub async fn resolve_key<S: crate::SessionStore + ?Sized>(
+pub async fn resolve_key<S: orch_store::SessionStore + ?Sized>(
     store: &S,
     key: &str,
     machine: &DynMachine,
     resolution: Resolution,
 ) -> Result<Option<String>, RunError> {
-    use crate::lease::Change;
+    use orch_store::lease::Change;
     let policy = Policy::new(machine.tools().to_vec());
     let (tool, _) = modify(store, key, None, |record| {
         let Some(mut record) = record else {
@@ -550,7 +554,7 @@ where
         let jitter_us = u64::try_from(wait.jitter.as_micros()).unwrap_or(u64::MAX);
         let jitter = match jitter_us {
             0 => Duration::ZERO,
-            n => Duration::from_micros(crate::lease::token() % n),
+            n => Duration::from_micros(orch_store::lease::token() % n),
         };
         let mut sleep = std::pin::pin!(tokio::time::sleep(pause + jitter));
         let woke = std::future::poll_fn(|cx| {
