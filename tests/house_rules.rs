@@ -71,3 +71,34 @@ fn every_library_denies_missing_docs() {
     }
     assert!(checked >= 14, "only {checked} libraries found");
 }
+
+/// The `orch` crate's documentation names every feature its manifest declares, in its
+/// feature table.
+#[test]
+fn the_facade_documents_every_feature() {
+    let manifest =
+        std::fs::read_to_string(root().join("orch/Cargo.toml")).expect("orch's manifest");
+    let docs = std::fs::read_to_string(root().join("orch/src/lib.rs")).expect("orch's lib.rs");
+    let features = manifest
+        .split("[features]")
+        .nth(1)
+        .expect("a [features] table")
+        .split("\n[")
+        .next()
+        .unwrap_or("");
+    let mut named = 0;
+    for line in features.lines() {
+        let Some((name, _)) = line.split_once(" = ") else {
+            continue;
+        };
+        if name == "default" || name.starts_with('#') {
+            continue;
+        }
+        named += 1;
+        assert!(
+            docs.contains(&format!("//! | `{name}`")),
+            "orch/src/lib.rs's feature table does not name `{name}`"
+        );
+    }
+    assert!(named >= 12, "only {named} features read");
+}

@@ -71,6 +71,9 @@
 //! | `openai` | `agent::OpenAiModel`, an OpenAI-compatible client |
 //! | `genai` | `agent::GenaiModel`: the agent loop over any genai provider |
 //! | `rig` | `agent::OrchHook`: orchestration inside a rig agent (rig-agent 0.44, Rust 1.95) |
+//! | `audit-store` | `agent::audit::store::StoreLog`: decision records kept in a session store |
+//! | `otel` | OpenTelemetry spans of the agent loop, and `agent::otel::init_otlp` |
+//! | `restate` | `restate`: durable runs on Restate (restate-sdk, Rust 1.90) |
 //!
 //! The semantics (activation, conditions, sequences, allowed tools, snapshots) are
 //! documented in the repository's `docs/`.
