@@ -76,6 +76,11 @@ fn root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Says how long a phase of the run took (so a slow phase shows in CI's log).
+fn took(what: &str, since: std::time::Instant) {
+    eprintln!("xtask: {what} took {:.0} s", since.elapsed().as_secs_f64());
+}
+
 /// Does `program args...` run and succeed?
 fn runs(program: &str, args: &[&str]) -> bool {
     Command::new(program)
@@ -468,7 +473,10 @@ fn test(cargo_args: &[String]) -> ExitCode {
         let mut command = Command::new(&cargo);
         command.current_dir(&root).args(&args);
         let left = limit.saturating_sub(start.elapsed());
-        match run_within(command, left) {
+        let phase = std::time::Instant::now();
+        let ran = run_within(command, left);
+        took(&format!("cargo {}", args[0]), phase);
+        match ran {
             Ok(true) => {}
             Ok(false) => {
                 disk_full_note(&root);
@@ -484,7 +492,10 @@ fn test(cargo_args: &[String]) -> ExitCode {
         free_test_builds(&root);
     }
     // The engine's instruction budget: a regression of the hot path fails the build.
-    if let Err(e) = instruction_budget(&root, &cargo, limit.saturating_sub(start.elapsed())) {
+    let phase = std::time::Instant::now();
+    let budget = instruction_budget(&root, &cargo, limit.saturating_sub(start.elapsed()));
+    took("the instruction budget", phase);
+    if let Err(e) = budget {
         eprintln!("xtask: {e}");
         return ExitCode::FAILURE;
     }
@@ -494,7 +505,10 @@ fn test(cargo_args: &[String]) -> ExitCode {
         ("the Python package", python_package as fn(&Path, _) -> _),
         ("the npm package", node_package),
     ] {
-        match package(&root, limit.saturating_sub(start.elapsed())) {
+        let phase = std::time::Instant::now();
+        let built = package(&root, limit.saturating_sub(start.elapsed()));
+        took(name, phase);
+        match built {
             Ok(true) => {}
             Ok(false) => {
                 eprintln!("xtask: {name} failed");
@@ -506,6 +520,7 @@ fn test(cargo_args: &[String]) -> ExitCode {
             }
         }
     }
+    took("every test", start);
     if passed {
         ExitCode::SUCCESS
     } else {
