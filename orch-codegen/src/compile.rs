@@ -16,10 +16,10 @@
 //!   template, resolving tool and step names (errors and the syntactic warnings
 //!   W001–W006).
 //! - **lower** (`lower`): the resolved template as an [`Ir`], spans kept; then the
-//!   checks of the surface the template runs on (`check::surface`: W009, E024).
+//!   checks of the surface the template runs on (`surface`: W009, E024).
 //! - **build**: the run-time tables and the [`DynMachine`] from the IR, once (each
 //!   regex compiled once, by the checks); E019 when the tables are too large.
-//! - **analyse** (`check::analyse`): the checks that run the machine — W007/W008 and
+//! - **analyse** (`analyse`): the checks that run the machine — W007/W008 and
 //!   E023 within bounds — or, for `orch verify` ([`compile_and_verify`]), the full exploration
 //!   and the properties, kept in [`Compiled::verification`].
 //! - **finish**: the template's allow list applied, diagnostics in source order, the
@@ -215,14 +215,14 @@ fn run(source: Source<'_>, options: CheckOptions, analysis: Analysis<'_>) -> Com
     let resolved = crate::check::check(&template);
     let mut diagnostics = resolved.diagnostics;
     let ir = crate::lower::lower(resolved.parts);
-    diagnostics.extend(crate::check::surface::surface_lints(&ir, options.surface));
+    diagnostics.extend(crate::surface::surface_lints(&ir, options.surface));
     let machine = build(&ir, resolved.regexes, &mut diagnostics);
     let mut verification = None;
     // A step without a name (E003 when read) is left out of the analysis.
     let named = template.steps.iter().all(|s| s.name.is_some());
     if let Some(machine) = machine.as_ref().filter(|_| named) {
         match analysis {
-            Analysis::Lints => diagnostics.extend(crate::check::analyse::analyse(
+            Analysis::Lints => diagnostics.extend(crate::analyse::analyse(
                 &ir,
                 machine,
                 &diagnostics,

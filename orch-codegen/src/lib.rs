@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod analyse;
 mod builder;
 mod check;
 mod compile;
@@ -52,6 +53,7 @@ pub mod limits;
 mod lower;
 pub mod model;
 mod parse;
+mod surface;
 pub mod verify;
 
 /// The `orchestration!` macro's expansion for the `orch-macros` crate, and the JSON
@@ -64,13 +66,13 @@ pub mod __private {
 }
 
 pub use builder::{BuildError, BuildErrorKind, Builder, Report};
-pub use check::surface::surface_lints;
 pub use compile::{
     compile, compile_and_verify, CheckOptions, Compiled, Source, Surface, Verification,
 };
 pub use diagnostic::{Code, Diagnostic, Severity, Subject};
 pub use ir::Ir;
 pub use model::Span;
+pub use surface::surface_lints;
 
 use std::path::Path;
 

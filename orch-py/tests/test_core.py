@@ -182,6 +182,15 @@ def test_approval_gates_are_refused_as_needing_approval():
     assert set(orch.REFUSAL_KINDS) >= {"needs_approval", "rejected", "out_of_sequence"}
 
 
+def test_the_typed_refusal_kinds_are_the_engines():
+    # One vocabulary: the `Literal` type checkers see is exactly the engine's list.
+    import typing
+
+    from orch._types import RefusalKind
+
+    assert list(typing.get_args(RefusalKind)) == list(orch.REFUSAL_KINDS)
+
+
 def test_verify_reports_reachability_and_properties():
     source = """{
   "name": "v",

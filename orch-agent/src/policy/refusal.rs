@@ -93,21 +93,9 @@ impl RefusalKind {
 
     /// The kind [`RefusalKind::as_str`] names (`None` for a word it never says).
     pub fn parse(word: &str) -> Option<RefusalKind> {
-        [
-            RefusalKind::UnknownTool,
-            RefusalKind::NotAllowed,
-            RefusalKind::OutOfSequence,
-            RefusalKind::Unavailable,
-            RefusalKind::NeedsApproval,
-            RefusalKind::Rejected,
-            RefusalKind::StaleAnswer,
-            RefusalKind::Busy,
-            RefusalKind::OutcomeUnknown,
-            RefusalKind::BrokenRule,
-            RefusalKind::AlreadyRan,
-        ]
-        .into_iter()
-        .find(|kind| kind.as_str() == word)
+        RefusalKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == word)
     }
 }
 

@@ -7,13 +7,11 @@
 //! template in [`lints`], and building the [`Ir`] from the resolved template is a
 //! separate step, [`lower`].
 
-pub(crate) mod analyse;
 mod lints;
 mod names;
 mod rules;
 mod steps;
 pub(crate) mod suggest;
-pub(crate) mod surface;
 mod tools;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
