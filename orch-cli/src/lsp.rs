@@ -17,19 +17,18 @@ use lsp_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
     GotoDefinitionParams, HoverParams,
 };
-use orch_codegen::ir::Ir;
-use orch_codegen::model::{ConditionType, SequenceEntry, Span, Spanned, Template};
+use orch_codegen::model::{Span, Spanned, Template};
 use orch_codegen::{Compiled, Diagnostic, Severity};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::io::{BufRead, Read, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 mod framing;
 mod hover;
 
-use framing::*;
+pub use framing::MAX_MESSAGE_BYTES;
+use framing::{framed, read_messages, write_frame};
 use hover::*;
 
 /// Any error that ends the server (a broken connection or protocol).
@@ -72,10 +71,6 @@ pub fn run_stdio() -> Result<(), Error> {
         Err(_) => Err("the reader thread panicked".into()),
     }
 }
-
-/// The largest message body the server reads (a longer one ends the connection: the
-/// framing cannot be trusted past it).
-pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
 /// Serves one client on `connection`: the initialize handshake, then requests and
 /// notifications until `shutdown` and `exit`.

@@ -1,7 +1,7 @@
 //! The words the package answers in: severities, result and refusal kinds, what a call
 //! came to, verdicts, outcomes and findings, as TypeScript string enums.
 
-use super::*;
+use napi_derive::napi;
 
 /// A compiler finding's severity.
 #[napi(string_enum = "snake_case")]
@@ -198,4 +198,26 @@ pub enum FindingKind {
     Property,
     /// The exploration's summary.
     Summary,
+}
+
+/// Why a tool may not run now, in the same words orch uses everywhere.
+#[napi(object)]
+pub struct Refusal {
+    /// The tool refused.
+    pub tool: String,
+    /// Why, as a stable word.
+    pub kind: RefusalKind,
+    /// Why, in words for the model (what is expected next, what is allowed now).
+    pub message: String,
+    /// The rule on arguments that refused the call (`broken_rule`), by name.
+    pub rule: Option<String>,
+}
+
+pub(crate) fn refusal(r: orch_agent::Refusal) -> Refusal {
+    Refusal {
+        tool: r.tool,
+        kind: r.kind.into(),
+        message: r.reason,
+        rule: r.rule,
+    }
 }

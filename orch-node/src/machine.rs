@@ -1,6 +1,19 @@
 //! A compiled template (`Machine`): its tools, steps, warnings and verification.
 
-use super::*;
+use crate::compile::{diagnostic, settings, small, throw_named, CompileOptions, Diagnostic};
+use crate::fast;
+use crate::kinds::{FindingKind, LostRule};
+use crate::session::Session;
+use napi::bindgen_prelude::{Env, Error, Result, Status, Uint8Array};
+use napi_derive::napi;
+use orch_agent::hosted::HostedSession;
+use orch_codegen::diagnostic::{placed, summary};
+use orch_codegen::verify::explore::Options as ExploreOptions;
+use orch_codegen::verify::report::{self, Kind};
+use orch_runtime::dynamic::DynMachine;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
 
 /// A compiled template: its tools and steps, its warnings, and sessions over it.
 #[napi]

@@ -1,29 +1,15 @@
 //! A session driven by tool names (`Session`): allowed tools, checks, records, the run
 //! host's calls, approvals and snapshots.
 
-use super::*;
-
-/// Why a tool may not run now, in the same words orch uses everywhere.
-#[napi(object)]
-pub struct Refusal {
-    /// The tool refused.
-    pub tool: String,
-    /// Why, as a stable word.
-    pub kind: RefusalKind,
-    /// Why, in words for the model (what is expected next, what is allowed now).
-    pub message: String,
-    /// The rule on arguments that refused the call (`broken_rule`), by name.
-    pub rule: Option<String>,
-}
-
-fn refusal(r: orch_agent::Refusal) -> Refusal {
-    Refusal {
-        tool: r.tool,
-        kind: r.kind.into(),
-        message: r.reason,
-        rule: r.rule,
-    }
-}
+use crate::compile::small;
+use crate::fast;
+use crate::kinds::{refusal, Action, AnswerOutcome, Answered, Begin, Outcome, Refusal, Verdict};
+use napi::bindgen_prelude::{Env, Result, Uint8ArraySlice};
+use napi_derive::napi;
+use orch_agent::hosted::HostedSession;
+use orch_agent::run_host;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// The verdict a session holds on one exact call.
 #[napi(object)]

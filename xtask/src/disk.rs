@@ -2,7 +2,8 @@
 //! run needs, the test executables freed on CI before the packages are built, and a
 //! note after a failure when a disk is full.
 
-use super::*;
+use std::path::Path;
+use std::process::Command;
 
 /// What a run of every test from a clean clone takes on disk, with room to spare: its
 /// peak was 8.3 GB (the target directory 7.1 GB of it — the workspace's debug and

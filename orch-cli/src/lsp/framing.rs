@@ -1,7 +1,14 @@
 //! LSP's base protocol over stdio: `Content-Length` framed messages read as bytes and
 //! written whole.
 
-use super::*;
+use lsp_server::Message;
+use serde_json::{json, Value};
+use std::io::{BufRead, Read, Write};
+use std::sync::Mutex;
+
+/// The largest message body the server reads (a longer one ends the connection: the
+/// framing cannot be trusted past it).
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
 /// A header line longer than this ends the connection.
 pub(super) const MAX_HEADER_LINE: usize = 8 << 10;

@@ -1,7 +1,8 @@
 //! What a hover on a step shows: its conditions, the rules that judge its calls, its
 //! effective allowed tools and its sequence.
 
-use super::*;
+use orch_codegen::ir::Ir;
+use orch_codegen::model::{ConditionType, SequenceEntry, Span, Template};
 
 pub(super) fn code(s: &str) -> String {
     let ticks = if s.contains('`') { "`` " } else { "`" };
