@@ -1,7 +1,20 @@
-//! A compiled template (`Machine`): `compile`, `load`, its tools, steps, warnings and
-//! verification.
+//! A compiled template (`Machine`: `compile`, `load`, its tools, steps, warnings and
+//! verification) and the sessions it makes (`Session`, driven by tool names), with what
+//! their calls answer: `Refusal`, `Begin`, `Answered`. The two classes refer to each
+//! other (a machine makes sessions, a session keeps its machine), so they live together.
 
-use super::*;
+use crate::errors::{diagnostics, Diagnostic, SnapshotError, TemplateError};
+use orch_agent::hosted::HostedSession;
+use orch_agent::run_host;
+use orch_codegen::diagnostic::{placed, summary};
+use orch_codegen::verify::explore::Options as ExploreOptions;
+use orch_codegen::verify::report::{self, Kind};
+use orch_runtime::dynamic::{DynMachine, DynSession};
+use orch_runtime::OutcomeKind;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use std::sync::Arc;
 
 /// A compiled template: its tools and steps, its warnings, and sessions over it.
 #[pyclass(frozen, module = "orch._orch")]
@@ -258,4 +271,491 @@ pub(crate) fn witness<'py>(
         out.append(d)?;
     }
     Ok(out)
+}
+
+/// A question's identity from its 16 hex digits (`None`: not one `ask` returned).
+pub(crate) fn question_id(text: &str) -> Option<orch_runtime::QuestionId> {
+    (text.len() == 16)
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
+        .map(orch_runtime::QuestionId::new)
+}
+
+/// What a model is told when it answered with text while `tool` is forced: the one
+/// wording every surface sends.
+
+/// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
+/// `broken_rule`, `unknown_tool`, `unavailable`, `needs_approval`, `rejected`,
+/// `stale_answer`, `busy`,
+/// `outcome_unknown`, `already_ran`)
+/// and `message`, the words
+/// orch sends a model everywhere (what is expected next, what is allowed now).
+#[pyclass(frozen, get_all, module = "orch._orch")]
+pub(crate) struct Refusal {
+    /// The tool refused.
+    pub(crate) tool: String,
+    /// Why, as a stable word.
+    pub(crate) kind: &'static str,
+    /// Why, in words for the model.
+    pub(crate) message: String,
+    /// The rule on arguments that refused the call (`broken_rule`), by name.
+    pub(crate) rule: Option<String>,
+}
+
+#[pymethods]
+impl Refusal {
+    fn __repr__(&self) -> String {
+        format!("<Refusal {} ({}): {}>", self.tool, self.kind, self.message)
+    }
+
+    fn __str__(&self) -> String {
+        self.message.clone()
+    }
+}
+
+/// What `Session.begin` came to: `action` (`run`, `refused`, `ask`, `again`), the
+/// `refusal` the model is told when the call does not run, and for `ask` the
+/// `question`'s identity (16 hex digits).
+#[pyclass(frozen, get_all, module = "orch._orch")]
+pub(crate) struct Begin {
+    /// `run`, `refused`, `ask` or `again`.
+    pub(crate) action: &'static str,
+    /// Why it does not run (`None` for `run`).
+    pub(crate) refusal: Option<Py<Refusal>>,
+    /// The question asked (`ask` only).
+    pub(crate) question: Option<String>,
+}
+
+#[pymethods]
+impl Begin {
+    fn __repr__(&self) -> String {
+        format!("<Begin {}>", self.action)
+    }
+}
+
+/// What `Session.answer_call` came to: `outcome` (`applied`, `repeated`, `late`,
+/// `foreign`, `unknown`) and, when it did not apply, the `refusal` the model is told.
+#[pyclass(frozen, get_all, module = "orch._orch")]
+pub(crate) struct Answered {
+    /// `applied`, `repeated`, `late`, `foreign` or `unknown`.
+    pub(crate) outcome: &'static str,
+    /// Why nothing runs on it (`None` when it applied).
+    pub(crate) refusal: Option<Py<Refusal>>,
+}
+
+#[pymethods]
+impl Answered {
+    fn __repr__(&self) -> String {
+        format!("<Answered {}>", self.outcome)
+    }
+}
+
+/// One conversation's workflow state. Not thread-safe by design: one per conversation,
+/// used from one thread at a time (Python enforces it).
+#[pyclass(module = "orch._orch")]
+pub(crate) struct Session {
+    pub(crate) machine: Py<Machine>,
+    pub(crate) hosted: HostedSession,
+    pub(crate) fast: Fast,
+}
+
+/// What lets `allowed()`, `check` and `record` skip work a turn repeats: the allowed set
+/// as of the session's last event, and the lists already made for recent sets.
+#[derive(Default)]
+pub(crate) struct Fast {
+    /// `bits` and `foreign` are the session's allowed set now.
+    pub(crate) fresh: bool,
+    /// The declared tools allowed (bit `i`: the machine's `i`-th tool).
+    pub(crate) bits: Vec<u64>,
+    /// A foreign tool is allowed too.
+    pub(crate) foreign: bool,
+    /// Lists made for recent allowed sets (at most [`RECENT_SETS`]), newest last.
+    pub(crate) recent: Vec<(Box<[u64]>, Py<PyList>)>,
+}
+
+/// How many allowed sets a session keeps a list for.
+pub(crate) const RECENT_SETS: usize = 16;
+
+impl Fast {
+    /// The session changed: the allowed set is asked again when next needed.
+    fn stale(&mut self) {
+        self.fresh = false;
+    }
+
+    fn refresh(&mut self, hosted: &HostedSession) {
+        if !self.fresh {
+            self.foreign = hosted.allowed_bits(&mut self.bits);
+            self.fresh = true;
+        }
+    }
+
+    /// Is the declared tool `i` allowed now?
+    fn allows(&mut self, hosted: &HostedSession, i: usize) -> bool {
+        self.refresh(hosted);
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+}
+
+#[pymethods]
+impl Session {
+    /// The tools that may run now, in declaration order (then allowed foreign tools).
+    fn allowed<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let machine = self.machine.get();
+        self.fast.refresh(&self.hosted);
+        if !self.fast.foreign {
+            // A set seen lately: a copy of its list (the caller may change its own).
+            let fast = &mut self.fast;
+            if let Some((_, list)) = fast.recent.iter().rev().find(|(b, _)| **b == *fast.bits) {
+                let list = list.bind(py);
+                return Ok(list.get_slice(0, list.len()));
+            }
+            let out = PyList::empty(py);
+            for i in DynSession::bit_indices(&fast.bits) {
+                if let Some(name) = machine.names.get(i) {
+                    out.append(name.bind(py))?;
+                }
+            }
+            if fast.recent.len() >= RECENT_SETS {
+                fast.recent.remove(0);
+            }
+            fast.recent
+                .push((fast.bits.as_slice().into(), out.clone().unbind()));
+            return Ok(out.get_slice(0, out.len()));
+        }
+        let out = PyList::empty(py);
+        let mut failed = None;
+        self.hosted.for_each_allowed(|i, name| {
+            if failed.is_some() {
+                return;
+            }
+            let appended = match i.and_then(|i| machine.names.get(i)) {
+                Some(interned) => out.append(interned.bind(py)),
+                None => out.append(name),
+            };
+            if let Err(e) = appended {
+                failed = Some(e);
+            }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// `None` when `tool` may run now, else the `Refusal` (the same words orch uses
+    /// everywhere).
+    fn check(&mut self, tool: &Bound<'_, PyString>) -> PyResult<Option<Refusal>> {
+        let machine = self.machine.get();
+        // An allowed declared tool on a machine without gates: nothing to refuse.
+        if !machine.gates {
+            if let Some(i) = machine.tool_index(tool) {
+                if self.fast.allows(&self.hosted, i) {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(self.hosted.check(tool.to_str()?).map(refusal))
+    }
+
+    /// `check` for this exact call (`arguments`: its JSON text): a gated tool passes on a
+    /// human's approval of this call held by the session, and is refused as `rejected`
+    /// on a held rejection (semantics §13). Changes nothing.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
+        self.hosted.check_call(tool, arguments).map(refusal)
+    }
+
+    /// Admits this exact call before the host runs it: `check_call`, but an approval it
+    /// passes on is consumed (one approval, one call). `None` when it may run.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
+        self.fast.stale();
+        self.hosted.admit(tool, arguments).map(refusal)
+    }
+
+    /// This exact call was put to a human: the session holds the question (until the
+    /// next event), and the call still needs an approval. Returns the question's identity
+    /// (16 hex digits), which `answer` needs.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn ask(&mut self, tool: &str, arguments: &str) -> String {
+        self.fast.stale();
+        self.hosted.ask(tool, arguments).to_string()
+    }
+
+    /// A human's answer to the question `question` (what `ask` returned) about this exact
+    /// call: applied only while the session holds that very question, once. `False`:
+    /// nothing changed (answered already, an event since, another question asked).
+    #[pyo3(signature = (tool, arguments, question, approved))]
+    fn answer(&mut self, tool: &str, arguments: &str, question: &str, approved: bool) -> bool {
+        match question_id(question) {
+            Some(question) => {
+                self.fast.stale();
+                self.hosted.answer(tool, arguments, question, approved)
+            }
+            None => false,
+        }
+    }
+
+    /// The run host: the call `call_id` of `tool` with `arguments` (JSON text) is about
+    /// to run. `Begin.action`: `run` (run it, then `finish` it), `refused`, `ask` (the
+    /// session holds a question about this call, bound to its id: put it to a human and
+    /// give the answer to `answer_call`), or `again` (the same call delivered again: not
+    /// run again). `Begin.refusal` is what the model is told when it does not run.
+    /// `ask=False`: a call that needs a human's approval is refused as
+    /// `needs_approval` and nothing is asked (for a framework that asks elsewhere).
+    /// `now_ms`: the host's clock (milliseconds since the Unix epoch; default: this
+    /// machine's), for the question's expiry.
+    #[pyo3(signature = (call_id, tool, arguments = "{}", ask = true, now_ms = None))]
+    fn begin(
+        &mut self,
+        py: Python<'_>,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        ask: bool,
+        now_ms: Option<u64>,
+    ) -> PyResult<Begin> {
+        self.fast.stale();
+        let now = now_ms.unwrap_or_else(orch_agent::protocol::now_ms);
+        let on_gate = if ask {
+            run_host::OnGate::Ask
+        } else {
+            run_host::OnGate::Refuse
+        };
+        let begun = self.hosted.begin(call_id, tool, arguments, on_gate, now);
+        let refused = match begun.refusal() {
+            Some(r) => Some(Py::new(py, refusal(r.clone()))?),
+            None => None,
+        };
+        Ok(Begin {
+            action: begun.as_str(),
+            refusal: refused,
+            question: begun.question().map(|q| q.to_string()),
+        })
+    }
+
+    /// The run host: a human's answer about the call `call_id` (`tool` with `arguments`,
+    /// as it was shown). Applied once, to the question `begin` asked about that very
+    /// call, before it expires, while the run still holds it. `Answered.outcome`:
+    /// `applied`, or why not — `repeated`, `late`, `foreign`, `unknown` (then
+    /// `Answered.refusal` is what the model is told; nothing changed).
+    /// `now_ms`: the host's clock, as for `begin`.
+    #[pyo3(signature = (call_id, tool, arguments, approved, now_ms = None))]
+    fn answer_call(
+        &mut self,
+        py: Python<'_>,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        approved: bool,
+        now_ms: Option<u64>,
+    ) -> PyResult<Answered> {
+        self.fast.stale();
+        let now = now_ms.unwrap_or_else(orch_agent::protocol::now_ms);
+        let answered = self
+            .hosted
+            .answer_call(call_id, tool, arguments, approved, now);
+        let refused = match answered.refusal() {
+            Some(r) => Some(Py::new(py, refusal(r.clone()))?),
+            None => None,
+        };
+        Ok(Answered {
+            outcome: answered.as_str(),
+            refusal: refused,
+        })
+    }
+
+    /// The run host: the call `call_id` that `begin` admitted ended. `ran`: the tool
+    /// returned (rather than failed); `result`: what it returned (JSON text; a result in
+    /// MCP's shape is read by orch's one rule, and rules on arguments read its values).
+    /// The record's outcome word when it is recorded, `not_run` when it did not run, or
+    /// `not_admitted` when `begin` did not admit that call (nothing recorded).
+    #[pyo3(signature = (call_id, tool, ran = true, result = None))]
+    fn finish(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        ran: bool,
+        result: Option<&str>,
+    ) -> &'static str {
+        self.fast.stale();
+        match self.hosted.finish(call_id, tool, ran, result) {
+            run_host::Finished::Recorded(word) => word,
+            run_host::Finished::NotRun(_) => "not_run",
+            run_host::Finished::NotAdmitted => "not_admitted",
+        }
+    }
+
+    /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
+    /// in orch's words.
+    fn malformed_arguments(&self, tool: &str, why: &str) -> Refusal {
+        refusal(self.hosted.malformed_arguments(tool, why))
+    }
+
+    /// The refusal of a call of a tool the host does not have, in orch's words.
+    fn no_such_tool(&self, tool: &str) -> Refusal {
+        refusal(self.hosted.no_such_tool(tool))
+    }
+
+    /// The refusal of a call whose id another call of the same model response has too.
+    fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
+        refusal(self.hosted.shared_id(tool, call_id))
+    }
+
+    /// How long a question `begin` asks stays answerable, in seconds (24 hours unless
+    /// set).
+    fn set_question_ttl(&mut self, seconds: f64) -> PyResult<()> {
+        let ttl = std::time::Duration::try_from_secs_f64(seconds)
+            .map_err(|e| PyValueError::new_err(format!("question_ttl: {e}")))?;
+        self.hosted.set_question_ttl(ttl);
+        Ok(())
+    }
+
+    /// A human approved this exact call: the session holds the approval (until the next
+    /// event), and `admit` lets the call through once.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn approve(&mut self, tool: &str, arguments: &str) {
+        self.fast.stale();
+        self.hosted.approve(tool, arguments);
+    }
+
+    /// A human rejected this exact call: the session holds the rejection, and the call
+    /// is refused as `rejected` until the next event.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn reject(&mut self, tool: &str, arguments: &str) {
+        self.fast.stale();
+        self.hosted.reject(tool, arguments);
+    }
+
+    /// The verdict the session holds on a call, if any: `(digest, verdict)` with the
+    /// call's SHA-256 digest in hex and `pending`, `approved` or `rejected`.
+    #[getter]
+    fn approval(&self) -> Option<(String, &'static str)> {
+        self.hosted.approval()
+    }
+
+    /// Records that `tool` ran: the outcome (`advanced`, `completed`, `free`,
+    /// `out_of_sequence`, `not_allowed`).
+    /// `result`: what it returned (its JSON text), for rules on arguments that read
+    /// values from it (semantics §16).
+    #[pyo3(signature = (tool, result = None))]
+    fn record<'py>(
+        &mut self,
+        py: Python<'py>,
+        tool: &Bound<'py, PyString>,
+        result: Option<&str>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        self.fast.stale();
+        let declared = match result {
+            None => self.machine.get().tool_index(tool),
+            Some(_) => None,
+        };
+        let kind = match (declared, result) {
+            (Some(i), _) => match self.hosted.record_index_kind(i) {
+                Some(kind) => kind,
+                None => self.hosted.record_outcome(tool.to_str()?).kind(),
+            },
+            (None, Some(result)) => self
+                .hosted
+                .record_result_outcome(tool.to_str()?, result)
+                .kind(),
+            (None, None) => self.hosted.record_outcome(tool.to_str()?).kind(),
+        };
+        // The outcome's word as a Python string made once per process, not per call.
+        Ok(match kind {
+            OutcomeKind::Advanced => pyo3::intern!(py, "advanced"),
+            OutcomeKind::Completed => pyo3::intern!(py, "completed"),
+            OutcomeKind::Free => pyo3::intern!(py, "free"),
+            OutcomeKind::OutOfSequence => pyo3::intern!(py, "out_of_sequence"),
+            OutcomeKind::NotAllowed => pyo3::intern!(py, "not_allowed"),
+        }
+        .clone())
+    }
+
+    /// A user message: message conditions and sequence resets are evaluated.
+    fn on_user_message(&mut self, text: &str) {
+        self.fast.stale();
+        self.hosted.on_user_message(text);
+    }
+
+    /// The host's tools (names the template does not declare are foreign tools).
+    fn set_available(&mut self, tools: Vec<String>) {
+        self.fast.stale();
+        self.hosted.set_available(tools);
+    }
+
+    /// Back to a fresh session's state (the host's tools are kept).
+    fn reset(&mut self) {
+        self.fast.stale();
+        self.hosted.reset();
+    }
+
+    /// The active step, if any.
+    #[getter]
+    fn step(&self) -> Option<&str> {
+        self.hosted.session().step()
+    }
+
+    /// The position in the active step's sequence.
+    #[getter]
+    fn sequence_index(&self) -> usize {
+        self.hosted.session().sequence_index()
+    }
+
+    /// The tools the active step's unfinished sequence accepts next, if any.
+    #[getter]
+    fn expected(&self) -> Option<Vec<&str>> {
+        self.hosted.session().expected()
+    }
+
+    /// The tool the next model call must call, if any: the one an unfinished sequence
+    /// expects when it is the only tool allowed, and no human's question or rejection is
+    /// held (the rule every orch host follows).
+    #[getter]
+    fn forced_tool(&self) -> Option<String> {
+        self.hosted.forced_tool()
+    }
+
+    /// The tools the sequence waits for when the host has none of them, if so.
+    #[getter]
+    fn blocked_on(&self) -> Option<Vec<&str>> {
+        self.hosted.session().blocked_on()
+    }
+
+    /// The tools recorded, most recent last (`None` for a slot before the first).
+    #[getter]
+    fn history(&self) -> Vec<Option<&str>> {
+        self.hosted.session().history()
+    }
+
+    /// The session as bytes: the binary snapshot format of the Rust crates.
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.hosted.snapshot())
+    }
+
+    /// The machine this session runs on.
+    #[getter]
+    fn machine(&self, py: Python<'_>) -> Py<Machine> {
+        self.machine.clone_ref(py)
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.hosted.session();
+        match s.step() {
+            Some(step) => format!("<Session step={step:?} index={}>", s.sequence_index()),
+            None => "<Session step=None>".to_owned(),
+        }
+    }
+}
+
+/// The Python face of a policy refusal.
+pub(crate) fn refusal(r: orch_agent::Refusal) -> Refusal {
+    Refusal {
+        tool: r.tool,
+        kind: r.kind.as_str(),
+        message: r.reason,
+        rule: r.rule,
+    }
 }
