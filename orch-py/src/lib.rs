@@ -24,6 +24,8 @@ fn kinds() -> Vec<&'static str> {
     RefusalKind::ALL.iter().map(|k| k.as_str()).collect()
 }
 
+/// What a model is told when it answered with text while `tool` is forced: the one
+/// wording every surface sends.
 #[pyfunction]
 fn reminder(tool: &str) -> String {
     orch_agent::Policy::forced_reminder(tool)

@@ -281,9 +281,6 @@ pub(crate) fn question_id(text: &str) -> Option<orch_runtime::QuestionId> {
         .map(orch_runtime::QuestionId::new)
 }
 
-/// What a model is told when it answered with text while `tool` is forced: the one
-/// wording every surface sends.
-
 /// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
 /// `broken_rule`, `unknown_tool`, `unavailable`, `needs_approval`, `rejected`,
 /// `stale_answer`, `busy`,
