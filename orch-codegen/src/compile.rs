@@ -34,6 +34,8 @@ use crate::verify::properties::PropertyFinding;
 use orch_runtime::dynamic::DynMachine;
 use std::borrow::Cow;
 
+pub use crate::surface::Surface;
+
 /// What to compile.
 #[derive(Clone, Debug)]
 pub enum Source<'a> {
@@ -73,22 +75,6 @@ impl Default for CheckOptions {
             surface: Surface::Agent,
         }
     }
-}
-
-/// Where a template runs, for the checks that depend on it ([`crate::surface_lints`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Surface {
-    /// In the agent's own process (build.rs, the macro, `orch-agent`, the Python and
-    /// npm packages): every user message reaches the session.
-    #[default]
-    Agent,
-    /// Behind `orch mcp`: MCP carries no user messages, so message conditions never
-    /// hold and message resets never fire (W009).
-    McpGateway,
-    /// Behind agentgateway with `orch policy`: message conditions cannot be enforced
-    /// (E024), message resets never fire (W009).
-    Policy,
 }
 
 /// The result of compiling one template.

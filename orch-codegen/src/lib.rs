@@ -53,6 +53,7 @@ pub mod limits;
 mod lower;
 pub mod model;
 mod parse;
+mod resolved;
 mod surface;
 pub mod verify;
 

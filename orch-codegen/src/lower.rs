@@ -1,33 +1,13 @@
 //! Lowering: a checked template, its names resolved, to the [`Ir`]. Decides nothing:
 //! every rule has been applied by then.
 
-use crate::check::{MachineName, StepInfo};
 use crate::ident;
-use crate::ir::{Ir, IrGate, IrLost, IrProperty, IrStep, IrStepSpans, IrTool, ToolBits};
+use crate::ir::{Ir, IrGate, IrLost, IrStep, IrStepSpans, IrTool, ToolBits};
 use crate::limits::{MAX_TEMPLATE_STEPS, MAX_TOOLS};
-use crate::model::{Spanned, Step, Template};
+use crate::model::{Step, Template};
+use crate::resolved::{Parts, StepInfo};
 use orch_runtime::compiled::is_pattern;
 use std::collections::HashMap;
-
-/// Everything the IR is made of: the template with its names resolved by the checks.
-pub(crate) struct Parts<'t> {
-    pub machine: MachineName,
-    pub tools: Vec<&'t Spanned<String>>,
-    pub tool_idents: Vec<String>,
-    pub steps: Vec<StepInfo<'t>>,
-    pub step_names: Vec<&'t Spanned<String>>,
-    pub step_idents: Vec<String>,
-    pub default_step: Option<usize>,
-    pub history: usize,
-    pub contains: Vec<String>,
-    pub regexes: Vec<String>,
-    pub max_rounds: Option<u64>,
-    pub description: Vec<String>,
-    pub approve: IrGate,
-    pub lost: IrLost,
-    pub properties: Vec<IrProperty>,
-    pub arg_rules: Vec<crate::ir::IrArgRule>,
-}
 
 /// Builds the IR.
 pub(crate) fn lower(p: Parts<'_>) -> Ir {

@@ -4,9 +4,24 @@
 //! `orch policy`, which would otherwise enforce a workflow that can never switch steps
 //! the way its author meant. Positions come from the IR's spans.
 
-use crate::compile::Surface;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{Ir, IrCondition};
+
+/// Where a template runs, for the checks that depend on it ([`crate::surface_lints`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Surface {
+    /// In the agent's own process (build.rs, the macro, `orch-agent`, the Python and
+    /// npm packages): every user message reaches the session.
+    #[default]
+    Agent,
+    /// Behind `orch mcp`: MCP carries no user messages, so message conditions never
+    /// hold and message resets never fire (W009).
+    McpGateway,
+    /// Behind agentgateway with `orch policy`: message conditions cannot be enforced
+    /// (E024), message resets never fire (W009).
+    Policy,
+}
 
 /// The surface's diagnostics for `ir` (none for [`Surface::Agent`], which sees every
 /// user message).

@@ -8,7 +8,7 @@
 //! against the bytes that remain, so hostile input can never make it allocate more than
 //! the input's own size.
 
-use crate::approval::{Approval, CallDigest, QuestionId, Verdict};
+use crate::approval::Approval;
 use crate::bits::{ToolEnum, Words};
 use crate::machine::{Machine, StepEnum};
 use crate::session::Session;
@@ -19,8 +19,11 @@ use std::fmt;
 
 mod binary;
 
-pub use binary::MAX_DECODED_BYTES;
-use binary::*;
+/// The most bytes of text a binary snapshot may decode to. Names are written once and
+/// referenced by index, so a small input can name a long string many times; past this
+/// bound decoding stops with an error instead of copying it (the largest real session —
+/// 16,384 tools with long names and a full history — stays far below it).
+pub const MAX_DECODED_BYTES: usize = 64 << 20;
 
 /// The snapshot format version this runtime writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -330,132 +333,6 @@ impl Parts<'_> {
                 .collect(),
             host: self.host.to_vec(),
         }
-    }
-
-    /// The compact binary encoding: tool names are written once, in a table, and
-    /// referenced by index.
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.encode_into(&mut out);
-        out
-    }
-
-    /// [`Parts::encode`] into `out` (cleared first), so that a caller that snapshots
-    /// often reuses one buffer. The names table lists the tools in the order they first
-    /// appear in the history, then the used set, then the available list; the body
-    /// refers to them by index.
-    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
-        /// The index of `n` in `names` (the same tables hand out the same `&str`, so the
-        /// pointer comparison answers first).
-        fn find(n: &str, names: &[&str]) -> Option<usize> {
-            names
-                .iter()
-                .position(|x| std::ptr::eq(*x, n))
-                .or_else(|| names.iter().position(|x| *x == n))
-        }
-        fn add<'a>(n: &'a str, names: &mut Vec<&'a str>) {
-            if find(n, names).is_none() {
-                names.push(n);
-            }
-        }
-        fn index_of(n: &str, names: &[&str]) -> u64 {
-            // Every name was added to the table in the first pass.
-            find(n, names).unwrap_or(0) as u64
-        }
-        let available: &[&str] = self.available.as_deref().unwrap_or(&[]);
-        let mut names: Vec<&str> = Vec::with_capacity(16);
-        for n in self.history.iter().flatten() {
-            add(n, &mut names);
-        }
-        for n in self.used.iter().chain(available) {
-            add(n, &mut names);
-        }
-
-        out.clear();
-        // A guess of the size (a reused buffer mostly has the room already).
-        out.reserve(
-            64 + self.machine.len()
-                + 16 * names.len()
-                + 2 * (self.history.len() + self.used.len() + available.len())
-                + 64 * self.matched.len()
-                + 16 * self.memory.len(),
-        );
-        out.extend_from_slice(MAGIC);
-        put_varint(out, ENCODING);
-        out.extend_from_slice(&self.fingerprint.to_le_bytes());
-        put_str(out, self.machine);
-        match self.step {
-            None => out.push(0),
-            Some(s) => {
-                out.push(1);
-                put_str(out, s);
-            }
-        }
-        put_varint(out, u64::from(self.sequence_index));
-        put_varint(out, self.usage.prompt);
-        put_varint(out, self.usage.completion);
-        put_varint(out, names.len() as u64);
-        for n in &names {
-            put_str(out, n);
-        }
-
-        put_varint(out, self.history.len() as u64);
-        for h in &self.history {
-            let r = match h {
-                None => 0,
-                Some(n) => index_of(n, &names) + 1,
-            };
-            put_varint(out, r);
-        }
-        put_varint(out, self.used.len() as u64);
-        for n in &self.used {
-            put_varint(out, index_of(n, &names));
-        }
-        match &self.available {
-            None => out.push(0),
-            Some(list) => {
-                out.push(1);
-                put_varint(out, list.len() as u64);
-                for n in list {
-                    put_varint(out, index_of(n, &names));
-                }
-            }
-        }
-        put_varint(out, self.matched.len() as u64);
-        for (prefix, rest) in &self.matched {
-            put_varint(out, (prefix.len() + rest.len()) as u64);
-            out.extend_from_slice(prefix.as_bytes());
-            out.extend_from_slice(rest.as_bytes());
-        }
-        if let Some(a) = &self.approval {
-            // Section 1: a verdict without a question id; 2: with one (8 bytes, LE).
-            out.push(if a.question.is_none() { 1 } else { 2 });
-            out.extend_from_slice(a.call.as_bytes());
-            out.push(match a.verdict {
-                Verdict::Approved => 1,
-                Verdict::Rejected => 2,
-                Verdict::Pending => 3,
-            });
-            if !a.question.is_none() {
-                out.extend_from_slice(&a.question.get().to_le_bytes());
-            }
-        }
-        if !self.memory.is_empty() {
-            // Section 3: the remembered values, 16 bytes each (the hex keys' bytes).
-            out.push(3);
-            put_varint(out, self.memory.len() as u64);
-            for key in &self.memory {
-                out.extend_from_slice(key);
-            }
-        }
-        if !self.host.is_empty() {
-            // Section 4: what the host keeps with the session, length-prefixed.
-            out.push(4);
-            put_varint(out, self.host.len() as u64);
-            out.extend_from_slice(self.host);
-        }
-        let crc = crc32fast::hash(out);
-        out.extend_from_slice(&crc.to_le_bytes());
     }
 }
 

@@ -1,9 +1,10 @@
 //! The warnings (W001–W006; W007 and W008, backed by the verifier, are in `check::verified_lints`): findings about a template that compiles. They read the
 //! resolved steps and decide nothing the lowering depends on.
 
-use super::{list_names, Checker, StepInfo, Universe};
+use super::{list_names, Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::IrCondition;
+use crate::resolved::StepInfo;
 
 /// Runs every lint.
 pub(super) fn run(

@@ -15,12 +15,13 @@ pub(crate) mod suggest;
 mod tools;
 
 use crate::diagnostic::{Code, Diagnostic, Severity};
-use crate::ir::{Ir, IrCondition, IrGate, IrProperty, IrRule, ToolBits};
+use crate::ir::{Ir, IrProperty, IrRule};
 use crate::limits::{
     MAX_HISTORY, MAX_MESSAGE_CONDITIONS, MAX_REGEX_BYTES, MAX_TABLE_WORDS, MAX_TEMPLATE_STEPS,
     MAX_TOOLS,
 };
-use crate::model::{PropertyRule, Span, Spanned, Step, Template};
+use crate::model::{PropertyRule, Span, Spanned, Template};
+use crate::resolved::StepInfo;
 use orch_runtime::compiled::MessageRegex;
 use std::collections::HashMap;
 
@@ -68,7 +69,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
     let steps = steps::whole_history_windows(steps, history);
     lints::run(&mut c, &steps, &universe, default_step);
     Resolved {
-        parts: crate::lower::Parts {
+        parts: crate::resolved::Parts {
             machine,
             tools: universe.tools,
             tool_idents,
@@ -96,7 +97,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
 /// diagnostic it found, in the order found.
 pub(crate) struct Resolved<'t> {
     /// The resolved template.
-    pub(crate) parts: crate::lower::Parts<'t>,
+    pub(crate) parts: crate::resolved::Parts<'t>,
     /// `parts.regexes`, compiled.
     pub(crate) regexes: Vec<MessageRegex>,
     /// Errors and warnings, unsorted, the allow list not yet applied.
@@ -222,12 +223,6 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
-/// The machine's name and its module name.
-pub(crate) struct MachineName {
-    pub(crate) name: String,
-    pub(crate) module: String,
-}
-
 /// The tool universe (semantics §2), resolved.
 struct Universe<'t> {
     /// The tools, in declaration (or first-mention) order; a tool's index is its
@@ -259,38 +254,6 @@ impl<'t> Universe<'t> {
 struct StepNames<'t> {
     unique: Vec<&'t Spanned<String>>,
     skip: Vec<bool>,
-}
-
-/// A step with its names resolved: what [`lints`] judge and [`crate::lower`] turns into IR.
-pub(crate) struct StepInfo<'t> {
-    /// The step as written.
-    pub(crate) model: &'t Step,
-    /// Its name (`<unnamed>` when it has none, which is an error).
-    pub(crate) name: &'t str,
-    /// Is it the default step?
-    pub(crate) is_default: bool,
-    /// Nameless or duplicate: left out of the reachability lints.
-    pub(crate) skip: bool,
-    /// Its static set (semantics §2).
-    pub(crate) static_set: ToolBits,
-    /// `allowed` absent or empty.
-    pub(crate) allow_all: bool,
-    /// The pattern entries of `allowed` then `denied`, each with whether it is an
-    /// `allowed` entry and how many tools it matched.
-    pub(crate) patterns: Vec<(&'t Spanned<String>, bool, usize)>,
-    /// The sequence: per position, the accepted tool indices (ascending).
-    pub(crate) sequence: Vec<Vec<usize>>,
-    /// Its conditions (empty for the default step).
-    pub(crate) conditions: Vec<IrCondition>,
-    /// Where each of `conditions` is written.
-    pub(crate) condition_spans: Vec<Span>,
-    /// The largest `window` its conditions give (the default step's included: H
-    /// counts every window written).
-    pub(crate) max_window: usize,
-    /// `resetSequenceOn`, as `orch_runtime` reset flags.
-    pub(crate) reset: u8,
-    /// Its approval gate: its own `approve` and the orchestration's (semantics §13).
-    pub(crate) approve: IrGate,
 }
 
 impl StepInfo<'_> {

@@ -1,10 +1,11 @@
 //! Rules about names: the machine's, the steps', the Rust identifiers made from them,
 //! and the default step.
 
-use super::{closest, Checker, MachineName, StepNames};
+use super::{closest, Checker, StepNames};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ident;
 use crate::model::{Span, Spanned};
+use crate::resolved::MachineName;
 use std::collections::HashMap;
 
 impl<'t> Checker<'t> {

@@ -1,12 +1,13 @@
 //! Rules about one step: its sequence, its conditions and its `resetSequenceOn`.
 
 use super::tools::StaticSet;
-use super::{closest, Checker, StepInfo, Universe, RESET_TRIGGERS};
+use super::{closest, Checker, Universe, RESET_TRIGGERS};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::IrCondition;
 use crate::ir::IrGate;
 use crate::limits::MAX_HISTORY;
 use crate::model::{Condition, ConditionKind, ConditionType, Span, Spanned, Step};
+use crate::resolved::StepInfo;
 use orch_runtime::compiled::{fold_case, is_pattern, reset, MessageRegex};
 
 impl<'t> Checker<'t> {

@@ -32,21 +32,21 @@
 //! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
 //! ```
 
-use super::ticked;
-use crate::check::suggest::Suggester;
 use crate::model::{
-    ArgRule, ArgRuleKind, ArgTest, Condition, ConditionType, Predicate, PredicateNode, Property,
-    PropertyRule, Scalar, SequenceEntry, Span as MSpan, Spanned, Step, Template,
+    Condition, ConditionType, Property, PropertyRule, SequenceEntry, Spanned, Step, Template,
 };
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
-use syn::{braced, bracketed, parenthesized, Ident, LitInt, LitStr, Token, Visibility};
+use syn::{braced, bracketed, parenthesized, Ident, LitStr, Token, Visibility};
 
 #[path = "dsl_rules.rs"]
 mod rules;
+#[path = "dsl_tokens.rs"]
+mod tokens;
 
 use rules::*;
+use tokens::{semi, uint, Lowering};
 
 /// A parsed invocation: the template, its span table, and where the output goes.
 pub struct Dsl {
@@ -60,105 +60,6 @@ pub struct Dsl {
     pub docs: Vec<String>,
     /// Where the machine's name is.
     pub name_span: Span,
-}
-
-struct Lowering {
-    spans: Vec<Span>,
-}
-
-impl Lowering {
-    fn at(&mut self, span: Span) -> MSpan {
-        self.spans.push(span);
-        MSpan::Token(self.spans.len() - 1)
-    }
-
-    /// The token behind a span this lowering made.
-    fn token(&self, span: MSpan) -> Span {
-        match span {
-            MSpan::Token(i) => self.spans.get(i).copied().unwrap_or_else(Span::call_site),
-            MSpan::Bytes { .. } => Span::call_site(),
-        }
-    }
-
-    fn spanned<T>(&mut self, value: T, span: Span) -> Spanned<T> {
-        let at = self.at(span);
-        Spanned::new(value, at)
-    }
-
-    /// An identifier or a string: a tool or step name (or a pattern).
-    fn name(&mut self, input: ParseStream) -> syn::Result<Spanned<String>> {
-        if input.peek(LitStr) {
-            let s: LitStr = input.parse()?;
-            Ok(self.spanned(s.value(), s.span()))
-        } else if input.peek(Ident::peek_any) {
-            let i = Ident::parse_any(input)?;
-            Ok(self.spanned(i.unraw().to_string(), i.span()))
-        } else {
-            Err(input.error("expected a name: an identifier or a \"string\""))
-        }
-    }
-
-    fn names(&mut self, input: ParseStream) -> syn::Result<Vec<Spanned<String>>> {
-        let content;
-        bracketed!(content in input);
-        comma_separated(&content, |c| self.name(c))
-    }
-
-    fn colon_list(&mut self, input: ParseStream) -> syn::Result<Vec<Spanned<String>>> {
-        input.parse::<Token![:]>()?;
-        let list = self.names(input)?;
-        semi(input)?;
-        Ok(list)
-    }
-}
-
-/// A non-negative integer literal, with its span: a minus sign or a number past `u64`
-/// is an error that says so (not `invalid digit`).
-fn uint(input: ParseStream, what: &str) -> syn::Result<(u64, Span)> {
-    if input.peek(Token![-]) {
-        let minus: Token![-] = input.parse()?;
-        return Err(syn::Error::new(
-            minus.span,
-            format!("`{what}` must be a non-negative integer"),
-        ));
-    }
-    let n: LitInt = input.parse()?;
-    match n.base10_parse::<u64>() {
-        Ok(v) => Ok((v, n.span())),
-        Err(_) if n.base10_digits().bytes().all(|b| b.is_ascii_digit()) => Err(syn::Error::new(
-            n.span(),
-            format!(
-                "`{what}` of {} is too large (at most {})",
-                n.base10_digits(),
-                u64::MAX
-            ),
-        )),
-        Err(e) => Err(e),
-    }
-}
-
-/// Items parsed by `item` until `input` ends, separated by `,` (a trailing one allowed).
-fn comma_separated<T>(
-    input: ParseStream,
-    mut item: impl FnMut(ParseStream) -> syn::Result<T>,
-) -> syn::Result<Vec<T>> {
-    let mut out = Vec::new();
-    while !input.is_empty() {
-        out.push(item(input)?);
-        if input.is_empty() {
-            break;
-        }
-        input.parse::<Token![,]>()?;
-    }
-    Ok(out)
-}
-
-/// An optional `;` (or `,`) after an item.
-fn semi(input: ParseStream) -> syn::Result<()> {
-    if input.parse::<Option<Token![;]>>()?.is_none() {
-        input.parse::<Option<Token![,]>>()?;
-    }
-    Ok(())
 }
 
 fn doc_lines(attrs: &[syn::Attribute]) -> syn::Result<Vec<String>> {

@@ -2,7 +2,14 @@
 //! `approve [NAME:] TOOL when P;`, and their predicates. Shapes only — pointers, numbers,
 //! regexes and bounds are judged by `check::rules`, the same for both front ends.
 
-use super::*;
+use super::tokens::{comma_separated, semi, Lowering};
+use crate::check::suggest::Suggester;
+use crate::model::{ArgRule, ArgRuleKind, ArgTest, Predicate, PredicateNode, Scalar, Spanned};
+use crate::parse::ticked;
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::parse::ParseStream;
+use syn::{parenthesized, Ident, LitInt, LitStr, Token};
 
 /// The DSL's test keywords, in the order the docs list them (the JSON keys in
 /// snake case).
