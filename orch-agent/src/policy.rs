@@ -7,16 +7,12 @@
 use crate::audit::{rule_admitting, rule_of, AuditEvent, Auditor, Position};
 use crate::model::{ToolCall, ToolChoice};
 use crate::protocol::{self, Question, Ticket, Unanswered};
-use orch_runtime::dynamic::DynSession;
-use orch_runtime::{
-    Approval, Call, CallDigest, Denied, Machine, QuestionId, Session, StepEnum, ToolEnum, Verdict,
-};
-use serde::{Deserialize, Serialize};
+use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
 use std::sync::Arc;
 use std::time::Duration;
 
-mod orchestrated;
-mod refusal;
+pub(crate) mod orchestrated;
+pub(crate) mod refusal;
 
 pub use orchestrated::Orchestrated;
 pub use refusal::{ApprovalRequest, Decision, Denial, Refusal, RefusalKind, REMINDER_PREFIX};

@@ -548,45 +548,13 @@ pub fn shared_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 
 /// The refusal of a call of `tool` whose id `id` another call of the same model
 /// response carries too.
-pub fn shared_id_refusal(tool: &str, id: &str) -> crate::Refusal {
-    crate::Refusal {
+pub fn shared_id_refusal(tool: &str, id: &str) -> crate::policy::refusal::Refusal {
+    crate::policy::refusal::Refusal {
         tool: tool.to_owned(),
-        kind: crate::RefusalKind::NotAllowed,
+        kind: crate::policy::refusal::RefusalKind::NotAllowed,
         reason: format!(
             "error: `{tool}` was not run: the model gave two tool calls the same id `{id}`; each call needs an id of its own."
         ),
-        rule: None,
-    }
-}
-
-/// The refusal of a call of `tool` delivered again under an id (`id`) it came under
-/// before: `refused_as` `None` — it ran, and one call runs once (`already_ran`); else the
-/// kind it was refused as the first time, which it is refused as again without being
-/// judged afresh. The workflow's words on what is allowed now follow.
-pub fn delivered_again<S: crate::Orchestrated + ?Sized>(
-    policy: &crate::Policy,
-    session: &S,
-    tool: &str,
-    id: &str,
-    refused_as: Option<crate::RefusalKind>,
-) -> crate::Refusal {
-    let (kind, text) = match refused_as {
-        None => (
-            crate::RefusalKind::AlreadyRan,
-            format!("error: `{tool}` was not run again: this call (`{id}`) ran already, and one call runs once."),
-        ),
-        Some(kind) => (
-            kind,
-            format!(
-                "error: `{tool}` was not run: this call (`{id}`) was delivered before and refused (`{}`); a delivery is judged once — make a new call to try again.",
-                kind.as_str()
-            ),
-        ),
-    };
-    crate::Refusal {
-        tool: tool.to_owned(),
-        kind,
-        reason: format!("{text} {}", policy.what_now(session, true)),
         rule: None,
     }
 }

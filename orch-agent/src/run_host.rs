@@ -694,13 +694,45 @@ fn refusal<S: Orchestrated + ?Sized>(
     }
 }
 
+/// The refusal of a call of `tool` delivered again under an id (`id`) it came under
+/// before: `refused_as` `None` — it ran, and one call runs once (`already_ran`); else the
+/// kind it was refused as the first time, which it is refused as again without being
+/// judged afresh. The workflow's words on what is allowed now follow.
+pub fn delivered_again<S: Orchestrated + ?Sized>(
+    policy: &Policy,
+    session: &S,
+    tool: &str,
+    id: &str,
+    refused_as: Option<RefusalKind>,
+) -> Refusal {
+    let (kind, text) = match refused_as {
+        None => (
+            RefusalKind::AlreadyRan,
+            format!("error: `{tool}` was not run again: this call (`{id}`) ran already, and one call runs once."),
+        ),
+        Some(kind) => (
+            kind,
+            format!(
+                "error: `{tool}` was not run: this call (`{id}`) was delivered before and refused (`{}`); a delivery is judged once — make a new call to try again.",
+                kind.as_str()
+            ),
+        ),
+    };
+    Refusal {
+        tool: tool.to_owned(),
+        kind,
+        reason: format!("{text} {}", policy.what_now(session, true)),
+        rule: None,
+    }
+}
+
 fn already_ran<S: Orchestrated + ?Sized>(
     policy: &Policy,
     session: &S,
     tool: &str,
     call_id: &str,
 ) -> Refusal {
-    crate::protocol::delivered_again(policy, session, tool, call_id, None)
+    delivered_again(policy, session, tool, call_id, None)
 }
 
 fn repeated<S: Orchestrated + ?Sized>(

@@ -22,7 +22,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use orch_agent::protocol::{self, Question};
+use orch_agent::protocol::Question;
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, LostRule};
@@ -186,7 +186,7 @@ pub type Looked<T> = (T, bool);
 /// `delivery`: the id the call's caller sent it under (as a refusal shows it) and the
 /// delivery it names ([`Delivery::new`] of the id made unique by the caller's session),
 /// when the host has such an id (`orch mcp`: the JSON-RPC request id). A delivery the
-/// record remembers is not judged again ([`protocol::delivered_again`]'s words); an admitted one rides
+/// record remembers is not judged again ([`orch_agent::run_host::delivered_again`]'s words); an admitted one rides
 /// on the lease and is remembered as ran when its tool is recorded; one refused for
 /// good (not asked, not busy, not held, not a stale answer) is remembered as refused.
 #[allow(clippy::too_many_arguments)]
@@ -288,7 +288,7 @@ fn delivered_again(
         // A code this version does not know (written by a newer one) is still a refusal.
         code => Some(kind_of(code).unwrap_or(RefusalKind::NotAllowed)),
     };
-    Some(protocol::delivered_again(
+    Some(orch_agent::run_host::delivered_again(
         policy, session, tool, shown, refused_as,
     ))
 }

@@ -2,7 +2,8 @@
 //! numbers follow, the log holds what an auditor anchored, and (given keys) every
 //! checkpoint is signed.
 
-use super::*;
+use super::line::Line;
+use super::record::CheckpointKeys;
 
 /// Why a chained log does not verify: the record (1-based line) and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]

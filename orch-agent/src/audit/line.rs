@@ -1,7 +1,7 @@
 //! One line of a chained log read back: a decision record or a checkpoint, and the link
 //! it carries.
 
-use super::*;
+use super::record::{CheckpointRecord, DecisionRecord};
 
 /// One line of a chained log.
 pub(super) enum Line {
@@ -60,12 +60,8 @@ pub fn is_checkpoint(line: &str) -> bool {
 }
 
 /// The number and hash of the last line of a chained log (a record or a checkpoint),
-/// for [`Auditor::continuing_after`]; `None` when `line` is neither.
+/// for [`super::Auditor::continuing_after`]; `None` when `line` is neither.
 pub fn last_link(line: &str) -> Option<(u64, Option<String>)> {
     let line = Line::parse(line).ok()?;
     Some((line.seq(), line.hash().clone()))
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

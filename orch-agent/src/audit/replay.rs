@@ -1,7 +1,11 @@
 //! Replaying a decision log: the events alone re-derive every decision, and the first
 //! record that does not follow is named.
 
-use super::*;
+use super::auditor::Auditor;
+use super::line::is_checkpoint;
+use super::record::{AuditEvent, DecisionRecord};
+use serde::Serialize;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The first record of a log that its events do not re-derive.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -158,7 +158,7 @@ impl CheckpointSigner for SigningKey {
     }
 
     fn sign(&self, message: &[u8]) -> String {
-        super::hex(&self.key.sign(message).to_bytes())
+        super::record::hex(&self.key.sign(message).to_bytes())
     }
 }
 

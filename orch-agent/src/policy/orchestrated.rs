@@ -1,11 +1,15 @@
 //! What a policy needs of a session ([`Orchestrated`]), for typed sessions and run-time
 //! ones alike.
 
-use super::*;
+use super::refusal::{Denial, RefusalKind};
+use orch_runtime::dynamic::DynSession;
+use orch_runtime::{
+    Approval, Call, CallDigest, Denied, Machine, QuestionId, Session, StepEnum, ToolEnum,
+};
 
-/// A session the [`Policy`] can drive by tool names: a typed [`Session`] (generated
-/// code) or a run-time [`DynSession`] (a template loaded at run time, as `orch mcp`
-/// does). The rules of [`Policy`] are written once, over this trait.
+/// A session the [`Policy`](crate::Policy) can drive by tool names: a typed [`Session`]
+/// (generated code) or a run-time [`DynSession`] (a template loaded at run time, as `orch
+/// mcp` does). The rules of [`Policy`](crate::Policy) are written once, over this trait.
 pub trait Orchestrated {
     /// Sets the session's available tools from the host's tool names (names the
     /// template does not declare are foreign tools, judged by its patterns).

@@ -1,7 +1,9 @@
 //! The vocabulary of a decision: a refusal and its kind, what a human decided, and the
 //! denial a session's engine gives.
 
-use super::*;
+use crate::model::ToolCall;
+use orch_runtime::{CallDigest, Denied, QuestionId};
+use serde::{Deserialize, Serialize};
 
 /// Why a tool call is not run: the text to send back to the model as the tool's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,7 +151,7 @@ impl Decision {
     }
 }
 
-/// Why a session does not allow a tool now ([`Orchestrated::check_tool`]).
+/// Why a session does not allow a tool now ([`Orchestrated::check_tool`](crate::Orchestrated::check_tool)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Denial {
     /// What kind of denial it is (never [`RefusalKind::UnknownTool`]: a session judges
