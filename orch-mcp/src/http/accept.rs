@@ -1,7 +1,7 @@
 //! The accept loop: a connection cap and a time limit on request headers, in front of the
 //! guarded MCP service.
 
-use super::*;
+use super::prelude::*;
 
 /// Serves `app` on `listener` until `shutdown` resolves: at most `max_connections`
 /// connections at once (one more is closed at once), request headers within

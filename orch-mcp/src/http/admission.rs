@@ -1,7 +1,12 @@
 //! The guard proper: credentials, the run a request belongs to, bodies, restores — in
 //! that order, before the MCP SDK sees the request.
 
-use super::*;
+use super::body::read_post;
+use super::cancel::{cancel_call, Watched};
+use super::credentials::{Presented, NEEDS_TOKEN, WELL_KNOWN_RESOURCE};
+use super::guarded::Guarded;
+use super::prelude::*;
+use super::responses::unauthorized;
 
 /// The guard proper: credentials, the run a request belongs to, bodies, restores.
 pub(super) async fn admit<S: SessionStore + 'static>(
@@ -115,17 +120,28 @@ pub(super) async fn admit<S: SessionStore + 'static>(
     }
 }
 
-/// Does this request read or change a workflow run (and so need one to be named)?
-pub(super) fn reads_a_run(request: &ClientRequest) -> bool {
-    matches!(
-        request,
-        ClientRequest::ListToolsRequest(_)
-            | ClientRequest::CallToolRequest(_)
-            | ClientRequest::SubscriptionsListenRequest(_)
-    )
-}
-
-/// Does the request carry the per-request `_meta` of 2026-07-28 (no session)?
-pub(super) fn is_modern(request: &ClientRequest) -> bool {
-    crate::handler::names_modern_revision(request.get_meta())
+/// Checks every request before the MCP service sees it (see the module's text).
+pub(crate) async fn guard<S: SessionStore + 'static>(
+    State(guarded): State<Arc<Guarded<S>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    // OAuth 2.0 Protected Resource Metadata (RFC 9728), as the MCP authorization
+    // specification asks of a server that takes tokens from an authorization server.
+    if request.uri().path().starts_with(WELL_KNOWN_RESOURCE) {
+        return guarded.resource_metadata(request.headers());
+    }
+    let metadata = guarded.resource_metadata_url(request.headers());
+    let mut response = admit(guarded, request, next).await;
+    // Every 401 says where the metadata is (RFC 9728 §5.1), so a client can find the
+    // identity provider that issues the JWTs this gateway takes.
+    if let (http::StatusCode::UNAUTHORIZED, Some(url)) = (response.status(), metadata) {
+        let challenge = format!("Bearer realm=\"orch mcp\", resource_metadata=\"{url}\"");
+        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(http::header::WWW_AUTHENTICATE, value);
+        }
+    }
+    response
 }

@@ -1,7 +1,10 @@
 //! A POST's body, read whole within its time limit and size, and checked to be a JSON-RPC
 //! message an MCP client may send.
 
-use super::*;
+use super::credentials::RUN_REQUIRED;
+use super::guarded::{Guarded, MAX_BODY};
+use super::prelude::*;
+use super::responses::{error_response, session_full, unauthorized};
 
 /// What a POST carried, read whole and checked.
 pub(super) struct Posted {
@@ -121,4 +124,19 @@ pub(super) async fn read_post<S: SessionStore + 'static>(
         answer,
         fresh,
     })
+}
+
+/// Does this request read or change a workflow run (and so need one to be named)?
+pub(super) fn reads_a_run(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::ListToolsRequest(_)
+            | ClientRequest::CallToolRequest(_)
+            | ClientRequest::SubscriptionsListenRequest(_)
+    )
+}
+
+/// Does the request carry the per-request `_meta` of 2026-07-28 (no session)?
+pub(super) fn is_modern(request: &ClientRequest) -> bool {
+    crate::handler::names_modern_revision(request.get_meta())
 }

@@ -1,7 +1,7 @@
 //! A `tools/call` whose client goes away before the answer is cancelled, so that its
 //! lease is released at once.
 
-use super::*;
+use super::prelude::*;
 
 /// Tells session `session` that the client of request `request_id` went away: the
 /// handler's cancellation token fires, the upstream is told, the lease is released.

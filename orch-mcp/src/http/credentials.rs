@@ -1,7 +1,9 @@
 //! Who a request is: the operator's bearer token, a run token, or a JWT, compared in
 //! constant time; the protected-resource metadata that tells a client where JWTs come from.
 
-use super::*;
+use super::guarded::Guarded;
+use super::prelude::*;
+use super::responses::{error_response, json_response, plain_error, unauthorized};
 
 /// Constant-time comparison of two byte strings (their lengths are not secret).
 pub(super) fn same_secret(a: &[u8], b: &[u8]) -> bool {
@@ -133,3 +135,7 @@ impl<S: SessionStore + 'static> Guarded<S> {
         Ok(Presented::Nothing)
     }
 }
+
+/// Where the protected-resource metadata is served (and, with the MCP endpoint's path
+/// appended, `/.well-known/oauth-protected-resource/mcp`).
+pub(super) const WELL_KNOWN_RESOURCE: &str = "/.well-known/oauth-protected-resource";

@@ -25,8 +25,8 @@
 //!
 //! | file | what it holds |
 //! | --- | --- |
-//! | `mod.rs` | the guard's state, and the guard every request passes |
-//! | `admission.rs` | the guard proper: credentials, the run, bodies, restores |
+//! | `guarded.rs` | the guard's state |
+//! | `admission.rs` | the guard every request passes: credentials, the run, bodies, restores |
 //! | `credentials.rs` | bearer tokens, run tokens, JWTs; the protected-resource metadata |
 //! | `body.rs` | a POST's body, read and checked |
 //! | `sessions.rs` | ended sessions, restores, the handshake kept in the record |
@@ -40,91 +40,13 @@ mod admission;
 mod body;
 mod cancel;
 mod credentials;
+mod guarded;
+mod prelude;
 mod responses;
 mod runs;
 mod sessions;
 
-use admission::*;
-use body::*;
-use cancel::*;
-use credentials::*;
-use responses::*;
-
 pub(crate) use accept::serve;
-pub(crate) use sessions::{Handshakes, RestoreGates};
-
-use crate::framing::{self, classify, jsonrpc_error_body};
-use crate::handler::{Change, Shared};
-use crate::instances::FreshSession;
-use crate::jwt::JwtVerifier;
-use crate::runs::{is_run_id, run_key, RunKey, TOKEN_PREFIX};
-use crate::HttpOptions;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
-use bytes::Bytes;
-use http_body::Frame;
-use orch_store::SessionStore;
-use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
-    ClientRequest, GetMeta, RequestId,
-};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::session::{
-    SessionManager, SessionState, SessionStore as HandshakeStore, SessionStoreError,
-};
-use serde_json::Value;
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
-use tokio::sync::Semaphore;
-
-/// The largest request body the gateway reads (the MCP SDK's default).
-pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
-
-/// What the guard needs.
-pub(crate) struct Guarded<S> {
-    pub(crate) shared: Arc<Shared<S>>,
-    pub(crate) manager: Arc<LocalSessionManager>,
-    pub(crate) options: HttpOptions,
-    /// Checks bearer JWTs, when the gateway accepts them.
-    pub(crate) jwt: Option<JwtVerifier>,
-    /// Sessions this instance is restoring from the store (their handshake replayed into
-    /// a new worker), each with the gate its requests pass one at a time until the
-    /// restore is done ([`Guarded::restore_gate`]).
-    pub(crate) restoring: RestoreGates,
-}
-
-/// Checks every request before the MCP service sees it (see the module's text).
-pub(crate) async fn guard<S: SessionStore + 'static>(
-    State(guarded): State<Arc<Guarded<S>>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    // OAuth 2.0 Protected Resource Metadata (RFC 9728), as the MCP authorization
-    // specification asks of a server that takes tokens from an authorization server.
-    if request.uri().path().starts_with(WELL_KNOWN_RESOURCE) {
-        return guarded.resource_metadata(request.headers());
-    }
-    let metadata = guarded.resource_metadata_url(request.headers());
-    let mut response = admit(guarded, request, next).await;
-    // Every 401 says where the metadata is (RFC 9728 §5.1), so a client can find the
-    // identity provider that issues the JWTs this gateway takes.
-    if let (http::StatusCode::UNAUTHORIZED, Some(url)) = (response.status(), metadata) {
-        let challenge = format!("Bearer realm=\"orch mcp\", resource_metadata=\"{url}\"");
-        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
-            response
-                .headers_mut()
-                .insert(http::header::WWW_AUTHENTICATE, value);
-        }
-    }
-    response
-}
-
-/// Where the protected-resource metadata is served (and, with the MCP endpoint's path
-/// appended, `/.well-known/oauth-protected-resource/mcp`).
-const WELL_KNOWN_RESOURCE: &str = "/.well-known/oauth-protected-resource";
+pub(crate) use admission::guard;
+pub(crate) use guarded::{Guarded, MAX_BODY};
+pub(crate) use sessions::Handshakes;

@@ -1,7 +1,7 @@
 //! The gateway's own answers on HTTP: JSON-RPC errors with their status, plain errors, the
 //! answers for a full gateway and a method the path does not take.
 
-use super::*;
+use super::prelude::*;
 
 pub(super) fn error_response(
     status: http::StatusCode,

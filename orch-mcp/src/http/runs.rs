@@ -1,6 +1,11 @@
 //! `/runs`: `POST /runs` mints a run and its token, `DELETE /runs/<id>` revokes one.
 
-use super::*;
+use super::credentials::Presented;
+use super::guarded::Guarded;
+use super::prelude::*;
+use super::responses::{
+    json_response, method_not_allowed, plain_error, session_full, unauthorized,
+};
 
 /// The life of a run asked for in the body of `POST /runs` (empty, or
 /// `{"ttlSeconds": n}` with 1 ≤ n), at most `max`.

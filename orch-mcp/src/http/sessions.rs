@@ -1,10 +1,9 @@
 //! A session's life over HTTP: the check that it has not ended, the gate its requests pass
 //! while this instance restores it, and its handshake kept in the session's record.
 
-use super::*;
-
-/// The gates of sessions being restored, by session id.
-pub(crate) type RestoreGates = Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>;
+use super::guarded::{Guarded, RestoreGates};
+use super::prelude::*;
+use super::responses::{error_response, session_full};
 
 /// A request's pass through a restoring session's gate: held while the request is handed
 /// to the MCP SDK; the first request's pass also ends the restore when it is dropped
