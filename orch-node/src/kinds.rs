@@ -13,7 +13,7 @@ pub enum Severity {
     Warning,
 }
 
-/// What a tool result says about its call ([`result_kind`]).
+/// What a tool result says about its call ([`result_kind`](crate::result_kind)).
 #[napi(string_enum = "snake_case")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResultKind {
