@@ -1,7 +1,9 @@
 //! A `tools/call`'s request phase: the call read, judged against the run and leased in
 //! one compare-and-set, or waiting for the call in flight; refused in orch's words.
 
-use super::*;
+use super::prelude::*;
+use super::reading::{read_call, Call};
+use super::state::{Engine, MAX_WAIT_PAUSE};
 
 /// What one look at a run decided for a call.
 pub(super) enum Admission {

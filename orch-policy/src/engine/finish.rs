@@ -1,7 +1,9 @@
 //! A `tools/call`'s response phase: recorded when the tool ran, released when it did
 //! not, the lease dropped either way.
 
-use super::*;
+use super::prelude::*;
+use super::reading::call_token;
+use super::state::Engine;
 
 impl<S: SessionStore + 'static> Engine<S> {
     /// The response phase of a `tools/call`: records the call when its result says it

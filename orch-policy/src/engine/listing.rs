@@ -1,6 +1,8 @@
 //! A `tools/list` response filtered to what the run allows now.
 
-use super::*;
+use super::admission::failed;
+use super::prelude::*;
+use super::state::Engine;
 
 impl<S: SessionStore + 'static> Engine<S> {
     /// The response phase of `tools/list`: the list filtered to what the run allows now

@@ -8,7 +8,8 @@
 //!
 //! | file | what it holds |
 //! | --- | --- |
-//! | `mod.rs` | the engine's state, and the two checks the gateway makes |
+//! | `state.rs` | the engine's state |
+//! | `checks.rs` | the two checks the gateway makes |
 //! | `reading.rs` | a call read from the bytes the gateway sends |
 //! | `admission.rs` | the request phase: judged and leased in one compare-and-set, or refused |
 //! | `finish.rs` | the response phase: recorded or released, the lease dropped |
@@ -17,145 +18,22 @@
 //! | `results.rs` | a decision as the ExtMcp answer |
 
 mod admission;
+mod checks;
 mod finish;
 mod listing;
+mod prelude;
 mod reading;
 mod results;
 mod runs;
+mod state;
 
-use admission::*;
-use reading::*;
-use results::*;
-
-use crate::rejection::{Invalid, Rejection};
-use crate::wire::{
-    mcp_request_result, mcp_response_result, McpRequest, McpRequestResult, McpResponse,
-    McpResponseResult, Pass,
-};
-use crate::Options;
-use orch_agent::audit::Auditor;
-use orch_agent::elicitation::{self, Answer, INPUT_KEY};
-use orch_agent::protocol::{self, Question, Ticket, ToolResult};
-use orch_agent::{Gate, Policy, Refusal, RefusalKind};
-use orch_run::{self as run, RunError};
-use orch_runtime::dynamic::{DetachedSession, DynMachine, DynSession};
-use orch_runtime::CallDigest;
-use orch_store::lease::{Change, Record};
-use orch_store::SessionStore;
-use prost_types::value::Kind;
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
-use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-use tokio::sync::Semaphore;
-
-/// The key of the call token in `McpRequestResult.metadata`, and the `metadata_context`
-/// key the gateway's configuration feeds it back under (`orch_call:
-/// 'mcpGuardrails.orch_call'`).
-pub const TOKEN_FIELD: &str = "orch_call";
-
-/// The store key of the workflow run named `name`.
-pub(crate) fn run_key(name: &str) -> String {
-    format!("run:{name}")
-}
-
-/// The longest run name accepted, in bytes.
-const MAX_RUN_NAME: usize = 512;
-
-/// The longest pause between two looks at a run whose call is in flight.
-const MAX_WAIT_PAUSE: Duration = Duration::from_millis(20);
-
-/// The shared state of a policy server.
-pub(crate) struct Engine<S> {
-    machine: DynMachine,
-    /// The rules for calls of the template's own tools, made once.
-    declared: Policy,
-    store: S,
-    pub(crate) options: Options,
-    permits: Arc<Semaphore>,
-    /// The sessions of calls this instance admitted, by lease token, with the snapshot
-    /// they were admitted at: the response phase attaches one instead of restoring the
-    /// run again while the stored snapshot is still that one (at most
-    /// [`MAX_KEPT_SESSIONS`]; a call whose entry is gone is restored as usual).
-    admitted: Mutex<HashMap<u64, Kept>>,
-    /// How many times a run was restored from its snapshot (the cost a kept session
-    /// saves; read by the tests).
-    restores: AtomicUsize,
-}
-
-/// A session kept for a call's response phase: the snapshot it was admitted at, and the
-/// session.
-type Kept = (Option<Vec<u8>>, DetachedSession);
-
-/// The most admitted sessions an instance keeps for their response phase.
-const MAX_KEPT_SESSIONS: usize = 4096;
-
-impl<S: SessionStore + 'static> Engine<S> {
-    pub(crate) fn new(machine: DynMachine, store: S, options: Options) -> Self {
-        Engine {
-            declared: Policy::new(machine.tools().to_vec()),
-            machine,
-            store,
-            permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
-            options,
-            admitted: Mutex::new(HashMap::new()),
-            restores: AtomicUsize::new(0),
-        }
-    }
-
-    /// `CheckRequest`.
-    pub(crate) async fn check_request(
-        &self,
-        request: McpRequest,
-        parent: &crate::telemetry::Parent,
-    ) -> McpRequestResult {
-        let Ok(_permit) = self.permits.try_acquire() else {
-            return request_result(Err(self.overloaded()));
-        };
-        if request.method != "tools/call" {
-            return request_result(Ok(Admitted::Pass));
-        }
-        // The call is read once: its tool and run name the span, then it is judged.
-        let (span, decided) = match self.read_request(&request) {
-            Ok((run, call)) => {
-                let span = crate::telemetry::check(parent, &call.tool, &run);
-                let decided = span.run(self.admit(&run, call)).await;
-                (span, decided)
-            }
-            Err(rejection) => (crate::telemetry::check(parent, "", ""), Err(rejection)),
-        };
-        span.decided(match &decided {
-            Ok(_) => "admitted",
-            Err(rejection) => rejection
-                .data()
-                .and_then(|d| d.get("refusal"))
-                .and_then(|r| r.get("reason"))
-                .and_then(Value::as_str)
-                .unwrap_or("failed"),
-        });
-        request_result(decided)
-    }
-
-    /// `CheckResponse`.
-    pub(crate) async fn check_response(&self, response: McpResponse) -> McpResponseResult {
-        let Ok(_permit) = self.permits.try_acquire() else {
-            return response_result(Err(self.overloaded()));
-        };
-        let decided = match response.method.as_str() {
-            "tools/call" => self.finish_call(&response).await.map(|()| None),
-            "tools/list" => self.filter_list(&response).await,
-            _ => Ok(None),
-        };
-        response_result(decided)
-    }
-}
+pub use state::TOKEN_FIELD;
+pub(crate) use state::{run_key, Engine};
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::prelude::*;
+    use super::state::*;
     use orch_store::MemoryStore;
 
     fn context(run: &str, token: Option<&str>) -> prost_types::Struct {

@@ -1,7 +1,8 @@
 //! Reading a call from the bytes the gateway sends: its tool, its arguments exactly as
 //! written, orch's own approval answer, and the call token fed back.
 
-use super::*;
+use super::prelude::*;
+use super::state::TOKEN_FIELD;
 
 /// A `tools/call`'s params, read.
 pub(super) struct Call {

@@ -1,6 +1,8 @@
 //! The ExtMcp answers: a decision as the request or response phase's result.
 
-use super::*;
+use super::admission::Admitted;
+use super::prelude::*;
+use super::state::TOKEN_FIELD;
 
 pub(super) fn request_result(decided: Result<Admitted, Rejection>) -> McpRequestResult {
     use mcp_request_result::Result as R;

@@ -1,7 +1,9 @@
 //! A run's record in the store and the sessions kept between a call's two phases:
 //! which run a check names, the rules for a call, restoring and changing the record.
 
-use super::*;
+use super::admission::failed;
+use super::prelude::*;
+use super::state::{run_key, Engine, Kept, MAX_KEPT_SESSIONS, MAX_RUN_NAME};
 
 impl<S: SessionStore + 'static> Engine<S> {
     pub(super) fn overloaded(&self) -> Rejection {
