@@ -4,7 +4,7 @@
 //! run-time sessions agree.
 
 use orch::approval::{Call, CallDigest, QuestionId, Verdict};
-use orch::{Denied, Snapshot};
+use orch::{Refusal, Snapshot};
 
 orch::include_machine!("approvals");
 use approvals::{Session, Step, Tool};
@@ -32,7 +32,7 @@ fn an_approval_admits_exactly_the_call_it_names_once() {
     let denied = s.check_call(Tool::Pay, &judged(&call)).unwrap_err();
     assert_eq!(
         denied,
-        Denied::NeedsApproval {
+        Refusal::NeedsApproval {
             step: Some(Step::Checkout)
         }
     );
@@ -74,7 +74,7 @@ fn a_rejection_is_held_and_answers_without_asking_again() {
     let denied = s.check_call(Tool::Pay, &judged(&call)).unwrap_err();
     assert_eq!(
         denied,
-        Denied::Rejected {
+        Refusal::Rejected {
             step: Some(Step::Checkout)
         }
     );
@@ -362,7 +362,7 @@ fn an_answer_applies_only_to_the_question_still_held() {
     assert!(s.answer(call, q, false));
     assert!(matches!(
         s.check_call(Tool::Pay, &judged(&call)),
-        Err(Denied::Rejected { .. })
+        Err(Refusal::Rejected { .. })
     ));
 }
 

@@ -5,7 +5,7 @@
 //! types say the same.
 
 use orch::approval::{Call, CallDigest};
-use orch::{Denied, DynMachine};
+use orch::{DynMachine, Refusal};
 
 orch::include_machine!("payments");
 use payments::{Session, Step, Tool};
@@ -24,7 +24,7 @@ fn dyn_machine() -> DynMachine {
 /// The rule that refused, and the words for why.
 fn broken(s: &Session, tool: Tool, c: &Call<'_>) -> Option<(String, String)> {
     match s.check_call(tool, c) {
-        Err(Denied::BrokenRule { broken, .. }) => Some((
+        Err(Refusal::BrokenRule { broken, .. }) => Some((
             s.rule_name(broken.rule).to_owned(),
             s.explain_broken(&broken, c.arguments),
         )),
@@ -73,7 +73,7 @@ fn a_call_that_breaks_a_rule_is_refused_with_the_rule_the_value_and_why() {
     s.approve(attacker.digest);
     assert!(matches!(
         s.admit_call(Tool::SendMoney, &attacker),
-        Err(Denied::BrokenRule { .. })
+        Err(Refusal::BrokenRule { .. })
     ));
     assert!(
         s.approval().is_some(),
@@ -138,7 +138,7 @@ fn step_rules_apply_only_while_their_step_is_active() {
     assert_eq!(rule, "eur-only");
     assert_eq!(why, r#"`/currency` is "USD": it must be one of "EUR""#);
     match s.check_call(Tool::SendMoney, &usd) {
-        Err(Denied::BrokenRule { step, .. }) => assert_eq!(step, Some(Step::Paying)),
+        Err(Refusal::BrokenRule { step, .. }) => assert_eq!(step, Some(Step::Paying)),
         other => panic!("{other:?}"),
     }
 }
@@ -262,8 +262,8 @@ fn typed_and_run_time_sessions_judge_alike() {
             let run_time = d.check_call(name, &c).map_err(|e| e.to_string());
             assert_eq!(typed, run_time, "{name} {args}");
             if let (
-                Err(Denied::BrokenRule { broken: b1, .. }),
-                Err(Denied::BrokenRule { broken: b2, .. }),
+                Err(Refusal::BrokenRule { broken: b1, .. }),
+                Err(Refusal::BrokenRule { broken: b2, .. }),
             ) = (s.check_call(tool, &c), d.check_call(name, &c))
             {
                 assert_eq!(b1, b2);

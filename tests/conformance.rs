@@ -48,7 +48,7 @@ mod research_flow {
         let err = s.check(Tool::Reflect).unwrap_err();
         assert_eq!(
             err,
-            cognitive_reasoner::Denied::SequenceExpects {
+            cognitive_reasoner::Refusal::SequenceExpects {
                 step: Step::ResearchMode,
                 index: 0,
                 expected: Tool::Search.into(),
@@ -370,7 +370,10 @@ mod sequences {
             "never silently widens"
         );
         assert_eq!(s.blocked_on(), Some(Tool::Search.into()));
-        assert_eq!(s.check(Tool::Search), Err(conformance::Denied::Unavailable));
+        assert_eq!(
+            s.check(Tool::Search),
+            Err(conformance::Refusal::Unavailable)
+        );
         s.set_available(Tool::ALL);
         assert_eq!(s.blocked_on(), None);
         assert_eq!(names(s.allowed()), ["search"]);

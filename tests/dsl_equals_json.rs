@@ -275,8 +275,8 @@ fn same_rules_on_arguments() {
             "{tool} {args}"
         );
         if let (
-            Err(orch::Denied::BrokenRule { broken: x, .. }),
-            Err(orch::Denied::BrokenRule { broken: y, .. }),
+            Err(orch::Refusal::BrokenRule { broken: x, .. }),
+            Err(orch::Refusal::BrokenRule { broken: y, .. }),
         ) = (&ra, &rb)
         {
             assert_eq!(a.rule_name(x.rule), b.rule_name(y.rule));

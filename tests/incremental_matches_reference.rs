@@ -14,7 +14,7 @@ mod reference;
 
 use common::{Event, MESSAGES};
 use orch::dynamic::{DynMachine, DynOutcome, DynSession};
-use orch::Denied;
+use orch::Refusal;
 use proptest::prelude::*;
 use reference::{RefDenied, Reference};
 
@@ -35,10 +35,10 @@ fn outcome(o: &DynOutcome) -> String {
     }
 }
 
-fn denied(d: Denied<&str, Vec<&str>>) -> RefDenied {
+fn denied(d: Refusal<&str, Vec<&str>>) -> RefDenied {
     match d {
-        Denied::NotInStep { step } => RefDenied::NotInStep(step.to_owned()),
-        Denied::SequenceExpects {
+        Refusal::NotInStep { step } => RefDenied::NotInStep(step.to_owned()),
+        Refusal::SequenceExpects {
             step,
             index,
             expected,
@@ -47,8 +47,8 @@ fn denied(d: Denied<&str, Vec<&str>>) -> RefDenied {
             index,
             expected: expected.into_iter().map(String::from).collect(),
         },
-        Denied::Unavailable => RefDenied::Unavailable,
-        Denied::NeedsApproval { .. } | Denied::Rejected { .. } | Denied::BrokenRule { .. } => {
+        Refusal::Unavailable => RefDenied::Unavailable,
+        Refusal::NeedsApproval { .. } | Refusal::Rejected { .. } | Refusal::BrokenRule { .. } => {
             panic!("the random templates here have no approval gates and no argument rules")
         }
     }

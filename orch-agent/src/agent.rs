@@ -122,7 +122,15 @@ impl fmt::Display for AgentError {
     }
 }
 
-impl std::error::Error for AgentError {}
+impl std::error::Error for AgentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Transparent: the model's error is this error's message.
+            AgentError::Model(e) => e.source(),
+            AgentError::StaleApproval(_) => None,
+        }
+    }
+}
 
 type RoundCallback<M> = Box<dyn FnMut(&RoundReport, &Session<M>) + Send>;
 type TurnCallback<M> = Box<dyn FnMut(&TurnReport, &Session<M>) + Send>;

@@ -4,10 +4,13 @@
 //! JavaScript bindings wrap it; nothing here allocates on the hot path (`check`,
 //! `record`, `on_user_message`, the allowed set).
 
+use crate::policy::RefusalKind;
+use crate::run_host::{Answered, Begin, Finished, OnGate, RunHost};
 use crate::{Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest, QuestionId, Snapshot, Verdict};
 use std::sync::Arc;
+use std::time::Duration;
 
 self_cell::self_cell!(
     /// A session and the machine it runs on, owned together.
@@ -25,7 +28,7 @@ pub struct HostedSession {
     /// The allowed set, computed in place.
     scratch: Vec<u64>,
     /// The life of this run's calls ([`crate::run_host`]).
-    pub(crate) host: crate::run_host::RunHost,
+    pub(crate) host: RunHost,
 }
 
 /// Why [`HostedSession::restore`] could not restore a session.
@@ -71,7 +74,7 @@ impl HostedSession {
         let parsed = Snapshot::from_bytes(snapshot).map_err(HostedRestoreError::Read)?;
         // The run host's ledger, kept with the snapshot: a call delivered again after
         // the restore gets what it got before.
-        let host = crate::run_host::RunHost::decode(&parsed.host).map_err(|why| {
+        let host = RunHost::decode(&parsed.host).map_err(|why| {
             HostedRestoreError::Read(orch_runtime::RestoreError::Malformed(format!(
                 "the run host's calls in it cannot be read: {why}"
             )))
@@ -96,7 +99,7 @@ impl HostedSession {
             live,
             policy,
             scratch: Vec::new(),
-            host: crate::run_host::RunHost::default(),
+            host: RunHost::default(),
         }
     }
 
@@ -286,5 +289,108 @@ impl HostedSession {
         let mut calls = Vec::new();
         self.host.encode(&mut calls);
         self.session().snapshot_with_host_into(&calls, out);
+    }
+}
+
+impl HostedSession {
+    /// How long a question asked by [`begin`](Self::begin) stays answerable (24 hours
+    /// unless set).
+    pub fn set_question_ttl(&mut self, ttl: Duration) {
+        self.host.set_question_ttl(ttl);
+    }
+
+    /// [`RunHost::begin`] on this session.
+    pub fn begin(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        on_gate: OnGate,
+        now_ms: u64,
+    ) -> Begin {
+        let HostedSession {
+            live, policy, host, ..
+        } = self;
+        live.with_dependent_mut(|_, session| {
+            host.begin(policy, session, call_id, tool, arguments, on_gate, now_ms)
+        })
+    }
+
+    /// [`RunHost::answer_call`] on this session.
+    pub fn answer_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &str,
+        approved: bool,
+        now_ms: u64,
+    ) -> Answered {
+        let HostedSession {
+            live, policy, host, ..
+        } = self;
+        live.with_dependent_mut(|_, session| {
+            host.answer_call(
+                policy, session, call_id, tool, arguments, approved, None, now_ms,
+            )
+        })
+    }
+
+    /// [`RunHost::finish`] on this session.
+    pub fn finish(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        ran: bool,
+        result: Option<&str>,
+    ) -> Finished {
+        let HostedSession {
+            live, policy, host, ..
+        } = self;
+        live.with_dependent_mut(|_, session| {
+            host.finish(policy, session, call_id, tool, ran, result)
+        })
+    }
+
+    /// The refusal of a call whose answer applies to no question the run holds — for a
+    /// host that knows an answer predates the question it would match (an answer that
+    /// came with a request, for a question asked anew while serving that request).
+    pub fn stale_answer(&self, tool: &str) -> Refusal {
+        crate::run_host::stale(&self.policy, self.session(), tool)
+    }
+
+    /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
+    /// before anything else is judged: the words every adapter sends.
+    pub fn malformed_arguments(&self, tool: &str, why: &str) -> Refusal {
+        Refusal {
+            tool: tool.to_owned(),
+            kind: RefusalKind::NotAllowed,
+            reason: format!(
+                "error: `{tool}` was not run: its arguments are not JSON ({why}); call it again with a JSON object."
+            ),
+            rule: None,
+        }
+    }
+
+    /// The refusal of a call of a tool the host does not have: the session's own
+    /// refusal when it has one, else "there is no tool" with what is allowed now.
+    pub fn no_such_tool(&self, tool: &str) -> Refusal {
+        match self.check(tool) {
+            Some(refusal) => refusal,
+            None => Refusal {
+                tool: tool.to_owned(),
+                kind: RefusalKind::UnknownTool,
+                reason: format!(
+                    "error: there is no tool `{tool}`. {}",
+                    self.policy.what_now(self.session(), true)
+                ),
+                rule: None,
+            },
+        }
+    }
+
+    /// The refusal of a call whose id another call of the same model response has too
+    /// ([`crate::protocol::shared_id_refusal`]).
+    pub fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
+        crate::protocol::shared_id_refusal(tool, call_id)
     }
 }

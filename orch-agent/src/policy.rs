@@ -15,7 +15,7 @@ pub(crate) mod orchestrated;
 pub(crate) mod refusal;
 
 pub use orchestrated::Orchestrated;
-pub use refusal::{ApprovalRequest, Decision, Denial, Refusal, RefusalKind, REMINDER_PREFIX};
+pub use refusal::{ApprovalRequest, Decision, Refusal, RefusalKind, REMINDER_PREFIX};
 
 /// What to offer the model for its next call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,7 +212,7 @@ impl Policy {
         self.known(session, tool)?;
         session
             .check_tool(tool)
-            .map_err(|denial| self.refusal(session, tool, denial))
+            .map_err(|refusal| self.refusal(session, tool, refusal))
     }
 
     /// Admits this exact call of `tool` before it runs (semantics §13, §16):
@@ -236,7 +236,7 @@ impl Policy {
         let result = self.known(session, tool).and_then(|()| {
             session
                 .admit_call(tool, call)
-                .map_err(|denial| self.refusal(session, tool, denial))
+                .map_err(|refusal| self.refusal(session, tool, refusal))
         });
         if let Some((auditor, before, held, admitting)) = audit {
             let event = Self::call_event(&*session, tool, call);
@@ -376,7 +376,7 @@ impl Policy {
             Err(refusal) => refusal,
             Ok(()) => match session.check_call(tool, call) {
                 Ok(()) => return None,
-                Err(denial) => self.refusal(session, tool, denial),
+                Err(refusal) => self.refusal(session, tool, refusal),
             },
         };
         if let Some(auditor) = &self.auditor {
@@ -495,7 +495,7 @@ impl Policy {
         let before = self.auditor.as_ref().map(|_| Position::of(session));
         session.ask_approval(call, question);
         if let (Some(auditor), Some(before)) = (&self.auditor, before) {
-            let message = session.check_tool(tool).err().map(|d| d.message);
+            let message = session.check_tool(tool).err().map(|r| r.reason);
             let event = AuditEvent::Ask {
                 tool: tool.to_owned(),
                 call,
@@ -609,23 +609,23 @@ impl Policy {
         })
     }
 
-    /// The refusal of `tool` for the session's denial, in the words the model is sent.
+    /// The session's refusal of `tool` in the words the model is sent.
     fn refusal<S: Orchestrated + ?Sized>(
         &self,
         session: &S,
         tool: &str,
-        denial: Denial,
+        refusal: Refusal,
     ) -> Refusal {
         Refusal {
             tool: tool.to_owned(),
-            kind: denial.kind,
-            // A sequence denial already names what the sequence expects.
+            kind: refusal.kind,
+            // A sequence refusal already names what the sequence expects.
             reason: format!(
                 "error: `{tool}` was not run: {}. {}",
-                denial.message,
-                self.what_now(session, denial.kind != RefusalKind::OutOfSequence)
+                refusal.reason,
+                self.what_now(session, refusal.kind != RefusalKind::OutOfSequence)
             ),
-            rule: denial.rule,
+            rule: refusal.rule,
         }
     }
 

@@ -206,7 +206,7 @@ impl<S: Orchestrated + Send + 'static> OrchHook<S> {
     async fn gate(&self, call: ToolCall, question: QuestionId, dispatch: u64) -> DispatchAction {
         let tool = call.name.clone();
         let reason = match self.with_session(|s| s.check_tool(&tool)) {
-            Err(denial) => denial.message,
+            Err(refusal) => refusal.reason,
             Ok(()) => format!("`{tool}` needs a human's approval"),
         };
         let request = self.with_session(|s| approval_request(&*s, call, reason, question));

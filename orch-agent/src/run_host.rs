@@ -5,9 +5,9 @@
 //!
 //! | call | what it does |
 //! | --- | --- |
-//! | [`HostedSession::begin`] | judges the call and admits it ([`Begin::Run`]), refuses it, or asks a question about it whose identity is bound to the call's id ([`Begin::Ask`]) |
-//! | [`HostedSession::answer_call`] | applies one answer to the question asked about that call id, once; a repeated, late, foreign or unknown answer gets its own [`Answered`] and changes nothing |
-//! | [`HostedSession::finish`] | the tool's end: recorded only when it ran ([`Finished`]) |
+//! | [`HostedSession::begin`](crate::hosted::HostedSession::begin) | judges the call and admits it ([`Begin::Run`]), refuses it, or asks a question about it whose identity is bound to the call's id ([`Begin::Ask`]) |
+//! | [`HostedSession::answer_call`](crate::hosted::HostedSession::answer_call) | applies one answer to the question asked about that call id, once; a repeated, late, foreign or unknown answer gets its own [`Answered`] and changes nothing |
+//! | [`HostedSession::finish`](crate::hosted::HostedSession::finish) | the tool's end: recorded only when it ran ([`Finished`]) |
 //! | the same call delivered again | gets what it got the first time ([`Begin::Again`]): a call that ran is never run a second time, whatever the framework replays |
 //!
 //! **Questions are bound to the call's id.** The question's identity is a digest of the
@@ -22,13 +22,12 @@
 //! came to, and when each question expires. A question past its expiry is closed when
 //! its answer comes ([`Answered::Late`]); the session then holds no verdict, so nothing
 //! waits on it. The ledger travels with the session's snapshot
-//! ([`HostedSession::snapshot`], the snapshot's host section): a host restored from it
+//! ([`HostedSession::snapshot`](crate::hosted::HostedSession::snapshot), the snapshot's host section): a host restored from it
 //! answers a re-delivery as the first host would, records a call that was running when
 //! the snapshot was taken, and knows each question's expiry. A session restored from
 //! bytes without a ledger starts with an empty one; the session's held question is then
 //! the only guard, and it is enough for the promise above.
 
-use crate::hosted::HostedSession;
 use crate::model::ToolCall;
 use crate::policy::{ApprovalRequest, Decision, Orchestrated, RefusalKind};
 use crate::protocol::{classify_text, NotRun, ToolResult, Unanswered};
@@ -94,7 +93,7 @@ pub fn approval_request<S: Orchestrated + ?Sized>(
     }
 }
 
-/// What [`HostedSession::begin`] does with a call that needs a human's approval.
+/// What [`HostedSession::begin`](crate::hosted::HostedSession::begin) does with a call that needs a human's approval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnGate {
     /// Ask: the session holds a question about the call ([`Begin::Ask`]).
@@ -105,15 +104,15 @@ pub enum OnGate {
     Refuse,
 }
 
-/// What [`HostedSession::begin`] came to.
+/// What [`HostedSession::begin`](crate::hosted::HostedSession::begin) came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Begin {
-    /// Run the tool now, then [`HostedSession::finish`] it.
+    /// Run the tool now, then [`HostedSession::finish`](crate::hosted::HostedSession::finish) it.
     Run,
     /// Not run: why, in the words the model is sent.
     Refused(Refusal),
     /// The call needs a human's approval: the session holds this question about it (put
-    /// it to the human; their answer goes to [`HostedSession::answer_call`] with the same
+    /// it to the human; their answer goes to [`HostedSession::answer_call`](crate::hosted::HostedSession::answer_call) with the same
     /// call id). `refusal` is what the model is told meanwhile.
     Ask {
         /// The question's identity.
@@ -156,7 +155,7 @@ impl Begin {
     }
 }
 
-/// What [`HostedSession::answer_call`] came to. Only [`Answered::Applied`] changed
+/// What [`HostedSession::answer_call`](crate::hosted::HostedSession::answer_call) came to. Only [`Answered::Applied`] changed
 /// anything; every other answer is refused as it is, and nothing is asked on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answered {
@@ -204,7 +203,7 @@ impl Answered {
     }
 }
 
-/// What [`HostedSession::finish`] came to.
+/// What [`HostedSession::finish`](crate::hosted::HostedSession::finish) came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Finished {
     /// The tool ran and is recorded: the record's outcome word (`advanced`,
@@ -213,16 +212,16 @@ pub enum Finished {
     /// The result says the tool did not run (an error, a task, a request for input,
     /// something malformed): nothing recorded; the model may call it again.
     NotRun(NotRun),
-    /// The call id was not admitted by [`HostedSession::begin`] (or finished already):
+    /// The call id was not admitted by [`HostedSession::begin`](crate::hosted::HostedSession::begin) (or finished already):
     /// nothing recorded.
     NotAdmitted,
 }
 
 /// The life of calls for one run, on any session ([`Orchestrated`]: a typed
-/// `Session<M>` or a [`HostedSession`]'s dynamic one) and the [`Policy`] of its host's
+/// `Session<M>` or a [`HostedSession`](crate::hosted::HostedSession)'s dynamic one) and the [`Policy`] of its host's
 /// tools: the ledger of calls by id and how long a question stays answerable. It holds
 /// nothing of the session; each call takes the session it works on, so a host keeps one
-/// `RunHost` beside each run's session (a [`HostedSession`] keeps its own).
+/// `RunHost` beside each run's session (a [`HostedSession`](crate::hosted::HostedSession) keeps its own).
 #[derive(Clone, Debug)]
 pub struct RunHost {
     ledger: Ledger,
@@ -524,109 +523,6 @@ impl RunHost {
     }
 }
 
-impl HostedSession {
-    /// How long a question asked by [`begin`](Self::begin) stays answerable (24 hours
-    /// unless set).
-    pub fn set_question_ttl(&mut self, ttl: Duration) {
-        self.host.set_question_ttl(ttl);
-    }
-
-    /// [`RunHost::begin`] on this session.
-    pub fn begin(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        arguments: &str,
-        on_gate: OnGate,
-        now_ms: u64,
-    ) -> Begin {
-        let HostedSession {
-            live, policy, host, ..
-        } = self;
-        live.with_dependent_mut(|_, session| {
-            host.begin(policy, session, call_id, tool, arguments, on_gate, now_ms)
-        })
-    }
-
-    /// [`RunHost::answer_call`] on this session.
-    pub fn answer_call(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        arguments: &str,
-        approved: bool,
-        now_ms: u64,
-    ) -> Answered {
-        let HostedSession {
-            live, policy, host, ..
-        } = self;
-        live.with_dependent_mut(|_, session| {
-            host.answer_call(
-                policy, session, call_id, tool, arguments, approved, None, now_ms,
-            )
-        })
-    }
-
-    /// [`RunHost::finish`] on this session.
-    pub fn finish(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        ran: bool,
-        result: Option<&str>,
-    ) -> Finished {
-        let HostedSession {
-            live, policy, host, ..
-        } = self;
-        live.with_dependent_mut(|_, session| {
-            host.finish(policy, session, call_id, tool, ran, result)
-        })
-    }
-
-    /// The refusal of a call whose answer applies to no question the run holds — for a
-    /// host that knows an answer predates the question it would match (an answer that
-    /// came with a request, for a question asked anew while serving that request).
-    pub fn stale_answer(&self, tool: &str) -> Refusal {
-        stale(&self.policy, self.session(), tool)
-    }
-
-    /// The refusal of a call whose arguments are not JSON (`why`: the parser's words),
-    /// before anything else is judged: the words every adapter sends.
-    pub fn malformed_arguments(&self, tool: &str, why: &str) -> Refusal {
-        Refusal {
-            tool: tool.to_owned(),
-            kind: RefusalKind::NotAllowed,
-            reason: format!(
-                "error: `{tool}` was not run: its arguments are not JSON ({why}); call it again with a JSON object."
-            ),
-            rule: None,
-        }
-    }
-
-    /// The refusal of a call of a tool the host does not have: the session's own
-    /// refusal when it has one, else "there is no tool" with what is allowed now.
-    pub fn no_such_tool(&self, tool: &str) -> Refusal {
-        match self.check(tool) {
-            Some(refusal) => refusal,
-            None => Refusal {
-                tool: tool.to_owned(),
-                kind: RefusalKind::UnknownTool,
-                reason: format!(
-                    "error: there is no tool `{tool}`. {}",
-                    self.policy.what_now(self.session(), true)
-                ),
-                rule: None,
-            },
-        }
-    }
-
-    /// The refusal of a call whose id another call of the same model response has too
-    /// ([`crate::protocol::shared_id_refusal`]).
-    pub fn shared_id(&self, tool: &str, call_id: &str) -> Refusal {
-        crate::protocol::shared_id_refusal(tool, call_id)
-    }
-}
-
 /// The identity of the question about this call in the run's state now.
 fn question_about<S: Orchestrated + ?Sized>(
     session: &S,
@@ -766,7 +662,7 @@ fn late<S: Orchestrated + ?Sized>(
     )
 }
 
-fn stale<S: Orchestrated + ?Sized>(policy: &Policy, session: &S, tool: &str) -> Refusal {
+pub(crate) fn stale<S: Orchestrated + ?Sized>(policy: &Policy, session: &S, tool: &str) -> Refusal {
     policy.unanswered(session, tool, Unanswered::Stale)
 }
 

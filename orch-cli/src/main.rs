@@ -15,6 +15,7 @@ mod mcp;
 mod policy;
 mod report;
 mod resolve;
+mod serving;
 mod simulate;
 mod verify;
 

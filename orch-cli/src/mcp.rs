@@ -2,7 +2,7 @@
 
 use crate::{with_template_as, Pipeline, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_mcp::{Gateway, GatewayError, HttpOptions, Jwks, JwtOptions, Options, Upstream};
-use orch_store::{MemoryStore, RedisStore};
+use orch_store::MemoryStore;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -163,7 +163,7 @@ pub(crate) fn run(args: Args) -> u8 {
     };
     // Spans go out while the guard lives (flushed when it drops, at the end).
     let (_otel, runtime) =
-        match crate::policy::start("orch mcp", "orch-mcp", args.otlp_endpoint.as_deref()) {
+        match crate::serving::start("orch mcp", "orch-mcp", args.otlp_endpoint.as_deref()) {
             Ok(started) => started,
             Err(code) => return code,
         };
@@ -172,7 +172,7 @@ pub(crate) fn run(args: Args) -> u8 {
     let served = runtime.block_on(async {
         tokio::select! {
             served = serve(machine, upstream, &args) => served,
-            () = crate::policy::shutdown() => Ok(()),
+            () = crate::serving::shutdown() => Ok(()),
         }
     });
     // The upstream child and open connections are not waited for.
@@ -286,7 +286,7 @@ async fn serve(
         (false, true) => ", JWT required",
         (false, false) => "",
     };
-    match connect_redis(args.redis.as_deref(), &args.redis_cluster).await {
+    match crate::serving::connect_redis(args.redis.as_deref(), &args.redis_cluster).await {
         None => {
             // The gateway caps the sessions itself (`--max-sessions`): the store never
             // evicts one.
@@ -337,24 +337,5 @@ async fn connect_bus(
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| orch_store::StoreError::Backend("no Redis server named".into())))
-}
-
-/// The Redis store `--redis URL` or `--redis-cluster URL...` name, connected (or why
-/// not), and how to name it in messages; `None` when neither is given (memory).
-pub(crate) async fn connect_redis(
-    url: Option<&str>,
-    cluster: &[String],
-) -> Option<(Result<RedisStore, orch_store::StoreError>, String)> {
-    match (url, cluster) {
-        (Some(url), _) => Some((RedisStore::connect(url).await, format!("Redis at {url}"))),
-        (None, []) => None,
-        (None, seeds) => {
-            let refs: Vec<&str> = seeds.iter().map(String::as_str).collect();
-            Some((
-                RedisStore::connect_cluster(&refs).await,
-                format!("the Redis Cluster at {}", seeds.join(", ")),
-            ))
-        }
-    }
+    Err(last.unwrap_or_else(|| orch_store::StoreError::backend("no Redis server named")))
 }

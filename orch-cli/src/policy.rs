@@ -99,7 +99,7 @@ pub(crate) fn run(args: Args) -> u8 {
     };
     // Spans go out while the guard lives (flushed when it drops, at the end).
     let (_otel, runtime) =
-        match crate::policy::start("orch policy", "orch-policy", args.otlp_endpoint.as_deref()) {
+        match crate::serving::start("orch policy", "orch-policy", args.otlp_endpoint.as_deref()) {
             Ok(started) => started,
             Err(code) => return code,
         };
@@ -154,7 +154,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         )));
     }
     let ttl = Duration::from_secs(args.run_ttl.max(1));
-    match crate::mcp::connect_redis(args.redis.as_deref(), &args.redis_cluster).await {
+    match crate::serving::connect_redis(args.redis.as_deref(), &args.redis_cluster).await {
         None => {
             let store = MemoryStore::builder()
                 .ttl(ttl)
@@ -162,7 +162,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
                 .build();
             let server = PolicyServer::new(compiled, store, options)?;
             ready(local, "runs in memory");
-            server.serve(listener, shutdown()).await
+            server.serve(listener, crate::serving::shutdown()).await
         }
         Some((connected, what)) => {
             let store = connected
@@ -173,7 +173,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
                 local,
                 &format!("runs in {what}, namespace `{}`", args.namespace),
             );
-            server.serve(listener, shutdown()).await
+            server.serve(listener, crate::serving::shutdown()).await
         }
     }
 }
@@ -187,59 +187,4 @@ fn ready(local: std::net::SocketAddr, what: &str) {
     orch_runtime::eprintln_printable!(
         "orch policy: serving agentgateway's ExtMcp at {local} ({what})"
     );
-}
-
-/// What a gateway command (`program`, exported as OpenTelemetry service `service`)
-/// runs in: its span and metric export to `otlp` while the guard lives, and a
-/// two-thread async runtime. `Err` is the exit code, the error printed.
-pub(crate) fn start(
-    program: &str,
-    service: &str,
-    otlp: Option<&str>,
-) -> Result<(Option<orch_agent::otel::OtelGuard>, tokio::runtime::Runtime), u8> {
-    let otel = match otlp {
-        None => None,
-        Some(url) => match orch_agent::otel::init_otlp(url, service) {
-            Ok(guard) => Some(guard),
-            Err(e) => {
-                orch_runtime::eprintln_printable!("error: {program}: --otlp-endpoint: {e}");
-                return Err(USAGE_OR_IO);
-            }
-        },
-    };
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => Ok((otel, runtime)),
-        Err(e) => {
-            orch_runtime::eprintln_printable!(
-                "error: {program}: cannot start the async runtime: {e}"
-            );
-            Err(USAGE_OR_IO)
-        }
-    }
-}
-
-/// Completes on Ctrl-C or SIGTERM.
-pub(crate) async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    () = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => ctrl_c.await,
-        }
-    }
-    #[cfg(not(unix))]
-    ctrl_c.await;
 }

@@ -1,7 +1,7 @@
 //! `orch resolve`: an operator's answer for a workflow run held on a lost result
 //! (`lostResults`, semantics §15), written into the store the gateways share.
 
-use crate::mcp::connect_redis;
+use crate::serving::connect_redis;
 use crate::{with_template, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_run::{resolve_key, Resolution};
 

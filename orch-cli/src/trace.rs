@@ -333,7 +333,7 @@ pub fn grade(
                 // The session's own words for a refusal (not the model's).
                 let message = Orchestrated::check_call(&session, tool, &checked)
                     .err()
-                    .map(|d| d.message);
+                    .map(|r| r.reason);
                 let judged = policy.admit_call(&mut session, tool, &checked);
                 let did_run = ran.contains(id.as_str());
                 let verdict = match &judged {

@@ -364,7 +364,10 @@ pub(crate) fn items(compiled: &Compiled, rt: &TokenStream) -> TokenStream {
         /// What recording a tool did.
         pub type Outcome = #rt::Outcome<Tool>;
         /// Why a tool may not run now.
-        pub type Denied = #rt::Denied<Step, ToolSet>;
+        pub type Refusal = #rt::Refusal<Step, ToolSet>;
+        /// The former name of [`Refusal`].
+        #[deprecated(note = "renamed `Refusal`")]
+        pub type Denied = Refusal;
         /// An entry of a session's history.
         pub type HistoryEntry = #rt::HistoryEntry<Tool>;
     }

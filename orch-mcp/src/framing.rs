@@ -50,7 +50,7 @@ const REMOVED_IN_2026: [&str; 5] = [
 /// `MCP-Protocol-Version` header `header_version` over HTTP) for a method that revision
 /// does not have — one it removed, or one no revision defines: the JSON-RPC error
 /// (-32601) to answer it with.
-pub(crate) fn unknown_on_modern(bytes: &[u8], header_version: Option<&str>) -> Option<Refused> {
+pub(crate) fn unknown_on_modern(bytes: &[u8], header_version: Option<&str>) -> Option<ErrorReply> {
     let value: Value = serde_json::from_slice(bytes).ok()?;
     let method = value.get("method")?.as_str()?;
     let id = match value.get("id")? {
@@ -77,7 +77,7 @@ pub(crate) fn unknown_on_modern(bytes: &[u8], header_version: Option<&str>) -> O
         true => "the MCP revision this request names (2026-07-28 or later) removed it",
         false => "no MCP revision has it",
     };
-    Some(Refused {
+    Some(ErrorReply {
         code: -32601,
         message: format!("Method not found: `{method}` ({why})"),
         id,
@@ -87,7 +87,7 @@ pub(crate) fn unknown_on_modern(bytes: &[u8], header_version: Option<&str>) -> O
 /// Why a message was refused: a JSON-RPC error's code, message and the request's id
 /// (`null` when it has none or it cannot be read).
 #[derive(Debug)]
-pub(crate) struct Refused {
+pub(crate) struct ErrorReply {
     pub(crate) code: i64,
     pub(crate) message: String,
     pub(crate) id: Value,
@@ -114,8 +114,8 @@ fn refusal(code: i64, message: String, id: Value) -> Vec<u8> {
 /// an MCP client may send, or why not — not JSON (-32700), not such a message
 /// (-32600, with its `id` when it has one), a known method with params that do not fit
 /// (-32602).
-pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| Refused {
+pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, ErrorReply> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| ErrorReply {
         code: -32700,
         message: format!("Parse error: not JSON ({e})"),
         id: Value::Null,
@@ -131,16 +131,19 @@ pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
         .get("method")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let message = serde_json::from_value::<ClientJsonRpcMessage>(value).map_err(|e| Refused {
-        code: -32600,
-        message: format!("Invalid Request: not a JSON-RPC message an MCP client may send ({e})"),
-        id: id.clone(),
-    })?;
+    let message =
+        serde_json::from_value::<ClientJsonRpcMessage>(value).map_err(|e| ErrorReply {
+            code: -32600,
+            message: format!(
+                "Invalid Request: not a JSON-RPC message an MCP client may send ({e})"
+            ),
+            id: id.clone(),
+        })?;
     // The SDK reads numbers as 64-bit integers or doubles: a call whose arguments hold a
     // number it would change is refused rather than passed on as another call.
     if method.as_deref() == Some("tools/call") {
         if let Some(number) = std::str::from_utf8(bytes).ok().and_then(inexact_arguments) {
-            return Err(Refused {
+            return Err(ErrorReply {
                 code: -32602,
                 message: match orch_agent::protocol::forwarded_number(&number) {
                     Some(forwarded) => format!(
@@ -159,7 +162,7 @@ pub(crate) fn classify(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refused> {
     if let ClientJsonRpcMessage::Request(r) = &message {
         if let (ClientRequest::CustomRequest(_), Some(method)) = (&r.request, &method) {
             if KNOWN_METHODS.contains(&method.as_str()) {
-                return Err(Refused {
+                return Err(ErrorReply {
                     code: -32602,
                     message: format!(
                         "Invalid params: the params of `{method}` do not have the shape the MCP specification gives them"

@@ -45,8 +45,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod check_error;
 mod engine;
-mod rejection;
 mod service;
 mod telemetry;
 

@@ -1,7 +1,7 @@
 //! `OrchAgent`: orch's agent loop as a Restate virtual object — each model call and each
 //! tool call journaled, so a turn cut short by a crash resumes where it stopped.
 
-use crate::run::{CallReply, CallRequest, OrchRunClient, Outcome};
+use crate::run::{CallReply, CallRequest, Ended, OrchRunClient};
 use crate::Runs;
 use orch_agent::protocol;
 use orch_agent::{
@@ -121,7 +121,7 @@ pub struct TurnCall {
     /// The tool.
     pub tool: String,
     /// What came of it.
-    pub outcome: Outcome,
+    pub outcome: Ended,
 }
 
 /// What a turn came to.
@@ -141,8 +141,8 @@ pub struct TurnReply {
 /// What the model is told of a call.
 fn told(reply: &CallReply) -> String {
     match (reply.outcome, &reply.refusal) {
-        (Outcome::Refused, Some(refusal)) => refusal.reason.clone(),
-        (Outcome::Ran, _) => {
+        (Ended::Refused, Some(refusal)) => refusal.reason.clone(),
+        (Ended::Ran, _) => {
             protocol::result_values(reply.result.as_ref().unwrap_or(&serde_json::Value::Null))
                 .unwrap_or_else(|| {
                     reply
@@ -304,10 +304,10 @@ async fn tool_call(
     key: &str,
     call: &orch_agent::ToolCall,
     shared: bool,
-) -> Result<(Outcome, String), HandlerError> {
+) -> Result<(Ended, String), HandlerError> {
     if shared {
         let refusal = protocol::shared_id_refusal(&call.name, &call.id);
-        return Ok((Outcome::Refused, refusal.reason));
+        return Ok((Ended::Refused, refusal.reason));
     }
     let arguments = match RawValue::from_string(call.arguments.clone()) {
         Ok(arguments) => arguments,
@@ -316,7 +316,7 @@ async fn tool_call(
                 "error: `{}` was not run: its arguments are not JSON ({e}).",
                 call.name
             );
-            return Ok((Outcome::Refused, told));
+            return Ok((Ended::Refused, told));
         }
     };
     let Json(reply) = ctx

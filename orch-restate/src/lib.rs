@@ -51,7 +51,7 @@ mod run;
 
 pub use agent::{ModelTurn, OrchAgent, OrchAgentClient, TurnCall, TurnReply};
 pub use approvals::{OrchApprovals, OrchApprovalsClient, Pending, Resolution, Resolve, Resolved};
-pub use run::{CallReply, CallRequest, OrchRun, OrchRunClient, Outcome, RefusalOut, Status};
+pub use run::{CallReply, CallRequest, Ended, OrchRun, OrchRunClient, Status};
 
 use orch_agent::Policy;
 use orch_runtime::DynMachine;

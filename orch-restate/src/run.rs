@@ -43,10 +43,10 @@ impl CallRequest {
     }
 }
 
-/// What came of a call.
+/// How a call ended (the reply's `outcome`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum Ended {
     /// The tool ran and the run recorded it.
     Ran,
     /// The tool was run and did not complete (an error result, a result that is not a
@@ -56,37 +56,18 @@ pub enum Outcome {
     Refused,
 }
 
-/// A refusal, in the words the model is sent.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RefusalOut {
-    /// Its kind (`not_allowed`, `out_of_sequence`, `needs_approval`, `rejected`,
-    /// `stale_answer`, …; docs/protocol.md).
-    pub kind: String,
-    /// Why, and what is allowed now.
-    pub reason: String,
-}
-
-impl From<&Refusal> for RefusalOut {
-    fn from(r: &Refusal) -> Self {
-        RefusalOut {
-            kind: r.kind.as_str().to_owned(),
-            reason: r.reason.clone(),
-        }
-    }
-}
-
 /// The answer to a call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CallReply {
     /// What came of it.
-    pub outcome: Outcome,
+    pub outcome: Ended,
     /// The tool's result, when it was run.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub result: Option<Value>,
     /// Why it did not run (refused) or did not count (`not_run`: `error`,
     /// `input_required`, `malformed`, `failed: …`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub refusal: Option<RefusalOut>,
+    pub refusal: Option<Refusal>,
     /// Why a tool that was run did not count.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub not_run: Option<String>,
@@ -175,14 +156,7 @@ macro_rules! load {
 
 /// The answer to a call the run refused: the tool never ran.
 fn refused(template: &Template, session: &DynSession<'_>, refusal: &Refusal) -> Json<CallReply> {
-    reply(
-        template,
-        session,
-        Outcome::Refused,
-        None,
-        Some(refusal),
-        None,
-    )
+    reply(template, session, Ended::Refused, None, Some(refusal), None)
 }
 
 /// The time now, journaled: a replay sees the time the first execution saw.
@@ -211,7 +185,7 @@ fn owned(names: Vec<&str>) -> Vec<String> {
 fn reply(
     template: &Template,
     session: &DynSession<'_>,
-    outcome: Outcome,
+    outcome: Ended,
     result: Option<Value>,
     refusal: Option<&Refusal>,
     not_run: Option<String>,
@@ -219,7 +193,7 @@ fn reply(
     Json(CallReply {
         outcome,
         result,
-        refusal: refusal.map(RefusalOut::from),
+        refusal: refusal.cloned(),
         not_run,
         step: session.step().map(str::to_owned),
         allowed: template.policy.offered(session),
@@ -453,17 +427,17 @@ mod handlers {
                     ToolResult::Ran => {
                         let text = result.to_string();
                         host.finish(policy, &mut session, &call_id, tool, true, Some(&text));
-                        (Outcome::Ran, Some(result), None)
+                        (Ended::Ran, Some(result), None)
                     }
                     ToolResult::NotRun(why) => {
                         host.finish(policy, &mut session, &call_id, tool, false, None);
-                        (Outcome::NotRun, Some(result), Some(why.as_str().to_owned()))
+                        (Ended::NotRun, Some(result), Some(why.as_str().to_owned()))
                     }
                 },
                 Err(failed) => {
                     host.finish(policy, &mut session, &call_id, tool, false, None);
                     let why = format!("failed: {}", failed.message());
-                    (Outcome::NotRun, None, Some(why))
+                    (Ended::NotRun, None, Some(why))
                 }
             };
             save(&ctx, &session, &host);

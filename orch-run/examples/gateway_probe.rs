@@ -24,7 +24,7 @@
 //! `CALLS` calls of each, over a run whose history grows with them.
 
 use orch_agent::{Gate, Policy};
-use orch_run::{self as run, Admission, Outcome, RunError, Settled};
+use orch_run::{self as run, Admission, Ended, RunError, Settled};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::Call;
 use orch_store::lease::{Delivery, Record};
@@ -72,7 +72,7 @@ fn life(
     let stored = record.encode();
     let mut record = Record::decode(&stored).map_err(|e| e.to_string())?;
     let restore = |s: Option<&[u8]>| run::restore(machine, policy, s);
-    let ran = Outcome::Ran;
+    let ran = Ended::Ran;
     let (settled, _) = run::settle::<RunError>(
         &mut record,
         machine,

@@ -42,9 +42,15 @@ pub enum RunError {
         /// How many attempts were made.
         attempts: u32,
     },
-    /// The stored record, or the session snapshot in it, cannot be read: what is wrong.
-    /// It is left as it is.
-    Corrupt(String),
+    /// The stored record, or the session snapshot in it, cannot be read. It is left as
+    /// it is.
+    Corrupt {
+        /// What is wrong, in words.
+        why: String,
+        /// The decoding error ([`orch_store::lease::RecordError`] or
+        /// [`orch_runtime::RestoreError`]).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The run's record is gone (its session ended: `DELETE`, TTL) and is not brought
     /// back.
     Ended,
@@ -58,7 +64,7 @@ impl fmt::Display for RunError {
                 f,
                 "{attempts} attempts conflicted with concurrent updates of the run"
             ),
-            RunError::Corrupt(why) => write!(
+            RunError::Corrupt { why, .. } => write!(
                 f,
                 "its stored record is corrupt ({why}); it was left as it is"
             ),
@@ -67,7 +73,28 @@ impl fmt::Display for RunError {
     }
 }
 
-impl std::error::Error for RunError {}
+impl RunError {
+    /// The error of a record or snapshot that cannot be read: `why` in words, `source`
+    /// the decoding error.
+    pub fn corrupt(why: String, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        RunError::Corrupt {
+            why,
+            source: Box::new(source),
+        }
+    }
+}
+
+/// The message says everything (the cause's words included); `source()` gives the
+/// typed cause to a program that walks the chain.
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Store(e) => Some(e),
+            RunError::Corrupt { source, .. } => Some(source.as_ref()),
+            RunError::Conflict { .. } | RunError::Ended => None,
+        }
+    }
+}
 
 /// The session a run's record stores (`snapshot`; a fresh one without), with `policy`'s
 /// host tools made available.
@@ -81,7 +108,7 @@ pub fn restore<'m>(
         Some(bytes) => orch_runtime::Snapshot::from_bytes(bytes)
             .and_then(|snapshot| DynSession::restore(machine, &snapshot))
             .map(|(session, _report)| session)
-            .map_err(|e| RunError::Corrupt(format!("its session cannot be restored: {e}")))?,
+            .map_err(|e| RunError::corrupt(format!("its session cannot be restored: {e}"), e))?,
     };
     policy.prepare(&mut session);
     Ok(session)
@@ -100,15 +127,21 @@ pub async fn modify<S, R>(
 where
     S: orch_store::SessionStore + ?Sized,
 {
-    orch_store::lease::modify(store, key, known, RunError::Corrupt, change)
-        .await
-        .map_err(|e| match e {
-            orch_store::ModifyError::Store(orch_store::StoreError::Conflict {
-                attempts, ..
-            }) => RunError::Conflict { attempts },
-            orch_store::ModifyError::Store(e) => RunError::Store(e),
-            orch_store::ModifyError::Change(e) => e,
-        })
+    orch_store::lease::modify(
+        store,
+        key,
+        known,
+        |e| RunError::corrupt(e.to_string(), e),
+        change,
+    )
+    .await
+    .map_err(|e| match e {
+        orch_store::ModifyError::Store(orch_store::StoreError::Conflict { attempts, .. }) => {
+            RunError::Conflict { attempts }
+        }
+        orch_store::ModifyError::Store(e) => RunError::Store(e),
+        orch_store::ModifyError::Change(e) => e,
+    })
 }
 
 /// What one look at a run decided for a call ([`admit`]).
@@ -139,7 +172,7 @@ pub enum Admission<'m> {
 
 /// How a forwarded call ended, as far as the host knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Ended {
     /// A complete, successful result came (`protocol::classify`): the tool ran.
     Ran,
     /// A result came that says the tool did not run (an error, `input_required`, a
@@ -337,7 +370,7 @@ pub fn settle<'m, E>(
     policy: &Policy,
     restore: impl FnOnce(Option<&[u8]>) -> Result<DynSession<'m>, E>,
     token: Option<u64>,
-    outcome: Outcome,
+    outcome: Ended,
     result: Option<&str>,
     track_offered: bool,
 ) -> Result<Looked<Settled>, E> {
@@ -352,7 +385,7 @@ pub fn settle<'m, E>(
     if token.is_some_and(|t| t != lease.token) {
         return Ok((Settled::Lapsed, false));
     }
-    if lease.held && outcome == Outcome::Lost {
+    if lease.held && outcome == Ended::Lost {
         // Held already; a second loss of the same call changes nothing.
         return Ok((Settled::Held, false));
     }
@@ -362,9 +395,9 @@ pub fn settle<'m, E>(
     }
     let tool = lease.tool.clone();
     let rule = match outcome {
-        Outcome::Ran => LostRule::Ran,
-        Outcome::NotRun => LostRule::Retry,
-        Outcome::Lost => machine.lost_rule(&tool),
+        Ended::Ran => LostRule::Ran,
+        Ended::NotRun => LostRule::Retry,
+        Ended::Lost => machine.lost_rule(&tool),
     };
     let mut session = match rule {
         LostRule::Ran => Some(restore(record.snapshot.as_deref())?),

@@ -6,7 +6,7 @@
 //! looks, as a store keeps it.
 
 use orch_agent::{Gate, Policy, RefusalKind};
-use orch_run::{self as run, Admission, Outcome, Resolution, RunError, Settled};
+use orch_run::{self as run, Admission, Ended, Resolution, RunError, Settled};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::{Call, CallDigest};
 use orch_store::lease::{Delivery, Record};
@@ -88,7 +88,7 @@ impl Run {
         got
     }
 
-    fn settle(&mut self, token: u64, outcome: Outcome) -> Settled {
+    fn settle(&mut self, token: u64, outcome: Ended) -> Settled {
         let mut record = Record::decode(&self.bytes).expect("a record");
         let restore = |s: Option<&[u8]>| run::restore(&self.machine, &self.policy, s);
         let (settled, write) = run::settle::<RunError>(
@@ -128,7 +128,7 @@ fn a_delivery_that_ran_never_runs_again() {
     let mut run = Run::new();
     let token = run.admitted("1", "b", "{}");
     assert_eq!(
-        run.settle(token, Outcome::Ran),
+        run.settle(token, Ended::Ran),
         Settled::Recorded { changed: false }
     );
     let (kind, reason) = run.refused("1", "b", "{}");
@@ -149,7 +149,7 @@ fn a_delivery_refused_for_good_is_refused_so_again_without_being_judged() {
     let mut run = Run::new();
     assert_eq!(run.refused("7", "x", "{}").0, RefusalKind::NotAllowed);
     let token = run.admitted("8", "a", "{}");
-    run.settle(token, Outcome::Ran);
+    run.settle(token, Ended::Ran);
     // `x` is allowed now, but this delivery was refused.
     let (kind, reason) = run.refused("7", "x", "{}");
     assert_eq!(kind, RefusalKind::NotAllowed);
@@ -164,12 +164,12 @@ fn a_delivery_refused_for_good_is_refused_so_again_without_being_judged() {
 fn a_delivery_whose_call_did_not_run_may_be_delivered_again() {
     let mut run = Run::new();
     let token = run.admitted("1", "b", "{}");
-    assert_eq!(run.settle(token, Outcome::NotRun), Settled::Released);
+    assert_eq!(run.settle(token, Ended::NotRun), Settled::Released);
     let token = run.admitted("1", "b", "{}");
     // Its result lost, and `b`'s lost results are retried: it may run again.
-    assert_eq!(run.settle(token, Outcome::Lost), Settled::Released);
+    assert_eq!(run.settle(token, Ended::Lost), Settled::Released);
     let token = run.admitted("1", "b", "{}");
-    run.settle(token, Outcome::Ran);
+    run.settle(token, Ended::Ran);
     assert_eq!(run.refused("1", "b", "{}").0, RefusalKind::AlreadyRan);
 }
 
@@ -178,13 +178,13 @@ fn a_lost_result_that_counts_as_run_or_is_resolved_so_is_a_delivery_that_ran() {
     let mut run = Run::new();
     let token = run.admitted("1", "a", "{}");
     assert!(matches!(
-        run.settle(token, Outcome::Lost),
+        run.settle(token, Ended::Lost),
         Settled::Recorded { .. }
     ));
     assert_eq!(run.refused("1", "a", "{}").0, RefusalKind::AlreadyRan);
 
     let token = run.admitted("2", "c", "{}");
-    assert_eq!(run.settle(token, Outcome::Lost), Settled::Held);
+    assert_eq!(run.settle(token, Ended::Lost), Settled::Held);
     // Held: the same delivery, like every call, waits for the operator.
     assert_eq!(run.refused("2", "c", "{}").0, RefusalKind::OutcomeUnknown);
     let mut record = Record::decode(&run.bytes).expect("a record");

@@ -22,7 +22,7 @@
 
 use orch_agent::protocol::Question;
 use orch_agent::{Gate, Policy};
-use orch_run::{self as run, Admission, Outcome, RunError, Settled};
+use orch_run::{self as run, Admission, Ended, RunError, Settled};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::Call;
 use orch_store::lease::Record;
@@ -238,9 +238,9 @@ impl<'m> Explorer<'m> {
                 read: Some((version, mut record)),
             } => {
                 let outcome = match result {
-                    Result_::Ran => Outcome::Ran,
-                    Result_::NotRun => Outcome::NotRun,
-                    Result_::Lost => Outcome::Lost,
+                    Result_::Ran => Ended::Ran,
+                    Result_::NotRun => Ended::NotRun,
+                    Result_::Lost => Ended::Lost,
                 };
                 let restore = |s: Option<&[u8]>| self.restore(s);
                 let (settled, write) = run::settle(

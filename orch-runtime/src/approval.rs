@@ -2,7 +2,7 @@
 //! the verdict a session holds for it.
 //!
 //! A gated tool is never admitted on its own: `check` answers
-//! [`Denied::NeedsApproval`](crate::Denied::NeedsApproval). The host shows the call to a
+//! [`Refusal::NeedsApproval`](crate::Refusal::NeedsApproval). The host shows the call to a
 //! human and stores the answer in the session with `approve` or `reject` — or, when the
 //! answer comes later (a paused turn, a client asked over MCP), first `ask`, which holds
 //! the question, then `answer`, which applies only while the session still holds it —

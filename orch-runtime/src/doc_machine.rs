@@ -279,7 +279,10 @@ macro_rules! __doc_machine {
             /// What recording a tool did.
             pub type Outcome = $crate::Outcome<Tool>;
             /// Why a tool may not run now.
-            pub type Denied = $crate::Denied<Step, ToolSet>;
+            pub type Refusal = $crate::Refusal<Step, ToolSet>;
+            /// The former name of [`Refusal`].
+            #[deprecated(note = "renamed `Refusal`")]
+            pub type Denied = Refusal;
             /// An entry of a session's history.
             pub type HistoryEntry = $crate::HistoryEntry<Tool>;
         }

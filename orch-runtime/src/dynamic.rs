@@ -6,9 +6,9 @@
 use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
 use crate::args::{Broken, OwnedRules};
 use crate::bits::{self, BitIter};
-use crate::denied::Denied;
+use crate::refusal::Refusal;
 use crate::regexes::{Matchers, MessageRegex};
-use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN, NO_STEP};
+use crate::state::{RawOutcome, RawRefusal, State, ToolRef, Usage, FOREIGN, NO_STEP};
 pub use crate::tables::OwnedTables;
 use crate::OutcomeKind;
 
@@ -198,8 +198,8 @@ impl DynOutcome {
     }
 }
 
-/// The refusal of a [`DynSession`], by names (see [`Denied`]).
-pub type DynDenied<'m> = Denied<&'m str, Vec<&'m str>>;
+/// The refusal of a [`DynSession`], by names (see [`Refusal`]).
+pub type DynDenied<'m> = Refusal<&'m str, Vec<&'m str>>;
 
 /// The state of a [`DynSession`]: the engine's state over boxed slices.
 type DynState = State<Box<[u64]>, Box<[u64]>, Box<[u16]>, Box<[u64]>, Box<[u16]>, Box<[u64]>>;
@@ -494,7 +494,7 @@ impl<'m> DynSession<'m> {
         self.state.approval
     }
 
-    fn denied(&self, d: RawDenied) -> DynDenied<'m> {
+    fn denied(&self, d: RawRefusal) -> DynDenied<'m> {
         let t = self.machine.tables.view();
         let step_name = |step: u16| {
             let name = self.machine.tables.step_names.get(step as usize);
@@ -502,22 +502,22 @@ impl<'m> DynSession<'m> {
         };
         let gated_step = |step: u16| (step != NO_STEP).then(|| step_name(step));
         match d {
-            RawDenied::NotInStep(step) => Denied::NotInStep {
+            RawRefusal::NotInStep(step) => Refusal::NotInStep {
                 step: step_name(step),
             },
-            RawDenied::SequenceExpects { step, index, group } => Denied::SequenceExpects {
+            RawRefusal::SequenceExpects { step, index, group } => Refusal::SequenceExpects {
                 step: step_name(step),
                 index: index as usize,
                 expected: self.names(t.set_at(group)),
             },
-            RawDenied::Unavailable => Denied::Unavailable,
-            RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
+            RawRefusal::Unavailable => Refusal::Unavailable,
+            RawRefusal::NeedsApproval(step) => Refusal::NeedsApproval {
                 step: gated_step(step),
             },
-            RawDenied::Rejected(step) => Denied::Rejected {
+            RawRefusal::Rejected(step) => Refusal::Rejected {
                 step: gated_step(step),
             },
-            RawDenied::Broken(step, broken) => Denied::BrokenRule {
+            RawRefusal::Broken(step, broken) => Refusal::BrokenRule {
                 step: gated_step(step),
                 broken,
             },

@@ -30,10 +30,10 @@
 
 pub mod approval;
 mod bits;
+mod derive;
 #[macro_use]
 mod form;
 pub mod args;
-mod denied;
 mod doc_machine;
 pub mod dynamic;
 pub mod hash;
@@ -41,6 +41,7 @@ mod machine;
 mod moves;
 mod plan;
 pub mod printable;
+mod refusal;
 mod regexes;
 #[cfg(feature = "serde")]
 mod serde_impl;
@@ -52,10 +53,12 @@ mod text;
 
 pub use approval::{Approval, Call, CallDigest, QuestionId, Verdict};
 pub use bits::{BitIter, ToolEnum, ToolIter, ToolSet};
-pub use denied::Denied;
 pub use dynamic::{DynMachine, DynSession};
 pub use machine::{Machine, StepEnum};
-pub use session::{HistoryEntry, Outcome, OutcomeKind, Session, SessionDenied};
+#[allow(deprecated)]
+pub use refusal::{Denied, Refusal};
+#[allow(deprecated)]
+pub use session::{HistoryEntry, Outcome, OutcomeKind, Session, SessionDenied, SessionRefusal};
 pub use snapshot::{AgentDockView, RestoreError, RestoreReport, Snapshot};
 pub use state::Usage;
 pub use tables::LostRule;

@@ -3,10 +3,10 @@
 use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
 use crate::args::Broken;
 use crate::bits::{self, Entries, ToolEnum, ToolSet, Words};
-use crate::denied::Denied;
 use crate::machine::{Machine, StepEnum};
 use crate::moves::{kind, Packed};
-use crate::state::{RawDenied, RawOutcome, State, ToolRef, Usage, FOREIGN, NO_STEP};
+use crate::refusal::Refusal;
+use crate::state::{RawOutcome, RawRefusal, State, ToolRef, Usage, FOREIGN, NO_STEP};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -99,8 +99,26 @@ pub enum HistoryEntry<T> {
     Foreign,
 }
 
+impl RawOutcome {
+    /// The outcome's kind.
+    pub(crate) fn kind(self) -> OutcomeKind {
+        use OutcomeKind as K;
+        match self {
+            RawOutcome::Advanced(_) => K::Advanced,
+            RawOutcome::Completed => K::Completed,
+            RawOutcome::Free => K::Free,
+            RawOutcome::OutOfSequence(_) => K::OutOfSequence,
+            RawOutcome::NotAllowed => K::NotAllowed,
+        }
+    }
+}
+
 /// The refusal of a typed session over `M`.
-pub type SessionDenied<M> = Denied<<M as Machine>::Step, ToolSet<<M as Machine>::Tool>>;
+pub type SessionRefusal<M> = Refusal<<M as Machine>::Step, ToolSet<<M as Machine>::Tool>>;
+
+/// The former name of [`SessionRefusal`].
+#[deprecated(since = "0.1.0", note = "renamed `SessionRefusal`")]
+pub type SessionDenied<M> = SessionRefusal<M>;
 
 pub(crate) type StateOf<M> = State<
     <<M as Machine>::Tool as ToolEnum>::Words,
@@ -277,18 +295,18 @@ impl<M: Machine> Session<M> {
 
     /// May `tool` run now? The `Err` says why not. Changes nothing.
     #[inline]
-    pub fn check(&self, tool: M::Tool) -> Result<(), SessionDenied<M>> {
+    pub fn check(&self, tool: M::Tool) -> Result<(), SessionRefusal<M>> {
         self.check_ref(ToolRef::Declared(tool.index()))
     }
 
     /// [`Session::check`] by name. A name the machine does not know is a foreign tool:
     /// the host names it, so it is available, and the active step judges it by its
     /// `allowed`/`denied` patterns (a pending sequence position never accepts it).
-    pub fn check_name(&self, name: &str) -> Result<(), SessionDenied<M>> {
+    pub fn check_name(&self, name: &str) -> Result<(), SessionRefusal<M>> {
         self.check_ref(Self::tool_ref(name))
     }
 
-    fn check_ref(&self, tool: ToolRef<'_>) -> Result<(), SessionDenied<M>> {
+    fn check_ref(&self, tool: ToolRef<'_>) -> Result<(), SessionRefusal<M>> {
         self.state
             .check(M::tables(), self.available.as_ref(), tool)
             .map_err(|d| self.denied(d))
@@ -303,20 +321,20 @@ impl<M: Machine> Session<M> {
 
     /// May this exact call of `tool` run now (semantics §13, §16)? As [`Session::check`],
     /// then the template's rules on the call's arguments: a broken rule refuses it
-    /// ([`Denied::BrokenRule`]), a conditional `approve` that holds gates it. A gated
+    /// ([`Refusal::BrokenRule`]), a conditional `approve` that holds gates it. A gated
     /// call passes when the session holds a human's approval of this call, and is
-    /// refused as [`Denied::Rejected`] when it holds a rejection of it. Changes nothing.
-    pub fn check_call(&self, tool: M::Tool, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+    /// refused as [`Refusal::Rejected`] when it holds a rejection of it. Changes nothing.
+    pub fn check_call(&self, tool: M::Tool, call: &Call<'_>) -> Result<(), SessionRefusal<M>> {
         self.check_call_ref(ToolRef::Declared(tool.index()), call)
     }
 
     /// [`Session::check_call`] by name (a name the machine does not know is a foreign
     /// tool, as in [`Session::check_name`]).
-    pub fn check_call_name(&self, name: &str, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+    pub fn check_call_name(&self, name: &str, call: &Call<'_>) -> Result<(), SessionRefusal<M>> {
         self.check_call_ref(Self::tool_ref(name), call)
     }
 
-    fn check_call_ref(&self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+    fn check_call_ref(&self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionRefusal<M>> {
         self.state
             .check_call(
                 M::tables(),
@@ -332,16 +350,20 @@ impl<M: Machine> Session<M> {
     /// Admits this exact call of `tool` before the host runs it: [`Session::check_call`],
     /// and when the call passes on an approval, the approval is consumed — one approval
     /// lets one call run.
-    pub fn admit_call(&mut self, tool: M::Tool, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+    pub fn admit_call(&mut self, tool: M::Tool, call: &Call<'_>) -> Result<(), SessionRefusal<M>> {
         self.admit_ref(ToolRef::Declared(tool.index()), call)
     }
 
     /// [`Session::admit_call`] by name.
-    pub fn admit_call_name(&mut self, name: &str, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+    pub fn admit_call_name(
+        &mut self,
+        name: &str,
+        call: &Call<'_>,
+    ) -> Result<(), SessionRefusal<M>> {
         self.admit_ref(Self::tool_ref(name), call)
     }
 
-    fn admit_ref(&mut self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionDenied<M>> {
+    fn admit_ref(&mut self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionRefusal<M>> {
         let result = self.state.admit_call(
             M::tables(),
             self.available.as_ref(),
@@ -352,7 +374,7 @@ impl<M: Machine> Session<M> {
         result.map_err(|d| self.denied(d))
     }
 
-    /// Why a call broke a rule on arguments ([`Denied::BrokenRule`]), in words, given
+    /// Why a call broke a rule on arguments ([`Refusal::BrokenRule`]), in words, given
     /// its arguments: "`/to` is "x@evil.example": it must be a string matching
     /// `*@corp.example`".
     pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
@@ -392,7 +414,7 @@ impl<M: Machine> Session<M> {
     }
 
     /// A human rejected this exact call: in the current state, checking it again answers
-    /// [`Denied::Rejected`] instead of asking again. Replaces any verdict the session held.
+    /// [`Refusal::Rejected`] instead of asking again. Replaces any verdict the session held.
     pub fn reject(&mut self, call: CallDigest) {
         self.state.hold(call, Verdict::Rejected, QuestionId::NONE);
     }
@@ -604,24 +626,24 @@ impl<M: Machine> Session<M> {
             .unwrap_or_else(|| unreachable!("a session with an active step has at least one step"))
     }
 
-    fn denied(&self, d: RawDenied) -> SessionDenied<M> {
+    fn denied(&self, d: RawRefusal) -> SessionRefusal<M> {
         match d {
-            RawDenied::NotInStep(step) => Denied::NotInStep {
+            RawRefusal::NotInStep(step) => Refusal::NotInStep {
                 step: self.step_at(step),
             },
-            RawDenied::SequenceExpects { step, index, group } => Denied::SequenceExpects {
+            RawRefusal::SequenceExpects { step, index, group } => Refusal::SequenceExpects {
                 step: self.step_at(step),
                 index: index as usize,
                 expected: self.set_from(M::tables().set_at(group)),
             },
-            RawDenied::Unavailable => Denied::Unavailable,
-            RawDenied::NeedsApproval(step) => Denied::NeedsApproval {
+            RawRefusal::Unavailable => Refusal::Unavailable,
+            RawRefusal::NeedsApproval(step) => Refusal::NeedsApproval {
                 step: (step != NO_STEP).then(|| self.step_at(step)),
             },
-            RawDenied::Rejected(step) => Denied::Rejected {
+            RawRefusal::Rejected(step) => Refusal::Rejected {
                 step: (step != NO_STEP).then(|| self.step_at(step)),
             },
-            RawDenied::Broken(step, broken) => Denied::BrokenRule {
+            RawRefusal::Broken(step, broken) => Refusal::BrokenRule {
                 step: (step != NO_STEP).then(|| self.step_at(step)),
                 broken,
             },

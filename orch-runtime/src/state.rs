@@ -7,7 +7,7 @@
 use crate::approval::{Approval, Call, CallDigest, QuestionId, Verdict};
 use crate::args::{Broken, Judged};
 use crate::bits;
-use crate::moves::{self, Node, Packed};
+use crate::moves::{self, kind, Node, Packed};
 use crate::plan::{Plan, NONE, SOLE};
 use crate::regexes::Matchers;
 use crate::tables::{reset, Condition, Gate, Tables};
@@ -57,16 +57,32 @@ pub(crate) enum RawOutcome {
     NotAllowed,
 }
 
-impl RawOutcome {
-    /// The outcome's kind.
-    pub(crate) fn kind(self) -> crate::OutcomeKind {
-        use crate::OutcomeKind as K;
-        match self {
-            RawOutcome::Advanced(_) => K::Advanced,
-            RawOutcome::Completed => K::Completed,
-            RawOutcome::Free => K::Free,
-            RawOutcome::OutOfSequence(_) => K::OutOfSequence,
-            RawOutcome::NotAllowed => K::NotAllowed,
+/// A record's outcome and its packed form in a transition table's cell
+/// ([`crate::moves`]).
+impl Packed {
+    /// The packed form of an outcome.
+    #[inline(always)]
+    pub(crate) fn of(outcome: RawOutcome) -> Packed {
+        Packed(match outcome {
+            RawOutcome::Advanced(index) => kind::ADVANCED << 16 | u64::from(index) << 32,
+            RawOutcome::Completed => kind::COMPLETED << 16,
+            RawOutcome::Free => kind::FREE << 16,
+            RawOutcome::NotAllowed => kind::NOT_ALLOWED << 16,
+            RawOutcome::OutOfSequence(group) => {
+                kind::OUT_OF_SEQUENCE << 16 | u64::from(group) << 32
+            }
+        })
+    }
+
+    /// The outcome.
+    #[inline(always)]
+    pub(crate) fn unpack(self) -> RawOutcome {
+        match self.kind() {
+            kind::ADVANCED => RawOutcome::Advanced(self.payload() as u16),
+            kind::COMPLETED => RawOutcome::Completed,
+            kind::FREE => RawOutcome::Free,
+            kind::NOT_ALLOWED => RawOutcome::NotAllowed,
+            _ => RawOutcome::OutOfSequence(self.payload()),
         }
     }
 }
@@ -83,7 +99,7 @@ pub(crate) enum ToolRef<'a> {
 
 /// Why a tool may not run now (semantics §5 "check tool"), in table indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RawDenied {
+pub(crate) enum RawRefusal {
     /// Not in the active step's static set.
     NotInStep(u16),
     /// The active step's sequence expects the group at this bit-pool offset.
@@ -339,12 +355,12 @@ where
         t: &Tables<'_, S>,
         available: &[u64],
         tool: ToolRef<'_>,
-    ) -> Result<(), RawDenied> {
+    ) -> Result<(), RawRefusal> {
         if let Some(step) = self.active() {
             let permitted = match (self.expected(t), tool) {
                 (Some((step, index, group)), tool) => {
                     if !matches!(tool, ToolRef::Declared(i) if bits::test(t.set_at(group), i)) {
-                        return Err(RawDenied::SequenceExpects {
+                        return Err(RawRefusal::SequenceExpects {
                             step: step as u16,
                             index: index as u16,
                             group,
@@ -356,12 +372,12 @@ where
                 (None, ToolRef::Foreign(name)) => t.foreign_permitted(step, name),
             };
             if !permitted {
-                return Err(RawDenied::NotInStep(step as u16));
+                return Err(RawRefusal::NotInStep(step as u16));
             }
         }
         if let ToolRef::Declared(i) = tool {
             if !bits::test(available, i) {
-                return Err(RawDenied::Unavailable);
+                return Err(RawRefusal::Unavailable);
             }
         }
         Ok(())
@@ -385,10 +401,10 @@ where
         t: &Tables<'_, S>,
         available: &[u64],
         tool: ToolRef<'_>,
-    ) -> Result<(), RawDenied> {
+    ) -> Result<(), RawRefusal> {
         self.permit(t, available, tool)?;
         if self.gated(t, tool) {
-            Err(RawDenied::NeedsApproval(self.step))
+            Err(RawRefusal::NeedsApproval(self.step))
         } else {
             Ok(())
         }

@@ -92,7 +92,7 @@ impl RedisBus {
         let pubsub = tokio::time::timeout(self.connect_timeout, subscribed)
             .await
             .map_err(|_| {
-                StoreError::Backend(format!(
+                StoreError::backend(format!(
                     "redis: no subscription to `{}` within {} s",
                     self.channel,
                     self.connect_timeout.as_secs_f64()
@@ -116,5 +116,8 @@ impl RedisBus {
 }
 
 fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(format!("redis: {e}"))
+    StoreError::Backend {
+        why: format!("redis: {e}"),
+        source: Some(Box::new(e)),
+    }
 }

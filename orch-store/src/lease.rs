@@ -383,7 +383,7 @@ pub enum Change<R> {
 
 /// [`crate::modify`] for a [`Record`]: `change` sees the record stored under `id`
 /// (`None`: nothing stored), decoded, and decides; bytes that are not a record are
-/// `corrupt(why)`. `known` is a version and the record this process believes current
+/// `corrupt(error)`. `known` is a version and the record this process believes current
 /// (one it wrote, or the store's [`SessionStore::cached`] value): the first attempt is
 /// made against it without reading. Returns the value and, when it wrote, the new
 /// version and record.
@@ -391,7 +391,7 @@ pub async fn modify<S, R, E>(
     store: &S,
     id: &str,
     known: Option<(u64, Record)>,
-    corrupt: impl Fn(String) -> E + Send,
+    corrupt: impl Fn(RecordError) -> E + Send,
     mut change: impl FnMut(Option<Record>) -> Result<Change<R>, E> + Send,
 ) -> Result<(R, Option<(u64, Record)>), ModifyError<E>>
 where
@@ -409,7 +409,7 @@ where
         move |current| {
             let record = match current {
                 None => None,
-                Some(v) => Some(Record::decode(&v.bytes).map_err(|e| corrupt(e.to_string()))?),
+                Some(v) => Some(Record::decode(&v.bytes).map_err(&corrupt)?),
             };
             Ok(match change(record)? {
                 Change::Write(record, value) => {

@@ -78,7 +78,12 @@ pub enum StoreError {
     },
     /// The backend failed (for Redis: connection refused, timeout, protocol error...)
     /// before anything was written: nothing changed.
-    Backend(String),
+    Backend {
+        /// What failed, in words (the cause's own words included).
+        why: String,
+        /// The backend's own error, when there is one (`redis::RedisError` for Redis).
+        source: Option<Cause>,
+    },
     /// A write was sent but its answer never came (a timeout, a dropped connection):
     /// it may or may not have been applied. Read the session again before deciding
     /// what to do; do not assume the update failed.
@@ -87,6 +92,8 @@ pub enum StoreError {
         id: String,
         /// What happened.
         why: String,
+        /// The backend's own error, when there is one.
+        source: Option<Cause>,
     },
     /// The write was applied by the primary, but fewer replicas than asked for
     /// (`RedisStore::wait_for_replicas`) confirmed it in time: if the primary fails now,
@@ -112,8 +119,8 @@ impl fmt::Display for StoreError {
                 "could not update session `{id}`: {attempts} attempts conflicted with concurrent updates"
             ),
             StoreError::Snapshot { id, error } => write!(f, "session `{id}` cannot be restored: {error}"),
-            StoreError::Backend(why) => write!(f, "session store error: {why}"),
-            StoreError::OutcomeUnknown { id, why } => write!(
+            StoreError::Backend { why, .. } => write!(f, "session store error: {why}"),
+            StoreError::OutcomeUnknown { id, why, .. } => write!(
                 f,
                 "the update of session `{id}` was sent but not confirmed ({why}): it may or may not have been applied"
             ),
@@ -125,7 +132,34 @@ impl fmt::Display for StoreError {
     }
 }
 
-impl std::error::Error for StoreError {}
+/// The typed cause a [`StoreError`] keeps ([`std::error::Error::source`]).
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+impl StoreError {
+    /// A backend failure without a typed cause: `why`, in words.
+    pub fn backend(why: impl Into<String>) -> Self {
+        StoreError::Backend {
+            why: why.into(),
+            source: None,
+        }
+    }
+}
+
+/// The message says everything (the cause's words included); `source()` gives the
+/// typed cause to a program that walks the chain.
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Snapshot { error, .. } => Some(error),
+            StoreError::Backend { source, .. } | StoreError::OutcomeUnknown { source, .. } => {
+                source
+                    .as_deref()
+                    .map(|e| e as &(dyn std::error::Error + 'static))
+            }
+            StoreError::Conflict { .. } | StoreError::NotDurable { .. } => None,
+        }
+    }
+}
 
 /// A place to keep sessions. Implementations provide versioned raw bytes
 /// ([`load`](SessionStore::load), [`compare_and_set`](SessionStore::compare_and_set),

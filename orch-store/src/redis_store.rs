@@ -158,7 +158,10 @@ struct Stats {
 }
 
 fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(format!("redis: {e}"))
+    StoreError::Backend {
+        why: format!("redis: {e}"),
+        source: Some(Box::new(e)),
+    }
 }
 
 /// The error of a write: when the command may have reached the server (no answer in
@@ -174,6 +177,7 @@ fn written(id: &str, e: redis::RedisError) -> StoreError {
         StoreError::OutcomeUnknown {
             id: id.to_owned(),
             why: format!("redis: {e}"),
+            source: Some(Box::new(e)),
         }
     } else {
         backend(e)
@@ -206,7 +210,7 @@ fn parse_value(key: &str, value: &[u8]) -> Result<Versioned, StoreError> {
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse::<u64>().ok())
         .ok_or_else(|| {
-            StoreError::Backend(format!(
+            StoreError::backend(format!(
                 "redis: the value of `{key}` is not an orch session"
             ))
         })?;
@@ -219,7 +223,7 @@ fn parse_value(key: &str, value: &[u8]) -> Result<Versioned, StoreError> {
 /// A script reply: `Ok(None)` written, `Ok(Some(current))` a conflict.
 fn parse_cas_reply(key: &str, reply: &Value) -> Result<Option<Option<Versioned>>, StoreError> {
     let unexpected = || {
-        StoreError::Backend(format!(
+        StoreError::backend(format!(
             "redis: unexpected reply to the compare-and-set of `{key}`: {reply:?}"
         ))
     };
@@ -304,7 +308,7 @@ impl RedisStore {
         response: Duration,
     ) -> Result<Self, StoreError> {
         if seeds.is_empty() {
-            return Err(StoreError::Backend(
+            return Err(StoreError::backend(
                 "redis: connect_cluster needs at least one node".to_owned(),
             ));
         }
@@ -474,12 +478,14 @@ impl RedisStore {
                         return Err(StoreError::OutcomeUnknown {
                             id: id.to_owned(),
                             why: format!("redis: unexpected reply to WAIT: {other:?}"),
+                            source: None,
                         })
                     }
                 };
                 let reply = reply.ok_or_else(|| StoreError::OutcomeUnknown {
                     id: id.to_owned(),
                     why: "redis: no reply to the compare-and-set".to_owned(),
+                    source: None,
                 })?;
                 (reply, Some((acked, replicas)))
             }
@@ -521,7 +527,7 @@ impl SessionStore for RedisStore {
             Value::Nil => None,
             Value::BulkString(v) => Some(parse_value(&key, &v)?),
             other => {
-                return Err(StoreError::Backend(format!(
+                return Err(StoreError::backend(format!(
                     "redis: unexpected reply to reading `{key}`: {other:?}"
                 )))
             }
@@ -608,7 +614,7 @@ impl SessionStore for RedisStore {
         cmd.arg(self.key(id));
         match self.query(&cmd).await.map_err(|e| written(id, e))? {
             Value::Int(n) => Ok(n > 0),
-            other => Err(StoreError::Backend(format!(
+            other => Err(StoreError::backend(format!(
                 "redis: unexpected reply to DEL: {other:?}"
             ))),
         }

@@ -163,7 +163,7 @@ async fn redis_store_against_a_real_server() {
         .unwrap();
     assert!(matches!(
         store.get::<Machine>("junk").await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Backend { .. })
     ));
 
     // No lost updates: 16 tasks through 4 store instances (as 4 servers would), so
@@ -191,11 +191,11 @@ async fn a_missing_server_is_an_error() {
         Err(e) => e,
         Ok(_) => panic!("connected to a port nobody listens on"),
     };
-    assert!(matches!(err, StoreError::Backend(_)));
+    assert!(matches!(err, StoreError::Backend { .. }));
     assert!(err.to_string().contains("redis"), "{err}");
     assert!(matches!(
         RedisStore::connect("not a url").await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Backend { .. })
     ));
 }
 
@@ -269,7 +269,7 @@ async fn a_write_whose_answer_never_came_is_reported_as_unknown_not_failed() {
             .await
             .unwrap_err()
         {
-            StoreError::Backend(_) => {
+            StoreError::Backend { .. } => {
                 refused = true;
                 break;
             }

@@ -253,12 +253,12 @@ async fn a_cluster_nobody_runs_is_an_error() {
     let attempt =
         tokio::time::timeout(Duration::from_secs(60), RedisStore::connect_cluster(&seeds));
     match attempt.await.expect("an answer, not a hang") {
-        Err(StoreError::Backend(why)) => assert!(why.starts_with("redis: "), "{why}"),
+        Err(StoreError::Backend { why, .. }) => assert!(why.starts_with("redis: "), "{why}"),
         Err(other) => panic!("{other}"),
         Ok(_) => panic!("connected to a port nobody listens on"),
     }
     assert!(matches!(
         RedisStore::connect_cluster(&[]).await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Backend { .. })
     ));
 }

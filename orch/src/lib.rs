@@ -83,10 +83,12 @@
 // The runtime, item by item (a new item of the engine is exported here on purpose).
 pub use orch_runtime::{
     approval, args, compiled, dynamic, include_machine, printable, snapshot, AgentDockView,
-    Approval, BitIter, Call, CallDigest, Denied, DynMachine, DynSession, HistoryEntry, LostRule,
-    Machine, Outcome, OutcomeKind, QuestionId, RestoreError, RestoreReport, Session, SessionDenied,
-    Snapshot, StepEnum, ToolEnum, ToolIter, ToolSet, Usage, Verdict,
+    Approval, BitIter, Call, CallDigest, DynMachine, DynSession, HistoryEntry, LostRule, Machine,
+    Outcome, OutcomeKind, QuestionId, Refusal, RestoreError, RestoreReport, Session,
+    SessionRefusal, Snapshot, StepEnum, ToolEnum, ToolIter, ToolSet, Usage, Verdict,
 };
+#[allow(deprecated)]
+pub use orch_runtime::{Denied, SessionDenied};
 
 /// Session stores: keep each conversation's orchestration state between requests
 /// (`orch-store`).

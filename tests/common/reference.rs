@@ -10,7 +10,7 @@ use orch::dynamic::DynMachine;
 use orch_runtime::compiled::{contains_folded, glob_match, reset, Condition, Tables};
 use std::collections::VecDeque;
 
-/// Why the reference refuses a tool (the fields of `orch::Denied`, by name).
+/// Why the reference refuses a tool (the fields of `orch::Refusal`, by name).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RefDenied {
     NotInStep(String),

@@ -1,10 +1,11 @@
 //! What a policy needs of a session ([`Orchestrated`]), for typed sessions and run-time
 //! ones alike.
 
-use super::refusal::{Denial, RefusalKind};
+use super::refusal::{Refusal, RefusalKind};
 use orch_runtime::dynamic::DynSession;
 use orch_runtime::{
-    Approval, Call, CallDigest, Denied, Machine, QuestionId, Session, StepEnum, ToolEnum,
+    Approval, Call, CallDigest, Machine, QuestionId, Refusal as EngineRefusal, Session, StepEnum,
+    ToolEnum,
 };
 
 /// A session the [`Policy`](crate::Policy) can drive by tool names: a typed [`Session`]
@@ -15,7 +16,7 @@ pub trait Orchestrated {
     /// template does not declare are foreign tools, judged by its patterns).
     fn set_host_tools(&mut self, host_tools: &[String]);
     /// May the tool `name` run now? `Err` says why not.
-    fn check_tool(&self, name: &str) -> Result<(), Denial>;
+    fn check_tool(&self, name: &str) -> Result<(), Refusal>;
     /// The names among `host_tools` that may run now, in their order, gated ones (which
     /// need a human's approval of the call, semantics §13) included, as `allowed()` lists
     /// them. The default asks [`check_tool`](Orchestrated::check_tool) name by name.
@@ -34,9 +35,9 @@ pub trait Orchestrated {
     /// broken one refuses it, a conditional `approve` that holds gates it); a gated call
     /// passes on a held approval of the call, which this consumes, and is refused as
     /// rejected on a held rejection of it.
-    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Denial>;
+    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Refusal>;
     /// [`admit_call`](Orchestrated::admit_call) without admitting: nothing is consumed.
-    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Denial>;
+    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Refusal>;
     /// Does a rule on arguments apply to a call of `name` now (in the active step)?
     fn argument_rules_apply(&self, name: &str) -> bool;
     /// The verdict on a call the session holds (semantics §13), if any.
@@ -85,8 +86,9 @@ impl<M: Machine> Orchestrated for Session<M> {
         );
     }
 
-    fn check_tool(&self, name: &str) -> Result<(), Denial> {
-        self.check_name(name).map_err(|d| Denial::from(&d))
+    fn check_tool(&self, name: &str) -> Result<(), Refusal> {
+        self.check_name(name)
+            .map_err(|r| Refusal::of_engine(name, &r))
     }
 
     /// The allowed set is computed once, then each name is a bit test.
@@ -96,14 +98,14 @@ impl<M: Machine> Orchestrated for Session<M> {
             .collect()
     }
 
-    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
+    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Refusal> {
         self.admit_call_name(name, call)
-            .map_err(|d| typed_denial(self, &d, call))
+            .map_err(|r| typed_refusal(self, name, &r, call))
     }
 
-    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
+    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Refusal> {
         self.check_call_name(name, call)
-            .map_err(|d| typed_denial(self, &d, call))
+            .map_err(|r| typed_refusal(self, name, &r, call))
     }
 
     fn argument_rules_apply(&self, name: &str) -> bool {
@@ -179,16 +181,16 @@ impl Orchestrated for DynSession<'_> {
         self.set_available(host_tools.iter().map(String::as_str));
     }
 
-    fn check_tool(&self, name: &str) -> Result<(), Denial> {
-        self.check(name).map_err(|d| Denial::from(&d))
+    fn check_tool(&self, name: &str) -> Result<(), Refusal> {
+        self.check(name).map_err(|r| Refusal::of_engine(name, &r))
     }
 
-    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
-        DynSession::admit_call(self, name, call).map_err(|d| dyn_denial(self, &d, call))
+    fn admit_call(&mut self, name: &str, call: &Call<'_>) -> Result<(), Refusal> {
+        DynSession::admit_call(self, name, call).map_err(|r| dyn_refusal(self, name, &r, call))
     }
 
-    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Denial> {
-        DynSession::check_call(self, name, call).map_err(|d| dyn_denial(self, &d, call))
+    fn check_call(&self, name: &str, call: &Call<'_>) -> Result<(), Refusal> {
+        DynSession::check_call(self, name, call).map_err(|r| dyn_refusal(self, name, &r, call))
     }
 
     fn argument_rules_apply(&self, name: &str) -> bool {
@@ -252,34 +254,40 @@ impl Orchestrated for DynSession<'_> {
     }
 }
 
-/// A typed session's denial, a broken rule put in words with the call's arguments.
-fn typed_denial<M: Machine>(
+/// A typed session's refusal of `tool`, a broken rule put in words with the call's
+/// arguments.
+fn typed_refusal<M: Machine>(
     session: &Session<M>,
-    denied: &Denied<M::Step, orch_runtime::ToolSet<M::Tool>>,
+    tool: &str,
+    refusal: &EngineRefusal<M::Step, orch_runtime::ToolSet<M::Tool>>,
     call: &Call<'_>,
-) -> Denial {
-    match denied {
-        Denied::BrokenRule { step, broken } => Denial::broken(
+) -> Refusal {
+    match refusal {
+        EngineRefusal::BrokenRule { step, broken } => Refusal::broken(
+            tool,
             step.map(|s| s.name()),
             session.rule_name(broken.rule),
             &session.explain_broken(broken, call.arguments),
         ),
-        other => Denial::from(other),
+        other => Refusal::of_engine(tool, other),
     }
 }
 
-/// A run-time session's denial, a broken rule put in words with the call's arguments.
-fn dyn_denial(
+/// A run-time session's refusal of `tool`, a broken rule put in words with the call's
+/// arguments.
+fn dyn_refusal(
     session: &DynSession<'_>,
-    denied: &Denied<&str, Vec<&str>>,
+    tool: &str,
+    refusal: &EngineRefusal<&str, Vec<&str>>,
     call: &Call<'_>,
-) -> Denial {
-    match denied {
-        Denied::BrokenRule { step, broken } => Denial::broken(
+) -> Refusal {
+    match refusal {
+        EngineRefusal::BrokenRule { step, broken } => Refusal::broken(
+            tool,
             *step,
             session.rule_name(broken.rule),
             &session.explain_broken(broken, call.arguments),
         ),
-        other => Denial::from(other),
+        other => Refusal::of_engine(tool, other),
     }
 }

@@ -1,12 +1,19 @@
-//! The vocabulary of a decision: a refusal and its kind, what a human decided, and the
-//! denial a session's engine gives.
+//! The vocabulary of a decision: a refusal and its kind (from the engine's typed
+//! refusal), and what a human decided.
 
 use crate::model::ToolCall;
-use orch_runtime::{CallDigest, Denied, QuestionId};
+use orch_runtime::{CallDigest, QuestionId, Refusal as EngineRefusal};
 use serde::{Deserialize, Serialize};
 
-/// Why a tool call is not run: the text to send back to the model as the tool's result.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a tool call is not run. From a session ([`Orchestrated::check_tool`](crate::Orchestrated::check_tool)),
+/// `reason` is the session's own words ("not allowed in step `X`"); from the
+/// [`Policy`](crate::Policy), the text to send back to the model as the tool's result (what
+/// was wrong, what is allowed now).
+///
+/// As JSON (the Restate service's replies, a host's own wire): `{"tool", "kind",
+/// "reason"}`, and `"rule"` when a rule refused it; `kind` is the word of
+/// [`RefusalKind::as_str`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
     /// The tool the model asked for.
     pub tool: String,
@@ -16,6 +23,7 @@ pub struct Refusal {
     /// sequence expects.
     pub reason: String,
     /// The rule on arguments that refused it ([`RefusalKind::BrokenRule`]), by name.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rule: Option<String>,
 }
 
@@ -23,7 +31,7 @@ pub struct Refusal {
 /// host recognises its own reminders in a conversation.
 pub const REMINDER_PREFIX: &str = "The workflow requires calling ";
 
-/// The kinds of [`Refusal`] and [`Denial`], for a caller to act on.
+/// The kinds of [`Refusal`], for a caller to act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RefusalKind {
@@ -151,54 +159,62 @@ impl Decision {
     }
 }
 
-/// Why a session does not allow a tool now ([`Orchestrated::check_tool`](crate::Orchestrated::check_tool)).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Denial {
-    /// What kind of denial it is (never [`RefusalKind::UnknownTool`]: a session judges
-    /// every name).
-    pub kind: RefusalKind,
-    /// The session's own wording ("not allowed in step `X`", "the sequence of step `X`
-    /// expects `y` at position 1", "it breaks rule `r`: `/to` is …").
-    pub message: String,
-    /// The rule on arguments that refused it, by name ([`RefusalKind::BrokenRule`]).
-    pub rule: Option<String>,
+impl Serialize for RefusalKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
-impl Denial {
-    /// The denial of a call whose arguments break rule `rule` (of step `step`, or the
-    /// orchestration's), `why` in the session's words.
-    pub fn broken(step: Option<&str>, rule: &str, why: &str) -> Self {
+impl<'de> Deserialize<'de> for RefusalKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let word = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        RefusalKind::parse(&word).ok_or_else(|| {
+            let words: Vec<&str> = RefusalKind::ALL.iter().map(|k| k.as_str()).collect();
+            serde::de::Error::custom(format!(
+                "unknown refusal kind `{word}` (one of: {})",
+                words.join(", ")
+            ))
+        })
+    }
+}
+
+impl Refusal {
+    /// The refusal of `tool`, a call whose arguments break rule `rule` (of step `step`,
+    /// or the orchestration's), `why` in the session's words.
+    pub fn broken(tool: &str, step: Option<&str>, rule: &str, why: &str) -> Self {
         let of = step.map_or_else(String::new, |s| format!(" in step `{s}`"));
-        Denial {
+        Refusal {
+            tool: tool.to_owned(),
             kind: RefusalKind::BrokenRule,
-            message: format!("it breaks rule `{rule}`{of}: {why}"),
+            reason: format!("it breaks rule `{rule}`{of}: {why}"),
             rule: Some(rule.to_owned()),
         }
     }
-}
 
-impl<S, E> From<&Denied<S, E>> for RefusalKind {
-    fn from(denied: &Denied<S, E>) -> Self {
-        match denied {
-            Denied::NotInStep { .. } => RefusalKind::NotAllowed,
-            Denied::SequenceExpects { .. } => RefusalKind::OutOfSequence,
-            Denied::Unavailable => RefusalKind::Unavailable,
-            Denied::NeedsApproval { .. } => RefusalKind::NeedsApproval,
-            Denied::Rejected { .. } => RefusalKind::Rejected,
-            Denied::BrokenRule { .. } => RefusalKind::BrokenRule,
+    /// The refusal of `tool` for the engine's `refusal`, in the engine's words ("not
+    /// allowed in step `X`", "the sequence of step `X` expects `y` at position 1").
+    pub fn of_engine<S, E>(tool: &str, refusal: &EngineRefusal<S, E>) -> Self
+    where
+        EngineRefusal<S, E>: std::fmt::Display,
+    {
+        Refusal {
+            tool: tool.to_owned(),
+            kind: RefusalKind::from(refusal),
+            reason: refusal.to_string(),
+            rule: None,
         }
     }
 }
 
-impl<S, E> From<&Denied<S, E>> for Denial
-where
-    Denied<S, E>: std::fmt::Display,
-{
-    fn from(denied: &Denied<S, E>) -> Self {
-        Denial {
-            kind: RefusalKind::from(denied),
-            message: denied.to_string(),
-            rule: None,
+impl<S, E> From<&EngineRefusal<S, E>> for RefusalKind {
+    fn from(refusal: &EngineRefusal<S, E>) -> Self {
+        match refusal {
+            EngineRefusal::NotInStep { .. } => RefusalKind::NotAllowed,
+            EngineRefusal::SequenceExpects { .. } => RefusalKind::OutOfSequence,
+            EngineRefusal::Unavailable => RefusalKind::Unavailable,
+            EngineRefusal::NeedsApproval { .. } => RefusalKind::NeedsApproval,
+            EngineRefusal::Rejected { .. } => RefusalKind::Rejected,
+            EngineRefusal::BrokenRule { .. } => RefusalKind::BrokenRule,
         }
     }
 }

@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(w, "z");
         let w = decide(&["z*"], false, &["*foreign", "*\u{1}"], &["z"]).expect("a name");
         assert_eq!(w.chars().count(), 2, "{w:?}");
-        // Denied everything the allow admits: none, proven.
+        // Refusal everything the allow admits: none, proven.
         assert_eq!(decide(&["a*"], false, &["*"], &[]), None);
         assert_eq!(decide(&["ab*"], false, &["a*"], &[]), None);
         assert_eq!(decide(&["tool"], false, &[], &["tool"]), None);

@@ -247,7 +247,10 @@ pub mod demo_agent {
     /// What recording a tool did.
     pub type Outcome = ::orch::Outcome<Tool>;
     /// Why a tool may not run now.
-    pub type Denied = ::orch::Denied<Step, ToolSet>;
+    pub type Refusal = ::orch::Refusal<Step, ToolSet>;
+    /// The former name of [`Refusal`].
+    #[deprecated(note = "renamed `Refusal`")]
+    pub type Denied = Refusal;
     /// An entry of a session's history.
     pub type HistoryEntry = ::orch::HistoryEntry<Tool>;
 }

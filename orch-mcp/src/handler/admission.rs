@@ -10,7 +10,7 @@ pub(super) enum Admission<'m> {
     /// record holds), so that recording the result need not restore it again.
     Reserved(u64, DynSession<'m>),
     /// The orchestration refuses the call.
-    Refused(Refused),
+    Refused(RefusalResult),
     /// Another call of the session is in flight: its tool.
     Busy(String),
     /// The call is gated: the run now holds this question for a human.
@@ -25,7 +25,7 @@ pub(crate) enum Reserved<'m> {
     /// The call may go upstream.
     Go(Reservation<'m>),
     /// The call is answered without going upstream.
-    Refused(Refused),
+    Refused(RefusalResult),
     /// The call waits for a human; the run holds this question.
     Asked(Question),
 }
@@ -98,7 +98,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                                 "orch mcp: a call in workflow run `{id}` lapsed without its result and its tool must not run twice: the run is held until an operator resolves it (`orch resolve TEMPLATE {id} --ran|--not-run`)"
                             );
                         }
-                        Admission::Refused(Refused::by_workflow(policy, &session, refusal))
+                        Admission::Refused(RefusalResult::by_workflow(policy, &session, refusal))
                     }
                 };
                 Ok(match write {
@@ -158,7 +158,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         };
         match run::reserve(wait, look, ct.cancelled()).await? {
             run::Reserved::Decided(reserved) => Ok(reserved),
-            run::Reserved::Busy { other } => Ok(Reserved::Refused(Refused::new(
+            run::Reserved::Busy { other } => Ok(Reserved::Refused(RefusalResult::new(
                 incoming.tool,
                 RefusalKind::Busy.as_str(),
                 run::busy_reason(incoming.tool, &other, wait.limit),
@@ -179,7 +179,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         id: &str,
         policy: &Policy,
         reservation: Reservation<'_>,
-        outcome: run::Outcome,
+        outcome: run::Ended,
         result: Option<&str>,
     ) -> Result<run::Settled, McpError> {
         let Reservation {
@@ -227,13 +227,13 @@ impl<S: SessionStore + 'static> Shared<S> {
     }
 
     /// Settles lease `token` of session `id` with no session at hand (`outcome`:
-    /// [`run::Outcome::NotRun`] releases it, [`run::Outcome::Lost`] applies the tool's
+    /// [`run::Ended::NotRun`] releases it, [`run::Ended::Lost`] applies the tool's
     /// lost rule).
     pub(crate) async fn settle_token(
         &self,
         id: &str,
         token: u64,
-        outcome: run::Outcome,
+        outcome: run::Ended,
     ) -> Result<run::Settled, McpError> {
         let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
         let policy = self.judge(policy, id);
@@ -263,7 +263,7 @@ impl<S: SessionStore + 'static> LeaseGuard<S> {
     }
 
     /// Settles the lease with what the gateway knows of the call's outcome.
-    pub(super) async fn settle(mut self, outcome: run::Outcome) {
+    pub(super) async fn settle(mut self, outcome: run::Ended) {
         self.armed = false;
         if let Err(e) = self
             .shared
@@ -286,7 +286,7 @@ impl<S: SessionStore + 'static> Drop for LeaseGuard<S> {
         let (shared, id, token) = (Arc::clone(&self.shared), self.id.clone(), self.token);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = shared.settle_token(&id, token, run::Outcome::Lost).await;
+                let _ = shared.settle_token(&id, token, run::Ended::Lost).await;
             });
         }
     }

@@ -222,7 +222,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
                 }
                 Err(why) => {
                     let message = format!("error: `{tool}` was not run: it needs a human's approval, and asking the client failed ({why})");
-                    let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
+                    let refused =
+                        RefusalResult::new(&tool, "needs_approval", message, None, &policy);
                     return Ok(refused.into_result(structured).into());
                 }
             };
@@ -232,7 +233,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             Reserved::Refused(refused) => return Ok(refused.into_result(structured).into()),
             Reserved::Asked(_) => {
                 let message = format!("error: `{tool}` was not run: the workflow run asked about it again while a human decided; call it again to ask again");
-                let refused = Refused::new(&tool, "needs_approval", message, None, &policy);
+                let refused = RefusalResult::new(&tool, "needs_approval", message, None, &policy);
                 return Ok(refused.into_result(structured).into());
             }
         };
@@ -284,13 +285,13 @@ impl<S: SessionStore + 'static> Downstream<S> {
             // judged and forwarded like any other (the upstream's `requestState` and
             // the client's `inputResponses` passed on as they are).
             Ok(ServerResult::InputRequiredResult(asked)) => {
-                lease.settle(run::Outcome::NotRun).await;
+                lease.settle(run::Ended::NotRun).await;
                 return Ok(CallToolResponse::InputRequired(asked));
             }
             // A task (a call still running, `unfinished`) or something else: the call
             // has not completed, and is not recorded.
             Ok(other) => {
-                lease.settle(run::Outcome::NotRun).await;
+                lease.settle(run::Ended::NotRun).await;
                 let tool = tool.to_owned();
                 let unfinished = serde_json::to_value(&other).is_ok_and(|v| {
                     protocol::classify(&v) == ToolResult::NotRun(protocol::NotRun::Task)
@@ -303,8 +304,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
             }
             Err(unanswered) => {
                 let outcome = match unanswered.lost {
-                    true => run::Outcome::Lost,
-                    false => run::Outcome::NotRun,
+                    true => run::Ended::Lost,
+                    false => run::Ended::NotRun,
                 };
                 lease.settle(outcome).await;
                 return Err(unanswered.error);
@@ -317,7 +318,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // (A result naming a task never gets here: it was marked `task` as it arrived.)
         let ran = protocol::classify_fields(result_type, false, result.is_error);
         if ran != ToolResult::Ran {
-            lease.settle(run::Outcome::NotRun).await;
+            lease.settle(run::Ended::NotRun).await;
             return Ok(result.into());
         }
         lease.disarm();
@@ -330,13 +331,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         };
         let settled = self
             .shared
-            .settle(
-                id,
-                policy,
-                reservation,
-                run::Outcome::Ran,
-                values.as_deref(),
-            )
+            .settle(id, policy, reservation, run::Ended::Ran, values.as_deref())
             .await;
         let changed = match settled {
             Ok(run::Settled::Recorded { changed }) => changed,

@@ -27,6 +27,7 @@ mod calls;
 mod downstream;
 mod forward;
 mod replies;
+mod runs;
 mod server;
 mod shared;
 

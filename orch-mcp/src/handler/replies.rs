@@ -5,16 +5,16 @@ use super::*;
 
 /// A call the gateway answers itself, with a tool result whose `isError` is true: the
 /// text for the model, and the same facts as data for the client (`structuredContent`).
-pub(crate) struct Refused {
+pub(crate) struct RefusalResult {
     pub(super) message: String,
     pub(super) detail: serde_json::Value,
 }
 
-impl Refused {
+impl RefusalResult {
     /// The refusal of `tool` by the workflow in `session`, as the gateway answers it.
     pub(super) fn by_workflow(policy: &Policy, session: &DynSession<'_>, refusal: Refusal) -> Self {
         let detail = policy.workflow_refusal_data(&refusal, Some(session));
-        Refused {
+        RefusalResult {
             message: refusal.reason,
             detail,
         }
@@ -28,7 +28,7 @@ impl Refused {
         policy: &Policy,
     ) -> Self {
         let detail = policy.refusal_data(tool, reason, &message, session);
-        Refused { message, detail }
+        RefusalResult { message, detail }
     }
 
     /// The tool result the client gets: the facts (`{"tool", "reason", …}`) in `_meta`
@@ -129,7 +129,7 @@ pub(super) fn run_error(id: &str, e: RunError) -> McpError {
     match e {
         RunError::Ended => ended(id),
         RunError::Store(e) => store_error(e),
-        RunError::Corrupt(why) => corrupt(id, &why),
+        RunError::Corrupt { why, .. } => corrupt(id, &why),
         RunError::Conflict { attempts } => Error::Conflict {
             id: id.to_owned(),
             attempts,
@@ -143,7 +143,7 @@ pub(super) fn dismissed(tool: &str, policy: &Policy, structured: bool) -> CallTo
     let message = format!(
         "error: `{tool}` was not run: it needs a human's approval, and the human dismissed the question without answering"
     );
-    Refused::new(tool, "needs_approval", message, None, policy).into_result(structured)
+    RefusalResult::new(tool, "needs_approval", message, None, policy).into_result(structured)
 }
 
 pub(super) fn unexpected(method: &str) -> McpError {

@@ -11,7 +11,7 @@ pub(super) enum Admission {
     /// as admitted.
     Reserved(u64, Option<Vec<u8>>, DetachedSession),
     /// Refused by the workflow.
-    Refused(Rejection),
+    Refused(CheckError),
     /// Another call of the run is in flight: its tool.
     Busy(String),
 }
@@ -19,23 +19,23 @@ pub(super) enum Admission {
 impl<S: SessionStore + 'static> Engine<S> {
     /// The request phase of a `tools/call`.
     /// The run a `tools/call` check names and the call it carries.
-    pub(super) fn read_request(&self, request: &McpRequest) -> Result<(String, Call), Rejection> {
+    pub(super) fn read_request(&self, request: &McpRequest) -> Result<(String, Call), CheckError> {
         let run = self.run_of(request.metadata_context.as_ref())?;
         let params = request
             .mcp_request
             .as_deref()
-            .ok_or_else(|| Rejection::from(Invalid::NoParams))?;
+            .ok_or_else(|| CheckError::from(Invalid::NoParams))?;
         Ok((run, read_call(params, self.options.max_params_bytes)?))
     }
 
-    pub(super) async fn admit(&self, run: &str, call: Call) -> Result<Admitted, Rejection> {
+    pub(super) async fn admit(&self, run: &str, call: Call) -> Result<Admitted, CheckError> {
         let policy = self.policy_for(run, &call.tool);
         let ask = Gate::Ask {
             run,
             ttl: self.options.question_ttl,
         };
         let Some(gate) = elicitation::gate(run, call.answer, ask) else {
-            return Err(Rejection::Dismissed {
+            return Err(CheckError::Dismissed {
                 tool: call.tool.clone(),
             });
         };
@@ -50,7 +50,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     mutated: call.stripped,
                 })
             }
-            Admission::Refused(rejection) => Err(rejection),
+            Admission::Refused(error) => Err(error),
             Admission::Busy(_) => unreachable_busy(&call.tool),
         }
     }
@@ -64,7 +64,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         policy: &Policy,
         call: &Call,
         gate: Gate<'_>,
-    ) -> Result<Admission, Rejection> {
+    ) -> Result<Admission, CheckError> {
         let wait = run::BusyWait {
             limit: self.options.busy_wait,
             first_pause: Duration::from_micros(500),
@@ -72,7 +72,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             jitter: Duration::from_micros(500),
         };
         let look = || async {
-            Ok::<_, Rejection>(match self.try_reserve(run, policy, call, gate).await? {
+            Ok::<_, CheckError>(match self.try_reserve(run, policy, call, gate).await? {
                 Admission::Busy(other) => run::Look::Busy(other),
                 decided => run::Look::Decided(decided),
             })
@@ -80,7 +80,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         match run::reserve(wait, look, std::future::pending()).await? {
             run::Reserved::Decided(admission) => Ok(admission),
             // Nothing cancels the wait here (the gateway's request is its own).
-            run::Reserved::Cancelled => Err(Rejection::BusyAfterWait {
+            run::Reserved::Cancelled => Err(CheckError::BusyAfterWait {
                 tool: call.tool.clone(),
             }),
             run::Reserved::Busy { other } => {
@@ -91,7 +91,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     &reason,
                     None,
                 );
-                Err(Rejection::Busy { reason, data })
+                Err(CheckError::Busy { reason, data })
             }
         }
     }
@@ -104,7 +104,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         policy: &Policy,
         call: &Call,
         gate: Gate<'_>,
-    ) -> Result<Admission, Rejection> {
+    ) -> Result<Admission, CheckError> {
         let tried = self
             .modify(run, |record| {
                 if let Some(auditor) = policy.auditor() {
@@ -163,8 +163,8 @@ pub(super) enum Admitted {
 }
 
 /// A call that found its run busy is refused by [`Engine::reserve`] before it returns.
-pub(super) fn unreachable_busy(tool: &str) -> Result<Admitted, Rejection> {
-    Err(Rejection::BusyAfterWait {
+pub(super) fn unreachable_busy(tool: &str) -> Result<Admitted, CheckError> {
+    Err(CheckError::BusyAfterWait {
         tool: tool.to_owned(),
     })
 }
@@ -178,7 +178,7 @@ pub(super) fn refused(
     session: &DynSession<'_>,
     refusal: Refusal,
     asked: Option<(&Call, &Question)>,
-) -> Rejection {
+) -> CheckError {
     let mut data = policy.workflow_refusal_data(&refusal, Some(session));
     let reason = refusal.reason;
     if let Some((call, question)) = asked {
@@ -202,12 +202,12 @@ pub(super) fn refused(
             },
         });
     }
-    Rejection::Refused { reason, data }
+    CheckError::Refused { reason, data }
 }
 
 /// A failure of the run protocol, as the gateway gets it: the check fails closed.
-pub(super) fn failed(run: &str, error: RunError) -> Rejection {
-    Rejection::Fault {
+pub(super) fn failed(run: &str, error: RunError) -> CheckError {
+    CheckError::Fault {
         run: run.to_owned(),
         error,
     }

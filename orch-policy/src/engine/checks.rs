@@ -25,11 +25,11 @@ impl<S: SessionStore + 'static> Engine<S> {
                 let decided = span.run(self.admit(&run, call)).await;
                 (span, decided)
             }
-            Err(rejection) => (crate::telemetry::check(parent, "", ""), Err(rejection)),
+            Err(error) => (crate::telemetry::check(parent, "", ""), Err(error)),
         };
         span.decided(match &decided {
             Ok(_) => "admitted",
-            Err(rejection) => rejection
+            Err(error) => error
                 .data()
                 .and_then(|d| d.get("refusal"))
                 .and_then(|r| r.get("reason"))

@@ -9,15 +9,15 @@ impl<S: SessionStore + 'static> Engine<S> {
     /// The response phase of a `tools/call`: records the call when its result says it
     /// ran ([`protocol::classify`]: a complete, well-formed, successful result), and drops
     /// its lease either way. A result that is not a tool result is also refused.
-    pub(super) async fn finish_call(&self, response: &McpResponse) -> Result<(), Rejection> {
+    pub(super) async fn finish_call(&self, response: &McpResponse) -> Result<(), CheckError> {
         let run = self.run_of(response.metadata_context.as_ref())?;
         let result: Value = serde_json::from_slice(&response.mcp_response)
             .map_err(|e| Invalid::ResultNotJson(e.to_string()))?;
         let ran = protocol::classify(&result);
         let token = call_token(response.metadata_context.as_ref())?;
         let outcome = match ran {
-            ToolResult::Ran => run::Outcome::Ran,
-            ToolResult::NotRun(_) => run::Outcome::NotRun,
+            ToolResult::Ran => run::Ended::Ran,
+            ToolResult::NotRun(_) => run::Ended::NotRun,
         };
         // The decision records of the attempt that is written.
         let mut records = Vec::new();
@@ -81,10 +81,10 @@ impl<S: SessionStore + 'static> Engine<S> {
             run::Settled::Recorded { .. } | run::Settled::Released | run::Settled::Held => Ok(()),
             // A result that says the tool did not run needs no account: pass it.
             _ if ran != ToolResult::Ran => Ok(()),
-            run::Settled::Lapsed => Err(Rejection::Lapsed {
+            run::Settled::Lapsed => Err(CheckError::Lapsed {
                 lease_secs: self.options.lease.as_secs_f64(),
             }),
-            run::Settled::NoCall => Err(Rejection::NoCall),
+            run::Settled::NoCall => Err(CheckError::NoCall),
         }
     }
 }

@@ -10,7 +10,7 @@ impl<S: SessionStore + 'static> Engine<S> {
     pub(super) async fn filter_list(
         &self,
         response: &McpResponse,
-    ) -> Result<Option<Vec<u8>>, Rejection> {
+    ) -> Result<Option<Vec<u8>>, CheckError> {
         let run = self.run_of(response.metadata_context.as_ref())?;
         let mut result: Value = serde_json::from_slice(&response.mcp_response)
             .map_err(|e| Invalid::ListNotJson(e.to_string()))?;
@@ -29,7 +29,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             Err(e) => return Err(failed(&run, RunError::Store(e))),
             Ok(None) => Record::default(),
             Ok(Some(v)) => Record::decode(&v.bytes)
-                .map_err(|why| failed(&run, RunError::Corrupt(why.to_string())))?,
+                .map_err(|e| failed(&run, RunError::corrupt(e.to_string(), e)))?,
         };
         let session = self
             .restore(record.snapshot.as_deref(), &policy)

@@ -4,7 +4,7 @@
 
 #![allow(unused_imports)]
 
-pub(super) use crate::rejection::{Invalid, Rejection};
+pub(super) use crate::check_error::{CheckError, Invalid};
 pub(super) use crate::wire::{
     mcp_request_result, mcp_response_result, McpRequest, McpRequestResult, McpResponse,
     McpResponseResult, Pass,

@@ -21,7 +21,7 @@ pub(super) struct Call {
 /// Reads a `tools/call`'s params: an object with a string `name` and, if any, an object
 /// of `arguments`, at most `max` bytes, no key written twice (the upstream might read
 /// the other copy than orch judged).
-pub(super) fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
+pub(super) fn read_call(params: &[u8], max: usize) -> Result<Call, CheckError> {
     if params.len() > max {
         return Err(Invalid::ParamsTooLarge {
             len: params.len(),
@@ -95,7 +95,7 @@ pub(super) fn read_call(params: &[u8], max: usize) -> Result<Call, Rejection> {
 }
 
 /// An object's entries as written (values untouched); a key written twice is INVALID.
-pub(super) fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, Rejection> {
+pub(super) fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>, CheckError> {
     let entries =
         protocol::object_entries(text).map_err(|e| Invalid::ParamsNotJson(e.to_string()))?;
     let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
@@ -107,7 +107,7 @@ pub(super) fn object_entries(text: &str) -> Result<Vec<(String, Box<RawValue>)>,
 }
 
 /// `inputResponses` without orch's own answer: `None` when nothing else is left.
-pub(super) fn without_orch_answer(raw: &RawValue) -> Result<Option<String>, Rejection> {
+pub(super) fn without_orch_answer(raw: &RawValue) -> Result<Option<String>, CheckError> {
     let entries = object_entries(raw.get())?;
     let rest: Vec<String> = entries
         .iter()
@@ -124,7 +124,7 @@ pub(super) fn without_orch_answer(raw: &RawValue) -> Result<Option<String>, Reje
 }
 
 /// The call token the gateway fed back in `metadata_context`, if any.
-pub(super) fn call_token(context: Option<&prost_types::Struct>) -> Result<Option<u64>, Rejection> {
+pub(super) fn call_token(context: Option<&prost_types::Struct>) -> Result<Option<u64>, CheckError> {
     let Some(value) = context
         .and_then(|c| c.fields.get(TOKEN_FIELD))
         .and_then(|v| v.kind.as_ref())
@@ -140,6 +140,6 @@ pub(super) fn call_token(context: Option<&prost_types::Struct>) -> Result<Option
     }
 }
 
-pub(super) fn bad_token() -> Rejection {
+pub(super) fn bad_token() -> CheckError {
     Invalid::BadToken.into()
 }

@@ -4,7 +4,7 @@ use super::admission::Admitted;
 use super::prelude::*;
 use super::state::TOKEN_FIELD;
 
-pub(super) fn request_result(decided: Result<Admitted, Rejection>) -> McpRequestResult {
+pub(super) fn request_result(decided: Result<Admitted, CheckError>) -> McpRequestResult {
     use mcp_request_result::Result as R;
     let (result, metadata) = match decided {
         Ok(Admitted::Pass) => (R::Pass(Pass {}), None),
@@ -22,7 +22,7 @@ pub(super) fn request_result(decided: Result<Admitted, Rejection>) -> McpRequest
             };
             (result, Some(prost_types::Struct { fields }))
         }
-        Err(rejection) => (R::Error(rejection.into_error()), None),
+        Err(error) => (R::Error(error.into_error()), None),
     };
     McpRequestResult {
         result: Some(result),
@@ -31,12 +31,12 @@ pub(super) fn request_result(decided: Result<Admitted, Rejection>) -> McpRequest
     }
 }
 
-pub(super) fn response_result(decided: Result<Option<Vec<u8>>, Rejection>) -> McpResponseResult {
+pub(super) fn response_result(decided: Result<Option<Vec<u8>>, CheckError>) -> McpResponseResult {
     use mcp_response_result::Result as R;
     let result = match decided {
         Ok(None) => R::Pass(Pass {}),
         Ok(Some(bytes)) => R::Mutated(bytes),
-        Err(rejection) => R::Error(rejection.into_error()),
+        Err(error) => R::Error(error.into_error()),
     };
     McpResponseResult {
         result: Some(result),

@@ -6,8 +6,8 @@ use super::prelude::*;
 use super::state::{run_key, Engine, Kept, MAX_KEPT_SESSIONS, MAX_RUN_NAME};
 
 impl<S: SessionStore + 'static> Engine<S> {
-    pub(super) fn overloaded(&self) -> Rejection {
-        Rejection::Overloaded {
+    pub(super) fn overloaded(&self) -> CheckError {
+        CheckError::Overloaded {
             limit: self.options.max_in_flight,
         }
     }
@@ -16,9 +16,9 @@ impl<S: SessionStore + 'static> Engine<S> {
     pub(super) fn run_of(
         &self,
         context: Option<&prost_types::Struct>,
-    ) -> Result<String, Rejection> {
+    ) -> Result<String, CheckError> {
         let key = &self.options.run_key;
-        let missing = || Rejection::NoRun { key: key.clone() };
+        let missing = || CheckError::NoRun { key: key.clone() };
         let value = context
             .and_then(|c| c.fields.get(key))
             .and_then(|v| v.kind.as_ref())
@@ -27,10 +27,10 @@ impl<S: SessionStore + 'static> Engine<S> {
             Kind::StringValue(s) => s.clone(),
             Kind::NumberValue(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{n:.0}"),
             Kind::NullValue(_) => return Err(missing()),
-            _ => return Err(Rejection::RunNotString { key: key.clone() }),
+            _ => return Err(CheckError::RunNotString { key: key.clone() }),
         };
         if name.is_empty() || name.len() > MAX_RUN_NAME {
-            return Err(Rejection::RunNameLength {
+            return Err(CheckError::RunNameLength {
                 key: key.clone(),
                 max: MAX_RUN_NAME,
             });
@@ -106,7 +106,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         &self,
         run: &str,
         f: impl FnMut(Option<Record>) -> Result<Change<R>, RunError> + Send,
-    ) -> Result<R, Rejection> {
+    ) -> Result<R, CheckError> {
         // The value this instance last saw is tried first (a store that caches, as the
         // Redis store does, saves a read per check when no other instance wrote since;
         // a stale one costs a conflict and a read).

@@ -6,7 +6,6 @@
 //! and of fixed size, and its snapshots carry no result text.
 
 use super::json::{Doc, Kind};
-use super::rules::Rules;
 use super::scalar::decimal_key;
 
 /// The most values a session remembers (the newest are kept).
@@ -16,7 +15,7 @@ pub const MEMORY_VALUES: usize = 64;
 pub const MEMORY_WORDS: usize = 1 + 2 * MEMORY_VALUES;
 
 /// The most values one result may add (a larger result adds its first ones).
-const PER_RESULT: usize = MEMORY_VALUES;
+pub(crate) const PER_RESULT: usize = MEMORY_VALUES;
 
 /// Prefix of every hashed value.
 const DOMAIN: &[u8] = b"orch.result.v1\0";
@@ -118,34 +117,5 @@ impl Memory<'_> {
         self.0[at + 1] = key[1];
         let (next, len) = ((next + 1) % n, (len + 1).min(n));
         self.0[0] = next as u64 | ((len as u64) << 16);
-    }
-    /// Remembers the values a result `text` of tool `tool` holds for every source of
-    /// `rules` that reads that tool's results. A result that is not JSON adds nothing.
-    /// `true` when a source reads this tool's results.
-    pub fn remember_result(&mut self, rules: &Rules<'_>, tool: usize, text: &str) -> bool {
-        let mut sources = rules
-            .sources
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.tool as usize == tool)
-            .peekable();
-        if sources.peek().is_none() {
-            return false;
-        }
-        let Ok(doc) = Doc::parse(text) else {
-            return true;
-        };
-        for (i, source) in sources {
-            let mut added = 0;
-            doc.pointer_all(0, rules.text_of(source.path), &mut |n| {
-                if added < PER_RESULT {
-                    if let Some(k) = key(i as u32, &doc, n) {
-                        self.remember(k);
-                        added += 1;
-                    }
-                }
-            });
-        }
-        true
     }
 }

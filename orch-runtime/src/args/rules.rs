@@ -4,6 +4,7 @@
 //! and its predicate — a small tree of tests on JSON pointers into the arguments.
 
 use super::json::{Doc, Kind, Unreadable};
+use super::memory;
 use super::scalar::{compare_numbers, url_host};
 use crate::form::{Literal, LiteralWriter};
 use crate::tables::Span;
@@ -574,8 +575,9 @@ impl Eval<'_, '_> {
                 .string(n)
                 .and_then(|s| url_host(&s))
                 .is_some_and(|host| list(l).any(|p| glob_match(p, &host))),
-            Test::InResult(source) => super::memory::key(source, doc, n)
-                .is_some_and(|k| super::memory::knows(self.memory, &k)),
+            Test::InResult(source) => {
+                memory::key(source, doc, n).is_some_and(|k| memory::knows(self.memory, &k))
+            }
             Test::Each(_) => false,
         }
     }
@@ -707,5 +709,38 @@ impl Literal for Source {
         w.text(", path: ");
         self.path.write_literal(w);
         w.text(" }");
+    }
+}
+
+/// What a result adds to a session's memory: the values each source of the rules reads.
+impl memory::Memory<'_> {
+    /// Remembers the values a result `text` of tool `tool` holds for every source of
+    /// `rules` that reads that tool's results. A result that is not JSON adds nothing.
+    /// `true` when a source reads this tool's results.
+    pub fn remember_result(&mut self, rules: &Rules<'_>, tool: usize, text: &str) -> bool {
+        let mut sources = rules
+            .sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.tool as usize == tool)
+            .peekable();
+        if sources.peek().is_none() {
+            return false;
+        }
+        let Ok(doc) = Doc::parse(text) else {
+            return true;
+        };
+        for (i, source) in sources {
+            let mut added = 0;
+            doc.pointer_all(0, rules.text_of(source.path), &mut |n| {
+                if added < memory::PER_RESULT {
+                    if let Some(k) = memory::key(i as u32, &doc, n) {
+                        self.remember(k);
+                        added += 1;
+                    }
+                }
+            });
+        }
+        true
     }
 }

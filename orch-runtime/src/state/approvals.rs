@@ -26,7 +26,7 @@ where
         tool: ToolRef<'_>,
         call: &Call<'_>,
         matchers: &Matchers,
-    ) -> Result<bool, RawDenied> {
+    ) -> Result<bool, RawRefusal> {
         self.permit(t, available, tool)?;
         let mut gated = false;
         if let ToolRef::Declared(i) = tool {
@@ -38,7 +38,7 @@ where
                 {
                     Judged::Free => {}
                     Judged::Gated(_) => gated = true,
-                    Judged::Broken(broken) => return Err(RawDenied::Broken(self.step, broken)),
+                    Judged::Broken(broken) => return Err(RawRefusal::Broken(self.step, broken)),
                 }
             }
         }
@@ -49,10 +49,10 @@ where
         match self.approval {
             Some(a) if a.call == call.digest => match a.verdict {
                 Verdict::Approved => Ok(true),
-                Verdict::Rejected => Err(RawDenied::Rejected(step)),
-                Verdict::Pending => Err(RawDenied::NeedsApproval(step)),
+                Verdict::Rejected => Err(RawRefusal::Rejected(step)),
+                Verdict::Pending => Err(RawRefusal::NeedsApproval(step)),
             },
-            _ => Err(RawDenied::NeedsApproval(step)),
+            _ => Err(RawRefusal::NeedsApproval(step)),
         }
     }
 
@@ -65,7 +65,7 @@ where
         tool: ToolRef<'_>,
         call: &Call<'_>,
         matchers: &Matchers,
-    ) -> Result<(), RawDenied> {
+    ) -> Result<(), RawRefusal> {
         if self.check_call(t, available, tool, call, matchers)? {
             self.approval = None;
         }

@@ -21,6 +21,6 @@ fn main() {
     let call = Call::new(CallDigest::of_text("get_webpage", args), args);
     assert!(matches!(
         Session::new().check_call(Tool::GetWebpage, &call),
-        Err(orch::Denied::BrokenRule { .. })
+        Err(orch::Refusal::BrokenRule { .. })
     ));
 }

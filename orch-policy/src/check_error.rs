@@ -1,5 +1,5 @@
 //! Every answer `orch policy` gives agentgateway other than "pass" or "mutated", as one
-//! enum, and its mapping to the ExtMcp wire in one place ([`Rejection::into_error`]):
+//! enum, and its mapping to the ExtMcp wire in one place ([`CheckError::into_error`]):
 //! which `AuthorizationError` code each gets, the words it says, and the JSON-RPC error
 //! data the gateway hands the client (a refused call's facts, as `orch mcp` gives them).
 
@@ -11,7 +11,7 @@ use std::fmt;
 
 /// Why a check was not passed.
 #[derive(Debug)]
-pub(crate) enum Rejection {
+pub(crate) enum CheckError {
     /// The workflow refuses the call (or holds it for a human's approval): orch's words
     /// and the refusal's facts (`PERMISSION_DENIED`).
     Refused {
@@ -125,27 +125,27 @@ pub(crate) enum Invalid {
     BadToken,
 }
 
-impl Rejection {
+impl CheckError {
     /// The `AuthorizationError` code it goes out with.
     pub(crate) fn code(&self) -> Code {
         match self {
-            Rejection::Refused { .. }
-            | Rejection::NoRun { .. }
-            | Rejection::RunNotString { .. }
-            | Rejection::RunNameLength { .. }
-            | Rejection::Dismissed { .. }
-            | Rejection::Lapsed { .. }
-            | Rejection::NoCall => Code::PermissionDenied,
-            Rejection::Busy { .. } | Rejection::Overloaded { .. } => Code::ResourceExhausted,
-            Rejection::Invalid(_) => Code::Invalid,
-            Rejection::Fault { .. } | Rejection::BusyAfterWait { .. } => Code::Unknown,
+            CheckError::Refused { .. }
+            | CheckError::NoRun { .. }
+            | CheckError::RunNotString { .. }
+            | CheckError::RunNameLength { .. }
+            | CheckError::Dismissed { .. }
+            | CheckError::Lapsed { .. }
+            | CheckError::NoCall => Code::PermissionDenied,
+            CheckError::Busy { .. } | CheckError::Overloaded { .. } => Code::ResourceExhausted,
+            CheckError::Invalid(_) => Code::Invalid,
+            CheckError::Fault { .. } | CheckError::BusyAfterWait { .. } => Code::Unknown,
         }
     }
 
     /// The refusal's facts, for a refused or busy call.
     pub(crate) fn data(&self) -> Option<&Value> {
         match self {
-            Rejection::Refused { data, .. } | Rejection::Busy { data, .. } => Some(data),
+            CheckError::Refused { data, .. } | CheckError::Busy { data, .. } => Some(data),
             _ => None,
         }
     }
@@ -161,51 +161,51 @@ impl Rejection {
     }
 }
 
-impl From<Invalid> for Rejection {
-    fn from(invalid: Invalid) -> Rejection {
-        Rejection::Invalid(invalid)
+impl From<Invalid> for CheckError {
+    fn from(invalid: Invalid) -> CheckError {
+        CheckError::Invalid(invalid)
     }
 }
 
-impl fmt::Display for Rejection {
+impl fmt::Display for CheckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rejection::Refused { reason, .. } | Rejection::Busy { reason, .. } => {
+            CheckError::Refused { reason, .. } | CheckError::Busy { reason, .. } => {
                 f.write_str(reason)
             }
-            Rejection::Overloaded { limit } => write!(
+            CheckError::Overloaded { limit } => write!(
                 f,
                 "orch policy is handling its maximum of {limit} checks at once; try again shortly"
             ),
-            Rejection::NoRun { key } => write!(
+            CheckError::NoRun { key } => write!(
                 f,
                 "orch policy: the gateway named no workflow run: `metadata_context` has no `{key}` \
                  (configure the guardrails processor's metadata with `{key}: <CEL naming the run, e.g. jwt.sub>`)"
             ),
-            Rejection::RunNotString { key } => write!(
+            CheckError::RunNotString { key } => write!(
                 f,
                 "orch policy: the run named by `metadata_context.{key}` must be a string"
             ),
-            Rejection::RunNameLength { key, max } => write!(
+            CheckError::RunNameLength { key, max } => write!(
                 f,
                 "orch policy: the run named by `metadata_context.{key}` must be 1 to {max} bytes long"
             ),
-            Rejection::Dismissed { tool } => write!(
+            CheckError::Dismissed { tool } => write!(
                 f,
                 "error: `{tool}` was not run: the human dismissed the question about it; call it again to ask again"
             ),
-            Rejection::Lapsed { lease_secs } => write!(
+            CheckError::Lapsed { lease_secs } => write!(
                 f,
                 "orch policy: this call's admission lapsed (after {lease_secs} s): its result counted as lost, and what that means was decided by the template's `lostResults`, or its result was reported already: it is withheld and not recorded"
             ),
-            Rejection::NoCall => f.write_str(
+            CheckError::NoCall => f.write_str(
                 "orch policy: no call of this workflow run is in flight (was the request phase of tools/call configured?): the result is withheld and not recorded",
             ),
-            Rejection::Invalid(invalid) => invalid.fmt(f),
-            Rejection::Fault { run, error } => {
+            CheckError::Invalid(invalid) => invalid.fmt(f),
+            CheckError::Fault { run, error } => {
                 write!(f, "orch policy: workflow run `{run}`: {error}")
             }
-            Rejection::BusyAfterWait { tool } => write!(
+            CheckError::BusyAfterWait { tool } => write!(
                 f,
                 "orch policy: `{tool}` found its run busy after waiting had ended"
             ),
@@ -268,8 +268,8 @@ mod tests {
     /// the client's error data, load is RESOURCE_EXHAUSTED, what orch cannot read is
     /// INVALID, orch's own failure UNKNOWN (the gateway fails closed).
     #[test]
-    fn each_rejection_goes_out_with_its_code_and_its_data() {
-        let refused = Rejection::Refused {
+    fn each_check_error_goes_out_with_its_code_and_its_data() {
+        let refused = CheckError::Refused {
             reason: "error: `pay` is not allowed".into(),
             data: serde_json::json!({"refusal": "not_allowed"}),
         }
@@ -281,13 +281,16 @@ mod tests {
             Some(br#"{"refusal":"not_allowed"}"#.as_slice())
         );
         let cases = [
-            (Rejection::Overloaded { limit: 2 }, Code::ResourceExhausted),
-            (Rejection::NoCall, Code::PermissionDenied),
+            (CheckError::Overloaded { limit: 2 }, Code::ResourceExhausted),
+            (CheckError::NoCall, Code::PermissionDenied),
             (Invalid::NoName.into(), Code::Invalid),
-            (Rejection::BusyAfterWait { tool: "a".into() }, Code::Unknown),
+            (
+                CheckError::BusyAfterWait { tool: "a".into() },
+                Code::Unknown,
+            ),
         ];
-        for (rejection, code) in cases {
-            let wire = rejection.into_error();
+        for (error, code) in cases {
+            let wire = error.into_error();
             assert_eq!(wire.code, code as i32, "{}", wire.reason);
             assert!(wire.mcp_error.is_none(), "{}", wire.reason);
         }

@@ -5,8 +5,8 @@ use crate::machine::StepEnum;
 use core::fmt;
 
 /// Why a tool may not run now: the `Err` of `check` on a typed [`crate::Session`]
-/// (`Denied<Step, ToolSet>`: generated code names it `Denied`) and on a run-time
-/// [`crate::dynamic::DynSession`] (`Denied<&str, Vec<&str>>`, by names). Both say it in
+/// (`Refusal<Step, ToolSet>`: generated code names it `Refusal`) and on a run-time
+/// [`crate::dynamic::DynSession`] (`Refusal<&str, Vec<&str>>`, by names). Both say it in
 /// the same words:
 ///
 /// ```
@@ -14,11 +14,11 @@ use core::fmt;
 /// use demo::{Session, Tool};
 /// let mut s = Session::new();
 /// s.on_user_message("research this");
-/// let denied = s.check(Tool::Think).unwrap_err();
-/// assert_eq!(denied.to_string(), "the sequence of step `Research` expects `search` at position 0");
+/// let refusal = s.check(Tool::Think).unwrap_err();
+/// assert_eq!(refusal.to_string(), "the sequence of step `Research` expects `search` at position 0");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Denied<S, E> {
+pub enum Refusal<S, E> {
     /// The active step does not allow the tool.
     NotInStep {
         /// The active step.
@@ -61,22 +61,22 @@ pub enum Denied<S, E> {
     },
 }
 
-impl<S: Copy, E> Denied<S, E> {
+impl<S: Copy, E> Refusal<S, E> {
     /// The active step that refused, if the step refused (not the host).
     pub fn step(&self) -> Option<S> {
         match self {
-            Denied::NotInStep { step } | Denied::SequenceExpects { step, .. } => Some(*step),
-            Denied::NeedsApproval { step }
-            | Denied::Rejected { step }
-            | Denied::BrokenRule { step, .. } => *step,
-            Denied::Unavailable => None,
+            Refusal::NotInStep { step } | Refusal::SequenceExpects { step, .. } => Some(*step),
+            Refusal::NeedsApproval { step }
+            | Refusal::Rejected { step }
+            | Refusal::BrokenRule { step, .. } => *step,
+            Refusal::Unavailable => None,
         }
     }
 
     /// Is this "needs approval" (the call may run once a human approves it) rather than a
     /// refusal?
     pub fn needs_approval(&self) -> bool {
-        matches!(self, Denied::NeedsApproval { .. })
+        matches!(self, Refusal::NeedsApproval { .. })
     }
 
     /// The wording shared by every session type, given the step's name and the
@@ -88,8 +88,8 @@ impl<S: Copy, E> Denied<S, E> {
         names: impl Fn(&'a E) -> I,
     ) -> fmt::Result {
         match self {
-            Denied::NotInStep { step } => write!(f, "not allowed in step `{}`", step_name(step)),
-            Denied::SequenceExpects {
+            Refusal::NotInStep { step } => write!(f, "not allowed in step `{}`", step_name(step)),
+            Refusal::SequenceExpects {
                 step,
                 index,
                 expected,
@@ -106,22 +106,22 @@ impl<S: Copy, E> Denied<S, E> {
                 }
                 write!(f, " at position {index}")
             }
-            Denied::Unavailable => f.write_str("the host has not made this tool available"),
-            Denied::NeedsApproval { step: Some(step) } => write!(
+            Refusal::Unavailable => f.write_str("the host has not made this tool available"),
+            Refusal::NeedsApproval { step: Some(step) } => write!(
                 f,
                 "needs a human's approval of this call in step `{}`",
                 step_name(step)
             ),
-            Denied::NeedsApproval { step: None } => {
+            Refusal::NeedsApproval { step: None } => {
                 f.write_str("needs a human's approval of this call")
             }
-            Denied::Rejected { step: Some(step) } => write!(
+            Refusal::Rejected { step: Some(step) } => write!(
                 f,
                 "a human rejected this call in step `{}`",
                 step_name(step)
             ),
-            Denied::Rejected { step: None } => f.write_str("a human rejected this call"),
-            Denied::BrokenRule { step, broken } => {
+            Refusal::Rejected { step: None } => f.write_str("a human rejected this call"),
+            Refusal::BrokenRule { step, broken } => {
                 write!(f, "the arguments break argument rule #{}", broken.rule)?;
                 match step {
                     Some(step) => write!(f, " in step `{}`", step_name(step)),
@@ -132,7 +132,7 @@ impl<S: Copy, E> Denied<S, E> {
     }
 }
 
-impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, ToolSet<T>> {
+impl<S: StepEnum, T: ToolEnum> fmt::Display for Refusal<S, ToolSet<T>> {
     /// `` not allowed in step `Chat` ``, `` the sequence of step `Research` expects
     /// `think` at position 1 ``, `the host has not made this tool available`, or
     /// `` needs a human's approval of this call in step `Checkout` `` or
@@ -142,12 +142,19 @@ impl<S: StepEnum, T: ToolEnum> fmt::Display for Denied<S, ToolSet<T>> {
     }
 }
 
-impl fmt::Display for Denied<&str, Vec<&str>> {
+impl fmt::Display for Refusal<&str, Vec<&str>> {
     /// The same words as for a typed session.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write(f, |s| s, |e| e.iter().copied())
     }
 }
 
-impl<S: StepEnum, T: ToolEnum> std::error::Error for Denied<S, ToolSet<T>> {}
-impl std::error::Error for Denied<&str, Vec<&str>> {}
+impl<S: StepEnum, T: ToolEnum> std::error::Error for Refusal<S, ToolSet<T>> {}
+impl std::error::Error for Refusal<&str, Vec<&str>> {}
+
+/// The former name of [`Refusal`].
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `Refusal`: one name for a call that is not allowed"
+)]
+pub type Denied<S, E> = Refusal<S, E>;
