@@ -205,6 +205,121 @@ fn hosts_globs_arrays_and_combinations() {
     ));
 }
 
+/// `addressesIn` reads a recipient field as a list of plain addresses, every one of which
+/// must match; `hostnameIn` reads a host written alone as the host `https://` before it
+/// would reach. Both are false for anything they cannot read strictly.
+#[test]
+fn address_lists_and_hosts_without_a_scheme() {
+    let s = Session::new();
+    let ok =
+        |tool: Tool, name: &str, args: &'static str| s.check_call(tool, &call(name, args)).is_ok();
+    for good in [
+        r#"{"to": "ana@corp.example"}"#,
+        r#"{"to": "Ana@CORP.example, auditor@partner.example; bo@corp.example"}"#,
+    ] {
+        assert!(ok(Tool::SendEmail, "send_email", good), "{good}");
+    }
+    for bad in [
+        // One string that ends well, with an outsider first: what `glob` would accept.
+        r#"{"to": "eve@evil.example, boss@corp.example"}"#,
+        r#"{"to": "Boss <boss@corp.example>"}"#,
+        r#"{"to": "\"eve@evil.example\"@corp.example"}"#,
+        r#"{"to": "boss@corp.example (cc eve@evil.example)"}"#,
+        r#"{"to": "boss@corp.example.evil.example"}"#,
+        r#"{"to": "boss@sub.corp.example"}"#,
+        r#"{"to": ""}"#,
+        r#"{"to": ["boss@corp.example"]}"#,
+        r#"{}"#,
+    ] {
+        assert!(!ok(Tool::SendEmail, "send_email", bad), "{bad}");
+    }
+    let (rule, why) = broken(
+        &s,
+        Tool::SendEmail,
+        &call(
+            "send_email",
+            r#"{"to": "eve@evil.example, boss@corp.example"}"#,
+        ),
+    )
+    .unwrap();
+    assert_eq!(rule, "corp-mail");
+    assert_eq!(
+        why,
+        r#"`/to` is "eve@evil.example, boss@corp.example": it must be a list of plain e-mail addresses, each one of *@corp.example, auditor@partner.example"#
+    );
+    for good in [
+        r#"{"host": "bank.example"}"#,
+        r#"{"host": "www.BANK.example."}"#,
+        r#"{"host": "bank.example:8443/rates?x=1"}"#,
+        r#"{"host": "https://www.bank.example/rates"}"#,
+        r#"{"host": "evil.example@bank.example"}"#,
+    ] {
+        assert!(ok(Tool::OpenSite, "open_site", good), "{good}");
+    }
+    for bad in [
+        r#"{"host": "bank.example@evil.example"}"#,
+        r#"{"host": "bank.example.evil.example"}"#,
+        r#"{"host": "bank.example\\@evil.example"}"#,
+        r#"{"host": "evil.example/bank.example"}"#,
+        r#"{"host": "bank.example:443@evil.example"}"#,
+        r#"{"host": "https:evil.example"}"#,
+        r#"{"host": "bank .example"}"#,
+        r#"{"host": ""}"#,
+    ] {
+        assert!(!ok(Tool::OpenSite, "open_site", bad), "{bad}");
+    }
+    // What a text carries: every link and every address inside it.
+    for good in [
+        r#"{"body": "No links, no addresses: @ana will call."}"#,
+        r#"{"body": "See https://wiki.corp.example/a?b (or www.corp.example), ask Ana@corp.example."}"#,
+    ] {
+        assert!(ok(Tool::Reply, "reply", good), "{good}");
+    }
+    for bad in [
+        r#"{"body": "Update your details at evil.example/login today."}"#,
+        r#"{"body": "See https://wiki.corp.example/a and [this](https://evil.example/x)"}"#,
+        r#"{"body": "https://corp.example\"@evil.example/"}"#,
+        r#"{"body": "Visit WWW.EVIL.example"}"#,
+        r#"{"body": "Write to eve@evil.example for the invoice."}"#,
+        r#"{"body": "https://bаnk.corp.example/"}"#,
+        r#"{"body": 42}"#,
+    ] {
+        assert!(!ok(Tool::Reply, "reply", bad), "{bad}");
+    }
+    let (rule, why) = broken(
+        &s,
+        Tool::Reply,
+        &call("reply", r#"{"body": "Log in at evil.example/login"}"#),
+    )
+    .unwrap();
+    assert_eq!(rule, "our-links");
+    assert_eq!(
+        why,
+        r#"`/body` is "Log in at evil.example/login": it must be text whose every link goes to a host that is one of corp.example, *.corp.example"#
+    );
+    // The run-time session judges the same.
+    let machine = dyn_machine();
+    let d = machine.session();
+    for (tool, args) in [
+        (
+            "send_email",
+            r#"{"to": "eve@evil.example, boss@corp.example"}"#,
+        ),
+        ("send_email", r#"{"to": "ana@corp.example"}"#),
+        ("open_site", r#"{"host": "bank.example@evil.example"}"#),
+        ("open_site", r#"{"host": "www.bank.example"}"#),
+        ("reply", r#"{"body": "Log in at evil.example/login"}"#),
+        ("reply", r#"{"body": "ask ana@corp.example"}"#),
+    ] {
+        let typed = Tool::from_name(tool).expect("a declared tool");
+        assert_eq!(
+            d.check_call(tool, &call(tool, args)).is_ok(),
+            s.check_call(typed, &call(tool, args)).is_ok(),
+            "{tool} {args}"
+        );
+    }
+}
+
 #[test]
 fn arguments_a_rule_cannot_read_break_it() {
     let s = Session::new();

@@ -210,7 +210,7 @@ mod dsl_payments {
         /// tests/fixtures/machines/payments.json, written in the DSL: rules on
         /// arguments, conditional approval and step rules (semantics §16).
         pub machine "payments" {
-            tools: [get_contacts, send_money, get_webpage, invite, note, pay_contact];
+            tools: [get_contacts, send_money, get_webpage, invite, note, pay_contact, send_email, open_site, reply];
             description: "Rules on arguments (semantics §16): what a call may carry.";
             approve "large-transfer": send_money when "/amount" range(min = 500);
             rule iban: send_money require "/recipient" regex("^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$");
@@ -222,6 +222,11 @@ mod dsl_payments {
             );
             rule "known-recipient": pay_contact
                 require "/iban" in_result(get_contacts, "/contacts/*/iban");
+            rule "corp-mail": send_email
+                require "/to" addresses_in("*@corp.example", "auditor@partner.example");
+            rule "bank-host": open_site require "/host" hostname_in("bank.example", "*.bank.example");
+            rule "our-links": reply require "/body" links_in("corp.example", "*.corp.example");
+            rule "our-addresses": reply require "/body" emails_in("*@corp.example");
             rule "plain-note": note require any("/text" length(max = 200), "/urgent" equals(true));
             default step Chat;
             step Paying {
@@ -254,6 +259,21 @@ fn same_rules_on_arguments() {
             r#"{"recipient": "DE89370400440532013000", "amount": 1200}"#,
         ),
         ("get_webpage", r#"{"url": "https://evil.example/?q=1"}"#),
+        (
+            "send_email",
+            r#"{"to": "ana@corp.example; auditor@partner.example"}"#,
+        ),
+        (
+            "send_email",
+            r#"{"to": "eve@evil.example, ana@corp.example"}"#,
+        ),
+        ("open_site", r#"{"host": "www.bank.example"}"#),
+        ("open_site", r#"{"host": "bank.example@evil.example"}"#),
+        (
+            "reply",
+            r#"{"body": "See https://wiki.corp.example/x, ask ana@corp.example"}"#,
+        ),
+        ("reply", r#"{"body": "Log in at evil.example/login"}"#),
         (
             "invite",
             r#"{"participants": [{"email": "a@corp.example"}, {"email": "x@evil.example"}]}"#,

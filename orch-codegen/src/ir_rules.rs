@@ -71,6 +71,14 @@ pub enum IrTest {
     },
     /// A URL whose host matches one of these globs.
     HostIn(Vec<String>),
+    /// A host, alone or in a URL, matching one of these globs.
+    HostnameIn(Vec<String>),
+    /// A list of plain e-mail addresses, each matching one of these globs.
+    AddressesIn(Vec<String>),
+    /// Text whose every link goes to a host matching one of these globs.
+    LinksIn(Vec<String>),
+    /// Text whose every e-mail address matches one of these globs.
+    EmailsIn(Vec<String>),
     /// An array whose every element satisfies it.
     Each(Box<IrPred>),
     /// A value an earlier result of `tool` held at `path` (`*` tokens: every element or
@@ -173,6 +181,10 @@ impl Flat {
                         max: max.unwrap_or(UNBOUNDED),
                     },
                     IrTest::HostIn(hosts) => Test::HostIn(self.list(hosts)),
+                    IrTest::HostnameIn(hosts) => Test::HostnameIn(self.list(hosts)),
+                    IrTest::AddressesIn(globs) => Test::AddressesIn(self.list(globs)),
+                    IrTest::LinksIn(hosts) => Test::LinksIn(self.list(hosts)),
+                    IrTest::EmailsIn(globs) => Test::EmailsIn(self.list(globs)),
                     IrTest::Each(inner) => Test::Each(self.pred(inner)),
                     IrTest::InResult { tool, path } => {
                         let key = (*tool, path.clone());

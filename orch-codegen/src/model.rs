@@ -200,6 +200,15 @@ pub enum ArgTest {
     },
     /// `hostIn`: a URL whose host matches one of these `*` globs.
     HostIn(Spanned<Vec<Spanned<String>>>),
+    /// `hostnameIn`: a host written alone or in a URL, matching one of these `*` globs.
+    HostnameIn(Spanned<Vec<Spanned<String>>>),
+    /// `addressesIn`: a list of plain e-mail addresses, each matching one of these `*`
+    /// globs.
+    AddressesIn(Spanned<Vec<Spanned<String>>>),
+    /// `linksIn`: text whose every link goes to a host matching one of these `*` globs.
+    LinksIn(Spanned<Vec<Spanned<String>>>),
+    /// `emailsIn`: text whose every e-mail address matches one of these `*` globs.
+    EmailsIn(Spanned<Vec<Spanned<String>>>),
     /// `each`: an array whose every element satisfies this.
     Each(Box<Predicate>),
     /// `inResult`: a value an earlier result of `tool` held at `path` (a JSON pointer
@@ -226,14 +235,30 @@ impl ArgTest {
             ArgTest::Range { .. } => "range",
             ArgTest::Length { .. } => "length",
             ArgTest::HostIn(_) => "hostIn",
+            ArgTest::HostnameIn(_) => "hostnameIn",
+            ArgTest::AddressesIn(_) => "addressesIn",
+            ArgTest::LinksIn(_) => "linksIn",
+            ArgTest::EmailsIn(_) => "emailsIn",
             ArgTest::Each(_) => "each",
             ArgTest::InResult { .. } => "inResult",
         }
     }
 
     /// Every test key, in the order the docs list them.
-    pub const KEYS: [&'static str; 10] = [
-        "exists", "equals", "oneOf", "glob", "regex", "range", "length", "hostIn", "each",
+    pub const KEYS: [&'static str; 14] = [
+        "exists",
+        "equals",
+        "oneOf",
+        "glob",
+        "regex",
+        "range",
+        "length",
+        "hostIn",
+        "hostnameIn",
+        "addressesIn",
+        "linksIn",
+        "emailsIn",
+        "each",
         "inResult",
     ];
 }

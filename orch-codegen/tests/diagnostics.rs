@@ -465,6 +465,24 @@ fn e025_invalid_rule() {
     let c = compile(&src);
     let d = find(&c, &src, Code::InvalidRule, "[]");
     assert_eq!(d.message, "`oneOf` lists no value");
+    // `hostnameIn` takes hosts alone too; `addressesIn` patterns with one `@` each.
+    let src = rules(
+        r#"{"name": "r", "tool": "search", "require": {"path": "/h", "hostnameIn": ["example.com:443"]}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, r#""example.com:443""#);
+    assert_eq!(d.message, "`example.com:443` is not a host");
+    let src = rules(
+        r#"{"name": "r", "tool": "search", "require": {"path": "/to", "addressesIn": ["corp.example"]}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, r#""corp.example""#);
+    assert_eq!(d.message, "`corp.example` is not an e-mail address pattern");
+    let src =
+        rules(r#"{"name": "r", "tool": "search", "require": {"path": "/to", "addressesIn": []}}"#);
+    let c = compile(&src);
+    let d = find(&c, &src, Code::InvalidRule, "[]");
+    assert_eq!(d.message, "`addressesIn` lists no address");
     // Unknown keys are E021 with a suggestion; a pattern as the tool is E013.
     let src =
         rules(r#"{"name": "r", "tool": "search", "require": {"path": "/q", "oneof": ["a"]}}"#);

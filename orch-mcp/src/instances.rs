@@ -29,8 +29,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+/// Why a bus could not publish or subscribe: the bus's own error.
+pub type BusError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A future the bus returns.
-pub type BusFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub type BusFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BusError>> + Send + 'a>>;
 
 /// A channel every gateway instance of one deployment publishes to and listens on:
 /// what one publishes reaches every instance subscribed at that moment, at most once.
@@ -49,7 +52,7 @@ impl Bus for orch_store::RedisBus {
             orch_store::RedisBus::publish(self, message)
                 .await
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(BusError::from)
         })
     }
 
@@ -57,7 +60,7 @@ impl Bus for orch_store::RedisBus {
         Box::pin(async move {
             orch_store::RedisBus::subscribe(self)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(BusError::from)
         })
     }
 }
@@ -257,7 +260,7 @@ impl Instances {
     /// Joins the deployment through `bus` (once; a second bus is ignored) and delivers
     /// what other instances publish until the gateway ends. The subscription is made
     /// before this returns.
-    pub(crate) async fn join(self: &Arc<Self>, bus: Arc<dyn Bus>) -> Result<(), String> {
+    pub(crate) async fn join(self: &Arc<Self>, bus: Arc<dyn Bus>) -> Result<(), BusError> {
         if self.bus.set(Arc::clone(&bus)).is_err() {
             return Ok(());
         }

@@ -58,7 +58,7 @@ mod telemetry;
 mod unfinished;
 mod upstream;
 
-pub use instances::{Bus, BusFuture};
+pub use instances::{Bus, BusError, BusFuture};
 pub use jwt::{Jwks, JwtOptions};
 pub use upstream::Upstream;
 
@@ -88,8 +88,8 @@ pub enum GatewayError {
     UpstreamStart(String),
     /// The upstream MCP server went away while the gateway was serving.
     UpstreamGone(String),
-    /// The MCP client's handshake failed (stdio).
-    ClientHandshake(String),
+    /// The MCP client's handshake failed (stdio): the MCP SDK's error.
+    ClientHandshake(Box<dyn std::error::Error + Send + Sync>),
     /// The options cannot be used: they conflict, or a file or key set they name cannot
     /// be read.
     Options(String),
@@ -102,8 +102,8 @@ pub enum GatewayError {
     },
     /// Serving HTTP failed.
     Serve(std::io::Error),
-    /// The other instances of the gateway could not be reached (the bus).
-    Instances(String),
+    /// The other instances of the gateway could not be reached: the bus's error.
+    Instances(instances::BusError),
 }
 
 impl std::fmt::Display for GatewayError {
@@ -128,7 +128,12 @@ impl std::error::Error for GatewayError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             GatewayError::Listen { source, .. } | GatewayError::Serve(source) => Some(source),
-            _ => None,
+            GatewayError::ClientHandshake(source) | GatewayError::Instances(source) => {
+                Some(source.as_ref())
+            }
+            GatewayError::UpstreamStart(_)
+            | GatewayError::UpstreamGone(_)
+            | GatewayError::Options(_) => None,
         }
     }
 }
@@ -426,7 +431,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         );
         let outcome = tokio::select! {
             served = rmcp::serve_server(downstream, sdk) => match served {
-                Err(e) => Err(GatewayError::ClientHandshake(e.to_string())),
+                Err(e) => Err(GatewayError::ClientHandshake(Box::new(e))),
                 Ok(running) => {
                     let ct = running.cancellation_token();
                     tokio::select! {

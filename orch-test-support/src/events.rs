@@ -255,7 +255,11 @@ pub fn template_json(n_tools: usize, specs: &[StepSpec]) -> String {
 #[derive(Clone, Copy, Debug)]
 pub struct ArgumentRules {
     /// A required rule named `small`: on tool `.0`, of kind `.1` — 0: `/n` at most 1;
-    /// 1: `/n` one of 0 and 2; else `/n` a value an earlier result of tool `.2` held.
+    /// 1: `/n` one of 0 and 2; 2: `/n` names the host `a.example` or is not a list of
+    /// `@a.example` addresses (a number never names a host nor is a list: it holds); 3:
+    /// `/n` names the host `a.example` (never, for a number: the tool is always
+    /// refused, in the same words everywhere); else `/n` a value an earlier result of
+    /// tool `.2` held.
     pub rule: Option<(usize, usize, usize)>,
     /// A conditional approval named `large`: calls of this tool whose `/n` is 2 or more.
     pub conditional: Option<usize>,
@@ -266,7 +270,7 @@ impl ArgumentRules {
     /// with probability one half.
     pub fn strategy(rule: f64) -> impl Strategy<Value = ArgumentRules> {
         (
-            proptest::option::weighted(rule, (0..4usize, 0..4usize, 0..4usize)),
+            proptest::option::weighted(rule, (0..4usize, 0..6usize, 0..4usize)),
             proptest::option::of(0..4usize),
         )
             .prop_map(|(rule, conditional)| ArgumentRules { rule, conditional })
@@ -289,6 +293,9 @@ impl ArgumentRules {
             let require = match kind {
                 0 => json!({"path": "/n", "range": {"max": 1}}),
                 1 => json!({"path": "/n", "oneOf": [0, 2]}),
+                2 => json!({"any": [{"path": "/n", "hostnameIn": ["a.example"]},
+                                    {"not": {"path": "/n", "addressesIn": ["*@a.example"]}}]}),
+                3 => json!({"path": "/n", "hostnameIn": ["a.example", "*.a.example"]}),
                 _ => json!({"path": "/n", "inResult": {"tool": tools[source], "path": results}}),
             };
             orchestration["rules"] =

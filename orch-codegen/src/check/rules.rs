@@ -256,33 +256,13 @@ impl<'t> Checker<'t> {
                 }
                 IrTest::Length { min: lo, max: hi }
             }
-            ArgTest::HostIn(hosts) => {
-                if hosts.value.is_empty() {
-                    self.bad(
-                        hosts.span,
-                        "`hostIn` lists no host".to_owned(),
-                        "list the hosts allowed (`example.com`, `*.example.com`)",
-                    );
-                    return None;
-                }
-                for h in &hosts.value {
-                    if h.value.is_empty() || h.value.contains(['/', ':', '@']) {
-                        self.bad(
-                            h.span,
-                            format!("`{}` is not a host", h.value),
-                            "write the host alone (`example.com`, `*.example.com`): no scheme, port or path",
-                        );
-                        return None;
-                    }
-                }
-                IrTest::HostIn(
-                    hosts
-                        .value
-                        .iter()
-                        .map(|h| h.value.to_ascii_lowercase())
-                        .collect(),
-                )
+            ArgTest::HostIn(hosts) => IrTest::HostIn(self.hosts(hosts, "hostIn")?),
+            ArgTest::HostnameIn(hosts) => IrTest::HostnameIn(self.hosts(hosts, "hostnameIn")?),
+            ArgTest::AddressesIn(globs) => {
+                IrTest::AddressesIn(self.addresses(globs, "addressesIn")?)
             }
+            ArgTest::LinksIn(hosts) => IrTest::LinksIn(self.hosts(hosts, "linksIn")?),
+            ArgTest::EmailsIn(globs) => IrTest::EmailsIn(self.addresses(globs, "emailsIn")?),
             ArgTest::Each(inner) => IrTest::Each(Box::new(self.predicate(inner, universe)?)),
             ArgTest::InResult { tool, path, .. } => {
                 if !is_pointer(&path.value) {
@@ -324,6 +304,73 @@ impl<'t> Checker<'t> {
                 .label("no value is within these bounds")
                 .help("`min` must not be above `max`"),
         );
+    }
+
+    /// The hosts of a `hostIn`, `hostnameIn` or `linksIn` (`key`), lowercased: each a
+    /// host alone.
+    fn hosts(&mut self, hosts: &Spanned<Vec<Spanned<String>>>, key: &str) -> Option<Vec<String>> {
+        if hosts.value.is_empty() {
+            self.bad(
+                hosts.span,
+                format!("`{key}` lists no host"),
+                "list the hosts allowed (`example.com`, `*.example.com`)",
+            );
+            return None;
+        }
+        for h in &hosts.value {
+            if h.value.is_empty() || h.value.contains(['/', ':', '@']) {
+                self.bad(
+                    h.span,
+                    format!("`{}` is not a host", h.value),
+                    "write the host alone (`example.com`, `*.example.com`): no scheme, port or path",
+                );
+                return None;
+            }
+        }
+        Some(
+            hosts
+                .value
+                .iter()
+                .map(|h| h.value.to_ascii_lowercase())
+                .collect(),
+        )
+    }
+
+    /// The address patterns of an `addressesIn` or `emailsIn` (`key`), lowercased: each
+    /// with one `@`.
+    fn addresses(
+        &mut self,
+        globs: &Spanned<Vec<Spanned<String>>>,
+        key: &str,
+    ) -> Option<Vec<String>> {
+        if globs.value.is_empty() {
+            self.bad(
+                globs.span,
+                format!("`{key}` lists no address"),
+                "list the addresses allowed (`boss@example.com`, `*@example.com`)",
+            );
+            return None;
+        }
+        for g in &globs.value {
+            let plain = !g
+                .value
+                .contains(|c: char| c.is_whitespace() || c == ',' || c == ';');
+            if g.value.matches('@').count() != 1 || !plain {
+                self.bad(
+                    g.span,
+                    format!("`{}` is not an e-mail address pattern", g.value),
+                    "write one address or pattern with one `@` (`boss@example.com`, `*@example.com`)",
+                );
+                return None;
+            }
+        }
+        Some(
+            globs
+                .value
+                .iter()
+                .map(|g| g.value.to_ascii_lowercase())
+                .collect(),
+        )
     }
 
     fn bad(&mut self, span: Span, message: String, help: &str) {

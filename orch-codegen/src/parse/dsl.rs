@@ -24,6 +24,7 @@
 //!               (the string is a JSON pointer; without one, the whole value)
 //! test       := "exists" ("(" bool ")")? | "equals" "(" scalar ")" | "one_of" "(" scalar,* ")"
 //!             | "glob" "(" string ")" | "regex" "(" string ")" | "host_in" "(" string,* ")"
+//!             | ("hostname_in" | "addresses_in" | "links_in" | "emails_in") "(" string,* ")"
 //!             | ("range" | "length") "(" (("min" | "max") "=" number),* ")"
 //!             | "each" "(" pred ")" | "in_result" "(" tool ("," string)? ")"
 //! scalar     := string | "-"? number | "true" | "false" | "null"

@@ -13,7 +13,7 @@ use syn::{parenthesized, Ident, LitInt, LitStr, Token};
 
 /// The DSL's test keywords, in the order the docs list them (the JSON keys in
 /// snake case).
-pub(super) const TESTS: [&str; 10] = [
+pub(super) const TESTS: [&str; 14] = [
     "exists",
     "equals",
     "one_of",
@@ -22,6 +22,10 @@ pub(super) const TESTS: [&str; 10] = [
     "range",
     "length",
     "host_in",
+    "hostname_in",
+    "addresses_in",
+    "links_in",
+    "emails_in",
     "each",
     "in_result",
 ];
@@ -164,7 +168,7 @@ pub(super) fn parse_predicate(low: &mut Lowering, input: ParseStream) -> syn::Re
 
 /// A test: `exists`, `exists(false)`, `equals(V)`, `one_of(V, ..)`, `glob("..")`,
 /// `regex("..")`, `range(min = N, max = N)`, `length(min = N, max = N)`,
-/// `host_in("..", ..)`, `each(PREDICATE)`, `in_result(TOOL, "/pointer")`.
+/// `host_in("..", ..)`, `hostname_in("..", ..)`, `addresses_in("..", ..)`, `links_in("..", ..)`, `emails_in("..", ..)`, `each(PREDICATE)`, `in_result(TOOL, "/pointer")`.
 pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<ArgTest> {
     let kw = Ident::parse_any(input)?;
     let word = kw.to_string();
@@ -201,12 +205,19 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
                 ArgTest::Regex(s)
             }
         }
-        "host_in" => {
-            let hosts = comma_separated(&args, |a| {
+        "host_in" | "hostname_in" | "addresses_in" | "links_in" | "emails_in" => {
+            let globs = comma_separated(&args, |a| {
                 let s: LitStr = a.parse()?;
                 Ok(low.spanned(s.value(), s.span()))
             })?;
-            ArgTest::HostIn(Spanned::new(hosts, whole))
+            let globs = Spanned::new(globs, whole);
+            match word.as_str() {
+                "host_in" => ArgTest::HostIn(globs),
+                "hostname_in" => ArgTest::HostnameIn(globs),
+                "links_in" => ArgTest::LinksIn(globs),
+                "emails_in" => ArgTest::EmailsIn(globs),
+                _ => ArgTest::AddressesIn(globs),
+            }
         }
         "each" => ArgTest::Each(Box::new(parse_predicate(low, &args)?)),
         "in_result" => {

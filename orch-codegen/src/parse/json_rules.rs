@@ -252,6 +252,14 @@ impl Reader {
             "glob" => ArgTest::Glob(self.string(v, "glob")?),
             "regex" => ArgTest::Regex(self.string(v, "regex")?),
             "hostIn" => ArgTest::HostIn(Spanned::new(self.strings(v, "hostIn")?, span_of(v))),
+            "hostnameIn" => {
+                ArgTest::HostnameIn(Spanned::new(self.strings(v, "hostnameIn")?, span_of(v)))
+            }
+            "addressesIn" => {
+                ArgTest::AddressesIn(Spanned::new(self.strings(v, "addressesIn")?, span_of(v)))
+            }
+            "linksIn" => ArgTest::LinksIn(Spanned::new(self.strings(v, "linksIn")?, span_of(v))),
+            "emailsIn" => ArgTest::EmailsIn(Spanned::new(self.strings(v, "emailsIn")?, span_of(v))),
             "each" => ArgTest::Each(Box::new(self.predicate(v)?)),
             "inResult" => {
                 let o = self.object(v, "inResult")?;

@@ -7,14 +7,16 @@
 //! the decimals written, strings decoded only to compare them. A call of a tool no rule
 //! applies to is judged without reading its arguments and without allocating.
 
+mod found;
 mod json;
 pub(crate) mod memory;
 mod rules;
 mod scalar;
 
+pub use found::{email_addresses, link_hosts};
 pub use json::{is_pointer, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
 pub use memory::{MEMORY_VALUES, MEMORY_WORDS};
 pub use rules::{
     ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, UNBOUNDED,
 };
-pub use scalar::{compare_numbers, is_number, url_host};
+pub use scalar::{address_list, compare_numbers, host_name, is_number, url_host};

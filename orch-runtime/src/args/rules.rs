@@ -3,9 +3,10 @@
 //! it is refused) or *gates* on it (a call for which it holds needs a human's approval),
 //! and its predicate — a small tree of tests on JSON pointers into the arguments.
 
+use super::found::{email_addresses, link_hosts};
 use super::json::{Doc, Kind, Unreadable};
 use super::memory;
-use super::scalar::{compare_numbers, url_host};
+use super::scalar::{address_list, compare_numbers, host_name, url_host};
 use crate::form::{Literal, LiteralWriter};
 use crate::tables::Span;
 use crate::text::glob_match;
@@ -101,6 +102,21 @@ pub enum Test {
     /// A string that is an absolute URL whose host matches one of these `*` globs
     /// (lowercase).
     HostIn(Span),
+    /// A string that names a host — alone (`www.example.com`, `example.com:8080/path`)
+    /// or as an absolute URL ([`host_name`](super::host_name)) — matching one of these
+    /// `*` globs (lowercase).
+    HostnameIn(Span),
+    /// A string that is a list of plain e-mail addresses
+    /// ([`address_list`](super::address_list)), every one of which matches one of these
+    /// `*` globs (lowercase).
+    AddressesIn(Span),
+    /// A string every link inside which ([`link_hosts`](super::link_hosts)) goes to a
+    /// host matching one of these `*` globs (lowercase); a string without links holds.
+    LinksIn(Span),
+    /// A string every e-mail address inside which
+    /// ([`email_addresses`](super::email_addresses)) matches one of these `*` globs
+    /// (lowercase); a string without addresses holds.
+    EmailsIn(Span),
     /// An array every element of which satisfies this predicate (an index into
     /// [`Rules::preds`]; its pointers are relative to the element).
     Each(u32),
@@ -133,7 +149,9 @@ compiled_form! {
         preds: slice(Pred),
         /// The children of [`Pred::All`] and [`Pred::Any`].
         children: slice(u32),
-        /// The lists of [`Test::OneOf`] and [`Test::HostIn`]: spans of [`Rules::text`].
+        /// The lists of [`Test::OneOf`] and the host and address tests
+        /// ([`Test::HostIn`], [`Test::HostnameIn`], [`Test::AddressesIn`],
+        /// [`Test::LinksIn`], [`Test::EmailsIn`]): spans of [`Rules::text`].
         strings: slice(Span),
         /// The results whose values [`Test::InResult`] reads.
         sources: slice(Source),
@@ -433,6 +451,22 @@ impl<'a> Rules<'a> {
                 (min, max) => format!("must have a length from {min} to {max}"),
             },
             Test::HostIn(l) => format!("must be a URL whose host is one of {}", list(l)),
+            Test::HostnameIn(l) => format!(
+                "must name a host (alone or in a URL) that is one of {}",
+                list(l)
+            ),
+            Test::AddressesIn(l) => format!(
+                "must be a list of plain e-mail addresses, each one of {}",
+                list(l)
+            ),
+            Test::LinksIn(l) => format!(
+                "must be text whose every link goes to a host that is one of {}",
+                list(l)
+            ),
+            Test::EmailsIn(l) => format!(
+                "must be text whose every e-mail address is one of {}",
+                list(l)
+            ),
             Test::Each(inner) => format!(
                 "must be an array whose every element satisfies: {}",
                 self.describe(inner, tool)
@@ -575,6 +609,22 @@ impl Eval<'_, '_> {
                 .string(n)
                 .and_then(|s| url_host(&s))
                 .is_some_and(|host| list(l).any(|p| glob_match(p, &host))),
+            Test::HostnameIn(l) => doc
+                .string(n)
+                .and_then(|s| host_name(&s))
+                .is_some_and(|host| list(l).any(|p| glob_match(p, &host))),
+            Test::AddressesIn(l) => doc
+                .string(n)
+                .and_then(|s| address_list(&s))
+                .is_some_and(|all| all.iter().all(|a| list(l).any(|p| glob_match(p, a)))),
+            Test::LinksIn(l) => doc
+                .string(n)
+                .and_then(|s| link_hosts(&s))
+                .is_some_and(|all| all.iter().all(|h| list(l).any(|p| glob_match(p, h)))),
+            Test::EmailsIn(l) => doc
+                .string(n)
+                .and_then(|s| email_addresses(&s))
+                .is_some_and(|all| all.iter().all(|a| list(l).any(|p| glob_match(p, a)))),
             Test::InResult(source) => {
                 memory::key(source, doc, n).is_some_and(|k| memory::knows(self.memory, &k))
             }
@@ -668,6 +718,10 @@ impl Literal for Test {
             Test::OneOf(s) => span(w, "Test::OneOf", s),
             Test::Glob(s) => span(w, "Test::Glob", s),
             Test::HostIn(s) => span(w, "Test::HostIn", s),
+            Test::HostnameIn(s) => span(w, "Test::HostnameIn", s),
+            Test::AddressesIn(s) => span(w, "Test::AddressesIn", s),
+            Test::LinksIn(s) => span(w, "Test::LinksIn", s),
+            Test::EmailsIn(s) => span(w, "Test::EmailsIn", s),
             Test::Regex { source, index } => {
                 w.item("Test::Regex { source: ");
                 source.write_literal(w);

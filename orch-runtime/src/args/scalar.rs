@@ -175,6 +175,14 @@ pub fn url_host(url: &str) -> Option<String> {
     {
         return None;
     }
+    authority_host(rest)
+}
+
+/// The host of what follows `scheme://` (or a host name written alone): the authority
+/// ends at the first `/`, `?` or `#`; the host follows its *last* `@`. `None` for a
+/// port that is not digits, or a host that is empty, not plain ASCII (letters, digits,
+/// `-`, `.`, `_`) or a bracketed address of anything but hex digits, `:` and `.`.
+fn authority_host(rest: &str) -> Option<String> {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or("");
     let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
@@ -206,9 +214,110 @@ pub fn url_host(url: &str) -> Option<String> {
     Some(host.to_ascii_lowercase())
 }
 
+/// The host a string names, written alone (`www.example.com`, `example.com:8080/path`)
+/// or as an absolute URL (read as [`url_host`] reads it), lowercased and without a
+/// trailing dot: the host a tool that puts `https://` before a bare name would reach.
+/// Read as strictly as [`url_host`]: `None` for a backslash, whitespace or a control
+/// character anywhere, a port that is not digits, or a host that is not plain ASCII —
+/// so `example.com\@evil.example` and `https:evil.example` name no host. What comes
+/// before an `@` is read as a URL's userinfo is: `good.example@evil.example` names
+/// `evil.example`.
+pub fn host_name(value: &str) -> Option<String> {
+    if value.contains("://") {
+        return url_host(value);
+    }
+    if value
+        .chars()
+        .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
+    {
+        return None;
+    }
+    authority_host(value)
+}
+
+/// The e-mail addresses of a list written as text — plain `local@domain` addresses
+/// separated by commas, semicolons or whitespace — lowercased; `None` when the text is
+/// anything else (a display name, quotes, angle brackets, a comment, an address with two
+/// `@` or none, an empty list). The local part is letters, digits and
+/// ``.!#$%&'*+/=?^_`{|}~-``; the domain is labels of letters, digits and `-` joined by
+/// single dots. So `"eve@evil.example, boss@corp.example"` is two addresses, and
+/// `"Boss <boss@corp.example>"` is not a list this function reads.
+pub fn address_list(value: &str) -> Option<Vec<String>> {
+    let local = |c: u8| c.is_ascii_alphanumeric() || b".!#$%&'*+/=?^_`{|}~-".contains(&c);
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let mut out = Vec::new();
+    for token in value.split(|c: char| c == ',' || c == ';' || c.is_whitespace()) {
+        if token.is_empty() {
+            continue;
+        }
+        let (user, domain) = token.split_once('@')?;
+        if user.is_empty() || !user.bytes().all(local) || !domain.split('.').all(label) {
+            return None;
+        }
+        out.push(token.to_ascii_lowercase());
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_names_are_read_as_strictly_as_urls() {
+        for (value, host) in [
+            ("www.example.com", Some("www.example.com")),
+            ("Example.COM.", Some("example.com")),
+            ("example.com:8080/a?b#c", Some("example.com")),
+            ("example.com/path@evil.example", Some("example.com")),
+            ("https://example.com/x", Some("example.com")),
+            ("https://good.example@evil.example/", Some("evil.example")),
+            ("good.example@evil.example", Some("evil.example")),
+            ("[::1]:80", Some("[::1]")),
+            ("example.com\\@evil.example", None),
+            ("good.example%2F@evil.example", Some("evil.example")),
+            ("https:evil.example", None),
+            ("example.com:http", None),
+            ("exa mple.com", None),
+            ("exämple.com", None),
+            ("", None),
+            ("/path", None),
+            ("//evil.example", None),
+            ("?q", None),
+        ] {
+            assert_eq!(host_name(value).as_deref(), host, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn address_lists_are_plain_addresses_or_nothing() {
+        assert_eq!(
+            address_list("eve@evil.example, Boss@Corp.example;x@y.z  w@v.u").unwrap(),
+            ["eve@evil.example", "boss@corp.example", "x@y.z", "w@v.u"]
+        );
+        for value in [
+            "",
+            " , ; ",
+            "Boss <boss@corp.example>",
+            "\"eve@evil\"@corp.example",
+            "boss@corp.example (eve@evil.example)",
+            "eve@evil.example@corp.example",
+            "boss",
+            "@corp.example",
+            "boss@",
+            "boss@corp..example",
+            "boss@-corp.example",
+            "boss@corp.example.",
+            "boss@cörp.example",
+        ] {
+            assert_eq!(address_list(value), None, "{value:?}");
+        }
+    }
 
     #[test]
     fn numbers_compare_exactly() {
