@@ -338,7 +338,7 @@ fn properties_over_arguments_are_proven_and_refuted_with_witnesses() {
     let over_100 = &props[1];
     assert_eq!(
         over_100["message"],
-        "`send_money` can run without a human's approval, with arguments for which `/amount` must be a number of at least 100"
+        "`send_money` can run without a human's approval, with arguments for which `/amount` must be a number of at least 100 (assuming `/amount` is 100)"
     );
     // The witness replays: the last event is the call, which `orch simulate` runs.
     assert_eq!(
@@ -358,5 +358,54 @@ fn properties_over_arguments_are_proven_and_refuted_with_witnesses() {
     assert!(
         text.contains("error[E022]: `when` does not go with `atMost`"),
         "{text}"
+    );
+}
+
+/// The tests of one path are decided together: a payment the rules require an amount
+/// of cannot be one without an amount, and a recipient pinned to a list cannot fail a
+/// glob every entry of the list matches. A refutation says what it assumed.
+#[test]
+fn tests_of_one_path_are_decided_together() {
+    let template = r#"{"agentId": "joint", "tools": ["send_money"],
+      "orchestration": {
+        "rules": [
+          {"name": "some-amount", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 0.01}}},
+          {"name": "known", "tool": "send_money", "require": {"path": "/to", "oneOf": ["ana@corp.example", "bo@corp.example"]}}
+        ],
+        "steps": [{"name": "Pay", "isDefault": true}],
+        "properties": [
+          {"name": "no-payment-without-amount", "tool": "send_money", "never": true, "when": {"not": {"path": "/amount", "exists": true}}},
+          {"name": "no-amount-as-text", "tool": "send_money", "never": true, "when": {"path": "/amount", "glob": "*"}},
+          {"name": "corp-only", "tool": "send_money", "never": true, "when": {"not": {"path": "/to", "glob": "*@corp.example"}}},
+          {"name": "never-to-bo", "tool": "send_money", "never": true, "when": {"path": "/to", "glob": "bo@*"}}
+        ]
+      }}"#;
+    let file = tmp("joint.json", template);
+    let out = orch(&["verify", "--format", "json", &file], None);
+    let props: Vec<serde_json::Value> = lines(&out)
+        .into_iter()
+        .filter(|l| l["kind"] == "property")
+        .collect();
+    let holds: Vec<(&str, bool)> = props
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["holds"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        holds,
+        [
+            ("no-payment-without-amount", true),
+            ("no-amount-as-text", true),
+            ("corp-only", true),
+            ("never-to-bo", false),
+        ]
+    );
+    let message = props[3]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("`send_money` can run, with arguments for which `/to` must be a string matching `bo@*` (assuming "),
+        "{message}"
+    );
+    assert!(
+        message.contains("`/to` must be one of \"ana@corp.example\", \"bo@corp.example\": holds"),
+        "{message}"
     );
 }

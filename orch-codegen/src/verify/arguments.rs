@@ -5,14 +5,17 @@
 //! also makes no conditional `approve` hold. Tests are told apart by what they say (two
 //! rules that test the same thing share the decision). `range` tests of one path are
 //! decided together, by the number the model picks (below, at or between their bounds,
-//! or no number at all), so `/amount ≥ 1000` implies `/amount ≥ 500`. Other tests that
-//! say different things are independent even when no value could satisfy both: a proof
-//! is sound, and a witness may ask for arguments no call could carry.
+//! or no number at all), so `/amount ≥ 1000` implies `/amount ≥ 500`. The tests of one
+//! path are decided jointly ([`super::feasible`]): a choice no value could make (absent
+//! and in range, a string and a number, one of a `oneOf`'s values and not matching a
+//! `glob` they all match) is dropped; tests of different paths stay independent. A
+//! proof is sound, and a witness says which outcomes of the tests it assumed.
 
+use super::feasible::{Class, PathChoice, StrTest};
 use orch_runtime::args::compare_numbers;
-use orch_runtime::compiled::{Pred, RuleKind, Rules, Span, Test, ANY_STEP};
+use orch_runtime::compiled::{Pred, RuleKind, Rules, Span, Test, ANY_STEP, UNBOUNDED};
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The most distinct tests one call's decision is enumerated over; past it the call is
 /// taken to be able to run, ungated (sound for a proof).
@@ -35,14 +38,17 @@ impl Formula<'_> {
 
 /// Could a call of declared tool `tool` (`None`: a foreign tool, which no rule names)
 /// in step `step` (`None`: none active) run with arguments satisfying `when` and every
-/// required rule — and, when `ungated`, no conditional `approve`?
+/// required rule — and, when `ungated`, no conditional `approve`? When it could, the
+/// outcome of each test the arguments were assumed to have ("`/amount` must be a number
+/// of at least 100: holds"), in the order of their words; empty when no test applies or
+/// there are too many to enumerate.
 pub(crate) fn can_run(
     rules: Rules<'_>,
     tool: Option<usize>,
     step: Option<usize>,
     when: Option<Formula<'_>>,
     ungated: bool,
-) -> bool {
+) -> Option<Vec<String>> {
     let step = step.map_or(ANY_STEP, |s| s as u16);
     let applying: Vec<(RuleKind, Formula<'_>)> = match tool {
         Some(t) => rules
@@ -70,26 +76,29 @@ pub(crate) fn can_run(
     }
     let space = Space::new(leaves.values().cloned().collect());
     if space.size().is_none_or(|n| n > 1 << MAX_DECISIONS) {
-        return true;
+        return Some(Vec::new());
     }
-    let found = space.choices().any(|choice| {
-        let decide = |f: Formula<'_>, node: u32| {
-            leaves
-                .get(&f.key(node))
-                .is_some_and(|l| space.holds(&choice, l))
-        };
-        let holds = |f: &Formula<'_>| eval(*f, f.root, &decide);
-        when.as_ref().is_none_or(holds)
-            && applying
-                .iter()
-                .filter(|(k, _)| *k == RuleKind::Require)
-                .all(|(_, f)| holds(f))
-            && !(ungated
+    let found = space
+        .choices()
+        .filter(|c| space.feasible(c))
+        .find(|choice| {
+            let decide = |f: Formula<'_>, node: u32| {
+                leaves
+                    .get(&f.key(node))
+                    .is_some_and(|l| space.holds(choice, l))
+            };
+            let holds = |f: &Formula<'_>| eval(*f, f.root, &decide);
+            when.as_ref().is_none_or(holds)
                 && applying
                     .iter()
-                    .any(|(k, f)| *k == RuleKind::ApproveWhen && holds(f)))
-    });
-    found
+                    .filter(|(k, _)| *k == RuleKind::Require)
+                    .all(|(_, f)| holds(f))
+                && !(ungated
+                    && applying
+                        .iter()
+                        .any(|(k, f)| *k == RuleKind::ApproveWhen && holds(f)))
+        })?;
+    Some(space.assumed(&found))
 }
 
 /// A leaf test as a decision: a `range` of a path (decided by the path's number), or
@@ -101,13 +110,21 @@ enum Leaf {
         min: Option<String>,
         max: Option<String>,
     },
-    Other(String),
+    Other {
+        /// What it says (and, for a value from results, its source): its identity.
+        words: String,
+        /// Its JSON pointer.
+        path: String,
+        /// What it says of the value there.
+        class: Class,
+    },
 }
 
 /// Every choice the model has for one call: a truth value per other test, and per path
 /// with `range` tests, where its number lies.
 struct Space {
-    others: Vec<String>,
+    /// Every other test: its words, its path, what it says.
+    others: Vec<(String, String, Class)>,
     /// Per path: its bounds, ascending (as written).
     paths: Vec<(String, Vec<String>)>,
 }
@@ -127,7 +144,14 @@ impl Space {
         let mut paths: Vec<(String, Vec<String>)> = Vec::new();
         for l in leaves {
             match l {
-                Leaf::Other(words) => others.push(words),
+                Leaf::Other { words, path, class } => {
+                    if others
+                        .last()
+                        .is_none_or(|(w, _, _): &(String, String, Class)| *w != words)
+                    {
+                        others.push((words, path, class));
+                    }
+                }
                 Leaf::Range { path, min, max } => {
                     let at = match paths.iter().position(|(p, _)| *p == path) {
                         Some(i) => i,
@@ -171,12 +195,72 @@ impl Space {
         })
     }
 
+    /// Could one value per path make this choice's outcomes ([`super::feasible`])?
+    fn feasible(&self, choice: &Choice) -> bool {
+        let mut paths: BTreeMap<&str, PathChoice<'_>> = BTreeMap::new();
+        for (i, (_, path, class)) in self.others.iter().enumerate() {
+            paths
+                .entry(path)
+                .or_insert_with(|| PathChoice {
+                    tests: Vec::new(),
+                    range: None,
+                })
+                .tests
+                .push((class, choice.bits & (1 << i) != 0));
+        }
+        for (k, (path, bounds)) in self.paths.iter().enumerate() {
+            paths
+                .entry(path)
+                .or_insert_with(|| PathChoice {
+                    tests: Vec::new(),
+                    range: None,
+                })
+                .range = Some((bounds, choice.regions[k]));
+        }
+        paths.values().all(PathChoice::feasible)
+    }
+
+    /// The outcome of every test in `choice`, in words.
+    fn assumed(&self, choice: &Choice) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .others
+            .iter()
+            .enumerate()
+            .map(|(i, (words, _, _))| {
+                let words = words.split_once('#').map_or(words.as_str(), |(w, _)| w);
+                let holds = choice.bits & (1 << i) != 0;
+                format!("{words}: {}", if holds { "holds" } else { "does not hold" })
+            })
+            .collect();
+        for (k, (path, bounds)) in self.paths.iter().enumerate() {
+            let region = choice.regions[k];
+            let n = bounds.len();
+            let at = if region == 2 * n + 1 {
+                format!("`{path}` is not a number")
+            } else if region % 2 == 1 {
+                format!("`{path}` is {}", bounds[region / 2])
+            } else if region == 0 {
+                format!("`{path}` is a number below {}", bounds[0])
+            } else if region == 2 * n {
+                format!("`{path}` is a number above {}", bounds[n - 1])
+            } else {
+                format!(
+                    "`{path}` is a number between {} and {}",
+                    bounds[region / 2 - 1],
+                    bounds[region / 2]
+                )
+            };
+            out.push(at);
+        }
+        out
+    }
+
     fn holds(&self, choice: &Choice, leaf: &Leaf) -> bool {
         match leaf {
-            Leaf::Other(words) => self
+            Leaf::Other { words, .. } => self
                 .others
                 .iter()
-                .position(|o| o == words)
+                .position(|(o, _, _)| o == words)
                 .is_some_and(|i| choice.bits & (1 << i) != 0),
             Leaf::Range { path, min, max } => {
                 let Some(p) = self.paths.iter().position(|(q, _)| q == path) else {
@@ -229,7 +313,49 @@ fn leaf(f: Formula<'_>, node: u32) -> Leaf {
             max: text(max),
         };
     }
-    Leaf::Other(f.rules.describe(node, &|_| "") + "#" + &source_of(f, node))
+    let (path, class) = match f.rules.preds.get(node as usize) {
+        Some(Pred::Test { path, test }) => (f.rules.text_of(*path).to_owned(), class_of(f, test)),
+        _ => (String::new(), Class::InResult),
+    };
+    Leaf::Other {
+        words: f.rules.describe(node, &|_| "") + "#" + &source_of(f, node),
+        path,
+        class,
+    }
+}
+
+/// What a test says of the value at its path ([`Class`]).
+fn class_of(f: Formula<'_>, test: &Test) -> Class {
+    let text = |s: Span| f.rules.text_of(s).to_owned();
+    let list = |s: Span| -> Vec<String> {
+        f.rules
+            .strings
+            .get(s.range())
+            .unwrap_or(&[])
+            .iter()
+            .map(|t| f.rules.text_of(*t).to_owned())
+            .collect()
+    };
+    match *test {
+        Test::Exists => Class::Exists,
+        Test::Equals(v) => Class::Literals(vec![text(v)]),
+        Test::OneOf(l) => Class::Literals(list(l)),
+        Test::Glob(g) => Class::Str(StrTest::Glob(text(g))),
+        Test::Regex { source, .. } => Class::Str(StrTest::Regex(text(source))),
+        Test::HostIn(l) => Class::Str(StrTest::HostIn(list(l))),
+        Test::HostnameIn(l) => Class::Str(StrTest::HostnameIn(list(l))),
+        Test::AddressesIn(l) => Class::Str(StrTest::AddressesIn(list(l))),
+        Test::LinksIn(l) => Class::Str(StrTest::LinksIn(list(l))),
+        Test::EmailsIn(l) => Class::Str(StrTest::EmailsIn(list(l))),
+        Test::Length { min, max } => Class::Length {
+            min,
+            max: (max != UNBOUNDED).then_some(max),
+        },
+        Test::Each(_) => Class::Each,
+        // `range` is decided by its path's number (`Leaf::Range`); a value from results
+        // is the model's choice.
+        Test::Range { .. } | Test::InResult(_) => Class::InResult,
+    }
 }
 
 /// For a value-from-results test, its source index (part of its identity); else none.

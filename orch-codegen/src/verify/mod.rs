@@ -12,6 +12,7 @@
 
 mod arguments;
 pub mod explore;
+mod feasible;
 pub mod foreign;
 pub mod messages;
 pub mod properties;

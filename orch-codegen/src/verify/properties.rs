@@ -185,8 +185,14 @@ impl<'m> Search<'_, 'm> {
 
     /// Can the call of `name` in step `active` run with arguments the property is about
     /// (its `when`) — and, when `ungated`, with no conditional `approve` holding? The
-    /// arguments are the model's choice ([`super::arguments`]).
-    fn arguments_allow(&self, name: &str, active: Option<usize>, ungated: bool) -> bool {
+    /// arguments are the model's choice ([`super::arguments`]); when it can, the
+    /// outcomes of the tests the choice assumed.
+    fn arguments_allow(
+        &self,
+        name: &str,
+        active: Option<usize>,
+        ungated: bool,
+    ) -> Option<Vec<String>> {
         let rules = self.machine.tables().rules.view();
         let when = self.when.as_ref().map(|(r, root)| Formula {
             rules: r.view(),
@@ -196,18 +202,25 @@ impl<'m> Search<'_, 'm> {
         arguments::can_run(rules, tool, active, when, ungated)
     }
 
-    /// " with arguments for which …" for a property with `when`.
-    fn with_arguments(&self) -> String {
+    /// " with arguments for which … (assuming …)" for a property with `when`: the
+    /// property's condition, and the outcome of each test on arguments the witness
+    /// assumed.
+    fn with_arguments(&self, assumed: &[String]) -> String {
+        let assuming = if assumed.is_empty() {
+            String::new()
+        } else {
+            format!(" (assuming {})", assumed.join("; "))
+        };
         match &self.when {
             Some((r, root)) => format!(
-                ", with arguments for which {}",
+                ", with arguments for which {}{assuming}",
                 r.view().describe(*root, &|i| self
                     .machine
                     .tools()
                     .get(i as usize)
                     .map_or("", String::as_str))
             ),
-            None => String::new(),
+            None => assuming,
         }
     }
 
@@ -224,15 +237,16 @@ impl<'m> Search<'_, 'm> {
             return None;
         }
         match &p.rule {
-            IrRule::Never if self.arguments_allow(name, active, false) => {
-                Some(format!("`{name}` can run{}", self.with_arguments()))
-            }
-            IrRule::Never => None,
-            IrRule::Approved if !approved && self.arguments_allow(name, active, true) => {
-                Some(format!(
-                    "`{name}` can run without a human's approval{}",
-                    self.with_arguments()
-                ))
+            IrRule::Never => self
+                .arguments_allow(name, active, false)
+                .map(|assumed| format!("`{name}` can run{}", self.with_arguments(&assumed))),
+            IrRule::Approved if !approved => {
+                self.arguments_allow(name, active, true).map(|assumed| {
+                    format!(
+                        "`{name}` can run without a human's approval{}",
+                        self.with_arguments(&assumed)
+                    )
+                })
             }
             IrRule::Approved => None,
             IrRule::AtMost(n) if monitor >= *n => Some(format!("`{name}` can run {} times", n + 1)),
