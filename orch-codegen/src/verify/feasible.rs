@@ -8,7 +8,7 @@
 //! model's choice.
 
 use orch_runtime::args::{
-    address_list, compare_numbers, email_addresses, host_name, link_hosts, url_host,
+    address_list, compare_numbers, email_addresses, host_name, link_hosts, string_literal, url_host,
 };
 use orch_runtime::compiled::glob_match;
 use std::cmp::Ordering;
@@ -84,7 +84,7 @@ enum Lit {
 impl Lit {
     fn read(text: &str) -> Option<Lit> {
         match text.as_bytes().first()? {
-            b'"' => decode_string(text).map(Lit::Str),
+            b'"' => string_literal(text).map(Lit::Str),
             b'-' | b'0'..=b'9' => Some(Lit::Number(text.to_owned())),
             _ => Some(Lit::Other(text.to_owned())),
         }
@@ -105,49 +105,6 @@ impl Lit {
             _ => false,
         }
     }
-}
-
-/// A JSON string literal's value (`None` for one this reader does not accept, which the
-/// template's checks would have refused).
-fn decode_string(text: &str) -> Option<String> {
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let unit = |chars: &mut std::str::Chars<'_>| {
-            let hex: String = chars.by_ref().take(4).collect();
-            u32::from_str_radix(&hex, 16).ok()
-        };
-        match chars.next()? {
-            '"' => out.push('"'),
-            '\\' => out.push('\\'),
-            '/' => out.push('/'),
-            'b' => out.push('\u{8}'),
-            'f' => out.push('\u{c}'),
-            'n' => out.push('\n'),
-            'r' => out.push('\r'),
-            't' => out.push('\t'),
-            'u' => {
-                let hi = unit(&mut chars)?;
-                let code = if (0xd800..0xdc00).contains(&hi) {
-                    if chars.next()? != '\\' || chars.next()? != 'u' {
-                        return None;
-                    }
-                    let lo = unit(&mut chars)?;
-                    0x10000 + ((hi - 0xd800) << 10) + lo.checked_sub(0xdc00)?
-                } else {
-                    hi
-                };
-                out.push(char::from_u32(code)?);
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
 }
 
 /// One path's tests in a choice: each test's class and whether the choice makes it

@@ -239,6 +239,12 @@ pub fn is_pointer(pointer: &str) -> bool {
     }
 }
 
+/// The value of a JSON string literal (quotes included), read as strictly as arguments
+/// are (`None` for anything else: another kind of value, a bad escape, more text).
+pub fn string_literal(literal: &str) -> Option<String> {
+    Doc::parse(literal).ok()?.string(0).map(Cow::into_owned)
+}
+
 /// The text of a JSON string literal (quotes included), decoded. The reader checked it.
 fn decode(raw: &str, escaped: bool) -> Cow<'_, str> {
     let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or("");

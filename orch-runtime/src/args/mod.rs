@@ -14,7 +14,7 @@ mod rules;
 mod scalar;
 
 pub use found::{email_addresses, link_hosts};
-pub use json::{is_pointer, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
+pub use json::{is_pointer, string_literal, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
 pub use memory::{MEMORY_VALUES, MEMORY_WORDS};
 pub use rules::{
     ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, UNBOUNDED,
