@@ -11,7 +11,7 @@
 //! `glob` they all match) is dropped; tests of different paths stay independent. A
 //! proof is sound, and a witness says which outcomes of the tests it assumed.
 
-use super::feasible::{Class, PathChoice, StrTest};
+use super::feasible::{Class, PathChoice, Pattern, StrTest};
 use orch_runtime::args::compare_numbers;
 use orch_runtime::compiled::{Pred, RuleKind, Rules, Span, Test, ANY_STEP, UNBOUNDED};
 use std::cmp::Ordering;
@@ -127,6 +127,10 @@ struct Space {
     others: Vec<(String, String, Class)>,
     /// Per path: its bounds, ascending (as written).
     paths: Vec<(String, Vec<String>)>,
+    /// Every path some test reads, grouped once: the indices of its tests in `others`
+    /// and of its bounds in `paths`, so that a choice is checked path by path
+    /// ([`Space::feasible`]) without grouping again.
+    groups: Vec<(Vec<usize>, Option<usize>)>,
 }
 
 /// One choice: a bit per other test, a region per path (`2i`: strictly between bounds
@@ -168,7 +172,19 @@ impl Space {
             bounds.sort_by(|a, b| compare_numbers(a, b).unwrap_or(Ordering::Equal));
             bounds.dedup_by(|a, b| compare_numbers(a, b) == Some(Ordering::Equal));
         }
-        Space { others, paths }
+        let mut by_path: BTreeMap<&str, (Vec<usize>, Option<usize>)> = BTreeMap::new();
+        for (i, (_, path, _)) in others.iter().enumerate() {
+            by_path.entry(path).or_default().0.push(i);
+        }
+        for (k, (path, _)) in paths.iter().enumerate() {
+            by_path.entry(path).or_default().1 = Some(k);
+        }
+        let groups = by_path.into_values().collect();
+        Space {
+            others,
+            paths,
+            groups,
+        }
     }
 
     /// How many choices there are (`None`: too many to count).
@@ -197,27 +213,16 @@ impl Space {
 
     /// Could one value per path make this choice's outcomes ([`super::feasible`])?
     fn feasible(&self, choice: &Choice) -> bool {
-        let mut paths: BTreeMap<&str, PathChoice<'_>> = BTreeMap::new();
-        for (i, (_, path, class)) in self.others.iter().enumerate() {
-            paths
-                .entry(path)
-                .or_insert_with(|| PathChoice {
-                    tests: Vec::new(),
-                    range: None,
-                })
-                .tests
-                .push((class, choice.bits & (1 << i) != 0));
-        }
-        for (k, (path, bounds)) in self.paths.iter().enumerate() {
-            paths
-                .entry(path)
-                .or_insert_with(|| PathChoice {
-                    tests: Vec::new(),
-                    range: None,
-                })
-                .range = Some((bounds, choice.regions[k]));
-        }
-        paths.values().all(PathChoice::feasible)
+        self.groups.iter().all(|(tests, range)| {
+            PathChoice {
+                tests: tests
+                    .iter()
+                    .map(|&i| (&self.others[i].2, choice.bits & (1 << i) != 0))
+                    .collect(),
+                range: range.map(|k| (self.paths[k].1.as_slice(), choice.regions[k])),
+            }
+            .feasible()
+        })
     }
 
     /// The outcome of every test in `choice`, in words.
@@ -341,7 +346,7 @@ fn class_of(f: Formula<'_>, test: &Test) -> Class {
         Test::Equals(v) => Class::Literals(vec![text(v)]),
         Test::OneOf(l) => Class::Literals(list(l)),
         Test::Glob(g) => Class::Str(StrTest::Glob(text(g))),
-        Test::Regex { source, .. } => Class::Str(StrTest::Regex(text(source))),
+        Test::Regex { source, .. } => Class::Str(StrTest::Regex(Pattern::new(text(source)))),
         Test::HostIn(l) => Class::Str(StrTest::HostIn(list(l))),
         Test::HostnameIn(l) => Class::Str(StrTest::HostnameIn(list(l))),
         Test::AddressesIn(l) => Class::Str(StrTest::AddressesIn(list(l))),

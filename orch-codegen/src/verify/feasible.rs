@@ -41,7 +41,7 @@ pub(super) enum Class {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum StrTest {
     Glob(String),
-    Regex(String),
+    Regex(Pattern),
     HostIn(Vec<String>),
     HostnameIn(Vec<String>),
     AddressesIn(Vec<String>),
@@ -54,14 +54,49 @@ impl StrTest {
         let any = |globs: &[String], v: &str| globs.iter().any(|g| glob_match(g, v));
         match self {
             StrTest::Glob(g) => glob_match(g, s),
-            // The template's regexes compiled when it was checked (E016 otherwise).
-            StrTest::Regex(r) => regex::Regex::new(r).is_ok_and(|re| re.is_match(s)),
+            StrTest::Regex(r) => r.compiled.as_ref().is_some_and(|re| re.is_match(s)),
             StrTest::HostIn(g) => url_host(s).is_some_and(|h| any(g, &h)),
             StrTest::HostnameIn(g) => host_name(s).is_some_and(|h| any(g, &h)),
             StrTest::AddressesIn(g) => address_list(s).is_some_and(|l| l.iter().all(|a| any(g, a))),
             StrTest::LinksIn(g) => link_hosts(s).is_some_and(|l| l.iter().all(|h| any(g, h))),
             StrTest::EmailsIn(g) => email_addresses(s).is_some_and(|l| l.iter().all(|a| any(g, a))),
         }
+    }
+}
+
+/// A `regex` test's pattern, compiled once when its leaf is made (not once per choice
+/// and listed value); compared by its source.
+#[derive(Clone, Debug)]
+pub(super) struct Pattern {
+    source: String,
+    /// `None` cannot happen for a checked template (E016), and matches nothing.
+    compiled: Option<regex::Regex>,
+}
+
+impl Pattern {
+    pub(super) fn new(source: String) -> Self {
+        let compiled = regex::Regex::new(&source).ok();
+        Pattern { source, compiled }
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Pattern {}
+
+impl PartialOrd for Pattern {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pattern {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.source.cmp(&other.source)
     }
 }
 
