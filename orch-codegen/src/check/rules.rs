@@ -309,31 +309,14 @@ impl<'t> Checker<'t> {
     /// The hosts of a `hostIn`, `hostnameIn` or `linksIn` (`key`), lowercased: each a
     /// host alone.
     fn hosts(&mut self, hosts: &Spanned<Vec<Spanned<String>>>, key: &str) -> Option<Vec<String>> {
-        if hosts.value.is_empty() {
-            self.bad(
-                hosts.span,
-                format!("`{key}` lists no host"),
-                "list the hosts allowed (`example.com`, `*.example.com`)",
-            );
-            return None;
-        }
-        for h in &hosts.value {
-            if h.value.is_empty() || h.value.contains(['/', ':', '@']) {
-                self.bad(
-                    h.span,
-                    format!("`{}` is not a host", h.value),
-                    "write the host alone (`example.com`, `*.example.com`): no scheme, port or path",
-                );
-                return None;
-            }
-        }
-        Some(
-            hosts
-                .value
-                .iter()
-                .map(|h| h.value.to_ascii_lowercase())
-                .collect(),
-        )
+        let kind = GlobKind {
+            noun: "host",
+            empty_help: "list the hosts allowed (`example.com`, `*.example.com`)",
+            not_one: "a host",
+            help: "write the host alone (`example.com`, `*.example.com`): no scheme, port or path",
+            fits: |h| !h.is_empty() && !h.contains(['/', ':', '@']),
+        };
+        self.globs(hosts, key, &kind)
     }
 
     /// The address patterns of an `addressesIn` or `emailsIn` (`key`), lowercased: each
@@ -343,26 +326,42 @@ impl<'t> Checker<'t> {
         globs: &Spanned<Vec<Spanned<String>>>,
         key: &str,
     ) -> Option<Vec<String>> {
+        let kind = GlobKind {
+            noun: "address",
+            empty_help: "list the addresses allowed (`boss@example.com`, `*@example.com`)",
+            not_one: "an e-mail address pattern",
+            help: "write one address or pattern with one `@` (`boss@example.com`, `*@example.com`)",
+            fits: |g| {
+                g.matches('@').count() == 1
+                    && !g.contains(|c: char| c.is_whitespace() || c == ',' || c == ';')
+            },
+        };
+        self.globs(globs, key, &kind)
+    }
+
+    /// The globs of a list test (`key`), lowercased, each one that `kind` fits; a bad
+    /// list is E025 at the list or at the entry.
+    fn globs(
+        &mut self,
+        globs: &Spanned<Vec<Spanned<String>>>,
+        key: &str,
+        kind: &GlobKind,
+    ) -> Option<Vec<String>> {
         if globs.value.is_empty() {
             self.bad(
                 globs.span,
-                format!("`{key}` lists no address"),
-                "list the addresses allowed (`boss@example.com`, `*@example.com`)",
+                format!("`{key}` lists no {}", kind.noun),
+                kind.empty_help,
             );
             return None;
         }
-        for g in &globs.value {
-            let plain = !g
-                .value
-                .contains(|c: char| c.is_whitespace() || c == ',' || c == ';');
-            if g.value.matches('@').count() != 1 || !plain {
-                self.bad(
-                    g.span,
-                    format!("`{}` is not an e-mail address pattern", g.value),
-                    "write one address or pattern with one `@` (`boss@example.com`, `*@example.com`)",
-                );
-                return None;
-            }
+        if let Some(g) = globs.value.iter().find(|g| !(kind.fits)(&g.value)) {
+            self.bad(
+                g.span,
+                format!("`{}` is not {}", g.value, kind.not_one),
+                kind.help,
+            );
+            return None;
         }
         Some(
             globs
@@ -399,4 +398,18 @@ fn count(p: &IrPred) -> usize {
         } => count(inner),
         IrPred::Test { .. } => 0,
     }
+}
+
+/// What the entries of a list test are ([`Checker::globs`]): hosts or address patterns.
+struct GlobKind {
+    /// What the list lists ("host").
+    noun: &'static str,
+    /// How to mend an empty list.
+    empty_help: &'static str,
+    /// What an entry must be ("a host").
+    not_one: &'static str,
+    /// How to mend an entry that is not.
+    help: &'static str,
+    /// Is this entry one?
+    fits: fn(&str) -> bool,
 }

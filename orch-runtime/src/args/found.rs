@@ -23,15 +23,16 @@
 /// IPv6 address in brackets or a `://` with nothing after it is unreadable too).
 pub fn link_hosts(text: &str) -> Option<Vec<String>> {
     let bytes = text.as_bytes();
-    // Lowercased ASCII keeps every byte where it was.
-    let lower = text.to_ascii_lowercase();
     let mut hosts = Vec::new();
     let mut starts: Vec<usize> = text.match_indices("://").map(|(i, _)| i + 3).collect();
-    for (i, _) in lower.match_indices("www.") {
-        if word_start(bytes, i) {
-            starts.push(i);
-        }
-    }
+    // `www.` in any case, read in place (no lowercased copy of the text).
+    starts.extend(
+        bytes
+            .windows(4)
+            .enumerate()
+            .filter(|(i, w)| w.eq_ignore_ascii_case(b"www.") && word_start(bytes, *i))
+            .map(|(i, _)| i),
+    );
     // A word that is a host name followed by `/`.
     let mut i = 0;
     while i < bytes.len() {
