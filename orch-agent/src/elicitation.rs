@@ -42,10 +42,28 @@ pub enum Answer {
 /// (in workflow step `step`). `arguments` is shown as given: pass the exact text the call
 /// carries (or its canonical form), so the human sees every digit the tool will get.
 pub fn question_text(tool: &str, arguments: &str, step: Option<&str>) -> String {
+    question_text_with_origins(tool, arguments, step, &[])
+}
+
+/// [`question_text`], saying where the call's values were seen ([`Question::origins`]),
+/// one line each, so that the human sees a value that came only from a web page or a
+/// file before approving it.
+pub fn question_text_with_origins(
+    tool: &str,
+    arguments: &str,
+    step: Option<&str>,
+    origins: &[String],
+) -> String {
     let args = arguments;
     let step = step.map_or(String::new(), |s| format!(" (workflow step `{s}`)"));
+    let seen = if origins.is_empty() {
+        String::new()
+    } else {
+        let lines: Vec<String> = origins.iter().map(|l| format!("- {l}")).collect();
+        format!("Where its values were seen:\n{}\n", lines.join("\n"))
+    };
     format!(
-        "The agent asks to call `{tool}`{step} with these arguments:\n{args}\nApprove this exact call? It runs once if you approve it."
+        "The agent asks to call `{tool}`{step} with these arguments:\n{args}\n{seen}Approve this exact call? It runs once if you approve it."
     )
 }
 

@@ -295,7 +295,7 @@ impl Policy {
             Err(refusal) => {
                 let question = match gate {
                     Gate::Ask { run, ttl } if refusal.kind == RefusalKind::NeedsApproval => {
-                        let question = Question::new(
+                        let mut question = Question::new(
                             run,
                             session.step_name(),
                             tool,
@@ -303,6 +303,7 @@ impl Policy {
                             session.fingerprint(),
                             ttl,
                         );
+                        question.origins = session.origins(tool, call.arguments);
                         self.ask_call(session, tool, call.digest, question.id());
                         Some(question)
                     }

@@ -70,6 +70,11 @@ pub struct Question {
     pub fingerprint: u64,
     /// When it stops being answerable, in milliseconds since the Unix epoch.
     pub expires_ms: u64,
+    /// Where the call's values were seen, one line each (semantics §16), for the human:
+    /// not part of what the question is bound to. Empty when the template remembers
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<String>,
 }
 
 impl Question {
@@ -91,6 +96,7 @@ impl Question {
             call,
             fingerprint,
             expires_ms: now_ms().saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+            origins: Vec::new(),
         }
     }
 
@@ -203,6 +209,7 @@ impl Ticket {
             call: self.call,
             fingerprint,
             expires_ms: self.expires_ms,
+            origins: Vec::new(),
         }
         .id()
     }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 #[path = "ir_rules.rs"]
 mod rules;
-pub use rules::{flatten_predicate, IrArgRule, IrPred, IrTest};
+pub use rules::{flatten_predicate, IrArgRule, IrMemory, IrPred, IrTest};
 
 /// Where an IR item was written: bytes of a JSON template, or a token of the
 /// `orchestration!` macro's input ([`crate::model::Span`]). Every IR item that a
@@ -51,6 +51,9 @@ pub struct Ir {
     /// The rules on arguments (semantics §16): the orchestration's, then each step's,
     /// in template order.
     pub arg_rules: Vec<IrArgRule>,
+    /// What sessions remember besides what rules read: trusted and untrusted tools, and
+    /// how many values (semantics §16).
+    pub memory: IrMemory,
 }
 
 /// The tools of each `orchestration.lostResults` list (semantics §15).
@@ -327,7 +330,7 @@ impl Ir {
             lost_retry: Gate::NONE,
             lost_ran: Gate::NONE,
             lost_hold: Gate::NONE,
-            rules: rules::flatten(&self.arg_rules),
+            rules: rules::flatten(&self.arg_rules, &self.memory),
             plan: OwnedPlan::default(),
             moves: OwnedMoves::default(),
         };

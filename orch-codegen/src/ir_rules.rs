@@ -2,7 +2,7 @@
 
 use super::SourceSpan;
 use orch_runtime::compiled::{
-    ArgRule, OwnedRules, Pred, RuleKind, Source, Span, Test, ANY_STEP, UNBOUNDED,
+    ArgRule, Origin, OwnedRules, Pred, RuleKind, Source, Span, Test, ANY_STEP, NO_TOOL, UNBOUNDED,
 };
 use std::collections::HashMap;
 
@@ -81,19 +81,42 @@ pub enum IrTest {
     EmailsIn(Vec<String>),
     /// An array whose every element satisfies it.
     Each(Box<IrPred>),
-    /// A value an earlier result of `tool` held at `path` (`*` tokens: every element or
-    /// member).
-    InResult {
-        /// The tool (an index into the IR's tools).
+    /// A value the session saw at a source: of `origin`, of `tool`, at `path` (`*`
+    /// tokens: every element or member).
+    Seen {
+        /// What the source remembers.
+        origin: Origin,
+        /// The tool (an index into the IR's tools; [`NO_TOOL`] for the user's messages).
         tool: usize,
-        /// The pointer into its results.
+        /// The pointer into its results or arguments.
         path: String,
     },
 }
 
-/// Builds [`OwnedRules`] from the IR's rules: predicates flattened, texts stored once.
-pub(super) fn flatten(rules: &[IrArgRule]) -> OwnedRules {
+/// What the sessions of a machine remember besides what rules read (semantics §16).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IrMemory {
+    /// The tools declared trusted.
+    pub trusted: Vec<usize>,
+    /// The tools declared untrusted.
+    pub untrusted: Vec<usize>,
+    /// `rememberedValues`, if written.
+    pub values: Option<u32>,
+}
+
+/// Builds [`OwnedRules`] from the IR's rules and memory: predicates flattened, texts
+/// stored once, a source for each trusted and untrusted tool.
+pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
     let mut f = Flat::default();
+    f.out.remember = memory.values.unwrap_or(0);
+    for (origin, tools) in [
+        (Origin::Trusted, &memory.trusted),
+        (Origin::Untrusted, &memory.untrusted),
+    ] {
+        for tool in tools {
+            f.source(origin, *tool, "");
+        }
+    }
     for r in rules {
         let pred = f.pred(&r.pred);
         let name = f.text(&r.name);
@@ -121,10 +144,38 @@ struct Flat {
     out: OwnedRules,
     texts: HashMap<String, Span>,
     regexes: HashMap<String, u32>,
-    sources: HashMap<(usize, String), u32>,
+    sources: HashMap<(u8, usize, String), u32>,
+}
+
+/// An origin as a number, for a map key.
+fn origin_code(origin: Origin) -> u8 {
+    match origin {
+        Origin::Result => 0,
+        Origin::Arguments => 1,
+        Origin::User => 2,
+        Origin::Trusted => 3,
+        Origin::Untrusted => 4,
+    }
 }
 
 impl Flat {
+    /// The index of the source of `origin`, `tool` and `path`, added when new.
+    fn source(&mut self, origin: Origin, tool: usize, path: &str) -> u32 {
+        let key = (origin_code(origin), tool, path.to_owned());
+        if let Some(i) = self.sources.get(&key) {
+            return *i;
+        }
+        let i = self.out.sources.len() as u32;
+        let path = self.text(path);
+        self.out.sources.push(Source {
+            origin,
+            tool: u16::try_from(tool).unwrap_or(NO_TOOL),
+            path,
+        });
+        self.sources.insert(key, i);
+        i
+    }
+
     fn text(&mut self, s: &str) -> Span {
         if let Some(span) = self.texts.get(s) {
             return *span;
@@ -186,22 +237,8 @@ impl Flat {
                     IrTest::LinksIn(hosts) => Test::LinksIn(self.list(hosts)),
                     IrTest::EmailsIn(globs) => Test::EmailsIn(self.list(globs)),
                     IrTest::Each(inner) => Test::Each(self.pred(inner)),
-                    IrTest::InResult { tool, path } => {
-                        let key = (*tool, path.clone());
-                        let index = match self.sources.get(&key) {
-                            Some(i) => *i,
-                            None => {
-                                let i = self.out.sources.len() as u32;
-                                let path = self.text(path);
-                                self.out.sources.push(Source {
-                                    tool: *tool as u16,
-                                    path,
-                                });
-                                self.sources.insert(key, i);
-                                i
-                            }
-                        };
-                        Test::InResult(index)
+                    IrTest::Seen { origin, tool, path } => {
+                        Test::InResult(self.source(*origin, *tool, path))
                     }
                 };
                 Pred::Test {

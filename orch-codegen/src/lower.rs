@@ -76,6 +76,7 @@ pub(crate) fn lower(p: Parts<'_>) -> Ir {
         lost: p.lost,
         properties: p.properties,
         arg_rules: p.arg_rules,
+        memory: p.memory,
     }
 }
 
@@ -146,5 +147,6 @@ pub fn placeholder(t: &Template) -> Ir {
         lost: IrLost::default(),
         properties: Vec::new(),
         arg_rules: Vec::new(),
+        memory: Default::default(),
     }
 }

@@ -111,6 +111,14 @@ pub struct Template {
     /// `orchestration.rules` and the conditional entries of `orchestration.approve`:
     /// rules on arguments for every step (semantics §16).
     pub rules: Vec<ArgRule>,
+    /// `orchestration.trust.trusted`: tools whose results are the user's own data
+    /// (semantics §16).
+    pub trusted: Vec<Spanned<String>>,
+    /// `orchestration.trust.untrusted`: tools whose results carry text anyone could
+    /// have written (pages, mail, files).
+    pub untrusted: Vec<Spanned<String>>,
+    /// `orchestration.rememberedValues`: how many values a session remembers.
+    pub remembered_values: Option<Spanned<u64>>,
 }
 
 /// A rule on the arguments of one tool's calls (semantics §16): an entry of `rules`
@@ -221,6 +229,32 @@ pub enum ArgTest {
         /// Where in its results.
         path: Spanned<String>,
     },
+    /// `from`: a value the session saw at one of these origins (semantics §16).
+    From(Spanned<Vec<Spanned<Origin>>>),
+}
+
+/// Where a value may come from, in a `from` test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `"user"`: the user's messages in this run.
+    User,
+    /// `"trusted"`: the results of the tools `trust.trusted` names.
+    Trusted,
+    /// `{"result": TOOL, "path": P}`: the results of `tool` at `path`.
+    Result {
+        /// The tool.
+        tool: Spanned<String>,
+        /// Where in its results (`*` tokens: every element or member).
+        path: Spanned<String>,
+    },
+    /// `{"arguments": TOOL, "path": P}`: the arguments of the calls of `tool` that were
+    /// admitted to run.
+    Arguments {
+        /// The tool.
+        tool: Spanned<String>,
+        /// Where in its arguments (`*` tokens: every element or member).
+        path: Spanned<String>,
+    },
 }
 
 impl ArgTest {
@@ -241,11 +275,12 @@ impl ArgTest {
             ArgTest::EmailsIn(_) => "emailsIn",
             ArgTest::Each(_) => "each",
             ArgTest::InResult { .. } => "inResult",
+            ArgTest::From(_) => "from",
         }
     }
 
     /// Every test key, in the order the docs list them.
-    pub const KEYS: [&'static str; 14] = [
+    pub const KEYS: [&'static str; 15] = [
         "exists",
         "equals",
         "oneOf",
@@ -260,6 +295,7 @@ impl ArgTest {
         "emailsIn",
         "each",
         "inResult",
+        "from",
     ];
 }
 

@@ -23,6 +23,7 @@ pub(crate) struct Parts<'t> {
     pub lost: IrLost,
     pub properties: Vec<IrProperty>,
     pub arg_rules: Vec<crate::ir::IrArgRule>,
+    pub memory: crate::ir::IrMemory,
 }
 
 /// The machine's name and its module name.

@@ -35,16 +35,17 @@ pub(crate) fn can_ask(capabilities: Option<&ClientCapabilities>) -> bool {
 pub(crate) fn question(
     tool: &str,
     arguments: &serde_json::Value,
-    step: Option<&str>,
+    question: &Question,
 ) -> Result<ElicitRequestParams, McpError> {
     let schema: ElicitationSchema = serde_json::from_value(elicitation::form_schema())
         .map_err(|e| McpError::from(crate::error::Error::ApprovalForm(e.to_string())))?;
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: elicitation::question_text(
+        message: elicitation::question_text_with_origins(
             tool,
             &serde_json::to_string_pretty(arguments).unwrap_or_default(),
-            step,
+            question.step.as_deref(),
+            &question.origins,
         ),
         requested_schema: schema,
     })
@@ -91,7 +92,7 @@ mod tests {
     fn the_input_required_result_carries_the_form_and_the_state() {
         let d = CallDigest::of_canonical("pay", b"{}");
         let q = Question::new("s", None, "pay", d, 1, std::time::Duration::from_secs(9));
-        let result = input_required(question("pay", &json!({}), None).unwrap(), &q);
+        let result = input_required(question("pay", &json!({}), &q).unwrap(), &q);
         let v = serde_json::to_value(&result).unwrap();
         assert_eq!(v["resultType"], "input_required");
         assert_eq!(v["requestState"], elicitation::request_state(&q));

@@ -146,6 +146,9 @@ where
 
 /// What one look at a run decided for a call ([`admit`]).
 #[derive(Debug)]
+// Made once per call and moved once to its caller: boxing the refusal's question would
+// cost an allocation on the path that asks a human, and save nothing measurable.
+#[allow(clippy::large_enum_variant)]
 pub enum Admission<'m> {
     /// Admitted: the lease with this token is in the record; the session as admitted
     /// (what the record's snapshot holds), so that recording the result need not restore

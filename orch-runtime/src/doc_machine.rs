@@ -199,6 +199,7 @@ macro_rules! __doc_machine {
                     strings: &[],
                     sources: &[],
                     text: "",
+                    remember: 0,
                 },
                 plan: __rt::Plan {
                     atom_words: 1,

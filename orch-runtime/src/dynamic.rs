@@ -86,14 +86,14 @@ impl DynMachine {
     /// host hands those results to `record_result`.
     pub fn reads_results_of(&self, name: &str) -> bool {
         let t = self.tables.view();
-        t.tool_index(name)
-            .is_some_and(|i| t.rules.sources.iter().any(|s| s.tool as usize == i))
+        t.tool_index(name).is_some_and(|i| t.rules.reads_results(i))
     }
 
-    /// Does the template have rules on arguments (semantics §16)? A host that must write
-    /// a call's arguments out to judge them does so only then.
+    /// Does the template have rules on arguments, or remember values (semantics §16)? A
+    /// host that must write a call's arguments out to judge them, or to say where their
+    /// values were seen, does so only then.
     pub fn has_argument_rules(&self) -> bool {
-        !self.tables.rules.rules.is_empty()
+        !self.tables.rules.rules.is_empty() || !self.tables.rules.sources.is_empty()
     }
 
     /// The tables (code-generation plumbing).
@@ -409,6 +409,30 @@ impl<'m> DynSession<'m> {
         tables.rules.view().explain(broken, arguments, &tool)
     }
 
+    /// Where the values of a call of `name` with `arguments` were seen, one line each:
+    /// [`crate::Session::origins`].
+    pub fn origins(&self, name: &str, arguments: &str) -> Vec<String> {
+        let tables = &self.machine.tables;
+        let t = tables.view();
+        let Some(i) = t.tool_index(name) else {
+            return Vec::new();
+        };
+        let tool = |i: u16| tables.tools.get(i as usize).map_or("", String::as_str);
+        tables.rules.view().origins(
+            i,
+            self.state.step,
+            arguments,
+            self.state.memory_words(),
+            &tool,
+        )
+    }
+
+    /// How many remembered values the session forgot to make room for newer ones
+    /// (semantics §16): [`crate::Session::forgotten`].
+    pub fn forgotten(&self) -> u32 {
+        self.state.forgotten(&self.machine.tables.view())
+    }
+
     /// Records that `name` ran and returned `result`: the rule of
     /// [`crate::Session::record_result`].
     pub fn record_result(&mut self, name: &str, result: &str) -> DynOutcome {
@@ -427,7 +451,8 @@ impl<'m> DynSession<'m> {
         self.machine.reads_results_of(name)
     }
 
-    /// Does a rule on arguments apply to a call of `name` in the active step?
+    /// Does a rule on arguments apply to a call of `name` in the active step, or does the
+    /// session remember its arguments (semantics §16)?
     pub fn argument_rules_apply(&self, name: &str) -> bool {
         let rules = self.machine.tables.rules.view();
         !rules.is_empty()
@@ -436,7 +461,7 @@ impl<'m> DynSession<'m> {
                 .tables
                 .view()
                 .tool_index(name)
-                .is_some_and(|i| rules.applies(i, self.state.step))
+                .is_some_and(|i| rules.reads_arguments(i, self.state.step))
     }
 
     /// The name of argument rule `rule`: the rule of [`crate::Session::rule_name`].

@@ -92,7 +92,8 @@ pub mod compiled {
     //! It changes when the compiled form does; the fingerprint and the snapshot format are
     //! what stays stable across versions.
     pub use crate::args::{
-        ArgRule, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, UNBOUNDED,
+        ArgRule, Origin, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, NO_TOOL,
+        UNBOUNDED,
     };
     pub use crate::bits::{Entries, Words};
     pub use crate::form::{Literal, LiteralWriter};

@@ -393,6 +393,31 @@ impl<M: Machine> Session<M> {
         outcome
     }
 
+    /// Where the values of a call of `tool` with `arguments` were seen (semantics §16),
+    /// one line per value, for the human asked about it: the values the rules' `from`
+    /// tests read and, when the template declares untrusted tools, every scalar at the
+    /// top of the arguments ("`/iban` "DE89…": seen only in untrusted results of
+    /// `read_file`; not in the user's messages").
+    /// Empty when the template remembers nothing.
+    pub fn origins(&self, tool: M::Tool, arguments: &str) -> Vec<String> {
+        let t = M::tables();
+        let name = |i: u16| t.tools.get(i as usize).copied().unwrap_or("");
+        t.rules.origins(
+            tool.index(),
+            self.state.step,
+            arguments,
+            self.state.memory_words(),
+            &name,
+        )
+    }
+
+    /// How many remembered values (semantics §16) the session forgot to make room for
+    /// newer ones: a template whose `rememberedValues` is too small for its runs shows
+    /// it here.
+    pub fn forgotten(&self) -> u32 {
+        self.state.forgotten(M::tables())
+    }
+
     /// [`Session::record_result`] by name (a foreign tool is recorded, and no rule
     /// reads its results).
     pub fn record_result_name(&mut self, name: &str, result: &str) -> Outcome<M::Tool> {

@@ -77,6 +77,16 @@ pub struct Snapshot {
         serde(default, skip_serializing_if = "Vec::is_empty")
     )]
     pub memory: Vec<String>,
+    /// The values seen in untrusted results (a template that declares untrusted tools),
+    /// oldest first, as [`Snapshot::memory`].
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub untrusted: Vec<String>,
+    /// How many remembered values the session forgot to make room for newer ones.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero"))]
+    pub forgotten: u32,
     /// What the host keeps with the session, opaque to the runtime (orch-agent's run host
     /// keeps its ledger of calls here, so a call delivered again after a restore is not
     /// run twice). Empty when the host keeps nothing; hex digits in the JSON form.
@@ -85,6 +95,25 @@ pub struct Snapshot {
         serde(default, skip_serializing_if = "Vec::is_empty", with = "hex_bytes")
     )]
     pub host: Vec<u8>,
+}
+
+/// Is `n` zero (a count the JSON form leaves out)?
+#[cfg(feature = "serde")]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The 16 bytes of a remembered value's key.
+fn key_bytes([hi, lo]: [u64; 2]) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&hi.to_be_bytes());
+    key[8..].copy_from_slice(&lo.to_be_bytes());
+    key
+}
+
+/// A remembered value's key as 32 hex digits.
+pub(crate) fn hex_key(key: &[u8; 16]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The JSON form of [`Snapshot::host`]: lowercase hex digits.
@@ -240,6 +269,7 @@ where
     let names =
         |bits: &[u64]| -> Vec<&str> { crate::bits::BitIter::new(bits).filter_map(tool).collect() };
     let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
+    let (main, untrusted) = t.rules.rings(state.memory.as_ref());
     Parts {
         fingerprint: t.fingerprint,
         machine: t.name,
@@ -266,15 +296,15 @@ where
             .map(|i| flag_parts(t, i))
             .collect(),
         approval: state.approval,
-        memory: crate::args::memory::oldest_first(state.memory.as_ref())
+        memory: crate::args::memory::oldest_first(main)
             .into_iter()
-            .map(|[hi, lo]| {
-                let mut key = [0u8; 16];
-                key[..8].copy_from_slice(&hi.to_be_bytes());
-                key[8..].copy_from_slice(&lo.to_be_bytes());
-                key
-            })
+            .map(key_bytes)
             .collect(),
+        untrusted: crate::args::memory::oldest_first(untrusted)
+            .into_iter()
+            .map(key_bytes)
+            .collect(),
+        forgotten: crate::args::memory::forgotten(main),
         host: &[],
     }
 }
@@ -297,6 +327,10 @@ pub(crate) struct Parts<'a> {
     approval: Option<Approval>,
     /// The remembered values, 16 bytes each.
     memory: Vec<[u8; 16]>,
+    /// The values seen in untrusted results, 16 bytes each.
+    untrusted: Vec<[u8; 16]>,
+    /// How many remembered values were forgotten.
+    forgotten: u32,
     /// What the host keeps with the session ([`Snapshot::host`]).
     pub(crate) host: &'a [u8],
 }
@@ -326,34 +360,43 @@ impl Parts<'_> {
                 .available
                 .map(|list| list.into_iter().map(str::to_owned).collect()),
             approval: self.approval,
-            memory: self
-                .memory
-                .iter()
-                .map(|key| key.iter().map(|b| format!("{b:02x}")).collect())
-                .collect(),
+            memory: self.memory.iter().map(hex_key).collect(),
+            untrusted: self.untrusted.iter().map(hex_key).collect(),
+            forgotten: self.forgotten,
             host: self.host.to_vec(),
         }
     }
 }
 
-/// Puts `snapshot`'s remembered values into `state` (oldest first); `Err` for a key
-/// that is not 32 hex digits.
-fn restore_memory<U, F, H, D, C, R: AsRef<[u64]> + AsMut<[u64]>>(
+/// Puts `snapshot`'s remembered values into `state`'s rings (oldest first); `Err` for a
+/// key that is not 32 hex digits.
+fn restore_memory<S, U, F, H, D, C, R: AsRef<[u64]> + AsMut<[u64]>>(
+    t: &Tables<'_, S>,
     snapshot: &Snapshot,
     state: &mut State<U, F, H, D, C, R>,
-) -> Result<(), RestoreError> {
-    let mut keys = Vec::with_capacity(snapshot.memory.len());
-    for hex in &snapshot.memory {
-        let bad =
-            || RestoreError::Malformed(format!("a remembered value `{hex}` is not 32 hex digits"));
-        if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
+) -> Result<(), RestoreError>
+where
+    S: AsRef<str>,
+{
+    let keys = |list: &[String]| -> Result<Vec<[u64; 2]>, RestoreError> {
+        let mut keys = Vec::with_capacity(list.len());
+        for hex in list {
+            let bad = || {
+                RestoreError::Malformed(format!("a remembered value `{hex}` is not 32 hex digits"))
+            };
+            if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad());
+            }
+            let hi = u64::from_str_radix(&hex[..16], 16).map_err(|_| bad())?;
+            let lo = u64::from_str_radix(&hex[16..], 16).map_err(|_| bad())?;
+            keys.push([hi, lo]);
         }
-        let hi = u64::from_str_radix(&hex[..16], 16).map_err(|_| bad())?;
-        let lo = u64::from_str_radix(&hex[16..], 16).map_err(|_| bad())?;
-        keys.push([hi, lo]);
-    }
-    crate::args::memory::Memory(state.memory.as_mut()).load(&keys);
+        Ok(keys)
+    };
+    let (main_keys, untrusted_keys) = (keys(&snapshot.memory)?, keys(&snapshot.untrusted)?);
+    let (main, untrusted) = t.rules.rings_mut(state.memory.as_mut());
+    crate::args::memory::Memory(main).load(&main_keys, snapshot.forgotten);
+    crate::args::memory::Memory(untrusted).load(&untrusted_keys, 0);
     Ok(())
 }
 
@@ -497,10 +540,11 @@ where
         state.approval = snapshot.approval;
     }
     // Remembered values are keyed by the template's sources: kept only in the same one.
-    if !snapshot.memory.is_empty() && report.fingerprint_changed {
+    let remembers = !snapshot.memory.is_empty() || !snapshot.untrusted.is_empty();
+    if remembers && report.fingerprint_changed {
         report.memory_dropped = true;
     } else {
-        restore_memory(snapshot, state)?;
+        restore_memory(t, snapshot, state)?;
     }
     Ok(report)
 }

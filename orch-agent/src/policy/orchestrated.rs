@@ -74,6 +74,12 @@ pub trait Orchestrated {
     fn user_message(&mut self, text: &str);
     /// Back to a fresh session (semantics §5 "reset").
     fn reset_session(&mut self);
+    /// Where the values of a call of `name` with `arguments` were seen, one line each,
+    /// for the human asked about it (semantics §16). The default knows nothing.
+    fn origins(&self, name: &str, arguments: &str) -> Vec<String> {
+        let _ = (name, arguments);
+        Vec::new()
+    }
 }
 
 impl<M: Machine> Orchestrated for Session<M> {
@@ -113,8 +119,12 @@ impl<M: Machine> Orchestrated for Session<M> {
         !rules.is_empty()
             && M::Tool::from_name(name).is_some_and(|t| {
                 let step = self.step().map_or(u16::MAX, |s| s.index() as u16);
-                rules.applies(t.index(), step)
+                rules.reads_arguments(t.index(), step)
             })
+    }
+
+    fn origins(&self, name: &str, arguments: &str) -> Vec<String> {
+        M::Tool::from_name(name).map_or_else(Vec::new, |t| Session::origins(self, t, arguments))
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -195,6 +205,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn argument_rules_apply(&self, name: &str) -> bool {
         DynSession::argument_rules_apply(self, name)
+    }
+
+    fn origins(&self, name: &str, arguments: &str) -> Vec<String> {
+        DynSession::origins(self, name, arguments)
     }
 
     fn approval(&self) -> Option<Approval> {

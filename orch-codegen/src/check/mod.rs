@@ -63,6 +63,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
         })
         .collect();
     let properties = c.properties(&universe);
+    let memory = c.memory(&universe);
     let arg_rules = c.arg_rules(&universe);
     c.check_message_conditions();
     let history = c.history_capacity(&steps);
@@ -86,6 +87,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
             lost,
             properties,
             arg_rules,
+            memory,
         },
         regexes: c.compiled_regexes,
         diagnostics: c.diags,
@@ -274,6 +276,8 @@ struct Checker<'t> {
     compiled_regexes: Vec<MessageRegex>,
     /// Bytes the compiled regexes take, all together.
     regex_memory: usize,
+    /// The tools declared trusted (what a `from` test's `"trusted"` stands for).
+    trusted: Vec<usize>,
 }
 
 impl<'t> Checker<'t> {
@@ -285,6 +289,7 @@ impl<'t> Checker<'t> {
             regexes: Vec::new(),
             compiled_regexes: Vec::new(),
             regex_memory: 0,
+            trusted: Vec::new(),
         }
     }
 

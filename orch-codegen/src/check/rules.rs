@@ -2,10 +2,12 @@
 
 use super::{Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{IrArgRule, IrPred, IrTest};
-use crate::model::{ArgRule, ArgRuleKind, ArgTest, Predicate, PredicateNode, Span, Spanned};
-use orch_runtime::args::{compare_numbers, is_number, is_pointer};
-use orch_runtime::compiled::{is_pattern, RuleKind};
+use crate::ir::{IrArgRule, IrMemory, IrPred, IrTest};
+use crate::model::{
+    ArgRule, ArgRuleKind, ArgTest, Origin, Predicate, PredicateNode, Span, Spanned,
+};
+use orch_runtime::args::{compare_numbers, is_number, is_pointer, MAX_MEMORY_VALUES};
+use orch_runtime::compiled::{is_pattern, Origin as RtOrigin, RuleKind, NO_TOOL};
 use std::collections::HashMap;
 
 /// The most rules a template may have (rules are numbered with 16 bits).
@@ -179,6 +181,15 @@ impl<'t> Checker<'t> {
                 match test? {
                     Negated::No(test) => IrPred::Test { path, test },
                     Negated::Yes(test) => IrPred::Not(Box::new(IrPred::Test { path, test })),
+                    Negated::AnyOf(tests) => IrPred::Any(
+                        tests
+                            .into_iter()
+                            .map(|test| IrPred::Test {
+                                path: path.clone(),
+                                test,
+                            })
+                            .collect(),
+                    ),
                 }
             }
         })
@@ -265,21 +276,143 @@ impl<'t> Checker<'t> {
             ArgTest::EmailsIn(globs) => IrTest::EmailsIn(self.addresses(globs, "emailsIn")?),
             ArgTest::Each(inner) => IrTest::Each(Box::new(self.predicate(inner, universe)?)),
             ArgTest::InResult { tool, path, .. } => {
-                if !is_pointer(&path.value) {
-                    self.bad(
-                        path.span,
-                        format!("`{}` is not a JSON pointer", path.value),
-                        "a path into the tool's results is a JSON pointer, where a `*` token stands for every element or member: `/contacts/*/iban`",
-                    );
-                    return None;
-                }
                 let tool = self.rule_tool(tool, universe)?;
-                IrTest::InResult {
+                let path = self.source_path(path)?;
+                IrTest::Seen {
+                    origin: RtOrigin::Result,
                     tool,
-                    path: path.value.clone(),
+                    path,
                 }
             }
+            ArgTest::From(origins) => return self.from(origins, universe),
         }))
+    }
+
+    /// A `from` test: one test per source it names (`"trusted"`: one per trusted tool),
+    /// any of which may hold. E025: no origin, `"trusted"` with no trusted tool, a path
+    /// that is not a pointer.
+    fn from(
+        &mut self,
+        origins: &Spanned<Vec<Spanned<Origin>>>,
+        universe: &Universe<'t>,
+    ) -> Option<Negated> {
+        if origins.value.is_empty() {
+            self.bad(
+                origins.span,
+                "`from` lists no origin".to_owned(),
+                "list where the value may come from: `\"user\"`, `\"trusted\"`, `{\"result\": TOOL, \"path\": P}` or `{\"arguments\": TOOL, \"path\": P}`",
+            );
+            return None;
+        }
+        let mut tests = Vec::new();
+        let mut ok = true;
+        for o in &origins.value {
+            match &o.value {
+                Origin::User => tests.push(IrTest::Seen {
+                    origin: RtOrigin::User,
+                    tool: usize::from(NO_TOOL),
+                    path: String::new(),
+                }),
+                Origin::Trusted => {
+                    if self.trusted.is_empty() {
+                        self.bad(
+                            o.span,
+                            "`trusted` stands for no tool: the template declares none trusted".to_owned(),
+                            "name the tools whose results are the user's own data in `orchestration.trust.trusted`",
+                        );
+                        ok = false;
+                    }
+                    for &tool in &self.trusted {
+                        tests.push(IrTest::Seen {
+                            origin: RtOrigin::Trusted,
+                            tool,
+                            path: String::new(),
+                        });
+                    }
+                }
+                Origin::Result { tool, path } | Origin::Arguments { tool, path } => {
+                    let origin = if matches!(o.value, Origin::Result { .. }) {
+                        RtOrigin::Result
+                    } else {
+                        RtOrigin::Arguments
+                    };
+                    let tool = self.rule_tool(tool, universe);
+                    let path = self.source_path(path);
+                    match (tool, path) {
+                        (Some(tool), Some(path)) => tests.push(IrTest::Seen { origin, tool, path }),
+                        _ => ok = false,
+                    }
+                }
+            }
+        }
+        tests.dedup();
+        if !ok {
+            return None;
+        }
+        Some(match tests.len() {
+            1 => Negated::No(tests.remove(0)),
+            _ => Negated::AnyOf(tests),
+        })
+    }
+
+    /// A path into a tool's results or arguments: E025 unless it is a JSON pointer.
+    fn source_path(&mut self, path: &Spanned<String>) -> Option<String> {
+        if !is_pointer(&path.value) {
+            self.bad(
+                path.span,
+                format!("`{}` is not a JSON pointer", path.value),
+                "a path into a tool's results or arguments is a JSON pointer, where a `*` token stands for every element or member: `/contacts/*/iban`",
+            );
+            return None;
+        }
+        Some(path.value.clone())
+    }
+
+    /// semantics §16: the tools declared trusted and untrusted, and how many values a
+    /// session remembers. E015: each is a tool of the universe; E025: none is both;
+    /// E019: `rememberedValues` from 1 to [`MAX_MEMORY_VALUES`].
+    pub(super) fn memory(&mut self, universe: &Universe<'t>) -> IrMemory {
+        let t = self.t;
+        let mut memory = IrMemory::default();
+        for (list, out) in [
+            (&t.trusted, &mut memory.trusted),
+            (&t.untrusted, &mut memory.untrusted),
+        ] {
+            for name in list {
+                if let Some(i) = self.rule_tool(name, universe) {
+                    if !out.contains(&i) {
+                        out.push(i);
+                    }
+                }
+            }
+        }
+        for name in &t.untrusted {
+            if let Some(i) = universe.tools.iter().position(|u| u.value == name.value) {
+                if memory.trusted.contains(&i) {
+                    self.bad(
+                        name.span,
+                        format!("`{}` is declared both trusted and untrusted", name.value),
+                        "a tool's results are either the user's own data (`trusted`) or text anyone could have written (`untrusted`)",
+                    );
+                }
+            }
+        }
+        if let Some(n) = &t.remembered_values {
+            if n.value == 0 || n.value > MAX_MEMORY_VALUES as u64 {
+                self.push(Diagnostic::new(
+                    Code::LimitExceeded,
+                    Some(n.span),
+                    format!(
+                        "`rememberedValues` is {}; a session remembers from 1 to {MAX_MEMORY_VALUES} values",
+                        n.value
+                    ),
+                ));
+            } else {
+                memory.values = Some(n.value as u32);
+            }
+        }
+        self.trusted = memory.trusted.clone();
+        memory
     }
 
     /// A scalar's JSON text; E025 for a number that is not a JSON number (the DSL's).
@@ -385,6 +518,8 @@ impl<'t> Checker<'t> {
 enum Negated {
     No(IrTest),
     Yes(IrTest),
+    /// Any of these tests of the same value (a `from` naming several sources).
+    AnyOf(Vec<IrTest>),
 }
 
 /// Predicate nodes in `p`.

@@ -8,6 +8,7 @@
 //! item       := "tools" ":" "[" tool,* "]" ";"
 //!             | "description" ":" string ";" | "history" ":" int ";" | "max_steps" ":" int ";"
 //!             | "approve" ":" "[" tool,* "]" ";" | rule
+//!             | ("trusted" | "untrusted") ":" "[" tool,* "]" ";" | "remembered_values" ":" int ";"
 //!             | "lost" ("retry" | "ran" | "hold") ":" "[" tool,* "]" ";"
 //!             | "property" name ":" tool ("after" tool | "at_most" int
 //!                                         | ("never" | "approved") ("when" pred)?) ";"
@@ -27,6 +28,8 @@
 //!             | ("hostname_in" | "addresses_in" | "links_in" | "emails_in") "(" string,* ")"
 //!             | ("range" | "length") "(" (("min" | "max") "=" number),* ")"
 //!             | "each" "(" pred ")" | "in_result" "(" tool ("," string)? ")"
+//!             | "from" "(" origin,* ")"
+//! origin     := "user" | "trusted" | ("result" | "arguments") "(" tool ("," string)? ")"
 //! scalar     := string | "-"? number | "true" | "false" | "null"
 //! condition  := "sequence_match" | "tool_used" "(" tool ")" | "message_contains" "(" string ")"
 //!             | "message_regex" "(" string ")" | "not_recently_used" "(" tool ("," "window" "=" int)? ")"
@@ -159,6 +162,14 @@ impl Parse for Dsl {
                     .rules
                     .push(parse_conditional_approve(&mut low, &body)?),
                 "rule" => template.rules.push(parse_rule(&mut low, &body)?),
+                "trusted" => template.trusted.extend(low.colon_list(&body)?),
+                "untrusted" => template.untrusted.extend(low.colon_list(&body)?),
+                "remembered_values" => {
+                    body.parse::<Token![:]>()?;
+                    let (n, span) = uint(&body, "remembered_values")?;
+                    template.remembered_values = Some(low.spanned(n, span));
+                    semi(&body)?;
+                }
                 "lost" => {
                     let which = Ident::parse_any(&body)?;
                     let lost = &mut template.lost_results;
@@ -183,7 +194,7 @@ impl Parse for Dsl {
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `rule`, `lost`, `property`, `step` or `default step`"),
+                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `rule`, `trusted`, `untrusted`, `remembered_values`, `lost`, `property`, `step` or `default step`"),
                     ))
                 }
             }

@@ -4,7 +4,9 @@
 
 use super::tokens::{comma_separated, semi, Lowering};
 use crate::check::suggest::Suggester;
-use crate::model::{ArgRule, ArgRuleKind, ArgTest, Predicate, PredicateNode, Scalar, Spanned};
+use crate::model::{
+    ArgRule, ArgRuleKind, ArgTest, Origin, Predicate, PredicateNode, Scalar, Spanned,
+};
 use crate::parse::ticked;
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -13,7 +15,7 @@ use syn::{parenthesized, Ident, LitInt, LitStr, Token};
 
 /// The DSL's test keywords, in the order the docs list them (the JSON keys in
 /// snake case).
-pub(super) const TESTS: [&str; 14] = [
+pub(super) const TESTS: [&str; 15] = [
     "exists",
     "equals",
     "one_of",
@@ -28,6 +30,7 @@ pub(super) const TESTS: [&str; 14] = [
     "emails_in",
     "each",
     "in_result",
+    "from",
 ];
 
 /// An error at `span` naming the unexpected `word`, what was `expected`, and the closest
@@ -234,6 +237,7 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
                 path,
             }
         }
+        "from" => ArgTest::From(Spanned::new(parse_origins(low, &args)?, whole)),
         "range" => {
             let (mut min, mut max) = (None, None);
             for (key, value) in bounds(&args, &word)? {
@@ -372,4 +376,49 @@ pub(super) fn parse_scalar(low: &mut Lowering, input: ParseStream) -> syn::Resul
     let b = Bound::parse(input)?;
     let span = b.span();
     Ok(low.spanned(Scalar::Number(number_text(&b)?), span))
+}
+
+/// The origins of a `from(..)` test: `user`, `trusted`, `result(TOOL, "/p")`,
+/// `arguments(TOOL, "/p")`.
+fn parse_origins(low: &mut Lowering, args: ParseStream) -> syn::Result<Vec<Spanned<Origin>>> {
+    let mut origins = Vec::new();
+    while !args.is_empty() {
+        let word = Ident::parse_any(args)?;
+        let span = low.at(word.span());
+        let origin = match word.to_string().as_str() {
+            "user" => Origin::User,
+            "trusted" => Origin::Trusted,
+            which @ ("result" | "arguments") => {
+                let inner;
+                parenthesized!(inner in args);
+                let tool = low.name(&inner)?;
+                let path = if inner.parse::<Option<Token![,]>>()?.is_some()
+                    && !inner.is_empty()
+                {
+                    let s: LitStr = inner.parse()?;
+                    low.spanned(s.value(), s.span())
+                } else {
+                    Spanned::new(String::new(), span)
+                };
+                if which == "result" {
+                    Origin::Result { tool, path }
+                } else {
+                    Origin::Arguments { tool, path }
+                }
+            }
+            other => {
+                return Err(unexpected(
+                    word.span(),
+                    other,
+                    "an origin is `user`, `trusted`, `result(TOOL, \"/path\")` or `arguments(TOOL, \"/path\")`",
+                    &["user", "trusted", "result", "arguments"],
+                ))
+            }
+        };
+        origins.push(Spanned::new(origin, span));
+        if args.parse::<Option<Token![,]>>()?.is_none() {
+            break;
+        }
+    }
+    Ok(origins)
 }

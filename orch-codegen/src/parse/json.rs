@@ -405,6 +405,24 @@ impl Reader {
         if let Some(v) = get(orch, "rules") {
             t.rules.extend(self.rules(v, "orchestration.rules"));
         }
+        if let Some(v) = get(orch, "trust") {
+            if let Some(o) = self.object(v, "orchestration.trust") {
+                self.known_keys(o, "`trust`", &["trusted", "untrusted"]);
+                if let Some(v) = get(o, "trusted") {
+                    t.trusted = self
+                        .strings(v, "orchestration.trust.trusted")
+                        .unwrap_or_default();
+                }
+                if let Some(v) = get(o, "untrusted") {
+                    t.untrusted = self
+                        .strings(v, "orchestration.trust.untrusted")
+                        .unwrap_or_default();
+                }
+            }
+        }
+        if let Some(v) = get(orch, "rememberedValues") {
+            t.remembered_values = self.uint(v, "orchestration.rememberedValues");
+        }
         if let Some(v) = get(orch, "lostResults") {
             if let Some(o) = self.object(v, "orchestration.lostResults") {
                 self.known_keys(o, "`lostResults`", &["retry", "ran", "hold"]);

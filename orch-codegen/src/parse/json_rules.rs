@@ -4,7 +4,9 @@
 
 use super::{get, span_of, ticked, Reader};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::model::{ArgRule, ArgRuleKind, ArgTest, Predicate, PredicateNode, Scalar, Spanned};
+use crate::model::{
+    ArgRule, ArgRuleKind, ArgTest, Origin, Predicate, PredicateNode, Scalar, Spanned,
+};
 use jsonc_parser::ast::{Object, Value};
 
 /// The keys of a combinator object.
@@ -282,6 +284,7 @@ impl Reader {
                     path,
                 }
             }
+            "from" => ArgTest::From(Spanned::new(self.origins(v)?, span_of(v))),
             "range" => {
                 let o = self.object(v, "range")?;
                 self.known_keys(o, "`range`", &["min", "max"]);
@@ -336,5 +339,58 @@ impl Reader {
             }
         };
         Some(Spanned::new(scalar, span_of(v)))
+    }
+}
+
+impl Reader {
+    /// A `from` list: `"user"`, `"trusted"`, `{"result": TOOL, "path": P}`,
+    /// `{"arguments": TOOL, "path": P}`.
+    fn origins(&mut self, v: &Value<'_>) -> Option<Vec<Spanned<Origin>>> {
+        let Value::Array(a) = v else {
+            self.wrong(v, "from", "an array of origins");
+            return None;
+        };
+        let mut out = Vec::new();
+        for e in &a.elements {
+            let origin = match e {
+                Value::StringLit(s) if s.value == "user" => Origin::User,
+                Value::StringLit(s) if s.value == "trusted" => Origin::Trusted,
+                Value::Object(o) => {
+                    self.known_keys(o, "an origin", &["result", "arguments", "path"]);
+                    let path = match get(o, "path") {
+                        Some(p) => self.string(p, "from[].path")?,
+                        None => Spanned::new(String::new(), span_of(e).first_byte()),
+                    };
+                    match (get(o, "result"), get(o, "arguments")) {
+                        (Some(t), None) => Origin::Result {
+                            tool: self.string(t, "from[].result")?,
+                            path,
+                        },
+                        (None, Some(t)) => Origin::Arguments {
+                            tool: self.string(t, "from[].arguments")?,
+                            path,
+                        },
+                        _ => {
+                            self.wrong(
+                                e,
+                                "from[]",
+                                "an object with exactly one of `result` and `arguments`",
+                            );
+                            return None;
+                        }
+                    }
+                }
+                other => {
+                    self.wrong(
+                        other,
+                        "from[]",
+                        "`\"user\"`, `\"trusted\"`, or an object with `result` or `arguments`",
+                    );
+                    return None;
+                }
+            };
+            out.push(Spanned::new(origin, span_of(e)));
+        }
+        Some(out)
     }
 }

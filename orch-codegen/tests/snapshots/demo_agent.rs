@@ -181,6 +181,7 @@ pub mod demo_agent {
             strings: &[],
             sources: &[],
             text: "",
+            remember: 0,
         },
         plan: __rt::Plan {
             atom_words: 1,

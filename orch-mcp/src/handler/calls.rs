@@ -202,7 +202,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
         // answer run the call a second time.
         let mut reserved = reserve(gate).await?;
         if let Reserved::Asked(question) = &reserved {
-            let shown = approval::question(&tool, &arguments, question.step.as_deref())?;
+            let shown = approval::question(&tool, &arguments, question)?;
             if modern {
                 return Ok(approval::input_required(shown, question).into());
             }

@@ -190,12 +190,13 @@ pub(super) fn refused(
             "pending": true,
             "requestState": state,
             "expiresMs": question.expires_ms,
+            "origins": question.origins,
             "inputRequests": {
                 INPUT_KEY: {
                     "method": "elicitation/create",
                     "params": {
                         "mode": "form",
-                        "message": elicitation::question_text(&call.tool, &call.arguments, question.step.as_deref()),
+                        "message": elicitation::question_text_with_origins(&call.tool, &call.arguments, question.step.as_deref(), &question.origins),
                         "requestedSchema": elicitation::form_schema(),
                     }
                 }

@@ -7,16 +7,25 @@
 //! the decimals written, strings decoded only to compare them. A call of a tool no rule
 //! applies to is judged without reading its arguments and without allocating.
 
+mod explain;
 mod found;
 mod json;
+mod literal;
 pub(crate) mod memory;
+mod origins;
+mod provenance;
+mod remember;
 mod rules;
 mod scalar;
+mod seen;
+mod source;
 
 pub use found::{email_addresses, link_hosts};
 pub use json::{is_pointer, string_literal, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
-pub use memory::{MEMORY_VALUES, MEMORY_WORDS};
+pub use memory::{MAX_MEMORY_VALUES, MEMORY_VALUES, MEMORY_WORDS};
+pub use provenance::{normal_form, values_in_text, words_of};
 pub use rules::{
-    ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, UNBOUNDED,
+    ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Test, ANY_STEP, UNBOUNDED,
 };
 pub use scalar::{address_list, compare_numbers, host_name, is_number, url_host};
+pub use source::{Origin, Source, NO_TOOL};

@@ -7,7 +7,7 @@ use super::found::{email_addresses, link_hosts};
 use super::json::{Doc, Kind, Unreadable};
 use super::memory;
 use super::scalar::{address_list, compare_numbers, host_name, url_host};
-use crate::form::{Literal, LiteralWriter};
+use super::source::{Origin, Source};
 use crate::tables::Span;
 use crate::text::glob_match;
 use core::cmp::Ordering;
@@ -120,19 +120,10 @@ pub enum Test {
     /// An array every element of which satisfies this predicate (an index into
     /// [`Rules::preds`]; its pointers are relative to the element).
     Each(u32),
-    /// A scalar that an earlier result of a tool held (an index into
-    /// [`Rules::sources`]): values the session remembers (semantics §16).
+    /// A value the session saw at a source (an index into [`Rules::sources`]): in an
+    /// earlier result of a tool, an earlier call's arguments, the user's messages or a
+    /// trusted tool's results — values the session remembers (semantics §16).
     InResult(u32),
-}
-
-/// Where a rule's remembered values come from: the results of `tool`, at `path` (a JSON
-/// pointer whose `*` tokens stand for every element or member).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Source {
-    /// The tool (an index into the machine's tools).
-    pub tool: u16,
-    /// The pointer into its results, a span of [`Rules::text`].
-    pub path: Span,
 }
 
 compiled_form! {
@@ -153,10 +144,14 @@ compiled_form! {
         /// ([`Test::HostIn`], [`Test::HostnameIn`], [`Test::AddressesIn`],
         /// [`Test::LinksIn`], [`Test::EmailsIn`]): spans of [`Rules::text`].
         strings: slice(Span),
-        /// The results whose values [`Test::InResult`] reads.
+        /// Where the values [`Test::InResult`] reads come from, and the untrusted tools
+        /// whose results' values are remembered to say where a value was seen.
         sources: slice(Source),
         /// Every text of the rules, one after the other.
         text: text,
+        /// The values a session remembers in each ring (the template's
+        /// `rememberedValues`; 0: [`MEMORY_VALUES`](super::MEMORY_VALUES)).
+        remember: value(u32),
     }
 }
 
@@ -228,14 +223,41 @@ impl<'a> Rules<'a> {
             .map_or("", |r| self.text_of(r.name))
     }
 
-    /// The words of memory a session of this machine needs: [`super::MEMORY_WORDS`]
-    /// when a rule reads results, else none.
+    /// The values a session of this machine remembers in each ring.
+    pub fn memory_values(&self) -> usize {
+        match self.remember {
+            0 => super::MEMORY_VALUES,
+            n => n as usize,
+        }
+    }
+
+    /// The words of memory a session of this machine needs: a ring of
+    /// [`Rules::memory_values`] values when a rule reads remembered values or a tool is
+    /// untrusted, and a second when a tool is untrusted; else none.
     pub fn memory_words(&self) -> usize {
         if self.sources.is_empty() {
             0
+        } else if self.has_untrusted() {
+            2 * memory::ring_words(self.memory_values())
         } else {
-            super::MEMORY_WORDS
+            memory::ring_words(self.memory_values())
         }
+    }
+
+    /// Does the template declare an untrusted tool?
+    fn has_untrusted(&self) -> bool {
+        self.sources.iter().any(|s| s.origin == Origin::Untrusted)
+    }
+
+    /// A session's memory words split into its two rings: the values rules read, and the
+    /// values seen in untrusted text (empty without untrusted tools).
+    pub(crate) fn rings<'m>(&self, words: &'m [u64]) -> (&'m [u64], &'m [u64]) {
+        words.split_at(memory::ring_words(self.memory_values()).min(words.len()))
+    }
+
+    /// [`Rules::rings`], mutable.
+    pub(crate) fn rings_mut<'m>(&self, words: &'m mut [u64]) -> (&'m mut [u64], &'m mut [u64]) {
+        words.split_at_mut(memory::ring_words(self.memory_values()).min(words.len()))
     }
 
     /// The sources of the regexes of [`Test::Regex`], in the order of their indices.
@@ -264,12 +286,24 @@ impl<'a> Rules<'a> {
             .any(|r| r.tool as usize == tool && (r.step == ANY_STEP || r.step == step))
     }
 
+    /// Does the session read the arguments of a call of `tool` in step `step`: a rule
+    /// applies, or a source remembers them (semantics §16)? A host writes a call's
+    /// arguments out, and a decision log keeps them, only then.
+    pub fn reads_arguments(&self, tool: usize, step: u16) -> bool {
+        self.applies(tool, step)
+            || self
+                .sources
+                .iter()
+                .any(|s| s.origin == Origin::Arguments && s.tool as usize == tool)
+    }
+
     /// Judges the arguments of a call of `tool` in step `step` (`u16::MAX` when no step
     /// is active) by every rule that applies: the first required rule broken, else the
     /// first `approve` rule that holds, else free. No rule applying costs one pass over
     /// the rules and never allocates; otherwise the arguments are read once. Arguments
     /// that cannot be read break the first required rule, or else gate the call.
-    /// `regexes` are the machine's compiled argument regexes.
+    /// `regexes` are the machine's compiled argument regexes; `memory` the session's
+    /// memory words.
     pub fn judge(
         &self,
         tool: usize,
@@ -298,11 +332,13 @@ impl<'a> Rules<'a> {
                 };
             }
         };
+        let (main, untrusted) = self.rings(memory);
         let eval = Eval {
             rules: self,
             doc: &doc,
             regexes,
-            memory,
+            memory: memory::live(main),
+            untrusted: memory::live(untrusted),
         };
         for (i, r) in applying().filter(|(_, r)| r.kind == RuleKind::Require) {
             let mut failure = None;
@@ -328,166 +364,20 @@ impl<'a> Rules<'a> {
         Judged::Free
     }
 
-    /// Why `broken` refused a call with these `arguments`, in words: "`/to` is
-    /// "x@evil.example": it must match `*@corp.example`".
-    /// `tool` names a tool by its index (for a value from results).
-    pub fn explain(
-        &self,
-        broken: &Broken,
-        arguments: &str,
-        tool: &dyn Fn(u16) -> &'a str,
-    ) -> String {
-        if let Some(why) = broken.unreadable {
-            return why.to_string();
+    /// The path every child of the [`Pred::Any`] or [`Pred::All`] `span` tests, when
+    /// they are all tests of one path.
+    pub(super) fn shared_path(&self, span: Span) -> Option<Span> {
+        let mut shared: Option<Span> = None;
+        for &c in self.children.get(span.range())? {
+            let Some(Pred::Test { path, .. }) = self.preds.get(c as usize) else {
+                return None;
+            };
+            match shared {
+                Some(p) if self.text_of(p) != self.text_of(*path) => return None,
+                _ => shared = Some(*path),
+            }
         }
-        let Some(pred) = self.preds.get(broken.pred as usize) else {
-            return String::new();
-        };
-        let Pred::Test { path, .. } = *pred else {
-            return format!("{} does not hold", self.describe(broken.pred, tool));
-        };
-        let mut at = String::new();
-        if let Some((each, index)) = broken.element {
-            if let Some(Pred::Test { path, .. }) = self.preds.get(each as usize) {
-                at.push_str(self.text_of(*path));
-            }
-            at.push('/');
-            at.push_str(&index.to_string());
-        }
-        at.push_str(self.text_of(path));
-        let subject = if at.is_empty() {
-            "the arguments".to_owned()
-        } else {
-            format!("`{at}`")
-        };
-        let value = match broken.value {
-            Some((s, e)) => {
-                let v = arguments.get(s as usize..e as usize).unwrap_or("");
-                format!("is {}", shorten(v))
-            }
-            None => "is missing".to_owned(),
-        };
-        format!(
-            "{subject} {value}: it {}",
-            self.requirement(broken.pred, tool)
-        )
-    }
-
-    /// A predicate node in words ("`/amount` must be a number from 0 to 100"); `tool`
-    /// names a tool by its index.
-    pub fn describe(&self, pred: u32, tool: &dyn Fn(u16) -> &'a str) -> String {
-        match self.preds.get(pred as usize) {
-            Some(Pred::All(span)) => self.join(*span, " and ", tool),
-            Some(Pred::Any(span)) => format!("either {}", self.join(*span, " or ", tool)),
-            Some(Pred::Not(inner)) => format!("not ({})", self.describe(*inner, tool)),
-            Some(Pred::Test { path, .. }) => {
-                let path = self.text_of(*path);
-                let subject = if path.is_empty() {
-                    "the arguments".to_owned()
-                } else {
-                    format!("`{path}`")
-                };
-                format!("{subject} {}", self.requirement(pred, tool))
-            }
-            None => String::new(),
-        }
-    }
-
-    fn join(&self, span: Span, sep: &str, tool: &dyn Fn(u16) -> &'a str) -> String {
-        let parts: Vec<String> = self
-            .children
-            .get(span.range())
-            .unwrap_or(&[])
-            .iter()
-            .map(|&c| self.describe(c, tool))
-            .collect();
-        parts.join(sep)
-    }
-
-    /// What a test requires, as a verb phrase ("must be one of 1, 2").
-    fn requirement(&self, pred: u32, tool: &dyn Fn(u16) -> &'a str) -> String {
-        let Some(Pred::Test { test, .. }) = self.preds.get(pred as usize) else {
-            return format!("must satisfy: {}", self.describe(pred, tool));
-        };
-        let list = |span: Span| {
-            let items: Vec<&str> = self
-                .strings
-                .get(span.range())
-                .unwrap_or(&[])
-                .iter()
-                .map(|s| self.text_of(*s))
-                .collect();
-            if items.len() > 8 {
-                format!("{}, … ({} in all)", items[..8].join(", "), items.len())
-            } else {
-                items.join(", ")
-            }
-        };
-        match *test {
-            Test::Exists => "must be present".to_owned(),
-            Test::Equals(v) => format!("must be {}", self.text_of(v)),
-            Test::OneOf(l) => format!("must be one of {}", list(l)),
-            Test::Glob(g) => format!("must be a string matching `{}`", self.text_of(g)),
-            Test::Regex { source, .. } => {
-                format!(
-                    "must be a string matching the regex `{}`",
-                    self.text_of(source)
-                )
-            }
-            Test::Range { min, max } => match (min.is_empty(), max.is_empty()) {
-                (false, false) => format!(
-                    "must be a number from {} to {}",
-                    self.text_of(min),
-                    self.text_of(max)
-                ),
-                (false, true) => format!("must be a number of at least {}", self.text_of(min)),
-                (true, false) => format!("must be a number of at most {}", self.text_of(max)),
-                (true, true) => "must be a number".to_owned(),
-            },
-            Test::Length { min, max } => match (min, max) {
-                (0, UNBOUNDED) => "must be a string, an array or an object".to_owned(),
-                (min, UNBOUNDED) => format!("must have a length of at least {min}"),
-                (0, max) => format!("must have a length of at most {max}"),
-                (min, max) => format!("must have a length from {min} to {max}"),
-            },
-            Test::HostIn(l) => format!("must be a URL whose host is one of {}", list(l)),
-            Test::HostnameIn(l) => format!(
-                "must name a host (alone or in a URL) that is one of {}",
-                list(l)
-            ),
-            Test::AddressesIn(l) => format!(
-                "must be a list of plain e-mail addresses, each one of {}",
-                list(l)
-            ),
-            Test::LinksIn(l) => format!(
-                "must be text whose every link goes to a host that is one of {}",
-                list(l)
-            ),
-            Test::EmailsIn(l) => format!(
-                "must be text whose every e-mail address is one of {}",
-                list(l)
-            ),
-            Test::Each(inner) => format!(
-                "must be an array whose every element satisfies: {}",
-                self.describe(inner, tool)
-            ),
-            Test::InResult(source) => match self.sources.get(source as usize) {
-                Some(src) => format!(
-                    "must be one of the values earlier results of `{}` held at `{}`",
-                    tool(src.tool),
-                    self.text_of(src.path)
-                ),
-                None => "must be a value an earlier result held".to_owned(),
-            },
-        }
-    }
-}
-
-/// At most 80 characters of a value, for a message.
-fn shorten(v: &str) -> String {
-    match v.char_indices().nth(80) {
-        Some((at, _)) => format!("{}…", &v[..at]),
-        None => v.to_owned(),
+        shared
     }
 }
 
@@ -498,6 +388,8 @@ struct Eval<'r, 'd> {
     regexes: &'r [Option<Regex>],
     /// The session's remembered values (live entries only).
     memory: &'r [u64],
+    /// The values seen in untrusted text (live entries only).
+    untrusted: &'r [u64],
 }
 
 impl Eval<'_, '_> {
@@ -529,7 +421,12 @@ impl Eval<'_, '_> {
                     .unwrap_or(&[])
                     .iter()
                     .any(|&c| self.holds(at, c, &mut None));
-                any || fail(why, None)
+                // Alternatives about one value (a `from` of several sources) name it.
+                let value = r.shared_path(*span).and_then(|path| {
+                    let n = self.doc.pointer(at, r.text_of(path))?;
+                    Some((self.doc.nodes[n].start, self.doc.nodes[n].end))
+                });
+                any || fail(why, value)
             }
             Some(Pred::Not(inner)) => !self.holds(at, *inner, &mut None) || fail(why, None),
             Some(Pred::Test { path, test }) => {
@@ -625,11 +522,24 @@ impl Eval<'_, '_> {
                 .string(n)
                 .and_then(|s| email_addresses(&s))
                 .is_some_and(|all| all.iter().all(|a| list(l).any(|p| glob_match(p, a)))),
-            Test::InResult(source) => {
-                memory::key(source, doc, n).is_some_and(|k| memory::knows(self.memory, &k))
-            }
+            Test::InResult(source) => self.seen(source, n),
             Test::Each(_) => false,
         }
+    }
+}
+
+impl Eval<'_, '_> {
+    /// Did the session see node `n`'s value at source `source`?
+    fn seen(&self, source: u32, n: usize) -> bool {
+        let Some(src) = self.rules.sources.get(source as usize) else {
+            return false;
+        };
+        let live = if src.origin == Origin::Untrusted {
+            self.untrusted
+        } else {
+            self.memory
+        };
+        super::seen::seen_in(src.origin, source, self.doc, n, live)
     }
 }
 
@@ -648,153 +558,5 @@ fn scalar_eq(doc: &Doc<'_>, n: usize, literal: &str) -> bool {
         (Kind::False, _) => literal == "false",
         (Kind::Null, _) => literal == "null",
         _ => false,
-    }
-}
-
-impl Literal for RuleKind {
-    fn write_literal(&self, w: &mut LiteralWriter) {
-        w.item(match self {
-            RuleKind::Require => "RuleKind::Require",
-            RuleKind::ApproveWhen => "RuleKind::ApproveWhen",
-        });
-    }
-}
-
-impl Literal for ArgRule {
-    fn write_literal(&self, w: &mut LiteralWriter) {
-        w.item("ArgRule { tool: ");
-        w.int(self.tool);
-        w.text(", step: ");
-        w.int(self.step);
-        w.text(", kind: ");
-        self.kind.write_literal(w);
-        w.text(", name: ");
-        self.name.write_literal(w);
-        w.text(", pred: ");
-        w.int(self.pred);
-        w.text(" }");
-    }
-}
-
-impl Literal for Pred {
-    fn write_literal(&self, w: &mut LiteralWriter) {
-        match self {
-            Pred::All(s) | Pred::Any(s) => {
-                w.item(if matches!(self, Pred::All(_)) {
-                    "Pred::All("
-                } else {
-                    "Pred::Any("
-                });
-                s.write_literal(w);
-            }
-            Pred::Not(p) => {
-                w.item("Pred::Not(");
-                w.int(p);
-            }
-            Pred::Test { path, test } => {
-                w.item("Pred::Test { path: ");
-                path.write_literal(w);
-                w.text(", test: ");
-                test.write_literal(w);
-                w.text(" }");
-                return;
-            }
-        }
-        w.text(")");
-    }
-}
-
-impl Literal for Test {
-    fn write_literal(&self, w: &mut LiteralWriter) {
-        let span = |w: &mut LiteralWriter, name: &str, s: &Span| {
-            w.item(name);
-            w.text("(");
-            s.write_literal(w);
-            w.text(")");
-        };
-        match self {
-            Test::Exists => w.item("Test::Exists"),
-            Test::Equals(s) => span(w, "Test::Equals", s),
-            Test::OneOf(s) => span(w, "Test::OneOf", s),
-            Test::Glob(s) => span(w, "Test::Glob", s),
-            Test::HostIn(s) => span(w, "Test::HostIn", s),
-            Test::HostnameIn(s) => span(w, "Test::HostnameIn", s),
-            Test::AddressesIn(s) => span(w, "Test::AddressesIn", s),
-            Test::LinksIn(s) => span(w, "Test::LinksIn", s),
-            Test::EmailsIn(s) => span(w, "Test::EmailsIn", s),
-            Test::Regex { source, index } => {
-                w.item("Test::Regex { source: ");
-                source.write_literal(w);
-                w.text(", index: ");
-                w.int(index);
-                w.text(" }");
-            }
-            Test::Each(i) | Test::InResult(i) => {
-                w.item(if matches!(self, Test::Each(_)) {
-                    "Test::Each("
-                } else {
-                    "Test::InResult("
-                });
-                w.int(i);
-                w.text(")");
-            }
-            Test::Range { min, max } => {
-                w.item("Test::Range { min: ");
-                min.write_literal(w);
-                w.text(", max: ");
-                max.write_literal(w);
-                w.text(" }");
-            }
-            Test::Length { min, max } => {
-                w.item("Test::Length { min: ");
-                w.int(min);
-                w.text(", max: ");
-                w.int(max);
-                w.text(" }");
-            }
-        }
-    }
-}
-
-impl Literal for Source {
-    fn write_literal(&self, w: &mut LiteralWriter) {
-        w.item("Source { tool: ");
-        w.int(self.tool);
-        w.text(", path: ");
-        self.path.write_literal(w);
-        w.text(" }");
-    }
-}
-
-/// What a result adds to a session's memory: the values each source of the rules reads.
-impl memory::Memory<'_> {
-    /// Remembers the values a result `text` of tool `tool` holds for every source of
-    /// `rules` that reads that tool's results. A result that is not JSON adds nothing.
-    /// `true` when a source reads this tool's results.
-    pub fn remember_result(&mut self, rules: &Rules<'_>, tool: usize, text: &str) -> bool {
-        let mut sources = rules
-            .sources
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.tool as usize == tool)
-            .peekable();
-        if sources.peek().is_none() {
-            return false;
-        }
-        let Ok(doc) = Doc::parse(text) else {
-            return true;
-        };
-        for (i, source) in sources {
-            let mut added = 0;
-            doc.pointer_all(0, rules.text_of(source.path), &mut |n| {
-                if added < memory::PER_RESULT {
-                    if let Some(k) = memory::key(i as u32, &doc, n) {
-                        self.remember(k);
-                        added += 1;
-                    }
-                }
-            });
-        }
-        true
     }
 }

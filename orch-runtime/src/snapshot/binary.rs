@@ -114,19 +114,20 @@ impl Snapshot {
     /// The compact binary encoding: tool names are written once, in a table, and
     /// referenced by index.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let memory = self
-            .memory
-            .iter()
-            .map(|hex| {
-                let mut key = [0u8; 16];
-                for (k, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
-                    let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-                    *k = pair.first().map_or(0, |&c| digit(c)) * 16
-                        + pair.get(1).map_or(0, |&c| digit(c));
-                }
-                key
-            })
-            .collect();
+        let bytes = |list: &[String]| -> Vec<[u8; 16]> {
+            list.iter()
+                .map(|hex| {
+                    let mut key = [0u8; 16];
+                    for (k, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
+                        let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                        *k = pair.first().map_or(0, |&c| digit(c)) * 16
+                            + pair.get(1).map_or(0, |&c| digit(c));
+                    }
+                    key
+                })
+                .collect()
+        };
+        let (memory, untrusted) = (bytes(&self.memory), bytes(&self.untrusted));
         Parts {
             fingerprint: self.fingerprint,
             machine: &self.machine,
@@ -142,6 +143,8 @@ impl Snapshot {
             matched: self.matched.iter().map(|m| ("", m.as_str())).collect(),
             approval: self.approval,
             memory,
+            untrusted,
+            forgotten: self.forgotten,
             host: &self.host,
         }
         .encode()
@@ -207,7 +210,9 @@ impl Snapshot {
         for _ in 0..n {
             matched.push(r.str("a matched condition")?.to_owned());
         }
-        // Optional sections, in order: the verdict (1 or 2), the remembered values (3).
+        // Optional sections, in order: the verdict (1 or 2), the remembered values (3),
+        // the values seen in untrusted results (5), the count of forgotten values (6),
+        // what the host keeps (4).
         let approval = match r.bytes.get(r.at) {
             Some(1 | 2) => Some(read_approval(&mut r)?),
             _ => None,
@@ -215,6 +220,18 @@ impl Snapshot {
         let memory = match r.bytes.get(r.at) {
             Some(3) => read_memory(&mut r)?,
             _ => Vec::new(),
+        };
+        let untrusted = match r.bytes.get(r.at) {
+            Some(5) => read_memory(&mut r)?,
+            _ => Vec::new(),
+        };
+        let forgotten = match r.bytes.get(r.at) {
+            Some(6) => {
+                r.byte("the forgotten section")?;
+                u32::try_from(r.varint("the count of forgotten values")?)
+                    .map_err(|_| r.bad("too many forgotten values"))?
+            }
+            _ => 0,
         };
         let host = match r.bytes.get(r.at) {
             None => Vec::new(),
@@ -243,6 +260,8 @@ impl Snapshot {
             available,
             approval,
             memory,
+            untrusted,
+            forgotten,
             host,
         })
     }
@@ -295,14 +314,16 @@ pub(super) fn checked(bytes: &[u8]) -> Result<(Reader<'_>, &[u8]), RestoreError>
 pub(super) fn read_memory(r: &mut Reader<'_>) -> Result<Vec<String>, RestoreError> {
     r.byte("the memory section")?;
     let n = r.count("the remembered values")?;
-    let mut memory = Vec::with_capacity(n.min(crate::args::MEMORY_VALUES));
+    let mut memory = Vec::with_capacity(n.min(crate::args::MAX_MEMORY_VALUES));
     for _ in 0..n {
         let end = r.at + 16;
         let key = r
             .bytes
             .get(r.at..end)
             .ok_or_else(|| r.bad("truncated: expected a remembered value"))?;
-        memory.push(key.iter().map(|b| format!("{b:02x}")).collect());
+        let mut k = [0u8; 16];
+        k.copy_from_slice(key);
+        memory.push(super::hex_key(&k));
         r.at = end;
     }
     Ok(memory)
@@ -399,7 +420,7 @@ impl Parts<'_> {
                 + 16 * names.len()
                 + 2 * (self.history.len() + self.used.len() + available.len())
                 + 64 * self.matched.len()
-                + 16 * self.memory.len(),
+                + 16 * (self.memory.len() + self.untrusted.len()),
         );
         out.extend_from_slice(MAGIC);
         put_varint(out, ENCODING);
@@ -468,6 +489,19 @@ impl Parts<'_> {
             for key in &self.memory {
                 out.extend_from_slice(key);
             }
+        }
+        if !self.untrusted.is_empty() {
+            // Section 5: the values seen in untrusted results, as section 3.
+            out.push(5);
+            put_varint(out, self.untrusted.len() as u64);
+            for key in &self.untrusted {
+                out.extend_from_slice(key);
+            }
+        }
+        if self.forgotten != 0 {
+            // Section 6: how many remembered values were forgotten.
+            out.push(6);
+            put_varint(out, u64::from(self.forgotten));
         }
         if !self.host.is_empty() {
             // Section 4: what the host keeps with the session, length-prefixed.

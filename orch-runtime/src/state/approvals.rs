@@ -31,7 +31,7 @@ where
         let mut gated = false;
         if let ToolRef::Declared(i) = tool {
             if !t.rules.is_empty() {
-                let memory = self.remembered();
+                let memory = self.memory.as_ref();
                 match t
                     .rules
                     .judge(i, self.step, call.arguments, matchers.arguments(), memory)
@@ -68,6 +68,10 @@ where
     ) -> Result<(), RawRefusal> {
         if self.check_call(t, available, tool, call, matchers)? {
             self.approval = None;
+        }
+        if let ToolRef::Declared(i) = tool {
+            t.rules
+                .remember_arguments(self.memory.as_mut(), i, call.arguments);
         }
         Ok(())
     }

@@ -54,12 +54,17 @@ where
         self.memory.as_mut().fill(0);
     }
 
-    /// The remembered values (live entries, two words each).
-    pub fn remembered(&self) -> &[u64] {
-        crate::args::memory::live(self.memory.as_ref())
+    /// The session's memory words (semantics §16; empty when nothing is remembered).
+    pub fn memory_words(&self) -> &[u64] {
+        self.memory.as_ref()
     }
 
-    /// Remembers the values a result of the declared tool `tool` holds, for the rules
+    /// How many remembered values the session forgot to make room for newer ones.
+    pub fn forgotten<S: AsRef<str>>(&self, t: &Tables<'_, S>) -> u32 {
+        crate::args::memory::forgotten(t.rules.rings(self.memory.as_ref()).0)
+    }
+
+    /// Remembers the values a result of the declared tool `tool` holds, for the sources
     /// that read that tool's results (semantics §16); `true` when one does.
     pub fn remember_result<S: AsRef<str>>(
         &mut self,
@@ -67,7 +72,7 @@ where
         tool: usize,
         text: &str,
     ) -> bool {
-        crate::args::memory::Memory(self.memory.as_mut()).remember_result(&t.rules, tool, text)
+        t.rules.remember_result(self.memory.as_mut(), tool, text)
     }
 
     /// Back to a fresh session (semantics §5 "reset"), activation evaluated.

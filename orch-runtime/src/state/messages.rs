@@ -23,6 +23,7 @@ where
         let flags = self.flags.as_mut();
         flags.fill(0);
         matchers.match_message(message, t.contains.len(), flags);
+        t.rules.remember_user(self.memory.as_mut(), message);
         self.after_message(t);
     }
 
