@@ -409,3 +409,55 @@ fn tests_of_one_path_are_decided_together() {
         "{message}"
     );
 }
+
+/// A provenance property: "no payment to a recipient the user did not write and no
+/// trusted tool returned runs without a human" holds with a `from` rule, and without it
+/// is refuted with a witness whose message says which origins it assumed the value
+/// was not seen at.
+#[test]
+fn a_provenance_property_is_proven_or_refuted_with_a_witness() {
+    let template = |rules: &str| {
+        format!(
+            r#"{{"agentId": "prov", "tools": ["read_file", "get_contacts", "send_money"],
+      "orchestration": {{
+        "trust": {{"trusted": ["get_contacts"], "untrusted": ["read_file"]}},
+        "rules": [{rules}],
+        "steps": [{{"name": "Assist", "isDefault": true}}],
+        "properties": [
+          {{"name": "no-untrusted-payee", "tool": "send_money", "approved": true,
+            "when": {{"not": {{"path": "/recipient", "from": ["user", "trusted"]}}}}}}
+        ]
+      }}}}"#
+        )
+    };
+    let guarded = tmp(
+        "prov-guarded.json",
+        &template(
+            r#"{"name": "known-recipient", "tool": "send_money", "require": {"path": "/recipient", "from": ["user", "trusted"]}}"#,
+        ),
+    );
+    let out = orch(&["verify", "--format", "json", &guarded], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let open = tmp("prov-open.json", &template(""));
+    let out = orch(&["verify", "--format", "json", &open], None);
+    assert!(!out.status.success());
+    let prop = lines(&out)
+        .into_iter()
+        .find(|l| l["kind"] == "property")
+        .expect("the property's finding");
+    assert_eq!(prop["holds"], false);
+    let message = prop["message"].as_str().unwrap();
+    assert!(
+        message.contains("`/recipient` must be a value the user wrote in a message: does not hold")
+            && message.contains("`/recipient` must be a value the trusted tool `get_contacts` returned: does not hold"),
+        "{message}"
+    );
+    assert!(
+        prop["witness"].is_array() || prop["witness"].is_object(),
+        "{prop}"
+    );
+}

@@ -96,6 +96,11 @@ pub struct Status {
     /// The run was last written by another version of the template and was carried over
     /// by names (it is written with this version at its next change).
     pub migrated: bool,
+    /// How many remembered values (semantics §16) the run has forgotten to make room
+    /// for newer ones: more than 0 says the template's `rememberedValues` is small for
+    /// its runs.
+    #[serde(default)]
+    pub forgotten: u32,
 }
 
 /// The run virtual object (`OrchRun`): one object per run, keyed by the run's id.
@@ -507,5 +512,6 @@ fn status(template: &Template, session: &DynSession<'_>, migrated: bool) -> Stat
             .map(|t| t.map(str::to_owned))
             .collect(),
         migrated,
+        forgotten: session.forgotten(),
     }
 }

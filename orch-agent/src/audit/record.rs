@@ -81,6 +81,15 @@ pub struct Position {
     pub step: Option<String>,
     /// The position in its sequence.
     pub index: usize,
+    /// How many remembered values the session has forgotten to make room for newer
+    /// ones (semantics §16); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub forgotten: u32,
+}
+
+/// Is `n` zero (a count a record leaves out)?
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Position {
@@ -89,6 +98,7 @@ impl Position {
         Position {
             step: session.step_name().map(str::to_owned),
             index: session.sequence_index(),
+            forgotten: session.forgotten(),
         }
     }
 }

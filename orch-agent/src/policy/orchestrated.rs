@@ -80,6 +80,11 @@ pub trait Orchestrated {
         let _ = (name, arguments);
         Vec::new()
     }
+    /// How many remembered values the session forgot to make room for newer ones
+    /// (semantics §16). The default knows none.
+    fn forgotten(&self) -> u32 {
+        0
+    }
 }
 
 impl<M: Machine> Orchestrated for Session<M> {
@@ -125,6 +130,10 @@ impl<M: Machine> Orchestrated for Session<M> {
 
     fn origins(&self, name: &str, arguments: &str) -> Vec<String> {
         M::Tool::from_name(name).map_or_else(Vec::new, |t| Session::origins(self, t, arguments))
+    }
+
+    fn forgotten(&self) -> u32 {
+        Session::forgotten(self)
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -209,6 +218,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn origins(&self, name: &str, arguments: &str) -> Vec<String> {
         DynSession::origins(self, name, arguments)
+    }
+
+    fn forgotten(&self) -> u32 {
+        DynSession::forgotten(self)
     }
 
     fn approval(&self) -> Option<Approval> {

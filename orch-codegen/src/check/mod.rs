@@ -62,8 +62,8 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
             step
         })
         .collect();
-    let properties = c.properties(&universe);
     let memory = c.memory(&universe);
+    let properties = c.properties(&universe);
     let arg_rules = c.arg_rules(&universe);
     c.check_message_conditions();
     let history = c.history_capacity(&steps);

@@ -26,6 +26,8 @@ pub(crate) const MAX_DECISIONS: usize = 16;
 pub(crate) struct Formula<'r> {
     pub rules: Rules<'r>,
     pub root: u32,
+    /// The machine's tool names, for words about a value's source.
+    pub tools: &'r [String],
 }
 
 impl Formula<'_> {
@@ -42,11 +44,12 @@ impl Formula<'_> {
 /// outcome of each test the arguments were assumed to have ("`/amount` must be a number
 /// of at least 100: holds"), in the order of their words; empty when no test applies or
 /// there are too many to enumerate.
-pub(crate) fn can_run(
-    rules: Rules<'_>,
+pub(crate) fn can_run<'r>(
+    rules: Rules<'r>,
+    tools: &'r [String],
     tool: Option<usize>,
     step: Option<usize>,
-    when: Option<Formula<'_>>,
+    when: Option<Formula<'r>>,
     ungated: bool,
 ) -> Option<Vec<String>> {
     let step = step.map_or(ANY_STEP, |s| s as u16);
@@ -61,6 +64,7 @@ pub(crate) fn can_run(
                     Formula {
                         rules,
                         root: r.pred,
+                        tools,
                     },
                 )
             })
@@ -323,7 +327,10 @@ fn leaf(f: Formula<'_>, node: u32) -> Leaf {
         _ => (String::new(), Class::InResult),
     };
     Leaf::Other {
-        words: f.rules.describe(node, &|_| "") + "#" + &source_of(f, node),
+        words: f.rules.describe(node, &|i| {
+            f.tools.get(i as usize).map_or("", String::as_str)
+        }) + "#"
+            + &source_of(f, node),
         path,
         class,
     }
@@ -374,7 +381,12 @@ fn source_of(f: Formula<'_>, node: u32) -> String {
             .sources
             .get(*s as usize)
             .map_or_else(String::new, |src| {
-                format!("{}:{}", src.tool, f.rules.text_of(src.path))
+                format!(
+                    "{:?}:{}:{}",
+                    src.origin,
+                    src.tool,
+                    f.rules.text_of(src.path)
+                )
             }),
         _ => String::new(),
     }

@@ -194,12 +194,14 @@ impl<'m> Search<'_, 'm> {
         ungated: bool,
     ) -> Option<Vec<String>> {
         let rules = self.machine.tables().rules.view();
+        let tools = &self.machine.tables().tools;
         let when = self.when.as_ref().map(|(r, root)| Formula {
             rules: r.view(),
             root: *root,
+            tools,
         });
         let tool = self.machine.tables().view().tool_index(name);
-        arguments::can_run(rules, tool, active, when, ungated)
+        arguments::can_run(rules, tools, tool, active, when, ungated)
     }
 
     /// " with arguments for which … (assuming …)" for a property with `when`: the
