@@ -449,6 +449,7 @@ impl Policy {
         self.ask_call(session, &call.name, digest, question);
         ApprovalRequest {
             step: session.step_name().map(str::to_owned),
+            origins: session.origins(&call.name, &call.arguments),
             call,
             reason,
             digest,

@@ -87,6 +87,7 @@ pub fn approval_request<S: Orchestrated + ?Sized>(
     ApprovalRequest {
         step: session.step_name().map(str::to_owned),
         digest: CallDigest::of_text(&call.name, &call.arguments),
+        origins: session.origins(&call.name, &call.arguments),
         call,
         reason,
         question,

@@ -258,8 +258,10 @@ pub struct ArgumentRules {
     /// 1: `/n` one of 0 and 2; 2: `/n` names the host `a.example` or is not a list of
     /// `@a.example` addresses (a number never names a host nor is a list: it holds); 3:
     /// `/n` names the host `a.example` (never, for a number: the tool is always
-    /// refused, in the same words everywhere); else `/n` a value an earlier result of
-    /// tool `.2` held.
+    /// refused, in the same words everywhere); 4: `/n` a value an earlier result of
+    /// tool `.2` held; 5: `/n` a value an earlier admitted call of tool `.2` was given,
+    /// or the user wrote; else `/n` a value the user wrote or tool `.2`, declared
+    /// trusted, returned (the other tools' results untrusted).
     pub rule: Option<(usize, usize, usize)>,
     /// A conditional approval named `large`: calls of this tool whose `/n` is 2 or more.
     pub conditional: Option<usize>,
@@ -270,7 +272,7 @@ impl ArgumentRules {
     /// with probability one half.
     pub fn strategy(rule: f64) -> impl Strategy<Value = ArgumentRules> {
         (
-            proptest::option::weighted(rule, (0..4usize, 0..6usize, 0..4usize)),
+            proptest::option::weighted(rule, (0..4usize, 0..7usize, 0..4usize)),
             proptest::option::of(0..4usize),
         )
             .prop_map(|(rule, conditional)| ArgumentRules { rule, conditional })
@@ -296,7 +298,21 @@ impl ArgumentRules {
                 2 => json!({"any": [{"path": "/n", "hostnameIn": ["a.example"]},
                                     {"not": {"path": "/n", "addressesIn": ["*@a.example"]}}]}),
                 3 => json!({"path": "/n", "hostnameIn": ["a.example", "*.a.example"]}),
-                _ => json!({"path": "/n", "inResult": {"tool": tools[source], "path": results}}),
+                4 => json!({"path": "/n", "inResult": {"tool": tools[source], "path": results}}),
+                5 => {
+                    json!({"path": "/n", "from": [{"arguments": tools[source], "path": "/n"}, "user"]})
+                }
+                _ => {
+                    let untrusted: Vec<&str> = tools
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != source)
+                        .map(|(_, t)| *t)
+                        .collect();
+                    orchestration["trust"] =
+                        json!({"trusted": [tools[source]], "untrusted": untrusted});
+                    json!({"path": "/n", "from": ["user", "trusted"]})
+                }
             };
             orchestration["rules"] =
                 json!([{"name": "small", "tool": tools[tool], "require": require}]);

@@ -129,6 +129,10 @@ pub struct ApprovalRequest {
     /// question only, once ([`orch_runtime::QuestionId`]).
     #[serde(default, skip_serializing_if = "QuestionId::is_none")]
     pub question: QuestionId,
+    /// Where the call's values were seen, one line each (semantics §16): show them
+    /// with the call. Empty when the template remembers nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<String>,
 }
 
 /// A human's answer to an [`ApprovalRequest`].
