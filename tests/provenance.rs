@@ -326,3 +326,24 @@ fn templates_that_cannot_be_judged_as_written_are_refused_at_compile_time() {
         );
     }
 }
+
+/// What remembering costs a session, exactly: 16 bytes per value and a cursor word per
+/// ring, two rings with untrusted tools — 128 values here, 1,000 in the second machine.
+#[test]
+fn the_memory_per_session_is_16_bytes_a_value_per_ring() {
+    use orch::compiled::Words;
+    let words = <provenance::Machine as orch::Machine>::Memory::ZERO;
+    assert_eq!(words.as_ref().len(), 2 * (1 + 2 * 128));
+    assert_eq!(std::mem::size_of_val(&words), 4_112);
+    let bare = std::mem::size_of::<Session>() - std::mem::size_of_val(&words);
+    assert!(bare < 256, "the rest of the session: {bare} bytes");
+    let thousand = SRC.replace("\"rememberedValues\": 128", "\"rememberedValues\": 1000");
+    let m = dyn_machine(&thousand);
+    assert_eq!(m.tables().rules.view().memory_words() * 8, 32_016);
+    let trusted_only = thousand.replace(
+        r#", "untrusted": ["read_file", "read_mail", "fetch_page"]"#,
+        "",
+    );
+    let m = dyn_machine(&trusted_only);
+    assert_eq!(m.tables().rules.view().memory_words() * 8, 16_008);
+}

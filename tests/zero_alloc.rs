@@ -47,6 +47,7 @@ orch::include_machine!("payments");
 orch::include_machine!("messages-40");
 orch::include_machine!("conformance");
 orch::include_machine!("approvals");
+orch::include_machine!("provenance");
 
 #[test]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
@@ -165,6 +166,27 @@ fn the_hot_path_does_not_allocate() {
         }
     });
     assert_eq!(n, 0, "a call no rule applies to allocated {n} times");
+
+    // Provenance (semantics §16): in a template that remembers values — the user's, a
+    // trusted tool's, admitted arguments — a call of a tool no rule names and whose
+    // arguments no origin reads is judged and admitted without allocating.
+    let mut prov = provenance::Session::new();
+    prov.on_user_message("pay DE89 3704 0044 0532 0130 00");
+    let n = allocations_during(|| {
+        use provenance::Tool;
+        for _ in 0..50 {
+            black_box(
+                prov.check_call(Tool::GetContacts, black_box(&contacts))
+                    .is_ok(),
+            );
+            black_box(
+                prov.admit_call(Tool::GetContacts, black_box(&contacts))
+                    .is_ok(),
+            );
+            black_box(prov.record(Tool::GetContacts));
+        }
+    });
+    assert_eq!(n, 0, "a call no origin reads allocated {n} times");
 
     // Incremental condition state: sequences that complete and change the step
     // (shift-and matchers), `tool_used` and `not_recently_used` (counters), and messages

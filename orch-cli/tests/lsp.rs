@@ -478,7 +478,8 @@ const RULES: &str = r#"{
     "rules": [{"name": "iban", "tool": "send_money", "require": {"path": "/to", "regex": "^[A-Z]{2"}}],
     "steps": [
       {"name": "Pay", "isDefault": true, "rules": [
-        {"name": "known-recipient", "tool": "send_money", "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}}
+        {"name": "known-recipient", "tool": "send_money", "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}},
+        {"name": "written-by-the-user", "tool": "send_money", "require": {"path": "/to", "from": ["user", {"arguments": "get_contacts", "path": "/name"}]}}
       ]}
     ]
   }
@@ -529,6 +530,7 @@ fn rules_on_arguments_get_diagnostics_at_their_place_and_hovers() {
             "- `large-payment` on `send_money`: asks a human about a call whose arguments satisfy: `/amount` must be a number of at least 1000",
             "- `iban` on `send_money`: refuses a call unless: `/to` must be a string matching the regex `^[A-Z]{2}`",
             "- `known-recipient` on `send_money`: refuses a call unless: `/to` must be one of the values earlier results of `get_contacts` held at `/*/iban`",
+            "- `written-by-the-user` on `send_money`: refuses a call unless: `/to` must be either a value the user wrote in a message or one of the values earlier admitted calls of `get_contacts` were given at `/name`",
         ],
         "{text}"
     );

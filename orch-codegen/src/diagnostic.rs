@@ -100,7 +100,7 @@ codes! {
     SequenceNeverCompletes = "W006", "sequence_never_completes", Warning, "a sequence that can never complete";
     DeadStep = "W007", "dead_step", Warning, "a step no reachable state activates (found by exploring every state)";
     SequenceCannotComplete = "W008", "sequence_cannot_complete", Warning, "a sequence no reachable state completes (found by exploring every state)";
-    NoUserMessages = "W009", "no_user_messages", Warning, "a message condition or message reset that never fires behind an MCP gateway";
+    NoUserMessages = "W009", "no_user_messages", Warning, "a message condition, message reset or `from` `user` that never fires behind an MCP gateway";
 }
 
 impl fmt::Display for Code {

@@ -2,10 +2,12 @@
 //! no user message ever arrives, so message conditions never hold and message resets
 //! never fire. W009 says so for `orch mcp`; E024 refuses the conditions for
 //! `orch policy`, which would otherwise enforce a workflow that can never switch steps
-//! the way its author meant. Positions come from the IR's spans.
+//! the way its author meant; W009 also marks a rule whose `from` trusts the user's
+//! messages, which never vouch for a value there. Positions come from the IR's spans.
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{Ir, IrCondition};
+use crate::ir::{Ir, IrCondition, IrPred, IrTest};
+use orch_runtime::compiled::Origin;
 
 /// Where a template runs, for the checks that depend on it ([`crate::surface_lints`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -93,7 +95,36 @@ pub fn surface_lints(ir: &Ir, surface: Surface) -> Vec<Diagnostic> {
             );
         }
     }
+    for rule in &ir.arg_rules {
+        if reads_user(&rule.pred) {
+            out.push(
+                Diagnostic::new(
+                    Code::NoUserMessages,
+                    Some(rule.span),
+                    format!(
+                        "rule `{}` accepts values the user wrote, which never arrive {through}: only its other origins can vouch for a value",
+                        rule.name
+                    ),
+                )
+                .label("`from` `user` never holds behind the gateway")
+                .help("vouch for the value with a trusted tool or an earlier call instead, or allow `no_user_messages` if another host drives the run"),
+            );
+        }
+    }
     out
+}
+
+/// Does a predicate read the user's messages (a `from` with the origin `user`)?
+fn reads_user(p: &IrPred) -> bool {
+    match p {
+        IrPred::All(items) | IrPred::Any(items) => items.iter().any(reads_user),
+        IrPred::Not(inner) => reads_user(inner),
+        IrPred::Test { test, .. } => match test {
+            IrTest::Seen { origin, .. } => *origin == Origin::User,
+            IrTest::Each(inner) => reads_user(inner),
+            _ => false,
+        },
+    }
 }
 
 /// `message_contains "…"` / `message_regex "…"`, as a template writes it.

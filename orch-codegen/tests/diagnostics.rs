@@ -985,3 +985,36 @@ fn w009_no_user_messages() {
     );
     assert!(allowed.diagnostics.is_empty(), "{:#?}", allowed.diagnostics);
 }
+
+/// A rule whose `from` trusts the user's messages is served behind a gateway, where no
+/// message ever vouches for a value: W009 says so at the rule.
+#[test]
+fn w009_a_rule_that_trusts_user_messages_behind_a_gateway() {
+    let src = r#"{"agentId": "pay", "tools": ["send_money", "get_contacts"],
+      "orchestration": {"trust": {"trusted": ["get_contacts"]},
+        "rules": [{"name": "known-payee", "tool": "send_money",
+                   "require": {"path": "/to", "from": ["user", "trusted"]}}],
+        "steps": [{"name": "Pay", "isDefault": true}]}}"#;
+    assert!(compile(src).diagnostics.is_empty());
+    for surface in [
+        orch_codegen::Surface::McpGateway,
+        orch_codegen::Surface::Policy,
+    ] {
+        let c = compile_for(src, surface);
+        let found: Vec<&str> = c
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::NoUserMessages)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with(
+                "rule `known-payee` accepts values the user wrote, which never arrive through"
+            ),
+            "{}",
+            found[0]
+        );
+        assert!(c.ir.is_some(), "a warning: the gateway serves it");
+    }
+}

@@ -366,6 +366,25 @@ impl Session {
             .collect()
     }
 
+    /// Where the values of a call of `tool` with `args` (JSON text) were seen, one line
+    /// each, to show the human asked about it ("`/iban` "GB33…": seen only in untrusted
+    /// results of `read_file`; not in the user's messages"). Empty when the template
+    /// remembers nothing.
+    #[napi]
+    pub fn origins(&self, tool: String, args: Option<String>) -> Vec<String> {
+        self.hosted
+            .borrow()
+            .session()
+            .origins(&tool, args.as_deref().unwrap_or("{}"))
+    }
+
+    /// How many remembered values the session forgot to make room for newer ones (the
+    /// template's `rememberedValues` is its bound).
+    #[napi(getter)]
+    pub fn forgotten(&self) -> u32 {
+        self.hosted.borrow().session().forgotten()
+    }
+
     /// Internal (`main.cjs`): the session's number in this thread's table of sessions,
     /// which the package's fast path (`__orch*` functions) takes.
     #[napi(getter, js_name = "__handle")]

@@ -727,6 +727,22 @@ impl Session {
         self.hosted.session().history()
     }
 
+    /// Where the values of a call of `tool` with `arguments` (JSON text) were seen, one
+    /// line each, to show the human asked about it: "`/iban` "GB33…": seen only in
+    /// untrusted results of `read_file`; not in the user's messages". Empty when the
+    /// template remembers nothing.
+    #[pyo3(signature = (tool, arguments = "{}"))]
+    fn origins(&self, tool: &str, arguments: &str) -> Vec<String> {
+        self.hosted.session().origins(tool, arguments)
+    }
+
+    /// How many remembered values the session forgot to make room for newer ones (the
+    /// template's `rememberedValues` is its bound).
+    #[getter]
+    fn forgotten(&self) -> u32 {
+        self.hosted.session().forgotten()
+    }
+
     /// The session as bytes: the binary snapshot format of the Rust crates.
     fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.hosted.snapshot())

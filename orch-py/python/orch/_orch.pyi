@@ -208,6 +208,11 @@ class Session:
     def blocked_on(self) -> Optional[list[str]]: ...
     @property
     def history(self) -> list[Optional[str]]: ...
+    def origins(self, tool: str, arguments: str = "{}") -> list[str]:
+        """Where the values of this call were seen, one line each, for the human asked."""
+    @property
+    def forgotten(self) -> int:
+        """How many remembered values the session forgot to make room for newer ones."""
     @property
     def machine(self) -> Machine: ...
     def snapshot(self) -> bytes:

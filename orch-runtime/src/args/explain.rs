@@ -99,7 +99,7 @@ impl<'a> Rules<'a> {
             }
             Origin::Arguments => {
                 format!(
-                    "one of the values earlier calls of `{name}` that ran were given at `{path}`"
+                    "one of the values earlier admitted calls of `{name}` were given at `{path}`"
                 )
             }
             Origin::User => "a value the user wrote in a message".to_owned(),
