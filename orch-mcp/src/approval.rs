@@ -89,6 +89,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_question_says_where_the_values_were_seen() {
+        let d = CallDigest::of_canonical("pay", b"{}");
+        let mut q = Question::new("s", None, "pay", d, 1, std::time::Duration::from_secs(9));
+        q.origins = vec!["`/to` \"GB33\": seen only in untrusted results of `read_file`".into()];
+        let ElicitRequestParams::FormElicitationParams { message, .. } =
+            question("pay", &json!({"to": "GB33"}), &q).unwrap()
+        else {
+            panic!("a form");
+        };
+        assert!(
+            message.contains(
+                "Where its values were seen:\n- `/to` \"GB33\": seen only in untrusted results of `read_file`\nApprove this exact call?"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn the_input_required_result_carries_the_form_and_the_state() {
         let d = CallDigest::of_canonical("pay", b"{}");
         let q = Question::new("s", None, "pay", d, 1, std::time::Duration::from_secs(9));
