@@ -145,7 +145,20 @@ pub(crate) fn oldest_first(words: &[u64]) -> Vec<[u64; 2]> {
         .collect()
 }
 
+/// How many of the newest values [`Memory::remember`] compares a new one with.
+pub(crate) const RECENT: usize = 64;
+
 impl Memory<'_> {
+    /// Is `key` among the [`RECENT`] newest values?
+    fn recently(&self, key: &[u64; 2]) -> bool {
+        let (next, len) = cursor(self.0);
+        let n = slots(self.0);
+        (1..=len.min(RECENT)).any(|back| {
+            let slot = (next + n - back) % n;
+            self.0.get(1 + 2 * slot..3 + 2 * slot) == Some(&key[..])
+        })
+    }
+
     /// Forgets everything and holds `keys` (oldest first; the newest kept when they are
     /// more than the slots, the others counted as forgotten, after the `forgotten`
     /// already counted).
@@ -159,10 +172,13 @@ impl Memory<'_> {
         }
     }
 
-    /// Remembers `key` (nothing when it is known already): the oldest value makes room.
+    /// Remembers `key` (nothing when it is among the [`RECENT`] newest already): the
+    /// oldest value makes room. Only the newest are compared, so that remembering costs
+    /// the same whatever the ring's size; a value seen again after many others may take
+    /// a second slot.
     pub fn remember(&mut self, key: [u64; 2]) {
         let n = slots(self.0);
-        if n == 0 || knows(live(self.0), &key) {
+        if n == 0 || self.recently(&key) {
             return;
         }
         let (next, len) = cursor(self.0);
