@@ -285,7 +285,7 @@ fn templates_that_cannot_be_judged_as_written_are_refused_at_compile_time() {
         (
             SRC.replace("\"rememberedValues\": 128", "\"rememberedValues\": 0"),
             "E019",
-            "a session remembers from 1 to 65535 values",
+            "a session remembers from 1 to 16384 values",
         ),
         (
             SRC.replace(
@@ -346,4 +346,32 @@ fn the_memory_per_session_is_16_bytes_a_value_per_ring() {
     );
     let m = dyn_machine(&trusted_only);
     assert_eq!(m.tables().rules.view().memory_words() * 8, 16_008);
+}
+
+/// Two full rings of the largest bound still make a snapshot that restores, in both
+/// encodings.
+#[test]
+fn the_largest_memory_fits_in_a_snapshot() {
+    let src = SRC.replace("\"rememberedValues\": 128", "\"rememberedValues\": 16384");
+    let m = dyn_machine(&src);
+    let mut d = m.session();
+    let values: Vec<String> = (0..17_000).map(|i| format!("\"V{i}\"")).collect();
+    let list = format!("[{}]", values.join(","));
+    d.record_result("get_contacts", &list);
+    let words: String = (0..17_000).map(|i| format!("w{i} ")).collect();
+    d.record_result("read_file", &words);
+    let snap = d.snapshot();
+    assert_eq!((snap.memory.len(), snap.untrusted.len()), (16_384, 16_384));
+    assert_eq!(snap.forgotten, 17_000 - 16_384);
+    let bytes = snap.to_bytes();
+    assert!(
+        bytes.len() < orch::snapshot::MAX_SNAPSHOT_BYTES,
+        "{}",
+        bytes.len()
+    );
+    let restored = Snapshot::from_bytes(&bytes).expect("restores");
+    assert_eq!(restored, snap);
+    let (r, _) = orch::DynSession::restore(&m, &restored).expect("restores");
+    let c = call("send_money", r#"{"recipient": "V16999"}"#);
+    assert!(r.check_call("send_money", &c).is_ok());
 }

@@ -18,8 +18,10 @@ pub const MEMORY_VALUES: usize = 64;
 /// The words a ring of [`MEMORY_VALUES`] values takes: one for the ring's cursor, two per
 /// value. A template that reads no values takes none.
 pub const MEMORY_WORDS: usize = 1 + 2 * MEMORY_VALUES;
-/// The most values a template may ask a session to remember.
-pub const MAX_MEMORY_VALUES: usize = 65_535;
+/// The most values a template may ask a session to remember in each ring: two full
+/// rings (512 KiB) leave a snapshot well within its bound
+/// ([`MAX_SNAPSHOT_BYTES`](crate::snapshot::MAX_SNAPSHOT_BYTES), 1 MiB).
+pub const MAX_MEMORY_VALUES: usize = 16_384;
 
 /// The words of a ring of `values` values.
 pub(crate) const fn ring_words(values: usize) -> usize {
