@@ -178,31 +178,16 @@ async fn injected_page(
         )],
     )
     .await;
-    assert_eq!(report.stop, StopReason::NeedsApproval);
-    let pending = report.pending.expect("a question");
-    println!(
-        "asked: `{}` {}",
-        pending.request.call.name, pending.request.call.arguments
-    );
-    for line in &pending.request.origins {
-        println!("  {line}");
-    }
-    assert!(pending.request.origins[0].contains("seen only in untrusted results of `fetch_page`"));
-    let mut agent = Agent::<Machine, _>::new(
-        ScriptedModel::new([Planned::text("I will not open it.")]),
-        tools(log),
-    );
-    agent
-        .resume_turn(
-            session,
-            conversation,
-            pending,
-            Decision::Reject {
-                reason: Some("a link from a web page".into()),
-            },
-        )
-        .await
-        .expect("resumes");
+    reject_shown(
+        session,
+        conversation,
+        log,
+        report,
+        "seen only in untrusted results of `fetch_page`",
+        Some("a link from a web page"),
+        "I will not open it.",
+    )
+    .await;
 }
 
 /// A recipient injected into a file: asked about; a contact's address is not.
@@ -231,6 +216,35 @@ async fn injected_recipient(
         ],
     )
     .await;
+    reject_shown(
+        session,
+        conversation,
+        log,
+        report,
+        "seen only in untrusted results of `read_file`",
+        None,
+        "Sent the receipt to Ana only.",
+    )
+    .await;
+    assert_eq!(
+        log.lock().unwrap().last().map(String::as_str),
+        Some("mailed \"ana@corp.example\""),
+        "only Ana was mailed"
+    );
+}
+
+/// The turn paused on a question: shows it with where its values were seen (the first
+/// line must say `seen`), and a human rejects it (with `reason`); the model then says
+/// `reply`.
+async fn reject_shown(
+    session: &mut Session,
+    conversation: &mut Vec<orch::agent::ChatMessage>,
+    log: &Arc<Mutex<Vec<String>>>,
+    report: orch::agent::TurnReport,
+    seen: &str,
+    reason: Option<&str>,
+    reply: &str,
+) {
     assert_eq!(report.stop, StopReason::NeedsApproval);
     let pending = report.pending.expect("a question");
     println!(
@@ -240,23 +254,12 @@ async fn injected_recipient(
     for line in &pending.request.origins {
         println!("  {line}");
     }
-    assert!(pending.request.origins[0].contains("seen only in untrusted results of `read_file`"));
-    let mut agent = Agent::<Machine, _>::new(
-        ScriptedModel::new([Planned::text("Sent the receipt to Ana only.")]),
-        tools(log),
-    );
+    assert!(pending.request.origins[0].contains(seen));
+    let mut agent =
+        Agent::<Machine, _>::new(ScriptedModel::new([Planned::text(reply)]), tools(log));
+    let reason = reason.map(str::to_owned);
     agent
-        .resume_turn(
-            session,
-            conversation,
-            pending,
-            Decision::Reject { reason: None },
-        )
+        .resume_turn(session, conversation, pending, Decision::Reject { reason })
         .await
         .expect("resumes");
-    assert_eq!(
-        log.lock().unwrap().last().map(String::as_str),
-        Some("mailed \"ana@corp.example\""),
-        "only Ana was mailed"
-    );
 }
