@@ -22,6 +22,10 @@ pub struct Pending {
     pub step: Option<String>,
     /// What the model was told.
     pub reason: String,
+    /// Where the call's values were seen, one line each (the template's `from` and
+    /// `trust`); empty when it remembers nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<String>,
     /// When it stops being answerable (ms since the Unix epoch): a later answer applies
     /// to nothing.
     pub expires_ms: u64,

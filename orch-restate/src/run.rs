@@ -246,6 +246,7 @@ async fn wait_for_answer(
             arguments: asked.arguments.to_owned(),
             step: session.step().map(str::to_owned),
             reason: refusal.reason.clone(),
+            origins: session.origins(asked.tool, asked.arguments),
             expires_ms: asked.expires_ms,
         }))
         .send();
