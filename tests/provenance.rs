@@ -279,7 +279,7 @@ fn templates_that_cannot_be_judged_as_written_are_refused_at_compile_time() {
     let cases = [
         (
             SRC.replace(r#""trusted": ["get_contacts"], "#, ""),
-            "E025",
+            "E026",
             "`trusted` stands for no tool",
         ),
         (
@@ -292,7 +292,7 @@ fn templates_that_cannot_be_judged_as_written_are_refused_at_compile_time() {
                 r#""untrusted": ["read_file""#,
                 r#""untrusted": ["get_contacts", "read_file""#,
             ),
-            "E025",
+            "E026",
             "declared both trusted and untrusted",
         ),
         (

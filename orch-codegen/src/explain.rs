@@ -187,7 +187,7 @@ pub fn explain(code: Code) -> Explanation {
   "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
         ),
         InvalidRule => (
-            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path` — a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`) — with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn`, `hostnameIn`, `addressesIn`, `linksIn`, `emailsIn`, `each`, `inResult` or `from`; or it combines predicates with one of `all`, `any`, `not`. No test or two in one object, an empty list, a path that is not a pointer, a `from` origin `\"trusted\"` when `orchestration.trust.trusted` names no tool, a tool declared both trusted and untrusted, a `hostIn`, `hostnameIn` or `linksIn` entry with a scheme, a port or a path (`https://example.com` instead of `example.com`), or an `addressesIn` or `emailsIn` entry without exactly one `@` cannot be judged as written. The JSON Schema (`orch schema`) says the same.",
+            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path` — a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`) — with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn`, `hostnameIn`, `addressesIn`, `linksIn`, `emailsIn`, `each`, `inResult` or `from`; or it combines predicates with one of `all`, `any`, `not`. No test or two in one object, an empty list, a path that is not a pointer, a `hostIn`, `hostnameIn` or `linksIn` entry with a scheme, a port or a path (`https://example.com` instead of `example.com`), or an `addressesIn` or `emailsIn` entry without exactly one `@` cannot be judged as written. The JSON Schema (`orch schema`) says the same.",
             Lang::Json,
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "rules": [{"name": "small", "tool": "send_money", "require": {"path": "amount", "range": {"max": 100}}}]}}"#,
@@ -195,7 +195,7 @@ pub fn explain(code: Code) -> Explanation {
   "rules": [{"name": "small", "tool": "send_money", "require": {"path": "/amount", "range": {"max": 100}}}]}}"#,
         ),
         ConflictingRule => (
-            "A `range` or `length` whose `min` is above its `max` holds for no value: every call of the tool would be refused (or, in a conditional `approve`, none would be gated). Two rules of one scope (the orchestration's, or one step's) with the same name cannot be told apart in refusals and decision logs.",
+            "A `range` or `length` whose `min` is above its `max` holds for no value: every call of the tool would be refused (or, in a conditional `approve`, none would be gated); so does a `from` origin `\"trusted\"` when `orchestration.trust.trusted` names no tool, and a tool declared both trusted and untrusted is a contradiction. Two rules of one scope (the orchestration's, or one step's) with the same name cannot be told apart in refusals and decision logs.",
             Lang::Json,
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "rules": [{"name": "amount", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 100, "max": 10}}}]}}"#,

@@ -289,8 +289,8 @@ impl<'t> Checker<'t> {
     }
 
     /// A `from` test: one test per source it names (`"trusted"`: one per trusted tool),
-    /// any of which may hold. E025: no origin, `"trusted"` with no trusted tool, a path
-    /// that is not a pointer.
+    /// any of which may hold. E025: no origin, a path that is not a pointer; E026:
+    /// `"trusted"` with no trusted tool.
     fn from(
         &mut self,
         origins: &Spanned<Vec<Spanned<Origin>>>,
@@ -315,11 +315,18 @@ impl<'t> Checker<'t> {
                 }),
                 Origin::Trusted => {
                     if self.trusted.is_empty() {
-                        self.bad(
-                            o.span,
-                            "`trusted` stands for no tool: the template declares none trusted".to_owned(),
-                            "name the tools whose results are the user's own data in `orchestration.trust.trusted`",
-                        );
+                        // An unknown tool in `trust.trusted` is reported there (E015).
+                        if self.t.trusted.is_empty() {
+                            self.push(
+                                Diagnostic::new(
+                                    Code::ConflictingRule,
+                                    Some(o.span),
+                                    "`trusted` stands for no tool: the template declares none trusted".to_owned(),
+                                )
+                                .label("no value can come from here")
+                                .help("name the tools whose results are the user's own data in `orchestration.trust.trusted`"),
+                            );
+                        }
                         ok = false;
                     }
                     for &tool in &self.trusted {
@@ -369,7 +376,7 @@ impl<'t> Checker<'t> {
     }
 
     /// semantics §16: the tools declared trusted and untrusted, and how many values a
-    /// session remembers. E015: each is a tool of the universe; E025: none is both;
+    /// session remembers. E015: each is a tool of the universe; E026: none is both;
     /// E019: `rememberedValues` from 1 to [`MAX_MEMORY_VALUES`].
     pub(super) fn memory(&mut self, universe: &Universe<'t>) -> IrMemory {
         let t = self.t;
@@ -389,10 +396,14 @@ impl<'t> Checker<'t> {
         for name in &t.untrusted {
             if let Some(i) = universe.tools.iter().position(|u| u.value == name.value) {
                 if memory.trusted.contains(&i) {
-                    self.bad(
-                        name.span,
-                        format!("`{}` is declared both trusted and untrusted", name.value),
-                        "a tool's results are either the user's own data (`trusted`) or text anyone could have written (`untrusted`)",
+                    self.push(
+                        Diagnostic::new(
+                            Code::ConflictingRule,
+                            Some(name.span),
+                            format!("`{}` is declared both trusted and untrusted", name.value),
+                        )
+                        .label("declared twice")
+                        .help("a tool's results are either the user's own data (`trusted`) or text anyone could have written (`untrusted`)"),
                     );
                 }
             }
