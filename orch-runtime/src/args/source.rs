@@ -35,7 +35,7 @@ pub struct Source {
     pub origin: Origin,
     /// The tool (an index into the machine's tools), or [`NO_TOOL`].
     pub tool: u16,
-    /// The pointer into its results or arguments, a span of [`Rules::text`].
+    /// The pointer into its results or arguments, a span of [`Rules::text`](super::Rules::text).
     pub path: Span,
 }
 
