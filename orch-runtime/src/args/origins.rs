@@ -103,6 +103,8 @@ impl<'a> Rules<'a> {
         let (main, untrusted) = (memory::live(main), memory::live(untrusted));
         let mut seen = Vec::new();
         let mut unseen = Vec::new();
+        // Seen at a source that vouches (anything but untrusted text)?
+        let mut vouched = false;
         for (i, src) in self.sources.iter().enumerate() {
             let live = if src.origin == Origin::Untrusted {
                 untrusted
@@ -111,6 +113,7 @@ impl<'a> Rules<'a> {
             };
             let at = self.seen_where(src, tool_name);
             if seen_in(src.origin, i as u32, doc, n, live) {
+                vouched |= src.origin != Origin::Untrusted;
                 if !seen.contains(&at) {
                     seen.push(at);
                 }
@@ -125,10 +128,7 @@ impl<'a> Rules<'a> {
             }
         }
         let value = shorten(doc.raw(n));
-        let trusted = self.sources.iter().any(|s| {
-            s.origin != Origin::Untrusted && seen.contains(&self.seen_where(s, tool_name))
-        });
-        let mut line = match (seen.is_empty(), trusted) {
+        let mut line = match (seen.is_empty(), vouched) {
             (true, _) => format!("`{path}` {value}: seen nowhere orch remembers"),
             (false, false) => format!("`{path}` {value}: seen only {}", seen.join("; ")),
             (false, true) => format!("`{path}` {value}: seen {}", seen.join("; ")),
