@@ -30,17 +30,21 @@ fn iban(value: &str) -> Option<String> {
     if !(15..=42).contains(&len) || value.contains("  ") {
         return None;
     }
-    let compact: String = value
-        .bytes()
-        .filter(|b| *b != b' ')
-        .map(|b| b.to_ascii_uppercase() as char)
-        .collect();
-    let b = compact.as_bytes();
-    let shaped = (15..=34).contains(&b.len())
-        && b[..2].iter().all(u8::is_ascii_uppercase)
-        && b[2..4].iter().all(u8::is_ascii_digit)
-        && b[4..].iter().all(u8::is_ascii_alphanumeric);
-    shaped.then_some(compact)
+    // The shape is checked on the bytes first: most values are not IBANs, and only an
+    // IBAN is copied.
+    let mut b = value.bytes().filter(|b| *b != b' ');
+    let n = value.bytes().filter(|b| *b != b' ').count();
+    let shaped = (15..=34).contains(&n)
+        && b.by_ref().take(2).all(|c| c.is_ascii_alphabetic())
+        && b.by_ref().take(2).all(|c| c.is_ascii_digit())
+        && b.all(|c| c.is_ascii_alphanumeric());
+    shaped.then(|| {
+        value
+            .bytes()
+            .filter(|b| *b != b' ')
+            .map(|b| b.to_ascii_uppercase() as char)
+            .collect()
+    })
 }
 
 /// A plain e-mail address: one `@` with something before it and a dotted domain after,
