@@ -202,6 +202,16 @@ pub fn explain(code: Code) -> Explanation {
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "rules": [{"name": "amount", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 10, "max": 100}}}]}}"#,
         ),
+        UnknownBudget => (
+            "A budget test (`{\"budget\": NAME, \"range\": {..}}`) reads the total of a budget declared in `orchestration.budgets`: a count of calls or a sum of an argument, over the run, a step or a window. A name no budget has cannot be read; the compiler suggests the closest declared name.",
+            Lang::Json,
+            r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "budgets": [{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"}],
+  "rules": [{"name": "daily-limit", "tool": "send_money", "require": {"budget": "daily-spent", "range": {"max": 10000}}}]}}"#,
+            r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
+  "budgets": [{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"}],
+  "rules": [{"name": "daily-limit", "tool": "send_money", "require": {"budget": "daily-spend", "range": {"max": 10000}}}]}}"#,
+        ),
         PropertyViolated => (
             "Every state a session can reach was explored with the tools `allowed()` admits, and in one of them the property fails: the tool runs before any tool its `after` names, runs more often than `atMost`, runs at all under `never`, or runs without an approval gate under `approved`. The message gives the shortest list of events that leads there; `orch verify` prints it as JSON that `orch simulate` replays. Reported with the same limits as W007; larger templates: run `orch verify`.",
             Lang::Json,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 #[path = "ir_rules.rs"]
 mod rules;
-pub use rules::{flatten_predicate, IrArgRule, IrMemory, IrPred, IrTest};
+pub use rules::{flatten_predicate, IrArgRule, IrBudget, IrMemory, IrPred, IrTest};
 
 /// Where an IR item was written: bytes of a JSON template, or a token of the
 /// `orchestration!` macro's input ([`crate::model::Span`]). Every IR item that a
@@ -512,6 +512,18 @@ pub fn fingerprint(t: &OwnedTables) -> u64 {
     // fingerprint): their compiled form, written out.
     if !t.rules.rules.is_empty() {
         h.str("rules");
+        let mut w = orch_runtime::compiled::LiteralWriter::new("", &[]);
+        orch_runtime::compiled::Literal::write_literal(&t.rules, &mut w);
+        let literal = w.finish();
+        // Budgets came later: rules without them hash as they did before budgets
+        // existed, so their runs' snapshots and approvals still restore.
+        if t.rules.budgets.is_empty() {
+            h.str(&literal.replacen("budgets: &[], budget_tools: &[], ", "", 1));
+        } else {
+            h.str(&literal);
+        }
+    } else if !t.rules.budgets.is_empty() {
+        h.str("budgets");
         let mut w = orch_runtime::compiled::LiteralWriter::new("", &[]);
         orch_runtime::compiled::Literal::write_literal(&t.rules, &mut w);
         h.str(&w.finish());

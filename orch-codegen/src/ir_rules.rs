@@ -2,7 +2,8 @@
 
 use super::SourceSpan;
 use orch_runtime::compiled::{
-    ArgRule, Origin, OwnedRules, Pred, RuleKind, Source, Span, Test, ANY_STEP, NO_TOOL, UNBOUNDED,
+    ArgRule, Budget, Origin, OwnedRules, Pred, RuleKind, Source, Span, Test, ANY_STEP, EVERY_CALL,
+    NO_TOOL, UNBOUNDED,
 };
 use std::collections::HashMap;
 
@@ -81,6 +82,16 @@ pub enum IrTest {
     EmailsIn(Vec<String>),
     /// An array whose every element satisfies it.
     Each(Box<IrPred>),
+    /// A budget's total with this call within the bounds (decimal texts); the
+    /// predicate's path is empty.
+    Budget {
+        /// The budget (an index into [`IrMemory::budgets`]).
+        budget: usize,
+        /// Inclusive lower bound.
+        min: Option<String>,
+        /// Inclusive upper bound.
+        max: Option<String>,
+    },
     /// A value the session saw at a source: of `origin`, of `tool`, at `path` (`*`
     /// tokens: every element or member).
     Seen {
@@ -102,6 +113,29 @@ pub struct IrMemory {
     pub untrusted: Vec<usize>,
     /// `rememberedValues`, if written.
     pub values: Option<u32>,
+    /// The budgets (semantics §17), in template order.
+    pub budgets: Vec<IrBudget>,
+}
+
+/// A budget, checked (semantics §17).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrBudget {
+    /// Its name.
+    pub name: String,
+    /// The tools whose admitted calls it charges (indices into the IR's tools).
+    pub tools: Vec<usize>,
+    /// The JSON pointer of the number it adds up; `None`: it counts calls.
+    pub sum: Option<String>,
+    /// Only calls whose arguments satisfy it are charged.
+    pub when: Option<IrPred>,
+    /// It starts again when the active step changes.
+    pub per_step: bool,
+    /// Its window in milliseconds; 0: none.
+    pub within_ms: u64,
+    /// The charges a windowed budget keeps (0 without a window).
+    pub events: u32,
+    /// Where it is written.
+    pub span: SourceSpan,
 }
 
 /// Builds [`OwnedRules`] from the IR's rules and memory: predicates flattened, texts
@@ -116,6 +150,23 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
         for tool in tools {
             f.source(origin, *tool, "");
         }
+    }
+    for b in &memory.budgets {
+        let name = f.text(&b.name);
+        let start = f.out.budget_tools.len() as u32;
+        f.out.budget_tools.extend(b.tools.iter().map(|&t| t as u16));
+        let tools = Span::new(start, b.tools.len() as u32);
+        let sum = b.sum.as_deref().map(|s| f.text(s));
+        let pred = b.when.as_ref().map_or(EVERY_CALL, |p| f.pred(p));
+        f.out.budgets.push(Budget {
+            name,
+            tools,
+            sum,
+            pred,
+            per_step: b.per_step,
+            within: b.within_ms,
+            events: b.events,
+        });
     }
     for r in rules {
         let pred = f.pred(&r.pred);
@@ -132,9 +183,21 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
 }
 
 /// One predicate flattened on its own (a property's `when`): the rules' form holding
-/// only it, and its root node.
-pub fn flatten_predicate(pred: &IrPred) -> (OwnedRules, u32) {
+/// only it (and, by name, the budgets of `machine`, which its budget tests read), and
+/// its root node.
+pub fn flatten_predicate(pred: &IrPred, machine: &OwnedRules) -> (OwnedRules, u32) {
     let mut f = Flat::default();
+    let view = machine.view();
+    for b in view.budgets {
+        let name = f.text(view.text_of(b.name));
+        f.out.budgets.push(Budget {
+            name,
+            tools: Span::new(0, 0),
+            sum: None,
+            pred: EVERY_CALL,
+            ..*b
+        });
+    }
     let root = f.pred(pred);
     (f.out, root)
 }
@@ -237,6 +300,11 @@ impl Flat {
                     IrTest::LinksIn(hosts) => Test::LinksIn(self.list(hosts)),
                     IrTest::EmailsIn(globs) => Test::EmailsIn(self.list(globs)),
                     IrTest::Each(inner) => Test::Each(self.pred(inner)),
+                    IrTest::Budget { budget, min, max } => Test::Budget {
+                        budget: *budget as u16,
+                        min: min.as_deref().map_or(Span::new(0, 0), |m| self.text(m)),
+                        max: max.as_deref().map_or(Span::new(0, 0), |m| self.text(m)),
+                    },
                     IrTest::Seen { origin, tool, path } => {
                         Test::InResult(self.source(*origin, *tool, path))
                     }

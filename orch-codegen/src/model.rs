@@ -119,6 +119,31 @@ pub struct Template {
     pub untrusted: Vec<Spanned<String>>,
     /// `orchestration.rememberedValues`: how many values a session remembers.
     pub remembered_values: Option<Spanned<u64>>,
+    /// `orchestration.budgets`: counts and sums of calls (semantics §17).
+    pub budgets: Vec<BudgetDecl>,
+}
+
+/// A budget (semantics §17): what it charges, over what, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetDecl {
+    /// The whole entry.
+    pub span: Span,
+    /// `name`: what tests and refusals call it.
+    pub name: Spanned<String>,
+    /// `tool`: the tool (a name or a `*` pattern over the declared tools) whose admitted
+    /// calls it charges.
+    pub tool: Spanned<String>,
+    /// `sum`: the JSON pointer of the number it adds up; absent: it counts calls.
+    pub sum: Option<Spanned<String>>,
+    /// `where`: only calls whose arguments satisfy it are charged.
+    pub when: Option<Predicate>,
+    /// `per`: `run` (the default) or `step` (it starts again when the active step
+    /// changes).
+    pub per: Option<Spanned<String>>,
+    /// `within`: a sliding window (`24h`, `90s`): charges older than it stop counting.
+    pub within: Option<Spanned<String>>,
+    /// `events`: how many charges a windowed budget keeps.
+    pub events: Option<Spanned<u64>>,
 }
 
 /// A rule on the arguments of one tool's calls (semantics §16): an entry of `rules`
@@ -231,6 +256,18 @@ pub enum ArgTest {
     },
     /// `from`: a value the session saw at one of these origins (semantics §16).
     From(Spanned<Vec<Spanned<Origin>>>),
+    /// `{"budget": NAME, "range": {min, max}}`: the budget's total with this call within
+    /// the bounds (semantics §17). The predicate's path is empty.
+    Budget {
+        /// The whole predicate.
+        span: Span,
+        /// The budget's name.
+        name: Spanned<String>,
+        /// `min`, inclusive.
+        min: Option<Spanned<String>>,
+        /// `max`, inclusive.
+        max: Option<Spanned<String>>,
+    },
 }
 
 /// Where a value may come from, in a `from` test.
@@ -276,6 +313,7 @@ impl ArgTest {
             ArgTest::Each(_) => "each",
             ArgTest::InResult { .. } => "inResult",
             ArgTest::From(_) => "from",
+            ArgTest::Budget { .. } => "budget",
         }
     }
 

@@ -543,6 +543,138 @@ fn e026_conflicting_rule() {
     assert_eq!(d[0].message, "two rules are named `r`");
 }
 
+/// A template with `budgets` and `rules` written in.
+fn budgets(budgets: &str, rules: &str) -> String {
+    format!(
+        r#"{{"agentId": "t", "tools": ["send_money", "search"], "orchestration": {{"steps": [{{"name": "Chat", "isDefault": true}}], "budgets": [{budgets}], "rules": [{rules}]}}}}"#
+    )
+}
+
+#[test]
+fn e027_unknown_budget() {
+    let src = budgets(
+        r#"{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"}"#,
+        r#"{"name": "limit", "tool": "send_money", "require": {"budget": "daily-spent", "range": {"max": 10000}}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::UnknownBudget, "\"daily-spent\"");
+    assert_eq!(d.message, "unknown budget `daily-spent`");
+    assert_eq!(d.help.as_deref(), Some("did you mean `daily-spend`?"));
+}
+
+#[test]
+fn budgets_of_the_wrong_shape_or_past_a_limit() {
+    let rule = r#"{"name": "limit", "tool": "send_money", "require": {"budget": "b", "range": {"max": 3}}}"#;
+    for (budget, code, snippet, message) in [
+        (
+            r#"{"name": "b", "tool": "send_money", "within": "1w"}"#,
+            Code::InvalidRule,
+            "\"1w\"",
+            "`within` is `1w`",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_money", "per": "day"}"#,
+            Code::InvalidRule,
+            "\"day\"",
+            "`per` is `day`",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_money", "sum": "amount"}"#,
+            Code::InvalidRule,
+            "\"amount\"",
+            "`amount` is not a JSON pointer",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_money", "events": 8}"#,
+            Code::InvalidRule,
+            "8",
+            "`events` on a budget without a window",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_money", "within": "500d"}"#,
+            Code::LimitExceeded,
+            "\"500d\"",
+            "the window `500d` is over 400 days",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_money", "within": "1h", "events": 5000}"#,
+            Code::LimitExceeded,
+            "5000",
+            "`events` is 5000; a windowed budget keeps from 1 to 4096 charges",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_mony"}"#,
+            Code::UnknownTool,
+            "\"send_mony\"",
+            "unknown tool `send_mony`",
+        ),
+        (
+            r#"{"name": "b", "tool": "pay_*"}"#,
+            Code::UnknownTool,
+            "\"pay_*\"",
+            "the pattern `pay_*` matches no tool",
+        ),
+        (
+            r#"{"name": "b", "tool": "send_money"}, {"name": "b", "tool": "search"}"#,
+            Code::ConflictingRule,
+            "\"b\"",
+            "two budgets are named `b`",
+        ),
+    ] {
+        let src = budgets(budget, rule);
+        let c = compile(&src);
+        let found: Vec<_> = c.diagnostics.iter().filter(|d| d.code == code).collect();
+        assert_eq!(found.len(), 1, "{budget}: {:#?}", c.diagnostics);
+        let span = found[0].span.and_then(Span::byte_range).expect("a span");
+        if code == Code::ConflictingRule {
+            let second = src.find(r#""b", "tool": "search""#).unwrap();
+            assert_eq!(span.start, second, "{budget}");
+        } else {
+            assert_eq!(&src[span], snippet, "{budget}");
+        }
+        assert_eq!(found[0].message, message, "{budget}");
+    }
+    // A bound a budget cannot hold exactly, and a budget test inside a budget's `where`.
+    let src = budgets(
+        r#"{"name": "b", "tool": "send_money", "sum": "/amount"}"#,
+        r#"{"name": "limit", "tool": "send_money", "require": {"budget": "b", "range": {"max": 0.0000000001}}}"#,
+    );
+    let c = compile(&src);
+    let d = find(&c, &src, Code::ConflictingRule, "0.0000000001");
+    assert_eq!(d.message, "a budget cannot be compared with `0.0000000001` exactly");
+    let src = budgets(
+        r#"{"name": "b", "tool": "send_money", "where": {"budget": "b", "range": {"max": 1}}}"#,
+        rule,
+    );
+    let c = compile(&src);
+    assert!(
+        c.diagnostics
+            .iter()
+            .any(|d| d.code == Code::InvalidRule && d.message == "a budget's `where` tests budget `b`"),
+        "{:#?}",
+        c.diagnostics
+    );
+    // A budget test without `range`, or with another test, is a shape error.
+    for test in [
+        r#"{"budget": "b"}"#,
+        r#"{"budget": "b", "range": {"max": 1}, "glob": "x"}"#,
+    ] {
+        let src = budgets(
+            r#"{"name": "b", "tool": "send_money"}"#,
+            &format!(r#"{{"name": "limit", "tool": "send_money", "require": {test}}}"#),
+        );
+        let c = compile(&src);
+        assert!(
+            c.diagnostics
+                .iter()
+                .any(|d| matches!(d.code, Code::InvalidRule | Code::UnknownField)),
+            "{test}: {:#?}",
+            c.diagnostics
+        );
+        assert!(c.ir.is_none(), "{test}");
+    }
+}
+
 #[test]
 fn warnings_can_be_allowed() {
     let mut t = orch_codegen::__private::parse(

@@ -130,13 +130,28 @@ pub struct Call<'a> {
     pub digest: CallDigest,
     /// The arguments' text as sent (a JSON object, usually).
     pub arguments: &'a str,
+    /// When the call is made, in milliseconds since the Unix epoch, by the host's clock:
+    /// budgets with a window judge by it (semantics §17). `None`: the session's clock
+    /// (the newest time a host gave it), so a host that gives no time never lets a
+    /// window pass.
+    pub at: Option<u64>,
 }
 
 impl<'a> Call<'a> {
     /// The call with identity `digest` and arguments `arguments` (the text the digest
     /// was taken of).
     pub const fn new(digest: CallDigest, arguments: &'a str) -> Self {
-        Call { digest, arguments }
+        Call {
+            digest,
+            arguments,
+            at: None,
+        }
+    }
+
+    /// The same call, made at `ms` milliseconds since the Unix epoch.
+    pub const fn at(mut self, ms: u64) -> Self {
+        self.at = Some(ms);
+        self
     }
 
     /// The call of `tool` with arguments `arguments`, its digest taken by
@@ -146,6 +161,7 @@ impl<'a> Call<'a> {
         Call {
             digest: CallDigest::of_text(tool, arguments),
             arguments,
+            at: None,
         }
     }
 }

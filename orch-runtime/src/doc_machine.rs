@@ -198,6 +198,8 @@ macro_rules! __doc_machine {
                     children: &[],
                     strings: &[],
                     sources: &[],
+                    budgets: &[],
+                    budget_tools: &[],
                     text: "",
                     remember: 0,
                 },

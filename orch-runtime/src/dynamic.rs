@@ -93,7 +93,9 @@ impl DynMachine {
     /// host that must write a call's arguments out to judge them, or to say where their
     /// values were seen, does so only then.
     pub fn has_argument_rules(&self) -> bool {
-        !self.tables.rules.rules.is_empty() || !self.tables.rules.sources.is_empty()
+        !self.tables.rules.rules.is_empty()
+            || !self.tables.rules.sources.is_empty()
+            || !self.tables.rules.budgets.is_empty()
     }
 
     /// The tables (code-generation plumbing).
@@ -455,7 +457,7 @@ impl<'m> DynSession<'m> {
     /// session remember its arguments (semantics §16)?
     pub fn argument_rules_apply(&self, name: &str) -> bool {
         let rules = self.machine.tables.rules.view();
-        !rules.is_empty()
+        !(rules.is_empty() && rules.budgets.is_empty())
             && self
                 .machine
                 .tables

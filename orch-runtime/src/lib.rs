@@ -59,7 +59,7 @@ pub use machine::{Machine, StepEnum};
 pub use refusal::{Denied, Refusal};
 #[allow(deprecated)]
 pub use session::{HistoryEntry, Outcome, OutcomeKind, Session, SessionDenied, SessionRefusal};
-pub use snapshot::{AgentDockView, RestoreError, RestoreReport, Snapshot};
+pub use snapshot::{AgentDockView, BudgetSnapshot, RestoreError, RestoreReport, Snapshot};
 pub use state::Usage;
 pub use tables::LostRule;
 
@@ -92,8 +92,8 @@ pub mod compiled {
     //! It changes when the compiled form does; the fingerprint and the snapshot format are
     //! what stays stable across versions.
     pub use crate::args::{
-        ArgRule, Origin, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP, NO_TOOL,
-        UNBOUNDED,
+        ArgRule, Budget, Origin, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP,
+        EVERY_CALL, NO_TOOL, UNBOUNDED,
     };
     pub use crate::bits::{Entries, Words};
     pub use crate::form::{Literal, LiteralWriter};

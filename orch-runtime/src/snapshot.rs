@@ -18,6 +18,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 mod binary;
+mod budgets;
+
+pub use budgets::BudgetSnapshot;
 
 /// The most bytes of text a binary snapshot may decode to. Names are written once and
 /// referenced by index, so a small input can name a long string many times; past this
@@ -87,6 +90,16 @@ pub struct Snapshot {
     /// How many remembered values the session forgot to make room for newer ones.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero"))]
     pub forgotten: u32,
+    /// The session's clock (semantics §17): the newest time, in milliseconds since the
+    /// Unix epoch, a host gave a call. Absent when 0.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero_u64"))]
+    pub clock: u64,
+    /// The budgets that hold something (semantics §17), by name.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub budgets: Vec<BudgetSnapshot>,
     /// What the host keeps with the session, opaque to the runtime (orch-agent's run host
     /// keeps its ledger of calls here, so a call delivered again after a restore is not
     /// run twice). Empty when the host keeps nothing; hex digits in the JSON form.
@@ -100,6 +113,12 @@ pub struct Snapshot {
 /// Is `n` zero (a count the JSON form leaves out)?
 #[cfg(feature = "serde")]
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Is `n` zero (a time the JSON form leaves out)?
+#[cfg(feature = "serde")]
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
@@ -166,6 +185,8 @@ pub struct RestoreReport {
     /// template: they were dropped (rules that read them refuse until the results come
     /// again).
     pub memory_dropped: bool,
+    /// Budgets the template no longer has: what they held was dropped.
+    pub missing_budgets: Vec<String>,
 }
 
 impl RestoreReport {
@@ -183,6 +204,7 @@ impl RestoreReport {
             || self.history_truncated > 0
             || self.approval_dropped
             || self.memory_dropped
+            || !self.missing_budgets.is_empty()
     }
 }
 
@@ -270,6 +292,7 @@ where
         |bits: &[u64]| -> Vec<&str> { crate::bits::BitIter::new(bits).filter_map(tool).collect() };
     let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
     let (main, untrusted) = t.rules.rings(state.memory.as_ref());
+    let (clock, budgets) = budgets::budget_parts(t, state.memory.as_ref());
     Parts {
         fingerprint: t.fingerprint,
         machine: t.name,
@@ -305,6 +328,8 @@ where
             .map(key_bytes)
             .collect(),
         forgotten: crate::args::memory::forgotten(main),
+        clock,
+        budgets,
         host: &[],
     }
 }
@@ -331,6 +356,10 @@ pub(crate) struct Parts<'a> {
     untrusted: Vec<[u8; 16]>,
     /// How many remembered values were forgotten.
     forgotten: u32,
+    /// The session's clock.
+    clock: u64,
+    /// The budgets that hold something.
+    budgets: Vec<BudgetSnapshot>,
     /// What the host keeps with the session ([`Snapshot::host`]).
     pub(crate) host: &'a [u8],
 }
@@ -363,6 +392,8 @@ impl Parts<'_> {
             memory: self.memory.iter().map(hex_key).collect(),
             untrusted: self.untrusted.iter().map(hex_key).collect(),
             forgotten: self.forgotten,
+            clock: self.clock,
+            budgets: self.budgets,
             host: self.host.to_vec(),
         }
     }
@@ -546,6 +577,14 @@ where
     } else {
         restore_memory(t, snapshot, state)?;
     }
+    // Budgets are kept by name, across builds of the template.
+    budgets::restore_budgets(
+        t,
+        snapshot.clock,
+        &snapshot.budgets,
+        state.memory.as_mut(),
+        &mut report,
+    )?;
     Ok(report)
 }
 

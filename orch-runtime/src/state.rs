@@ -295,6 +295,10 @@ where
         if winner != self.step {
             self.step = winner;
             self.index = 0;
+            if !t.rules.budgets.is_empty() {
+                cold();
+                t.rules.clear_step_budgets(self.memory.as_mut());
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 //! template in [`lints`], and building the [`Ir`] from the resolved template is a
 //! separate step, [`lower`].
 
+mod budgets;
 mod lints;
 mod names;
 mod rules;
@@ -62,7 +63,8 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
             step
         })
         .collect();
-    let memory = c.memory(&universe);
+    let mut memory = c.memory(&universe);
+    memory.budgets = c.budgets(&universe);
     let properties = c.properties(&universe);
     let arg_rules = c.arg_rules(&universe);
     c.check_message_conditions();
@@ -278,6 +280,10 @@ struct Checker<'t> {
     regex_memory: usize,
     /// The tools declared trusted (what a `from` test's `"trusted"` stands for).
     trusted: Vec<usize>,
+    /// The budgets' names, in template order (what a budget test names).
+    budget_names: Vec<String>,
+    /// Checking a budget's `where`, which may not test budgets.
+    in_budget_where: bool,
 }
 
 impl<'t> Checker<'t> {
@@ -290,6 +296,8 @@ impl<'t> Checker<'t> {
             compiled_regexes: Vec::new(),
             regex_memory: 0,
             trusted: Vec::new(),
+            budget_names: Vec::new(),
+            in_budget_where: false,
         }
     }
 

@@ -285,6 +285,12 @@ impl<'t> Checker<'t> {
                 }
             }
             ArgTest::From(origins) => return self.from(origins, universe),
+            ArgTest::Budget {
+                span,
+                name,
+                min,
+                max,
+            } => self.budget_test(*span, name, min, max)?,
         }))
     }
 
@@ -516,7 +522,7 @@ impl<'t> Checker<'t> {
         )
     }
 
-    fn bad(&mut self, span: Span, message: String, help: &str) {
+    pub(super) fn bad(&mut self, span: Span, message: String, help: &str) {
         self.push(
             Diagnostic::new(Code::InvalidRule, Some(span), message)
                 .label("cannot be judged")

@@ -423,6 +423,9 @@ impl Reader {
         if let Some(v) = get(orch, "rememberedValues") {
             t.remembered_values = self.uint(v, "orchestration.rememberedValues");
         }
+        if let Some(v) = get(orch, "budgets") {
+            t.budgets = self.budgets(v);
+        }
         if let Some(v) = get(orch, "lostResults") {
             if let Some(o) = self.object(v, "orchestration.lostResults") {
                 self.known_keys(o, "`lostResults`", &["retry", "ran", "hold"]);

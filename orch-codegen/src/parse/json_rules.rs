@@ -5,7 +5,7 @@
 use super::{get, span_of, ticked, Reader};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{
-    ArgRule, ArgRuleKind, ArgTest, Origin, Predicate, PredicateNode, Scalar, Spanned,
+    ArgRule, ArgRuleKind, ArgTest, BudgetDecl, Origin, Predicate, PredicateNode, Scalar, Spanned,
 };
 use jsonc_parser::ast::{Object, Value};
 
@@ -122,11 +122,98 @@ impl Reader {
         })
     }
 
-    /// A predicate: a combinator (`all`, `any`, `not`) or a test (`path` and one test
-    /// key).
-    fn predicate(&mut self, v: &Value<'_>) -> Option<Predicate> {
+    /// `orchestration.budgets`: an array of `{name, tool, sum?, where?, per?, within?,
+    /// events?}`.
+    pub(super) fn budgets(&mut self, v: &Value<'_>) -> Vec<BudgetDecl> {
+        let Value::Array(a) = v else {
+            self.wrong(v, "orchestration.budgets", "an array of budgets");
+            return Vec::new();
+        };
+        a.elements
+            .iter()
+            .filter_map(|e| {
+                let o = self.object(e, "orchestration.budgets[]")?;
+                self.known_keys(
+                    o,
+                    "a budget",
+                    &["name", "tool", "sum", "where", "per", "within", "events"],
+                );
+                let name = self.opt_string(o, "name");
+                if name.is_none() && get(o, "name").is_none() {
+                    self.missing(
+                        e,
+                        "a budget has no `name`",
+                        "every budget needs a `\"name\"`: rules read it by name",
+                    );
+                }
+                let tool = self.opt_string(o, "tool");
+                if tool.is_none() && get(o, "tool").is_none() {
+                    self.missing(
+                        e,
+                        "a budget has no `tool`",
+                        "`\"tool\"` names the tool (or a `*` pattern) whose calls it charges",
+                    );
+                }
+                let when = match get(o, "where") {
+                    Some(p) => Some(self.predicate(p)?),
+                    None => None,
+                };
+                let events = match get(o, "events") {
+                    Some(n) => Some(self.uint(n, "budgets[].events")?),
+                    None => None,
+                };
+                Some(BudgetDecl {
+                    span: span_of(e),
+                    name: name?,
+                    tool: tool?,
+                    sum: self.opt_string(o, "sum"),
+                    when,
+                    per: self.opt_string(o, "per"),
+                    within: self.opt_string(o, "within"),
+                    events,
+                })
+            })
+            .collect()
+    }
+
+    /// A budget test: `{"budget": NAME, "range": {min, max}}`.
+    fn budget_test(&mut self, o: &Object<'_>, v: &Value<'_>) -> Option<Predicate> {
+        let span = span_of(v);
+        self.known_keys(o, "a budget test", &["budget", "range"]);
+        let name = self.opt_string(o, "budget")?;
+        let Some(range) = get(o, "range") else {
+            self.invalid(
+                span,
+                format!("the test of budget `{}` has no `range`", name.value),
+                "a budget is tested by its total: `{\"budget\": \"spend\", \"range\": {\"max\": 10000}}`",
+            );
+            return None;
+        };
+        let ArgTest::Range { min, max, .. } = self.test("range", range)? else {
+            return None;
+        };
+        Some(Predicate {
+            span,
+            node: PredicateNode::Test {
+                path: Spanned::new(String::new(), span.first_byte()),
+                test: ArgTest::Budget {
+                    span,
+                    name,
+                    min,
+                    max,
+                },
+            },
+        })
+    }
+
+    /// A predicate: a combinator (`all`, `any`, `not`), a test (`path` and one test
+    /// key), or a budget test (`budget` and `range`).
+    pub(super) fn predicate(&mut self, v: &Value<'_>) -> Option<Predicate> {
         let o = self.object(v, "a predicate")?;
         let span = span_of(v);
+        if get(o, "budget").is_some() {
+            return self.budget_test(o, v);
+        }
         let combinators: Vec<&str> = COMBINATORS
             .into_iter()
             .filter(|k| get(o, k).is_some())

@@ -365,8 +365,8 @@ fn class_of(f: Formula<'_>, test: &Test) -> Class {
         },
         Test::Each(_) => Class::Each,
         // `range` is decided by its path's number (`Leaf::Range`); a value from results
-        // is the model's choice.
-        Test::Range { .. } | Test::InResult(_) => Class::InResult,
+        // and a budget's total (time and history abstracted) are the model's choice.
+        Test::Range { .. } | Test::InResult(_) | Test::Budget { .. } => Class::InResult,
     }
 }
 

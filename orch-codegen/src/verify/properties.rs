@@ -75,7 +75,10 @@ pub fn check_with(
         let mut search = Search {
             machine,
             property: p,
-            when: p.when.as_ref().map(crate::ir::flatten_predicate),
+            when: p
+                .when
+                .as_ref()
+                .map(|w| crate::ir::flatten_predicate(w, &machine.tables().rules)),
             options,
             host,
             names: &names,

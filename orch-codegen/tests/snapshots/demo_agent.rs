@@ -180,6 +180,8 @@ pub mod demo_agent {
             children: &[],
             strings: &[],
             sources: &[],
+            budgets: &[],
+            budget_tools: &[],
             text: "",
             remember: 0,
         },

@@ -21,6 +21,20 @@ impl<'a> Rules<'a> {
         let Some(pred) = self.preds.get(broken.pred as usize) else {
             return String::new();
         };
+        if let Pred::Test {
+            test: Test::Budget { budget, .. },
+            ..
+        } = *pred
+        {
+            let total = broken.total.map_or_else(String::new, |t| {
+                format!(" would be {} with this call", super::budget::decimal(t))
+            });
+            return format!(
+                "budget `{}`{total}: it {}",
+                self.budget_name(budget as usize),
+                self.requirement(broken.pred, tool)
+            );
+        }
         let path = match *pred {
             Pred::Test { path, .. } => path,
             Pred::Any(span) => match self.shared_path(span) {
@@ -74,6 +88,14 @@ impl<'a> Rules<'a> {
                 None => format!("either {}", self.join(*span, " or ", tool)),
             },
             Some(Pred::Not(inner)) => format!("not ({})", self.describe(*inner, tool)),
+            Some(Pred::Test {
+                test: Test::Budget { budget, .. },
+                ..
+            }) => format!(
+                "budget `{}` with this call {}",
+                self.budget_name(*budget as usize),
+                self.requirement(pred, tool)
+            ),
             Some(Pred::Test { path, .. }) => {
                 let path = self.text_of(*path);
                 let subject = if path.is_empty() {
@@ -206,6 +228,16 @@ impl<'a> Rules<'a> {
                 self.describe(inner, tool)
             ),
             Test::InResult(source) => format!("must be {}", self.seen_at(source, tool)),
+            Test::Budget { min, max, .. } => match (min.is_empty(), max.is_empty()) {
+                (false, false) => format!(
+                    "must be from {} to {}",
+                    self.text_of(min),
+                    self.text_of(max)
+                ),
+                (false, true) => format!("must be at least {}", self.text_of(min)),
+                (true, false) => format!("must be at most {}", self.text_of(max)),
+                (true, true) => "must be a total".to_owned(),
+            },
         }
     }
 }

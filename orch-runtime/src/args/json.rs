@@ -27,6 +27,10 @@ pub enum Unreadable {
     TooDeep,
     /// More than [`MAX_VALUES`] values.
     TooManyValues,
+    /// A budget adds up a value the call leaves out, or one that is not a number it can
+    /// add exactly: negative, more than nine decimal places, or too large (the value
+    /// starts at this byte; 0 when it is missing).
+    Amount(u32),
 }
 
 impl core::fmt::Display for Unreadable {
@@ -39,6 +43,14 @@ impl core::fmt::Display for Unreadable {
             Unreadable::TooLarge => write!(f, "the arguments are over {MAX_BYTES} bytes"),
             Unreadable::TooDeep => write!(f, "the arguments nest over {MAX_DEPTH} levels"),
             Unreadable::TooManyValues => write!(f, "the arguments hold over {MAX_VALUES} values"),
+            Unreadable::Amount(0) => write!(
+                f,
+                "the value a budget adds up is missing or not a number it can add exactly"
+            ),
+            Unreadable::Amount(at) => write!(
+                f,
+                "the value a budget adds up (at byte {at}) is not a number it can add exactly: a budget adds numbers of zero or more with at most nine decimal places"
+            ),
         }
     }
 }

@@ -98,6 +98,15 @@ impl Literal for Test {
                 max.write_literal(w);
                 w.text(" }");
             }
+            Test::Budget { budget, min, max } => {
+                w.item("Test::Budget { budget: ");
+                w.int(budget);
+                w.text(", min: ");
+                min.write_literal(w);
+                w.text(", max: ");
+                max.write_literal(w);
+                w.text(" }");
+            }
             Test::Length { min, max } => {
                 w.item("Test::Length { min: ");
                 w.int(min);

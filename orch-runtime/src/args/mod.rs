@@ -7,6 +7,7 @@
 //! the decimals written, strings decoded only to compare them. A call of a tool no rule
 //! applies to is judged without reading its arguments and without allocating.
 
+mod budget;
 mod explain;
 mod found;
 mod json;
@@ -20,6 +21,11 @@ mod scalar;
 mod seen;
 mod source;
 
+pub use budget::{
+    amount, decimal, window_ms, window_text, Budget, BUDGET_EVENTS, EVERY_CALL, MAX_BUDGET_EVENTS,
+    MAX_WINDOW_MS, UNIT,
+};
+pub(crate) use budget::{budget_view, budget_view_mut};
 pub use found::{email_addresses, link_hosts};
 pub use json::{is_pointer, string_literal, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
 pub use memory::{MAX_MEMORY_VALUES, MEMORY_VALUES, MEMORY_WORDS};

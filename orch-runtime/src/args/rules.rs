@@ -3,6 +3,7 @@
 //! it is refused) or *gates* on it (a call for which it holds needs a human's approval),
 //! and its predicate — a small tree of tests on JSON pointers into the arguments.
 
+use super::budget::{Area, AreaMut, Budget, Charge};
 use super::found::{email_addresses, link_hosts};
 use super::json::{Doc, Kind, Unreadable};
 use super::memory;
@@ -124,6 +125,17 @@ pub enum Test {
     /// earlier result of a tool, an earlier call's arguments, the user's messages or a
     /// trusted tool's results — values the session remembers (semantics §16).
     InResult(u32),
+    /// A budget's total with this call (semantics §17) — what it charged within its
+    /// scope and window, plus what it would charge this call — within `min..=max`
+    /// (number texts; an empty span is unbounded). The predicate's path is unused.
+    Budget {
+        /// The budget (an index into [`Rules::budgets`]).
+        budget: u16,
+        /// The least total allowed.
+        min: Span,
+        /// The greatest total allowed.
+        max: Span,
+    },
 }
 
 compiled_form! {
@@ -147,6 +159,10 @@ compiled_form! {
         /// Where the values [`Test::InResult`] reads come from, and the untrusted tools
         /// whose results' values are remembered to say where a value was seen.
         sources: slice(Source),
+        /// The budgets (semantics §17), in template order.
+        budgets: slice(Budget),
+        /// The tools each budget charges: spans of it are [`Budget::tools`].
+        budget_tools: slice(u16),
         /// Every text of the rules, one after the other.
         text: text,
         /// The values a session remembers in each ring (the template's
@@ -183,6 +199,8 @@ pub struct Broken {
     pub element: Option<(u32, u32)>,
     /// The arguments could not be read at all.
     pub unreadable: Option<Unreadable>,
+    /// A budget test's total with this call, in billionths ([`Test::Budget`]).
+    pub total: Option<i128>,
 }
 
 impl Broken {
@@ -193,6 +211,7 @@ impl Broken {
             value: None,
             element: None,
             unreadable: Some(why),
+            total: None,
         }
     }
 }
@@ -203,6 +222,7 @@ struct Failure {
     pred: u32,
     value: Option<(u32, u32)>,
     element: Option<(u32, u32)>,
+    total: Option<i128>,
 }
 
 impl<'a> Rules<'a> {
@@ -233,14 +253,22 @@ impl<'a> Rules<'a> {
 
     /// The words of memory a session of this machine needs: a ring of
     /// [`Rules::memory_values`] values when a rule reads remembered values or a tool is
-    /// untrusted, and a second when a tool is untrusted; else none.
+    /// untrusted, a second when a tool is untrusted, and the budgets' area
+    /// ([`Rules::budget_area_words`]).
     pub fn memory_words(&self) -> usize {
+        let (main, untrusted) = self.ring_sizes();
+        main + untrusted + self.budget_area_words()
+    }
+
+    /// The words of the two rings of remembered values (0 where there is none).
+    fn ring_sizes(&self) -> (usize, usize) {
+        let ring = memory::ring_words(self.memory_values());
         if self.sources.is_empty() {
-            0
+            (0, 0)
         } else if self.has_untrusted() {
-            2 * memory::ring_words(self.memory_values())
+            (ring, ring)
         } else {
-            memory::ring_words(self.memory_values())
+            (ring, 0)
         }
     }
 
@@ -252,12 +280,29 @@ impl<'a> Rules<'a> {
     /// A session's memory words split into its two rings: the values rules read, and the
     /// values seen in untrusted text (empty without untrusted tools).
     pub(crate) fn rings<'m>(&self, words: &'m [u64]) -> (&'m [u64], &'m [u64]) {
-        words.split_at(memory::ring_words(self.memory_values()).min(words.len()))
+        let (main, untrusted) = self.ring_sizes();
+        let (a, rest) = words.split_at(main.min(words.len()));
+        (a, &rest[..untrusted.min(rest.len())])
     }
 
     /// [`Rules::rings`], mutable.
     pub(crate) fn rings_mut<'m>(&self, words: &'m mut [u64]) -> (&'m mut [u64], &'m mut [u64]) {
-        words.split_at_mut(memory::ring_words(self.memory_values()).min(words.len()))
+        let (main, untrusted) = self.ring_sizes();
+        let (a, rest) = words.split_at_mut(main.min(words.len()));
+        let n = untrusted.min(rest.len());
+        (a, &mut rest[..n])
+    }
+
+    /// The budgets' area of a session's memory words (empty without budgets).
+    pub(crate) fn budget_area<'m>(&self, words: &'m [u64]) -> &'m [u64] {
+        let (main, untrusted) = self.ring_sizes();
+        words.get(main + untrusted..).unwrap_or(&[])
+    }
+
+    /// [`Rules::budget_area`], mutable.
+    pub(crate) fn budget_area_mut<'m>(&self, words: &'m mut [u64]) -> &'m mut [u64] {
+        let (main, untrusted) = self.ring_sizes();
+        words.get_mut(main + untrusted..).unwrap_or(&mut [])
     }
 
     /// The sources of the regexes of [`Test::Regex`], in the order of their indices.
@@ -295,6 +340,7 @@ impl<'a> Rules<'a> {
                 .sources
                 .iter()
                 .any(|s| s.origin == Origin::Arguments && s.tool as usize == tool)
+            || self.budget_reads_arguments(tool)
     }
 
     /// Judges the arguments of a call of `tool` in step `step` (`u16::MAX` when no step
@@ -303,7 +349,8 @@ impl<'a> Rules<'a> {
     /// the rules and never allocates; otherwise the arguments are read once. Arguments
     /// that cannot be read break the first required rule, or else gate the call.
     /// `regexes` are the machine's compiled argument regexes; `memory` the session's
-    /// memory words.
+    /// memory words; `at` the call's time in milliseconds, if the host gave it (budgets
+    /// judge at the newer of it and the session's clock).
     pub fn judge(
         &self,
         tool: usize,
@@ -311,6 +358,7 @@ impl<'a> Rules<'a> {
         arguments: &str,
         regexes: &[Option<Regex>],
         memory: &[u64],
+        at: Option<u64>,
     ) -> Judged {
         if !self.applies(tool, step) {
             return Judged::Free;
@@ -332,14 +380,16 @@ impl<'a> Rules<'a> {
                 };
             }
         };
-        let (main, untrusted) = self.rings(memory);
-        let eval = Eval {
-            rules: self,
-            doc: &doc,
-            regexes,
-            memory: memory::live(main),
-            untrusted: memory::live(untrusted),
-        };
+        let eval = self.eval(&doc, regexes, memory, tool, at);
+        if let Some(why) = eval.unreadable_charge() {
+            let mut rules = applying();
+            return match rules.find(|(_, r)| r.kind == RuleKind::Require) {
+                Some((i, r)) => Judged::Broken(Broken::unreadable(i as u16, r.pred, why)),
+                None => applying()
+                    .next()
+                    .map_or(Judged::Free, |(i, _)| Judged::Gated(i as u16)),
+            };
+        }
         for (i, r) in applying().filter(|(_, r)| r.kind == RuleKind::Require) {
             let mut failure = None;
             if !eval.holds(0, r.pred, &mut failure) {
@@ -353,6 +403,7 @@ impl<'a> Rules<'a> {
                     value: f.value,
                     element: f.element,
                     unreadable: None,
+                    total: f.total,
                 });
             }
         }
@@ -364,14 +415,104 @@ impl<'a> Rules<'a> {
         Judged::Free
     }
 
+    /// An evaluation of a call of `tool` with the read arguments `doc`, at `at`.
+    fn eval<'e>(
+        &'e self,
+        doc: &'e Doc<'e>,
+        regexes: &'e [Option<Regex>],
+        memory: &'e [u64],
+        tool: usize,
+        at: Option<u64>,
+    ) -> Eval<'e, 'e> {
+        let (main, untrusted) = self.rings(memory);
+        let budgets = Area::new(self.budget_area(memory));
+        let clock = budgets.clock();
+        Eval {
+            rules: self,
+            doc,
+            regexes,
+            memory: memory::live(main),
+            untrusted: memory::live(untrusted),
+            budgets,
+            now: at.map_or(clock, |at| at.max(clock)),
+            tool,
+        }
+    }
+
+    /// Charges an admitted call of `tool` to every budget that counts it (semantics
+    /// §17), at `at` (or the session's clock), moving the clock on. Arguments are read
+    /// only when a budget sums a value or has a `where`; a charge whose value cannot be
+    /// read is not made (judging refused such a call wherever a rule applies).
+    pub(crate) fn charge_budgets(
+        &self,
+        memory: &mut [u64],
+        tool: usize,
+        arguments: &str,
+        regexes: &[Option<Regex>],
+        at: Option<u64>,
+    ) {
+        if self.budgets.is_empty() {
+            return;
+        }
+        let now = AreaMut::new(self.budget_area_mut(memory)).tick(at);
+        if !self.charged(tool) {
+            return;
+        }
+        let doc = if self.budget_reads_arguments(tool) {
+            Doc::parse(arguments).ok()
+        } else {
+            None
+        };
+        let mut charges = [(0usize, 0i128); 8];
+        let mut spill = Vec::new();
+        let mut n = 0;
+        {
+            let eval = doc
+                .as_ref()
+                .map(|doc| self.eval(doc, regexes, memory, tool, Some(now)));
+            for (b, budget) in self.budgets.iter().enumerate() {
+                let charge = match &eval {
+                    Some(e) => self.charge_of(budget, tool, Some(e.doc), &mut |_, p| {
+                        e.holds(0, p, &mut None)
+                    }),
+                    None => self.charge_of(budget, tool, None, &mut |_, _| false),
+                };
+                if let Charge::Amount(v) = charge {
+                    match charges.get_mut(n) {
+                        Some(slot) => *slot = (b, v),
+                        None => spill.push((b, v)),
+                    }
+                    n += 1;
+                }
+            }
+        }
+        let mut area = AreaMut::new(self.budget_area_mut(memory));
+        for &(b, v) in charges.iter().take(n).chain(&spill) {
+            area.charge(self, b, now, v);
+        }
+    }
+
+    /// Empties the budgets that start again when the active step changes.
+    pub(crate) fn clear_step_budgets(&self, memory: &mut [u64]) {
+        let mut area = AreaMut::new(self.budget_area_mut(memory));
+        for (b, budget) in self.budgets.iter().enumerate() {
+            if budget.per_step {
+                area.clear(self, b);
+            }
+        }
+    }
+
     /// The path every child of the [`Pred::Any`] or [`Pred::All`] `span` tests, when
     /// they are all tests of one path.
     pub(super) fn shared_path(&self, span: Span) -> Option<Span> {
         let mut shared: Option<Span> = None;
         for &c in self.children.get(span.range())? {
-            let Some(Pred::Test { path, .. }) = self.preds.get(c as usize) else {
+            let Some(Pred::Test { path, test }) = self.preds.get(c as usize) else {
                 return None;
             };
+            if matches!(test, Test::Budget { .. }) {
+                return None;
+            }
             match shared {
                 Some(p) if self.text_of(p) != self.text_of(*path) => return None,
                 _ => shared = Some(*path),
@@ -390,6 +531,12 @@ struct Eval<'r, 'd> {
     memory: &'r [u64],
     /// The values seen in untrusted text (live entries only).
     untrusted: &'r [u64],
+    /// The session's budgets.
+    budgets: Area<'r>,
+    /// The time the call is judged at (ms).
+    now: u64,
+    /// The tool called.
+    tool: usize,
 }
 
 impl Eval<'_, '_> {
@@ -403,11 +550,28 @@ impl Eval<'_, '_> {
                     pred: p,
                     value,
                     element: None,
+                    total: None,
                 });
             }
             false
         };
         match r.preds.get(p as usize) {
+            Some(Pred::Test {
+                test: Test::Budget { budget, min, max },
+                ..
+            }) => {
+                let total = self.budget_total(*budget as usize);
+                let inside = within(total, r.text_of(*min), r.text_of(*max));
+                if !inside && why.is_none() {
+                    *why = Some(Failure {
+                        pred: p,
+                        value: None,
+                        element: None,
+                        total: Some(total),
+                    });
+                }
+                inside
+            }
             Some(Pred::All(span)) => r
                 .children
                 .get(span.range())
@@ -523,12 +687,42 @@ impl Eval<'_, '_> {
                 .and_then(|s| email_addresses(&s))
                 .is_some_and(|all| all.iter().all(|a| list(l).any(|p| glob_match(p, a)))),
             Test::InResult(source) => self.seen(source, n),
-            Test::Each(_) => false,
+            Test::Each(_) | Test::Budget { .. } => false,
         }
     }
 }
 
 impl Eval<'_, '_> {
+    /// Budget `b`'s total with this call: what it holds at the call's time, plus what
+    /// it would charge the call (saturating).
+    fn budget_total(&self, b: usize) -> i128 {
+        let r = self.rules;
+        let held = self.budgets.value(r, b, self.now);
+        let this = match r.budgets.get(b) {
+            Some(budget) => r.charge_of(budget, self.tool, Some(self.doc), &mut |_, p| {
+                self.holds(0, p, &mut None)
+            }),
+            None => Charge::None,
+        };
+        match this {
+            Charge::Amount(v) => held.saturating_add(v),
+            Charge::None | Charge::Unreadable(_) => held,
+        }
+    }
+
+    /// The first budget that charges this call but cannot read what it adds up.
+    fn unreadable_charge(&self) -> Option<Unreadable> {
+        let r = self.rules;
+        r.budgets.iter().find_map(|b| {
+            match r.charge_of(b, self.tool, Some(self.doc), &mut |_, p| {
+                self.holds(0, p, &mut None)
+            }) {
+                Charge::Unreadable(at) => Some(Unreadable::Amount(at.unwrap_or(0))),
+                _ => None,
+            }
+        })
+    }
+
     /// Did the session see node `n`'s value at source `source`?
     fn seen(&self, source: u32, n: usize) -> bool {
         let Some(src) = self.rules.sources.get(source as usize) else {
@@ -541,6 +735,14 @@ impl Eval<'_, '_> {
         };
         super::seen::seen_in(src.origin, source, self.doc, n, live)
     }
+}
+
+/// Is `total` (billionths) within the bounds `min..=max` (number texts; empty:
+/// unbounded)?
+fn within(total: i128, min: &str, max: &str) -> bool {
+    let bound = |t: &str| super::budget::bound(t);
+    (min.is_empty() || bound(min).is_some_and(|m| total >= m))
+        && (max.is_empty() || bound(max).is_some_and(|m| total <= m))
 }
 
 /// Is node `n` equal to the JSON scalar `literal` (numbers by exact value, strings

@@ -87,6 +87,13 @@ impl Decimal {
     }
 }
 
+/// A JSON number's sign, significant digits (no leading or trailing zeros; empty for
+/// zero) and the power of ten of the first digit: the value is `0.d1d2… × 10^exponent`.
+pub(crate) fn decimal_parts(text: &str) -> Option<(bool, Vec<u8>, i64)> {
+    let d = Decimal::parse(text)?;
+    Some((d.negative, d.digits, d.exponent))
+}
+
 /// Compares two JSON numbers exactly (`1.0` equals `1` and `1e0`;
 /// `12345678901234567890123` is less than `12345678901234567890124`). `None` when one is
 /// not a number.

@@ -41,7 +41,7 @@ pub(super) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// Accounts for `n` more bytes of decoded text.
-    fn decode(&mut self, n: usize) -> Result<(), RestoreError> {
+    pub(super) fn decode(&mut self, n: usize) -> Result<(), RestoreError> {
         self.decoded = self.decoded.saturating_add(n);
         if self.decoded > MAX_DECODED_BYTES {
             return Err(self.bad(&format!(
@@ -51,11 +51,11 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn bad(&self, what: &str) -> RestoreError {
+    pub(super) fn bad(&self, what: &str) -> RestoreError {
         RestoreError::Malformed(format!("{what} at byte {}", self.at))
     }
 
-    fn byte(&mut self, what: &str) -> Result<u8, RestoreError> {
+    pub(super) fn byte(&mut self, what: &str) -> Result<u8, RestoreError> {
         let b = *self
             .bytes
             .get(self.at)
@@ -64,7 +64,7 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    fn varint(&mut self, what: &str) -> Result<u64, RestoreError> {
+    pub(super) fn varint(&mut self, what: &str) -> Result<u64, RestoreError> {
         let mut x = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte(what)?;
@@ -77,7 +77,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A count of items that take at least one byte each: never more than remain.
-    fn count(&mut self, what: &str) -> Result<usize, RestoreError> {
+    pub(super) fn count(&mut self, what: &str) -> Result<usize, RestoreError> {
         let n = self.varint(what)?;
         let remaining = (self.bytes.len() - self.at) as u64;
         if n > remaining {
@@ -88,7 +88,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn str(&mut self, what: &str) -> Result<&'a str, RestoreError> {
+    pub(super) fn str(&mut self, what: &str) -> Result<&'a str, RestoreError> {
         let n = self.count(what)?;
         self.decode(n)?;
         let s = &self.bytes[self.at..self.at + n];
@@ -97,7 +97,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn u64_le(&mut self, what: &str) -> Result<u64, RestoreError> {
+    pub(super) fn u64_le(&mut self, what: &str) -> Result<u64, RestoreError> {
         let end = self.at + 8;
         let b = self
             .bytes
@@ -145,6 +145,8 @@ impl Snapshot {
             memory,
             untrusted,
             forgotten: self.forgotten,
+            clock: self.clock,
+            budgets: self.budgets.clone(),
             host: &self.host,
         }
         .encode()
@@ -212,7 +214,7 @@ impl Snapshot {
         }
         // Optional sections, in order: the verdict (1 or 2), the remembered values (3),
         // the values seen in untrusted results (5), the count of forgotten values (6),
-        // what the host keeps (4).
+        // the clock and the budgets (7), what the host keeps (4).
         let approval = match r.bytes.get(r.at) {
             Some(1 | 2) => Some(read_approval(&mut r)?),
             _ => None,
@@ -232,6 +234,10 @@ impl Snapshot {
                     .map_err(|_| r.bad("too many forgotten values"))?
             }
             _ => 0,
+        };
+        let (clock, budgets) = match r.bytes.get(r.at) {
+            Some(7) => super::budgets::read_section(&mut r)?,
+            _ => (0, Vec::new()),
         };
         let host = match r.bytes.get(r.at) {
             None => Vec::new(),
@@ -262,6 +268,8 @@ impl Snapshot {
             memory,
             untrusted,
             forgotten,
+            clock,
+            budgets,
             host,
         })
     }
@@ -502,6 +510,10 @@ impl Parts<'_> {
             // Section 6: how many remembered values were forgotten.
             out.push(6);
             put_varint(out, u64::from(self.forgotten));
+        }
+        if self.clock != 0 || !self.budgets.is_empty() {
+            // Section 7: the clock and the budgets.
+            super::budgets::write_section(out, self.clock, &self.budgets);
         }
         if !self.host.is_empty() {
             // Section 4: what the host keeps with the session, length-prefixed.

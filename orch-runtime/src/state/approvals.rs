@@ -32,10 +32,14 @@ where
         if let ToolRef::Declared(i) = tool {
             if !t.rules.is_empty() {
                 let memory = self.memory.as_ref();
-                match t
-                    .rules
-                    .judge(i, self.step, call.arguments, matchers.arguments(), memory)
-                {
+                match t.rules.judge(
+                    i,
+                    self.step,
+                    call.arguments,
+                    matchers.arguments(),
+                    memory,
+                    call.at,
+                ) {
                     Judged::Free => {}
                     Judged::Gated(_) => gated = true,
                     Judged::Broken(broken) => return Err(RawRefusal::Broken(self.step, broken)),
@@ -72,6 +76,13 @@ where
         if let ToolRef::Declared(i) = tool {
             t.rules
                 .remember_arguments(self.memory.as_mut(), i, call.arguments);
+            t.rules.charge_budgets(
+                self.memory.as_mut(),
+                i,
+                call.arguments,
+                matchers.arguments(),
+                call.at,
+            );
         }
         Ok(())
     }
