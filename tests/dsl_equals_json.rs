@@ -359,3 +359,62 @@ fn same_origins() {
     }
     assert_eq!(a.snapshot().to_bytes(), b.snapshot().to_bytes());
 }
+
+mod json_budgets {
+    orch::include_machine!("budgets");
+}
+
+mod dsl_budgets {
+    orch::orchestration! {
+        /// tests/fixtures/machines/budgets.json, written in the DSL: counts and sums
+        /// over the run, a step and a window (semantics §17).
+        pub machine "budgets" {
+            tools: [get_balance, send_money, refund, reset_password, search];
+            description: "A banking assistant whose payments, refunds, password resets and searches are counted and summed: over the run, a step, or a sliding window.";
+            default step Assist;
+            step Research {
+                when message_contains("research");
+            }
+            budget "daily-spend": send_money sum "/amount" within "24h";
+            budget "big-payments": send_money within "7d" events 8
+                where "/amount" range(min = 1000);
+            budget refunds: refund;
+            budget resets: reset_password within "1h";
+            budget searches: search per step;
+            approve "second-big-payment": send_money
+                when all("/amount" range(min = 1000), budget("big-payments", min = 2));
+            rule "daily-limit": send_money require budget("daily-spend", max = 10000);
+            rule "three-refunds": refund require budget(refunds, max = 3);
+            rule "one-reset-an-hour": reset_password require budget(resets, max = 1);
+            rule "two-searches-a-step": search require budget(searches, max = 2);
+        }
+    }
+}
+
+/// Budgets written in the DSL compile to the same tables as the JSON template, and
+/// charge and judge the same.
+#[test]
+fn same_budgets() {
+    use dsl_budgets::budgets as d;
+    use json_budgets::budgets as j;
+    use orch::approval::{Call, CallDigest};
+    assert_eq!(d::FINGERPRINT, j::FINGERPRINT);
+    let (mut a, mut b) = (d::Session::new(), j::Session::new());
+    for (k, args) in [
+        r#"{"amount": 4000}"#,
+        r#"{"amount": 4000}"#,
+        r#"{"amount": 500}"#,
+        r#"{"amount": 4000}"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let call = Call::new(CallDigest::of_text("send_money", args), args).at(1_000 + k as u64);
+        assert_eq!(
+            a.admit_call_name("send_money", &call).is_ok(),
+            b.admit_call_name("send_money", &call).is_ok(),
+            "{args}"
+        );
+    }
+    assert_eq!(a.snapshot().to_bytes(), b.snapshot().to_bytes());
+}

@@ -641,7 +641,10 @@ fn budgets_of_the_wrong_shape_or_past_a_limit() {
     );
     let c = compile(&src);
     let d = find(&c, &src, Code::ConflictingRule, "0.0000000001");
-    assert_eq!(d.message, "a budget cannot be compared with `0.0000000001` exactly");
+    assert_eq!(
+        d.message,
+        "a budget cannot be compared with `0.0000000001` exactly"
+    );
     let src = budgets(
         r#"{"name": "b", "tool": "send_money", "where": {"budget": "b", "range": {"max": 1}}}"#,
         rule,
@@ -650,7 +653,8 @@ fn budgets_of_the_wrong_shape_or_past_a_limit() {
     assert!(
         c.diagnostics
             .iter()
-            .any(|d| d.code == Code::InvalidRule && d.message == "a budget's `where` tests budget `b`"),
+            .any(|d| d.code == Code::UnknownBudget
+                && d.message == "a budget's `where` tests budget `b`"),
         "{:#?}",
         c.diagnostics
     );

@@ -20,7 +20,7 @@ impl<'t> Checker<'t> {
     /// a budget, so a pattern that matches no tool is E015 too (a budget that charges
     /// nothing would let every call through). E025: `sum` not a JSON pointer, `per`
     /// other than `run` or `step`, `within` not `<n>ms|s|m|h|d`, `events` without
-    /// `within`, a budget test inside a `where`. E019: a window over 400 days, `events`
+    /// `within`. E027: a budget test inside a `where`. E019: a window over 400 days, `events`
     /// outside 1 to 4,096, more than [`MAX_BUDGETS`] budgets.
     pub(super) fn budgets(&mut self, universe: &Universe<'t>) -> Vec<IrBudget> {
         let t = self.t;
@@ -225,10 +225,14 @@ impl<'t> Checker<'t> {
         max: &Option<Spanned<String>>,
     ) -> Option<IrTest> {
         if self.in_budget_where {
-            self.bad(
-                span,
-                format!("a budget's `where` tests budget `{}`", name.value),
-                "a budget's `where` reads the call's arguments only; test budgets in rules",
+            self.push(
+                Diagnostic::new(
+                    Code::UnknownBudget,
+                    Some(span.first_byte()),
+                    format!("a budget's `where` tests budget `{}`", name.value),
+                )
+                .label("a budget's `where` reads the call's arguments only")
+                .help("test budgets in rules, conditional approvals and properties"),
             );
             return None;
         }

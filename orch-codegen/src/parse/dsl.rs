@@ -9,6 +9,8 @@
 //!             | "description" ":" string ";" | "history" ":" int ";" | "max_steps" ":" int ";"
 //!             | "approve" ":" "[" tool,* "]" ";" | rule
 //!             | ("trusted" | "untrusted") ":" "[" tool,* "]" ";" | "remembered_values" ":" int ";"
+//!             | "budget" name ":" tool ("sum" string | "where" pred | "per" ("run" | "step")
+//!                                       | "within" string | "events" int)* ";"      (semantics §17)
 //!             | "lost" ("retry" | "ran" | "hold") ":" "[" tool,* "]" ";"
 //!             | "property" name ":" tool ("after" tool | "at_most" int
 //!                                         | ("never" | "approved") ("when" pred)?) ";"
@@ -22,6 +24,7 @@
 //! rule       := "rule" name ":" tool "require" pred ";"          (semantics §16)
 //!             | "approve" (name ":")? tool "when" pred ";"
 //! pred       := ("all" | "any") "(" pred,* ")" | "not" "(" pred ")" | string? test
+//!             | "budget" "(" name ("," ("min" | "max") "=" number)+ ")"
 //!               (the string is a JSON pointer; without one, the whole value)
 //! test       := "exists" ("(" bool ")")? | "equals" "(" scalar ")" | "one_of" "(" scalar,* ")"
 //!             | "glob" "(" string ")" | "regex" "(" string ")" | "host_in" "(" string,* ")"
@@ -162,6 +165,7 @@ impl Parse for Dsl {
                     .rules
                     .push(parse_conditional_approve(&mut low, &body)?),
                 "rule" => template.rules.push(parse_rule(&mut low, &body)?),
+                "budget" => template.budgets.push(parse_budget(&mut low, &body)?),
                 "trusted" => template.trusted.extend(low.colon_list(&body)?),
                 "untrusted" => template.untrusted.extend(low.colon_list(&body)?),
                 "remembered_values" => {
@@ -194,7 +198,7 @@ impl Parse for Dsl {
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `rule`, `trusted`, `untrusted`, `remembered_values`, `lost`, `property`, `step` or `default step`"),
+                        format!("unexpected `{other}`: expected `tools`, `description`, `history`, `max_steps`, `approve`, `rule`, `budget`, `trusted`, `untrusted`, `remembered_values`, `lost`, `property`, `step` or `default step`"),
                     ))
                 }
             }

@@ -5,7 +5,7 @@
 use super::tokens::{comma_separated, semi, Lowering};
 use crate::check::suggest::Suggester;
 use crate::model::{
-    ArgRule, ArgRuleKind, ArgTest, Origin, Predicate, PredicateNode, Scalar, Spanned,
+    ArgRule, ArgRuleKind, ArgTest, BudgetDecl, Origin, Predicate, PredicateNode, Scalar, Spanned,
 };
 use crate::parse::ticked;
 use proc_macro2::Span;
@@ -148,6 +148,42 @@ pub(super) fn parse_predicate(low: &mut Lowering, input: ParseStream) -> syn::Re
             };
             Ok(Predicate { span, node })
         }
+        "budget" => {
+            Ident::parse_any(input)?;
+            let args;
+            let paren = parenthesized!(args in input);
+            let whole = low.at(paren.span.join());
+            let name = low.name(&args)?;
+            let (mut min, mut max) = (None, None);
+            if args.parse::<Option<Token![,]>>()?.is_some() {
+                for (key, value) in bounds(&args, "budget")? {
+                    let text = number_text(&value)?;
+                    let slot = if key == "min" { &mut min } else { &mut max };
+                    *slot = Some(low.spanned(text, value.span()));
+                }
+            }
+            if !args.is_empty() {
+                return Err(args.error("unexpected tokens in `budget(..)`"));
+            }
+            if min.is_none() && max.is_none() {
+                return Err(syn::Error::new(
+                    kw.span(),
+                    "a budget test bounds the total: `budget(NAME, max = N)`, `budget(NAME, min = N)` or both",
+                ));
+            }
+            Ok(Predicate {
+                span,
+                node: PredicateNode::Test {
+                    path: Spanned::new(String::new(), span),
+                    test: ArgTest::Budget {
+                        span: whole,
+                        name,
+                        min,
+                        max,
+                    },
+                },
+            })
+        }
         w if TESTS.contains(&w) => {
             let path = Spanned::new(String::new(), span);
             let test = parse_test(low, input)?;
@@ -157,7 +193,7 @@ pub(super) fn parse_predicate(low: &mut Lowering, input: ParseStream) -> syn::Re
             })
         }
         other => {
-            let mut known = vec!["all", "any", "not"];
+            let mut known = vec!["all", "any", "not", "budget"];
             known.extend(TESTS);
             Err(unexpected(
                 kw.span(),
@@ -282,6 +318,68 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
         return Err(args.error(format!("unexpected tokens in `{word}(..)`")));
     }
     Ok(test)
+}
+
+/// After `budget`: `NAME: TOOL` and its clauses, each at most once, in any order —
+/// `sum "/pointer"`, `where PREDICATE`, `per run|step`, `within "24h"`, `events N` —
+/// then `;` (semantics §17).
+pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Result<BudgetDecl> {
+    const CLAUSES: [&str; 5] = ["sum", "where", "per", "within", "events"];
+    let name = low.name(input)?;
+    input.parse::<Token![:]>()?;
+    let tool = low.name(input)?;
+    let mut budget = BudgetDecl {
+        span: name.span,
+        name,
+        tool,
+        sum: None,
+        when: None,
+        per: None,
+        within: None,
+        events: None,
+    };
+    let mut seen: Vec<String> = Vec::new();
+    while !input.peek(Token![;]) && !input.peek(Token![,]) && !input.is_empty() {
+        let kw = Ident::parse_any(input)?;
+        let word = kw.to_string();
+        if !CLAUSES.contains(&word.as_str()) {
+            return Err(unexpected(
+                kw.span(),
+                &word,
+                "a budget is `budget NAME: TOOL [sum \"/pointer\"] [where PREDICATE] [per run|step] [within \"24h\"] [events N];`",
+                &CLAUSES,
+            ));
+        }
+        if seen.contains(&word) {
+            return Err(syn::Error::new(
+                kw.span(),
+                format!("`{word}` is given twice in a budget"),
+            ));
+        }
+        seen.push(word.clone());
+        match word.as_str() {
+            "sum" | "within" => {
+                let s: LitStr = input.parse()?;
+                let s = Some(low.spanned(s.value(), s.span()));
+                if word == "sum" {
+                    budget.sum = s;
+                } else {
+                    budget.within = s;
+                }
+            }
+            "where" => budget.when = Some(parse_predicate(low, input)?),
+            "per" => {
+                let scope = Ident::parse_any(input)?;
+                budget.per = Some(low.spanned(scope.to_string(), scope.span()));
+            }
+            _ => {
+                let n: LitInt = input.parse()?;
+                budget.events = Some(low.spanned(n.base10_parse::<u64>()?, n.span()));
+            }
+        }
+    }
+    semi(input)?;
+    Ok(budget)
 }
 
 /// A number literal in a rule, with its sign.
