@@ -555,6 +555,8 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             Ok(v) => v,
             Err(why) => return refuse(call, None, why),
         };
+        // One clock reading judges the call and words the question about it.
+        let now = protocol::now_ms();
         let begun = self.host.begin(
             &self.policy,
             session,
@@ -562,13 +564,13 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
             &call.name,
             &call.arguments,
             OnGate::Ask,
-            protocol::now_ms(),
+            now,
         );
         match begun {
             Begin::Run => {}
             Begin::Ask { question, refusal } => {
                 // What to show a human: the session's own words, not the model's.
-                let checked = Call::of_text(&call.name, &call.arguments);
+                let checked = Call::of_text(&call.name, &call.arguments).at(now);
                 let why = match session.check_call_name(&call.name, &checked) {
                     Err(denied) => denied.to_string(),
                     Ok(()) => refusal.reason,

@@ -135,16 +135,30 @@ impl HostedSession {
     }
 
     /// [`check`](Self::check) for this exact call (`arguments`: its JSON text): a gated
-    /// tool passes on a held approval of this call. Changes nothing.
+    /// tool passes on a held approval of this call. Changes nothing. Judged at this
+    /// machine's clock ([`check_call_at`](Self::check_call_at) takes the host's).
     pub fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
-        let call = Call::of_text(tool, arguments);
+        self.check_call_at(tool, arguments, crate::protocol::now_ms())
+    }
+
+    /// [`check_call`](Self::check_call) at `now_ms` (milliseconds since the Unix epoch,
+    /// the host's clock): budgets with a window judge by it (semantics §17).
+    pub fn check_call_at(&self, tool: &str, arguments: &str, now_ms: u64) -> Option<Refusal> {
+        let call = Call::of_text(tool, arguments).at(now_ms);
         self.policy.refusal_of(self.session(), tool, &call)
     }
 
     /// Admits this exact call before the host runs it: an approval it passes on is
-    /// consumed. `None` when it may run.
+    /// consumed, and budgets charge it. `None` when it may run. Judged at this machine's
+    /// clock ([`admit_at`](Self::admit_at) takes the host's).
     pub fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
-        let call = Call::of_text(tool, arguments);
+        self.admit_at(tool, arguments, crate::protocol::now_ms())
+    }
+
+    /// [`admit`](Self::admit) at `now_ms` (milliseconds since the Unix epoch, the
+    /// host's clock): budgets with a window judge and charge by it (semantics §17).
+    pub fn admit_at(&mut self, tool: &str, arguments: &str, now_ms: u64) -> Option<Refusal> {
+        let call = Call::of_text(tool, arguments).at(now_ms);
         let policy = &self.policy;
         self.live
             .with_dependent_mut(|_, session| policy.admit_call(session, tool, &call).err())

@@ -290,7 +290,8 @@ impl Policy {
         }
         match self.admit_call(session, tool, call) {
             Ok(()) => Gated::Admitted {
-                changed: session.approval() != held,
+                // An approval consumed, or arguments remembered and budgets charged.
+                changed: session.approval() != held || session.admit_changes_memory(tool),
             },
             Err(refusal) => {
                 let question = match gate {
@@ -400,6 +401,7 @@ impl Policy {
             arguments: session
                 .argument_rules_apply(tool)
                 .then(|| call.arguments.to_owned()),
+            at: call.at,
         }
     }
 

@@ -321,7 +321,8 @@ impl RunHost {
             ));
         }
         // The digest is taken once (canonical JSON and SHA-256 are most of a call's cost).
-        let checked = Call::new(call, arguments);
+        // The host's clock is the call's time: budgets with a window judge by it.
+        let checked = Call::new(call, arguments).at(now_ms);
         match policy.admit_call(session, tool, &checked) {
             Ok(()) => {
                 self.ledger.put(call_id, tool, call, Stage::Running);

@@ -53,6 +53,9 @@ pub enum TraceEvent {
         /// Its arguments as written (what rules on arguments judge; empty when the
         /// source does not have them).
         arguments: String,
+        /// When it was judged (ms since the Unix epoch), when the source says: decision
+        /// records do, for budgets with a window (semantics §17).
+        at: Option<u64>,
     },
     /// A tool result: the call `id` ran.
     Ran(String),
@@ -222,6 +225,7 @@ fn call(id: &str, tool: &str, digest: &CallDigest, arguments: &str, n: usize) ->
         tool: tool.to_owned(),
         call: *digest,
         arguments: arguments.to_owned(),
+        at: None,
     }
 }
 
@@ -245,6 +249,7 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
                 tool,
                 call,
                 arguments,
+                at,
             } => {
                 let id = format!("{}#{}", r.run, r.seq);
                 open.push((tool.clone(), id.clone()));
@@ -254,6 +259,7 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
                     tool,
                     call,
                     arguments,
+                    at,
                 });
             }
             AuditEvent::Record { tool, .. } => {
@@ -268,6 +274,7 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
                             tool,
                             call,
                             arguments: String::new(),
+                            at: None,
                         });
                         id
                     }
@@ -326,10 +333,12 @@ pub fn grade(
                 tool,
                 call,
                 arguments,
+                at,
             } => {
                 let n = calls.len() + 1;
                 let step = session.step_name().map(str::to_owned);
-                let checked = Call::new(*call, arguments);
+                let mut checked = Call::new(*call, arguments);
+                checked.at = *at;
                 // The session's own words for a refusal (not the model's).
                 let message = Orchestrated::check_call(&session, tool, &checked)
                     .err()

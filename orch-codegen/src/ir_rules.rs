@@ -182,20 +182,21 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
     f.out
 }
 
-/// One predicate flattened on its own (a property's `when`): the rules' form holding
-/// only it (and, by name, the budgets of `machine`, which its budget tests read), and
-/// its root node.
-pub fn flatten_predicate(pred: &IrPred, machine: &OwnedRules) -> (OwnedRules, u32) {
+/// One predicate flattened on its own (a property's `when`, a rule in a hover): the
+/// rules' form holding only it (and the template's budgets, by name, which its budget
+/// tests read), and its root node.
+pub fn flatten_predicate(pred: &IrPred, budget_names: &[&str]) -> (OwnedRules, u32) {
     let mut f = Flat::default();
-    let view = machine.view();
-    for b in view.budgets {
-        let name = f.text(view.text_of(b.name));
+    for name in budget_names {
+        let name = f.text(name);
         f.out.budgets.push(Budget {
             name,
             tools: Span::new(0, 0),
             sum: None,
             pred: EVERY_CALL,
-            ..*b
+            per_step: false,
+            within: 0,
+            events: 0,
         });
     }
     let root = f.pred(pred);

@@ -66,22 +66,35 @@ impl Session {
 
     /// `check` for this exact call (`args`: its arguments as JSON text, default `{}`):
     /// a gated tool passes on a human's approval of this call held by the session, and
-    /// is refused as `rejected` on a held rejection. Changes nothing.
+    /// is refused as `rejected` on a held rejection. Changes nothing. `nowMs`: the host's
+    /// clock (milliseconds since the Unix epoch; default: this machine's), which budgets
+    /// with a window judge by.
     #[napi]
-    pub fn check_call(&self, tool: String, args: Option<String>) -> Option<Refusal> {
+    pub fn check_call(
+        &self,
+        tool: String,
+        args: Option<String>,
+        now_ms: Option<f64>,
+    ) -> Option<Refusal> {
         self.hosted
             .borrow()
-            .check_call(&tool, self::args(&args))
+            .check_call_at(&tool, self::args(&args), clock(now_ms))
             .map(refusal)
     }
 
     /// Admits this exact call before the host runs it: `checkCall`, but an approval it
-    /// passes on is consumed (one approval, one call). `null` when it may run.
+    /// passes on is consumed (one approval, one call) and budgets charge it. `null` when
+    /// it may run. `nowMs`: as in `checkCall`.
     #[napi]
-    pub fn admit(&mut self, tool: String, args: Option<String>) -> Option<Refusal> {
+    pub fn admit(
+        &mut self,
+        tool: String,
+        args: Option<String>,
+        now_ms: Option<f64>,
+    ) -> Option<Refusal> {
         self.hosted
             .borrow_mut()
-            .admit(&tool, self::args(&args))
+            .admit_at(&tool, self::args(&args), clock(now_ms))
             .map(refusal)
     }
 

@@ -458,18 +458,23 @@ impl Session {
 
     /// `check` for this exact call (`arguments`: its JSON text): a gated tool passes on a
     /// human's approval of this call held by the session, and is refused as `rejected`
-    /// on a held rejection (semantics §13). Changes nothing.
-    #[pyo3(signature = (tool, arguments = "{}"))]
-    fn check_call(&self, tool: &str, arguments: &str) -> Option<Refusal> {
-        self.hosted.check_call(tool, arguments).map(refusal)
+    /// on a held rejection (semantics §13). Changes nothing. `now_ms`: the host's clock
+    /// (milliseconds since the Unix epoch; default: this machine's), which budgets with a
+    /// window judge by (semantics §17).
+    #[pyo3(signature = (tool, arguments = "{}", now_ms = None))]
+    fn check_call(&self, tool: &str, arguments: &str, now_ms: Option<u64>) -> Option<Refusal> {
+        let now = now_ms.unwrap_or_else(orch_agent::protocol::now_ms);
+        self.hosted.check_call_at(tool, arguments, now).map(refusal)
     }
 
     /// Admits this exact call before the host runs it: `check_call`, but an approval it
-    /// passes on is consumed (one approval, one call). `None` when it may run.
-    #[pyo3(signature = (tool, arguments = "{}"))]
-    fn admit(&mut self, tool: &str, arguments: &str) -> Option<Refusal> {
+    /// passes on is consumed (one approval, one call) and budgets charge it. `None` when
+    /// it may run. `now_ms`: as in `check_call`.
+    #[pyo3(signature = (tool, arguments = "{}", now_ms = None))]
+    fn admit(&mut self, tool: &str, arguments: &str, now_ms: Option<u64>) -> Option<Refusal> {
         self.fast.stale();
-        self.hosted.admit(tool, arguments).map(refusal)
+        let now = now_ms.unwrap_or_else(orch_agent::protocol::now_ms);
+        self.hosted.admit_at(tool, arguments, now).map(refusal)
     }
 
     /// This exact call was put to a human: the session holds the question (until the

@@ -466,6 +466,17 @@ impl<'m> DynSession<'m> {
                 .is_some_and(|i| rules.reads_arguments(i, self.state.step))
     }
 
+    /// Does admitting a call of `name` change what the session remembers (its arguments,
+    /// or a budget's clock and charges)? See [`crate::Session::admit_changes_memory`].
+    pub fn admit_changes_memory(&self, name: &str) -> bool {
+        let rules = self.machine.tables.rules.view();
+        self.machine
+            .tables
+            .view()
+            .tool_index(name)
+            .is_some_and(|i| rules.admit_changes_memory(i))
+    }
+
     /// The name of argument rule `rule`: the rule of [`crate::Session::rule_name`].
     pub fn rule_name(&self, rule: u16) -> &'m str {
         let rules: &'m OwnedRules = &self.machine.tables.rules;

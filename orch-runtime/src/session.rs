@@ -418,6 +418,14 @@ impl<M: Machine> Session<M> {
         self.state.forgotten(M::tables())
     }
 
+    /// Does admitting a call of `tool` change what the session remembers — the call's
+    /// arguments (an `arguments` origin, semantics §16), or a budget's clock and charges
+    /// (semantics §17)? A host that stores the session only when it changed must store
+    /// it after such an admission, even when no approval was consumed.
+    pub fn admit_changes_memory(&self, tool: M::Tool) -> bool {
+        M::tables().rules.admit_changes_memory(tool.index())
+    }
+
     /// [`Session::record_result`] by name (a foreign tool is recorded, and no rule
     /// reads its results).
     pub fn record_result_name(&mut self, name: &str, result: &str) -> Outcome<M::Tool> {

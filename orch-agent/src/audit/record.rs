@@ -33,6 +33,11 @@ pub enum AuditEvent {
         /// (semantics §16), so that a replay judges them again.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         arguments: Option<String>,
+        /// When the call was judged (ms since the Unix epoch, the host's clock), when the
+        /// host gave a time — budgets with a window judge by it (semantics §17), so a
+        /// replay judges at the same time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<u64>,
     },
     /// A tool ran (semantics §5 "record").
     Record {

@@ -161,9 +161,12 @@ fn apply(
             tool,
             call,
             arguments,
+            at,
         } => {
             let arguments = arguments.as_deref().unwrap_or("");
-            let _ = policy.admit_call(session, tool, &orch_runtime::Call::new(*call, arguments));
+            let mut checked = orch_runtime::Call::new(*call, arguments);
+            checked.at = *at;
+            let _ = policy.admit_call(session, tool, &checked);
         }
         AuditEvent::Record { tool, result } => match result {
             Some(result) => {

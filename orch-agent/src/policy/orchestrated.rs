@@ -85,6 +85,12 @@ pub trait Orchestrated {
     fn forgotten(&self) -> u32 {
         0
     }
+    /// Does admitting a call of `name` change what the session remembers (its arguments,
+    /// a budget's clock and charges; semantics §16, §17)? The default: no.
+    fn admit_changes_memory(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
 }
 
 impl<M: Machine> Orchestrated for Session<M> {
@@ -121,7 +127,7 @@ impl<M: Machine> Orchestrated for Session<M> {
 
     fn argument_rules_apply(&self, name: &str) -> bool {
         let rules = M::tables().rules;
-        !rules.is_empty()
+        !(rules.is_empty() && rules.budgets.is_empty())
             && M::Tool::from_name(name).is_some_and(|t| {
                 let step = self.step().map_or(u16::MAX, |s| s.index() as u16);
                 rules.reads_arguments(t.index(), step)
@@ -134,6 +140,10 @@ impl<M: Machine> Orchestrated for Session<M> {
 
     fn forgotten(&self) -> u32 {
         Session::forgotten(self)
+    }
+
+    fn admit_changes_memory(&self, name: &str) -> bool {
+        M::Tool::from_name(name).is_some_and(|t| Session::admit_changes_memory(self, t))
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -222,6 +232,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn forgotten(&self) -> u32 {
         DynSession::forgotten(self)
+    }
+
+    fn admit_changes_memory(&self, name: &str) -> bool {
+        DynSession::admit_changes_memory(self, name)
     }
 
     fn approval(&self) -> Option<Approval> {

@@ -44,7 +44,8 @@ pub(super) fn step_summary(
 /// What rule `r` says, in the words refusals use: "`iban` on `send_money`: refuses a
 /// call unless: `/recipient` must be …" (semantics §16).
 pub(super) fn rule_words(ir: &Ir, r: &orch_codegen::ir::IrArgRule) -> String {
-    let (flat, root) = orch_codegen::ir::flatten_predicate(&r.pred);
+    let budgets: Vec<&str> = ir.memory.budgets.iter().map(|b| b.name.as_str()).collect();
+    let (flat, root) = orch_codegen::ir::flatten_predicate(&r.pred, &budgets);
     let tool = |i: u16| ir.tools.get(usize::from(i)).map_or("", |t| t.name.as_str());
     let what = flat.view().describe(root, &tool);
     let on = code(tool(r.tool as u16));

@@ -75,10 +75,13 @@ pub fn check_with(
         let mut search = Search {
             machine,
             property: p,
-            when: p
-                .when
-                .as_ref()
-                .map(|w| crate::ir::flatten_predicate(w, &machine.tables().rules)),
+            when: p.when.as_ref().map(|w| {
+                let rules = machine.tables().rules.view();
+                let names: Vec<&str> = (0..rules.budgets.len())
+                    .map(|b| rules.budget_name(b))
+                    .collect();
+                crate::ir::flatten_predicate(w, &names)
+            }),
             options,
             host,
             names: &names,

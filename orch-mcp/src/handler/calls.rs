@@ -162,7 +162,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
             true => serde_json::to_string(&arguments).unwrap_or_default(),
             false => String::new(),
         };
-        let checked = Call::new(digest, &text);
+        // The gateway's clock is the call's time: budgets with a window judge by it.
+        let checked = Call::new(digest, &text).at(orch_agent::protocol::now_ms());
         let modern = is_modern(&context);
         let delivery = match modern {
             true => None,

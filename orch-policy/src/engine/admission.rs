@@ -105,6 +105,9 @@ impl<S: SessionStore + 'static> Engine<S> {
         call: &Call,
         gate: Gate<'_>,
     ) -> Result<Admission, CheckError> {
+        // One clock reading per request (a retried compare-and-set judges at the same
+        // time): budgets with a window judge by it.
+        let now = orch_agent::protocol::now_ms();
         let tried = self
             .modify(run, |record| {
                 if let Some(auditor) = policy.auditor() {
@@ -117,7 +120,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     policy,
                     |snapshot| self.restore(snapshot, policy),
                     &call.tool,
-                    &orch_runtime::Call::new(call.digest, &call.arguments),
+                    &orch_runtime::Call::new(call.digest, &call.arguments).at(now),
                     gate,
                     self.options.lease,
                     // ExtMCP names no delivery: each request phase is judged.

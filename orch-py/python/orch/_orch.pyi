@@ -132,10 +132,15 @@ class Session:
         """The tools that may run now."""
     def check(self, tool: str) -> Optional[Refusal]:
         """``None`` when ``tool`` may run now, else why not."""
-    def check_call(self, tool: str, arguments: str = "{}") -> Optional[Refusal]:
-        """``check`` for this exact call (arguments as JSON text): a gated tool passes on a held approval of it."""
-    def admit(self, tool: str, arguments: str = "{}") -> Optional[Refusal]:
-        """Admits this exact call before it runs, consuming an approval it passes on."""
+    def check_call(
+        self, tool: str, arguments: str = "{}", now_ms: Optional[int] = None
+    ) -> Optional[Refusal]:
+        """``check`` for this exact call (arguments as JSON text): a gated tool passes on a held approval of it.
+        ``now_ms``: the host's clock (ms since the Unix epoch), which budgets with a window judge by."""
+    def admit(
+        self, tool: str, arguments: str = "{}", now_ms: Optional[int] = None
+    ) -> Optional[Refusal]:
+        """Admits this exact call before it runs, consuming an approval it passes on and charging budgets."""
     def ask(self, tool: str, arguments: str = "{}") -> str:
         """This exact call was put to a human: the session holds the question. Returns
         the question's identity (16 hex digits), which ``answer`` needs."""

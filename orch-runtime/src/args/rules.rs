@@ -415,6 +415,17 @@ impl<'a> Rules<'a> {
         Judged::Free
     }
 
+    /// Does admitting a call of `tool` change what a session remembers: its arguments
+    /// remembered (an `arguments` origin), or a budget's clock or charges (semantics
+    /// §16, §17)? A host that stores a session only when it changed stores it then.
+    pub fn admit_changes_memory(&self, tool: usize) -> bool {
+        !self.budgets.is_empty()
+            || self
+                .sources
+                .iter()
+                .any(|s| s.origin == Origin::Arguments && s.tool as usize == tool)
+    }
+
     /// An evaluation of a call of `tool` with the read arguments `doc`, at `at`.
     fn eval<'e>(
         &'e self,
