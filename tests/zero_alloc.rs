@@ -48,6 +48,7 @@ orch::include_machine!("messages-40");
 orch::include_machine!("conformance");
 orch::include_machine!("approvals");
 orch::include_machine!("provenance");
+orch::include_machine!("budgets");
 
 #[test]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
@@ -187,6 +188,25 @@ fn the_hot_path_does_not_allocate() {
         }
     });
     assert_eq!(n, 0, "a call no origin reads allocated {n} times");
+
+    // Budgets (semantics §17): in a template that counts and sums calls, a call of a
+    // tool no rule and no budget names is judged and admitted — moving the budgets'
+    // clock — without allocating.
+    let mut spend = budgets::Session::new();
+    let balance = orch::approval::Call::new(
+        orch::approval::CallDigest::of_text("get_balance", "{}"),
+        "{}",
+    );
+    let n = allocations_during(|| {
+        use budgets::Tool;
+        for k in 0..50u64 {
+            let timed = balance.at(black_box(1_000 + k));
+            black_box(spend.check_call(Tool::GetBalance, &timed).is_ok());
+            black_box(spend.admit_call(Tool::GetBalance, &timed).is_ok());
+            black_box(spend.record(Tool::GetBalance));
+        }
+    });
+    assert_eq!(n, 0, "a call no budget charges allocated {n} times");
 
     // Incremental condition state: sequences that complete and change the step
     // (shift-and matchers), `tool_used` and `not_recently_used` (counters), and messages
