@@ -2,8 +2,8 @@
 
 use super::SourceSpan;
 use orch_runtime::compiled::{
-    ArgRule, Budget, Origin, OwnedRules, Pred, RuleKind, Source, Span, Test, ANY_STEP, EVERY_CALL,
-    NO_TOOL, UNBOUNDED,
+    ArgRule, Budget, Origin, OwnedRules, Per, Pred, RuleKind, Source, Span, Test, ANY_STEP,
+    EVERY_CALL, NO_TOOL, UNBOUNDED,
 };
 use std::collections::HashMap;
 
@@ -128,8 +128,8 @@ pub struct IrBudget {
     pub sum: Option<String>,
     /// Only calls whose arguments satisfy it are charged.
     pub when: Option<IrPred>,
-    /// It starts again when the active step changes.
-    pub per_step: bool,
+    /// What it counts over: the run, a step's activation, a user message.
+    pub per: Per,
     /// Its window in milliseconds; 0: none.
     pub within_ms: u64,
     /// The charges a windowed budget keeps (0 without a window).
@@ -163,7 +163,7 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
             tools,
             sum,
             pred,
-            per_step: b.per_step,
+            per: b.per,
             within: b.within_ms,
             events: b.events,
         });
@@ -194,7 +194,7 @@ pub fn flatten_predicate(pred: &IrPred, budget_names: &[&str]) -> (OwnedRules, u
             tools: Span::new(0, 0),
             sum: None,
             pred: EVERY_CALL,
-            per_step: false,
+            per: Per::Run,
             within: 0,
             events: 0,
         });

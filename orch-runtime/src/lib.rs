@@ -92,7 +92,7 @@ pub mod compiled {
     //! It changes when the compiled form does; the fingerprint and the snapshot format are
     //! what stays stable across versions.
     pub use crate::args::{
-        ArgRule, Budget, Origin, OwnedRules, Pred, RuleKind, Rules, Source, Test, ANY_STEP,
+        ArgRule, Budget, Origin, OwnedRules, Per, Pred, RuleKind, Rules, Source, Test, ANY_STEP,
         EVERY_CALL, NO_TOOL, UNBOUNDED,
     };
     pub use crate::bits::{Entries, Words};

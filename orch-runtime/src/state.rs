@@ -297,7 +297,8 @@ where
             self.index = 0;
             if !t.rules.budgets.is_empty() {
                 cold();
-                t.rules.clear_step_budgets(self.memory.as_mut());
+                t.rules
+                    .clear_budgets(self.memory.as_mut(), crate::args::Per::Step);
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::model::{BudgetDecl, Span, Spanned};
 use orch_runtime::args::{
     amount, is_pointer, window_ms, BUDGET_EVENTS, MAX_BUDGET_EVENTS, MAX_WINDOW_MS,
 };
-use orch_runtime::compiled::{glob_match, is_pattern};
+use orch_runtime::compiled::{glob_match, is_pattern, Per};
 use std::collections::HashMap;
 
 /// The most budgets a template may have (tests name them with 16 bits).
@@ -71,15 +71,15 @@ impl<'t> Checker<'t> {
             Some(p) => Some(Some(p.value.clone())),
             None => Some(None),
         };
-        let per_step = match &b.per {
-            None => Some(false),
-            Some(p) if p.value == "run" => Some(false),
-            Some(p) if p.value == "step" => Some(true),
-            Some(p) => {
+        let per = match b.per.as_ref().map(|p| p.value.as_str()) {
+            None | Some("run") => Some(Per::Run),
+            Some("step") => Some(Per::Step),
+            Some("message") => Some(Per::Message),
+            Some(other) => {
                 self.bad(
-                    p.span,
-                    format!("`per` is `{}`", p.value),
-                    "`per` is `run` (the default: the whole run) or `step` (it starts again when the active step changes)",
+                    b.per.as_ref().map_or(b.span, |p| p.span),
+                    format!("`per` is `{other}`"),
+                    "`per` is `run` (the default: the whole run), `step` (it starts again when the active step changes) or `message` (it starts again with every user message)",
                 );
                 None
             }
@@ -103,7 +103,7 @@ impl<'t> Checker<'t> {
             tools: tools?,
             sum: sum?,
             when,
-            per_step: per_step?,
+            per: per?,
             within_ms: within?,
             events: events?,
             span: b.span,

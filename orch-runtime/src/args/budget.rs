@@ -26,6 +26,17 @@ pub const MAX_WINDOW_MS: u64 = 400 * 24 * 3_600_000;
 /// Amounts are integers of this many units per 1 (nine decimal places).
 pub const UNIT: i128 = 1_000_000_000;
 
+/// What a budget counts over (semantics §17).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Per {
+    /// The whole run (until a reset).
+    Run,
+    /// The active step's activation: it starts again whenever the active step changes.
+    Step,
+    /// The latest user message: it starts again with every user message (a turn).
+    Message,
+}
+
 /// One budget, compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Budget {
@@ -39,8 +50,9 @@ pub struct Budget {
     /// The predicate a call's arguments must satisfy to be charged (an index into
     /// [`Rules::preds`]), or [`EVERY_CALL`].
     pub pred: u32,
-    /// Starts again from zero whenever the active step changes.
-    pub per_step: bool,
+    /// What it counts over: the run, the active step's activation, or the latest user
+    /// message.
+    pub per: Per,
     /// The window in milliseconds: a charge older than this no longer counts; 0: none.
     pub within: u64,
     /// The charges a windowed budget keeps (0 without a window).
@@ -75,8 +87,12 @@ impl Literal for Budget {
         }
         w.text(", pred: ");
         w.int(self.pred);
-        w.text(", per_step: ");
-        w.text(if self.per_step { "true" } else { "false" });
+        w.text(", per: ");
+        w.item(match self.per {
+            Per::Run => "Per::Run",
+            Per::Step => "Per::Step",
+            Per::Message => "Per::Message",
+        });
         w.text(", within: ");
         w.int(self.within);
         w.text(", events: ");

@@ -22,8 +22,8 @@ mod seen;
 mod source;
 
 pub use budget::{
-    amount, decimal, window_ms, window_text, Budget, BUDGET_EVENTS, EVERY_CALL, MAX_BUDGET_EVENTS,
-    MAX_WINDOW_MS, UNIT,
+    amount, decimal, window_ms, window_text, Budget, Per, BUDGET_EVENTS, EVERY_CALL,
+    MAX_BUDGET_EVENTS, MAX_WINDOW_MS, UNIT,
 };
 pub(crate) use budget::{budget_view, budget_view_mut};
 pub use found::{email_addresses, link_hosts};

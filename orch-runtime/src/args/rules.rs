@@ -3,7 +3,7 @@
 //! it is refused) or *gates* on it (a call for which it holds needs a human's approval),
 //! and its predicate — a small tree of tests on JSON pointers into the arguments.
 
-use super::budget::{Area, AreaMut, Budget, Charge};
+use super::budget::{Area, AreaMut, Budget, Charge, Per};
 use super::found::{email_addresses, link_hosts};
 use super::json::{Doc, Kind, Unreadable};
 use super::memory;
@@ -503,11 +503,12 @@ impl<'a> Rules<'a> {
         }
     }
 
-    /// Empties the budgets that start again when the active step changes.
-    pub(crate) fn clear_step_budgets(&self, memory: &mut [u64]) {
+    /// Empties the budgets over `per` (a step's activation, or a user message): the
+    /// active step changed, or a user message came.
+    pub(crate) fn clear_budgets(&self, memory: &mut [u64], per: Per) {
         let mut area = AreaMut::new(self.budget_area_mut(memory));
         for (b, budget) in self.budgets.iter().enumerate() {
-            if budget.per_step {
+            if budget.per == per {
                 area.clear(self, b);
             }
         }

@@ -24,6 +24,11 @@ where
         flags.fill(0);
         matchers.match_message(message, t.contains.len(), flags);
         t.rules.remember_user(self.memory.as_mut(), message);
+        if !t.rules.budgets.is_empty() {
+            // A new turn: budgets over the latest message start again.
+            t.rules
+                .clear_budgets(self.memory.as_mut(), crate::args::Per::Message);
+        }
         self.after_message(t);
     }
 
