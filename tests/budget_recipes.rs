@@ -51,7 +51,12 @@ fn at_most_three_refunds_per_conversation() {
         r#""budgets": [{"name": "refunds", "tool": "refund"}],
            "rules": [{"name": "three-refunds", "tool": "refund", "require": {"budget": "refunds", "range": {"max": 3}}}]"#,
     );
-    let calls = [(0, "refund", "{}"), (1, "refund", "{}"), (2, "refund", "{}"), (9_000, "refund", "{}")];
+    let calls = [
+        (0, "refund", "{}"),
+        (1, "refund", "{}"),
+        (2, "refund", "{}"),
+        (9_000, "refund", "{}"),
+    ];
     assert_eq!(play(&m, &calls), ["run", "run", "run", "refused"]);
 }
 
@@ -64,7 +69,11 @@ fn no_more_than_10000_a_day_and_split_payments_do_not_get_around_it() {
     );
     // The hijacked agent splits 30,000 into three payments within the per-call range.
     let pay = r#"{"to": "GB33", "amount": 10000}"#;
-    let calls = [(0, "send_money", pay), (1, "send_money", pay), (2, "send_money", pay)];
+    let calls = [
+        (0, "send_money", pay),
+        (1, "send_money", pay),
+        (2, "send_money", pay),
+    ];
     assert_eq!(play(&m, &calls), ["run", "refused", "refused"]);
     // A day (and a minute) later, the window has passed the first.
     let calls = [(0, "send_money", pay), (24 * 60 + 1, "send_money", pay)];
@@ -77,7 +86,11 @@ fn one_password_reset_per_hour() {
         r#""budgets": [{"name": "resets", "tool": "reset_password", "within": "1h"}],
            "rules": [{"name": "hourly", "tool": "reset_password", "require": {"budget": "resets", "range": {"max": 1}}}]"#,
     );
-    let calls = [(0, "reset_password", "{}"), (59, "reset_password", "{}"), (61, "reset_password", "{}")];
+    let calls = [
+        (0, "reset_password", "{}"),
+        (59, "reset_password", "{}"),
+        (61, "reset_password", "{}"),
+    ];
     assert_eq!(play(&m, &calls), ["run", "refused", "run"]);
 }
 
@@ -103,7 +116,12 @@ fn more_than_two_logins_an_hour_needs_a_human() {
         r#""budgets": [{"name": "logins", "tool": "login", "within": "1h"}],
            "approve": [{"name": "login-burst", "tool": "login", "when": {"budget": "logins", "range": {"min": 3}}}]"#,
     );
-    let calls = [(0, "login", "{}"), (10, "login", "{}"), (20, "login", "{}"), (90, "login", "{}")];
+    let calls = [
+        (0, "login", "{}"),
+        (10, "login", "{}"),
+        (20, "login", "{}"),
+        (90, "login", "{}"),
+    ];
     assert_eq!(play(&m, &calls), ["run", "run", "ask", "run"]);
 }
 
@@ -155,6 +173,11 @@ fn langchain_limit_on_every_tool() {
            "rules": [{"name": "limit-read", "tool": "read", "require": {"budget": "calls", "range": {"max": 3}}},
                      {"name": "limit-search", "tool": "search", "require": {"budget": "calls", "range": {"max": 3}}}]"#,
     );
-    let calls = [(0, "read", "{}"), (0, "search", "{}"), (0, "read", "{}"), (0, "search", "{}")];
+    let calls = [
+        (0, "read", "{}"),
+        (0, "search", "{}"),
+        (0, "read", "{}"),
+        (0, "search", "{}"),
+    ];
     assert_eq!(play(&m, &calls), ["run", "run", "run", "refused"]);
 }

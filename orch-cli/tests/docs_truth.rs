@@ -1,4 +1,4 @@
-//! The documentation says what the code does: every diagnostic code range ("E001–E026")
+//! The documentation says what the code does: every diagnostic code range ("E001–E027")
 //! written anywhere ends at the last code there is, the diagnostics page lists exactly the
 //! codes the compiler has, with their names, and every `--flag` a page shows on an `orch`
 //! command line is a flag that command takes.

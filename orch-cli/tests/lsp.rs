@@ -476,10 +476,12 @@ const RULES: &str = r#"{
   "orchestration": {
     "approve": [{"name": "large-payment", "tool": "send_money", "when": {"path": "/amount", "range": {"min": 1000}}}],
     "rules": [{"name": "iban", "tool": "send_money", "require": {"path": "/to", "regex": "^[A-Z]{2"}}],
+    "budgets": [{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"}],
     "steps": [
       {"name": "Pay", "isDefault": true, "rules": [
         {"name": "known-recipient", "tool": "send_money", "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}},
-        {"name": "written-by-the-user", "tool": "send_money", "require": {"path": "/to", "from": ["user", {"arguments": "get_contacts", "path": "/name"}]}}
+        {"name": "written-by-the-user", "tool": "send_money", "require": {"path": "/to", "from": ["user", {"arguments": "get_contacts", "path": "/name"}]}},
+        {"name": "daily-limit", "tool": "send_money", "require": {"budget": "daily-spend", "range": {"max": 10000}}}
       ]}
     ]
   }
@@ -531,6 +533,7 @@ fn rules_on_arguments_get_diagnostics_at_their_place_and_hovers() {
             "- `iban` on `send_money`: refuses a call unless: `/to` must be a string matching the regex `^[A-Z]{2}`",
             "- `known-recipient` on `send_money`: refuses a call unless: `/to` must be one of the values earlier results of `get_contacts` held at `/*/iban`",
             "- `written-by-the-user` on `send_money`: refuses a call unless: `/to` must be either a value the user wrote in a message or one of the values earlier admitted calls of `get_contacts` were given at `/name`",
+            "- `daily-limit` on `send_money`: refuses a call unless: budget `daily-spend` with this call must be at most 10000",
         ],
         "{text}"
     );

@@ -461,3 +461,50 @@ fn a_provenance_property_is_proven_or_refuted_with_a_witness() {
         "{prop}"
     );
 }
+
+/// A property about calls past a budget's threshold (semantics §17): "a day's payments
+/// past 5,000 are always approved" holds with a conditional approval on the budget, and
+/// is refuted without it, the witness saying which budget test it assumed.
+#[test]
+fn a_budget_property_is_proven_or_refuted_with_a_witness() {
+    let template = |approve: &str| {
+        format!(
+            r#"{{"agentId": "spend", "tools": ["get_balance", "send_money"],
+      "orchestration": {{
+        "budgets": [{{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"}}],
+        "approve": [{approve}],
+        "rules": [{{"name": "daily-limit", "tool": "send_money", "require": {{"budget": "daily-spend", "range": {{"max": 10000}}}}}}],
+        "steps": [{{"name": "Assist", "isDefault": true}}],
+        "properties": [
+          {{"name": "big-days-approved", "tool": "send_money", "approved": true,
+            "when": {{"budget": "daily-spend", "range": {{"min": 5000}}}}}}
+        ]
+      }}}}"#
+        )
+    };
+    let guarded = tmp(
+        "budget-guarded.json",
+        &template(
+            r#"{"name": "big-day", "tool": "send_money", "when": {"budget": "daily-spend", "range": {"min": 5000}}}"#,
+        ),
+    );
+    let out = orch(&["verify", "--format", "json", &guarded], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let open = tmp("budget-open.json", &template(""));
+    let out = orch(&["verify", "--format", "json", &open], None);
+    assert!(!out.status.success());
+    let prop = lines(&out)
+        .into_iter()
+        .find(|l| l["kind"] == "property")
+        .expect("the property's finding");
+    assert_eq!(prop["holds"], false);
+    let message = prop["message"].as_str().unwrap();
+    assert!(
+        message.contains("budget `daily-spend` with this call must be at least 5000: holds"),
+        "{message}"
+    );
+}

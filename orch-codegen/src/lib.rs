@@ -7,7 +7,7 @@
 //! ```text
 //! template.json ─ parse::json ─┐
 //!                              ├─> model::Template ─ check ─> lower ─> ir::Ir ─ build ─> tables + DynMachine ─ analyse ─> Compiled
-//! orchestration! { .. } ─ parse::dsl ─┘    (diagnostics: E001–E026, W001–W009, each at its span)     ├─ emit::module (Rust)
+//! orchestration! { .. } ─ parse::dsl ─┘    (diagnostics: E001–E027, W001–W009, each at its span)     ├─ emit::module (Rust)
 //!                                                                                                   └─ the machine (run time)
 //! ```
 //!
