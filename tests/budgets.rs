@@ -305,3 +305,28 @@ proptest! {
         }
     }
 }
+
+/// What budgets add to a binary snapshot (docs/performance.md): the section's tag, the
+/// clock and the count of budgets; per budget its name, total and count of charges; per
+/// charge kept its time and amount.
+#[test]
+fn snapshot_bytes_per_budget_and_per_charge() {
+    let mut s = Session::new();
+    let empty = s.snapshot().to_bytes().len();
+    admit(&mut s, Tool::Refund, &call("refund", "{}", T0));
+    let one_count = s.snapshot().to_bytes().len();
+    // Tag 1 + clock 6 (a 2027 time in ms: 41 bits, 7 bits a byte) + budgets 1; the
+    // budget: name 1 + 7 ("refunds"), total 1 + 1 ("1"), charges 1.
+    assert_eq!(one_count - empty, 1 + 6 + 1 + (1 + 7) + (1 + 1) + 1);
+    let pay = r#"{"amount": 12.5}"#;
+    admit(&mut s, Tool::SendMoney, &call("send_money", pay, T0));
+    let with_sum = s.snapshot().to_bytes().len();
+    // The windowed sum: name 1 + 11, total 1 + 4 ("12.5"), charges 1, one charge: time
+    // 6 + amount 1 + 4.
+    assert_eq!(with_sum - one_count, (1 + 11) + (1 + 4) + 1 + 6 + (1 + 4));
+    admit(&mut s, Tool::SendMoney, &call("send_money", pay, T0 + 1));
+    let two_charges = s.snapshot().to_bytes().len();
+    // A second charge of the same amount: its time and amount; the total, 25, is two
+    // bytes shorter than 12.5.
+    assert_eq!(two_charges + 2 - with_sum, 6 + (1 + 4));
+}

@@ -151,6 +151,7 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
             f.source(origin, *tool, "");
         }
     }
+    let mut offset = 1u32;
     for b in &memory.budgets {
         let name = f.text(&b.name);
         let start = f.out.budget_tools.len() as u32;
@@ -166,7 +167,11 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
             per: b.per,
             within: b.within_ms,
             events: b.events,
+            offset,
         });
+        if let Some(last) = f.out.budgets.last() {
+            offset = offset.saturating_add(last.words() as u32);
+        }
     }
     for r in rules {
         let pred = f.pred(&r.pred);
@@ -197,6 +202,7 @@ pub fn flatten_predicate(pred: &IrPred, budget_names: &[&str]) -> (OwnedRules, u
             per: Per::Run,
             within: 0,
             events: 0,
+            offset: 0,
         });
     }
     let root = f.pred(pred);

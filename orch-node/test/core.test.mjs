@@ -268,3 +268,41 @@ test('where a value came from is judged, shown and kept in snapshots', () => {
   assert.equal(restored.forgotten, session.forgotten)
   assert.deepEqual(restored.origins('send_money', injected), session.origins('send_money', injected))
 })
+
+const BANK = `{
+  "agentId": "bank",
+  "tools": ["send_money", "refund"],
+  "orchestration": {
+    "budgets": [{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"},
+                {"name": "refunds", "tool": "refund"}],
+    "rules": [{"name": "daily-limit", "tool": "send_money",
+               "require": {"budget": "daily-spend", "range": {"max": 10000}}},
+              {"name": "three-refunds", "tool": "refund",
+               "require": {"budget": "refunds", "range": {"max": 3}}}],
+    "steps": [{"name": "Assist", "isDefault": true}]
+  }
+}`
+
+test('budgets count and sum at the host\'s time and are kept in snapshots', () => {
+  const DAY_MS = 24 * 3600 * 1000
+  const T0 = 1_800_000_000_000
+  const machine = orch.compile(BANK)
+  const session = machine.session()
+  const pay = '{"to": "GB33", "amount": 4000.5}'
+  assert.equal(session.admit('send_money', pay, T0), null)
+  assert.equal(session.admit('send_money', pay, T0 + 1), null)
+  const refused = session.admit('send_money', pay, T0 + 2)
+  assert.equal(refused.kind, 'broken_rule')
+  assert.ok(refused.message.includes('budget `daily-spend` would be 12001.5 with this call'), refused.message)
+  const restored = machine.restore(session.snapshot())
+  assert.equal(restored.checkCall('send_money', pay, T0 + 3).kind, 'broken_rule')
+  assert.equal(restored.admit('send_money', pay, T0 + DAY_MS + 1), null)
+  const host = machine.session()
+  for (let k = 0; k < 3; k++) {
+    assert.equal(host.begin(`r${k}`, 'refund', '{}', true, T0 + k).action, 'run')
+    host.finish(`r${k}`, 'refund')
+  }
+  const fourth = host.begin('r3', 'refund', '{}', true, T0 + 3)
+  assert.equal(fourth.action, 'refused')
+  assert.equal(fourth.refusal.kind, 'broken_rule')
+})

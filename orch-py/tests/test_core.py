@@ -415,3 +415,44 @@ def test_where_a_value_came_from_is_judged_shown_and_kept():
     restored = machine.restore(session.snapshot())
     assert restored.forgotten == session.forgotten
     assert restored.origins("send_money", injected) == session.origins("send_money", injected)
+
+
+BANK = """{
+  "agentId": "bank",
+  "tools": ["send_money", "refund"],
+  "orchestration": {
+    "budgets": [{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"},
+                {"name": "refunds", "tool": "refund"}],
+    "rules": [{"name": "daily-limit", "tool": "send_money",
+               "require": {"budget": "daily-spend", "range": {"max": 10000}}},
+              {"name": "three-refunds", "tool": "refund",
+               "require": {"budget": "refunds", "range": {"max": 3}}}],
+    "steps": [{"name": "Assist", "isDefault": true}]
+  }
+}"""
+
+DAY_MS = 24 * 3600 * 1000
+T0 = 1_800_000_000_000
+
+
+def test_budgets_count_and_sum_at_the_hosts_time_and_are_kept():
+    machine = orch.compile(BANK)
+    session = machine.session()
+    pay = '{"to": "GB33", "amount": 4000.5}'
+    assert session.admit("send_money", pay, now_ms=T0) is None
+    assert session.admit("send_money", pay, now_ms=T0 + 1) is None
+    refused = session.admit("send_money", pay, now_ms=T0 + 2)
+    assert refused.kind == "broken_rule"
+    assert "budget `daily-spend` would be 12001.5 with this call" in refused.message
+    # Snapshots keep what was charged, and when.
+    restored = machine.restore(session.snapshot())
+    assert restored.check_call("send_money", pay, now_ms=T0 + 3).kind == "broken_rule"
+    # A day after the first payment, the window has passed it.
+    assert restored.admit("send_money", pay, now_ms=T0 + DAY_MS + 1) is None
+    # The run host's `begin` charges at the time it is given.
+    host = machine.session()
+    for k in range(3):
+        assert host.begin(f"r{k}", "refund", "{}", now_ms=T0 + k).action == "run"
+        host.finish(f"r{k}", "refund")
+    fourth = host.begin("r3", "refund", "{}", now_ms=T0 + 3)
+    assert fourth.action == "refused" and fourth.refusal.kind == "broken_rule"

@@ -57,6 +57,9 @@ pub struct Budget {
     pub within: u64,
     /// The charges a windowed budget keeps (0 without a window).
     pub events: u32,
+    /// Where its state starts in a session's budget words (after the clock word): the
+    /// words of the budgets before it, plus one.
+    pub offset: u32,
 }
 
 impl Budget {
@@ -97,6 +100,8 @@ impl Literal for Budget {
         w.int(self.within);
         w.text(", events: ");
         w.int(self.events);
+        w.text(", offset: ");
+        w.int(self.offset);
         w.text(" }");
     }
 }
@@ -495,8 +500,7 @@ impl Rules<'_> {
 
     fn budget_offset(&self, b: usize) -> Option<(usize, Budget)> {
         let budget = *self.budgets.get(b)?;
-        let start = 1 + self.budgets[..b].iter().map(Budget::words).sum::<usize>();
-        Some((start, budget))
+        Some((budget.offset as usize, budget))
     }
 
     /// Budget `b`'s name.
