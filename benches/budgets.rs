@@ -26,7 +26,11 @@ fn machine(n: usize) -> DynMachine {
         .collect();
     let rules: Vec<Value> = (0..n)
         .map(|i| {
-            let budget = if i % 2 == 0 { format!("count-{i}") } else { format!("sum-{i}") };
+            let budget = if i % 2 == 0 {
+                format!("count-{i}")
+            } else {
+                format!("sum-{i}")
+            };
             json!({"name": format!("limit-{i}"), "tool": "send_money",
                    "require": {"budget": budget, "range": {"max": 1_000_000_000}}})
         })
@@ -65,9 +69,7 @@ fn per_call(c: &mut Criterion) {
                 format!("{rules}_rules_{history}_calls")
             };
             g.bench_function(label, |b| {
-                b.iter(|| {
-                    black_box(&session).check_call(black_box("send_money"), black_box(&next))
-                })
+                b.iter(|| black_box(&session).check_call(black_box("send_money"), black_box(&next)))
             });
         }
     }

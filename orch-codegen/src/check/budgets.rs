@@ -121,20 +121,9 @@ impl<'t> Checker<'t> {
             return None;
         }
         if !is_pattern(&tool.value) {
-            let found = self.resolve(universe, tool, "a budget's `tool`");
-            if found.is_none() && !universe.declared {
-                self.push(
-                    Diagnostic::new(
-                        Code::UnknownTool,
-                        Some(tool.span),
-                        format!("unknown tool `{}`", tool.value),
-                    )
-                    .label("no step mentions this tool")
-                    .help("declare the template's `tools`, or allow the tool in a step")
-                    .about_tool(&tool.value),
-                );
-            }
-            return found.map(|i| vec![i]);
+            return self
+                .tool_by_name(tool, universe, "a budget's `tool`")
+                .map(|i| vec![i]);
         }
         let matched: Vec<usize> = universe
             .tools

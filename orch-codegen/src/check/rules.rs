@@ -119,7 +119,18 @@ impl<'t> Checker<'t> {
             );
             return None;
         }
-        let found = self.resolve(universe, tool, "a rule's `tool`");
+        self.tool_by_name(tool, universe, "a rule's `tool`")
+    }
+
+    /// E015: `tool` is a tool of the universe, by name (`what` says where it is
+    /// written): not in the declared tools, or, without declared tools, in no step.
+    pub(super) fn tool_by_name(
+        &mut self,
+        tool: &Spanned<String>,
+        universe: &Universe<'t>,
+        what: &str,
+    ) -> Option<usize> {
+        let found = self.resolve(universe, tool, what);
         if found.is_none() && !universe.declared {
             self.push(
                 Diagnostic::new(

@@ -368,27 +368,21 @@ impl<'a> Rules<'a> {
                 r.tool as usize == tool && (r.step == ANY_STEP || r.step == step)
             })
         };
-        let doc = match Doc::parse(arguments) {
-            Ok(doc) => doc,
-            Err(why) => {
-                let mut rules = applying();
-                return match rules.find(|(_, r)| r.kind == RuleKind::Require) {
-                    Some((i, r)) => Judged::Broken(Broken::unreadable(i as u16, r.pred, why)),
-                    None => applying()
-                        .next()
-                        .map_or(Judged::Free, |(i, _)| Judged::Gated(i as u16)),
-                };
-            }
-        };
-        let eval = self.eval(&doc, regexes, memory, tool, at);
-        if let Some(why) = eval.unreadable_charge() {
-            let mut rules = applying();
-            return match rules.find(|(_, r)| r.kind == RuleKind::Require) {
+        // Arguments that cannot be read break the first required rule, or gate the call.
+        let unreadable =
+            |why: Unreadable| match applying().find(|(_, r)| r.kind == RuleKind::Require) {
                 Some((i, r)) => Judged::Broken(Broken::unreadable(i as u16, r.pred, why)),
                 None => applying()
                     .next()
                     .map_or(Judged::Free, |(i, _)| Judged::Gated(i as u16)),
             };
+        let doc = match Doc::parse(arguments) {
+            Ok(doc) => doc,
+            Err(why) => return unreadable(why),
+        };
+        let eval = self.eval(&doc, regexes, memory, tool, at);
+        if let Some(why) = eval.unreadable_charge() {
+            return unreadable(why);
         }
         for (i, r) in applying().filter(|(_, r)| r.kind == RuleKind::Require) {
             let mut failure = None;
