@@ -6,7 +6,6 @@
 use orch::approval::{Call, CallDigest};
 use orch::{DynMachine, Refusal};
 
-const HOUR: u64 = 3_600_000;
 const T0: u64 = 1_800_000_000_000;
 
 fn machine(orchestration: &str) -> DynMachine {

@@ -398,6 +398,19 @@ impl Session {
         self.hosted.borrow().session().forgotten()
     }
 
+    /// Each budget's total now (at the newest time given), by name, as a decimal string;
+    /// budgets that hold nothing are left out.
+    #[napi(getter)]
+    pub fn budgets(&self) -> std::collections::HashMap<String, String> {
+        self.hosted
+            .borrow()
+            .session()
+            .budget_totals()
+            .into_iter()
+            .map(|(name, total)| (name.to_owned(), total))
+            .collect()
+    }
+
     /// Internal (`main.cjs`): the session's number in this thread's table of sessions,
     /// which the package's fast path (`__orch*` functions) takes.
     #[napi(getter, js_name = "__handle")]

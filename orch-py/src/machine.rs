@@ -748,6 +748,18 @@ impl Session {
         self.hosted.session().forgotten()
     }
 
+    /// Each budget's total now (at the newest time given), by name, as a decimal string;
+    /// budgets that hold nothing are left out.
+    #[getter]
+    fn budgets(&self) -> std::collections::BTreeMap<String, String> {
+        self.hosted
+            .session()
+            .budget_totals()
+            .into_iter()
+            .map(|(name, total)| (name.to_owned(), total))
+            .collect()
+    }
+
     /// The session as bytes: the binary snapshot format of the Rust crates.
     fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.hosted.snapshot())

@@ -444,8 +444,10 @@ def test_budgets_count_and_sum_at_the_hosts_time_and_are_kept():
     refused = session.admit("send_money", pay, now_ms=T0 + 2)
     assert refused.kind == "broken_rule"
     assert "budget `daily-spend` would be 12001.5 with this call" in refused.message
+    assert session.budgets == {"daily-spend": "8001"}
     # Snapshots keep what was charged, and when.
     restored = machine.restore(session.snapshot())
+    assert restored.budgets == session.budgets
     assert restored.check_call("send_money", pay, now_ms=T0 + 3).kind == "broken_rule"
     # A day after the first payment, the window has passed it.
     assert restored.admit("send_money", pay, now_ms=T0 + DAY_MS + 1) is None

@@ -466,6 +466,12 @@ impl<'m> DynSession<'m> {
                 .is_some_and(|i| rules.reads_arguments(i, self.state.step))
     }
 
+    /// Each budget's total now, by name: see [`crate::Session::budget_totals`].
+    pub fn budget_totals(&self) -> Vec<(&'m str, String)> {
+        let rules: &'m OwnedRules = &self.machine.tables.rules;
+        rules.view().budget_totals(self.state.memory_words())
+    }
+
     /// Does admitting a call of `name` change what the session remembers (its arguments,
     /// or a budget's clock and charges)? See [`crate::Session::admit_changes_memory`].
     pub fn admit_changes_memory(&self, name: &str) -> bool {

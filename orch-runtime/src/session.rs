@@ -418,6 +418,13 @@ impl<M: Machine> Session<M> {
         self.state.forgotten(M::tables())
     }
 
+    /// Each budget's total now (at the newest time a host gave), by name, as a decimal:
+    /// what a budget test reads before adding the call it judges (semantics §17).
+    /// Budgets that hold nothing are left out.
+    pub fn budget_totals(&self) -> Vec<(&'static str, String)> {
+        M::tables().rules.budget_totals(self.state.memory_words())
+    }
+
     /// Does admitting a call of `tool` change what the session remembers — the call's
     /// arguments (an `arguments` origin, semantics §16), or a budget's clock and charges
     /// (semantics §17)? A host that stores the session only when it changed must store

@@ -90,6 +90,11 @@ pub struct Position {
     /// ones (semantics §16); absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub forgotten: u32,
+    /// Each budget's total at that point, by name, as a decimal (semantics §17): what a
+    /// budget test read before adding the call it judged. Absent when no budget holds
+    /// anything.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub budgets: std::collections::BTreeMap<String, String>,
 }
 
 /// Is `n` zero (a count a record leaves out)?
@@ -104,6 +109,7 @@ impl Position {
             step: session.step_name().map(str::to_owned),
             index: session.sequence_index(),
             forgotten: session.forgotten(),
+            budgets: session.budget_totals().into_iter().collect(),
         }
     }
 }

@@ -85,6 +85,11 @@ pub trait Orchestrated {
     fn forgotten(&self) -> u32 {
         0
     }
+    /// Each budget's total now, by name, as a decimal (semantics §17); budgets that hold
+    /// nothing left out. The default knows none.
+    fn budget_totals(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Does admitting a call of `name` change what the session remembers (its arguments,
     /// a budget's clock and charges; semantics §16, §17)? The default: no.
     fn admit_changes_memory(&self, name: &str) -> bool {
@@ -144,6 +149,13 @@ impl<M: Machine> Orchestrated for Session<M> {
 
     fn admit_changes_memory(&self, name: &str) -> bool {
         M::Tool::from_name(name).is_some_and(|t| Session::admit_changes_memory(self, t))
+    }
+
+    fn budget_totals(&self) -> Vec<(String, String)> {
+        Session::budget_totals(self)
+            .into_iter()
+            .map(|(name, total)| (name.to_owned(), total))
+            .collect()
     }
 
     fn approval(&self) -> Option<Approval> {
@@ -236,6 +248,13 @@ impl Orchestrated for DynSession<'_> {
 
     fn admit_changes_memory(&self, name: &str) -> bool {
         DynSession::admit_changes_memory(self, name)
+    }
+
+    fn budget_totals(&self) -> Vec<(String, String)> {
+        DynSession::budget_totals(self)
+            .into_iter()
+            .map(|(name, total)| (name.to_owned(), total))
+            .collect()
     }
 
     fn approval(&self) -> Option<Approval> {

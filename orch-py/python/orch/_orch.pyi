@@ -132,6 +132,9 @@ class Session:
         """The tools that may run now."""
     def check(self, tool: str) -> Optional[Refusal]:
         """``None`` when ``tool`` may run now, else why not."""
+    @property
+    def budgets(self) -> dict[str, str]:
+        """Each budget's total now, by name, as a decimal string (budgets holding nothing left out)."""
     def check_call(
         self, tool: str, arguments: str = "{}", now_ms: Optional[int] = None
     ) -> Optional[Refusal]:

@@ -412,7 +412,7 @@ pub(crate) fn budget_view_mut<'w>(rules: &Rules<'_>, memory: &'w mut [u64]) -> A
     AreaMut::new(rules.budget_area_mut(memory))
 }
 
-impl Rules<'_> {
+impl<'a> Rules<'a> {
     /// What budget `b` would charge a call of `tool` with these arguments.
     pub(crate) fn charge_of(
         &self,
@@ -503,8 +503,21 @@ impl Rules<'_> {
         Some((budget.offset as usize, budget))
     }
 
+    /// Each budget's total at the session's clock, by name, as a decimal — the budgets
+    /// that hold nothing left out (semantics §17). `memory`: a session's memory words.
+    pub fn budget_totals(&self, memory: &[u64]) -> Vec<(&'a str, String)> {
+        let area = budget_view(self, memory);
+        let now = area.clock();
+        (0..self.budgets.len())
+            .filter_map(|b| {
+                let total = area.value(self, b, now);
+                (total != 0).then(|| (self.budget_name(b), decimal(total)))
+            })
+            .collect()
+    }
+
     /// Budget `b`'s name.
-    pub fn budget_name(&self, b: usize) -> &str {
+    pub fn budget_name(&self, b: usize) -> &'a str {
         self.budgets.get(b).map_or("", |x| self.text_of(x.name))
     }
 
