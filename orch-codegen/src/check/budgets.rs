@@ -231,7 +231,7 @@ impl<'t> Checker<'t> {
                 Some(name.span),
                 format!("unknown budget `{}`", name.value),
             )
-            .label("not in `orchestration.budgets`");
+            .label("no budget has this name");
             d = match super::closest(&name.value, self.budget_names.iter().map(String::as_str)) {
                 Some(s) => d.help(format!("did you mean `{s}`?")),
                 None => d.help("declare it in `orchestration.budgets`"),
