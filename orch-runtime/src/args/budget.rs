@@ -178,7 +178,7 @@ pub fn window_text(ms: u64) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if ms != 0 && ms % scale == 0 {
+        if ms != 0 && ms.is_multiple_of(scale) {
             return format!("{}{unit}", ms / scale);
         }
     }
