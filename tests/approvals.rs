@@ -260,7 +260,7 @@ fn a_malformed_verdict_is_an_error() {
         b
     };
     let mut tag = body.to_vec();
-    tag[section] = 7;
+    tag[section] = 0xEE;
     let mut verdict = body.to_vec();
     *verdict.last_mut().unwrap() = 9;
     let truncated = body[..body.len() - 5].to_vec();

@@ -3,14 +3,12 @@
 //! of words per budget, so that judging a call costs the same whatever the run's length.
 //!
 //! A budget's state lives in the session's memory words, after the remembered values
-//! ([`Rules::layout`]): one word for the session's clock (the newest time a host passed,
+//! (after the remembered values): one word for the session's clock (the newest time a host passed,
 //! in milliseconds), then per budget its total (an `i128` of billionths, two words) and,
 //! for a windowed budget, a queue of its charges — a cursor word and three words per
 //! charge (time, amount). Amounts are exact: a number with at most nine decimal places,
 //! held as an integer count of billionths; counts add one (a billion billionths).
 
-use super::json::Doc;
-use super::rules::Rules;
 use super::scalar::decimal_parts;
 use crate::form::{Literal, LiteralWriter};
 use crate::tables::Span;
@@ -245,6 +243,18 @@ impl Queue<'_> {
     }
 }
 
+/// Budget `budget`'s words within a session's budget area.
+fn slot<'w>(area: &'w [u64], budget: &Budget) -> Option<&'w [u64]> {
+    let start = budget.offset as usize;
+    area.get(start..start + budget.words())
+}
+
+/// [`slot`], mutable.
+fn slot_mut<'w>(area: &'w mut [u64], budget: &Budget) -> Option<&'w mut [u64]> {
+    let start = budget.offset as usize;
+    area.get_mut(start..start + budget.words())
+}
+
 /// Is a charge made at `at` still within a window of `within` ms at `now`?
 fn live(at: u64, now: u64, within: u64) -> bool {
     now.saturating_sub(at) <= within
@@ -262,8 +272,8 @@ impl<'w> Area<'w> {
 
     /// Budget `b`'s total at time `now`: what it charged, less the charges the window
     /// has passed.
-    pub(crate) fn value(&self, rules: &Rules<'_>, b: usize, now: u64) -> i128 {
-        let Some((budget, words)) = rules.budget_words(self.words, b) else {
+    pub(crate) fn value(&self, budget: &Budget, now: u64) -> i128 {
+        let Some(words) = slot(self.words, budget) else {
             return 0;
         };
         let total = total_of(words);
@@ -286,8 +296,8 @@ impl<'w> Area<'w> {
     }
 
     /// The charges a windowed budget `b` holds, oldest first: `(time, amount)`.
-    pub(crate) fn charges(&self, rules: &Rules<'_>, b: usize) -> Vec<(u64, i128)> {
-        let Some((budget, words)) = rules.budget_words(self.words, b) else {
+    pub(crate) fn charges(&self, budget: &Budget) -> Vec<(u64, i128)> {
+        let Some(words) = slot(self.words, budget) else {
             return Vec::new();
         };
         if budget.within == 0 {
@@ -301,10 +311,8 @@ impl<'w> Area<'w> {
     }
 
     /// Budget `b`'s total as stored (every charge its queue still holds).
-    pub(crate) fn stored_total(&self, rules: &Rules<'_>, b: usize) -> i128 {
-        rules
-            .budget_words(self.words, b)
-            .map_or(0, |(_, w)| total_of(w))
+    pub(crate) fn stored_total(&self, budget: &Budget) -> i128 {
+        slot(self.words, budget).map_or(0, total_of)
     }
 }
 
@@ -332,8 +340,8 @@ impl<'w> AreaMut<'w> {
     /// Charges `amount` to budget `b` at time `now`: windowed budgets drop the charges
     /// the window has passed and, when full, merge their two oldest into one at the
     /// later one's time (so the total never reads less than what the window holds).
-    pub(crate) fn charge(&mut self, rules: &Rules<'_>, b: usize, now: u64, amount: i128) {
-        let Some((budget, words)) = rules.budget_words_mut(self.words, b) else {
+    pub(crate) fn charge(&mut self, budget: &Budget, now: u64, amount: i128) {
+        let Some(words) = slot_mut(self.words, budget) else {
             return;
         };
         let total = total_of(words).saturating_add(amount);
@@ -381,8 +389,8 @@ impl<'w> AreaMut<'w> {
     }
 
     /// Empties budget `b`.
-    pub(crate) fn clear(&mut self, rules: &Rules<'_>, b: usize) {
-        if let Some((_, words)) = rules.budget_words_mut(self.words, b) {
+    pub(crate) fn clear(&mut self, budget: &Budget) {
+        if let Some(words) = slot_mut(self.words, budget) {
             words.fill(0);
         }
     }
@@ -395,137 +403,10 @@ impl<'w> AreaMut<'w> {
     }
 
     /// Sets a budget without a window to `total` (a restore).
-    pub(crate) fn set_total(&mut self, rules: &Rules<'_>, b: usize, total: i128) {
-        if let Some((_, words)) = rules.budget_words_mut(self.words, b) {
+    pub(crate) fn set_total(&mut self, budget: &Budget, total: i128) {
+        if let Some(words) = slot_mut(self.words, budget) {
             set_total(words, total);
         }
-    }
-}
-
-/// The budgets' area of a session's memory words.
-pub(crate) fn budget_view<'w>(rules: &Rules<'_>, memory: &'w [u64]) -> Area<'w> {
-    Area::new(rules.budget_area(memory))
-}
-
-/// The budgets' area of a session's memory words, to change.
-pub(crate) fn budget_view_mut<'w>(rules: &Rules<'_>, memory: &'w mut [u64]) -> AreaMut<'w> {
-    AreaMut::new(rules.budget_area_mut(memory))
-}
-
-impl<'a> Rules<'a> {
-    /// What budget `b` would charge a call of `tool` with these arguments.
-    pub(crate) fn charge_of(
-        &self,
-        b: &Budget,
-        tool: usize,
-        doc: Option<&Doc<'_>>,
-        holds: &mut dyn FnMut(&Doc<'_>, u32) -> bool,
-    ) -> Charge {
-        if !self.budget_charges_tool(b, tool) {
-            return Charge::None;
-        }
-        if b.pred == EVERY_CALL && b.sum.is_none() {
-            return Charge::Amount(UNIT);
-        }
-        let Some(doc) = doc else {
-            return Charge::Unreadable(None);
-        };
-        if b.pred != EVERY_CALL && !holds(doc, b.pred) {
-            return Charge::None;
-        }
-        let Some(sum) = b.sum else {
-            return Charge::Amount(UNIT);
-        };
-        let Some(n) = doc.pointer(0, self.text_of(sum)) else {
-            return Charge::Unreadable(None);
-        };
-        let node = &doc.nodes[n];
-        if node.kind != super::json::Kind::Number {
-            return Charge::Unreadable(Some(node.start));
-        }
-        match amount(doc.raw(n)) {
-            Some(v) => Charge::Amount(v),
-            None => Charge::Unreadable(Some(node.start)),
-        }
-    }
-
-    /// Does budget `b` charge calls of `tool`?
-    pub(crate) fn budget_charges_tool(&self, b: &Budget, tool: usize) -> bool {
-        self.budget_tools
-            .get(b.tools.range())
-            .unwrap_or(&[])
-            .iter()
-            .any(|&t| t as usize == tool)
-    }
-
-    /// Does some budget charge calls of `tool`, and need its arguments to know how
-    /// much?
-    pub(crate) fn budget_reads_arguments(&self, tool: usize) -> bool {
-        self.budgets
-            .iter()
-            .any(|b| (b.sum.is_some() || b.pred != EVERY_CALL) && self.budget_charges_tool(b, tool))
-    }
-
-    /// Does some budget charge calls of `tool`?
-    pub(crate) fn charged(&self, tool: usize) -> bool {
-        self.budgets
-            .iter()
-            .any(|b| self.budget_charges_tool(b, tool))
-    }
-
-    /// The words of the budgets' area: a clock word and each budget's state; none
-    /// without budgets.
-    pub fn budget_area_words(&self) -> usize {
-        if self.budgets.is_empty() {
-            0
-        } else {
-            1 + self.budgets.iter().map(Budget::words).sum::<usize>()
-        }
-    }
-
-    /// Budget `b` and its words, within the area `area`.
-    fn budget_words<'w>(&self, area: &'w [u64], b: usize) -> Option<(Budget, &'w [u64])> {
-        let (start, budget) = self.budget_offset(b)?;
-        Some((budget, area.get(start..start + budget.words())?))
-    }
-
-    fn budget_words_mut<'w>(
-        &self,
-        area: &'w mut [u64],
-        b: usize,
-    ) -> Option<(Budget, &'w mut [u64])> {
-        let (start, budget) = self.budget_offset(b)?;
-        Some((budget, area.get_mut(start..start + budget.words())?))
-    }
-
-    fn budget_offset(&self, b: usize) -> Option<(usize, Budget)> {
-        let budget = *self.budgets.get(b)?;
-        Some((budget.offset as usize, budget))
-    }
-
-    /// Each budget's total at the session's clock, by name, as a decimal — the budgets
-    /// that hold nothing left out (semantics §17). `memory`: a session's memory words.
-    pub fn budget_totals(&self, memory: &[u64]) -> Vec<(&'a str, String)> {
-        let area = budget_view(self, memory);
-        let now = area.clock();
-        (0..self.budgets.len())
-            .filter_map(|b| {
-                let total = area.value(self, b, now);
-                (total != 0).then(|| (self.budget_name(b), decimal(total)))
-            })
-            .collect()
-    }
-
-    /// Budget `b`'s name.
-    pub fn budget_name(&self, b: usize) -> &'a str {
-        self.budgets.get(b).map_or("", |x| self.text_of(x.name))
-    }
-
-    /// The index of the budget named `name`.
-    pub fn budget_index(&self, name: &str) -> Option<usize> {
-        self.budgets
-            .iter()
-            .position(|b| self.text_of(b.name) == name)
     }
 }
 

@@ -8,6 +8,7 @@
 //! applies to is judged without reading its arguments and without allocating.
 
 mod budget;
+mod charges;
 mod explain;
 mod found;
 mod json;
@@ -25,7 +26,7 @@ pub use budget::{
     amount, decimal, window_ms, window_text, Budget, Per, BUDGET_EVENTS, EVERY_CALL,
     MAX_BUDGET_EVENTS, MAX_WINDOW_MS, UNIT,
 };
-pub(crate) use budget::{budget_view, budget_view_mut};
+pub(crate) use charges::{budget_view, budget_view_mut};
 pub use found::{email_addresses, link_hosts};
 pub use json::{is_pointer, string_literal, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
 pub use memory::{MAX_MEMORY_VALUES, MEMORY_VALUES, MEMORY_WORDS};

@@ -493,7 +493,9 @@ impl<'a> Rules<'a> {
         }
         let mut area = AreaMut::new(self.budget_area_mut(memory));
         for &(b, v) in charges.iter().take(n).chain(&spill) {
-            area.charge(self, b, now, v);
+            if let Some(budget) = self.budgets.get(b) {
+                area.charge(budget, now, v);
+            }
         }
     }
 
@@ -501,10 +503,8 @@ impl<'a> Rules<'a> {
     /// active step changed, or a user message came.
     pub(crate) fn clear_budgets(&self, memory: &mut [u64], per: Per) {
         let mut area = AreaMut::new(self.budget_area_mut(memory));
-        for (b, budget) in self.budgets.iter().enumerate() {
-            if budget.per == per {
-                area.clear(self, b);
-            }
+        for budget in self.budgets.iter().filter(|b| b.per == per) {
+            area.clear(budget);
         }
     }
 
@@ -703,7 +703,10 @@ impl Eval<'_, '_> {
     /// it would charge the call (saturating).
     fn budget_total(&self, b: usize) -> i128 {
         let r = self.rules;
-        let held = self.budgets.value(r, b, self.now);
+        let held = match r.budgets.get(b) {
+            Some(budget) => self.budgets.value(budget, self.now),
+            None => 0,
+        };
         let this = match r.budgets.get(b) {
             Some(budget) => r.charge_of(budget, self.tool, Some(self.doc), &mut |_, p| {
                 self.holds(0, p, &mut None)

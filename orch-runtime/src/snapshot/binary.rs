@@ -236,7 +236,7 @@ impl Snapshot {
             _ => 0,
         };
         let (clock, budgets) = match r.bytes.get(r.at) {
-            Some(7) => super::budgets::read_section(&mut r)?,
+            Some(7) => read_budgets(&mut r)?,
             _ => (0, Vec::new()),
         };
         let host = match r.bytes.get(r.at) {
@@ -513,7 +513,7 @@ impl Parts<'_> {
         }
         if self.clock != 0 || !self.budgets.is_empty() {
             // Section 7: the clock and the budgets.
-            super::budgets::write_section(out, self.clock, &self.budgets);
+            write_budgets(out, self.clock, &self.budgets);
         }
         if !self.host.is_empty() {
             // Section 4: what the host keeps with the session, length-prefixed.
@@ -524,4 +524,47 @@ impl Parts<'_> {
         let crc = crc32fast::hash(out);
         out.extend_from_slice(&crc.to_le_bytes());
     }
+}
+
+/// Section 7 of the binary encoding: the clock, then per budget its name, total and
+/// charges.
+pub(super) fn write_budgets(out: &mut Vec<u8>, clock: u64, budgets: &[super::BudgetSnapshot]) {
+    out.push(7);
+    put_varint(out, clock);
+    put_varint(out, budgets.len() as u64);
+    for b in budgets {
+        put_str(out, &b.name);
+        put_str(out, &b.total);
+        put_varint(out, b.charges.len() as u64);
+        for (at, v) in &b.charges {
+            put_varint(out, *at);
+            put_str(out, v);
+        }
+    }
+}
+
+/// Reads section 7 (the reader is at its tag).
+pub(super) fn read_budgets(
+    r: &mut Reader<'_>,
+) -> Result<(u64, Vec<super::BudgetSnapshot>), RestoreError> {
+    r.byte("the budgets section")?;
+    let clock = r.varint("the clock")?;
+    let n = r.count("the budgets")?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.str("a budget's name")?.to_owned();
+        let total = r.str("a budget's total")?.to_owned();
+        let k = r.count("a budget's charges")?;
+        let mut charges = Vec::with_capacity(k);
+        for _ in 0..k {
+            let at = r.varint("a charge's time")?;
+            charges.push((at, r.str("a charge's amount")?.to_owned()));
+        }
+        out.push(super::BudgetSnapshot {
+            name,
+            total,
+            charges,
+        });
+    }
+    Ok((clock, out))
 }

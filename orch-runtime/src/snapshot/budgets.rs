@@ -2,7 +2,6 @@
 //! charges, by the budget's *name*, and the session's clock — so a run restored into a
 //! changed template keeps what it spent wherever the budget still exists.
 
-use super::binary::{put_str, put_varint, Reader};
 use super::{RestoreError, RestoreReport};
 use crate::args::{amount, decimal};
 use crate::tables::Tables;
@@ -33,9 +32,9 @@ pub(super) fn budget_parts<S: AsRef<str>>(
     let rules = t.rules;
     let area = crate::args::budget_view(&rules, memory);
     let mut out = Vec::new();
-    for b in 0..rules.budgets.len() {
-        let total = area.stored_total(&rules, b);
-        let charges = area.charges(&rules, b);
+    for (b, budget) in rules.budgets.iter().enumerate() {
+        let total = area.stored_total(budget);
+        let charges = area.charges(budget);
         if total == 0 && charges.is_empty() {
             continue;
         }
@@ -80,62 +79,23 @@ pub(super) fn restore_budgets<S: AsRef<str>>(
             .iter()
             .map(|(at, v)| Ok((*at, read(v)?)))
             .collect::<Result<_, RestoreError>>()?;
-        let Some(b) = rules.budget_index(&snap.name) else {
+        let Some(budget) = rules
+            .budget_index(&snap.name)
+            .and_then(|b| rules.budgets.get(b))
+        else {
             report.missing_budgets.push(snap.name.clone());
             continue;
         };
-        area.clear(&rules, b);
-        let windowed = rules.budgets.get(b).is_some_and(|x| x.within != 0);
-        match (windowed, charges.is_empty()) {
+        area.clear(budget);
+        match (budget.within != 0, charges.is_empty()) {
             (true, false) => {
                 for (at, v) in charges {
-                    area.charge(&rules, b, at, v);
+                    area.charge(budget, at, v);
                 }
             }
-            (true, true) => area.charge(&rules, b, clock, total),
-            (false, _) => area.set_total(&rules, b, total),
+            (true, true) => area.charge(budget, clock, total),
+            (false, _) => area.set_total(budget, total),
         }
     }
     Ok(())
-}
-
-/// Section 7 of the binary encoding: the clock, then per budget its name, total and
-/// charges.
-pub(super) fn write_section(out: &mut Vec<u8>, clock: u64, budgets: &[BudgetSnapshot]) {
-    out.push(7);
-    put_varint(out, clock);
-    put_varint(out, budgets.len() as u64);
-    for b in budgets {
-        put_str(out, &b.name);
-        put_str(out, &b.total);
-        put_varint(out, b.charges.len() as u64);
-        for (at, v) in &b.charges {
-            put_varint(out, *at);
-            put_str(out, v);
-        }
-    }
-}
-
-/// Reads section 7 (the reader is at its tag).
-pub(super) fn read_section(r: &mut Reader<'_>) -> Result<(u64, Vec<BudgetSnapshot>), RestoreError> {
-    r.byte("the budgets section")?;
-    let clock = r.varint("the clock")?;
-    let n = r.count("the budgets")?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = r.str("a budget's name")?.to_owned();
-        let total = r.str("a budget's total")?.to_owned();
-        let k = r.count("a budget's charges")?;
-        let mut charges = Vec::with_capacity(k);
-        for _ in 0..k {
-            let at = r.varint("a charge's time")?;
-            charges.push((at, r.str("a charge's amount")?.to_owned()));
-        }
-        out.push(BudgetSnapshot {
-            name,
-            total,
-            charges,
-        });
-    }
-    Ok((clock, out))
 }
