@@ -38,15 +38,15 @@ pub enum Per {
 /// One budget, compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Budget {
-    /// Its name, a span of [`Rules::text`].
+    /// Its name, a span of [`Rules::text`](super::Rules::text).
     pub name: Span,
-    /// The tools whose calls it charges, a span of [`Rules::budget_tools`].
+    /// The tools whose calls it charges, a span of [`Rules::budget_tools`](super::Rules::budget_tools).
     pub tools: Span,
-    /// The JSON pointer of the number it adds up, a span of [`Rules::text`]; `None`: it
+    /// The JSON pointer of the number it adds up, a span of [`Rules::text`](super::Rules::text); `None`: it
     /// counts calls.
     pub sum: Option<Span>,
     /// The predicate a call's arguments must satisfy to be charged (an index into
-    /// [`Rules::preds`]), or [`EVERY_CALL`].
+    /// [`Rules::preds`](super::Rules::preds)), or [`EVERY_CALL`].
     pub pred: u32,
     /// What it counts over: the run, the active step's activation, or the latest user
     /// message.
