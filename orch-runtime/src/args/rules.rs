@@ -380,7 +380,8 @@ impl<'a> Rules<'a> {
             Ok(doc) => doc,
             Err(why) => return unreadable(why),
         };
-        let eval = self.eval(&doc, regexes, memory, tool, at);
+        let mut eval = self.eval(&doc, regexes, memory, tool, at);
+        eval.charges = eval.charges_of_call();
         if let Some(why) = eval.unreadable_charge() {
             return unreadable(why);
         }
@@ -429,9 +430,24 @@ impl<'a> Rules<'a> {
         tool: usize,
         at: Option<u64>,
     ) -> Eval<'e, 'e> {
-        let (main, untrusted) = self.rings(memory);
         let budgets = Area::new(self.budget_area(memory));
         let clock = budgets.clock();
+        let now = at.map_or(clock, |at| at.max(clock));
+        self.eval_over(doc, regexes, memory, budgets, tool, now)
+    }
+
+    /// An evaluation over the words `rings` (a session's memory words, or their rings
+    /// alone) and the budgets `budgets`, at `now`.
+    fn eval_over<'e>(
+        &'e self,
+        doc: &'e Doc<'e>,
+        regexes: &'e [Option<Regex>],
+        rings: &'e [u64],
+        budgets: Area<'e>,
+        tool: usize,
+        now: u64,
+    ) -> Eval<'e, 'e> {
+        let (main, untrusted) = self.rings(rings);
         Eval {
             rules: self,
             doc,
@@ -439,8 +455,9 @@ impl<'a> Rules<'a> {
             memory: memory::live(main),
             untrusted: memory::live(untrusted),
             budgets,
-            now: at.map_or(clock, |at| at.max(clock)),
+            now,
             tool,
+            charges: Vec::new(),
         }
     }
 
@@ -459,7 +476,12 @@ impl<'a> Rules<'a> {
         if self.budgets.is_empty() {
             return;
         }
-        let now = AreaMut::new(self.budget_area_mut(memory)).tick(at);
+        // The rings (which a `where` may read) and the budgets (which it may not, E027)
+        // are apart: each charge is made as it is found.
+        let (main, untrusted) = self.ring_sizes();
+        let (rings, area) = memory.split_at_mut((main + untrusted).min(memory.len()));
+        let mut area = AreaMut::new(area);
+        let now = area.tick(at);
         if !self.charged(tool) {
             return;
         }
@@ -468,32 +490,15 @@ impl<'a> Rules<'a> {
         } else {
             None
         };
-        let mut charges = [(0usize, 0i128); 8];
-        let mut spill = Vec::new();
-        let mut n = 0;
-        {
-            let eval = doc
-                .as_ref()
-                .map(|doc| self.eval(doc, regexes, memory, tool, Some(now)));
-            for (b, budget) in self.budgets.iter().enumerate() {
-                let charge = match &eval {
-                    Some(e) => self.charge_of(budget, tool, Some(e.doc), &mut |_, p| {
-                        e.holds(0, p, &mut None)
-                    }),
-                    None => self.charge_of(budget, tool, None, &mut |_, _| false),
-                };
-                if let Charge::Amount(v) = charge {
-                    match charges.get_mut(n) {
-                        Some(slot) => *slot = (b, v),
-                        None => spill.push((b, v)),
-                    }
-                    n += 1;
-                }
-            }
-        }
-        let mut area = AreaMut::new(self.budget_area_mut(memory));
-        for &(b, v) in charges.iter().take(n).chain(&spill) {
-            if let Some(budget) = self.budgets.get(b) {
+        let eval = doc
+            .as_ref()
+            .map(|doc| self.eval_over(doc, regexes, rings, Area::new(&[]), tool, now));
+        for budget in self.budgets {
+            let charge = match &eval {
+                Some(e) => e.charge_of(budget),
+                None => self.charge_of(budget, tool, None, &mut |_, _| false),
+            };
+            if let Charge::Amount(v) = charge {
                 area.charge(budget, now, v);
             }
         }
@@ -543,6 +548,9 @@ struct Eval<'r, 'd> {
     now: u64,
     /// The tool called.
     tool: usize,
+    /// What each budget charges this call, in the order of [`Rules::budgets`] (read once
+    /// per call; empty when the call is charged, not judged).
+    charges: Vec<Charge>,
 }
 
 impl Eval<'_, '_> {
@@ -702,33 +710,38 @@ impl Eval<'_, '_> {
     /// Budget `b`'s total with this call: what it holds at the call's time, plus what
     /// it would charge the call (saturating).
     fn budget_total(&self, b: usize) -> i128 {
-        let r = self.rules;
-        let held = match r.budgets.get(b) {
+        let held = match self.rules.budgets.get(b) {
             Some(budget) => self.budgets.value(budget, self.now),
             None => 0,
         };
-        let this = match r.budgets.get(b) {
-            Some(budget) => r.charge_of(budget, self.tool, Some(self.doc), &mut |_, p| {
-                self.holds(0, p, &mut None)
-            }),
-            None => Charge::None,
-        };
-        match this {
-            Charge::Amount(v) => held.saturating_add(v),
-            Charge::None | Charge::Unreadable(_) => held,
+        match self.charges.get(b) {
+            Some(Charge::Amount(v)) => held.saturating_add(*v),
+            _ => held,
         }
+    }
+
+    /// What budget `budget` would charge this call.
+    fn charge_of(&self, budget: &Budget) -> Charge {
+        self.rules
+            .charge_of(budget, self.tool, Some(self.doc), &mut |_, p| {
+                self.holds(0, p, &mut None)
+            })
+    }
+
+    /// What every budget would charge this call, in order.
+    fn charges_of_call(&self) -> Vec<Charge> {
+        self.rules
+            .budgets
+            .iter()
+            .map(|b| self.charge_of(b))
+            .collect()
     }
 
     /// The first budget that charges this call but cannot read what it adds up.
     fn unreadable_charge(&self) -> Option<Unreadable> {
-        let r = self.rules;
-        r.budgets.iter().find_map(|b| {
-            match r.charge_of(b, self.tool, Some(self.doc), &mut |_, p| {
-                self.holds(0, p, &mut None)
-            }) {
-                Charge::Unreadable(at) => Some(Unreadable::Amount(at.unwrap_or(0))),
-                _ => None,
-            }
+        self.charges.iter().find_map(|c| match c {
+            Charge::Unreadable(at) => Some(Unreadable::Amount(at.unwrap_or(0))),
+            _ => None,
         })
     }
 
