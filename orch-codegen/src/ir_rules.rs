@@ -159,7 +159,7 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
         let tools = Span::new(start, b.tools.len() as u32);
         let sum = b.sum.as_deref().map(|s| f.text(s));
         let pred = b.when.as_ref().map_or(EVERY_CALL, |p| f.pred(p));
-        f.out.budgets.push(Budget {
+        let budget = Budget {
             name,
             tools,
             sum,
@@ -168,10 +168,9 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
             within: b.within_ms,
             events: b.events,
             offset,
-        });
-        if let Some(last) = f.out.budgets.last() {
-            offset = offset.saturating_add(last.words() as u32);
-        }
+        };
+        offset = offset.saturating_add(budget.words() as u32);
+        f.out.budgets.push(budget);
     }
     for r in rules {
         let pred = f.pred(&r.pred);

@@ -88,7 +88,7 @@ impl<'t> Checker<'t> {
             None => Some(0),
             Some(w) => self.budget_window(w),
         };
-        let events = self.events(b, within);
+        let events = self.events(b);
         let when = match &b.when {
             Some(p) => {
                 self.in_budget_where = true;
@@ -177,8 +177,8 @@ impl<'t> Checker<'t> {
 
     /// How many charges a windowed budget keeps: E025 for `events` without a window,
     /// E019 outside 1 to [`MAX_BUDGET_EVENTS`].
-    fn events(&mut self, b: &BudgetDecl, within: Option<u64>) -> Option<u32> {
-        let windowed = matches!(within, Some(w) if w != 0) || b.within.is_some();
+    fn events(&mut self, b: &BudgetDecl) -> Option<u32> {
+        let windowed = b.within.is_some();
         match &b.events {
             None => Some(if windowed { BUDGET_EVENTS } else { 0 }),
             Some(n) if !windowed => {
