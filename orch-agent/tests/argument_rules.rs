@@ -3,11 +3,13 @@
 //! model's words); a conditional `approve` asks a human about the calls it names only;
 //! the decision log keeps the arguments a rule judged, and a replay judges them again.
 
+mod common;
+
 use orch_agent::audit::{replay, AuditEvent, Auditor, DecisionRecord, Rule};
 use orch_agent::{Gate, Gated, Policy, RefusalKind};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::Call;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 const TEMPLATE: &str = r#"{
@@ -111,15 +113,7 @@ fn a_conditional_approval_asks_about_the_calls_that_matter_only() {
 #[test]
 fn the_log_keeps_judged_arguments_and_a_replay_judges_them_again() {
     let machine = machine();
-    let log = Arc::new(Mutex::new(String::new()));
-    let sink = {
-        let log = log.clone();
-        move |r: &DecisionRecord| {
-            let mut log = log.lock().unwrap();
-            log.push_str(&serde_json::to_string(r).unwrap());
-            log.push('\n');
-        }
-    };
+    let (log, sink) = common::decision_log();
     let policy = tools().audited(Arc::new(Auditor::new(sink, "run-1")));
     let mut s = machine.session();
     policy.prepare(&mut s);

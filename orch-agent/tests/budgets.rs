@@ -2,11 +2,13 @@
 //! keeps each call's time and each budget's total where the call was judged, so a
 //! replay judges every call again — and a log whose times were altered does not replay.
 
-use orch_agent::audit::{replay, Auditor, DecisionRecord};
+mod common;
+
+use orch_agent::audit::{replay, Auditor};
 use orch_agent::{Policy, RefusalKind};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::Call;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const TEMPLATE: &str = r#"{
   "agentId": "bank",
@@ -27,15 +29,7 @@ fn the_log_keeps_times_and_totals_and_replays_budgets() {
     let compiled = orch_codegen::compile_json(TEMPLATE, None);
     assert!(!compiled.has_errors(), "{:#?}", compiled.diagnostics);
     let machine: DynMachine = compiled.to_machine().unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let sink = {
-        let log = log.clone();
-        move |r: &DecisionRecord| {
-            let mut log = log.lock().unwrap();
-            log.push_str(&serde_json::to_string(r).unwrap());
-            log.push('\n');
-        }
-    };
+    let (log, sink) = common::decision_log();
     let policy =
         Policy::new(["send_money", "get_balance"]).audited(Arc::new(Auditor::new(sink, "run-1")));
     let mut s = machine.session();

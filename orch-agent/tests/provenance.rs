@@ -4,11 +4,13 @@
 //! how many values the session forgot, so a replay judges every call again — and a log
 //! whose user message was altered does not replay.
 
-use orch_agent::audit::{replay, Auditor, DecisionRecord};
+mod common;
+
+use orch_agent::audit::{replay, Auditor};
 use orch_agent::{Gate, Gated, Policy, RefusalKind};
 use orch_runtime::dynamic::DynMachine;
 use orch_runtime::Call;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 const TEMPLATE: &str = r#"{
@@ -38,15 +40,7 @@ fn machine() -> DynMachine {
 #[test]
 fn a_question_shows_origins_and_the_log_replays_provenance() {
     let machine = machine();
-    let log = Arc::new(Mutex::new(String::new()));
-    let sink = {
-        let log = log.clone();
-        move |r: &DecisionRecord| {
-            let mut log = log.lock().unwrap();
-            log.push_str(&serde_json::to_string(r).unwrap());
-            log.push('\n');
-        }
-    };
+    let (log, sink) = common::decision_log();
     let policy = Policy::new([
         "read_file",
         "get_contacts",

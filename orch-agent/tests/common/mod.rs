@@ -51,3 +51,20 @@ pub fn counts(log: &Log) -> HashMap<String, usize> {
     }
     c
 }
+
+/// A decision log kept in memory (one JSON record a line) and the sink that writes it.
+pub fn decision_log() -> (
+    Arc<Mutex<String>>,
+    impl Fn(&orch_agent::audit::DecisionRecord) + Send + Sync + 'static,
+) {
+    let log = Arc::new(Mutex::new(String::new()));
+    let sink = {
+        let log = log.clone();
+        move |r: &orch_agent::audit::DecisionRecord| {
+            let mut log = log.lock().unwrap();
+            log.push_str(&serde_json::to_string(r).unwrap());
+            log.push('\n');
+        }
+    };
+    (log, sink)
+}
