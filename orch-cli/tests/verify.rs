@@ -430,26 +430,13 @@ fn a_provenance_property_is_proven_or_refuted_with_a_witness() {
       }}}}"#
         )
     };
-    let guarded = tmp(
-        "prov-guarded.json",
+    let prop = proven_then_refuted(
+        "prov",
         &template(
             r#"{"name": "known-recipient", "tool": "send_money", "require": {"path": "/recipient", "from": ["user", "trusted"]}}"#,
         ),
+        &template(""),
     );
-    let out = orch(&["verify", "--format", "json", &guarded], None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let open = tmp("prov-open.json", &template(""));
-    let out = orch(&["verify", "--format", "json", &open], None);
-    assert!(!out.status.success());
-    let prop = lines(&out)
-        .into_iter()
-        .find(|l| l["kind"] == "property")
-        .expect("the property's finding");
-    assert_eq!(prop["holds"], false);
     let message = prop["message"].as_str().unwrap();
     assert!(
         message.contains("`/recipient` must be a value the user wrote in a message: does not hold")
@@ -460,6 +447,27 @@ fn a_provenance_property_is_proven_or_refuted_with_a_witness() {
         prop["witness"].is_array() || prop["witness"].is_object(),
         "{prop}"
     );
+}
+
+/// `orch verify` proves the property of the template `guarded` and refutes that of
+/// `open` (files named after `name`): the refuted property's finding.
+fn proven_then_refuted(name: &str, guarded: &str, open: &str) -> serde_json::Value {
+    let guarded = tmp(&format!("{name}-guarded.json"), guarded);
+    let out = orch(&["verify", "--format", "json", &guarded], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let open = tmp(&format!("{name}-open.json"), open);
+    let out = orch(&["verify", "--format", "json", &open], None);
+    assert!(!out.status.success());
+    let prop = lines(&out)
+        .into_iter()
+        .find(|l| l["kind"] == "property")
+        .expect("the property's finding");
+    assert_eq!(prop["holds"], false);
+    prop
 }
 
 /// A property about calls past a budget's threshold (semantics §17): "a day's payments
@@ -482,26 +490,13 @@ fn a_budget_property_is_proven_or_refuted_with_a_witness() {
       }}}}"#
         )
     };
-    let guarded = tmp(
-        "budget-guarded.json",
+    let prop = proven_then_refuted(
+        "budget",
         &template(
             r#"{"name": "big-day", "tool": "send_money", "when": {"budget": "daily-spend", "range": {"min": 5000}}}"#,
         ),
+        &template(""),
     );
-    let out = orch(&["verify", "--format", "json", &guarded], None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let open = tmp("budget-open.json", &template(""));
-    let out = orch(&["verify", "--format", "json", &open], None);
-    assert!(!out.status.success());
-    let prop = lines(&out)
-        .into_iter()
-        .find(|l| l["kind"] == "property")
-        .expect("the property's finding");
-    assert_eq!(prop["holds"], false);
     let message = prop["message"].as_str().unwrap();
     assert!(
         message.contains("budget `daily-spend` with this call must be at least 5000: holds"),
