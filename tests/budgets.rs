@@ -196,6 +196,10 @@ fn a_changed_template_keeps_budgets_by_name_and_reports_the_ones_it_lost() {
         .replace(r#""sum": "/amount", "within": "24h""#, r#""sum": "/amount""#)
         .replace(r#"{"name": "refunds", "tool": "refund"},"#, "")
         .replace(
+            r#"{"type": "budget", "value": "refunds", "range": {"min": 3}}"#,
+            r#"{"type": "tool_used", "value": "refund"}"#,
+        )
+        .replace(
             r#"{"name": "three-refunds", "tool": "refund", "require": {"budget": "refunds", "range": {"max": 3}}},"#,
             "",
         );

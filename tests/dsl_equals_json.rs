@@ -375,6 +375,10 @@ mod dsl_budgets {
             step Research {
                 when message_contains("research");
             }
+            step Review {
+                when budget(refunds, min = 3);
+                deny: [refund];
+            }
             budget "daily-spend": send_money sum "/amount" within "24h";
             budget "big-payments": send_money within "7d" events 8
                 where "/amount" range(min = 1000);

@@ -46,6 +46,7 @@ pub fn condition_label(ir: &Ir, step: usize) -> String {
             IrCondition::NotRecentlyUsed { tool: t, window } => {
                 format!("{} not used in last {window}", tool(t))
             }
+            IrCondition::Budget(k) => format!("budget {}", ir.memory.describe_condition(k)),
         })
         .collect::<Vec<_>>()
         .join(" and ")

@@ -1,6 +1,8 @@
 //! `orch simulate`: the trace contract of semantics §10, and an interactive session.
 
+use orch_runtime::approval::{Call, CallDigest};
 use orch_runtime::dynamic::{DynOutcome, DynSession};
+use orch_runtime::Refusal;
 use std::io::{BufRead, Write};
 
 /// One event of an events file.
@@ -10,6 +12,17 @@ pub enum Event {
     Message(String),
     /// `{"tool": "name"}`
     Tool(String),
+    /// `{"tool": "name", "arguments": {..}, "at": ms}`: a call with its arguments (judged
+    /// by the rules on arguments, charged to the budgets) at a time (milliseconds since
+    /// the epoch; absent: the session's clock). Either key may be left out.
+    Call {
+        /// The tool.
+        tool: String,
+        /// The arguments' JSON text (`{}` when not given).
+        arguments: String,
+        /// When the call is made.
+        at: Option<u64>,
+    },
     /// `{"usage": {"prompt": n, "completion": n}}`
     Usage(u64, u64),
     /// `{"available": ["name", ...]}`
@@ -109,6 +122,14 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
     let obj = v.as_object().ok_or_else(|| {
         "an event must be a JSON object such as {\"tool\": \"search\"}".to_owned()
     })?;
+    if obj.contains_key("tool")
+        && obj.len() > 1
+        && obj
+            .keys()
+            .all(|k| ["tool", "arguments", "at"].contains(&k.as_str()))
+    {
+        return call_event(obj);
+    }
     if obj.len() != 1 {
         let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
         return Err(format!(
@@ -167,6 +188,26 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
     }
 }
 
+/// A tool event with `arguments` or `at`.
+fn call_event(obj: &serde_json::Map<String, serde_json::Value>) -> Result<Event, String> {
+    let tool = obj
+        .get("tool")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("`tool` must be a tool name")?
+        .to_owned();
+    let arguments = match obj.get("arguments") {
+        None => "{}".to_owned(),
+        Some(v @ serde_json::Value::Object(_)) => v.to_string(),
+        Some(_) => return Err("`arguments` must be a JSON object".to_owned()),
+    };
+    let at = obj.get("at").map(|v| count(v, "at")).transpose()?;
+    Ok(Event::Call {
+        tool,
+        arguments,
+        at,
+    })
+}
+
 fn json_str(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
@@ -185,6 +226,8 @@ pub enum Applied {
     Recorded(DynOutcome),
     /// A tool event for a gated tool without a human's approval: it did not run.
     NeedsApproval,
+    /// A call that breaks a rule on arguments: it did not run. The rule's name and why.
+    Refused(String, String),
     /// `{"approve": t}`: the next call of `t` may run.
     Approved(String),
     /// `{"reject": t}`: the call of `t` does not run.
@@ -212,6 +255,11 @@ pub fn trace_line(s: &DynSession<'_>, applied: &Applied) -> String {
             }
         }
         Applied::NeedsApproval => line.push_str(",\"outcome\":\"needs_approval\""),
+        Applied::Refused(rule, why) => line.push_str(&format!(
+            ",\"outcome\":\"refused\",\"rule\":{},\"reason\":{}",
+            json_str(rule),
+            json_str(why)
+        )),
         Applied::Approved(t) => line.push_str(&format!(",\"approved\":{}", json_str(t))),
         Applied::Rejected(t) => line.push_str(&format!(",\"rejected\":{}", json_str(t))),
         Applied::Nothing => {}
@@ -236,7 +284,25 @@ pub fn apply(s: &mut DynSession<'_>, e: &Event, approved: &mut Option<String>) -
             if gated && approval.as_deref() != Some(t.as_str()) {
                 return Applied::NeedsApproval;
             }
-            return Applied::Recorded(s.record(t));
+            return ran(s, t, "{}", None);
+        }
+        Event::Call {
+            tool,
+            arguments,
+            at,
+        } => {
+            let mut call = Call::new(CallDigest::of_text(tool, arguments), arguments);
+            call.at = *at;
+            match s.check_call(tool, &call) {
+                Err(Refusal::BrokenRule { broken, .. }) => {
+                    let rule = s.rule_name(broken.rule).to_owned();
+                    return Applied::Refused(rule, s.explain_broken(&broken, arguments));
+                }
+                Err(d) if d.needs_approval() && approval.as_deref() != Some(tool.as_str()) => {
+                    return Applied::NeedsApproval;
+                }
+                _ => return ran(s, tool, arguments, *at),
+            }
         }
         Event::Usage(p, c) => s.record_usage(*p, *c),
         Event::Available(names) => s.set_available(names.iter().map(String::as_str)),
@@ -248,6 +314,15 @@ pub fn apply(s: &mut DynSession<'_>, e: &Event, approved: &mut Option<String>) -
         Event::Reject(t) => return Applied::Rejected(t.clone()),
     }
     Applied::Nothing
+}
+
+/// A tool that runs: its call stored as admitting it would (arguments remembered, budgets
+/// charged at `at`, else at the session's clock), then recorded.
+fn ran(s: &mut DynSession<'_>, tool: &str, arguments: &str, at: Option<u64>) -> Applied {
+    let mut call = Call::new(CallDigest::of_text(tool, arguments), arguments);
+    call.at = at;
+    s.ran_call(tool, &call);
+    Applied::Recorded(s.record(tool))
 }
 
 /// Why a simulation stopped early.

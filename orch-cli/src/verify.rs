@@ -118,6 +118,14 @@ pub fn human(file: &str, source: &str, ir: Option<&Ir>, found: &Exploration) -> 
     let mut findings = 0;
     for (i, step) in found.steps.iter().enumerate() {
         match (&step.reachable, found.complete) {
+            (None, _) if step.abstracted.is_some() => {
+                out.push_str(&format!(
+                    "note: step `{}`: undecided\n{}\n   = note: {}\n\n",
+                    step.name,
+                    at(i),
+                    step.abstracted.as_deref().unwrap_or_default()
+                ));
+            }
             (None, true) => {
                 findings += 1;
                 out.push_str(&format!(
@@ -204,13 +212,15 @@ fn inline(w: &[Event]) -> String {
         .join(" ")
 }
 
-/// Does the file have findings (or is it undecided)?
+/// Does the file have findings (or is it undecided)? A step whose condition reads a
+/// budget the model does not count exactly is undecided by design, said in a note, and
+/// not a finding.
 pub fn has_findings(found: &Exploration) -> bool {
     !found.complete
-        || found
-            .steps
-            .iter()
-            .any(|s| s.reachable.is_none() || (s.has_sequence && s.completes.is_none()))
+        || found.steps.iter().any(|s| {
+            (s.reachable.is_none() && s.abstracted.is_none())
+                || (s.has_sequence && s.completes.is_none())
+        })
 }
 
 /// The exploration's options from the CLI's flags.

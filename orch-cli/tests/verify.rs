@@ -503,3 +503,95 @@ fn a_budget_property_is_proven_or_refuted_with_a_witness() {
         "{message}"
     );
 }
+
+/// Counters are exact in the model (semantics §17): a count of a tool's calls without
+/// `where` or `within` is part of every state, so "`refund` runs at most 3 times" holds
+/// under a rule that allows three and is refuted, with four refunds, under one that
+/// allows four; a step a spent budget activates is reachable by a witness that `orch
+/// simulate` replays; a step that reads a windowed sum is undecided, saying why.
+#[test]
+fn counters_are_exact_and_windows_are_said_to_be_abstracted() {
+    let template = |max: u32| {
+        format!(
+            r#"{{"agentId": "refunds", "tools": ["refund", "escalate"],
+      "orchestration": {{
+        "budgets": [{{"name": "refunds", "tool": "refund"}},
+                    {{"name": "refunded-today", "tool": "refund", "sum": "/amount", "within": "24h"}}],
+        "rules": [{{"name": "few-refunds", "tool": "refund", "require": {{"budget": "refunds", "range": {{"max": {max}}}}}}}],
+        "steps": [{{"name": "Work", "isDefault": true}},
+                  {{"name": "Review", "conditions": [{{"type": "budget", "value": "refunds", "range": {{"min": 3}}}}]}},
+                  {{"name": "BigDay", "conditions": [{{"type": "budget", "value": "refunded-today", "range": {{"min": 500}}}}]}}],
+        "properties": [{{"name": "three-refunds", "tool": "refund", "atMost": 3}}]
+      }}}}"#
+        )
+    };
+    let prop = proven_then_refuted("counters", &template(3), &template(4));
+    assert_eq!(prop["witness"].as_array().map(Vec::len), Some(4), "{prop}");
+    let file = tmp("counters-steps.json", &template(3));
+    let found = lines(&orch(&["verify", "--format", "json", &file], None));
+    let step = |name: &str| {
+        found
+            .iter()
+            .find(|l| l["kind"] == "step" && l["step"] == name)
+            .cloned()
+            .expect("the step's finding")
+    };
+    let review = step("Review");
+    assert_eq!(review["reachable"], true);
+    assert_eq!(simulate(&file, &review["witness"])["step"], "Review");
+    let big_day = step("BigDay");
+    assert_eq!(big_day["reachable"], serde_json::Value::Null);
+    assert!(
+        big_day["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("a window") && r.contains("undecided")),
+        "{big_day}"
+    );
+}
+
+/// A tool event with `arguments` and `at` is a call: judged by the rules on arguments
+/// (a refusal says which rule and why, and the call does not run) and charged to the
+/// budgets at that time.
+#[test]
+fn simulate_judges_calls_with_arguments_at_their_time() {
+    let file = tmp(
+        "simulate-budgets.json",
+        r#"{"agentId": "spend", "tools": ["pay"],
+      "orchestration": {
+        "budgets": [{"name": "daily", "tool": "pay", "sum": "/amount", "within": "24h"}],
+        "rules": [{"name": "daily-limit", "tool": "pay", "require": {"budget": "daily", "range": {"max": 100}}}],
+        "steps": [{"name": "Pay", "isDefault": true},
+                  {"name": "Spent", "conditions": [{"type": "budget", "value": "daily", "range": {"min": 100}}]}]
+      }}"#,
+    );
+    let events = [
+        r#"{"tool": "pay", "arguments": {"amount": 60}, "at": 1000}"#,
+        r#"{"tool": "pay", "arguments": {"amount": 50}, "at": 2000}"#,
+        r#"{"tool": "pay", "arguments": {"amount": 40}, "at": 3000}"#,
+        r#"{"tool": "pay", "arguments": {"amount": 40}, "at": 90000000}"#,
+    ]
+    .join("\n");
+    let out = orch(&["simulate", &file, "-"], Some(&events));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = lines(&out);
+    assert_eq!(trace[1]["outcome"], "free");
+    assert_eq!(trace[2]["outcome"], "refused");
+    assert_eq!(trace[2]["rule"], "daily-limit");
+    assert!(trace[2]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("would be 110"));
+    assert_eq!(trace[3]["step"], "Spent");
+    // A day later the window holds only the newest payment.
+    assert_eq!(trace[4]["outcome"], "free");
+    let bad = orch(
+        &["simulate", &file, "-"],
+        Some(r#"{"tool": "pay", "arguments": [1]}"#),
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`arguments` must be a JSON object"));
+}

@@ -112,7 +112,9 @@ fn lints_of(ir: &Ir, exploration: &Exploration, found: &[Diagnostic]) -> Vec<Dia
             continue;
         };
         if finding.reachable.is_none() && ir.default_step != Some(i) {
-            if already(&[Code::UnreachableStep, Code::ShadowedStep], &finding.name) {
+            if finding.abstracted.is_some()
+                || already(&[Code::UnreachableStep, Code::ShadowedStep], &finding.name)
+            {
                 continue;
             }
             let mut d = Diagnostic::new(

@@ -291,6 +291,8 @@ pub enum IrCondition {
         /// The window.
         window: usize,
     },
+    /// `budget`: an index into [`IrMemory::conditions`](crate::ir_rules::IrMemory::conditions).
+    Budget(usize),
 }
 
 impl Ir {
@@ -374,6 +376,7 @@ impl Ir {
                     tool: tool as u16,
                     window: window as u16,
                 },
+                IrCondition::Budget(k) => Condition::Budget(k as u16),
             }));
             let static_set = intern(&mut t.bits, set_words(&s.static_set));
             let seq_start = intern(&mut t.bits, sequence_words(&s.sequence));
@@ -485,6 +488,7 @@ pub fn fingerprint(t: &OwnedTables) -> u64 {
             Condition::SequenceMatch => (1, 0, 0),
             Condition::Message(f) => (2, u64::from(f), 0),
             Condition::NotRecentlyUsed { tool, window } => (3, u64::from(tool), u64::from(window)),
+            Condition::Budget(k) => (4, u64::from(k), 0),
         };
         h.num(tag);
         h.num(a);
@@ -518,7 +522,11 @@ pub fn fingerprint(t: &OwnedTables) -> u64 {
         // Budgets came later: rules without them hash as they did before budgets
         // existed, so their runs' snapshots and approvals still restore.
         if t.rules.budgets.is_empty() {
-            h.str(&literal.replacen("budgets: &[], budget_tools: &[], ", "", 1));
+            h.str(&literal.replacen(
+                "budgets: &[], budget_tools: &[], budget_conditions: &[], ",
+                "",
+                1,
+            ));
         } else {
             h.str(&literal);
         }

@@ -115,6 +115,26 @@ pub struct IrMemory {
     pub values: Option<u32>,
     /// The budgets (semantics §17), in template order.
     pub budgets: Vec<IrBudget>,
+    /// The budget tests step conditions read, each an [`IrTest::Budget`]; a step's
+    /// [`IrCondition::Budget`](crate::ir::IrCondition::Budget) is an index into it.
+    pub conditions: Vec<IrTest>,
+}
+
+impl IrMemory {
+    /// Budget condition `k` ([`IrMemory::conditions`]) in the template's words:
+    /// "refunds at least 3".
+    pub fn describe_condition(&self, k: usize) -> String {
+        let Some(IrTest::Budget { budget, min, max }) = self.conditions.get(k) else {
+            return String::new();
+        };
+        let name = self.budgets.get(*budget).map_or("", |b| b.name.as_str());
+        match (min, max) {
+            (None, None) => name.to_owned(),
+            (Some(min), None) => format!("{name} at least {min}"),
+            (None, Some(max)) => format!("{name} at most {max}"),
+            (Some(min), Some(max)) => format!("{name} from {min} to {max}"),
+        }
+    }
 }
 
 /// A budget, checked (semantics §17).
@@ -182,6 +202,13 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
             name,
             pred,
         });
+    }
+    for test in &memory.conditions {
+        let pred = f.pred(&IrPred::Test {
+            path: String::new(),
+            test: test.clone(),
+        });
+        f.out.budget_conditions.push(pred);
     }
     f.out
 }

@@ -508,16 +508,19 @@ pub enum ConditionKind {
     MessageRegex,
     /// `not_recently_used`: a tool is not among the newest `window` history entries.
     NotRecentlyUsed,
+    /// `budget`: a budget's total (semantics §17) is within a `range`.
+    Budget,
 }
 
 impl ConditionKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [ConditionKind; 5] = [
+    pub const ALL: [ConditionKind; 6] = [
         ConditionKind::ToolUsed,
         ConditionKind::SequenceMatch,
         ConditionKind::MessageContains,
         ConditionKind::MessageRegex,
         ConditionKind::NotRecentlyUsed,
+        ConditionKind::Budget,
     ];
 
     /// The `type` string of a template (and the DSL's keyword).
@@ -528,6 +531,7 @@ impl ConditionKind {
             ConditionKind::MessageContains => "message_contains",
             ConditionKind::MessageRegex => "message_regex",
             ConditionKind::NotRecentlyUsed => "not_recently_used",
+            ConditionKind::Budget => "budget",
         }
     }
 
@@ -594,6 +598,10 @@ pub struct Condition {
     pub value: Option<Spanned<String>>,
     /// `window` (for `not_recently_used`).
     pub window: Option<Spanned<u64>>,
+    /// `range` (for `budget`): the least total, inclusive, as written.
+    pub min: Option<Spanned<String>>,
+    /// `range` (for `budget`): the greatest total, inclusive, as written.
+    pub max: Option<Spanned<String>>,
 }
 
 impl Condition {

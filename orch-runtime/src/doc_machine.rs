@@ -200,6 +200,7 @@ macro_rules! __doc_machine {
                     sources: &[],
                     budgets: &[],
                     budget_tools: &[],
+                    budget_conditions: &[],
                     text: "",
                     remember: 0,
                 },
@@ -221,6 +222,8 @@ macro_rules! __doc_machine {
                     counters: &[],
                     nru_atoms: &[],
                     nru_atom_base: 2,
+                    budget_atoms: &[],
+                    budget_atom_base: 2,
                     cond_atom: &[0, 1],
                 },
                 moves: __rt::Moves {

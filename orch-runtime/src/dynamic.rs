@@ -17,6 +17,9 @@ use crate::OutcomeKind;
 pub struct DynMachine {
     tables: OwnedTables,
     matchers: Matchers,
+    /// Per budget, the total past which no budget test tells totals apart (what a
+    /// behaviour key cuts totals at).
+    budget_caps: Vec<i128>,
 }
 
 /// A `message_regex` source that does not compile.
@@ -79,7 +82,12 @@ impl DynMachine {
                 .map_or_else(|| "does not compile".to_owned(), |e| e.to_string());
             return Err(RegexError { pattern, message });
         }
-        Ok(DynMachine { tables, matchers })
+        let budget_caps = tables.rules.view().budget_caps();
+        Ok(DynMachine {
+            tables,
+            matchers,
+            budget_caps,
+        })
     }
 
     /// Does a rule on arguments read the results of the tool `name` (semantics §16)? A
@@ -403,6 +411,20 @@ impl<'m> DynSession<'m> {
         result.map_err(|d| self.denied(d))
     }
 
+    /// A call that ran without this session admitting it — a simulation, a host that
+    /// observes calls rather than enforcing — stored as admitting it would store it: its
+    /// arguments remembered where rules read them, its charges made to the budgets, the
+    /// clock moved to its time. Nothing is judged; record it with [`DynSession::record`]
+    /// as any call.
+    pub fn ran_call(&mut self, name: &str, call: &Call<'_>) {
+        let t = self.machine.tables.view();
+        let tool = match t.tool_index(name) {
+            Some(i) => ToolRef::Declared(i),
+            None => ToolRef::Foreign(name),
+        };
+        self.state.ran_call(&t, tool, call, &self.machine.matchers);
+    }
+
     /// Why a call broke a rule on arguments, in words: the rule of
     /// [`crate::Session::explain_broken`].
     pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
@@ -662,6 +684,22 @@ impl<'m> DynSession<'m> {
     #[doc(hidden)]
     pub fn behaviour_key(&self, out: &mut Vec<u64>) {
         self.state.behaviour_key(out);
+        let rules = self.machine.tables.rules.view();
+        if !rules.budgets.is_empty() {
+            // Rules and conditions read budgets: their totals are part of the behaviour.
+            rules.budget_key(self.state.memory.as_ref(), &self.machine.budget_caps, out);
+        }
+    }
+
+    /// Budget `b`'s total at the session's clock, in billionths (an index into the
+    /// machine's budgets). Verification plumbing.
+    #[doc(hidden)]
+    pub fn budget_total(&self, b: usize) -> i128 {
+        self.machine
+            .tables
+            .rules
+            .view()
+            .budget_total(self.state.memory.as_ref(), b)
     }
 
     /// Does condition `k` (in template order) of step `step` hold now? `None` for a

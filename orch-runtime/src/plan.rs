@@ -19,10 +19,14 @@
 //!   position's bit. Only the words where `x` appears at some position are stored;
 //! - **`not_recently_used` atoms**, one per distinct `(tool, window)`: a saturating
 //!   counter per tool says how many entries were recorded since its newest use; the
-//!   atom holds when the counter has reached the window.
+//!   atom holds when the counter has reached the window;
+//! - **`budget` atoms**, one per budget test of a step condition: evaluated against the
+//!   budgets' totals at the session's clock after each recorded call, user message and
+//!   change of step (semantics §17). A machine with one has no transition table
+//!   ([`crate::moves`]): its budgets are not part of a node.
 //!
-//! All of it is a function of the history, the used set and the message flags, so a
-//! restored session rebuilds it from them ([`crate::state::State::rebuild`]).
+//! All of it is a function of the history, the used set, the message flags and the
+//! budgets, so a restored session rebuilds it from them ([`crate::state::State::rebuild`]).
 //!
 //! A [`Plan`] is derived from the rest of the [`Tables`](crate::tables::Tables) by
 //! [`OwnedPlan::derive`] (in `derive/plan.rs`, above the engine), for generated code
@@ -79,6 +83,11 @@ compiled_form! {
         nru_atoms: slice((u32, u16)),
         /// The atom of the first `not_recently_used` condition.
         nru_atom_base: value(u32),
+        /// Per `budget` atom, its budget test (an index into the rules'
+        /// `budget_conditions`); the `k`-th is atom `budget_atom_base + k`.
+        budget_atoms: slice(u32),
+        /// The atom of the first `budget` condition.
+        budget_atom_base: value(u32),
         /// Per condition of the tables' pool: its atom ([`NONE`] for a step activation never
         /// chooses).
         cond_atom: slice(u32),

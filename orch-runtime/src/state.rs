@@ -205,6 +205,23 @@ where
                 set_atom(holds, eligible, p, p.nru_atom_base as usize + k, value);
             }
         }
+        if !p.budget_atoms.is_empty() {
+            self.sync_budget_atoms(t);
+        }
+    }
+
+    /// Brings the `budget` atoms up to date with the budgets' totals at the session's
+    /// clock (semantics §17): after a recorded call (charged when it was admitted), a user
+    /// message and a change of step (which may empty budgets).
+    fn sync_budget_atoms<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
+        let p = &t.plan;
+        for (k, &cond) in p.budget_atoms.iter().enumerate() {
+            let value = t
+                .rules
+                .budget_condition_holds(self.memory.as_ref(), cond as usize);
+            let (holds, eligible, _) = split(self.derived.as_mut(), p);
+            set_atom(holds, eligible, p, p.budget_atom_base as usize + k, value);
+        }
     }
 
     /// Copies the message flags into their atoms.
@@ -299,6 +316,7 @@ where
                 cold();
                 t.rules
                     .clear_budgets(self.memory.as_mut(), crate::args::Per::Step);
+                self.sync_budget_atoms(t);
             }
         }
     }

@@ -118,6 +118,9 @@ pub enum Condition {
         /// How many of the newest history entries to look at (at least 1).
         window: u16,
     },
+    /// `budget`: budget test `k` of the rules' `budget_conditions` holds of the budgets'
+    /// totals at the session's clock (semantics §17).
+    Budget(u16),
 }
 
 /// Bit flags of [`StepTable::reset`].
@@ -239,6 +242,10 @@ impl Literal for Condition {
             Condition::Message(f) => {
                 w.item("Condition::Message(");
                 w.int(f);
+            }
+            Condition::Budget(k) => {
+                w.item("Condition::Budget(");
+                w.int(k);
             }
             Condition::NotRecentlyUsed { tool, window } => {
                 w.item("Condition::NotRecentlyUsed { tool: ");

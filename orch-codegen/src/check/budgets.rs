@@ -1,10 +1,10 @@
 //! Budgets (semantics §17): each budget's tools resolved, its sum, scope and window
-//! judged, and the budget tests of rules resolved against them.
+//! judged, and the budget tests of rules and step conditions resolved against them.
 
 use super::{Checker, Universe};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{IrBudget, IrTest};
-use crate::model::{BudgetDecl, Span, Spanned};
+use crate::ir::{IrBudget, IrCondition, IrTest};
+use crate::model::{BudgetDecl, Condition, Span, Spanned};
 use orch_runtime::args::{
     amount, is_pointer, window_ms, BUDGET_EVENTS, MAX_BUDGET_EVENTS, MAX_WINDOW_MS,
 };
@@ -274,5 +274,32 @@ impl<'t> Checker<'t> {
             min: min.as_ref().map(|m| m.value.clone()),
             max: max.as_ref().map(|m| m.value.clone()),
         })
+    }
+
+    /// A `budget` step condition: a budget test as in a rule ([`Checker::budget_test`]),
+    /// with at least one bound (E025: without `range` it would always hold). Equal tests
+    /// share one entry.
+    pub(super) fn budget_condition(
+        &mut self,
+        c: &Condition,
+        name: &Spanned<String>,
+    ) -> Option<IrCondition> {
+        if c.min.is_none() && c.max.is_none() {
+            self.bad(
+                c.span,
+                format!("the `budget` condition on `{}` has no `range`", name.value),
+                "bound the total: `{\"type\": \"budget\", \"value\": \"refunds\", \"range\": {\"min\": 3}}` in JSON, `budget(refunds, min = 3)` in the DSL",
+            );
+            return None;
+        }
+        let test = self.budget_test(c.span, name, &c.min, &c.max)?;
+        let k = match self.budget_conditions.iter().position(|t| *t == test) {
+            Some(k) => k,
+            None => {
+                self.budget_conditions.push(test);
+                self.budget_conditions.len() - 1
+            }
+        };
+        Some(IrCondition::Budget(k))
     }
 }

@@ -157,6 +157,7 @@ enum Key {
     Contains(usize),
     Regex(usize),
     NotRecentlyUsed(usize),
+    Budget(usize),
 }
 
 fn key(c: IrCondition) -> Key {
@@ -166,6 +167,7 @@ fn key(c: IrCondition) -> Key {
         IrCondition::Contains(a) => Key::Contains(a),
         IrCondition::Regex(r) => Key::Regex(r),
         IrCondition::NotRecentlyUsed { tool, .. } => Key::NotRecentlyUsed(tool),
+        IrCondition::Budget(k) => Key::Budget(k),
     }
 }
 
@@ -281,7 +283,8 @@ fn implies(
             },
             _ => false,
         }),
-        IrCondition::Regex(_) => sc.contains(&c),
+        // Equal budget tests share one entry: the same test implies itself.
+        IrCondition::Regex(_) | IrCondition::Budget(_) => sc.contains(&c),
         IrCondition::NotRecentlyUsed { tool, window } => sc.iter().any(|d| {
             matches!(*d, IrCondition::NotRecentlyUsed { tool: t2, window: w2 } if t2 == tool && w2 >= window)
         }),

@@ -48,6 +48,9 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
         ran: c.gate(&t.lost_results.ran, &universe, "lostResults.ran"),
         hold: c.gate(&t.lost_results.hold, &universe, "lostResults.hold"),
     };
+    // Budgets before steps: a step's condition may test one.
+    let mut memory = c.memory(&universe);
+    memory.budgets = c.budgets(&universe);
     let steps: Vec<StepInfo<'_>> = t
         .steps
         .iter()
@@ -63,8 +66,7 @@ pub(crate) fn check(t: &Template) -> Resolved<'_> {
             step
         })
         .collect();
-    let mut memory = c.memory(&universe);
-    memory.budgets = c.budgets(&universe);
+    memory.conditions = std::mem::take(&mut c.budget_conditions);
     let properties = c.properties(&universe);
     let arg_rules = c.arg_rules(&universe);
     c.check_message_conditions();
@@ -284,6 +286,9 @@ struct Checker<'t> {
     budget_names: Vec<String>,
     /// Checking a budget's `where`, which may not test budgets.
     in_budget_where: bool,
+    /// The budget tests step conditions read, each once (what
+    /// [`IrCondition::Budget`](crate::ir::IrCondition::Budget) indexes).
+    budget_conditions: Vec<crate::ir::IrTest>,
 }
 
 impl<'t> Checker<'t> {
@@ -298,6 +303,7 @@ impl<'t> Checker<'t> {
             trusted: Vec::new(),
             budget_names: Vec::new(),
             in_budget_where: false,
+            budget_conditions: Vec::new(),
         }
     }
 

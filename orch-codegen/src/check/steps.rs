@@ -230,6 +230,7 @@ impl<'t> Checker<'t> {
                 fold_case(&v.value),
             ))),
             (ConditionKind::MessageRegex, Some(v)) => self.regex(v, step),
+            (ConditionKind::Budget, Some(v)) => self.budget_condition(c, v),
             (_, None) => None,
         }
     }
@@ -240,6 +241,7 @@ impl<'t> Checker<'t> {
             ConditionKind::MessageContains => "give the text to look for: `\"value\": \"plan\"` in JSON, `message_contains(\"plan\")` in the DSL",
             ConditionKind::MessageRegex => "give the pattern: `\"value\": \"(?i)plan\"` in JSON, `message_regex(\"(?i)plan\")` in the DSL",
             ConditionKind::NotRecentlyUsed => "name the tool: `\"value\": \"search\"` in JSON, `not_recently_used(search)` in the DSL",
+            ConditionKind::Budget => "name the budget and bound its total: `\"value\": \"refunds\", \"range\": {\"min\": 3}` in JSON, `budget(refunds, min = 3)` in the DSL",
             ConditionKind::ToolUsed | ConditionKind::SequenceMatch => "name the tool: `\"value\": \"search\"` in JSON, `tool_used(search)` in the DSL",
         };
         self.push(

@@ -36,11 +36,13 @@
 //! scalar     := string | "-"? number | "true" | "false" | "null"
 //! condition  := "sequence_match" | "tool_used" "(" tool ")" | "message_contains" "(" string ")"
 //!             | "message_regex" "(" string ")" | "not_recently_used" "(" tool ("," "window" "=" int)? ")"
+//!             | "budget" "(" name ("," ("min" | "max") "=" number)* ")"
 //! name, tool := ident | string        (strings for names that are not identifiers, and "*" patterns)
 //! ```
 
 use crate::model::{
-    Condition, ConditionType, Property, PropertyRule, SequenceEntry, Spanned, Step, Template,
+    Condition, ConditionKind, ConditionType, Property, PropertyRule, SequenceEntry, Spanned, Step,
+    Template,
 };
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -325,7 +327,18 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
                     if !args.is_empty() {
                         c.value = Some(low.name(&args)?);
                     }
-                    while args.parse::<Option<Token![,]>>()?.is_some() {
+                    let budget = c
+                        .kind
+                        .as_ref()
+                        .is_some_and(|k| k.value == ConditionType::Known(ConditionKind::Budget));
+                    if budget && args.parse::<Option<Token![,]>>()?.is_some() {
+                        for (key, value) in bounds(&args, "budget")? {
+                            let text = number_text(&value)?;
+                            let slot = if key == "min" { &mut c.min } else { &mut c.max };
+                            *slot = Some(low.spanned(text, value.span()));
+                        }
+                    }
+                    while !budget && args.parse::<Option<Token![,]>>()?.is_some() {
                         if args.is_empty() {
                             break;
                         }

@@ -389,7 +389,7 @@ pub(super) enum Bound {
 }
 
 impl Bound {
-    fn span(&self) -> Span {
+    pub(super) fn span(&self) -> Span {
         match self {
             Bound::Int { lit, .. } => lit.span(),
             Bound::Float { lit, .. } => lit.span(),

@@ -9,8 +9,8 @@ use super::ticked;
 use crate::check::suggest::Suggester;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{
-    Condition, ConditionKind, ConditionType, Property, PropertyRule, SequenceEntry, Span, Spanned,
-    Step, Template,
+    ArgTest, Condition, ConditionKind, ConditionType, Property, PropertyRule, SequenceEntry, Span,
+    Spanned, Step, Template,
 };
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
@@ -684,6 +684,12 @@ impl Reader {
         c.value = self.opt_string(o, "value");
         if let Some(w) = get(o, "window") {
             c.window = self.uint(w, "window");
+        }
+        if let Some(range) = get(o, "range") {
+            if let Some(ArgTest::Range { min, max, .. }) = self.test("range", range) {
+                c.min = min;
+                c.max = max;
+            }
         }
         Some(c)
     }

@@ -313,7 +313,7 @@ impl Reader {
         );
     }
 
-    fn test(&mut self, key: &str, v: &Value<'_>) -> Option<ArgTest> {
+    pub(super) fn test(&mut self, key: &str, v: &Value<'_>) -> Option<ArgTest> {
         Some(match key {
             "exists" => match v {
                 Value::BooleanLit(b) => ArgTest::Exists(b.value),

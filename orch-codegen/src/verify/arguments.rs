@@ -10,6 +10,10 @@
 //! and in range, a string and a number, one of a `oneOf`'s values and not matching a
 //! `glob` they all match) is dropped; tests of different paths stay independent. A
 //! proof is sound, and a witness says which outcomes of the tests it assumed.
+//!
+//! A budget test (semantics §17) is no choice when the state knows the total: a count of
+//! a tool's calls without `where` or `within` is exact in the model ([`Totals`]); any
+//! other budget's total is the model's choice.
 
 use super::feasible::{Class, PathChoice, Pattern, StrTest};
 use orch_runtime::args::compare_numbers;
@@ -20,6 +24,10 @@ use std::collections::{BTreeMap, HashMap};
 /// The most distinct tests one call's decision is enumerated over; past it the call is
 /// taken to be able to run, ungated (sound for a proof).
 pub(crate) const MAX_DECISIONS: usize = 16;
+
+/// Budget `b`'s total with the call being judged, in billionths, where the model knows
+/// it exactly; `None` where it is the model's choice.
+pub(crate) type Totals<'a> = &'a dyn Fn(usize) -> Option<i128>;
 
 /// A predicate in some rules' compiled form.
 #[derive(Clone, Copy)]
@@ -51,6 +59,7 @@ pub(crate) fn can_run<'r>(
     step: Option<usize>,
     when: Option<Formula<'r>>,
     ungated: bool,
+    totals: Totals<'_>,
 ) -> Option<Vec<String>> {
     let step = step.map_or(ANY_STEP, |s| s as u16);
     let applying: Vec<(RuleKind, Formula<'_>)> = match tool {
@@ -75,7 +84,9 @@ pub(crate) fn can_run<'r>(
     let mut leaves: HashMap<(usize, u32), Leaf> = HashMap::new();
     for f in when.iter().chain(applying.iter().map(|(_, f)| f)) {
         walk(*f, f.root, &mut |node| {
-            leaves.entry(f.key(node)).or_insert_with(|| leaf(*f, node));
+            leaves
+                .entry(f.key(node))
+                .or_insert_with(|| leaf(*f, node, totals));
         });
     }
     let space = Space::new(leaves.values().cloned().collect());
@@ -109,6 +120,8 @@ pub(crate) fn can_run<'r>(
 /// any other test, by its words.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Leaf {
+    /// A test whose outcome the state decides (a budget the model counts exactly).
+    Fixed(bool),
     Range {
         path: String,
         min: Option<String>,
@@ -152,6 +165,7 @@ impl Space {
         let mut paths: Vec<(String, Vec<String>)> = Vec::new();
         for l in leaves {
             match l {
+                Leaf::Fixed(_) => {}
                 Leaf::Other { words, path, class } => {
                     if others
                         .last()
@@ -266,6 +280,7 @@ impl Space {
 
     fn holds(&self, choice: &Choice, leaf: &Leaf) -> bool {
         match leaf {
+            Leaf::Fixed(holds) => *holds,
             Leaf::Other { words, .. } => self
                 .others
                 .iter()
@@ -309,7 +324,19 @@ impl Space {
 
 /// A leaf test as a decision: a `range` by its path and bounds, any other test by its
 /// words (and, for a value from results, its source).
-fn leaf(f: Formula<'_>, node: u32) -> Leaf {
+fn leaf(f: Formula<'_>, node: u32, totals: Totals<'_>) -> Leaf {
+    if let Some(Pred::Test {
+        test: Test::Budget { budget, min, max },
+        ..
+    }) = f.rules.preds.get(node as usize)
+    {
+        if let Some(total) = totals(*budget as usize) {
+            let bound = |s: &Span| orch_runtime::args::bound(f.rules.text_of(*s));
+            let above = min.is_empty() || bound(min).is_some_and(|m| total >= m);
+            let below = max.is_empty() || bound(max).is_some_and(|m| total <= m);
+            return Leaf::Fixed(above && below);
+        }
+    }
     if let Some(Pred::Test {
         path,
         test: Test::Range { min, max },

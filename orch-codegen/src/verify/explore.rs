@@ -12,9 +12,18 @@
 //! - reset.
 //!
 //! Breadth first, so every witness is a shortest list of events.
+//!
+//! A step condition that reads a budget (semantics §17) makes the budgets part of a
+//! state: every recorded call is charged as `orch simulate` charges a tool event without
+//! arguments, at a clock that does not move, and a state's key holds each budget's total
+//! up to one past the largest bound a test compares it with — exact for a count of a
+//! tool's calls over the run, a step or a message. A budget whose charges depend on the
+//! arguments (`sum`, `where`) or on time (`within`) is not modelled: a step whose
+//! condition reads one is never reported unreachable, only undecided, with that reason.
 
 use super::foreign;
 use super::messages::{Combinations, MessageConditions, MessageError};
+use orch_runtime::approval::{Call, CallDigest};
 use orch_runtime::compiled::{glob_match, Condition};
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
 use orch_runtime::hash::HashMap;
@@ -125,6 +134,9 @@ pub struct StepFinding {
     /// The step traps the session: once it is active, no event but `reset` ever makes
     /// another step active (informational; decided only by a complete exploration).
     pub traps: bool,
+    /// Why the exploration cannot decide that the step is unreachable, when a condition
+    /// of it reads a budget whose amounts or window it does not model.
+    pub abstracted: Option<String>,
 }
 
 /// Everything the exploration found.
@@ -307,6 +319,7 @@ impl Findings {
                 completes: None,
                 reason: None,
                 traps: false,
+                abstracted: abstracted(machine, i),
             })
             .collect();
         let n_conditions: Vec<usize> = t.steps.iter().map(|s| s.conditions.len as usize).collect();
@@ -368,7 +381,9 @@ impl Findings {
         }
         let reachable: Vec<bool> = self.steps.iter().map(|s| s.reachable.is_some()).collect();
         for (i, step) in self.steps.iter_mut().enumerate() {
-            if step.reachable.is_none() {
+            if step.reachable.is_none() && step.abstracted.is_some() {
+                step.reason.clone_from(&step.abstracted);
+            } else if step.reachable.is_none() {
                 let winner =
                     self.all_at[i].and_then(|at| graph.nodes[at].0.step().map(str::to_owned));
                 step.reason = Some(reason(
@@ -536,10 +551,13 @@ pub fn explore_with(machine: &DynMachine, options: &Options, host: &Host) -> Exp
             }
         }
         for (event, flags) in events {
+            if !rules_admit(&graph.nodes[at].0, &event, active, options.permissive) {
+                continue;
+            }
             let mut next = graph.nodes[at].0.clone();
             match &event {
                 Event::Tool(name) | Event::ApprovedTool(name) => {
-                    let completed = next.record(name) == DynOutcome::Completed;
+                    let completed = run_tool(&mut next, name) == DynOutcome::Completed;
                     if let Some(i) = active.filter(|_| completed) {
                         if findings.steps[i].completes.is_none() {
                             let mut w = graph.witness(at);
@@ -609,6 +627,89 @@ fn traps(edges: &[Vec<u32>], active: &[Option<usize>], step: usize) -> bool {
         && (0..active.len()).all(|n| active[n] != Some(step) || !escapes[n])
 }
 
+/// Runs tool `name` in the model: the call charged to the budgets as a tool event
+/// without arguments is (counts only, at the session's clock), then recorded.
+pub(crate) fn run_tool(session: &mut DynSession<'_>, name: &str) -> DynOutcome {
+    if !session.machine().tables().rules.budgets.is_empty() {
+        let call = Call::new(CallDigest::of_canonical(name, b"{}"), "{}");
+        session.ran_call(name, &call);
+    }
+    session.record(name)
+}
+
+/// Budget `b`'s total with a call of `tool` in state `session`, where the model knows it
+/// exactly: a count of calls without `where` or `within` (charged as [`run_tool`]
+/// charges). `None`: the model's choice.
+pub(crate) fn exact_total(session: &DynSession<'_>, b: usize, tool: Option<usize>) -> Option<i128> {
+    let rules = session.machine().tables().rules.view();
+    let budget = rules.budgets.get(b)?;
+    let exact =
+        budget.sum.is_none() && budget.pred == orch_runtime::args::EVERY_CALL && budget.within == 0;
+    if !exact {
+        return None;
+    }
+    let with_call = tool.is_some_and(|t| rules.charges_tool(b, t));
+    Some(
+        session.budget_total(b)
+            + if with_call {
+                orch_runtime::args::UNIT
+            } else {
+                0
+            },
+    )
+}
+
+/// With budgets, is `event` a call the rules on arguments can admit in state `session`
+/// (step `active`): can some arguments satisfy every required rule, budgets read as
+/// [`exact_total`] says? Always without budgets (or with `permissive`), as before
+/// budgets the model left rules to the properties.
+pub(crate) fn rules_admit(
+    session: &DynSession<'_>,
+    event: &Event,
+    active: Option<usize>,
+    permissive: bool,
+) -> bool {
+    let (Event::Tool(name) | Event::ApprovedTool(name)) = event else {
+        return true;
+    };
+    let machine = session.machine();
+    let rules = machine.tables().rules.view();
+    if permissive || rules.budgets.is_empty() {
+        return true;
+    }
+    let tool = machine.tables().view().tool_index(name);
+    let totals = |b: usize| exact_total(session, b, tool);
+    super::arguments::can_run(rules, machine.tools(), tool, active, None, false, &totals).is_some()
+}
+
+/// Why the exploration cannot rule out step `i`: a condition of it reads a budget whose
+/// charges depend on the arguments or on time.
+fn abstracted(machine: &DynMachine, i: usize) -> Option<String> {
+    let t = machine.tables();
+    let view = t.view();
+    let rules = t.rules.view();
+    view.step_conditions(i).iter().find_map(|c| {
+        let Condition::Budget(k) = *c else {
+            return None;
+        };
+        let budget = rules.budget_of_condition(k)?;
+        let b = rules.budgets.get(budget)?;
+        let what = if b.within != 0 {
+            "a window (time is the host's)"
+        } else if b.sum.is_some() {
+            "a sum of the calls' arguments"
+        } else if b.pred != orch_runtime::args::EVERY_CALL {
+            "a `where` on the calls' arguments"
+        } else {
+            return None;
+        };
+        Some(format!(
+            "its condition `budget {}` reads a budget with {what}, which verify does not model: undecided",
+            rules.describe_budget_condition(k)
+        ))
+    })
+}
+
 /// A condition in the template's words.
 fn describe(machine: &DynMachine, c: Condition) -> String {
     let t = machine.tables();
@@ -629,6 +730,7 @@ fn describe(machine: &DynMachine, c: Condition) -> String {
         Condition::NotRecentlyUsed { tool: x, window } => {
             format!("`not_recently_used {} (window {window})`", tool(x))
         }
+        Condition::Budget(k) => format!("`budget {}`", t.rules.view().describe_budget_condition(k)),
     }
 }
 

@@ -195,6 +195,7 @@ impl<'m> Search<'_, 'm> {
     /// outcomes of the tests the choice assumed.
     fn arguments_allow(
         &self,
+        session: &DynSession<'_>,
         name: &str,
         active: Option<usize>,
         ungated: bool,
@@ -207,7 +208,8 @@ impl<'m> Search<'_, 'm> {
             tools,
         });
         let tool = self.machine.tables().view().tool_index(name);
-        arguments::can_run(rules, tools, tool, active, when, ungated)
+        let totals = |b: usize| super::explore::exact_total(session, b, tool);
+        arguments::can_run(rules, tools, tool, active, when, ungated, &totals)
     }
 
     /// " with arguments for which … (assuming …)" for a property with `when`: the
@@ -234,7 +236,13 @@ impl<'m> Search<'_, 'm> {
 
     /// The violation running `event`'s tool from monitor `monitor` in step `active`
     /// would be, if any.
-    fn violation(&self, event: &Event, monitor: u64, active: Option<usize>) -> Option<String> {
+    fn violation(
+        &self,
+        session: &DynSession<'_>,
+        event: &Event,
+        monitor: u64,
+        active: Option<usize>,
+    ) -> Option<String> {
         let (name, approved) = match event {
             Event::Tool(n) => (n, false),
             Event::ApprovedTool(n) => (n, true),
@@ -246,22 +254,32 @@ impl<'m> Search<'_, 'm> {
         }
         match &p.rule {
             IrRule::Never => self
-                .arguments_allow(name, active, false)
+                .arguments_allow(session, name, active, false)
                 .map(|assumed| format!("`{name}` can run{}", self.with_arguments(&assumed))),
             IrRule::Approved if !approved => {
-                self.arguments_allow(name, active, true).map(|assumed| {
-                    format!(
-                        "`{name}` can run without a human's approval{}",
-                        self.with_arguments(&assumed)
-                    )
-                })
+                self.arguments_allow(session, name, active, true)
+                    .map(|assumed| {
+                        format!(
+                            "`{name}` can run without a human's approval{}",
+                            self.with_arguments(&assumed)
+                        )
+                    })
             }
             IrRule::Approved => None,
-            IrRule::AtMost(n) if monitor >= *n => Some(format!("`{name}` can run {} times", n + 1)),
+            IrRule::AtMost(n)
+                if monitor >= *n
+                    && self.arguments_allow(session, name, active, false).is_some() =>
+            {
+                Some(format!("`{name}` can run {} times", n + 1))
+            }
             IrRule::AtMost(_) => None,
-            IrRule::After(q) if monitor == 0 => Some(format!(
-                "`{name}` can run before any tool matching `{q}` has"
-            )),
+            IrRule::After(q)
+                if monitor == 0 && self.arguments_allow(session, name, active, false).is_some() =>
+            {
+                Some(format!(
+                    "`{name}` can run before any tool matching `{q}` has"
+                ))
+            }
             IrRule::After(_) => None,
         }
     }
@@ -297,6 +315,10 @@ impl<'m> Search<'_, 'm> {
         let mut seen: HashMap<Vec<u64>, usize> = HashMap::default();
         seen.insert(key.clone(), 0);
         let mut nodes: Vec<Node<'m>> = vec![(first, 0, usize::MAX, None)];
+        let when_caps = self
+            .when
+            .as_ref()
+            .map_or_else(Vec::new, |(r, _)| r.view().budget_caps());
         let mut head = 0;
         let witness = |nodes: &[Node<'m>], mut at: usize, last: Event| -> Witness {
             let mut events = vec![last];
@@ -338,7 +360,7 @@ impl<'m> Search<'_, 'm> {
             }
             let monitor = nodes[at].1;
             for (event, flags) in events {
-                if let Some(message) = self.violation(&event, monitor, active) {
+                if let Some(message) = self.violation(&nodes[at].0, &event, monitor, active) {
                     return PropertyFinding {
                         name,
                         holds: Some(false),
@@ -347,10 +369,18 @@ impl<'m> Search<'_, 'm> {
                         states: nodes.len(),
                     };
                 }
+                if !super::explore::rules_admit(
+                    &nodes[at].0,
+                    &event,
+                    active,
+                    self.options.permissive,
+                ) {
+                    continue;
+                }
                 let mut next = nodes[at].0.clone();
                 match &event {
                     Event::Tool(n) | Event::ApprovedTool(n) => {
-                        next.record(n);
+                        super::explore::run_tool(&mut next, n);
                     }
                     Event::Message(_) => next.on_message_flags(flags.unwrap_or(&[])),
                     Event::Reset => next.reset(),
@@ -358,6 +388,13 @@ impl<'m> Search<'_, 'm> {
                 }
                 let m = self.next_monitor(&event, monitor);
                 next.behaviour_key(&mut key);
+                {
+                    // The property's budget tests tell totals apart up to its own bounds.
+                    for (b, cap) in when_caps.iter().enumerate() {
+                        let total = next.budget_total(b).clamp(0, *cap);
+                        key.push(u64::try_from(total).unwrap_or(u64::MAX));
+                    }
+                }
                 key.push(m);
                 if seen.contains_key(&key) {
                     continue;

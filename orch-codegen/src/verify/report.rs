@@ -146,7 +146,7 @@ pub fn findings(found: &Exploration, props: &[PropertyFinding]) -> Vec<Finding> 
     for s in &found.steps {
         out.push(Finding {
             step: Some(s.name.clone()),
-            answer: decided(&s.reachable),
+            answer: decided(&s.reachable).filter(|&reached| reached || s.abstracted.is_none()),
             witness: s.reachable.as_deref().map(witness),
             reason: s.reason.clone(),
             ..Finding::new(Kind::Step)

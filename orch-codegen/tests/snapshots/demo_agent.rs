@@ -182,6 +182,7 @@ pub mod demo_agent {
             sources: &[],
             budgets: &[],
             budget_tools: &[],
+            budget_conditions: &[],
             text: "",
             remember: 0,
         },
@@ -203,6 +204,8 @@ pub mod demo_agent {
             counters: &[],
             nru_atoms: &[],
             nru_atom_base: 1,
+            budget_atoms: &[],
+            budget_atom_base: 1,
             cond_atom: &[0],
         },
         moves: __rt::Moves {

@@ -4,7 +4,7 @@
 
 use super::budget::{amount, decimal, Area, AreaMut, Budget, Charge, EVERY_CALL, UNIT};
 use super::json::Doc;
-use super::rules::Rules;
+use super::rules::{within, Pred, Rules, Test};
 
 /// The budgets' area of a session's memory words.
 pub(crate) fn budget_view<'w>(rules: &Rules<'_>, memory: &'w [u64]) -> Area<'w> {
@@ -87,7 +87,6 @@ impl<'a> Rules<'a> {
         }
     }
 
-    /// Budget `b` and its words, within the area `area`.
     /// Each budget's total at the session's clock, by name, as a decimal — the budgets
     /// that hold nothing left out (semantics §17). `memory`: a session's memory words.
     pub fn budget_totals(&self, memory: &[u64]) -> Vec<(&'a str, String)> {
@@ -101,6 +100,80 @@ impl<'a> Rules<'a> {
                 (total != 0).then(|| (self.budget_name(b), decimal(total)))
             })
             .collect()
+    }
+
+    /// Does budget test `k` of [`Rules::budget_conditions`] hold of the budgets' totals
+    /// at the session's clock (a step condition, semantics §17)? `memory`: a session's
+    /// memory words.
+    pub(crate) fn budget_condition_holds(&self, memory: &[u64], k: usize) -> bool {
+        let test = self
+            .budget_conditions
+            .get(k)
+            .and_then(|&p| self.preds.get(p as usize));
+        let Some(Pred::Test {
+            test: Test::Budget { budget, min, max },
+            ..
+        }) = test
+        else {
+            return false;
+        };
+        let area = budget_view(self, memory);
+        let total = self
+            .budgets
+            .get(*budget as usize)
+            .map_or(0, |b| area.value(b, area.clock()));
+        within(total, self.text_of(*min), self.text_of(*max))
+    }
+
+    /// Per budget, one unit past the largest bound any budget test of these rules
+    /// compares its total with: totals at or above it are alike to every test.
+    pub fn budget_caps(&self) -> Vec<i128> {
+        let mut caps = vec![UNIT; self.budgets.len()];
+        for p in self.preds {
+            if let Pred::Test {
+                test: Test::Budget { budget, min, max },
+                ..
+            } = p
+            {
+                for t in [min, max] {
+                    let bound = super::budget::bound(self.text_of(*t)).unwrap_or(0);
+                    if let Some(cap) = caps.get_mut(*budget as usize) {
+                        *cap = (*cap).max(bound.saturating_add(UNIT));
+                    }
+                }
+            }
+        }
+        caps
+    }
+
+    /// Each budget's total at the session's clock, cut at `caps` (zero for a budget
+    /// without one), appended to `out`: the budgets as far as the tests that gave the
+    /// caps can tell them apart (what the states of `orch verify`'s exploration are
+    /// keyed by). `memory`: a session's memory words.
+    pub fn budget_key(&self, memory: &[u64], caps: &[i128], out: &mut Vec<u64>) {
+        let area = budget_view(self, memory);
+        let now = area.clock();
+        for (budget, cap) in self.budgets.iter().zip(caps) {
+            let total = area.value(budget, now).clamp(0, (*cap).max(0));
+            out.push(u64::try_from(total).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Budget `b`'s total at the session's clock, in billionths (0 for no such budget).
+    /// `memory`: a session's memory words.
+    pub fn budget_total(&self, memory: &[u64], b: usize) -> i128 {
+        let area = budget_view(self, memory);
+        self.budgets
+            .get(b)
+            .map_or(0, |budget| area.value(budget, area.clock()))
+    }
+
+    /// Does budget `b` charge the calls of tool `tool` (an index into the machine's
+    /// tools)?
+    pub fn charges_tool(&self, b: usize, tool: usize) -> bool {
+        self.budgets
+            .get(b)
+            .is_some_and(|budget| self.budget_charges_tool(budget, tool))
     }
 
     /// Budget `b`'s name.

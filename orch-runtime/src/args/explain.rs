@@ -109,6 +109,40 @@ impl<'a> Rules<'a> {
         }
     }
 
+    /// The budget that budget test `k` of a step condition reads.
+    pub fn budget_of_condition(&self, k: u16) -> Option<usize> {
+        let p = *self.budget_conditions.get(k as usize)?;
+        match self.preds.get(p as usize)? {
+            Pred::Test {
+                test: Test::Budget { budget, .. },
+                ..
+            } => Some(*budget as usize),
+            _ => None,
+        }
+    }
+
+    /// Budget test `k` of a step condition in the template's words: "refunds at least 3".
+    pub fn describe_budget_condition(&self, k: u16) -> String {
+        let test = self
+            .budget_conditions
+            .get(k as usize)
+            .and_then(|&p| self.preds.get(p as usize));
+        let Some(Pred::Test {
+            test: Test::Budget { budget, min, max },
+            ..
+        }) = test
+        else {
+            return String::new();
+        };
+        let name = self.budget_name(*budget as usize);
+        match (self.text_of(*min), self.text_of(*max)) {
+            ("", "") => name.to_owned(),
+            (min, "") => format!("{name} at least {min}"),
+            ("", max) => format!("{name} at most {max}"),
+            (min, max) => format!("{name} from {min} to {max}"),
+        }
+    }
+
     /// Source `source` as the values it remembers: "a value the user wrote".
     pub fn seen_at(&self, source: u32, tool: &dyn Fn(u16) -> &'a str) -> String {
         let Some(src) = self.sources.get(source as usize) else {

@@ -23,7 +23,7 @@ mod seen;
 mod source;
 
 pub use budget::{
-    amount, decimal, window_ms, window_text, Budget, Per, BUDGET_EVENTS, EVERY_CALL,
+    amount, bound, decimal, window_ms, window_text, Budget, Per, BUDGET_EVENTS, EVERY_CALL,
     MAX_BUDGET_EVENTS, MAX_WINDOW_MS, UNIT,
 };
 pub(crate) use charges::{budget_view, budget_view_mut};

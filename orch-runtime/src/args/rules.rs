@@ -163,6 +163,9 @@ compiled_form! {
         budgets: slice(Budget),
         /// The tools each budget charges: spans of it are [`Budget::tools`].
         budget_tools: slice(u16),
+        /// The budget tests step conditions read (semantics §17): predicate nodes, each a
+        /// [`Test::Budget`]; a step's `Condition::Budget(k)` is the `k`-th.
+        budget_conditions: slice(u32),
         /// Every text of the rules, one after the other.
         text: text,
         /// The values a session remembers in each ring (the template's
@@ -761,7 +764,7 @@ impl Eval<'_, '_> {
 
 /// Is `total` (billionths) within the bounds `min..=max` (number texts; empty:
 /// unbounded)?
-fn within(total: i128, min: &str, max: &str) -> bool {
+pub(super) fn within(total: i128, min: &str, max: &str) -> bool {
     let bound = |t: &str| super::budget::bound(t);
     (min.is_empty() || bound(min).is_some_and(|m| total >= m))
         && (max.is_empty() || bound(max).is_some_and(|m| total <= m))

@@ -12,12 +12,17 @@ type Explored = State<Vec<u64>, Vec<u64>, Vec<u16>, Vec<u64>, Vec<u16>, Vec<u64>
 impl OwnedMoves {
     /// The table of `t`'s machine (its own `moves` field is not read; its `plan` is), or
     /// an empty one when its states exceed [`MAX_NODES`] or [`MAX_WORDS`], or it has more
-    /// than [`MAX_FLAGS`] message conditions.
+    /// than [`MAX_FLAGS`] message conditions, or a step condition reads a budget (whose
+    /// totals are not part of a node).
     pub fn derive<S: AsRef<str>>(t: &Tables<'_, S>) -> Self {
         let tools = t.tools.len();
         let flags = t.message_flags();
         let width = tools + 1;
-        if tools == 0 || flags > MAX_FLAGS || tools >= u16::MAX as usize {
+        if tools == 0
+            || flags > MAX_FLAGS
+            || tools >= u16::MAX as usize
+            || !t.plan.budget_atoms.is_empty()
+        {
             return OwnedMoves::default();
         }
         let fresh: Explored = State::fresh(

@@ -42,6 +42,20 @@ impl OwnedPlan {
         let nru_atom_base = n_atoms;
         let (counters, nru_atoms, nru_atom_of) = not_recently_used(t, &is_candidate, &mut n_atoms);
 
+        // Budgets: an atom per budget test that a candidate step's condition reads.
+        let budget_atom_base = n_atoms;
+        let mut budget_atoms: Vec<u32> = Vec::new();
+        for i in (0..n_steps).filter(|&i| is_candidate(i)) {
+            for c in t.step_conditions(i) {
+                if let Condition::Budget(k) = *c {
+                    if !budget_atoms.contains(&u32::from(k)) {
+                        budget_atoms.push(u32::from(k));
+                        n_atoms += 1;
+                    }
+                }
+            }
+        }
+
         // Each candidate step's mask, and the inverse map. A step with a condition that
         // can never hold (`sequence_match` without a sequence, which the compiler
         // rejects) is never a candidate.
@@ -70,6 +84,10 @@ impl OwnedPlan {
                     Condition::NotRecentlyUsed { tool, window } => {
                         nru_atom_of.get(&(tool, window)).copied().unwrap_or(NONE)
                     }
+                    Condition::Budget(k) => budget_atoms
+                        .iter()
+                        .position(|&b| b == u32::from(k))
+                        .map_or(NONE, |at| budget_atom_base + at as u32),
                 })
                 .collect();
             if atoms.contains(&NONE) {
@@ -116,6 +134,8 @@ impl OwnedPlan {
             counters,
             nru_atoms,
             nru_atom_base,
+            budget_atoms,
+            budget_atom_base,
             cond_atom,
         }
     }

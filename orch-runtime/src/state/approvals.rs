@@ -73,6 +73,19 @@ where
         if self.check_call(t, available, tool, call, matchers)? {
             self.approval = None;
         }
+        self.ran_call(t, tool, call, matchers);
+        Ok(())
+    }
+
+    /// What admitting `call` stores, without judging it: its arguments remembered and
+    /// its charges to the budgets made (semantics §16, §17).
+    pub fn ran_call<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        tool: ToolRef<'_>,
+        call: &Call<'_>,
+        matchers: &Matchers,
+    ) {
         if let ToolRef::Declared(i) = tool {
             t.rules
                 .remember_arguments(self.memory.as_mut(), i, call.arguments);
@@ -84,7 +97,6 @@ where
                 call.at,
             );
         }
-        Ok(())
     }
 
     /// Holds a verdict on `call` (semantics §13) in answer to `question`, replacing any

@@ -85,8 +85,8 @@ where
         }
     }
 
-    /// Recomputes the derived state from the history, the used set and the message
-    /// flags (after [`State::clear`], or when a snapshot was restored).
+    /// Recomputes the derived state from the history, the used set, the message flags
+    /// and the budgets (after [`State::clear`], or when a snapshot was restored).
     pub fn rebuild<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         let p = &t.plan;
         self.node = Node::UNKNOWN;
@@ -132,6 +132,13 @@ where
                 >= *window
             {
                 bits::set(holds, (p.nru_atom_base as usize) + k);
+            }
+        }
+        for (k, &cond) in p.budget_atoms.iter().enumerate() {
+            if t.rules
+                .budget_condition_holds(self.memory.as_ref(), cond as usize)
+            {
+                bits::set(holds, (p.budget_atom_base as usize) + k);
             }
         }
         for step in bits::BitIter::new(p.candidates) {

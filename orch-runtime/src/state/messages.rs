@@ -24,11 +24,6 @@ where
         flags.fill(0);
         matchers.match_message(message, t.contains.len(), flags);
         t.rules.remember_user(self.memory.as_mut(), message);
-        if !t.rules.budgets.is_empty() {
-            // A new turn: budgets over the latest message start again.
-            t.rules
-                .clear_budgets(self.memory.as_mut(), crate::args::Per::Message);
-        }
         self.after_message(t);
     }
 
@@ -47,6 +42,13 @@ where
     /// The end of a user message, its flags stored.
     pub(super) fn after_message<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         self.approval = None;
+        if !t.rules.budgets.is_empty() {
+            // A new turn: budgets over the latest message start again.
+            cold();
+            t.rules
+                .clear_budgets(self.memory.as_mut(), crate::args::Per::Message);
+            self.sync_budget_atoms(t);
+        }
         if !t.moves.is_empty() {
             // The table knows where this message leads (a machine with a table has at
             // most `MAX_FLAGS` message conditions: one word of flags).
