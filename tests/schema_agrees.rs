@@ -73,7 +73,7 @@ fn corpus() -> Vec<Value> {
         .collect()
 }
 
-const KEYS: [&str; 35] = [
+const KEYS: [&str; 36] = [
     "agentId",
     "name",
     "tools",
@@ -106,11 +106,12 @@ const KEYS: [&str; 35] = [
     "type",
     "value",
     "window",
+    "range",
     "personality",
     "x",
     "$schema",
 ];
-const STRINGS: [&str; 10] = [
+const STRINGS: [&str; 11] = [
     "search",
     "think",
     "tool_used",
@@ -118,6 +119,7 @@ const STRINGS: [&str; 10] = [
     "message_contains",
     "message_regex",
     "not_recently_used",
+    "budget",
     "tool_use",
     "Research",
     "*",

@@ -595,3 +595,31 @@ fn simulate_judges_calls_with_arguments_at_their_time() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`arguments` must be a JSON object"));
 }
+
+/// A `range` without bounds is any number: the words of a witness say so (this once
+/// indexed a bound that is not there).
+#[test]
+fn a_range_without_bounds_is_any_number() {
+    let file = tmp(
+        "empty-range.json",
+        r#"{"agentId": "pay", "tools": ["pay"],
+      "orchestration": {
+        "budgets": [{"name": "payments", "tool": "pay"}],
+        "steps": [{"name": "Pay", "isDefault": true}],
+        "properties": [{"name": "no-numbers", "tool": "pay", "never": true,
+                        "when": {"path": "/amount", "range": {}}}]
+      }}"#,
+    );
+    let out = orch(&["verify", "--format", "json", &file], None);
+    let prop = lines(&out)
+        .into_iter()
+        .find(|l| l["kind"] == "property")
+        .expect("the property's finding");
+    assert_eq!(prop["holds"], false);
+    assert!(
+        prop["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`/amount` is a number")),
+        "{prop}"
+    );
+}

@@ -101,13 +101,13 @@ pub fn explain(code: Code) -> Explanation {
             r#"{"agentId": "demo", "orchestration": {"defaultStep": "Chat", "steps": [{"name": "Chat"}]}}"#,
         ),
         UnknownCondition => (
-            "A condition's `type` is not one of tool_used, sequence_match, message_contains, message_regex, not_recently_used. An unknown condition would never hold (AgentDock silently ignores it).",
+            "A condition's `type` is not one of tool_used, sequence_match, message_contains, message_regex, not_recently_used, budget. An unknown condition would never hold (AgentDock silently ignores it).",
             Lang::Json,
             json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_use", "value": "search"}]}"#),
             json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]}"#),
         ),
         MissingValue => (
-            "`tool_used`, `message_contains`, `message_regex` and `not_recently_used` test something named by `value`; without it the condition means nothing.",
+            "`tool_used`, `message_contains`, `message_regex`, `not_recently_used` and `budget` test something named by `value`; without it the condition means nothing.",
             Lang::Json,
             json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used"}]}"#),
             json!(r#"{"name": "AfterSearch", "conditions": [{"type": "tool_used", "value": "search"}]}"#),

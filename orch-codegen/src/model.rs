@@ -602,6 +602,8 @@ pub struct Condition {
     pub min: Option<Spanned<String>>,
     /// `range` (for `budget`): the greatest total, inclusive, as written.
     pub max: Option<Spanned<String>>,
+    /// Is a `range` written (possibly without bounds)?
+    pub has_range: bool,
 }
 
 impl Condition {

@@ -276,22 +276,13 @@ impl<'t> Checker<'t> {
         })
     }
 
-    /// A `budget` step condition: a budget test as in a rule ([`Checker::budget_test`]),
-    /// with at least one bound (E025: without `range` it would always hold). Equal tests
-    /// share one entry.
+    /// A `budget` step condition: a budget test as in a rule ([`Checker::budget_test`]).
+    /// Equal tests share one entry.
     pub(super) fn budget_condition(
         &mut self,
         c: &Condition,
         name: &Spanned<String>,
     ) -> Option<IrCondition> {
-        if c.min.is_none() && c.max.is_none() {
-            self.bad(
-                c.span,
-                format!("the `budget` condition on `{}` has no `range`", name.value),
-                "bound the total: `{\"type\": \"budget\", \"value\": \"refunds\", \"range\": {\"min\": 3}}` in JSON, `budget(refunds, min = 3)` in the DSL",
-            );
-            return None;
-        }
         let test = self.budget_test(c.span, name, &c.min, &c.max)?;
         let k = match self.budget_conditions.iter().position(|t| *t == test) {
             Some(k) => k,

@@ -208,6 +208,15 @@ impl<'t> Checker<'t> {
                 return None;
             }
         };
+        if kind == ConditionKind::Budget && !c.has_range {
+            // E025 (a shape the schema rejects too): without bounds it would always hold.
+            self.bad(
+                c.span,
+                "a `budget` condition has no `range`".to_owned(),
+                "bound the total: `{\"type\": \"budget\", \"value\": \"refunds\", \"range\": {\"min\": 3}}` in JSON, `budget(refunds, min = 3)` in the DSL",
+            );
+            return None;
+        }
         let value = match (&c.value, kind.needs_value()) {
             (None, true) => {
                 self.missing_value(c, kind, step);

@@ -332,6 +332,7 @@ fn parse_step(low: &mut Lowering, input: ParseStream, step: &mut Step) -> syn::R
                         .as_ref()
                         .is_some_and(|k| k.value == ConditionType::Known(ConditionKind::Budget));
                     if budget && args.parse::<Option<Token![,]>>()?.is_some() {
+                        c.has_range = true;
                         for (key, value) in bounds(&args, "budget")? {
                             let text = number_text(&value)?;
                             let slot = if key == "min" { &mut c.min } else { &mut c.max };

@@ -686,6 +686,7 @@ impl Reader {
             c.window = self.uint(w, "window");
         }
         if let Some(range) = get(o, "range") {
+            c.has_range = true;
             if let Some(ArgTest::Range { min, max, .. }) = self.test("range", range) {
                 c.min = min;
                 c.max = max;

@@ -260,6 +260,9 @@ impl Space {
             let n = bounds.len();
             let at = if region == 2 * n + 1 {
                 format!("`{path}` is not a number")
+            } else if n == 0 {
+                // A `range` without bounds: any number.
+                format!("`{path}` is a number")
             } else if region % 2 == 1 {
                 format!("`{path}` is {}", bounds[region / 2])
             } else if region == 0 {
