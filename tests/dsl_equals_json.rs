@@ -422,3 +422,32 @@ fn same_budgets() {
     }
     assert_eq!(a.snapshot().to_bytes(), b.snapshot().to_bytes());
 }
+
+mod json_balance {
+    orch::include_machine!("balance");
+}
+
+mod dsl_balance {
+    orch::orchestration! {
+        /// tests/fixtures/machines/balance.json, written in the DSL: bounds from results
+        /// (semantics §16).
+        pub machine balance {
+            tools: [get_balance, get_fee, pay];
+            description: "A payments assistant that never pays more than the balance the account last reported, nor less than the fee.";
+            default step Assist;
+            rule "within-balance": pay require "/amount"
+                range(min = result(get_fee, "/fee"), max = result(get_balance, "/balance"));
+            rule positive: pay require "/amount" range(min = 0.01);
+        }
+    }
+}
+
+/// A `range` bound from a result written in the DSL compiles to the same tables as the
+/// JSON template.
+#[test]
+fn same_result_bounds() {
+    assert_eq!(
+        dsl_balance::balance::FINGERPRINT,
+        json_balance::balance::FINGERPRINT
+    );
+}

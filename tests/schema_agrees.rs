@@ -73,7 +73,7 @@ fn corpus() -> Vec<Value> {
         .collect()
 }
 
-const KEYS: [&str; 36] = [
+const KEYS: [&str; 37] = [
     "agentId",
     "name",
     "tools",
@@ -107,6 +107,7 @@ const KEYS: [&str; 36] = [
     "value",
     "window",
     "range",
+    "result",
     "personality",
     "x",
     "$schema",

@@ -514,27 +514,24 @@ pub fn fingerprint(t: &OwnedTables) -> u64 {
     }
     // Rules on arguments, only when there are some (a template without keeps its
     // fingerprint): their compiled form, written out.
-    if !t.rules.rules.is_empty() {
-        h.str("rules");
-        let mut w = orch_runtime::compiled::LiteralWriter::new("", &[]);
-        orch_runtime::compiled::Literal::write_literal(&t.rules, &mut w);
-        let literal = w.finish();
-        // Budgets came later: rules without them hash as they did before budgets
-        // existed, so their runs' snapshots and approvals still restore.
-        if t.rules.budgets.is_empty() {
-            h.str(&literal.replacen(
-                "budgets: &[], budget_tools: &[], budget_conditions: &[], ",
-                "",
-                1,
-            ));
+    if !t.rules.rules.is_empty() || !t.rules.budgets.is_empty() {
+        h.str(if t.rules.rules.is_empty() {
+            "budgets"
         } else {
-            h.str(&literal);
-        }
-    } else if !t.rules.budgets.is_empty() {
-        h.str("budgets");
+            "rules"
+        });
         let mut w = orch_runtime::compiled::LiteralWriter::new("", &[]);
         orch_runtime::compiled::Literal::write_literal(&t.rules, &mut w);
-        h.str(&w.finish());
+        // Fields that came later hash only when they hold something, so the runs of a
+        // template that uses none of them keep their snapshots and approvals.
+        let mut literal = w.finish();
+        for empty in ["numbers: &[], ", "budget_conditions: &[], "] {
+            literal = literal.replacen(empty, "", 1);
+        }
+        if t.rules.budgets.is_empty() {
+            literal = literal.replacen("budgets: &[], budget_tools: &[], ", "", 1);
+        }
+        h.str(&literal);
     }
     h.0
 }

@@ -92,6 +92,16 @@ pub enum IrTest {
         /// Inclusive upper bound.
         max: Option<String>,
     },
+    /// A number at most (`upper`) or at least the number the newest result of `tool`
+    /// held at `path`.
+    ResultBound {
+        /// The tool (an index into the IR's tools).
+        tool: usize,
+        /// The JSON pointer into its results.
+        path: String,
+        /// `true`: at most; `false`: at least.
+        upper: bool,
+    },
     /// A value the session saw at a source: of `origin`, of `tool`, at `path` (`*`
     /// tokens: every element or member).
     Seen {
@@ -272,6 +282,26 @@ impl Flat {
         i
     }
 
+    /// The index of the number read from `tool`'s results at `path`, added once.
+    fn number(&mut self, tool: usize, path: &str) -> u32 {
+        let tool = u16::try_from(tool).unwrap_or(NO_TOOL);
+        let found = self
+            .out
+            .numbers
+            .iter()
+            .position(|s| s.tool == tool && self.out.text.get(s.path.range()) == Some(path));
+        if let Some(k) = found {
+            return k as u32;
+        }
+        let path = self.text(path);
+        self.out.numbers.push(Source {
+            origin: Origin::Result,
+            tool,
+            path,
+        });
+        (self.out.numbers.len() - 1) as u32
+    }
+
     fn text(&mut self, s: &str) -> Span {
         if let Some(span) = self.texts.get(s) {
             return *span;
@@ -341,6 +371,10 @@ impl Flat {
                     IrTest::Seen { origin, tool, path } => {
                         Test::InResult(self.source(*origin, *tool, path))
                     }
+                    IrTest::ResultBound { tool, path, upper } => Test::ResultBound {
+                        number: self.number(*tool, path),
+                        upper: *upper,
+                    },
                 };
                 Pred::Test {
                     path: self.text(path),

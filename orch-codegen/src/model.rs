@@ -213,7 +213,8 @@ pub enum ArgTest {
     Glob(Spanned<String>),
     /// `regex`: a string this regex matches somewhere.
     Regex(Spanned<String>),
-    /// `range`: a number within `min..=max` (JSON number texts, as written).
+    /// `range`: a number within `min..=max` (JSON number texts, as written), each bound
+    /// a number or the number a tool's newest result held.
     Range {
         /// The whole `range` object.
         span: Span,
@@ -221,6 +222,10 @@ pub enum ArgTest {
         min: Option<Spanned<String>>,
         /// `max`, inclusive.
         max: Option<Spanned<String>>,
+        /// `min` written `{"result": TOOL, "path": P}`.
+        min_result: Option<ResultNumber>,
+        /// `max` written `{"result": TOOL, "path": P}`.
+        max_result: Option<ResultNumber>,
     },
     /// `length`: a string, array or object of `min..=max` characters or entries.
     Length {
@@ -292,6 +297,18 @@ pub enum Origin {
         /// Where in its arguments (`*` tokens: every element or member).
         path: Spanned<String>,
     },
+}
+
+/// A bound of a `range` that is the number the newest result of `tool` held at `path`
+/// (semantics §16): `{"result": "get_balance", "path": "/balance"}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResultNumber {
+    /// The whole bound.
+    pub span: Span,
+    /// The tool whose results hold the number.
+    pub tool: Spanned<String>,
+    /// Where in its results (a JSON pointer).
+    pub path: Spanned<String>,
 }
 
 impl ArgTest {

@@ -19,8 +19,10 @@ use std::fmt;
 
 mod binary;
 mod budgets;
+mod numbers;
 
 pub use budgets::BudgetSnapshot;
+pub use numbers::NumberSnapshot;
 
 /// The most bytes of text a binary snapshot may decode to. Names are written once and
 /// referenced by index, so a small input can name a long string many times; past this
@@ -100,6 +102,13 @@ pub struct Snapshot {
         serde(default, skip_serializing_if = "Vec::is_empty")
     )]
     pub budgets: Vec<BudgetSnapshot>,
+    /// The numbers results held that `range` bounds read (semantics §16), by tool and
+    /// path.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub numbers: Vec<NumberSnapshot>,
     /// What the host keeps with the session, opaque to the runtime (orch-agent's run host
     /// keeps its ledger of calls here, so a call delivered again after a restore is not
     /// run twice). Empty when the host keeps nothing; hex digits in the JSON form.
@@ -187,6 +196,8 @@ pub struct RestoreReport {
     pub memory_dropped: bool,
     /// Budgets the template no longer has: what they held was dropped.
     pub missing_budgets: Vec<String>,
+    /// Numbers the snapshot held (`"tool /path"`) that the template no longer reads.
+    pub missing_numbers: Vec<String>,
 }
 
 impl RestoreReport {
@@ -205,6 +216,7 @@ impl RestoreReport {
             || self.approval_dropped
             || self.memory_dropped
             || !self.missing_budgets.is_empty()
+            || !self.missing_numbers.is_empty()
     }
 }
 
@@ -293,6 +305,7 @@ where
     let all = (0..t.tools.len()).all(|i| crate::bits::test(available, i));
     let (main, untrusted) = t.rules.rings(state.memory.as_ref());
     let (clock, budgets) = budgets::budget_parts(t, state.memory.as_ref());
+    let numbers = numbers::number_parts(t, state.memory.as_ref());
     Parts {
         fingerprint: t.fingerprint,
         machine: t.name,
@@ -330,6 +343,7 @@ where
         forgotten: crate::args::memory::forgotten(main),
         clock,
         budgets,
+        numbers,
         host: &[],
     }
 }
@@ -360,6 +374,8 @@ pub(crate) struct Parts<'a> {
     clock: u64,
     /// The budgets that hold something.
     budgets: Vec<BudgetSnapshot>,
+    /// The numbers results held that bounds read.
+    numbers: Vec<NumberSnapshot>,
     /// What the host keeps with the session ([`Snapshot::host`]).
     pub(crate) host: &'a [u8],
 }
@@ -394,6 +410,7 @@ impl Parts<'_> {
             forgotten: self.forgotten,
             clock: self.clock,
             budgets: self.budgets,
+            numbers: self.numbers,
             host: self.host.to_vec(),
         }
     }
@@ -562,8 +579,6 @@ where
         }
     }
     state.usage = snapshot.usage;
-    // The derived condition state is a function of what was just restored.
-    state.rebuild(t);
     // A verdict is bound to the state it was given in: kept only in the same template.
     if snapshot.approval.is_some() && report.fingerprint_changed {
         report.approval_dropped = true;
@@ -585,6 +600,11 @@ where
         state.memory.as_mut(),
         &mut report,
     )?;
+    // Numbers too, by tool and path.
+    numbers::restore_numbers(t, &snapshot.numbers, state.memory.as_mut(), &mut report)?;
+    // The derived condition state is a function of what was just restored (budget
+    // conditions read the budgets).
+    state.rebuild(t);
     Ok(report)
 }
 

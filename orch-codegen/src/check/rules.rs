@@ -192,6 +192,15 @@ impl<'t> Checker<'t> {
                 match test? {
                     Negated::No(test) => IrPred::Test { path, test },
                     Negated::Yes(test) => IrPred::Not(Box::new(IrPred::Test { path, test })),
+                    Negated::AllOf(tests) => IrPred::All(
+                        tests
+                            .into_iter()
+                            .map(|test| IrPred::Test {
+                                path: path.clone(),
+                                test,
+                            })
+                            .collect(),
+                    ),
                     Negated::AnyOf(tests) => IrPred::Any(
                         tests
                             .into_iter()
@@ -240,7 +249,14 @@ impl<'t> Checker<'t> {
                 }
                 IrTest::Regex(re.value.clone())
             }
-            ArgTest::Range { span, min, max } => {
+            ArgTest::Range {
+                min_result,
+                max_result,
+                ..
+            } if min_result.is_some() || max_result.is_some() => {
+                return self.range_with_results(test, universe);
+            }
+            ArgTest::Range { span, min, max, .. } => {
                 for b in [min, max].into_iter().flatten() {
                     if !is_number(&b.value) {
                         self.bad(
@@ -303,6 +319,47 @@ impl<'t> Checker<'t> {
                 max,
             } => self.budget_test(*span, name, min, max)?,
         }))
+    }
+
+    /// A `range` with a bound from a result (semantics §16): the number bounds as a
+    /// `range`, each result bound a test of its own; E015 for an unknown tool, E025 for
+    /// a path that is not a pointer.
+    fn range_with_results(&mut self, test: &ArgTest, universe: &Universe<'t>) -> Option<Negated> {
+        let ArgTest::Range {
+            span,
+            min,
+            max,
+            min_result,
+            max_result,
+        } = test
+        else {
+            return None;
+        };
+        let mut tests = Vec::new();
+        if min.is_some() || max.is_some() {
+            let numbers = ArgTest::Range {
+                span: *span,
+                min: min.clone(),
+                max: max.clone(),
+                min_result: None,
+                max_result: None,
+            };
+            match self.test(&numbers, universe)? {
+                Negated::No(t) => tests.push(t),
+                _ => return None,
+            }
+        }
+        for (r, upper) in [(min_result, false), (max_result, true)] {
+            let Some(r) = r else { continue };
+            let tool = self.rule_tool(&r.tool, universe);
+            let path = self.source_path(&r.path);
+            tests.push(IrTest::ResultBound {
+                tool: tool?,
+                path: path?,
+                upper,
+            });
+        }
+        Some(Negated::AllOf(tests))
     }
 
     /// A `from` test: one test per source it names (`"trusted"`: one per trusted tool),
@@ -548,6 +605,8 @@ enum Negated {
     Yes(IrTest),
     /// Any of these tests of the same value (a `from` naming several sources).
     AnyOf(Vec<IrTest>),
+    /// All of these tests of the same value (a `range` with a bound from a result).
+    AllOf(Vec<IrTest>),
 }
 
 /// Predicate nodes in `p`.

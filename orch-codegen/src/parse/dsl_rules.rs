@@ -5,7 +5,8 @@
 use super::tokens::{comma_separated, semi, Lowering};
 use crate::check::suggest::Suggester;
 use crate::model::{
-    ArgRule, ArgRuleKind, ArgTest, BudgetDecl, Origin, Predicate, PredicateNode, Scalar, Spanned,
+    ArgRule, ArgRuleKind, ArgTest, BudgetDecl, Origin, Predicate, PredicateNode, ResultNumber,
+    Scalar, Spanned,
 };
 use crate::parse::ticked;
 use proc_macro2::Span;
@@ -276,7 +277,21 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
         "from" => ArgTest::From(Spanned::new(parse_origins(low, &args)?, whole)),
         "range" => {
             let (mut min, mut max) = (None, None);
+            let (mut min_result, mut max_result) = (None, None);
             for (key, value) in bounds(&args, &word)? {
+                if let Bound::Result { kw, tool, path } = &value {
+                    let r = ResultNumber {
+                        span: low.at(kw.span()),
+                        tool: low.spanned(tool.0.clone(), tool.1),
+                        path: low.spanned(path.value(), path.span()),
+                    };
+                    *(if key == "min" {
+                        &mut min_result
+                    } else {
+                        &mut max_result
+                    }) = Some(r);
+                    continue;
+                }
                 let text = number_text(&value)?;
                 let slot = if key == "min" { &mut min } else { &mut max };
                 *slot = Some(low.spanned(text, value.span()));
@@ -285,6 +300,8 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
                 span: whole,
                 min,
                 max,
+                min_result,
+                max_result,
             }
         }
         _ => {
@@ -382,10 +399,22 @@ pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Resul
     Ok(budget)
 }
 
-/// A number literal in a rule, with its sign.
+/// A number literal in a rule, with its sign — or, in a `range`, the number a tool's
+/// newest result held: `result(TOOL, "/pointer")`.
 pub(super) enum Bound {
-    Int { lit: LitInt, negative: bool },
-    Float { lit: syn::LitFloat, negative: bool },
+    Int {
+        lit: LitInt,
+        negative: bool,
+    },
+    Float {
+        lit: syn::LitFloat,
+        negative: bool,
+    },
+    Result {
+        kw: Ident,
+        tool: (String, Span),
+        path: LitStr,
+    },
 }
 
 impl Bound {
@@ -393,10 +422,35 @@ impl Bound {
         match self {
             Bound::Int { lit, .. } => lit.span(),
             Bound::Float { lit, .. } => lit.span(),
+            Bound::Result { kw, .. } => kw.span(),
         }
     }
 
     fn parse(input: ParseStream) -> syn::Result<Bound> {
+        if input.peek(Ident) && !input.peek2(Token![=]) {
+            let kw: Ident = input.parse()?;
+            if kw != "result" {
+                return Err(syn::Error::new(
+                    kw.span(),
+                    "expected a number, or `result(TOOL, \"/pointer\")`",
+                ));
+            }
+            let args;
+            parenthesized!(args in input);
+            let tool = if args.peek(LitStr) {
+                let s: LitStr = args.parse()?;
+                (s.value(), s.span())
+            } else {
+                let i = Ident::parse_any(&args)?;
+                (i.to_string(), i.span())
+            };
+            args.parse::<Token![,]>()?;
+            let path: LitStr = args.parse()?;
+            if !args.is_empty() {
+                return Err(args.error("`result` takes a tool and a JSON pointer"));
+            }
+            return Ok(Bound::Result { kw, tool, path });
+        }
         let negative = input.parse::<Option<Token![-]>>()?.is_some();
         if input.peek(LitInt) {
             Ok(Bound::Int {
@@ -420,6 +474,10 @@ pub(super) fn number_text(b: &Bound) -> syn::Result<String> {
     let (sign, text) = match b {
         Bound::Int { lit, negative } => (*negative, lit.to_string()),
         Bound::Float { lit, negative } => (*negative, lit.to_string()),
+        Bound::Result { kw, .. } => return Err(syn::Error::new(
+            kw.span(),
+            "only a `range` of an argument compares with a result's number; this bound is a number",
+        )),
     };
     Ok(if sign { format!("-{text}") } else { text })
 }

@@ -687,7 +687,24 @@ impl Reader {
         }
         if let Some(range) = get(o, "range") {
             c.has_range = true;
-            if let Some(ArgTest::Range { min, max, .. }) = self.test("range", range) {
+            if let Some(ArgTest::Range {
+                min,
+                max,
+                min_result,
+                max_result,
+                ..
+            }) = self.test("range", range)
+            {
+                if let Some(r) = min_result.or(max_result) {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::InvalidRule,
+                            Some(r.span),
+                            "a budget condition compares the total with numbers, not with a result",
+                        )
+                        .help("write the bound as a number"),
+                    );
+                }
                 c.min = min;
                 c.max = max;
             }

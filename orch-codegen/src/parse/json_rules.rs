@@ -5,7 +5,8 @@
 use super::{get, span_of, ticked, Reader};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{
-    ArgRule, ArgRuleKind, ArgTest, BudgetDecl, Origin, Predicate, PredicateNode, Scalar, Spanned,
+    ArgRule, ArgRuleKind, ArgTest, BudgetDecl, Origin, Predicate, PredicateNode, ResultNumber,
+    Scalar, Spanned,
 };
 use jsonc_parser::ast::{Object, Value};
 
@@ -189,9 +190,24 @@ impl Reader {
             );
             return None;
         };
-        let ArgTest::Range { min, max, .. } = self.test("range", range)? else {
+        let ArgTest::Range {
+            min,
+            max,
+            min_result,
+            max_result,
+            ..
+        } = self.test("range", range)?
+        else {
             return None;
         };
+        if let Some(r) = min_result.or(max_result) {
+            self.invalid(
+                r.span,
+                "a budget's total is compared with numbers, not with a result".to_owned(),
+                "write the bound as a number",
+            );
+            return None;
+        }
         Some(Predicate {
             span,
             node: PredicateNode::Test {
@@ -305,6 +321,33 @@ impl Reader {
         }
     }
 
+    /// A `range` bound `{"result": TOOL, "path": P}`: the number the newest result of
+    /// the tool held there. E021 for other keys, E002 for a key of the wrong type.
+    fn result_number(&mut self, v: &Value<'_>, key: &str) -> Option<ResultNumber> {
+        let o = self.object(v, &format!("range.{key}"))?;
+        self.known_keys(o, &format!("`range.{key}`"), &["result", "path"]);
+        let tool = match get(o, "result") {
+            Some(t) => self.string(t, "result")?,
+            None => {
+                self.invalid(
+                    span_of(v),
+                    format!("`range.{key}` names no `result`"),
+                    "a bound from a result is `{\"result\": \"get_balance\", \"path\": \"/balance\"}`",
+                );
+                return None;
+            }
+        };
+        let path = match get(o, "path") {
+            Some(p) => self.string(p, "path")?,
+            None => Spanned::new(String::new(), span_of(v).first_byte()),
+        };
+        Some(ResultNumber {
+            span: span_of(v),
+            tool,
+            path,
+        })
+    }
+
     fn invalid(&mut self, span: crate::model::Span, message: String, help: &str) {
         self.diags.push(
             Diagnostic::new(Code::InvalidRule, Some(span.first_byte()), message)
@@ -375,22 +418,41 @@ impl Reader {
             "range" => {
                 let o = self.object(v, "range")?;
                 self.known_keys(o, "`range`", &["min", "max"]);
-                let bound = |r: &mut Self, k: &str| match get(o, k) {
-                    Some(Value::NumberLit(n)) => {
-                        Some(Some(Spanned::new(n.value.to_owned(), span_of(n))))
-                    }
-                    Some(other) => {
-                        r.wrong(other, &format!("range.{k}"), "a number");
-                        None
-                    }
-                    None => Some(None),
-                };
-                let min = bound(self, "min")?;
-                let max = bound(self, "max")?;
+                let (mut results, mut ok) = ([None, None], true);
+                let mut bound =
+                    |r: &mut Self, k: &str, slot: &mut Option<ResultNumber>| match get(o, k) {
+                        Some(Value::NumberLit(n)) => {
+                            Some(Spanned::new(n.value.to_owned(), span_of(n)))
+                        }
+                        Some(obj @ Value::Object(_)) => {
+                            *slot = r.result_number(obj, k);
+                            ok &= slot.is_some();
+                            None
+                        }
+                        Some(other) => {
+                            r.wrong(
+                                other,
+                                &format!("range.{k}"),
+                                "a number, or `{\"result\": TOOL, \"path\": P}`",
+                            );
+                            ok = false;
+                            None
+                        }
+                        None => None,
+                    };
+                let [min_slot, max_slot] = &mut results;
+                let min = bound(self, "min", min_slot);
+                let max = bound(self, "max", max_slot);
+                if !ok {
+                    return None;
+                }
+                let [min_result, max_result] = results;
                 ArgTest::Range {
                     span: span_of(v),
                     min,
                     max,
+                    min_result,
+                    max_result,
                 }
             }
             "length" => {

@@ -396,7 +396,10 @@ fn class_of(f: Formula<'_>, test: &Test) -> Class {
         Test::Each(_) => Class::Each,
         // `range` is decided by its path's number (`Leaf::Range`); a value from results
         // and a budget's total (time and history abstracted) are the model's choice.
-        Test::Range { .. } | Test::InResult(_) | Test::Budget { .. } => Class::InResult,
+        // A bound from a result is the model's choice too.
+        Test::Range { .. } | Test::InResult(_) | Test::Budget { .. } | Test::ResultBound { .. } => {
+            Class::InResult
+        }
     }
 }
 

@@ -443,3 +443,11 @@ mod tests {
         assert_eq!(window_text(250), "250ms");
     }
 }
+
+/// Is `total` (billionths) within the bounds `min..=max` (number texts; empty:
+/// unbounded)?
+pub(crate) fn within(total: i128, min: &str, max: &str) -> bool {
+    let bound = |t: &str| bound(t);
+    (min.is_empty() || bound(min).is_some_and(|m| total >= m))
+        && (max.is_empty() || bound(max).is_some_and(|m| total <= m))
+}

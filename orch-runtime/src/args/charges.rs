@@ -2,9 +2,12 @@
 //! how much, where each budget's state lies in a session's memory words, and each
 //! budget's total by name.
 
-use super::budget::{amount, decimal, Area, AreaMut, Budget, Charge, EVERY_CALL, UNIT};
-use super::json::Doc;
-use super::rules::{within, Pred, Rules, Test};
+use super::budget::{
+    amount, decimal, within, Area, AreaMut, Budget, Charge, Per, EVERY_CALL, UNIT,
+};
+use super::json::{Doc, Unreadable};
+use super::rules::{Eval, Pred, Rules, Test};
+use regex::Regex;
 
 /// The budgets' area of a session's memory words.
 pub(crate) fn budget_view<'w>(rules: &Rules<'_>, memory: &'w [u64]) -> Area<'w> {
@@ -186,5 +189,101 @@ impl<'a> Rules<'a> {
         self.budgets
             .iter()
             .position(|b| self.text_of(b.name) == name)
+    }
+}
+
+/// Charging budgets and reading their totals while judging a call.
+impl Rules<'_> {
+    /// Charges an admitted call of `tool` to every budget that counts it (semantics
+    /// §17), at `at` (or the session's clock), moving the clock on. Arguments are read
+    /// only when a budget sums a value or has a `where`; a charge whose value cannot be
+    /// read is not made (judging refused such a call wherever a rule applies).
+    pub(crate) fn charge_budgets(
+        &self,
+        memory: &mut [u64],
+        tool: usize,
+        arguments: &str,
+        regexes: &[Option<Regex>],
+        at: Option<u64>,
+    ) {
+        if self.budgets.is_empty() {
+            return;
+        }
+        // The rings (which a `where` may read) and the budgets (which it may not, E027)
+        // are apart: each charge is made as it is found.
+        let (main, untrusted) = self.ring_sizes();
+        let split = (main + untrusted + self.number_area_words()).min(memory.len());
+        let (rings, area) = memory.split_at_mut(split);
+        let mut area = AreaMut::new(area);
+        let now = area.tick(at);
+        if !self.charged(tool) {
+            return;
+        }
+        let doc = if self.budget_reads_arguments(tool) {
+            Doc::parse(arguments).ok()
+        } else {
+            None
+        };
+        let eval = doc
+            .as_ref()
+            .map(|doc| self.eval_over(doc, regexes, rings, Area::new(&[]), tool, now));
+        for budget in self.budgets {
+            let charge = match &eval {
+                Some(e) => e.charge_of(budget),
+                None => self.charge_of(budget, tool, None, &mut |_, _| false),
+            };
+            if let Charge::Amount(v) = charge {
+                area.charge(budget, now, v);
+            }
+        }
+    }
+
+    /// Empties the budgets over `per` (a step's activation, or a user message): the
+    /// active step changed, or a user message came.
+    pub(crate) fn clear_budgets(&self, memory: &mut [u64], per: Per) {
+        let mut area = AreaMut::new(self.budget_area_mut(memory));
+        for budget in self.budgets.iter().filter(|b| b.per == per) {
+            area.clear(budget);
+        }
+    }
+}
+
+impl Eval<'_, '_> {
+    /// Budget `b`'s total with this call: what it holds at the call's time, plus what
+    /// it would charge the call (saturating).
+    pub(super) fn budget_total(&self, b: usize) -> i128 {
+        let held = match self.rules.budgets.get(b) {
+            Some(budget) => self.budgets.value(budget, self.now),
+            None => 0,
+        };
+        match self.charges.get(b) {
+            Some(Charge::Amount(v)) => held.saturating_add(*v),
+            _ => held,
+        }
+    }
+
+    /// What budget `budget` would charge this call.
+    pub(super) fn charge_of(&self, budget: &Budget) -> Charge {
+        self.rules
+            .charge_of(budget, self.tool, Some(self.doc), &mut |_, p| {
+                self.holds(0, p, &mut None)
+            })
+    }
+
+    /// What every budget would charge this call, in order.
+    pub(super) fn charges_of_call(&self) -> Vec<Charge> {
+        self.rules
+            .budgets
+            .iter()
+            .map(|b| self.charge_of(b))
+            .collect()
+    }
+
+    /// The first budget that charges this call but cannot read what it adds up.
+    pub(super) fn unreadable_charge(&self) -> Option<Unreadable> {
+        self.charges.iter().find_map(|c| match c {
+            Charge::Unreadable(at) => Some(Unreadable::Amount(at.unwrap_or(0))),
+            _ => None,
+        })
     }
 }

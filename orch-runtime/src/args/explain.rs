@@ -64,8 +64,18 @@ impl<'a> Rules<'a> {
             }
             None => "is missing".to_owned(),
         };
+        let held = match *pred {
+            Pred::Test {
+                test: Test::ResultBound { .. },
+                ..
+            } => match broken.total {
+                Some(v) => format!(" ({})", super::budget::decimal(v)),
+                None => " (none has held a number there yet)".to_owned(),
+            },
+            _ => String::new(),
+        };
         format!(
-            "{subject} {value}: it {}",
+            "{subject} {value}: it {}{held}",
             self.requirement(broken.pred, tool)
         )
     }
@@ -140,6 +150,19 @@ impl<'a> Rules<'a> {
             (min, "") => format!("{name} at least {min}"),
             ("", max) => format!("{name} at most {max}"),
             (min, max) => format!("{name} from {min} to {max}"),
+        }
+    }
+
+    /// Number `number` of [`Rules::numbers`] in words: "the newest result of
+    /// `get_balance` held at `/balance`".
+    pub fn number_at(&self, number: u32, tool: &dyn Fn(u16) -> &'a str) -> String {
+        match self.numbers.get(number as usize) {
+            Some(s) => format!(
+                "the newest result of `{}` held at `{}`",
+                tool(s.tool),
+                self.text_of(s.path)
+            ),
+            None => "a result held".to_owned(),
         }
     }
 
@@ -262,6 +285,11 @@ impl<'a> Rules<'a> {
                 self.describe(inner, tool)
             ),
             Test::InResult(source) => format!("must be {}", self.seen_at(source, tool)),
+            Test::ResultBound { number, upper } => format!(
+                "must be a number at {} the number {}",
+                if upper { "most" } else { "least" },
+                self.number_at(number, tool)
+            ),
             Test::Budget { min, max, .. } => match (min.is_empty(), max.is_empty()) {
                 (false, false) => format!(
                     "must be from {} to {}",

@@ -107,6 +107,13 @@ impl Literal for Test {
                 max.write_literal(w);
                 w.text(" }");
             }
+            Test::ResultBound { number, upper } => {
+                w.item("Test::ResultBound { number: ");
+                w.int(number);
+                w.text(", upper: ");
+                upper.write_literal(w);
+                w.text(" }");
+            }
             Test::Length { min, max } => {
                 w.item("Test::Length { min: ");
                 w.int(min);

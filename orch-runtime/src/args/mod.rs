@@ -14,6 +14,7 @@ mod found;
 mod json;
 mod literal;
 pub(crate) mod memory;
+mod numbers;
 mod origins;
 mod provenance;
 mod remember;
@@ -30,6 +31,7 @@ pub(crate) use charges::{budget_view, budget_view_mut};
 pub use found::{email_addresses, link_hosts};
 pub use json::{is_pointer, string_literal, Unreadable, MAX_BYTES, MAX_DEPTH, MAX_VALUES};
 pub use memory::{MAX_MEMORY_VALUES, MEMORY_VALUES, MEMORY_WORDS};
+pub use numbers::NUMBER_WORDS;
 pub use provenance::{normal_form, values_in_text, words_of};
 pub use rules::{
     ArgRule, Broken, Judged, OwnedRules, Pred, RuleKind, Rules, Test, ANY_STEP, UNBOUNDED,

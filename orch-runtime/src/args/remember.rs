@@ -17,7 +17,7 @@ impl Rules<'_> {
     /// Does a source read the results of the declared tool `tool` (so that a host must
     /// pass them on)?
     pub fn reads_results(&self, tool: usize) -> bool {
-        self.reading(tool, READ).next().is_some()
+        self.reading(tool, READ).next().is_some() || self.numbers_of(tool).next().is_some()
     }
 
     /// The sources of `origins` that read `tool`'s results or arguments, with their
@@ -35,14 +35,16 @@ impl Rules<'_> {
     }
 
     /// Remembers the values a result `text` of the declared tool `tool` holds for every
-    /// source that reads that tool's results (`memory`: the session's memory words). A
+    /// source that reads that tool's results, and the numbers bounds read from it
+    /// ([`Rules::remember_numbers`]) (`memory`: the session's memory words). A
     /// result that is not JSON adds nothing, but to an untrusted tool's source, which
     /// reads its whole text. The ring keeps the newest values and counts those it
     /// forgets. `true` when a source reads this tool's results.
     pub fn remember_result(&self, memory: &mut [u64], tool: usize, text: &str) -> bool {
+        let numbers = self.remember_numbers(memory, tool, text);
         let mut sources = self.reading(tool, READ).peekable();
         if sources.peek().is_none() {
-            return false;
+            return numbers;
         }
         let (main, untrusted) = self.rings_mut(memory);
         let (mut main, mut untrusted) = (memory::Memory(main), memory::Memory(untrusted));

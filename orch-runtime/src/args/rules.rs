@@ -3,7 +3,7 @@
 //! it is refused) or *gates* on it (a call for which it holds needs a human's approval),
 //! and its predicate — a small tree of tests on JSON pointers into the arguments.
 
-use super::budget::{Area, AreaMut, Budget, Charge, Per};
+use super::budget::{within, Area, Budget, Charge};
 use super::found::{email_addresses, link_hosts};
 use super::json::{Doc, Kind, Unreadable};
 use super::memory;
@@ -136,6 +136,15 @@ pub enum Test {
         /// The greatest total allowed.
         max: Span,
     },
+    /// A number at most (`upper`) or at least the number the newest result of a tool
+    /// held at a path ([`Rules::numbers`] `number`); with no such number held, it does
+    /// not hold.
+    ResultBound {
+        /// The number (an index into [`Rules::numbers`]).
+        number: u32,
+        /// `true`: the value may not be above it; `false`: not below it.
+        upper: bool,
+    },
 }
 
 compiled_form! {
@@ -159,6 +168,9 @@ compiled_form! {
         /// Where the values [`Test::InResult`] reads come from, and the untrusted tools
         /// whose results' values are remembered to say where a value was seen.
         sources: slice(Source),
+        /// The numbers [`Test::ResultBound`] compares with: the newest number a tool's
+        /// results held at a path (origin [`Origin::Result`]).
+        numbers: slice(Source),
         /// The budgets (semantics §17), in template order.
         budgets: slice(Budget),
         /// The tools each budget charges: spans of it are [`Budget::tools`].
@@ -221,7 +233,7 @@ impl Broken {
 
 /// The part of a predicate that failed, while evaluating.
 #[derive(Clone, Copy, Debug, Default)]
-struct Failure {
+pub(super) struct Failure {
     pred: u32,
     value: Option<(u32, u32)>,
     element: Option<(u32, u32)>,
@@ -260,11 +272,11 @@ impl<'a> Rules<'a> {
     /// ([`Rules::budget_area_words`]).
     pub fn memory_words(&self) -> usize {
         let (main, untrusted) = self.ring_sizes();
-        main + untrusted + self.budget_area_words()
+        main + untrusted + self.number_area_words() + self.budget_area_words()
     }
 
     /// The words of the two rings of remembered values (0 where there is none).
-    fn ring_sizes(&self) -> (usize, usize) {
+    pub(super) fn ring_sizes(&self) -> (usize, usize) {
         let ring = memory::ring_words(self.memory_values());
         if self.sources.is_empty() {
             (0, 0)
@@ -296,16 +308,21 @@ impl<'a> Rules<'a> {
         (a, &mut rest[..n])
     }
 
-    /// The budgets' area of a session's memory words (empty without budgets).
+    /// The budgets' area of a session's memory words (empty without budgets): after the
+    /// rings and the numbers.
     pub(crate) fn budget_area<'m>(&self, words: &'m [u64]) -> &'m [u64] {
         let (main, untrusted) = self.ring_sizes();
-        words.get(main + untrusted..).unwrap_or(&[])
+        words
+            .get(main + untrusted + self.number_area_words()..)
+            .unwrap_or(&[])
     }
 
     /// [`Rules::budget_area`], mutable.
     pub(crate) fn budget_area_mut<'m>(&self, words: &'m mut [u64]) -> &'m mut [u64] {
         let (main, untrusted) = self.ring_sizes();
-        words.get_mut(main + untrusted..).unwrap_or(&mut [])
+        words
+            .get_mut(main + untrusted + self.number_area_words()..)
+            .unwrap_or(&mut [])
     }
 
     /// The sources of the regexes of [`Test::Regex`], in the order of their indices.
@@ -441,7 +458,7 @@ impl<'a> Rules<'a> {
 
     /// An evaluation over the words `rings` (a session's memory words, or their rings
     /// alone) and the budgets `budgets`, at `now`.
-    fn eval_over<'e>(
+    pub(super) fn eval_over<'e>(
         &'e self,
         doc: &'e Doc<'e>,
         regexes: &'e [Option<Regex>],
@@ -457,62 +474,11 @@ impl<'a> Rules<'a> {
             regexes,
             memory: memory::live(main),
             untrusted: memory::live(untrusted),
+            numbers: self.number_area(rings),
             budgets,
             now,
             tool,
             charges: Vec::new(),
-        }
-    }
-
-    /// Charges an admitted call of `tool` to every budget that counts it (semantics
-    /// §17), at `at` (or the session's clock), moving the clock on. Arguments are read
-    /// only when a budget sums a value or has a `where`; a charge whose value cannot be
-    /// read is not made (judging refused such a call wherever a rule applies).
-    pub(crate) fn charge_budgets(
-        &self,
-        memory: &mut [u64],
-        tool: usize,
-        arguments: &str,
-        regexes: &[Option<Regex>],
-        at: Option<u64>,
-    ) {
-        if self.budgets.is_empty() {
-            return;
-        }
-        // The rings (which a `where` may read) and the budgets (which it may not, E027)
-        // are apart: each charge is made as it is found.
-        let (main, untrusted) = self.ring_sizes();
-        let (rings, area) = memory.split_at_mut((main + untrusted).min(memory.len()));
-        let mut area = AreaMut::new(area);
-        let now = area.tick(at);
-        if !self.charged(tool) {
-            return;
-        }
-        let doc = if self.budget_reads_arguments(tool) {
-            Doc::parse(arguments).ok()
-        } else {
-            None
-        };
-        let eval = doc
-            .as_ref()
-            .map(|doc| self.eval_over(doc, regexes, rings, Area::new(&[]), tool, now));
-        for budget in self.budgets {
-            let charge = match &eval {
-                Some(e) => e.charge_of(budget),
-                None => self.charge_of(budget, tool, None, &mut |_, _| false),
-            };
-            if let Charge::Amount(v) = charge {
-                area.charge(budget, now, v);
-            }
-        }
-    }
-
-    /// Empties the budgets over `per` (a step's activation, or a user message): the
-    /// active step changed, or a user message came.
-    pub(crate) fn clear_budgets(&self, memory: &mut [u64], per: Per) {
-        let mut area = AreaMut::new(self.budget_area_mut(memory));
-        for budget in self.budgets.iter().filter(|b| b.per == per) {
-            area.clear(budget);
         }
     }
 
@@ -537,29 +503,31 @@ impl<'a> Rules<'a> {
 }
 
 /// One evaluation: the rules, the read arguments, the compiled regexes.
-struct Eval<'r, 'd> {
-    rules: &'r Rules<'r>,
-    doc: &'d Doc<'d>,
+pub(super) struct Eval<'r, 'd> {
+    pub(super) rules: &'r Rules<'r>,
+    pub(super) doc: &'d Doc<'d>,
     regexes: &'r [Option<Regex>],
     /// The session's remembered values (live entries only).
     memory: &'r [u64],
     /// The values seen in untrusted text (live entries only).
     untrusted: &'r [u64],
+    /// The numbers results held that bounds read ([`Rules::number_area`]).
+    numbers: &'r [u64],
     /// The session's budgets.
-    budgets: Area<'r>,
+    pub(super) budgets: Area<'r>,
     /// The time the call is judged at (ms).
-    now: u64,
+    pub(super) now: u64,
     /// The tool called.
-    tool: usize,
+    pub(super) tool: usize,
     /// What each budget charges this call, in the order of [`Rules::budgets`] (read once
     /// per call; empty when the call is charged, not judged).
-    charges: Vec<Charge>,
+    pub(super) charges: Vec<Charge>,
 }
 
 impl Eval<'_, '_> {
     /// Does predicate `p` hold of node `at`? On `false`, `why` holds the part that failed
     /// (when it held nothing before).
-    fn holds(&self, at: usize, p: u32, why: &mut Option<Failure>) -> bool {
+    pub(super) fn holds(&self, at: usize, p: u32, why: &mut Option<Failure>) -> bool {
         let r = self.rules;
         let fail = |why: &mut Option<Failure>, value: Option<(u32, u32)>| {
             if why.is_none() {
@@ -636,6 +604,18 @@ impl Eval<'_, '_> {
                         }
                         true
                     }
+                    (Some(n), Test::ResultBound { number, .. }) => {
+                        let holds = self.test(n, test);
+                        if !holds && why.is_none() {
+                            *why = Some(Failure {
+                                pred: p,
+                                value,
+                                element: None,
+                                total: Rules::held_number(self.numbers, *number as usize),
+                            });
+                        }
+                        holds
+                    }
                     (Some(n), test) => self.test(n, test) || fail(why, value),
                     (None, Test::Exists) | (None, _) => fail(why, None),
                 }
@@ -704,50 +684,13 @@ impl Eval<'_, '_> {
                 .and_then(|s| email_addresses(&s))
                 .is_some_and(|all| all.iter().all(|a| list(l).any(|p| glob_match(p, a)))),
             Test::InResult(source) => self.seen(source, n),
+            Test::ResultBound { number, upper } => self.within_result(number, upper, n),
             Test::Each(_) | Test::Budget { .. } => false,
         }
     }
 }
 
 impl Eval<'_, '_> {
-    /// Budget `b`'s total with this call: what it holds at the call's time, plus what
-    /// it would charge the call (saturating).
-    fn budget_total(&self, b: usize) -> i128 {
-        let held = match self.rules.budgets.get(b) {
-            Some(budget) => self.budgets.value(budget, self.now),
-            None => 0,
-        };
-        match self.charges.get(b) {
-            Some(Charge::Amount(v)) => held.saturating_add(*v),
-            _ => held,
-        }
-    }
-
-    /// What budget `budget` would charge this call.
-    fn charge_of(&self, budget: &Budget) -> Charge {
-        self.rules
-            .charge_of(budget, self.tool, Some(self.doc), &mut |_, p| {
-                self.holds(0, p, &mut None)
-            })
-    }
-
-    /// What every budget would charge this call, in order.
-    fn charges_of_call(&self) -> Vec<Charge> {
-        self.rules
-            .budgets
-            .iter()
-            .map(|b| self.charge_of(b))
-            .collect()
-    }
-
-    /// The first budget that charges this call but cannot read what it adds up.
-    fn unreadable_charge(&self) -> Option<Unreadable> {
-        self.charges.iter().find_map(|c| match c {
-            Charge::Unreadable(at) => Some(Unreadable::Amount(at.unwrap_or(0))),
-            _ => None,
-        })
-    }
-
     /// Did the session see node `n`'s value at source `source`?
     fn seen(&self, source: u32, n: usize) -> bool {
         let Some(src) = self.rules.sources.get(source as usize) else {
@@ -760,14 +703,24 @@ impl Eval<'_, '_> {
         };
         super::seen::seen_in(src.origin, source, self.doc, n, live)
     }
-}
 
-/// Is `total` (billionths) within the bounds `min..=max` (number texts; empty:
-/// unbounded)?
-pub(super) fn within(total: i128, min: &str, max: &str) -> bool {
-    let bound = |t: &str| super::budget::bound(t);
-    (min.is_empty() || bound(min).is_some_and(|m| total >= m))
-        && (max.is_empty() || bound(max).is_some_and(|m| total <= m))
+    /// Is number node `n` within the bound the number `number` holds: at most it
+    /// (`upper`) or at least it? Not when no number is held, or `n` is no number.
+    fn within_result(&self, number: u32, upper: bool, n: usize) -> bool {
+        if self.doc.nodes[n].kind != Kind::Number {
+            return false;
+        }
+        let Some(held) = Rules::held_number(self.numbers, number as usize) else {
+            return false;
+        };
+        let order = compare_numbers(self.doc.raw(n), &super::budget::decimal(held));
+        match order {
+            Some(Ordering::Equal) => true,
+            Some(Ordering::Less) => upper,
+            Some(Ordering::Greater) => !upper,
+            None => false,
+        }
+    }
 }
 
 /// Is node `n` equal to the JSON scalar `literal` (numbers by exact value, strings

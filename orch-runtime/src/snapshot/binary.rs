@@ -147,6 +147,7 @@ impl Snapshot {
             forgotten: self.forgotten,
             clock: self.clock,
             budgets: self.budgets.clone(),
+            numbers: self.numbers.clone(),
             host: &self.host,
         }
         .encode()
@@ -214,7 +215,7 @@ impl Snapshot {
         }
         // Optional sections, in order: the verdict (1 or 2), the remembered values (3),
         // the values seen in untrusted results (5), the count of forgotten values (6),
-        // the clock and the budgets (7), what the host keeps (4).
+        // the clock and the budgets (7), the numbers (8), what the host keeps (4).
         let approval = match r.bytes.get(r.at) {
             Some(1 | 2) => Some(read_approval(&mut r)?),
             _ => None,
@@ -238,6 +239,10 @@ impl Snapshot {
         let (clock, budgets) = match r.bytes.get(r.at) {
             Some(7) => read_budgets(&mut r)?,
             _ => (0, Vec::new()),
+        };
+        let numbers = match r.bytes.get(r.at) {
+            Some(8) => read_numbers(&mut r)?,
+            _ => Vec::new(),
         };
         let host = match r.bytes.get(r.at) {
             None => Vec::new(),
@@ -270,6 +275,7 @@ impl Snapshot {
             forgotten,
             clock,
             budgets,
+            numbers,
             host,
         })
     }
@@ -515,6 +521,10 @@ impl Parts<'_> {
             // Section 7: the clock and the budgets.
             write_budgets(out, self.clock, &self.budgets);
         }
+        if !self.numbers.is_empty() {
+            // Section 8: the numbers results held that bounds read.
+            write_numbers(out, &self.numbers);
+        }
         if !self.host.is_empty() {
             // Section 4: what the host keeps with the session, length-prefixed.
             out.push(4);
@@ -567,4 +577,30 @@ pub(super) fn read_budgets(
         });
     }
     Ok((clock, out))
+}
+
+/// Section 8 of the binary encoding: per number its tool, path and value.
+pub(super) fn write_numbers(out: &mut Vec<u8>, numbers: &[super::NumberSnapshot]) {
+    out.push(8);
+    put_varint(out, numbers.len() as u64);
+    for n in numbers {
+        put_str(out, &n.tool);
+        put_str(out, &n.path);
+        put_str(out, &n.value);
+    }
+}
+
+/// Reads section 8 (the reader is at its tag).
+pub(super) fn read_numbers(r: &mut Reader<'_>) -> Result<Vec<super::NumberSnapshot>, RestoreError> {
+    r.byte("the numbers section")?;
+    let n = r.count("the numbers")?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(super::NumberSnapshot {
+            tool: r.str("a number's tool")?.to_owned(),
+            path: r.str("a number's path")?.to_owned(),
+            value: r.str("a number's value")?.to_owned(),
+        });
+    }
+    Ok(out)
 }
