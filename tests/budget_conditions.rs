@@ -210,3 +210,66 @@ fn mistakes_in_a_budget_condition_are_errors_at_their_place() {
         ["E026"]
     );
 }
+
+/// A budget that counts refusals (`"counts": "refused"`): every call the session
+/// refused to admit — a broken rule, a tool the step does not allow — is charged, a call
+/// it asks about is not, and the third refusal halts the run at once.
+const REFUSALS: &str = r#"{
+  "agentId": "careful", "tools": ["search", "pay", "wipe", "report"],
+  "orchestration": {
+    "budgets": [{"name": "refusals", "tool": "*", "counts": "refused"}],
+    "rules": [{"name": "small", "tool": "pay", "require": {"path": "/amount", "range": {"max": 100}}}],
+    "approve": [{"name": "medium", "tool": "pay", "when": {"path": "/amount", "range": {"min": 50}}}],
+    "steps": [
+      {"name": "Work", "isDefault": true, "availableTools": {"allowed": ["search", "pay"]}},
+      {"name": "Halted",
+       "conditions": [{"type": "budget", "value": "refusals", "range": {"min": 3}}],
+       "availableTools": {"allowed": ["report"]}}
+    ]
+  }
+}"#;
+
+#[test]
+fn refusals_are_counted_and_the_third_halts_the_run() {
+    let m = machine(REFUSALS);
+    let mut s = m.session();
+    let admit = |s: &mut DynSession<'_>, tool: &str, args: &'static str| {
+        let c = Call::new(CallDigest::of_text(tool, args), args).at(T0);
+        match s.admit_call(tool, &c) {
+            Ok(()) => "run",
+            Err(Refusal::NeedsApproval { .. }) => "ask",
+            Err(_) => "refused",
+        }
+    };
+    assert_eq!(admit(&mut s, "pay", r#"{"amount": 500}"#), "refused");
+    assert_eq!(admit(&mut s, "pay", r#"{"amount": 60}"#), "ask");
+    assert_eq!(admit(&mut s, "search", "{}"), "run");
+    s.record("search");
+    assert_eq!(admit(&mut s, "wipe", "{}"), "refused");
+    assert_eq!(s.budget_totals(), [("refusals", "2".to_owned())]);
+    assert_eq!(s.step(), Some("Work"));
+    assert_eq!(admit(&mut s, "wipe", "{}"), "refused");
+    // The refusal itself moved the run: no further event was needed.
+    assert_eq!(s.step(), Some("Halted"));
+    assert!(s.refusal_changes_memory());
+    // A snapshot carries the count.
+    let restored = DynSession::restore(&m, &s.snapshot()).expect("restores").0;
+    assert_eq!(restored.budget_totals(), [("refusals", "3".to_owned())]);
+    assert_eq!(restored.step(), Some("Halted"));
+    // Checking a call is a question, not a refusal: nothing is charged.
+    let c = Call::new(CallDigest::of_text("wipe", "{}"), "{}");
+    assert!(s.check_call("wipe", &c).is_err());
+    assert_eq!(s.budget_totals(), [("refusals", "3".to_owned())]);
+}
+
+#[test]
+fn counts_other_than_admitted_or_refused_is_an_error() {
+    let src = REFUSALS.replace(r#""counts": "refused""#, r#""counts": "denied""#);
+    let codes: Vec<&str> = orch_codegen::compile_json(&src, None)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.code.as_str())
+        .collect();
+    assert_eq!(codes, ["E025"]);
+}

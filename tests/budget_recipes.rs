@@ -10,7 +10,7 @@ const T0: u64 = 1_800_000_000_000;
 
 fn machine(orchestration: &str) -> DynMachine {
     let src = format!(
-        r#"{{"agentId": "recipe", "tools": ["refund", "send_money", "reset_password", "read", "write", "search", "login"],
+        r#"{{"agentId": "recipe", "tools": ["refund", "send_money", "reset_password", "read", "write", "search", "login", "get_balance"],
             "orchestration": {{"steps": [{{"name": "Assist", "isDefault": true}}], {orchestration}}}}}"#
     );
     let compiled = orch_codegen::compile_json(&src, None);
@@ -23,7 +23,8 @@ fn machine(orchestration: &str) -> DynMachine {
 }
 
 /// Plays `(minutes after T0, tool, arguments)` calls, admitting each: "run", "ask",
-/// "refused" (a broken rule); an event `("msg", text)` is a user message.
+/// "refused" (a broken rule); an event `("msg", text)` is a user message, and
+/// `("result:TOOL", text)` a result of TOOL.
 fn play(m: &DynMachine, calls: &[(u64, &str, &'static str)]) -> Vec<&'static str> {
     let mut s = m.session();
     calls
@@ -32,6 +33,10 @@ fn play(m: &DynMachine, calls: &[(u64, &str, &'static str)]) -> Vec<&'static str
             if tool == "msg" {
                 s.on_user_message(args);
                 return "message";
+            }
+            if let Some(tool) = tool.strip_prefix("result:") {
+                s.record_result(tool, args);
+                return "result";
             }
             let c = Call::new(CallDigest::of_text(tool, args), args).at(T0 + minutes * 60_000);
             match s.admit_call(tool, &c) {
@@ -179,4 +184,65 @@ fn langchain_limit_on_every_tool() {
         (0, "search", "{}"),
     ];
     assert_eq!(play(&m, &calls), ["run", "run", "run", "refused"]);
+}
+
+#[test]
+fn amount_at_most_the_balance_the_account_returned() {
+    let m = machine(
+        r#""rules": [{"name": "within-balance", "tool": "send_money",
+                     "require": {"path": "/amount", "range": {"max": {"result": "get_balance", "path": "/balance"}}}}]"#,
+    );
+    let calls = [
+        (0, "send_money", r#"{"amount": 1}"#),
+        (1, "result:get_balance", r#"{"balance": 1200.50}"#),
+        (2, "send_money", r#"{"amount": 1200.50}"#),
+        (3, "send_money", r#"{"amount": 1200.51}"#),
+    ];
+    assert_eq!(play(&m, &calls), ["refused", "result", "run", "refused"]);
+}
+
+#[test]
+fn a_spent_budget_moves_the_run_to_review() {
+    let src = r#"{"agentId": "desk", "tools": ["refund", "escalate"],
+      "orchestration": {
+        "budgets": [{"name": "refunds", "tool": "refund"}],
+        "steps": [{"name": "Work", "isDefault": true},
+                  {"name": "Review", "conditions": [{"type": "budget", "value": "refunds", "range": {"min": 3}}],
+                   "availableTools": {"allowed": ["escalate"]}}]}}"#;
+    let m = orch_codegen::compile_json(src, None)
+        .to_machine()
+        .expect("compiles");
+    let mut s = m.session();
+    let mut steps = Vec::new();
+    for k in 0..3 {
+        let c = Call::new(CallDigest::of_text("refund", "{}"), "{}").at(T0 + k);
+        s.admit_call("refund", &c).expect("admitted");
+        s.record("refund");
+        steps.push(s.step().unwrap_or("-"));
+    }
+    assert_eq!(steps, ["Work", "Work", "Review"]);
+    assert!(s.check("refund").is_err());
+}
+
+#[test]
+fn after_three_refused_calls_stop() {
+    let src = r#"{"agentId": "careful", "tools": ["search", "wipe", "report"],
+      "orchestration": {
+        "budgets": [{"name": "refusals", "tool": "*", "counts": "refused"}],
+        "approve": ["search"],
+        "steps": [{"name": "Work", "isDefault": true, "availableTools": {"allowed": ["search"]}},
+                  {"name": "Halted", "conditions": [{"type": "budget", "value": "refusals", "range": {"min": 3}}],
+                   "availableTools": {"allowed": ["report"]}}]}}"#;
+    let m = orch_codegen::compile_json(src, None)
+        .to_machine()
+        .expect("compiles");
+    let mut s = m.session();
+    let mut steps = Vec::new();
+    for tool in ["wipe", "search", "wipe", "wipe"] {
+        let c = Call::new(CallDigest::of_text(tool, "{}"), "{}").at(T0);
+        let _ = s.admit_call(tool, &c);
+        steps.push(s.step().unwrap_or("-"));
+    }
+    // `search` is asked about, not refused: the third refusal is the fourth call.
+    assert_eq!(steps, ["Work", "Work", "Work", "Halted"]);
 }

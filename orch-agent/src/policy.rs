@@ -310,10 +310,13 @@ impl Policy {
                     }
                     _ => None,
                 };
+                // A budget that counts refusals charged this one.
+                let counted =
+                    refusal.kind != RefusalKind::NeedsApproval && session.refusal_changes_memory();
                 Gated::Refused {
                     refusal,
                     question,
-                    changed: session.approval() != held,
+                    changed: session.approval() != held || counted,
                 }
             }
         }

@@ -164,6 +164,8 @@ pub struct IrBudget {
     pub within_ms: u64,
     /// The charges a windowed budget keeps (0 without a window).
     pub events: u32,
+    /// It counts the calls the session refused, not those it admitted.
+    pub refused: bool,
     /// Where it is written.
     pub span: SourceSpan,
 }
@@ -198,6 +200,7 @@ pub(super) fn flatten(rules: &[IrArgRule], memory: &IrMemory) -> OwnedRules {
             within: b.within_ms,
             events: b.events,
             offset,
+            refused: b.refused,
         };
         offset = offset.saturating_add(budget.words() as u32);
         f.out.budgets.push(budget);
@@ -239,6 +242,7 @@ pub fn flatten_predicate(pred: &IrPred, budget_names: &[&str]) -> (OwnedRules, u
             within: 0,
             events: 0,
             offset: 0,
+            refused: false,
         });
     }
     let root = f.pred(pred);

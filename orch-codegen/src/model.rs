@@ -144,6 +144,9 @@ pub struct BudgetDecl {
     pub within: Option<Spanned<String>>,
     /// `events`: how many charges a windowed budget keeps.
     pub events: Option<Spanned<u64>>,
+    /// `counts`: `admitted` (the default) or `refused` — the calls the session refused
+    /// to admit.
+    pub counts: Option<Spanned<String>>,
 }
 
 /// A rule on the arguments of one tool's calls (semantics §16): an entry of `rules`

@@ -198,6 +198,7 @@ macro_rules! __doc_machine {
                     children: &[],
                     strings: &[],
                     sources: &[],
+                    numbers: &[],
                     budgets: &[],
                     budget_tools: &[],
                     budget_conditions: &[],

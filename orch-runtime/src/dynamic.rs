@@ -505,6 +505,12 @@ impl<'m> DynSession<'m> {
             .is_some_and(|i| rules.admit_changes_memory(i))
     }
 
+    /// Does refusing a call change the session (a budget counts refusals)? See
+    /// [`crate::Session::refusal_changes_memory`].
+    pub fn refusal_changes_memory(&self) -> bool {
+        self.machine.tables.rules.view().counts_refusals()
+    }
+
     /// The name of argument rule `rule`: the rule of [`crate::Session::rule_name`].
     pub fn rule_name(&self, rule: u16) -> &'m str {
         let rules: &'m OwnedRules = &self.machine.tables.rules;

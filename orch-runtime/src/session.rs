@@ -433,6 +433,13 @@ impl<M: Machine> Session<M> {
         M::tables().rules.admit_changes_memory(tool.index())
     }
 
+    /// Does refusing a call change the session — a budget counts refusals (semantics
+    /// §17)? A host that stores the session only when it changed must store it after
+    /// such a refusal.
+    pub fn refusal_changes_memory(&self) -> bool {
+        M::tables().rules.counts_refusals()
+    }
+
     /// [`Session::record_result`] by name (a foreign tool is recorded, and no rule
     /// reads its results).
     pub fn record_result_name(&mut self, name: &str, result: &str) -> Outcome<M::Tool> {

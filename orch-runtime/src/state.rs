@@ -213,7 +213,7 @@ where
     /// Brings the `budget` atoms up to date with the budgets' totals at the session's
     /// clock (semantics §17): after a recorded call (charged when it was admitted), a user
     /// message and a change of step (which may empty budgets).
-    fn sync_budget_atoms<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
+    pub(super) fn sync_budget_atoms<S: AsRef<str>>(&mut self, t: &Tables<'_, S>) {
         let p = &t.plan;
         for (k, &cond) in p.budget_atoms.iter().enumerate() {
             let value = t

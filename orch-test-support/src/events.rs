@@ -260,11 +260,13 @@ pub struct ArgumentRules {
     /// `/n` names the host `a.example` (never, for a number: the tool is always
     /// refused, in the same words everywhere); 4: `/n` a value an earlier result of
     /// tool `.2` held; 5: `/n` a value an earlier admitted call of tool `.2` was given,
-    /// or the user wrote; 6: `/n` a value the user wrote or tool `.2`, declared
-    /// trusted, returned (the other tools' results untrusted); 7: tool `.2` admitted at
-    /// most twice in the run, this call included (a count budget, semantics §17); else
-    /// the sum of `/n` over the calls of tool `.0` admitted within a day at most 3 (a sum
-    /// budget whose window no test outlives; a call without a number in `/n` is refused).
+    /// or the user wrote; 6 (and any kind past 9): `/n` a value the user wrote or tool
+    /// `.2`, declared trusted, returned (the other tools' results untrusted); 7: tool
+    /// `.2` admitted at most twice in the run, this call included (a count budget, semantics §17); 8: the
+    /// sum of `/n` over the calls of tool `.0` admitted within a day at most 3 (a sum
+    /// budget whose window no test outlives; a call without a number in `/n` is
+    /// refused); 9: `/n` at most 1 while the session refused at most one call of any
+    /// tool (a budget of refusals).
     pub rule: Option<(usize, usize, usize)>,
     /// A conditional approval named `large`: calls of this tool whose `/n` is 2 or more.
     pub conditional: Option<usize>,
@@ -275,7 +277,7 @@ impl ArgumentRules {
     /// with probability one half.
     pub fn strategy(rule: f64) -> impl Strategy<Value = ArgumentRules> {
         (
-            proptest::option::weighted(rule, (0..4usize, 0..9usize, 0..4usize)),
+            proptest::option::weighted(rule, (0..4usize, 0..10usize, 0..4usize)),
             proptest::option::of(0..4usize),
         )
             .prop_map(|(rule, conditional)| ArgumentRules { rule, conditional })
@@ -313,6 +315,12 @@ impl ArgumentRules {
                     orchestration["budgets"] = json!([{"name": "spent", "tool": tools[tool],
                         "sum": "/n", "within": "1d"}]);
                     json!({"budget": "spent", "range": {"max": 3}})
+                }
+                9 => {
+                    orchestration["budgets"] =
+                        json!([{"name": "refusals", "tool": "*", "counts": "refused"}]);
+                    json!({"all": [{"path": "/n", "range": {"max": 1}},
+                                   {"budget": "refusals", "range": {"max": 1}}]})
                 }
                 _ => {
                     let untrusted: Vec<&str> = tools

@@ -157,6 +157,10 @@ impl<'m> Reference<'m> {
                         None => false,
                     })
             }
+            // The generated templates this reference judges declare no budgets; budget
+            // conditions are tested against their own expectations
+            // (tests/budget_conditions.rs).
+            Condition::Budget(_) => false,
         }
     }
 

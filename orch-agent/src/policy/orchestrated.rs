@@ -96,6 +96,11 @@ pub trait Orchestrated {
         let _ = name;
         false
     }
+    /// Does refusing a call change the session (a budget counts refusals; semantics
+    /// §17)? The default: no.
+    fn refusal_changes_memory(&self) -> bool {
+        false
+    }
 }
 
 impl<M: Machine> Orchestrated for Session<M> {
@@ -149,6 +154,10 @@ impl<M: Machine> Orchestrated for Session<M> {
 
     fn admit_changes_memory(&self, name: &str) -> bool {
         M::Tool::from_name(name).is_some_and(|t| Session::admit_changes_memory(self, t))
+    }
+
+    fn refusal_changes_memory(&self) -> bool {
+        Session::refusal_changes_memory(self)
     }
 
     fn budget_totals(&self) -> Vec<(String, String)> {
@@ -248,6 +257,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn admit_changes_memory(&self, name: &str) -> bool {
         DynSession::admit_changes_memory(self, name)
+    }
+
+    fn refusal_changes_memory(&self) -> bool {
+        DynSession::refusal_changes_memory(self)
     }
 
     fn budget_totals(&self) -> Vec<(String, String)> {

@@ -88,6 +88,18 @@ impl<'t> Checker<'t> {
             None => Some(0),
             Some(w) => self.budget_window(w),
         };
+        let refused = match b.counts.as_ref().map(|c| c.value.as_str()) {
+            None | Some("admitted") => Some(false),
+            Some("refused") => Some(true),
+            Some(other) => {
+                self.bad(
+                    b.counts.as_ref().map_or(b.span, |c| c.span),
+                    format!("`counts` is `{other}`"),
+                    "`counts` is `admitted` (the default: the calls admitted to run) or `refused` (the calls the session refused)",
+                );
+                None
+            }
+        };
         let events = self.events(b);
         let when = match &b.when {
             Some(p) => {
@@ -106,6 +118,7 @@ impl<'t> Checker<'t> {
             per: per?,
             within_ms: within?,
             events: events?,
+            refused: refused?,
             span: b.span,
         })
     }

@@ -341,7 +341,7 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
 /// `sum "/pointer"`, `where PREDICATE`, `per run|step`, `within "24h"`, `events N` —
 /// then `;` (semantics §17).
 pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Result<BudgetDecl> {
-    const CLAUSES: [&str; 5] = ["sum", "where", "per", "within", "events"];
+    const CLAUSES: [&str; 6] = ["sum", "where", "per", "within", "events", "counts"];
     let name = low.name(input)?;
     input.parse::<Token![:]>()?;
     let tool = low.name(input)?;
@@ -354,6 +354,7 @@ pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Resul
         per: None,
         within: None,
         events: None,
+        counts: None,
     };
     let mut seen: Vec<String> = Vec::new();
     while !input.peek(Token![;]) && !input.peek(Token![,]) && !input.is_empty() {
@@ -363,7 +364,7 @@ pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Resul
             return Err(unexpected(
                 kw.span(),
                 &word,
-                "a budget is `budget NAME: TOOL [sum \"/pointer\"] [where PREDICATE] [per run|step] [within \"24h\"] [events N];`",
+                "a budget is `budget NAME: TOOL [sum \"/pointer\"] [where PREDICATE] [per run|step|message] [within \"24h\"] [events N] [counts admitted|refused];`",
                 &CLAUSES,
             ));
         }
@@ -385,9 +386,14 @@ pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Resul
                 }
             }
             "where" => budget.when = Some(parse_predicate(low, input)?),
-            "per" => {
-                let scope = Ident::parse_any(input)?;
-                budget.per = Some(low.spanned(scope.to_string(), scope.span()));
+            "per" | "counts" => {
+                let word_after = Ident::parse_any(input)?;
+                let value = Some(low.spanned(word_after.to_string(), word_after.span()));
+                if word == "per" {
+                    budget.per = value;
+                } else {
+                    budget.counts = value;
+                }
             }
             _ => {
                 let n: LitInt = input.parse()?;

@@ -137,7 +137,9 @@ impl Reader {
                 self.known_keys(
                     o,
                     "a budget",
-                    &["name", "tool", "sum", "where", "per", "within", "events"],
+                    &[
+                        "name", "tool", "sum", "where", "per", "within", "events", "counts",
+                    ],
                 );
                 let name = self.opt_string(o, "name");
                 if name.is_none() && get(o, "name").is_none() {
@@ -172,6 +174,7 @@ impl Reader {
                     per: self.opt_string(o, "per"),
                     within: self.opt_string(o, "within"),
                     events,
+                    counts: self.opt_string(o, "counts"),
                 })
             })
             .collect()

@@ -643,8 +643,10 @@ pub(crate) fn run_tool(session: &mut DynSession<'_>, name: &str) -> DynOutcome {
 pub(crate) fn exact_total(session: &DynSession<'_>, b: usize, tool: Option<usize>) -> Option<i128> {
     let rules = session.machine().tables().rules.view();
     let budget = rules.budgets.get(b)?;
-    let exact =
-        budget.sum.is_none() && budget.pred == orch_runtime::args::EVERY_CALL && budget.within == 0;
+    let exact = budget.sum.is_none()
+        && budget.pred == orch_runtime::args::EVERY_CALL
+        && budget.within == 0
+        && !budget.refused;
     if !exact {
         return None;
     }
@@ -694,17 +696,19 @@ fn abstracted(machine: &DynMachine, i: usize) -> Option<String> {
         };
         let budget = rules.budget_of_condition(k)?;
         let b = rules.budgets.get(budget)?;
-        let what = if b.within != 0 {
-            "a window (time is the host's)"
+        let what = if b.refused {
+            "that counts refused calls"
+        } else if b.within != 0 {
+            "with a window (time is the host's)"
         } else if b.sum.is_some() {
-            "a sum of the calls' arguments"
+            "that adds up the calls' arguments"
         } else if b.pred != orch_runtime::args::EVERY_CALL {
-            "a `where` on the calls' arguments"
+            "with a `where` on the calls' arguments"
         } else {
             return None;
         };
         Some(format!(
-            "its condition `budget {}` reads a budget with {what}, which verify does not model: undecided",
+            "its condition `budget {}` reads a budget {what}, which verify does not model: undecided",
             rules.describe_budget_condition(k)
         ))
     })

@@ -180,6 +180,7 @@ pub mod demo_agent {
             children: &[],
             strings: &[],
             sources: &[],
+            numbers: &[],
             budgets: &[],
             budget_tools: &[],
             budget_conditions: &[],

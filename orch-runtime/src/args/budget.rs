@@ -58,6 +58,9 @@ pub struct Budget {
     /// Where its state starts in a session's budget words (after the clock word): the
     /// words of the budgets before it, plus one.
     pub offset: u32,
+    /// It counts the calls the session *refused* to admit (`"counts": "refused"`), not
+    /// those it admitted.
+    pub refused: bool,
 }
 
 impl Budget {
@@ -100,6 +103,8 @@ impl Literal for Budget {
         w.int(self.events);
         w.text(", offset: ");
         w.int(self.offset);
+        w.text(", refused: ");
+        self.refused.write_literal(w);
         w.text(" }");
     }
 }

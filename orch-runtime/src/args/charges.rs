@@ -179,6 +179,12 @@ impl<'a> Rules<'a> {
             .is_some_and(|budget| self.budget_charges_tool(budget, tool))
     }
 
+    /// Does a budget count the calls a session refused to admit (so that a refusal
+    /// changes the session)?
+    pub fn counts_refusals(&self) -> bool {
+        self.budgets.iter().any(|b| b.refused)
+    }
+
     /// Budget `b`'s name.
     pub fn budget_name(&self, b: usize) -> &'a str {
         self.budgets.get(b).map_or("", |x| self.text_of(x.name))
@@ -194,10 +200,11 @@ impl<'a> Rules<'a> {
 
 /// Charging budgets and reading their totals while judging a call.
 impl Rules<'_> {
-    /// Charges an admitted call of `tool` to every budget that counts it (semantics
-    /// §17), at `at` (or the session's clock), moving the clock on. Arguments are read
-    /// only when a budget sums a value or has a `where`; a charge whose value cannot be
-    /// read is not made (judging refused such a call wherever a rule applies).
+    /// Charges an admitted call of `tool` — or, with `refused`, a call the session
+    /// refused to admit — to every budget that counts it (semantics §17), at `at` (or
+    /// the session's clock), moving the clock on. Arguments are read only when a budget
+    /// sums a value or has a `where`; a charge whose value cannot be read is not made
+    /// (judging refused such a call wherever a rule applies).
     pub(crate) fn charge_budgets(
         &self,
         memory: &mut [u64],
@@ -205,6 +212,7 @@ impl Rules<'_> {
         arguments: &str,
         regexes: &[Option<Regex>],
         at: Option<u64>,
+        refused: bool,
     ) {
         if self.budgets.is_empty() {
             return;
@@ -227,7 +235,7 @@ impl Rules<'_> {
         let eval = doc
             .as_ref()
             .map(|doc| self.eval_over(doc, regexes, rings, Area::new(&[]), tool, now));
-        for budget in self.budgets {
+        for budget in self.budgets.iter().filter(|b| b.refused == refused) {
             let charge = match &eval {
                 Some(e) => e.charge_of(budget),
                 None => self.charge_of(budget, tool, None, &mut |_, _| false),
@@ -270,12 +278,19 @@ impl Eval<'_, '_> {
             })
     }
 
-    /// What every budget would charge this call, in order.
+    /// What every budget would charge this call, in order (nothing to the budgets
+    /// that count refusals: a call judged is charged to them only once refused).
     pub(super) fn charges_of_call(&self) -> Vec<Charge> {
         self.rules
             .budgets
             .iter()
-            .map(|b| self.charge_of(b))
+            .map(|b| {
+                if b.refused {
+                    Charge::None
+                } else {
+                    self.charge_of(b)
+                }
+            })
             .collect()
     }
 

@@ -70,11 +70,48 @@ where
         call: &Call<'_>,
         matchers: &Matchers,
     ) -> Result<(), RawRefusal> {
-        if self.check_call(t, available, tool, call, matchers)? {
-            self.approval = None;
+        match self.check_call(t, available, tool, call, matchers) {
+            Ok(consumed) => {
+                if consumed {
+                    self.approval = None;
+                }
+                self.ran_call(t, tool, call, matchers);
+                Ok(())
+            }
+            Err(refusal) => {
+                if !matches!(refusal, RawRefusal::NeedsApproval(_)) && t.rules.counts_refusals() {
+                    cold();
+                    self.refused_call(t, tool, call, matchers);
+                }
+                Err(refusal)
+            }
         }
-        self.ran_call(t, tool, call, matchers);
-        Ok(())
+    }
+
+    /// A call the session refused to admit (not one it asks about), charged to the
+    /// budgets that count refusals (semantics §17); a step condition that reads one is
+    /// evaluated, and activation runs, as after any event.
+    fn refused_call<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        tool: ToolRef<'_>,
+        call: &Call<'_>,
+        matchers: &Matchers,
+    ) {
+        if let ToolRef::Declared(i) = tool {
+            t.rules.charge_budgets(
+                self.memory.as_mut(),
+                i,
+                call.arguments,
+                matchers.arguments(),
+                call.at,
+                true,
+            );
+        }
+        if !t.plan.budget_atoms.is_empty() {
+            self.sync_budget_atoms(t);
+            self.activate(t);
+        }
     }
 
     /// What admitting `call` stores, without judging it: its arguments remembered and
@@ -95,6 +132,7 @@ where
                 call.arguments,
                 matchers.arguments(),
                 call.at,
+                false,
             );
         }
     }
