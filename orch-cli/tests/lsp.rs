@@ -481,8 +481,10 @@ const RULES: &str = r#"{
       {"name": "Pay", "isDefault": true, "rules": [
         {"name": "known-recipient", "tool": "send_money", "require": {"path": "/to", "inResult": {"tool": "get_contacts", "path": "/*/iban"}}},
         {"name": "written-by-the-user", "tool": "send_money", "require": {"path": "/to", "from": ["user", {"arguments": "get_contacts", "path": "/name"}]}},
-        {"name": "daily-limit", "tool": "send_money", "require": {"budget": "daily-spend", "range": {"max": 10000}}}
-      ]}
+        {"name": "daily-limit", "tool": "send_money", "require": {"budget": "daily-spend", "range": {"max": 10000}}},
+        {"name": "within-limit", "tool": "send_money", "require": {"path": "/amount", "range": {"max": {"result": "get_contacts", "path": "/limit"}}}}
+      ]},
+      {"name": "Review", "conditions": [{"type": "budget", "value": "daily-spend", "range": {"min": 5000}}]}
     ]
   }
 }"#;
@@ -534,7 +536,19 @@ fn rules_on_arguments_get_diagnostics_at_their_place_and_hovers() {
             "- `known-recipient` on `send_money`: refuses a call unless: `/to` must be one of the values earlier results of `get_contacts` held at `/*/iban`",
             "- `written-by-the-user` on `send_money`: refuses a call unless: `/to` must be either a value the user wrote in a message or one of the values earlier admitted calls of `get_contacts` were given at `/name`",
             "- `daily-limit` on `send_money`: refuses a call unless: budget `daily-spend` with this call must be at most 10000",
+            "- `within-limit` on `send_money`: refuses a call unless: `/amount` must be a number at most the number the newest result of `get_contacts` held at `/limit`",
         ],
+        "{text}"
+    );
+    // A step a budget moves the run to says so.
+    t.send(json!({"id": 20, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri}, "position": position_of(&fixed, "\"Review\"", 0, false)}}));
+    let hover = response(t, 20, &mut Vec::new());
+    let text = hover["result"]["contents"]["value"]
+        .as_str()
+        .expect("markdown");
+    assert!(
+        text.contains("- `budget` `daily-spend` at least 5000"),
         "{text}"
     );
 

@@ -92,7 +92,7 @@ codes! {
     ReadsUserMessages = "E024", "reads_user_messages", Error, "a message condition `orch policy` cannot enforce: MCP traffic carries no user messages";
     InvalidRule = "E025", "invalid_rule", Error, "a rule on arguments or a budget of the wrong shape: not exactly one test or combinator, an empty list, a path that is not a JSON pointer, a host with a scheme or a path, a window that is not `<n>ms|s|m|h|d`, `per` other than `run` or `step`";
     ConflictingRule = "E026", "conflicting_rule", Error, "a rule on arguments that contradicts itself or another: bounds out of order, two rules of one scope (or two budgets) with one name, `from` `trusted` with no trusted tool, a tool both trusted and untrusted, a budget bound of more than nine decimal places";
-    UnknownBudget = "E027", "unknown_budget", Error, "a rule or property tests a budget `orchestration.budgets` does not declare, or a budget's `where` tests a budget";
+    UnknownBudget = "E027", "unknown_budget", Error, "a rule, step condition or property tests a budget `orchestration.budgets` does not declare, or a budget's `where` tests a budget";
     UnreachableStep = "W001", "unreachable_step", Warning, "a step that can never become active";
     ShadowedStep = "W002", "shadowed_step", Warning, "a step shadowed by an earlier step";
     DefaultStepConditions = "W003", "default_step_conditions", Warning, "conditions on the default step are ignored";

@@ -187,7 +187,7 @@ pub fn explain(code: Code) -> Explanation {
   "properties": [{"name": "think-after-search", "tool": "think", "after": "search"}]}}"#,
         ),
         InvalidRule => (
-            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path` — a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`) — with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn`, `hostnameIn`, `addressesIn`, `linksIn`, `emailsIn`, `each`, `inResult` or `from`; or it combines predicates with one of `all`, `any`, `not`. No test or two in one object, an empty list, a path that is not a pointer, a `hostIn`, `hostnameIn` or `linksIn` entry with a scheme, a port or a path (`https://example.com` instead of `example.com`), or an `addressesIn` or `emailsIn` entry without exactly one `@` cannot be judged as written. The JSON Schema (`orch schema`) says the same.",
+            "A rule on arguments (`rules`, or a conditional `approve`) judges the JSON value at a `path` — a JSON pointer (RFC 6901: `\"\"`, `/to`, `/items/0/price`) — with exactly one test: `exists`, `equals`, `oneOf`, `glob`, `regex`, `range`, `length`, `hostIn`, `hostnameIn`, `addressesIn`, `linksIn`, `emailsIn`, `each`, `inResult` or `from`; or it combines predicates with one of `all`, `any`, `not`. No test or two in one object, an empty list, a path that is not a pointer, a `hostIn`, `hostnameIn` or `linksIn` entry with a scheme, a port or a path (`https://example.com` instead of `example.com`), or an `addressesIn` or `emailsIn` entry without exactly one `@` cannot be judged as written. A `range` bound from a result is `{\"result\": TOOL, \"path\": P}` and nothing else; a budget (`counts` is `admitted` or `refused`) is compared with numbers, and a `budget` test or step condition needs its `range`. The JSON Schema (`orch schema`) says the same.",
             Lang::Json,
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "rules": [{"name": "small", "tool": "send_money", "require": {"path": "amount", "range": {"max": 100}}}]}}"#,
@@ -203,7 +203,7 @@ pub fn explain(code: Code) -> Explanation {
   "rules": [{"name": "amount", "tool": "send_money", "require": {"path": "/amount", "range": {"min": 10, "max": 100}}}]}}"#,
         ),
         UnknownBudget => (
-            "A budget test (`{\"budget\": NAME, \"range\": {..}}`) reads the total of a budget declared in `orchestration.budgets`: a count of calls or a sum of an argument, over the run, a step or a window. A name no budget has cannot be read; the compiler suggests the closest declared name.",
+            "A budget test (`{\"budget\": NAME, \"range\": {..}}`) or a `budget` step condition (`{\"type\": \"budget\", \"value\": NAME, \"range\": {..}}`) reads the total of a budget declared in `orchestration.budgets`: a count of calls or a sum of an argument, over the run, a step or a window. A name no budget has cannot be read; the compiler suggests the closest declared name.",
             Lang::Json,
             r#"{"agentId": "pay", "tools": ["send_money"], "orchestration": {"steps": [{"name": "Chat", "isDefault": true}],
   "budgets": [{"name": "daily-spend", "tool": "send_money", "sum": "/amount", "within": "24h"}],

@@ -116,6 +116,14 @@ pub(super) fn conditions_summary(
             if let Some(w) = &c.window {
                 out.push_str(&format!(" within the last {} tools", w.value));
             }
+            match (&c.min, &c.max) {
+                (Some(lo), Some(hi)) => {
+                    out.push_str(&format!(" from {} to {}", lo.value, hi.value));
+                }
+                (Some(lo), None) => out.push_str(&format!(" at least {}", lo.value)),
+                (None, Some(hi)) => out.push_str(&format!(" at most {}", hi.value)),
+                (None, None) => {}
+            }
         }
     }
 }

@@ -713,7 +713,12 @@ impl Eval<'_, '_> {
         let Some(held) = Rules::held_number(self.numbers, number as usize) else {
             return false;
         };
-        let order = compare_numbers(self.doc.raw(n), &super::budget::decimal(held));
+        let raw = self.doc.raw(n);
+        // Exactly, as billionths; a number more precise than that, as decimal texts.
+        let order = match super::budget::bound(raw) {
+            Some(v) => Some(v.cmp(&held)),
+            None => compare_numbers(raw, &super::budget::decimal(held)),
+        };
         match order {
             Some(Ordering::Equal) => true,
             Some(Ordering::Less) => upper,
