@@ -12,6 +12,8 @@ use crate::state::{RawOutcome, RawRefusal, State, ToolRef, Usage, FOREIGN, NO_ST
 pub use crate::tables::OwnedTables;
 use crate::OutcomeKind;
 
+mod budgets;
+
 /// A machine loaded at run time: its tables and compiled message conditions.
 #[derive(Clone, Debug)]
 pub struct DynMachine {
@@ -411,20 +413,6 @@ impl<'m> DynSession<'m> {
         result.map_err(|d| self.denied(d))
     }
 
-    /// A call that ran without this session admitting it — a simulation, a host that
-    /// observes calls rather than enforcing — stored as admitting it would store it: its
-    /// arguments remembered where rules read them, its charges made to the budgets, the
-    /// clock moved to its time. Nothing is judged; record it with [`DynSession::record`]
-    /// as any call.
-    pub fn ran_call(&mut self, name: &str, call: &Call<'_>) {
-        let t = self.machine.tables.view();
-        let tool = match t.tool_index(name) {
-            Some(i) => ToolRef::Declared(i),
-            None => ToolRef::Foreign(name),
-        };
-        self.state.ran_call(&t, tool, call, &self.machine.matchers);
-    }
-
     /// Why a call broke a rule on arguments, in words: the rule of
     /// [`crate::Session::explain_broken`].
     pub fn explain_broken(&self, broken: &Broken, arguments: &str) -> String {
@@ -486,29 +474,6 @@ impl<'m> DynSession<'m> {
                 .view()
                 .tool_index(name)
                 .is_some_and(|i| rules.reads_arguments(i, self.state.step))
-    }
-
-    /// Each budget's total now, by name: see [`crate::Session::budget_totals`].
-    pub fn budget_totals(&self) -> Vec<(&'m str, String)> {
-        let rules: &'m OwnedRules = &self.machine.tables.rules;
-        rules.view().budget_totals(self.state.memory_words())
-    }
-
-    /// Does admitting a call of `name` change what the session remembers (its arguments,
-    /// or a budget's clock and charges)? See [`crate::Session::admit_changes_memory`].
-    pub fn admit_changes_memory(&self, name: &str) -> bool {
-        let rules = self.machine.tables.rules.view();
-        self.machine
-            .tables
-            .view()
-            .tool_index(name)
-            .is_some_and(|i| rules.admit_changes_memory(i))
-    }
-
-    /// Does refusing a call change the session (a budget counts refusals)? See
-    /// [`crate::Session::refusal_changes_memory`].
-    pub fn refusal_changes_memory(&self) -> bool {
-        self.machine.tables.rules.view().counts_refusals()
     }
 
     /// The name of argument rule `rule`: the rule of [`crate::Session::rule_name`].
@@ -695,17 +660,6 @@ impl<'m> DynSession<'m> {
             // Rules and conditions read budgets: their totals are part of the behaviour.
             rules.budget_key(self.state.memory.as_ref(), &self.machine.budget_caps, out);
         }
-    }
-
-    /// Budget `b`'s total at the session's clock, in billionths (an index into the
-    /// machine's budgets). Verification plumbing.
-    #[doc(hidden)]
-    pub fn budget_total(&self, b: usize) -> i128 {
-        self.machine
-            .tables
-            .rules
-            .view()
-            .budget_total(self.state.memory.as_ref(), b)
     }
 
     /// Does condition `k` (in template order) of step `step` hold now? `None` for a

@@ -208,7 +208,7 @@ impl<'m> Search<'_, 'm> {
             tools,
         });
         let tool = self.machine.tables().view().tool_index(name);
-        let totals = |b: usize| super::explore::exact_total(session, b, tool);
+        let totals = |b: usize| super::budgets::exact_total(session, b, tool);
         arguments::can_run(rules, tools, tool, active, when, ungated, &totals)
     }
 
@@ -369,18 +369,20 @@ impl<'m> Search<'_, 'm> {
                         states: nodes.len(),
                     };
                 }
-                if !super::explore::rules_admit(
-                    &nodes[at].0,
-                    &event,
-                    active,
-                    self.options.permissive,
-                ) {
-                    continue;
+                if let Event::Tool(n) | Event::ApprovedTool(n) = &event {
+                    if !super::budgets::rules_admit(
+                        &nodes[at].0,
+                        n,
+                        active,
+                        self.options.permissive,
+                    ) {
+                        continue;
+                    }
                 }
                 let mut next = nodes[at].0.clone();
                 match &event {
                     Event::Tool(n) | Event::ApprovedTool(n) => {
-                        super::explore::run_tool(&mut next, n);
+                        super::budgets::run_tool(&mut next, n);
                     }
                     Event::Message(_) => next.on_message_flags(flags.unwrap_or(&[])),
                     Event::Reset => next.reset(),

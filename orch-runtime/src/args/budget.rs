@@ -9,7 +9,6 @@
 //! charge (time, amount). Amounts are exact: a number with at most nine decimal places,
 //! held as an integer count of billionths; counts add one (a billion billionths).
 
-use super::scalar::decimal_parts;
 use crate::form::{Literal, LiteralWriter};
 use crate::tables::Span;
 
@@ -110,22 +109,62 @@ impl Literal for Budget {
 }
 
 /// A JSON number as an exact count of billionths: `None` when it is negative, has more
-/// than nine decimal places, or is beyond an `i128`.
+/// than nine decimal places, or is beyond an `i128`. Reads the text in place (no
+/// allocation: budget conditions read their bounds on every event).
 pub fn amount(text: &str) -> Option<i128> {
-    let (negative, digits, exponent) = decimal_parts(text)?;
-    if digits.is_empty() {
+    if !super::scalar::is_number(text) {
+        return None;
+    }
+    let b = text.as_bytes();
+    let negative = b.first() == Some(&b'-');
+    let body = &b[usize::from(negative)..];
+    let (mantissa, exponent) = match body.iter().position(|&c| c == b'e' || c == b'E') {
+        Some(at) => (&body[..at], body.get(at + 1..)),
+        None => (body, None),
+    };
+    let (int, frac) = match mantissa.iter().position(|&c| c == b'.') {
+        Some(at) => (&mantissa[..at], &mantissa[at + 1..]),
+        None => (mantissa, &mantissa[mantissa.len()..]),
+    };
+    let digits = || int.iter().chain(frac.iter()).map(|c| c - b'0');
+    // The significant digits: no leading zeros, no trailing zeros (each one dropped
+    // moves the point).
+    let lead = digits().take_while(|&d| d == 0).count();
+    let total = int.len() + frac.len();
+    if lead == total {
         return Some(0);
     }
     if negative {
         return None;
     }
-    // value = 0.d1d2…dn × 10^exponent; in billionths: d1…dn × 10^(exponent - n + 9).
-    let shift = exponent.checked_sub(digits.len() as i64)?.checked_add(9)?;
+    let trail = digits().rev().take_while(|&d| d == 0).count();
+    let exponent: i64 = match exponent {
+        None => 0,
+        Some(e) => {
+            let (sign, e) = match e.first() {
+                Some(b'-') => (-1, &e[1..]),
+                Some(b'+') => (1, &e[1..]),
+                _ => (1, e),
+            };
+            // An exponent past 10^15 cannot give a billionth count in an i128, either way.
+            let digits = core::str::from_utf8(e).ok()?;
+            sign * digits
+                .parse::<i64>()
+                .ok()
+                .filter(|e| *e < 1_000_000_000_000_000)?
+        }
+    };
+    // value = significant digits × 10^(exponent − frac.len() + trail); in billionths
+    // the power is 9 more.
+    let shift = exponent
+        .checked_sub(frac.len() as i64)?
+        .checked_add(trail as i64)?
+        .checked_add(9)?;
     if shift < 0 {
         return None;
     }
     let mut v: i128 = 0;
-    for d in digits {
+    for d in digits().skip(lead).take(total - lead - trail) {
         v = v.checked_mul(10)?.checked_add(i128::from(d))?;
     }
     for _ in 0..shift {
@@ -433,6 +472,80 @@ mod tests {
         assert_eq!(decimal(12_000 * UNIT + UNIT / 2), "12000.5");
         assert_eq!(decimal(-3 * UNIT), "-3");
         assert_eq!(decimal(1), "0.000000001");
+    }
+
+    /// The in-place reading agrees with the exact decimal reading on every shape of
+    /// JSON number.
+    #[test]
+    fn amounts_read_in_place_agree_with_the_exact_reading() {
+        let reference = |text: &str| -> Option<i128> {
+            let (negative, digits, exponent) = crate::args::scalar::decimal_parts(text)?;
+            if digits.is_empty() {
+                return Some(0);
+            }
+            if negative {
+                return None;
+            }
+            let shift = exponent.checked_sub(digits.len() as i64)?.checked_add(9)?;
+            if shift < 0 {
+                return None;
+            }
+            let mut v: i128 = 0;
+            for d in digits {
+                v = v.checked_mul(10)?.checked_add(i128::from(d))?;
+            }
+            for _ in 0..shift {
+                v = v.checked_mul(10)?;
+            }
+            Some(v)
+        };
+        let mantissas = [
+            "0",
+            "-0",
+            "1",
+            "10",
+            "100",
+            "0.5",
+            "0.50",
+            "1.000000001",
+            "1.0000000001",
+            "120.0",
+            "0.000000001",
+            "0.0000000010",
+            "99999999999999999999",
+            "-2.5",
+            "00",
+            "1.",
+            ".5",
+            "+1",
+            "",
+            "-",
+            "1e",
+            "abc",
+        ];
+        let exponents = [
+            "",
+            "e0",
+            "e3",
+            "E-3",
+            "e+2",
+            "e-9",
+            "e-10",
+            "e29",
+            "e40",
+            "e-99999999999999999999",
+        ];
+        for m in mantissas {
+            for e in exponents {
+                let text = format!("{m}{e}");
+                let expected = if super::super::scalar::is_number(&text) {
+                    reference(&text)
+                } else {
+                    None
+                };
+                assert_eq!(amount(&text), expected, "{text}");
+            }
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl Decimal {
 
 /// A JSON number's sign, significant digits (no leading or trailing zeros; empty for
 /// zero) and the power of ten of the first digit: the value is `0.d1d2… × 10^exponent`.
+#[cfg(test)]
 pub(crate) fn decimal_parts(text: &str) -> Option<(bool, Vec<u8>, i64)> {
     let d = Decimal::parse(text)?;
     Some((d.negative, d.digits, d.exponent))
