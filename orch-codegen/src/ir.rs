@@ -291,7 +291,7 @@ pub enum IrCondition {
         /// The window.
         window: usize,
     },
-    /// `budget`: an index into [`IrMemory::conditions`](crate::ir_rules::IrMemory::conditions).
+    /// `budget`: an index into [`IrMemory::conditions`].
     Budget(usize),
 }
 

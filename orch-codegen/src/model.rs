@@ -226,9 +226,9 @@ pub enum ArgTest {
         /// `max`, inclusive.
         max: Option<Spanned<String>>,
         /// `min` written `{"result": TOOL, "path": P}`.
-        min_result: Option<ResultNumber>,
+        min_result: Option<Box<ResultNumber>>,
         /// `max` written `{"result": TOOL, "path": P}`.
-        max_result: Option<ResultNumber>,
+        max_result: Option<Box<ResultNumber>>,
     },
     /// `length`: a string, array or object of `min..=max` characters or entries.
     Length {

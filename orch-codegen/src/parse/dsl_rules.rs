@@ -275,35 +275,7 @@ pub(super) fn parse_test(low: &mut Lowering, input: ParseStream) -> syn::Result<
             }
         }
         "from" => ArgTest::From(Spanned::new(parse_origins(low, &args)?, whole)),
-        "range" => {
-            let (mut min, mut max) = (None, None);
-            let (mut min_result, mut max_result) = (None, None);
-            for (key, value) in bounds(&args, &word)? {
-                if let Bound::Result { kw, tool, path } = &value {
-                    let r = ResultNumber {
-                        span: low.at(kw.span()),
-                        tool: low.spanned(tool.0.clone(), tool.1),
-                        path: low.spanned(path.value(), path.span()),
-                    };
-                    *(if key == "min" {
-                        &mut min_result
-                    } else {
-                        &mut max_result
-                    }) = Some(r);
-                    continue;
-                }
-                let text = number_text(&value)?;
-                let slot = if key == "min" { &mut min } else { &mut max };
-                *slot = Some(low.spanned(text, value.span()));
-            }
-            ArgTest::Range {
-                span: whole,
-                min,
-                max,
-                min_result,
-                max_result,
-            }
-        }
+        "range" => parse_range(low, &args, whole, &word)?,
         _ => {
             // "length"
             let (mut min, mut max) = (None, None);
@@ -403,6 +375,42 @@ pub(super) fn parse_budget(low: &mut Lowering, input: ParseStream) -> syn::Resul
     }
     semi(input)?;
     Ok(budget)
+}
+
+/// `range(min = N, max = N)`, a bound possibly `result(TOOL, "/pointer")`.
+fn parse_range(
+    low: &mut Lowering,
+    args: ParseStream,
+    whole: crate::model::Span,
+    word: &str,
+) -> syn::Result<ArgTest> {
+    let (mut min, mut max) = (None, None);
+    let (mut min_result, mut max_result) = (None, None);
+    for (key, value) in bounds(args, word)? {
+        if let Bound::Result { kw, tool, path } = &value {
+            let r = ResultNumber {
+                span: low.at(kw.span()),
+                tool: low.spanned(tool.0.clone(), tool.1),
+                path: low.spanned(path.value(), path.span()),
+            };
+            *(if key == "min" {
+                &mut min_result
+            } else {
+                &mut max_result
+            }) = Some(Box::new(r));
+            continue;
+        }
+        let text = number_text(&value)?;
+        let slot = if key == "min" { &mut min } else { &mut max };
+        *slot = Some(low.spanned(text, value.span()));
+    }
+    Ok(ArgTest::Range {
+        span: whole,
+        min,
+        max,
+        min_result,
+        max_result,
+    })
 }
 
 /// A number literal in a rule, with its sign — or, in a `range`, the number a tool's

@@ -423,12 +423,12 @@ impl Reader {
                 self.known_keys(o, "`range`", &["min", "max"]);
                 let (mut results, mut ok) = ([None, None], true);
                 let mut bound =
-                    |r: &mut Self, k: &str, slot: &mut Option<ResultNumber>| match get(o, k) {
+                    |r: &mut Self, k: &str, slot: &mut Option<Box<ResultNumber>>| match get(o, k) {
                         Some(Value::NumberLit(n)) => {
                             Some(Spanned::new(n.value.to_owned(), span_of(n)))
                         }
                         Some(obj @ Value::Object(_)) => {
-                            *slot = r.result_number(obj, k);
+                            *slot = r.result_number(obj, k).map(Box::new);
                             ok &= slot.is_some();
                             None
                         }

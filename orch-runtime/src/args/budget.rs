@@ -454,6 +454,14 @@ impl<'w> AreaMut<'w> {
     }
 }
 
+/// Is `total` (billionths) within the bounds `min..=max` (number texts; empty:
+/// unbounded)?
+pub(crate) fn within(total: i128, min: &str, max: &str) -> bool {
+    let bound = |t: &str| bound(t);
+    (min.is_empty() || bound(min).is_some_and(|m| total >= m))
+        && (max.is_empty() || bound(max).is_some_and(|m| total <= m))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,12 +568,4 @@ mod tests {
         assert_eq!(window_text(90_000), "90s");
         assert_eq!(window_text(250), "250ms");
     }
-}
-
-/// Is `total` (billionths) within the bounds `min..=max` (number texts; empty:
-/// unbounded)?
-pub(crate) fn within(total: i128, min: &str, max: &str) -> bool {
-    let bound = |t: &str| bound(t);
-    (min.is_empty() || bound(min).is_some_and(|m| total >= m))
-        && (max.is_empty() || bound(max).is_some_and(|m| total <= m))
 }
