@@ -623,3 +623,34 @@ fn a_range_without_bounds_is_any_number() {
         "{prop}"
     );
 }
+
+/// A count the state knows decides a rule however many other tests the rule's tool has:
+/// with twenty windowed sums beside it (more tests than the model enumerates), the count
+/// of three still proves "`pay` runs at most 3 times".
+#[test]
+fn a_known_count_decides_past_the_enumeration_limit() {
+    let mut budgets = vec![r#"{"name": "payments", "tool": "pay"}"#.to_owned()];
+    let mut rules =
+        vec![r#"{"name": "three", "tool": "pay", "require": {"budget": "payments", "range": {"max": 3}}}"#.to_owned()];
+    for i in 0..20 {
+        budgets.push(format!(
+            r#"{{"name": "s{i}", "tool": "pay", "sum": "/amount", "within": "1h"}}"#
+        ));
+        rules.push(format!(
+            r#"{{"name": "r{i}", "tool": "pay", "require": {{"budget": "s{i}", "range": {{"max": {}}}}}}}"#,
+            100 + i
+        ));
+    }
+    let template = |at_most: u32| {
+        format!(
+            r#"{{"agentId": "many", "tools": ["pay"], "orchestration": {{
+              "budgets": [{}], "rules": [{}],
+              "steps": [{{"name": "Pay", "isDefault": true}}],
+              "properties": [{{"name": "at-most", "tool": "pay", "atMost": {at_most}}}]}}}}"#,
+            budgets.join(", "),
+            rules.join(", ")
+        )
+    };
+    let prop = proven_then_refuted("many-rules", &template(3), &template(2));
+    assert_eq!(prop["witness"].as_array().map(Vec::len), Some(3), "{prop}");
+}

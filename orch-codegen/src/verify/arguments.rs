@@ -89,6 +89,25 @@ pub(crate) fn can_run<'r>(
                 .or_insert_with(|| leaf(*f, node, totals));
         });
     }
+    // What the state decides alone (budgets counted exactly) is decided first, whatever
+    // the number of other tests: a required rule it breaks, or a `when` it falsifies,
+    // leaves no choice.
+    let known = |f: &Formula<'_>| {
+        decided(*f, f.root, &|f, node| match leaves.get(&f.key(node)) {
+            Some(Leaf::Fixed(b)) => Some(*b),
+            _ => None,
+        })
+    };
+    let broken = applying
+        .iter()
+        .any(|(k, f)| *k == RuleKind::Require && known(f) == Some(false));
+    let gated = ungated
+        && applying
+            .iter()
+            .any(|(k, f)| *k == RuleKind::ApproveWhen && known(f) == Some(true));
+    if broken || gated || when.as_ref().is_some_and(|f| known(f) == Some(false)) {
+        return None;
+    }
     let space = Space::new(leaves.values().cloned().collect());
     if space.size().is_none_or(|n| n > 1 << MAX_DECISIONS) {
         return Some(Vec::new());
@@ -441,6 +460,42 @@ fn walk(f: Formula<'_>, node: u32, visit: &mut dyn FnMut(u32)) {
 
 fn children<'r>(f: Formula<'r>, span: Span) -> &'r [u32] {
     f.rules.children.get(span.range()).unwrap_or(&[])
+}
+
+/// A predicate's value where only some tests are known (`leaf` says `None` for the
+/// others): `Some` when the known ones decide it, whatever the others are.
+fn decided(
+    f: Formula<'_>,
+    node: u32,
+    leaf: &dyn Fn(Formula<'_>, u32) -> Option<bool>,
+) -> Option<bool> {
+    match f.rules.preds.get(node as usize) {
+        Some(Pred::All(span)) => {
+            let mut all = Some(true);
+            for &c in children(f, *span) {
+                match decided(f, c, leaf) {
+                    Some(false) => return Some(false),
+                    None => all = None,
+                    Some(true) => {}
+                }
+            }
+            all
+        }
+        Some(Pred::Any(span)) => {
+            let mut any = Some(false);
+            for &c in children(f, *span) {
+                match decided(f, c, leaf) {
+                    Some(true) => return Some(true),
+                    None => any = None,
+                    Some(false) => {}
+                }
+            }
+            any
+        }
+        Some(Pred::Not(inner)) => decided(f, *inner, leaf).map(|b| !b),
+        Some(Pred::Test { .. }) => leaf(f, node),
+        None => Some(false),
+    }
 }
 
 fn eval(f: Formula<'_>, node: u32, choice: &dyn Fn(Formula<'_>, u32) -> bool) -> bool {
