@@ -12,14 +12,15 @@ pub enum Event {
     Message(String),
     /// `{"tool": "name"}`
     Tool(String),
-    /// `{"tool": "name", "arguments": {..}, "at": ms}`: a call with its arguments (judged
-    /// by the rules on arguments, charged to the budgets) at a time (milliseconds since
-    /// the epoch; absent: the session's clock). Either key may be left out.
+    /// `{"tool": "name", "arguments": {..}, "at": ms}`: a call at a time (milliseconds
+    /// since the epoch; absent: the session's clock); with `arguments`, judged by the
+    /// rules on arguments first, and charged to the budgets by them. Either key may be
+    /// left out.
     Call {
         /// The tool.
         tool: String,
-        /// The arguments' JSON text (`{}` when not given).
-        arguments: String,
+        /// The arguments' JSON text, when given.
+        arguments: Option<String>,
         /// When the call is made.
         at: Option<u64>,
     },
@@ -196,8 +197,8 @@ fn call_event(obj: &serde_json::Map<String, serde_json::Value>) -> Result<Event,
         .ok_or("`tool` must be a tool name")?
         .to_owned();
     let arguments = match obj.get("arguments") {
-        None => "{}".to_owned(),
-        Some(v @ serde_json::Value::Object(_)) => v.to_string(),
+        None => None,
+        Some(v @ serde_json::Value::Object(_)) => Some(v.to_string()),
         Some(_) => return Err("`arguments` must be a JSON object".to_owned()),
     };
     let at = obj.get("at").map(|v| count(v, "at")).transpose()?;
@@ -279,16 +280,15 @@ pub fn apply(s: &mut DynSession<'_>, e: &Event, approved: &mut Option<String>) -
     let approval = approved.take();
     match e {
         Event::Message(m) => s.on_user_message(m),
-        Event::Tool(t) => {
-            let gated = s.check(t).is_err_and(|d| d.needs_approval());
-            if gated && approval.as_deref() != Some(t.as_str()) {
-                return Applied::NeedsApproval;
-            }
-            return ran(s, t, "{}", None);
-        }
+        Event::Tool(t) => return unjudged(s, t, None, approval.as_deref()),
         Event::Call {
             tool,
-            arguments,
+            arguments: None,
+            at,
+        } => return unjudged(s, tool, *at, approval.as_deref()),
+        Event::Call {
+            tool,
+            arguments: Some(arguments),
             at,
         } => {
             let mut call = Call::new(CallDigest::of_text(tool, arguments), arguments);
@@ -314,6 +314,21 @@ pub fn apply(s: &mut DynSession<'_>, e: &Event, approved: &mut Option<String>) -
         Event::Reject(t) => return Applied::Rejected(t.clone()),
     }
     Applied::Nothing
+}
+
+/// A tool event without arguments: the tool runs (a gated one only with the human's
+/// approval), whatever a rule on arguments would say of a call it was not given.
+fn unjudged(
+    s: &mut DynSession<'_>,
+    tool: &str,
+    at: Option<u64>,
+    approved: Option<&str>,
+) -> Applied {
+    let gated = s.check(tool).is_err_and(|d| d.needs_approval());
+    if gated && approved != Some(tool) {
+        return Applied::NeedsApproval;
+    }
+    ran(s, tool, "{}", at)
 }
 
 /// A tool that runs: its call stored as admitting it would (arguments remembered, budgets

@@ -61,6 +61,7 @@ fn step_json(e: &report::Step) -> Value {
         report::Step::Available(list) => json!({ "available": list }),
         report::Step::Message(m) => json!({ "message": m }),
         report::Step::Tool(t) => json!({ "tool": t }),
+        report::Step::ToolAt(t, at) => json!({ "tool": t, "at": at }),
         report::Step::Approve(t) => json!({ "approve": t }),
         report::Step::Reset => json!({ "reset": true }),
     }

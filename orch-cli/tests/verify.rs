@@ -48,6 +48,17 @@ fn lines(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `orch simulate` on these event lines: its trace, one JSON object per line.
+fn trace(file: &str, events: &[&str]) -> Vec<serde_json::Value> {
+    let out = orch(&["simulate", file, "-"], Some(&events.join("\n")));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lines(&out)
+}
+
 /// Replays a witness with `orch simulate`; returns the last trace line.
 fn simulate(file: &str, witness: &serde_json::Value) -> serde_json::Value {
     let events: String = witness
@@ -254,25 +265,20 @@ fn properties_are_one_json_line_each_and_witnesses_replay_to_the_violation() {
 #[test]
 fn simulate_takes_approvals_and_rejections() {
     let file = tmp("gated-sim.json", GATED);
-    let events = [
-        r#"{"tool": "add_to_cart"}"#,
-        r#"{"tool": "confirm"}"#,
-        r#"{"tool": "pay"}"#,
-        r#"{"reject": "pay"}"#,
-        r#"{"approve": "pay"}"#,
-        r#"{"message": "hello"}"#,
-        r#"{"tool": "pay"}"#,
-        r#"{"approve": "pay"}"#,
-        r#"{"tool": "pay"}"#,
-    ]
-    .join("\n");
-    let out = orch(&["simulate", &file, "-"], Some(&events));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let trace = trace(
+        &file,
+        &[
+            r#"{"tool": "add_to_cart"}"#,
+            r#"{"tool": "confirm"}"#,
+            r#"{"tool": "pay"}"#,
+            r#"{"reject": "pay"}"#,
+            r#"{"approve": "pay"}"#,
+            r#"{"message": "hello"}"#,
+            r#"{"tool": "pay"}"#,
+            r#"{"approve": "pay"}"#,
+            r#"{"tool": "pay"}"#,
+        ],
     );
-    let trace = lines(&out);
     // Without an approval the gated call does not run; a rejection is traced; an
     // approval holds for the next event only (a message in between voids it).
     assert_eq!(trace[3]["outcome"], "needs_approval");
@@ -564,20 +570,15 @@ fn simulate_judges_calls_with_arguments_at_their_time() {
                   {"name": "Spent", "conditions": [{"type": "budget", "value": "daily", "range": {"min": 100}}]}]
       }}"#,
     );
-    let events = [
-        r#"{"tool": "pay", "arguments": {"amount": 60}, "at": 1000}"#,
-        r#"{"tool": "pay", "arguments": {"amount": 50}, "at": 2000}"#,
-        r#"{"tool": "pay", "arguments": {"amount": 40}, "at": 3000}"#,
-        r#"{"tool": "pay", "arguments": {"amount": 40}, "at": 90000000}"#,
-    ]
-    .join("\n");
-    let out = orch(&["simulate", &file, "-"], Some(&events));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let trace = trace(
+        &file,
+        &[
+            r#"{"tool": "pay", "arguments": {"amount": 60}, "at": 1000}"#,
+            r#"{"tool": "pay", "arguments": {"amount": 50}, "at": 2000}"#,
+            r#"{"tool": "pay", "arguments": {"amount": 40}, "at": 3000}"#,
+            r#"{"tool": "pay", "arguments": {"amount": 40}, "at": 90000000}"#,
+        ],
     );
-    let trace = lines(&out);
     assert_eq!(trace[1]["outcome"], "free");
     assert_eq!(trace[2]["outcome"], "refused");
     assert_eq!(trace[2]["rule"], "daily-limit");
@@ -653,4 +654,33 @@ fn a_known_count_decides_past_the_enumeration_limit() {
     };
     let prop = proven_then_refuted("many-rules", &template(3), &template(2));
     assert_eq!(prop["witness"].as_array().map(Vec::len), Some(3), "{prop}");
+}
+
+/// With a window, time is the model's choice: it stands still, or passes every window.
+/// A step that holds only once an hour has passed since a password reset is reached by
+/// a witness whose later call carries its time, and `orch simulate` replays it.
+#[test]
+fn a_window_is_passed_by_a_witness_with_a_time() {
+    let file = tmp(
+        "window-witness.json",
+        r#"{"agentId": "resets", "tools": ["reset_password", "look"],
+      "orchestration": {
+        "budgets": [{"name": "hourly", "tool": "reset_password", "within": "1h"}],
+        "steps": [{"name": "Work", "isDefault": true},
+                  {"name": "Calm", "conditions": [{"type": "tool_used", "value": "reset_password"},
+                                                   {"type": "budget", "value": "hourly", "range": {"max": 0}}]}]
+      }}"#,
+    );
+    let found = lines(&orch(&["verify", "--format", "json", &file], None));
+    let calm = found
+        .iter()
+        .find(|l| l["kind"] == "step" && l["step"] == "Calm")
+        .expect("the step's finding");
+    assert_eq!(calm["reachable"], true, "{calm}");
+    let witness = calm["witness"].as_array().expect("a witness");
+    assert!(
+        witness.iter().any(|e| e["at"].as_u64() == Some(3_600_001)),
+        "{calm}"
+    );
+    assert_eq!(simulate(&file, &calm["witness"])["step"], "Calm");
 }

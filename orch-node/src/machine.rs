@@ -73,6 +73,9 @@ pub struct WitnessEvent {
     pub message: Option<String>,
     /// A tool runs.
     pub tool: Option<String>,
+    /// When it runs (milliseconds since the Unix epoch): the model let every budget
+    /// window pass.
+    pub at: Option<f64>,
     /// A human approves the next call of this gated tool.
     pub approve: Option<String>,
     /// The session is reset.
@@ -114,6 +117,7 @@ fn witness(events: Vec<report::Step>) -> Vec<WitnessEvent> {
                 available: None,
                 message: None,
                 tool: None,
+                at: None,
                 approve: None,
                 reset: None,
             };
@@ -121,6 +125,10 @@ fn witness(events: Vec<report::Step>) -> Vec<WitnessEvent> {
                 report::Step::Available(names) => w.available = Some(names),
                 report::Step::Message(text) => w.message = Some(text),
                 report::Step::Tool(t) => w.tool = Some(t),
+                report::Step::ToolAt(t, at) => {
+                    w.tool = Some(t);
+                    w.at = Some(at as f64);
+                }
                 report::Step::Approve(t) => w.approve = Some(t),
                 report::Step::Reset => w.reset = Some(true),
             }

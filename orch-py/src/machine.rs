@@ -265,6 +265,10 @@ pub(crate) fn witness<'py>(
             report::Step::Available(names) => d.set_item("available", names)?,
             report::Step::Message(text) => d.set_item("message", text)?,
             report::Step::Tool(t) => d.set_item("tool", t)?,
+            report::Step::ToolAt(t, at) => {
+                d.set_item("tool", t)?;
+                d.set_item("at", at)?;
+            }
             report::Step::Approve(t) => d.set_item("approve", t)?,
             report::Step::Reset => d.set_item("reset", true)?,
         }

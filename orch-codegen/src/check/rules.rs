@@ -189,27 +189,20 @@ impl<'t> Checker<'t> {
                     return None;
                 }
                 let path = path.value.clone();
+                let each = |tests: Vec<IrTest>| -> Vec<IrPred> {
+                    tests
+                        .into_iter()
+                        .map(|test| IrPred::Test {
+                            path: path.clone(),
+                            test,
+                        })
+                        .collect()
+                };
                 match test? {
+                    Negated::AllOf(tests) => IrPred::All(each(tests)),
+                    Negated::AnyOf(tests) => IrPred::Any(each(tests)),
                     Negated::No(test) => IrPred::Test { path, test },
                     Negated::Yes(test) => IrPred::Not(Box::new(IrPred::Test { path, test })),
-                    Negated::AllOf(tests) => IrPred::All(
-                        tests
-                            .into_iter()
-                            .map(|test| IrPred::Test {
-                                path: path.clone(),
-                                test,
-                            })
-                            .collect(),
-                    ),
-                    Negated::AnyOf(tests) => IrPred::Any(
-                        tests
-                            .into_iter()
-                            .map(|test| IrPred::Test {
-                                path: path.clone(),
-                                test,
-                            })
-                            .collect(),
-                    ),
                 }
             }
         })

@@ -7,13 +7,28 @@ use orch_runtime::compiled::Condition;
 use orch_runtime::dynamic::{DynMachine, DynOutcome, DynSession};
 
 /// Runs tool `name` in the model: the call charged to the budgets as a tool event
-/// without arguments is (counts only, at the session's clock), then recorded.
-pub(crate) fn run_tool(session: &mut DynSession<'_>, name: &str) -> DynOutcome {
+/// without arguments is (counts only, at `at`, else the session's clock), then
+/// recorded.
+pub(crate) fn run_tool(session: &mut DynSession<'_>, name: &str, at: Option<u64>) -> DynOutcome {
     if !session.machine().tables().rules.budgets.is_empty() {
-        let call = Call::new(CallDigest::of_canonical(name, b"{}"), "{}");
+        let mut call = Call::new(CallDigest::of_canonical(name, b"{}"), "{}");
+        call.at = at;
         session.ran_call(name, &call);
     }
     session.record(name)
+}
+
+/// With windowed budgets, the time past every window since the session's newest call
+/// (what an [`Event::Later`](super::explore::Event::Later) carries); `None` without.
+pub(crate) fn past_every_window(session: &DynSession<'_>) -> Option<u64> {
+    let rules = session.machine().tables().rules.view();
+    let widest = rules
+        .budgets
+        .iter()
+        .map(|b| b.within)
+        .max()
+        .filter(|w| *w > 0)?;
+    Some(session.clock().saturating_add(widest).saturating_add(1))
 }
 
 /// Budget `b`'s total with a call of `tool` in state `session`, where the model knows it
@@ -75,7 +90,7 @@ pub(crate) fn abstracted(machine: &DynMachine, i: usize) -> Option<String> {
         let what = if b.refused {
             "that counts refused calls"
         } else if b.within != 0 {
-            "with a window (time is the host's)"
+            "with a window (the model lets time stand still or pass every window, not each moment between)"
         } else if b.sum.is_some() {
             "that adds up the calls' arguments"
         } else if b.pred != orch_runtime::args::EVERY_CALL {

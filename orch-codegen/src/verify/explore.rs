@@ -73,6 +73,10 @@ pub enum Event {
     /// `{"approve": "..."}` then `{"tool": "..."}`: a human approves the call of a gated
     /// tool (semantics §13), which then runs.
     ApprovedTool(String),
+    /// `{"tool": "...", "at": ms}`: the tool runs once every budget window has passed
+    /// since the session's newest call (with windowed budgets, time is the model's
+    /// choice: it stands still, or passes every window).
+    Later(String, u64),
     /// `{"reset": true}`.
     Reset,
 }
@@ -104,10 +108,22 @@ impl Event {
             }
             Event::Message(m) => format!("{{\"message\": {}}}", s(m)),
             Event::Tool(t) => format!("{{\"tool\": {}}}", s(t)),
+            Event::Later(t, at) => format!("{{\"tool\": {}, \"at\": {at}}}", s(t)),
             Event::ApprovedTool(t) => {
                 format!("{{\"approve\": {}}}, {{\"tool\": {}}}", s(t), s(t))
             }
             Event::Reset => "{\"reset\": true}".to_owned(),
+        }
+    }
+}
+
+impl Event {
+    /// The tool a tool event runs, and the time a [`Event::Later`] carries.
+    pub fn tool(&self) -> Option<(&str, Option<u64>)> {
+        match self {
+            Event::Tool(t) | Event::ApprovedTool(t) => Some((t, None)),
+            Event::Later(t, at) => Some((t, Some(*at))),
+            _ => None,
         }
     }
 }
@@ -429,6 +445,17 @@ pub(crate) fn events_at<'c>(
             }
         }
     }
+    // With windowed budgets, each ungated call may also come after every window passed.
+    if let Some(at) = super::budgets::past_every_window(session) {
+        let later: Vec<(Event, Option<&[u64]>)> = events
+            .iter()
+            .filter_map(|(e, _)| match e {
+                Event::Tool(t) => Some((Event::Later(t.clone(), at), None)),
+                _ => None,
+            })
+            .collect();
+        events.extend(later);
+    }
     events.extend(
         combos
             .combinations
@@ -551,15 +578,16 @@ pub fn explore_with(machine: &DynMachine, options: &Options, host: &Host) -> Exp
             }
         }
         for (event, flags) in events {
-            if let Event::Tool(name) | Event::ApprovedTool(name) = &event {
+            if let Some((name, _)) = event.tool() {
                 if !rules_admit(&graph.nodes[at].0, name, active, options.permissive) {
                     continue;
                 }
             }
             let mut next = graph.nodes[at].0.clone();
             match &event {
-                Event::Tool(name) | Event::ApprovedTool(name) => {
-                    let completed = run_tool(&mut next, name) == DynOutcome::Completed;
+                Event::Tool(_) | Event::ApprovedTool(_) | Event::Later(..) => {
+                    let (name, when) = event.tool().unwrap_or_default();
+                    let completed = run_tool(&mut next, name, when) == DynOutcome::Completed;
                     if let Some(i) = active.filter(|_| completed) {
                         if findings.steps[i].completes.is_none() {
                             let mut w = graph.witness(at);

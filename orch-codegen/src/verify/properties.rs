@@ -243,11 +243,8 @@ impl<'m> Search<'_, 'm> {
         monitor: u64,
         active: Option<usize>,
     ) -> Option<String> {
-        let (name, approved) = match event {
-            Event::Tool(n) => (n, false),
-            Event::ApprovedTool(n) => (n, true),
-            _ => return None,
-        };
+        let (name, _) = event.tool()?;
+        let approved = matches!(event, Event::ApprovedTool(_));
         let p = self.property;
         if !self.matches(&p.tool, name) {
             return None;
@@ -286,10 +283,10 @@ impl<'m> Search<'_, 'm> {
 
     /// The monitor after `event` from `monitor`.
     fn next_monitor(&self, event: &Event, monitor: u64) -> u64 {
-        let name = match event {
-            Event::Tool(n) | Event::ApprovedTool(n) => n,
-            Event::Reset => return 0,
-            _ => return monitor,
+        let name = match event.tool() {
+            Some((n, _)) => n,
+            None if *event == Event::Reset => return 0,
+            None => return monitor,
         };
         match &self.property.rule {
             IrRule::AtMost(_) if self.matches(&self.property.tool, name) => monitor + 1,
@@ -369,7 +366,7 @@ impl<'m> Search<'_, 'm> {
                         states: nodes.len(),
                     };
                 }
-                if let Event::Tool(n) | Event::ApprovedTool(n) = &event {
+                if let Some((n, _)) = event.tool() {
                     if !super::budgets::rules_admit(
                         &nodes[at].0,
                         n,
@@ -381,8 +378,9 @@ impl<'m> Search<'_, 'm> {
                 }
                 let mut next = nodes[at].0.clone();
                 match &event {
-                    Event::Tool(n) | Event::ApprovedTool(n) => {
-                        super::budgets::run_tool(&mut next, n);
+                    Event::Tool(_) | Event::ApprovedTool(_) | Event::Later(..) => {
+                        let (n, when) = event.tool().unwrap_or_default();
+                        super::budgets::run_tool(&mut next, n, when);
                     }
                     Event::Message(_) => next.on_message_flags(flags.unwrap_or(&[])),
                     Event::Reset => next.reset(),

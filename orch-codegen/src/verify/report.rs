@@ -55,6 +55,9 @@ pub enum Step {
     Message(String),
     /// `{"tool": "..."}`.
     Tool(String),
+    /// `{"tool": "...", "at": ms}`: the tool runs at this time (milliseconds since the
+    /// epoch; the model let every budget window pass).
+    ToolAt(String, u64),
     /// `{"approve": "..."}`.
     Approve(String),
     /// `{"reset": true}`.
@@ -194,6 +197,7 @@ pub fn witness(events: &[Event]) -> Vec<Step> {
             Event::Available(names) => out.push(Step::Available(names.clone())),
             Event::Message(text) => out.push(Step::Message(text.clone())),
             Event::Tool(t) => out.push(Step::Tool(t.clone())),
+            Event::Later(t, at) => out.push(Step::ToolAt(t.clone(), *at)),
             Event::ApprovedTool(t) => {
                 out.push(Step::Approve(t.clone()));
                 out.push(Step::Tool(t.clone()));

@@ -44,6 +44,14 @@ impl<'m> DynSession<'m> {
         self.machine.tables.rules.view().counts_refusals()
     }
 
+    /// The session's clock (ms since the Unix epoch): the newest time a call it stored
+    /// carried; 0 without budgets. Verification plumbing.
+    #[doc(hidden)]
+    pub fn clock(&self) -> u64 {
+        let rules = self.machine.tables.rules.view();
+        crate::args::budget_view(&rules, self.state.memory_words()).clock()
+    }
+
     /// Budget `b`'s total at the session's clock, in billionths (an index into the
     /// machine's budgets). Verification plumbing.
     #[doc(hidden)]

@@ -98,16 +98,7 @@ where
         call: &Call<'_>,
         matchers: &Matchers,
     ) {
-        if let ToolRef::Declared(i) = tool {
-            t.rules.charge_budgets(
-                self.memory.as_mut(),
-                i,
-                call.arguments,
-                matchers.arguments(),
-                call.at,
-                true,
-            );
-        }
+        self.charge(t, tool, call, matchers, true);
         if !t.plan.budget_atoms.is_empty() {
             self.sync_budget_atoms(t);
             self.activate(t);
@@ -126,13 +117,28 @@ where
         if let ToolRef::Declared(i) = tool {
             t.rules
                 .remember_arguments(self.memory.as_mut(), i, call.arguments);
+        }
+        self.charge(t, tool, call, matchers, false);
+    }
+
+    /// Charges `call` to the budgets that count admitted calls, or, with `refused`, to
+    /// those that count refusals.
+    fn charge<S: AsRef<str>>(
+        &mut self,
+        t: &Tables<'_, S>,
+        tool: ToolRef<'_>,
+        call: &Call<'_>,
+        matchers: &Matchers,
+        refused: bool,
+    ) {
+        if let ToolRef::Declared(i) = tool {
             t.rules.charge_budgets(
                 self.memory.as_mut(),
                 i,
                 call.arguments,
                 matchers.arguments(),
                 call.at,
-                false,
+                refused,
             );
         }
     }
