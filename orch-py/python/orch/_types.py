@@ -58,11 +58,13 @@ ResultKind = Literal["ran", "error", "input_required", "task", "other", "malform
 FindingKind = Literal["step", "sequence", "trap", "blocked", "no_tools", "property", "summary"]
 
 class WitnessEvent(TypedDict, total=False):
-    """One event of a witness, as ``orch simulate`` reads it (exactly one key)."""
+    """One event of a witness, as ``orch simulate`` reads it (one key; a tool event may
+    carry ``at``, its time in ms, when the model let every budget window pass)."""
 
     available: list[str]
     message: str
     tool: str
+    at: int
     approve: str
     reset: bool
 
