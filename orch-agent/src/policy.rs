@@ -7,7 +7,7 @@
 use crate::audit::{rule_admitting, rule_of, AuditEvent, Auditor, Position};
 use crate::model::{ToolCall, ToolChoice};
 use crate::protocol::{self, Question, Ticket, Unanswered};
-use orch_runtime::{Call, CallDigest, QuestionId, Verdict};
+use orch_runtime::{Approval, Call, CallDigest, QuestionId, Verdict};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,6 +62,16 @@ pub enum Gate<'a> {
         /// How long the question stays answerable.
         ttl: Duration,
     },
+    /// Ask an approver elsewhere: as [`Gate::Ask`], except that a call the run already
+    /// holds an open question about is refused for now and the question stands (the
+    /// caller retrying is not a new question: asking anew would make an approver's
+    /// answer to the standing one apply to nothing).
+    AskOnce {
+        /// The run the question is asked in ([`Question::run`]).
+        run: &'a str,
+        /// How long the question stays answerable.
+        ttl: Duration,
+    },
     /// The human answered a question: `ticket` is what the answer carried back. It
     /// applies only if the run still holds that very question; otherwise the call is
     /// refused as [`RefusalKind::StaleAnswer`] and nothing is asked.
@@ -73,6 +83,17 @@ pub enum Gate<'a> {
         /// Approved (`true`) or rejected.
         approved: bool,
     },
+}
+
+/// A human's answer to a question ([`Policy::answer_call_as`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HumanAnswer<'a> {
+    /// Approved (`true`) or rejected.
+    pub approved: bool,
+    /// The human's reason, if given.
+    pub reason: Option<&'a str>,
+    /// Who answered, when the host knows (an approver's identity).
+    pub by: Option<&'a str>,
 }
 
 /// What [`Policy::admit_gated`] came to.
@@ -294,8 +315,14 @@ impl Policy {
                 changed: session.approval() != held || session.admit_changes_memory(tool),
             },
             Err(refusal) => {
+                let standing = |held: Option<Approval>| {
+                    held.is_some_and(|a| a.call == call.digest && a.verdict == Verdict::Pending)
+                };
                 let question = match gate {
-                    Gate::Ask { run, ttl } if refusal.kind == RefusalKind::NeedsApproval => {
+                    Gate::AskOnce { .. } if standing(held) => None,
+                    Gate::Ask { run, ttl } | Gate::AskOnce { run, ttl }
+                        if refusal.kind == RefusalKind::NeedsApproval =>
+                    {
                         let mut question = Question::new(
                             run,
                             session.step_name(),
@@ -335,6 +362,25 @@ impl Policy {
         ticket: &Ticket,
         approved: bool,
     ) -> Result<(), Unanswered> {
+        let answer = HumanAnswer {
+            approved,
+            reason: None,
+            by: None,
+        };
+        self.answer_ticket_as(session, run, tool, call, ticket, answer)
+    }
+
+    /// [`Policy::answer_ticket`] for an answer whose giver and reason the host knows
+    /// (an approver who is not the run's user): the auditor records both.
+    pub fn answer_ticket_as<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        run: &str,
+        tool: &str,
+        call: &CallDigest,
+        ticket: &Ticket,
+        answer: HumanAnswer<'_>,
+    ) -> Result<(), Unanswered> {
         if ticket.call != *call {
             return Err(Unanswered::OtherCall);
         }
@@ -342,7 +388,7 @@ impl Policy {
             return Err(Unanswered::Expired);
         }
         let id = ticket.question_id(run, session.step_name(), tool, session.fingerprint());
-        match self.answer_call(session, tool, *call, id, approved, None) {
+        match self.answer_call_as(session, tool, *call, id, answer) {
             true => Ok(()),
             false => Err(Unanswered::Stale),
         }
@@ -525,6 +571,29 @@ impl Policy {
         approved: bool,
         reason: Option<&str>,
     ) -> bool {
+        let answer = HumanAnswer {
+            approved,
+            reason,
+            by: None,
+        };
+        self.answer_call_as(session, tool, call, question, answer)
+    }
+
+    /// [`Policy::answer_call`] for an answer whose giver the host knows (an approver
+    /// who is not the run's user): the auditor records who answered.
+    pub fn answer_call_as<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        call: CallDigest,
+        question: QuestionId,
+        answer: HumanAnswer<'_>,
+    ) -> bool {
+        let HumanAnswer {
+            approved,
+            reason,
+            by,
+        } = answer;
         let before = self.auditor.as_ref().map(|_| Position::of(session));
         let applied = session.answer_approval(call, question, approved);
         if let (Some(auditor), Some(before)) = (&self.auditor, before) {
@@ -534,6 +603,7 @@ impl Policy {
                 question,
                 approved,
                 reason: reason.map(str::to_owned),
+                by: by.map(str::to_owned),
             };
             let outcome = match (applied, approved) {
                 (false, _) => "stale",

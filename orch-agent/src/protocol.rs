@@ -261,6 +261,8 @@ impl fmt::Display for Unanswered {
     }
 }
 
+impl std::error::Error for Unanswered {}
+
 /// What a tool result says about the call ([`classify`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolResult {

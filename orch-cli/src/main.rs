@@ -6,6 +6,7 @@
 //! or a template that cannot be compiled for graph/simulate/gen), 2 usage or I/O
 //! problems (missing or unreadable files, bad events).
 
+mod approvals;
 mod audit_commands;
 mod audit_log;
 mod check_command;
@@ -135,6 +136,9 @@ enum Command {
     /// the held call ran (`--ran`) or did not (`--not-run`), written into the store the
     /// gateways share. Exit 0 when it was held and is resolved, 1 when it is not held.
     Resolve(Box<resolve::Args>),
+    /// List, show and answer the questions about gated calls at a gateway's approvals
+    /// API (`orch mcp --approvals`, `orch policy --approvals`; docs/approvals.md).
+    Approvals(Box<approvals::Args>),
     /// Decision logs (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -308,6 +312,7 @@ fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(*args),
         Command::Policy(args) => policy::run(*args),
         Command::Resolve(args) => resolve::run(*args),
+        Command::Approvals(args) => approvals::run(*args),
         Command::Audit {
             action:
                 AuditAction::Verify {

@@ -71,6 +71,8 @@ pub(crate) struct Args {
     pub(crate) idle_timeout: u64,
     #[command(flatten)]
     pub(crate) audit: crate::audit_log::AuditArgs,
+    #[command(flatten)]
+    pub(crate) approvals: crate::approvals::ServeArgs,
     /// Export a server span per `tools/call` check (in the gateway's trace when its gRPC
     /// request carries W3C `traceparent` metadata) and the decision counter over
     /// OTLP/HTTP to the collector at this base URL, e.g. http://127.0.0.1:4318
@@ -121,7 +123,7 @@ pub(crate) fn run(args: Args) -> u8 {
 async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), PolicyError> {
     let audit = crate::audit_log::open(&args.audit, "orch-policy").map_err(PolicyError::Options)?;
     let _last_checkpoint = crate::audit_log::CheckpointAtExit(audit.clone());
-    let options = Options {
+    let mut options = Options {
         run_key: args.run_key.clone(),
         lease: Duration::from_secs(args.lease.max(1)),
         busy_wait: Duration::from_millis(args.busy_wait_ms),
@@ -133,7 +135,16 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
         idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
         audit: audit.clone(),
+        approvals: None,
     };
+    let approvals = crate::approvals::setup(&args.approvals, None)
+        .await
+        .map_err(PolicyError::Options)?;
+    if let Some(served) = &approvals {
+        options.approvals = Some(orch_policy::Posting {
+            webhook: served.webhook.clone(),
+        });
+    }
     let addr = &args.ext_mcp;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -161,6 +172,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
                 .max_sessions(usize::MAX)
                 .build();
             let server = PolicyServer::new(compiled, store, options)?;
+            serve_approvals(&server, approvals);
             ready(local, "runs in memory");
             server.serve(listener, crate::serving::shutdown()).await
         }
@@ -169,12 +181,24 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
                 .map(|s| s.namespace(&args.namespace).ttl(Some(ttl)))
                 .map_err(|e| PolicyError::Options(format!("cannot use {what}: {e}")))?;
             let server = PolicyServer::new(compiled, store, options)?;
+            serve_approvals(&server, approvals);
             ready(
                 local,
                 &format!("runs in {what}, namespace `{}`", args.namespace),
             );
             server.serve(listener, crate::serving::shutdown()).await
         }
+    }
+}
+
+/// Serves the approvals API over `server`'s runs, when the flags asked for it.
+fn serve_approvals<S: orch_store::SessionStore + 'static>(
+    server: &PolicyServer<S>,
+    approvals: Option<crate::approvals::Served>,
+) {
+    if let Some(served) = approvals {
+        let api = server.approvals(served.approvers);
+        crate::approvals::spawn(served.listener, api);
     }
 }
 

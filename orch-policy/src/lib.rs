@@ -180,6 +180,19 @@ pub struct Options {
     /// (`orch_agent::audit`); the `run` of a record is the run's store key. Default:
     /// none.
     pub audit: Option<Arc<Auditor>>,
+    /// Post questions about gated calls for approvers who are not the agent's user
+    /// ([`PolicyServer::approvals`], docs/approvals.md): the run keeps each question for
+    /// the approvals API, a retry of the same call before the answer is refused with the
+    /// same question (not a new one), and its retry after an approval runs once. Default:
+    /// off (a question is only returned to the caller).
+    pub approvals: Option<Posting>,
+}
+
+/// How questions are posted for approvers elsewhere ([`Options::approvals`]).
+#[derive(Clone, Debug, Default)]
+pub struct Posting {
+    /// Where each new question and each answer is announced, if anywhere.
+    pub webhook: Option<orch_approvals::Webhook>,
 }
 
 impl Default for Options {
@@ -196,6 +209,7 @@ impl Default for Options {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             audit: None,
+            approvals: None,
         }
     }
 }
@@ -260,6 +274,23 @@ impl<S: SessionStore + 'static> PolicyServer<S> {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), PolicyError> {
         service::serve(self, listener, shutdown).await
+    }
+
+    /// The approvals API over this server's runs (serve it with
+    /// [`orch_approvals::serve`]), for the callers `approvers` lets in. Questions are
+    /// posted for it only with [`Options::approvals`] set.
+    pub fn approvals(
+        &self,
+        approvers: Arc<orch_approvals::Approvers>,
+    ) -> orch_approvals::Approvals {
+        let webhook = self
+            .engine
+            .options
+            .approvals
+            .as_ref()
+            .and_then(|a| a.webhook.clone());
+        let desk: Arc<dyn orch_approvals::Desk> = self.engine.clone();
+        orch_approvals::Approvals::new(desk, approvers, webhook)
     }
 
     /// The options the server runs with.

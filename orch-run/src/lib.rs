@@ -22,6 +22,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod approvals;
+
 use orch_agent::protocol::Question;
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};

@@ -26,13 +26,15 @@
 //!
 //! Encoding (all integers big-endian): the magic `OMR1`, a flags byte (bit 0 handshake,
 //! bit 1 snapshot, bit 2 lease, bit 3 expiry, bit 4 the lease is held, bit 5 the lease
-//! names its delivery, bit 6 deliveries kept), then for each present field in that order:
+//! names its delivery, bit 6 deliveries kept, bit 7 a second flags byte follows: its bit
+//! 0 a question posted for approvers), then for each present field in that order:
 //! handshake and snapshot as a `u32` length and the bytes; the lease as `u64` token, `u64`
 //! expiry, `u16` length and the tool's name in UTF-8, then its delivery if bit 5 is set;
 //! the record's expiry as `u64` milliseconds since the Unix epoch; the deliveries kept as a
 //! `u8` count (at most [`DELIVERIES`]), then each, oldest first: the delivery and a byte
 //! saying what it came to (`0`: it ran; else the refusal kind's code, `orch-run`'s). A
-//! delivery is its id's 16-byte key, then the call's 32-byte digest.
+//! delivery is its id's 16-byte key, then the call's 32-byte digest; the posted question
+//! as a `u32` length and its bytes (`orch-run`'s JSON).
 
 use crate::{ModifyError, SessionStore, Versioned};
 use orch_runtime::CallDigest;
@@ -46,6 +48,10 @@ const EXPIRES: u8 = 8;
 const HELD: u8 = 16;
 const LEASE_DELIVERY: u8 = 32;
 const DELIVERED: u8 = 64;
+/// A second flags byte follows the first.
+const MORE_FLAGS: u8 = 128;
+/// In the second flags byte: a question is posted.
+const QUESTION: u8 = 1;
 
 /// How many deliveries a record keeps ([`Record::delivered`]), the oldest forgotten first.
 pub const DELIVERIES: usize = 32;
@@ -176,6 +182,10 @@ pub struct Record {
     pub expires_ms: Option<u64>,
     /// The last [`DELIVERIES`] named deliveries that were decided.
     pub delivered: Deliveries,
+    /// The question about a gated call posted for approvers who are not the run's user,
+    /// and what came of it (`orch-run`'s encoding): what they need to see it, kept with
+    /// the run that holds it, so that answering it is one compare-and-set of the record.
+    pub question: Option<Vec<u8>>,
 }
 
 impl Record {
@@ -221,6 +231,9 @@ impl Record {
         );
         out.extend_from_slice(MAGIC);
         out.push(0);
+        if self.question.is_some() {
+            out.push(QUESTION);
+        }
         for (bit, field) in [(HANDSHAKE, &self.handshake), (SNAPSHOT, &self.snapshot)] {
             if let Some(bytes) = field {
                 flags |= bit;
@@ -257,6 +270,13 @@ impl Record {
             out.push(self.delivered.len() as u8);
             out.extend_from_slice(&self.delivered.0);
         }
+        if let Some(bytes) = &self.question {
+            flags |= MORE_FLAGS;
+            // Written by this process from a question it posted: far below 4 GiB.
+            let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(&bytes[..len as usize]);
+        }
         out[MAGIC.len()] = flags;
         out
     }
@@ -268,10 +288,12 @@ impl Record {
             return Err(RecordError::NoMagic);
         }
         let flags = r.take(1)?[0];
-        if flags & !(HANDSHAKE | SNAPSHOT | LEASE | EXPIRES | HELD | LEASE_DELIVERY | DELIVERED)
-            != 0
-        {
-            return Err(RecordError::UnknownFlags(flags));
+        let more = match flags & MORE_FLAGS != 0 {
+            true => r.take(1)?[0],
+            false => 0,
+        };
+        if more & !QUESTION != 0 {
+            return Err(RecordError::UnknownFlags(more));
         }
         if flags & (HELD | LEASE_DELIVERY) != 0 && flags & LEASE == 0 {
             return Err(RecordError::HeldWithoutLease);
@@ -311,6 +333,9 @@ impl Record {
                 return Err(RecordError::TooManyDeliveries(count));
             }
             record.delivered = Deliveries(r.take(count * DELIVERED_BYTES)?.to_vec());
+        }
+        if more & QUESTION != 0 {
+            record.question = Some(r.field()?.to_vec());
         }
         if r.at != bytes.len() {
             return Err(RecordError::Trailing(bytes.len() - r.at));
@@ -374,6 +399,9 @@ impl std::error::Error for RecordError {}
 
 /// What one look at a record decided ([`modify`]).
 #[derive(Debug)]
+// Made once per look and moved once: boxing the record would cost an allocation on
+// every write to save stack bytes nobody keeps.
+#[allow(clippy::large_enum_variant)]
 pub enum Change<R> {
     /// Write this record (if it is still the one looked at), then return the value.
     Write(Record, R),
@@ -498,6 +526,7 @@ mod tests {
             }),
             expires_ms: Some(1_800_000_000_000),
             delivered: Deliveries::default(),
+            question: Some(br#"{"id":"q-1"}"#.to_vec()),
         };
         let mut full = full;
         for (i, outcome) in [0, 2].into_iter().enumerate() {
@@ -529,6 +558,10 @@ mod tests {
                 delivered: Deliveries::default(),
                 ..full.clone()
             },
+            Record {
+                question: None,
+                ..full.clone()
+            },
         ] {
             assert_eq!(Record::decode(&record.encode()), Ok(record));
         }
@@ -543,8 +576,8 @@ mod tests {
         assert!(error(&extra).to_string().contains("trailing bytes"));
         assert_eq!(error(b"XXXX\0"), RecordError::NoMagic);
         assert!(error(b"XXXX\0").to_string().contains("magic"));
-        assert_eq!(error(b"OMR1\x80"), RecordError::UnknownFlags(0x80));
-        assert!(error(b"OMR1\x80").to_string().contains("flags"));
+        assert_eq!(error(b"OMR1\x80\x02"), RecordError::UnknownFlags(0x02));
+        assert!(error(b"OMR1\x80\x02").to_string().contains("flags"));
         assert_eq!(error(b"OMR1\x10"), RecordError::HeldWithoutLease);
         assert!(error(b"OMR1\x10").to_string().contains("held"));
         // A length that points past the end.

@@ -32,6 +32,7 @@
 
 #[cfg(feature = "redis")]
 mod bus;
+pub mod index;
 pub mod lease;
 mod memory;
 #[cfg(feature = "redis")]

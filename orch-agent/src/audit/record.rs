@@ -73,6 +73,10 @@ pub enum AuditEvent {
         /// The human's reason, if given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// Who answered, when the host knows (an approver's identity: a token's name or a
+        /// JWT's subject); absent when the run's own user answered in-band.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// The session was reset (semantics §5).
     Reset,

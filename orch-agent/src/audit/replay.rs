@@ -187,6 +187,7 @@ fn apply(
             question,
             approved,
             reason,
+            by: _,
         } => {
             let reason = reason.as_deref();
             policy.answer_call(session, tool, *call, *question, *approved, reason);

@@ -1,17 +1,19 @@
 //! A `tools/call`'s request phase: the call read, judged against the run and leased in
 //! one compare-and-set, or waiting for the call in flight; refused in orch's words.
 
+use super::approvals;
 use super::prelude::*;
 use super::reading::{read_call, Call};
 use super::state::{Engine, MAX_WAIT_PAUSE};
+use orch_run::approvals::Posted;
 
 /// What one look at a run decided for a call.
 pub(super) enum Admission {
     /// Admitted: the lease with this token was written, with this snapshot; the session
     /// as admitted.
     Reserved(u64, Option<Vec<u8>>, DetachedSession),
-    /// Refused by the workflow.
-    Refused(CheckError),
+    /// Refused by the workflow; the question posted for approvers by this look, if any.
+    Refused(CheckError, Option<Posted>),
     /// Another call of the run is in flight: its tool.
     Busy(String),
 }
@@ -30,9 +32,12 @@ impl<S: SessionStore + 'static> Engine<S> {
 
     pub(super) async fn admit(&self, run: &str, call: Call) -> Result<Admitted, CheckError> {
         let policy = self.policy_for(run, &call.tool);
-        let ask = Gate::Ask {
-            run,
-            ttl: self.options.question_ttl,
+        let ttl = self.options.question_ttl;
+        let ask = match self.options.approvals.is_some() {
+            // Approvers elsewhere answer the question the run holds: a retry before
+            // their answer is not a new question.
+            true => Gate::AskOnce { run, ttl },
+            false => Gate::Ask { run, ttl },
         };
         let Some(gate) = elicitation::gate(run, call.answer, ask) else {
             return Err(CheckError::Dismissed {
@@ -50,7 +55,12 @@ impl<S: SessionStore + 'static> Engine<S> {
                     mutated: call.stripped,
                 })
             }
-            Admission::Refused(error) => Err(error),
+            Admission::Refused(error, posted) => {
+                if let Some(posted) = posted {
+                    self.announce(run, &posted).await;
+                }
+                Err(error)
+            }
             Admission::Busy(_) => unreachable_busy(&call.tool),
         }
     }
@@ -114,7 +124,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     auditor.take_buffered();
                 }
                 let mut record = record.unwrap_or_default();
-                let (admission, write) = run::admit(
+                let (admission, mut write) = run::admit(
                     &mut record,
                     &self.machine,
                     policy,
@@ -136,8 +146,17 @@ impl<S: SessionStore + 'static> Engine<S> {
                         question,
                         session,
                     } => {
+                        let posted =
+                            self.post(&mut record, &refusal, question.as_ref(), call, now)?;
+                        write |= posted.as_ref().is_some_and(|(_, new)| *new);
                         let asked = question.as_ref().map(|q| (call, q));
-                        Admission::Refused(refused(policy, &session, refusal, asked))
+                        let mut error = refused(policy, &session, refusal, asked);
+                        if let (Some((posted, _)), CheckError::Refused { reason, data }) =
+                            (&posted, &mut error)
+                        {
+                            approvals::tell_waiting(reason, data, posted);
+                        }
+                        Admission::Refused(error, posted.filter(|(_, new)| *new).map(|(p, _)| p))
                     }
                 };
                 Ok(match write {

@@ -12,12 +12,14 @@
 //! | `checks.rs` | the two checks the gateway makes |
 //! | `reading.rs` | a call read from the bytes the gateway sends |
 //! | `admission.rs` | the request phase: judged and leased in one compare-and-set, or refused |
+//! | `approvals.rs` | questions posted for approvers elsewhere, and the approvals API's side |
 //! | `finish.rs` | the response phase: recorded or released, the lease dropped |
 //! | `listing.rs` | a `tools/list` response filtered to what the run allows |
 //! | `runs.rs` | a run's record and the sessions kept between the phases |
 //! | `results.rs` | a decision as the ExtMcp answer |
 
 mod admission;
+mod approvals;
 mod checks;
 mod finish;
 mod listing;

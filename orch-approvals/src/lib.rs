@@ -1,0 +1,41 @@
+//! Approvals where the approver is, for **orch**: the questions about gated tool calls
+//! of every run — the run, the step, the tool, the exact arguments, where their values
+//! came from, who asked, when it expires — listed and answered over authenticated HTTP,
+//! once, by someone who is not the agent's user (finance approving a refund, hours later,
+//! from another device).
+//!
+//! - [`api`]: the HTTP API (`/v1/approvals`), over a host's [`Desk`];
+//! - [`auth`]: who may view and answer (operator tokens, JWTs with a role claim);
+//! - [`webhook`]: each new question and each answer announced as JSON;
+//! - [`client`]: the API from the other side (what `orch approvals` uses);
+//! - [`jwt`]: bearer JWTs verified against an identity provider's key set.
+//!
+//! The questions themselves live with their runs (`orch_run::approvals`): answering one
+//! is one compare-and-set of the run's record, and only the question the run still holds
+//! takes an answer.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod auth;
+pub mod client;
+pub mod desk;
+pub mod jwt;
+pub mod webhook;
+
+pub use api::Approvals;
+pub use auth::{Approvers, Identity, JwtRoles, Role};
+pub use desk::Desk;
+pub use webhook::Webhook;
+
+/// Serves `approvals` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    approvals: Approvals,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, approvals.router())
+        .with_graceful_shutdown(shutdown)
+        .await
+}
