@@ -99,6 +99,13 @@ pub(crate) struct Args {
     pub(crate) max_in_flight: usize,
     #[command(flatten)]
     pub(crate) audit: crate::audit_log::AuditArgs,
+    #[command(flatten)]
+    pub(crate) approvals: crate::approvals::ServeArgs,
+    /// With --approvals: how long a gated call waits for an approver's answer before it
+    /// is refused with the question's id (0: refused at once; the retry after an
+    /// approval runs once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(crate) approval_wait: u64,
     /// Export a server span per `tools/call` (in the caller's trace when its `_meta`
     /// carries a `traceparent`, which is passed on upstream) and the decision counter
     /// over OTLP/HTTP to the collector at this base URL, e.g. http://127.0.0.1:4318
@@ -218,20 +225,39 @@ async fn serve(
 ) -> Result<(), GatewayError> {
     let audit = crate::audit_log::open(&args.audit, "orch-mcp").map_err(GatewayError::Options)?;
     let _last_checkpoint = crate::audit_log::CheckpointAtExit(audit.clone());
+    let bearer_token = match &args.listen {
+        Some(_) => bearer_token(args)?,
+        None => None,
+    };
+    // The approvals API (an agent's own token may never answer).
+    let approvals = crate::approvals::setup(&args.approvals, bearer_token.as_deref())
+        .await
+        .map_err(GatewayError::Options)?;
+    let (approvals, posting) = match approvals {
+        Some(served) => {
+            let posting = orch_mcp::Posting {
+                wait: Duration::from_secs(args.approval_wait),
+                webhook: served.webhook.clone(),
+            };
+            (Some(served), Some(posting))
+        }
+        None => (None, None),
+    };
     let options = Options {
         startup_timeout: Duration::from_secs(args.startup_timeout),
         call_timeout: Duration::from_secs(args.call_timeout.max(1)),
         max_in_flight: args.max_in_flight.max(1),
         audit,
+        approvals: posting,
     };
     let ttl = Duration::from_secs(args.session_ttl.max(1));
     let Some(addr) = &args.listen else {
         // One client for the life of the process: its session never expires.
         let store = MemoryStore::builder().no_ttl().build();
         let gateway = Gateway::start(machine, &upstream, store, &options).await?;
+        serve_approvals(&gateway, approvals);
         return gateway.serve_stdio().await;
     };
-    let bearer_token = bearer_token(args)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| GatewayError::Listen {
@@ -295,6 +321,7 @@ async fn serve(
                 .max_sessions(usize::MAX)
                 .build();
             let gateway = Gateway::start(machine, &upstream, store, &options).await?;
+            serve_approvals(&gateway, approvals);
             orch_runtime::eprintln_printable!(
                 "orch mcp: serving http://{local}/mcp (sessions in memory{auth})"
             );
@@ -312,12 +339,24 @@ async fn serve(
                 .await
                 .map_err(|e| GatewayError::Options(format!("cannot use {what}: {e}")))?;
             gateway.join_instances(std::sync::Arc::new(bus)).await?;
+            serve_approvals(&gateway, approvals);
             orch_runtime::eprintln_printable!(
                 "orch mcp: serving http://{local}/mcp (sessions in {what}, namespace `{}`{auth})",
                 args.namespace
             );
             gateway.serve_http(listener, &http).await
         }
+    }
+}
+
+/// Serves the approvals API over `gateway`'s runs, when the flags asked for it.
+fn serve_approvals<S: orch_store::SessionStore + 'static>(
+    gateway: &Gateway<S>,
+    approvals: Option<crate::approvals::Served>,
+) {
+    if let Some(served) = approvals {
+        let api = gateway.approvals(served.approvers);
+        crate::approvals::spawn(served.listener, api);
     }
 }
 

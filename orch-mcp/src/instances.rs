@@ -89,6 +89,9 @@ enum Envelope {
     Released { from: String, session: String },
     /// Who holds the session's standalone stream?
     Ask { from: String, session: String },
+    /// An approver answered the posted question `question` (its public id): a call
+    /// waiting on it looks at its run again.
+    Answered { from: String, question: String },
 }
 
 /// How long a notification for a stream no instance is known to hold waits for one.
@@ -130,7 +133,14 @@ pub(crate) struct Instances {
     /// `initialize` response: their client side and upstream connection's id slot, by
     /// the token the HTTP layer put on that request ([`FreshSession`]).
     fresh: Mutex<HashMap<u64, Fresh>>,
+    /// The public ids of posted questions an approver answered, here or on another
+    /// instance, as they are told.
+    answered: tokio::sync::broadcast::Sender<String>,
 }
+
+/// How many answers a waiting call may fall behind before it misses some (it then looks
+/// at its run anyway).
+const ANSWERS: usize = 256;
 
 /// Where a session's upstream connection keeps the client's session id once known.
 pub(crate) type NameSlot = Arc<OnceLock<Arc<str>>>;
@@ -167,6 +177,7 @@ impl Default for Instances {
             holders: Mutex::default(),
             fresh: Mutex::default(),
             backlog: Mutex::default(),
+            answered: tokio::sync::broadcast::channel(ANSWERS).0,
         }
     }
 }
@@ -300,6 +311,25 @@ impl Instances {
 
     fn bus(&self) -> Option<&Arc<dyn Bus>> {
         self.bus.get()
+    }
+
+    /// The answers to posted questions from now on (each question's public id), here
+    /// and on the other instances.
+    pub(crate) fn answers(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.answered.subscribe()
+    }
+
+    /// Tells the calls waiting here and on the other instances that `question` was
+    /// answered.
+    pub(crate) async fn answered(&self, question: &str) {
+        let _ = self.answered.send(question.to_owned());
+        if let Some(bus) = self.bus() {
+            let envelope = Envelope::Answered {
+                from: self.id.clone(),
+                question: question.to_owned(),
+            };
+            publish(bus, &envelope).await;
+        }
     }
 
     /// A session being created by the `initialize` marked `token`: its client side and
@@ -535,7 +565,11 @@ impl Instances {
             | Envelope::Held { from, .. }
             | Envelope::Released { from, .. }
             | Envelope::Ask { from, .. }
+            | Envelope::Answered { from, .. }
                 if from == self.id => {}
+            Envelope::Answered { question, .. } => {
+                let _ = self.answered.send(question);
+            }
             Envelope::Answer {
                 session, message, ..
             } => {

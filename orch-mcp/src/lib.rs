@@ -156,6 +156,23 @@ pub struct Options {
     /// records and every approval question and answer (`orch_agent::audit`); the `run`
     /// of a record is the run's (or session's) store key. Default: none.
     pub audit: Option<Arc<orch_agent::audit::Auditor>>,
+    /// Put questions about gated calls to approvers who are not the agent's user
+    /// ([`Gateway::approvals`], docs/approvals.md) instead of the client's human.
+    /// Default: off (the client is asked, when it can be).
+    pub approvals: Option<Posting>,
+}
+
+/// How questions are put to approvers elsewhere ([`Options::approvals`]): the run keeps
+/// each question for the approvals API, the call waits for the answer at most `wait`,
+/// then is refused with the question's id (its retry before the answer is refused with
+/// the same question; after an approval it runs once).
+#[derive(Clone, Debug)]
+pub struct Posting {
+    /// How long a gated call waits for an approver's answer before it is refused with
+    /// the question's id (`Duration::ZERO`: refused at once).
+    pub wait: Duration,
+    /// Where each new question and each answer is announced, if anywhere.
+    pub webhook: Option<orch_approvals::Webhook>,
 }
 
 impl Default for Options {
@@ -165,6 +182,7 @@ impl Default for Options {
             call_timeout: Duration::from_secs(120),
             max_in_flight: 256,
             audit: None,
+            approvals: None,
         }
     }
 }
@@ -378,6 +396,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             limits,
             tools,
             options.audit.clone(),
+            options.approvals.clone(),
         ));
         // Re-fetch the upstream's tools when it says they changed: one task, so a
         // re-fetch that hangs (bounded by the call timeout) blocks no request.
@@ -450,6 +469,18 @@ impl<S: SessionStore + 'static> Gateway<S> {
         // Let the replies already written reach the client.
         let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
         outcome
+    }
+
+    /// The approvals API over this gateway's runs (serve it with
+    /// [`orch_approvals::serve`]), for the callers `approvers` lets in. Questions are
+    /// posted for it only with [`Options::approvals`] set.
+    pub fn approvals(
+        &self,
+        approvers: Arc<orch_approvals::Approvers>,
+    ) -> orch_approvals::Approvals {
+        let webhook = self.shared.posting.as_ref().and_then(|p| p.webhook.clone());
+        let desk: Arc<dyn orch_approvals::Desk> = self.shared.clone();
+        orch_approvals::Approvals::new(desk, approvers, webhook)
     }
 
     /// Joins the other instances of this gateway that share its store (behind a load

@@ -198,6 +198,8 @@ pub struct Gateway {
     pub addr: String,
     /// Everything it wrote to stderr so far.
     pub stderr: Arc<Mutex<String>>,
+    /// Everything it wrote to stdout so far.
+    pub stdout: Arc<Mutex<String>>,
 }
 
 impl Gateway {
@@ -210,10 +212,20 @@ impl Gateway {
             .arg("--")
             .args(upstream)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start orch mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let printed = Arc::new(Mutex::new(String::new()));
+        let kept = Arc::clone(&printed);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
         let seen = Arc::new(Mutex::new(String::new()));
@@ -246,7 +258,16 @@ impl Gateway {
             url,
             addr,
             stderr: seen,
+            stdout: printed,
         }
+    }
+
+    /// Its stdout so far.
+    pub fn stdout(&self) -> String {
+        self.stdout
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Its stderr so far.

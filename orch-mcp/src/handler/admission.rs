@@ -3,6 +3,7 @@
 //! lease), and the guard that settles a lease whose request went away.
 
 use super::*;
+use orch_run::approvals::{Posted, PostedState};
 
 /// What one look at a session decided for a tool call.
 pub(super) enum Admission<'m> {
@@ -15,6 +16,9 @@ pub(super) enum Admission<'m> {
     Busy(String),
     /// The call is gated: the run now holds this question for a human.
     Asked(Question),
+    /// The call is gated and its question is posted for approvers elsewhere (`true`: by
+    /// this look).
+    Posted(Posted, bool),
 }
 
 /// What reserving a session for a call came to.
@@ -28,6 +32,9 @@ pub(crate) enum Reserved<'m> {
     Refused(RefusalResult),
     /// The call waits for a human; the run holds this question.
     Asked(Question),
+    /// The call waits for an approver elsewhere; the run holds this posted question
+    /// (`true`: posted by this call).
+    Posted(Posted, bool),
 }
 
 /// A tool call as it came: the tool, the call as judged, and the delivery it came as
@@ -37,6 +44,8 @@ pub(crate) struct Incoming<'a> {
     pub(super) tool: &'a str,
     pub(super) call: &'a Call<'a>,
     pub(super) delivery: Option<(&'a str, &'a Delivery)>,
+    /// The arguments as the client sent them, for a question posted for approvers.
+    pub(super) shown: &'a str,
 }
 
 /// A call's hold on its session: the lease's token, the version and record the lease was
@@ -70,7 +79,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                     // ended (DELETE, TTL) meanwhile. Do not bring it back.
                     None => return Err(RunError::Ended),
                 };
-                let (admission, write) = run::admit(
+                let (admission, mut write) = run::admit(
                     &mut record,
                     &self.machine,
                     policy,
@@ -89,7 +98,33 @@ impl<S: SessionStore + 'static> Shared<S> {
                     run::Admission::Refused {
                         question: Some(question),
                         ..
-                    } => Admission::Asked(question),
+                    } => match &self.posting {
+                        Some(_) => {
+                            let now = protocol::now_ms();
+                            let name = self.machine.name();
+                            let posted = Posted::new(&question, name, incoming.shown, None, now);
+                            posted.put(&mut record);
+                            write = true;
+                            Admission::Posted(posted, true)
+                        }
+                        None => Admission::Asked(question),
+                    },
+                    run::Admission::Refused {
+                        refusal, session, ..
+                    } if self.posting.is_some() && refusal.kind == RefusalKind::NeedsApproval => {
+                        // The run holds a question about this very call: it still waits.
+                        let now = protocol::now_ms();
+                        match Posted::of(&record)?.filter(|p| {
+                            p.state_at(now) == PostedState::Pending
+                                && p.tool == incoming.tool
+                                && p.arguments == incoming.shown
+                        }) {
+                            Some(posted) => Admission::Posted(posted, false),
+                            None => Admission::Refused(RefusalResult::by_workflow(
+                                policy, &session, refusal,
+                            )),
+                        }
+                    }
                     run::Admission::Refused {
                         refusal, session, ..
                     } => {
@@ -151,6 +186,9 @@ impl<S: SessionStore + 'static> Shared<S> {
                     }
                     (Admission::Asked(question), _) => {
                         run::Look::Decided(Reserved::Asked(question))
+                    }
+                    (Admission::Posted(posted, new), _) => {
+                        run::Look::Decided(Reserved::Posted(posted, new))
                     }
                     (Admission::Busy(other), _) => run::Look::Busy(other),
                 },

@@ -176,9 +176,19 @@ impl<S: SessionStore + 'static> Downstream<S> {
             approval::can_ask(info.as_deref().map(|i| &i.capabilities))
         };
         let ttl = self.shared.limits.question_ttl;
-        let ask = match can_ask {
-            true => Gate::Ask { run: &id, ttl },
-            false => Gate::Refuse,
+        let posting = self.shared.posting.is_some();
+        let ask = match (posting, can_ask) {
+            // Approvers elsewhere answer the question the run holds: the call coming
+            // again before their answer is not a new question.
+            (true, _) => Gate::AskOnce { run: &id, ttl },
+            (false, true) => Gate::Ask { run: &id, ttl },
+            (false, false) => Gate::Refuse,
+        };
+        // Told of answers from before the question is posted, so none is missed.
+        let mut answers = posting.then(|| self.shared.relay.instances.answers());
+        let shown = match posting {
+            true => serde_json::to_string(&arguments).unwrap_or_default(),
+            false => String::new(),
         };
         let retry = match modern {
             true => approval::answer_in_retry(
@@ -196,12 +206,22 @@ impl<S: SessionStore + 'static> Downstream<S> {
             tool: &tool,
             call: &checked,
             delivery: delivery.as_ref().map(|(shown, d)| (shown.as_str(), d)),
+            shown: &shown,
         };
         let reserve = |gate| shared.reserve(&id, &policy, incoming, gate, may_create, &context.ct);
         // An answer that applies to no question the run holds is refused as it is
         // (`stale_answer`): asking again on it would let the next copy of the same
         // answer run the call a second time.
         let mut reserved = reserve(gate).await?;
+        if let (Reserved::Posted(posted, new), Some(answers)) = (&reserved, answers.as_mut()) {
+            // An approver elsewhere answers; the call waits for it (bounded), then looks
+            // at its run again: approved, it runs once.
+            if *new {
+                shared.announce(&id, posted).await;
+            }
+            shared.await_answer(&id, posted, answers, &context.ct).await;
+            reserved = reserve(gate).await?;
+        }
         if let Reserved::Asked(question) = &reserved {
             let shown = approval::question(&tool, &arguments, question)?;
             if modern {
@@ -232,6 +252,10 @@ impl<S: SessionStore + 'static> Downstream<S> {
         let reservation = match reserved {
             Reserved::Go(reservation) => reservation,
             Reserved::Refused(refused) => return Ok(refused.into_result(structured).into()),
+            Reserved::Posted(posted, _) => {
+                let refused = super::approvals::waiting(&tool, &posted, &policy);
+                return Ok(refused.into_result(structured).into());
+            }
             Reserved::Asked(_) => {
                 let message = format!("error: `{tool}` was not run: the workflow run asked about it again while a human decided; call it again to ask again");
                 let refused = RefusalResult::new(&tool, "needs_approval", message, None, &policy);

@@ -13,6 +13,7 @@
 //! | `shared.rs` | [`Shared`]: the state every session shares, and reading or changing a session's record |
 //! | `admission.rs` | reserving a session for a call (admit and lease in one compare-and-set), settling it, the guard of a lease whose request went away |
 //! | `forward.rs` | sending a request upstream and waiting for its answer, relaying what the upstream says meanwhile |
+//! | `approvals.rs` | questions put to approvers elsewhere: announced, waited for, answered through the approvals API |
 //! | `calls.rs` | a client's requests through the workflow: visible tools, a tool call from admission to its record, the question to the client's human |
 //! | `downstream.rs` | [`Downstream`]: one client session, and what a request says of its revision and session |
 //! | `server.rs` | the SDK's `ServerHandler`: one method per request kind |
@@ -23,6 +24,7 @@
 #![allow(deprecated)]
 
 mod admission;
+mod approvals;
 mod calls;
 mod downstream;
 mod forward;

@@ -32,16 +32,18 @@ impl RefusalResult {
     }
 
     /// The tool result the client gets: the facts (`{"tool", "reason", …}`) in `_meta`
-    /// under [`REFUSAL_META_KEY`] always, and as `structuredContent` (`{"refusal": …}`) unless the tool
+    /// under [`REFUSAL_META_KEY`] always (the question it waits on, if any, under
+    /// [`APPROVAL_META_KEY`]), and as `structuredContent` (`{"refusal": …}`) unless the tool
     /// declares an `outputSchema` (`structured` false), which they would not match (an
     /// SDK that checks results against it would reject the refusal).
     pub(super) fn into_result(self, structured: bool) -> CallToolResult {
         let mut result = CallToolResult::error(vec![ContentBlock::text(self.message)]);
         let facts = self.detail.get("refusal").cloned().unwrap_or_default();
-        result
-            .meta
-            .get_or_insert_default()
-            .insert(REFUSAL_META_KEY.to_owned(), facts);
+        let meta = result.meta.get_or_insert_default();
+        meta.insert(REFUSAL_META_KEY.to_owned(), facts);
+        if let Some(approval) = self.detail.get("approval") {
+            meta.insert(APPROVAL_META_KEY.to_owned(), approval.clone());
+        }
         if structured {
             result.structured_content = Some(self.detail);
         }
@@ -51,6 +53,10 @@ impl RefusalResult {
 
 /// Where a refusal's facts are in the result's `_meta` (docs/mcp.md, "Refusals").
 pub(crate) const REFUSAL_META_KEY: &str = "orch/refusal";
+
+/// Where the question a refused call waits on is in the result's `_meta`
+/// (docs/approvals.md, "Approvers elsewhere").
+pub(crate) const APPROVAL_META_KEY: &str = "orch/approval";
 
 /// Where 2026-07-28 results name their server.
 pub(super) const SERVER_INFO_META_KEY: &str = "io.modelcontextprotocol/serverInfo";

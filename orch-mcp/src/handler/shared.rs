@@ -28,6 +28,8 @@ pub(crate) struct Shared<S> {
     pub(crate) in_flight: AtomicUsize,
     /// Where decision records go, if anywhere.
     pub(crate) audit: Option<Arc<Auditor>>,
+    /// How questions are put to approvers elsewhere, if they are.
+    pub(crate) posting: Option<crate::Posting>,
 }
 
 impl<S: SessionStore + 'static> Shared<S> {
@@ -43,6 +45,7 @@ impl<S: SessionStore + 'static> Shared<S> {
         limits: Limits,
         tools: Vec<Tool>,
         audit: Option<Arc<Auditor>>,
+        posting: Option<crate::Posting>,
     ) -> Self {
         Shared {
             machine,
@@ -57,6 +60,7 @@ impl<S: SessionStore + 'static> Shared<S> {
             tools: ToolList::new(tools),
             in_flight: AtomicUsize::new(0),
             audit,
+            posting,
         }
     }
 
