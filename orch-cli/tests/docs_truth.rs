@@ -162,7 +162,8 @@ fn the_diagnostics_page_lists_every_code_with_its_name() {
     );
 }
 
-/// The subcommands (and `audit`'s own subcommands) whose flags a page may show.
+/// The subcommands (and `audit`'s and `approvals`' own subcommands) whose flags a page
+/// may show.
 fn help(words: &[&str]) -> Option<String> {
     let out = Command::new(env!("CARGO_BIN_EXE_orch"))
         .args(words)
@@ -241,7 +242,7 @@ fn every_flag_a_page_shows_is_one_its_command_takes() {
             let mut words = vec![m[1].to_owned()];
             let rest_from = m.get(0).unwrap().end();
             if let Some(sub) = m.get(2) {
-                if &m[1] == "audit" {
+                if &m[1] == "audit" || &m[1] == "approvals" {
                     words.push(sub.as_str().to_owned());
                 }
             }
