@@ -114,7 +114,7 @@ impl Client {
 }
 
 /// `id` as one path segment: anything but letters, digits, `-` and `_` percent-encoded.
-fn path_segment(id: &str) -> String {
+pub(crate) fn path_segment(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     for b in id.bytes() {
         match b {

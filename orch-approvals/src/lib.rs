@@ -8,7 +8,8 @@
 //! - [`auth`]: who may view and answer (operator tokens, JWTs with a role claim);
 //! - [`webhook`]: each new question and each answer announced as JSON;
 //! - [`client`]: the API from the other side (what `orch approvals` uses);
-//! - [`jwt`]: bearer JWTs verified against an identity provider's key set.
+//! - [`jwt`]: bearer JWTs verified against an identity provider's key set;
+//! - [`restate`]: the questions of durable runs on Restate, as a [`Desk`].
 //!
 //! The questions themselves live with their runs (`orch_run::approvals`): answering one
 //! is one compare-and-set of the run's record, and only the question the run still holds
@@ -22,6 +23,7 @@ pub mod auth;
 pub mod client;
 pub mod desk;
 pub mod jwt;
+pub mod restate;
 pub mod webhook;
 
 pub use api::Approvals;

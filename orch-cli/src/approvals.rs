@@ -18,6 +18,13 @@ pub(crate) struct ServeArgs {
     /// --approver-jwks (docs/approvals.md).
     #[arg(long, value_name = "ADDR")]
     pub(crate) approvals: Option<String>,
+    #[command(flatten)]
+    pub(crate) who: WhoArgs,
+}
+
+/// Who may call the approvals API, and where it announces questions.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct WhoArgs {
     /// Operator tokens of the approvals API: a file of lines `NAME ROLE TOKEN`, ROLE
     /// `approver` or `viewer`.
     #[arg(long, value_name = "FILE", env = "ORCH_APPROVERS_FILE")]
@@ -59,10 +66,11 @@ pub(crate) async fn setup(
     agent_token: Option<&str>,
 ) -> Result<Option<Served>, String> {
     let Some(addr) = &args.approvals else {
+        let who = &args.who;
         for (flag, given) in [
-            ("--approvers", args.approvers.is_some()),
-            ("--approver-jwks", args.approver_jwks.is_some()),
-            ("--webhook", args.webhook.is_some()),
+            ("--approvers", who.approvers.is_some()),
+            ("--approver-jwks", who.approver_jwks.is_some()),
+            ("--webhook", who.webhook.is_some()),
         ] {
             if given {
                 return Err(format!("{flag} needs --approvals ADDR"));
@@ -70,24 +78,26 @@ pub(crate) async fn setup(
         }
         return Ok(None);
     };
+    served(addr, &args.who, agent_token).await.map(Some)
+}
+
+/// Reads who may call the API, binds its address and prints it.
+async fn served(addr: &str, who: &WhoArgs, agent_token: Option<&str>) -> Result<Served, String> {
     let mut approvers = Approvers::new();
-    if let Some(path) = &args.approvers {
+    if let Some(path) = &who.approvers {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the approvers file {path}: {e}"))?;
         approvers = approvers
             .tokens_from(&text)
             .map_err(|e| format!("the approvers file {path}: {e}"))?;
-        if let Some(agent) = agent_token {
-            if text.split_whitespace().any(|word| word == agent) {
-                return Err(format!(
-                    "the approvers file {path} holds the gateway's own token for agents: an agent's credential may never answer its own questions"
-                ));
-            }
+        if agent_token.is_some_and(|agent| text.split_whitespace().any(|word| word == agent)) {
+            return Err(format!(
+                "the approvers file {path} holds the gateway's own token for agents: an agent's credential may never answer its own questions"
+            ));
         }
     }
-    if let Some(jwks) = &args.approver_jwks {
-        let (Some(issuer), Some(audience)) = (&args.approver_issuer, &args.approver_audience)
-        else {
+    if let Some(jwks) = &who.approver_jwks {
+        let (Some(issuer), Some(audience)) = (&who.approver_issuer, &who.approver_audience) else {
             return Err("--approver-jwks needs --approver-issuer and --approver-audience".into());
         };
         let jwks = match jwks.starts_with("http://") || jwks.starts_with("https://") {
@@ -100,16 +110,16 @@ pub(crate) async fn setup(
             audience: audience.clone(),
         };
         let mut roles = JwtRoles::new(trust);
-        roles.claim = args.approver_role_claim.clone();
+        roles.claim = who.approver_role_claim.clone();
         approvers = approvers.jwt(roles).await?;
     }
     if approvers.is_empty() {
         return Err(
-            "--approvals needs who may answer: --approvers FILE (operator tokens) or --approver-jwks".into(),
+            "the approvals API needs who may answer: --approvers FILE (operator tokens) or --approver-jwks".into(),
         );
     }
     let secret = std::env::var("ORCH_WEBHOOK_SECRET").ok();
-    let webhook = match &args.webhook {
+    let webhook = match &who.webhook {
         Some(url) => Some(Webhook::new(url, secret.as_deref())?),
         None => None,
     };
@@ -122,11 +132,11 @@ pub(crate) async fn setup(
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "approvals listening on {local}");
     let _ = out.flush();
-    Ok(Some(Served {
+    Ok(Served {
         webhook,
         listener,
         approvers: Arc::new(approvers),
-    }))
+    })
 }
 
 /// Serves the approvals API in the background until the process is asked to stop.
@@ -166,6 +176,89 @@ pub(crate) enum Action {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Serve the approvals API for durable runs on Restate (their questions listed with
+    /// Restate's SQL introspection, answered through its ingress) until Ctrl-C or
+    /// SIGTERM.
+    Serve(Box<RestateArgs>),
+}
+
+/// `orch approvals serve`: the API in front of a Restate server.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RestateArgs {
+    /// Serve the API at ADDR (printed on stdout as `approvals listening on HOST:PORT`).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: String,
+    /// Restate's admin API, e.g. http://127.0.0.1:9070.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate_admin: String,
+    /// Restate's ingress, e.g. http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate_ingress: String,
+    #[command(flatten)]
+    pub(crate) who: WhoArgs,
+}
+
+/// How often `orch approvals serve` looks for new questions to announce.
+const ANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Serves the approvals API over a Restate server's runs, announcing new questions to
+/// the webhook as they are seen.
+fn serve_restate(args: &RestateArgs) -> u8 {
+    let (_otel, runtime) = match crate::serving::start("orch approvals", "orch-approvals", None) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let served = runtime.block_on(async {
+        let desk =
+            orch_approvals::restate::RestateDesk::new(&args.restate_admin, &args.restate_ingress)?;
+        let desk = Arc::new(desk);
+        let served = served(&args.listen, &args.who, None).await?;
+        if let Some(webhook) = served.webhook.clone() {
+            tokio::spawn(announce_new(Arc::clone(&desk), webhook));
+        }
+        let api = Approvals::new(desk, served.approvers, served.webhook);
+        orch_runtime::eprintln_printable!(
+            "orch approvals: serving the approvals API for the runs of Restate at {}",
+            args.restate_ingress
+        );
+        orch_approvals::serve(served.listener, api, crate::serving::shutdown())
+            .await
+            .map_err(|e| format!("the approvals API stopped: {e}"))
+    });
+    match served {
+        Ok(()) => OK,
+        Err(why) => {
+            orch_runtime::eprintln_printable!("error: orch approvals serve: {why}");
+            USAGE_OR_IO
+        }
+    }
+}
+
+/// Announces each pending question the first time it is seen (a question seen before
+/// this process started is announced again: at least once).
+async fn announce_new(desk: Arc<orch_approvals::restate::RestateDesk>, webhook: Webhook) {
+    use orch_approvals::Desk;
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        match desk.questions().await {
+            Ok(questions) => {
+                let pending: Vec<_> = questions
+                    .into_iter()
+                    .filter(|q| q.state == orch_run::approvals::PostedState::Pending)
+                    .collect();
+                for question in &pending {
+                    if seen.insert(question.id.clone()) {
+                        webhook.announce(orch_approvals::webhook::Event::Asked, question);
+                    }
+                }
+                seen.retain(|id| pending.iter().any(|q| q.id == *id));
+            }
+            Err(why) => orch_runtime::eprintln_printable!(
+                "orch approvals: warning: the questions cannot be read now: {why}"
+            ),
+        }
+        tokio::time::sleep(ANNOUNCE_EVERY).await;
+    }
 }
 
 /// The command line of `orch approvals`.
@@ -189,6 +282,9 @@ pub(crate) struct Args {
 /// Runs `orch approvals`: 0 done, 1 refused by the API (not found, answered already,
 /// not allowed), 2 no URL or token, or the API not reached.
 pub(crate) fn run(args: Args) -> u8 {
+    if let Action::Serve(serve) = &args.action {
+        return serve_restate(serve);
+    }
     let Some(url) = args.url.clone() else {
         orch_runtime::eprintln_printable!(
             "error: orch approvals: give the API's address with --url or ORCH_APPROVALS_URL"
@@ -228,6 +324,7 @@ pub(crate) fn run(args: Args) -> u8 {
             Action::Show { id } => client.show(id).await,
             Action::Approve { id, reason } => client.answer(id, true, reason.as_deref()).await,
             Action::Reject { id, reason } => client.answer(id, false, reason.as_deref()).await,
+            Action::Serve(_) => unreachable_serve(),
         }
     });
     match answered {
@@ -255,6 +352,13 @@ pub(crate) fn run(args: Args) -> u8 {
             USAGE_OR_IO
         }
     }
+}
+
+/// `serve` is handled before a client is made.
+fn unreachable_serve() -> Result<Value, orch_approvals::client::ClientError> {
+    Err(orch_approvals::client::ClientError::Transport(
+        "`orch approvals serve` serves; it is not a request".into(),
+    ))
 }
 
 fn text(value: &Value, key: &str) -> String {

@@ -297,4 +297,19 @@ fn approvals_flags_are_checked_before_anything_is_served() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--url"));
+    // The API in front of Restate needs who may answer, too.
+    let output = Command::new(ORCH)
+        .args(["approvals", "serve", "--listen", "127.0.0.1:0"])
+        .args([
+            "--restate-admin",
+            "http://127.0.0.1:9",
+            "--restate-ingress",
+            "http://127.0.0.1:9",
+        ])
+        .env_remove("ORCH_APPROVERS_FILE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("--approvers FILE"), "{err}");
 }

@@ -29,6 +29,12 @@ pub struct Pending {
     /// When it stops being answerable (ms since the Unix epoch): a later answer applies
     /// to nothing.
     pub expires_ms: u64,
+    /// The template's name (`agentId`), for an approver's list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// When it was asked (ms since the Unix epoch, the journaled time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_ms: Option<u64>,
 }
 
 /// A human's answer, as the waiting run receives it. It names the question it answers
@@ -45,6 +51,10 @@ pub struct Resolution {
     /// Why, for the decision log and the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who answered, when the answer came through an authenticated API (kept in
+    /// Restate's journal with the answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// An answer to the question with `ticket`.
@@ -57,6 +67,9 @@ pub struct Resolve {
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who answers (an approver's identity, for the journal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// What [`Resolve`] did.
@@ -164,6 +177,7 @@ mod handlers {
                     ticket: Some(pending.ticket),
                     approved: answer.approved,
                     reason: answer.reason,
+                    by: answer.by,
                 }),
             );
             Ok(Json(Resolved {

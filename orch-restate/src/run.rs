@@ -248,6 +248,8 @@ async fn wait_for_answer(
             reason: refusal.reason.clone(),
             origins: session.origins(asked.tool, asked.arguments),
             expires_ms: asked.expires_ms,
+            template: Some(session.machine().name().to_owned()),
+            asked_ms: Some(now),
         }))
         .send();
     let wait = Duration::from_millis(asked.expires_ms.saturating_sub(now));

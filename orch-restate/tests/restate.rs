@@ -675,6 +675,69 @@ async fn a_rejection_is_recorded_and_the_same_call_is_not_asked_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn an_approver_elsewhere_answers_through_the_approvals_api() {
+    use orch_approvals::{client::Client, restate::RestateDesk, Approvals, Approvers, Role};
+    const FINANCE: &str = "finance-token-0123456789";
+    let f = Fixture::start("approvals-api").await;
+    f.call("r1", "lookup_order", json!({"order": "D-1"})).await;
+    let arguments = r#"{"order": "D-1", "amount": 175.50}"#;
+    let waiting = f.send("r1", "issue_refund", arguments).await;
+    f.pending("r1", 1).await;
+
+    // The approvals API in front of the server, as `orch approvals serve` runs it.
+    let desk = RestateDesk::new(&f.server.admin_url(), &f.server.ingress_url()).unwrap();
+    let approvers = Approvers::new().token("finance", Role::Approver, FINANCE);
+    let api = Approvals::new(
+        std::sync::Arc::new(desk),
+        std::sync::Arc::new(approvers),
+        None,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(orch_approvals::serve(listener, api, std::future::pending()));
+    let client = Client::new(&url, FINANCE).unwrap();
+
+    let listed = client.list().await.expect("the questions");
+    let question = &listed["questions"][0];
+    assert_eq!(question["run"], "r1", "{listed}");
+    assert_eq!(question["tool"], "issue_refund");
+    assert_eq!(question["arguments"], arguments, "byte for byte");
+    assert_eq!(question["template"], "refund-desk");
+    assert!(
+        question["askedMs"].as_u64().unwrap_or_default() > 0,
+        "{question}"
+    );
+    let id = question["id"].as_str().unwrap().to_owned();
+    assert!(
+        f.completions("issue_refund").is_empty(),
+        "nothing runs before the answer"
+    );
+
+    let answered = client
+        .answer(&id, true, Some("order D-1 checked"))
+        .await
+        .unwrap();
+    assert_eq!(answered["state"], "approved");
+    assert_eq!(answered["answer"]["by"], "token:finance");
+    let output = f.attach(&waiting).await;
+    assert_eq!(output["outcome"], "ran", "{output}");
+    assert_eq!(f.completions("issue_refund").len(), 1);
+    // A second answer applies to nothing, and says who answered.
+    let again = client.answer(&id, false, None).await.unwrap_err();
+    assert!(
+        again
+            .to_string()
+            .contains("approved already, by token:finance"),
+        "{again}"
+    );
+    // A stranger may not look.
+    let stranger = Client::new(&url, "not-a-known-token-at-all").unwrap();
+    let refused = stranger.list().await.unwrap_err();
+    assert!(refused.to_string().contains("HTTP 401"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
 async fn a_service_killed_mid_tool_call_completes_the_call_once() {
     let mut f = Fixture::start("midcall").await;
     let id = f.send("r1", "lookup_order", r#"{"order": "HOLD-1"}"#).await;
