@@ -2,7 +2,9 @@
 //! one ([`Desk`]). `orch mcp` and `orch policy` implement it over their store with
 //! `orch_run::approvals`, each with its own template and decision log.
 
-use orch_run::approvals::{Answer, NotAnswered, Posted};
+use crate::webhook::{Event, Webhook};
+use orch_run::approvals::{Answer, NotAnswered, Posted, OPEN};
+use orch_store::SessionStore;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -23,4 +25,21 @@ pub trait Desk: Send + Sync + 'static {
         run: &'a str,
         answer: Answer<'a>,
     ) -> Pending<'a, Result<Posted, NotAnswered>>;
+}
+
+/// What a host does once it posted `posted` in run `run` (the record written): names the
+/// run in the index of open questions ([`OPEN`]), then tells `webhook`. A store failure
+/// is said to the host: the question is in the run's record, only the list misses it
+/// (the webhook is told all the same).
+pub async fn announce<S: SessionStore + ?Sized>(
+    store: &S,
+    run: &str,
+    posted: &Posted,
+    webhook: Option<&Webhook>,
+) -> Result<(), orch_store::StoreError> {
+    let listed = orch_store::index::add(store, OPEN, run).await.map(|_| ());
+    if let Some(webhook) = webhook {
+        webhook.announce(Event::Asked, posted);
+    }
+    listed
 }

@@ -3,6 +3,7 @@
 //! list|show|approve|reject`, its client.
 
 use crate::{OK, USAGE_OR_IO};
+use orch_approvals::client::{Client, ClientError};
 use orch_approvals::jwt::{Jwks, Trust};
 use orch_approvals::{Approvals, Approvers, JwtRoles, Webhook};
 use serde_json::Value;
@@ -282,26 +283,14 @@ pub(crate) struct Args {
 /// Runs `orch approvals`: 0 done, 1 refused by the API (not found, answered already,
 /// not allowed), 2 no URL or token, or the API not reached.
 pub(crate) fn run(args: Args) -> u8 {
-    if let Action::Serve(serve) = &args.action {
-        return serve_restate(serve);
-    }
-    let Some(url) = args.url.clone() else {
-        orch_runtime::eprintln_printable!(
-            "error: orch approvals: give the API's address with --url or ORCH_APPROVALS_URL"
-        );
-        return USAGE_OR_IO;
+    let request = match &args.action {
+        Action::Serve(serve) => return serve_restate(serve),
+        Action::List => Request::List,
+        Action::Show { id } => Request::Show(id),
+        Action::Approve { id, reason } => Request::Answer(id, true, reason.as_deref()),
+        Action::Reject { id, reason } => Request::Answer(id, false, reason.as_deref()),
     };
-    let token = match &args.token_file {
-        Some(path) => std::fs::read_to_string(path)
-            .map(|t| t.trim().to_owned())
-            .map_err(|e| format!("cannot read the token file {path}: {e}")),
-        None => std::env::var("ORCH_APPROVALS_TOKEN").map_err(|_| {
-            "give a bearer token with --token-file or ORCH_APPROVALS_TOKEN".to_owned()
-        }),
-    };
-    let client = match token
-        .and_then(|t| orch_approvals::client::Client::new(&url, &t).map_err(|e| e.to_string()))
-    {
+    let client = match client(&args) {
         Ok(client) => client,
         Err(why) => {
             orch_runtime::eprintln_printable!("error: orch approvals: {why}");
@@ -319,29 +308,25 @@ pub(crate) fn run(args: Args) -> u8 {
         }
     };
     let answered = runtime.block_on(async {
-        match &args.action {
-            Action::List => client.list().await,
-            Action::Show { id } => client.show(id).await,
-            Action::Approve { id, reason } => client.answer(id, true, reason.as_deref()).await,
-            Action::Reject { id, reason } => client.answer(id, false, reason.as_deref()).await,
-            Action::Serve(_) => unreachable_serve(),
+        match request {
+            Request::List => client.list().await,
+            Request::Show(id) => client.show(id).await,
+            Request::Answer(id, approve, reason) => client.answer(id, approve, reason).await,
         }
     });
     match answered {
         Ok(body) => {
-            let text = match (args.json, &args.action) {
+            let text = match (args.json, request) {
                 (true, _) => body.to_string(),
-                (false, Action::List) => list_text(&body),
+                (false, Request::List) => list_text(&body),
                 (false, _) => question_text(&body),
             };
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", orch_runtime::printable::printable_lines(&text));
             OK
         }
-        Err(refused @ orch_approvals::client::ClientError::Refused { .. }) => {
-            if let (true, orch_approvals::client::ClientError::Refused { body, .. }) =
-                (args.json, &refused)
-            {
+        Err(refused @ ClientError::Refused { .. }) => {
+            if let (true, ClientError::Refused { body, .. }) = (args.json, &refused) {
                 let _ = writeln!(std::io::stdout().lock(), "{body}");
             }
             orch_runtime::eprintln_printable!("error: {refused}");
@@ -354,11 +339,29 @@ pub(crate) fn run(args: Args) -> u8 {
     }
 }
 
-/// `serve` is handled before a client is made.
-fn unreachable_serve() -> Result<Value, orch_approvals::client::ClientError> {
-    Err(orch_approvals::client::ClientError::Transport(
-        "`orch approvals serve` serves; it is not a request".into(),
-    ))
+/// A request of `orch approvals` to the API.
+#[derive(Clone, Copy)]
+enum Request<'a> {
+    List,
+    Show(&'a str),
+    /// The question, approve or not, the reason.
+    Answer(&'a str, bool, Option<&'a str>),
+}
+
+/// The client the flags name: the API's URL and the bearer token.
+fn client(args: &Args) -> Result<Client, String> {
+    let url = args
+        .url
+        .as_deref()
+        .ok_or("give the API's address with --url or ORCH_APPROVALS_URL")?;
+    let token = match &args.token_file {
+        Some(path) => std::fs::read_to_string(path)
+            .map(|t| t.trim().to_owned())
+            .map_err(|e| format!("cannot read the token file {path}: {e}"))?,
+        None => std::env::var("ORCH_APPROVALS_TOKEN")
+            .map_err(|_| "give a bearer token with --token-file or ORCH_APPROVALS_TOKEN")?,
+    };
+    Client::new(url, &token).map_err(|e| e.to_string())
 }
 
 fn text(value: &Value, key: &str) -> String {

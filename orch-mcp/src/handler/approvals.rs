@@ -4,7 +4,6 @@
 
 use super::*;
 use orch_approvals::desk::{Desk, Pending};
-use orch_approvals::webhook::Event;
 use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted, PostedState};
 use tokio::sync::broadcast;
 
@@ -16,15 +15,12 @@ impl<S: SessionStore + 'static> Shared<S> {
     /// Names the run of a question just posted in the index of open questions, and tells
     /// the webhook.
     pub(super) async fn announce(&self, run: &str, posted: &Posted) {
-        if let Err(e) = orch_store::index::add(&self.store, posting::OPEN, run).await {
-            // The question is in the run's record; only the list of open ones misses it.
+        let webhook = self.posting.as_ref().and_then(|p| p.webhook.as_ref());
+        if let Err(e) = orch_approvals::desk::announce(&self.store, run, posted, webhook).await {
             orch_runtime::eprintln_printable!(
                 "orch mcp: warning: question {} of run `{run}` is not listed for approvers: {e}",
                 posted.id
             );
-        }
-        if let Some(webhook) = self.posting.as_ref().and_then(|p| p.webhook.as_ref()) {
-            webhook.announce(Event::Asked, posted);
         }
     }
 

@@ -6,7 +6,6 @@ use super::prelude::*;
 use super::reading::Call;
 use super::state::Engine;
 use orch_approvals::desk::{Desk, Pending};
-use orch_approvals::webhook::Event;
 use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted, PostedState};
 
 impl<S: SessionStore + 'static> Engine<S> {
@@ -40,22 +39,19 @@ impl<S: SessionStore + 'static> Engine<S> {
         Ok(standing.map(|p| (p, false)))
     }
 
-    /// Names the run of a question just posted in the index, and tells the webhook.
+    /// Names the run of a question just posted in the index of open questions, and tells
+    /// the webhook.
     pub(super) async fn announce(&self, run: &str, posted: &Posted) {
-        if let Err(e) = orch_store::index::add(&self.store, posting::OPEN, run).await {
-            // The question is in the run's record; only the list of open ones misses it.
+        let webhook = self
+            .options
+            .approvals
+            .as_ref()
+            .and_then(|a| a.webhook.as_ref());
+        if let Err(e) = orch_approvals::desk::announce(&self.store, run, posted, webhook).await {
             orch_runtime::eprintln_printable!(
                 "orch policy: warning: question {} of run `{run}` is not listed for approvers: {e}",
                 posted.id
             );
-        }
-        if let Some(webhook) = self
-            .options
-            .approvals
-            .as_ref()
-            .and_then(|a| a.webhook.as_ref())
-        {
-            webhook.announce(Event::Asked, posted);
         }
     }
 }
