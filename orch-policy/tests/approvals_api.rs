@@ -1,0 +1,174 @@
+//! The approvals API of a policy server (`PolicyServer::approvals`) against what a
+//! careless or hostile caller sends: no credential, another role's, bodies that are not
+//! an answer, oversized ones, unknown questions; and a question whose tool name and
+//! arguments carry markup and control characters is served as JSON, byte for byte.
+
+use orch_approvals::{Approvers, Role};
+use orch_policy::{Options, PolicyServer, Posting};
+use orch_store::MemoryStore;
+use orch_test_support::ext_mcp::{Gateway, GATED_REFUND};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const FINANCE: &str = "finance-0123456789abcdef";
+const AUDITOR: &str = "auditor-0123456789abcdef";
+
+/// A policy server posting questions, its approvals API's URL, and a gateway client.
+async fn served() -> (String, Gateway) {
+    let compiled = orch_codegen::compile_json(GATED_REFUND, None);
+    let options = Options {
+        approvals: Some(Posting::default()),
+        ..Options::default()
+    };
+    let server = PolicyServer::new(&compiled, MemoryStore::new(), options).unwrap();
+    let approvers = Approvers::new()
+        .token("finance", Role::Approver, FINANCE)
+        .token("auditor", Role::Viewer, AUDITOR);
+    let api = server.approvals(Arc::new(approvers));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(orch_approvals::serve(listener, api, std::future::pending()));
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_url = format!("http://{}", grpc.local_addr().unwrap());
+    tokio::spawn(server.serve(grpc, std::future::pending()));
+    (api_url, Gateway::connect(&grpc_url, "alice").await)
+}
+
+async fn send(
+    method: reqwest::Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Vec<u8>>,
+) -> (u16, Value, reqwest::header::HeaderMap) {
+    let mut request = reqwest::Client::new().request(method, url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body);
+    }
+    let response = request.send().await.expect("the API answers");
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    let bytes = response.bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
+    (status, body, headers)
+}
+
+#[tokio::test]
+async fn bad_requests_get_a_clear_error_and_answer_nothing() {
+    let (api, mut gw) = served().await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let hostile = json!({"note": "<script>alert(1)</script>\u{1b}[31m\u{202e}", "amount": 5});
+    let asked = gw.call("issue_refund", hostile.clone()).await;
+    let id = asked.data()["approval"]["question"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let one = format!("{api}/v1/approvals/{id}");
+    use reqwest::Method;
+
+    // Who may ask.
+    let (status, body, headers) =
+        send(Method::GET, &format!("{api}/v1/approvals"), None, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(headers["www-authenticate"], "Bearer");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization: Bearer"),
+        "{body}"
+    );
+    let (status, _, _) = send(Method::GET, &one, Some("guess-guess-guess-guess"), None).await;
+    assert_eq!(status, 401);
+    let approve = br#"{"decision": "approve"}"#.to_vec();
+    let (status, body, _) = send(Method::POST, &one, Some(AUDITOR), Some(approve.clone())).await;
+    assert_eq!(status, 403, "{body}");
+
+    // What an answer must be.
+    for (sent, says) in [
+        (b"{not json".to_vec(), "the body must be"),
+        (
+            br#"{"decision": "approve", "extra": 1}"#.to_vec(),
+            "unknown field",
+        ),
+        (
+            br#"{"decision": "maybe"}"#.to_vec(),
+            "neither `approve` nor `reject`",
+        ),
+        (
+            format!(
+                r#"{{"decision": "reject", "reason": "{}"}}"#,
+                "x".repeat(3000)
+            )
+            .into_bytes(),
+            "longer than 2048 bytes",
+        ),
+    ] {
+        let (status, body, _) = send(Method::POST, &one, Some(FINANCE), Some(sent)).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body["error"].as_str().unwrap().contains(says), "{body}");
+    }
+    let huge = format!(
+        r#"{{"decision": "approve", "reason": "{}"}}"#,
+        "y".repeat(20_000)
+    );
+    let (status, _, _) = send(Method::POST, &one, Some(FINANCE), Some(huge.into_bytes())).await;
+    assert_eq!(status, 413);
+    let (status, body, _) = send(
+        Method::POST,
+        &format!("{api}/v1/approvals/q-0000000000000000"),
+        Some(FINANCE),
+        Some(approve.clone()),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+
+    // Nothing of that answered the question; it is served as data, byte for byte.
+    let (status, question, _) = send(Method::GET, &one, Some(AUDITOR), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(question["state"], "pending");
+    let arguments: Value = serde_json::from_str(question["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments, hostile);
+    let (status, answered, _) = send(Method::POST, &one, Some(FINANCE), Some(approve)).await;
+    assert_eq!(
+        (status, &answered["state"]),
+        (200, &json!("approved")),
+        "{answered}"
+    );
+}
+
+#[tokio::test]
+async fn the_list_filters_by_state_tool_and_run() {
+    let (api, mut gw) = served().await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let id = gw.call("issue_refund", json!({"amount": 1})).await.data()["approval"]["question"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let list = |query: &str| format!("{api}/v1/approvals{query}");
+    let count = |body: &Value| body["questions"].as_array().map_or(0, Vec::len);
+    use reqwest::Method;
+    let (_, all, _) = send(Method::GET, &list(""), Some(AUDITOR), None).await;
+    assert_eq!(count(&all), 1, "{all}");
+    let (_, other, _) = send(Method::GET, &list("?tool=send_email"), Some(AUDITOR), None).await;
+    assert_eq!(count(&other), 0);
+    let (_, mine, _) = send(Method::GET, &list("?run=run:alice"), Some(AUDITOR), None).await;
+    assert_eq!(count(&mine), 1, "{mine}");
+    let answer = br#"{"decision": "reject", "reason": "no"}"#.to_vec();
+    send(
+        Method::POST,
+        &format!("{api}/v1/approvals/{id}"),
+        Some(FINANCE),
+        Some(answer),
+    )
+    .await;
+    let (_, pending, _) = send(Method::GET, &list(""), Some(AUDITOR), None).await;
+    assert_eq!(count(&pending), 0);
+    let (_, rejected, _) = send(Method::GET, &list("?state=rejected"), Some(AUDITOR), None).await;
+    assert_eq!(count(&rejected), 1, "{rejected}");
+    assert_eq!(rejected["questions"][0]["answer"]["reason"], "no");
+}
