@@ -313,3 +313,77 @@ fn approvals_flags_are_checked_before_anything_is_served() {
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("--approvers FILE"), "{err}");
 }
+
+#[tokio::test]
+#[ignore = "needs the MCP Python SDK (PyJWT): `cargo xtask test` installs it and runs this"]
+async fn approvers_jwts_grant_their_roles_and_nothing_else() {
+    let python = support::python();
+    let dir = temp_dir("approvals-jwt");
+    let file = dir.join("gated.json");
+    std::fs::write(&file, GATED_REFUND).unwrap();
+    let keys = dir.join("idp");
+    support::jwt_keys(&python, &keys);
+    let jwks = keys.join("jwks.json");
+    let (_gw, grpc, api) = policy_with_approvals(
+        &file,
+        &[
+            "--approver-jwks",
+            jwks.to_str().unwrap(),
+            "--approver-issuer",
+            "https://idp.example",
+            "--approver-audience",
+            "orch-approvals",
+        ],
+        &[],
+    );
+    let token = |sub: &str, roles: Value, extra: &[&str]| {
+        let claims = json!({"iss": "https://idp.example", "aud": "orch-approvals", "sub": sub, "roles": roles});
+        support::jwt(&python, &keys, "rsa1", claims, extra)
+    };
+    let mut gw = Gateway::connect(&grpc, "alice").await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let asked = gw
+        .call("issue_refund", json!({"order": "J-1", "amount": 10}))
+        .await;
+    let id = asked.data()["approval"]["question"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let viewer = token("carol-audit", json!("openid orch:viewer"), &[]);
+    let (status, listed, err) = approvals(&api, &viewer, &["list"]);
+    assert_eq!(status, Some(0), "{err}");
+    assert_eq!(listed["questions"][0]["id"], id.as_str());
+    let (status, _, err) = approvals(&api, &viewer, &["approve", &id]);
+    assert_eq!(status, Some(1));
+    assert!(err.contains("approver role"), "{err}");
+    for (bad, says) in [
+        (token("dave", json!(["orch:user"]), &[]), "grants neither"),
+        (
+            token("erin", json!(["orch:approver"]), &["--exp-in", "-120"]),
+            "expired",
+        ),
+        (
+            support::jwt(
+                &python,
+                &keys,
+                "rsa1",
+                json!({"iss": "https://idp.example", "aud": "elsewhere", "sub": "f", "roles": ["orch:approver"]}),
+                &[],
+            ),
+            "audience",
+        ),
+    ] {
+        let (status, _, err) = approvals(&api, &bad, &["approve", &id]);
+        assert_eq!(status, Some(1), "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+    }
+    let finance = token("alice-finance", json!(["orch:approver"]), &[]);
+    let (status, answered, err) = approvals(&api, &finance, &["approve", &id, "--reason", "ok"]);
+    assert_eq!(status, Some(0), "{err}");
+    assert_eq!(answered["answer"]["by"], "jwt:alice-finance");
+    let admitted = gw
+        .call("issue_refund", json!({"order": "J-1", "amount": 10}))
+        .await;
+    assert!(admitted.is_admitted(), "{admitted:?}");
+}

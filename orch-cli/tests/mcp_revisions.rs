@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::http::{self, modern_request, run_token, start_run, MODERN};
-use support::{here, log_lines, python, redis, shop_gateway, temp_dir, wait, Gateway};
+use support::{here, jwt, log_lines, python, redis, shop_gateway, temp_dir, wait, Gateway};
 
 /// The operator's token the gateways here are started with.
 const OPERATOR: &str = "operator-token-for-the-revision-tests";
@@ -437,24 +437,6 @@ fn a_listener_hears_of_changes_made_through_another_instance() {
     assert_eq!(last, json!({"events": ["ToolsListChanged"], "ended": true}));
     let status = wait(&mut listener, Duration::from_secs(30));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
-}
-
-/// A token from the stand-in identity provider (`tests/mcp/jwt_issuer.py`).
-fn jwt(python: &str, dir: &std::path::Path, kid: &str, claims: Value, extra: &[&str]) -> String {
-    let out = Command::new(python)
-        .arg(here("jwt_issuer.py"))
-        .arg("token")
-        .arg(dir)
-        .args(["--kid", kid, "--claims", &claims.to_string()])
-        .args(extra)
-        .output()
-        .expect("run jwt_issuer.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn tool_names(reply: &http::Reply, id: i64) -> Vec<String> {

@@ -408,3 +408,33 @@ impl RawGateway {
             .unwrap_or_default()
     }
 }
+
+/// A token from the stand-in identity provider (`tests/mcp/jwt_issuer.py`) whose keys
+/// are in `dir`, signed with the key `kid`, carrying `claims`.
+pub fn jwt(python: &str, dir: &Path, kid: &str, claims: Value, extra: &[&str]) -> String {
+    let out = Command::new(python)
+        .arg(here("jwt_issuer.py"))
+        .arg("token")
+        .arg(dir)
+        .args(["--kid", kid, "--claims", &claims.to_string()])
+        .args(extra)
+        .output()
+        .expect("run jwt_issuer.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The stand-in identity provider's keys (`rsa1`, `ec1`) made in `dir`.
+pub fn jwt_keys(python: &str, dir: &Path) {
+    let made = Command::new(python)
+        .arg(here("jwt_issuer.py"))
+        .arg("keys")
+        .arg(dir)
+        .status()
+        .expect("make keys");
+    assert!(made.success());
+}
