@@ -59,14 +59,32 @@ impl Approvals {
         }
     }
 
-    /// The API's routes (`/v1/approvals...`), to serve alone ([`crate::serve`]) or
-    /// beside a host's own.
+    /// The API's routes (`/v1/approvals...`) and the console's (`/console...`), to serve
+    /// alone ([`crate::serve`]) or beside a host's own.
     pub fn router(self) -> Router {
-        Router::new()
+        let api = Router::new()
             .route("/v1/approvals", get(list))
             .route("/v1/approvals/{id}", get(show).post(answer))
+            .with_state(self.clone());
+        api.merge(crate::console::router(self))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-            .with_state(self)
+    }
+
+    /// The host's questions.
+    pub(crate) fn desk(&self) -> &dyn Desk {
+        self.desk.as_ref()
+    }
+
+    /// Who may call.
+    pub(crate) fn approvers(&self) -> &Approvers {
+        &self.approvers
+    }
+
+    /// Tells the webhook of an answer, if there is one.
+    pub(crate) fn announce_answer(&self, answered: &Posted) {
+        if let Some(webhook) = &self.webhook {
+            webhook.announce(Event::Answered, answered);
+        }
     }
 
     /// Who the request's bearer is, if they hold at least `role`.
@@ -213,9 +231,7 @@ async fn answer(
     };
     match api.desk.answer(&question.run, given).await {
         Ok(Ok(answered)) => {
-            if let Some(webhook) = &api.webhook {
-                webhook.announce(Event::Answered, &answered);
-            }
+            api.announce_answer(&answered);
             Json(answered).into_response()
         }
         Ok(Err(NotAnswered::Unknown)) => no_question(&id),

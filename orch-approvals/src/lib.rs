@@ -4,7 +4,8 @@
 //! once, by someone who is not the agent's user (finance approving a refund, hours later,
 //! from another device).
 //!
-//! - [`api`]: the HTTP API (`/v1/approvals`), over a host's [`Desk`];
+//! - [`api`]: the HTTP API (`/v1/approvals`), over a host's [`Desk`], and the console's
+//!   approvals page (`/console`: server-rendered, no script, CSRF-safe forms);
 //! - [`auth`]: who may view and answer (operator tokens, JWTs with a role claim);
 //! - [`webhook`]: each new question and each answer announced as JSON;
 //! - [`client`]: the API from the other side (what `orch approvals` uses);
@@ -21,6 +22,7 @@
 pub mod api;
 pub mod auth;
 pub mod client;
+mod console;
 pub mod desk;
 pub mod jwt;
 pub mod restate;

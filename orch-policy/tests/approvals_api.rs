@@ -172,3 +172,213 @@ async fn the_list_filters_by_state_tool_and_run() {
     assert_eq!(count(&rejected), 1, "{rejected}");
     assert_eq!(rejected["questions"][0]["answer"]["reason"], "no");
 }
+
+/// A browser's side of the console: its own cookie, no redirects followed.
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(base: &str) -> Browser {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        Browser {
+            http,
+            base: base.to_owned(),
+            cookie: None,
+        }
+    }
+
+    async fn get(&self, path: &str) -> (u16, String, reqwest::header::HeaderMap) {
+        let mut request = self.http.get(format!("{}{path}", self.base));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.unwrap();
+        let (status, headers) = (response.status().as_u16(), response.headers().clone());
+        (status, response.text().await.unwrap(), headers)
+    }
+
+    /// POSTs a form (`origin`: the `Origin` header a browser sends, if any).
+    async fn post(
+        &mut self,
+        path: &str,
+        form: &[(&str, &str)],
+        origin: Option<&str>,
+    ) -> (u16, String) {
+        let body: Vec<String> = form
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    v.replace('%', "%25")
+                        .replace('&', "%26")
+                        .replace('=', "%3D")
+                        .replace(' ', "+")
+                )
+            })
+            .collect();
+        let mut request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body.join("&"));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        let response = request.send().await.unwrap();
+        if let Some(set) = response
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+        {
+            let pair = set.split(';').next().unwrap_or_default().to_owned();
+            self.cookie = (!pair.ends_with('=')).then_some(pair);
+        }
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+}
+
+/// The value of the first hidden `csrf` field of a page.
+fn csrf_of(page: &str) -> String {
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token")
+        + 19;
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_console_shows_questions_inert_and_answers_only_its_own_forms() {
+    let (api, mut gw) = served().await;
+    gw.run_tool("lookup_order").await.unwrap();
+    let hostile = json!({"note": "<img src=x onerror=alert(1)>\u{202e}", "amount": 1200.50});
+    let asked = gw.call("issue_refund", hostile.clone()).await;
+    let id = asked.data()["approval"]["question"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let origin = api.clone();
+    let mut browser = Browser::new(&api);
+
+    // Signed out: the sign-in form, with the console's headers.
+    let (status, page, headers) = browser.get("/console").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("action=\"/console/login\""), "{page}");
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(headers["x-frame-options"], "DENY");
+    let (status, page) = browser
+        .post(
+            "/console/login",
+            &[("token", "wrong-wrong-wrong")],
+            Some(&origin),
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert!(page.contains("not one this service takes"), "{page}");
+
+    // A viewer sees the question, inert, and no answer form.
+    browser
+        .post("/console/login", &[("token", AUDITOR)], Some(&origin))
+        .await;
+    let (status, page, _) = browser.get("/console").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(&id), "{page}");
+    assert!(
+        !page.contains("<img"),
+        "markup from the model must be inert: {page}"
+    );
+    assert!(
+        page.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{page}"
+    );
+    assert!(page.contains("\\u{202e}"), "{page}");
+    assert!(
+        page.contains("&quot;amount&quot;:1200.5,"),
+        "the arguments as sent: {page}"
+    );
+    assert!(!page.contains("<script"), "{page}");
+    assert!(
+        !page.contains("value=\"approve\""),
+        "a viewer gets no answer form: {page}"
+    );
+
+    // An approver's page has the forms; a form without the session's token, or sent
+    // from another site, answers nothing.
+    let mut approver = Browser::new(&api);
+    approver
+        .post("/console/login", &[("token", FINANCE)], Some(&origin))
+        .await;
+    let (_, page, _) = approver.get("/console").await;
+    assert!(page.contains("value=\"approve\""), "{page}");
+    let csrf = csrf_of(&page);
+    let path = format!("/console/approvals/{id}");
+    let (status, _) = approver
+        .post(
+            &path,
+            &[("csrf", "forged"), ("decision", "approve")],
+            Some(&origin),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = approver
+        .post(
+            &path,
+            &[("csrf", &csrf), ("decision", "approve")],
+            Some("http://evil.example"),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let mut stranger = Browser::new(&api);
+    let (status, _) = stranger
+        .post(&path, &[("csrf", &csrf), ("decision", "approve")], None)
+        .await;
+    assert_eq!(status, 401);
+    assert!(!gw.call("issue_refund", hostile.clone()).await.is_admitted());
+
+    // The approver's own form answers, once; the retry runs.
+    let (status, _) = approver
+        .post(
+            &path,
+            &[
+                ("csrf", &csrf),
+                ("decision", "approve"),
+                ("reason", "checked & fine"),
+            ],
+            Some(&origin),
+        )
+        .await;
+    assert_eq!(status, 303);
+    let (_, page, _) = approver.get("/console?note=approved").await;
+    assert!(
+        page.contains("Approved by <code>token:finance</code>: checked &amp; fine"),
+        "{page}"
+    );
+    let (status, page) = approver
+        .post(
+            &path,
+            &[("csrf", &csrf), ("decision", "reject")],
+            Some(&origin),
+        )
+        .await;
+    assert_eq!(status, 409, "{page}");
+    assert!(gw.call("issue_refund", hostile).await.is_admitted());
+
+    // Signed out, the session is gone.
+    approver
+        .post("/console/logout", &[("csrf", &csrf)], Some(&origin))
+        .await;
+    let (_, page, _) = approver.get("/console").await;
+    assert!(page.contains("action=\"/console/login\""), "{page}");
+}

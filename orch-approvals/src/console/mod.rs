@@ -1,0 +1,360 @@
+//! The console's approvals page (docs/console.md): the questions of every run, as a
+//! server-rendered HTML page an approver opens in a browser, with approve and reject
+//! forms for those who hold the approver role.
+//!
+//! | request | what |
+//! | --- | --- |
+//! | `GET /console` | the sign-in form, or the questions (pending first, then those answered or closed until their expiry) |
+//! | `POST /console/login` (`token`) | signs in with an operator token or a JWT: a session cookie (`HttpOnly`, `SameSite=Strict`) |
+//! | `POST /console/approvals/{id}` (`csrf`, `decision`, `reason`) | answers a question (approver role), then back to the list |
+//! | `POST /console/logout` (`csrf`) | signs out |
+//! | `GET /console/style.css` | the page's style sheet |
+//!
+//! Tool names and arguments come from the model and the pages it read: everything shown
+//! is HTML-escaped (control and direction characters made visible), the page has no
+//! script at all, its Content-Security-Policy allows none and no framing, and every form
+//! carries the session's CSRF token, checked with the `Origin` a browser sends.
+
+mod pages;
+mod sessions;
+
+use crate::api::Approvals;
+use crate::auth::Role;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use orch_run::approvals::{Answer, NotAnswered, PostedState};
+use sessions::Sessions;
+use std::sync::Arc;
+
+/// The cookie that names a console session.
+const COOKIE: &str = "orch_console";
+
+/// What the console pages serve: the API's state, and the signed-in sessions.
+#[derive(Clone)]
+pub(crate) struct Console {
+    pub(crate) api: Approvals,
+    pub(crate) sessions: Arc<Sessions>,
+}
+
+/// The console's routes (`/console...`).
+pub(crate) fn router(api: Approvals) -> Router {
+    let console = Console {
+        api,
+        sessions: Arc::new(Sessions::default()),
+    };
+    Router::new()
+        .route("/console", get(home))
+        .route("/console/login", post(login))
+        .route("/console/logout", post(logout))
+        .route("/console/approvals/{id}", post(answer))
+        .route("/console/style.css", get(style))
+        .with_state(console)
+}
+
+/// A page: HTML with the console's security headers.
+fn page(status: StatusCode, html: String) -> Response {
+    let mut response = (status, html).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    secure(headers);
+    response
+}
+
+/// The headers every console response carries: no script, no framing, no caching, no
+/// referrer, no sniffing.
+fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// Back to the list (after a form), with a note for the next page.
+fn back(note: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let location = format!("/console?note={}", crate::client::path_segment(note));
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    secure(response.headers_mut());
+    response
+}
+
+/// The session a request's cookie names, if it is one.
+fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Does the request come from this origin (a browser sends `Origin` with a form's POST;
+/// a request without one is not a browser's cross-site form)?
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    origin
+        .split_once("://")
+        .is_some_and(|(_, authority)| authority == host)
+}
+
+async fn home(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    query: axum::extract::RawQuery,
+) -> Response {
+    let Some(session) = session_id(&headers).and_then(|id| console.sessions.get(&id)) else {
+        return page(StatusCode::OK, pages::login(None));
+    };
+    let note = query
+        .0
+        .as_deref()
+        .and_then(|q| form_value(q.as_bytes(), "note"));
+    match console.api.desk().questions().await {
+        Ok(mut questions) => {
+            // Pending first, each group newest first (the desk's order).
+            questions.sort_by_key(|q| q.state != PostedState::Pending);
+            page(
+                StatusCode::OK,
+                pages::questions(&session, &questions, note.as_deref()),
+            )
+        }
+        Err(why) => page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            pages::problem(
+                &session,
+                &format!("the questions cannot be read now: {why}"),
+            ),
+        ),
+    }
+}
+
+async fn login(State(console): State<Console>, headers: HeaderMap, body: Bytes) -> Response {
+    if !same_origin(&headers) {
+        return page(
+            StatusCode::FORBIDDEN,
+            pages::login(Some("this form was sent from another site")),
+        );
+    }
+    let token = form_value(&body, "token").unwrap_or_default();
+    let bearer = format!("Bearer {token}");
+    match console.api.approvers().identify(Some(&bearer)).await {
+        Ok(identity) => {
+            let Some((id, _)) = console.sessions.open(identity) else {
+                let why = "no randomness to make a session with: try again";
+                return page(StatusCode::SERVICE_UNAVAILABLE, pages::login(Some(why)));
+            };
+            let mut response = back("signed in");
+            let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/console");
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                response.headers_mut().insert(header::SET_COOKIE, value);
+            }
+            response
+        }
+        Err(why) => page(
+            StatusCode::UNAUTHORIZED,
+            pages::login(Some(&why.to_string())),
+        ),
+    }
+}
+
+async fn logout(State(console): State<Console>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(id) = session_id(&headers) {
+        let csrf = form_value(&body, "csrf").unwrap_or_default();
+        if same_origin(&headers) && console.sessions.check(&id, &csrf).is_some() {
+            console.sessions.close(&id);
+        }
+    }
+    let mut response = back("signed out");
+    let expired = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0");
+    if let Ok(value) = HeaderValue::from_str(&expired) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn answer(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let Some(session_id) = session_id(&headers) else {
+        return page(
+            StatusCode::UNAUTHORIZED,
+            pages::login(Some("sign in first")),
+        );
+    };
+    let csrf = form_value(&body, "csrf").unwrap_or_default();
+    let session = match console.sessions.check(&session_id, &csrf) {
+        Some(session) if same_origin(&headers) => session,
+        _ => {
+            return page(
+                StatusCode::FORBIDDEN,
+                pages::login(Some(
+                    "this form was not sent from this console's page: sign in and try again",
+                )),
+            )
+        }
+    };
+    if session.identity.role < Role::Approver {
+        let why = format!("`{}` may only view questions", session.identity.name);
+        return page(StatusCode::FORBIDDEN, pages::problem(&session, &why));
+    }
+    let approved = match form_value(&body, "decision").as_deref() {
+        Some("approve") => true,
+        Some("reject") => false,
+        _ => {
+            return page(
+                StatusCode::BAD_REQUEST,
+                pages::problem(&session, "choose approve or reject"),
+            )
+        }
+    };
+    let reason = form_value(&body, "reason").filter(|r| !r.trim().is_empty());
+    if reason
+        .as_ref()
+        .is_some_and(|r| r.len() > orch_run::approvals::MAX_REASON_BYTES)
+    {
+        return page(
+            StatusCode::BAD_REQUEST,
+            pages::problem(&session, "the reason is too long"),
+        );
+    }
+    let questions = match console.api.desk().questions().await {
+        Ok(questions) => questions,
+        Err(why) => {
+            return page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                pages::problem(&session, &why),
+            )
+        }
+    };
+    let Some(question) = questions.into_iter().find(|q| q.id == id) else {
+        return page(
+            StatusCode::NOT_FOUND,
+            pages::problem(&session, &format!("no question `{id}` is known here")),
+        );
+    };
+    let given = Answer {
+        id: &id,
+        approved,
+        by: &session.identity.name,
+        reason: reason.as_deref(),
+        now_ms: orch_agent::protocol::now_ms(),
+    };
+    match console.api.desk().answer(&question.run, given).await {
+        Ok(Ok(answered)) => {
+            console.api.announce_answer(&answered);
+            back(&format!("{} {}", answered.state.as_str(), answered.id))
+        }
+        Ok(Err(why @ (NotAnswered::Settled(_) | NotAnswered::Stale(_)))) => page(
+            StatusCode::CONFLICT,
+            pages::problem(&session, &why.to_string()),
+        ),
+        Ok(Err(why)) => page(
+            StatusCode::FORBIDDEN,
+            pages::problem(&session, &why.to_string()),
+        ),
+        Err(why) => page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            pages::problem(&session, &why),
+        ),
+    }
+}
+
+async fn style() -> Response {
+    let mut response = pages::STYLE.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/css; charset=utf-8"),
+    );
+    secure(response.headers_mut());
+    response
+}
+
+/// The value of `name` in a form's `application/x-www-form-urlencoded` body.
+fn form_value(body: &[u8], name: &str) -> Option<String> {
+    body.split(|&b| b == b'&').find_map(|pair| {
+        let mut parts = pair.splitn(2, |&b| b == b'=');
+        let key = decode(parts.next()?)?;
+        (key == name)
+            .then(|| decode(parts.next().unwrap_or_default()))
+            .flatten()
+    })
+}
+
+/// Percent-decodes a form field (`+` is a space); `None` when it is not UTF-8.
+fn decode(bytes: &[u8]) -> Option<String> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let escaped = bytes
+                    .get(at + 1..at + 3)
+                    .and_then(|hex| std::str::from_utf8(hex).ok())
+                    .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+                match escaped {
+                    Some(byte) => {
+                        out.push(byte);
+                        at += 2;
+                    }
+                    // Not an escape: kept as written.
+                    None => out.push(b'%'),
+                }
+            }
+            byte => out.push(byte),
+        }
+        at += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_fields_are_decoded_and_bad_ones_are_none() {
+        let body = b"csrf=ab%2Fc&decision=approve&reason=too+much%21";
+        assert_eq!(form_value(body, "reason").as_deref(), Some("too much!"));
+        assert_eq!(form_value(body, "csrf").as_deref(), Some("ab/c"));
+        assert_eq!(form_value(body, "missing"), None);
+        assert_eq!(form_value(b"reason=%ff", "reason"), None);
+        assert_eq!(form_value(b"reason=%2", "reason").as_deref(), Some("%2"));
+        assert_eq!(
+            form_value(b"reason=100%", "reason").as_deref(),
+            Some("100%")
+        );
+    }
+}
