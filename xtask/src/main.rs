@@ -316,6 +316,12 @@ fn components() -> Vec<Component> {
             how: "install valgrind (`sudo apt-get install valgrind`)",
         },
         Component {
+            name: "Chromium and ChromeDriver (the console's browser test)",
+            present: |_| runs("chromium", &["--version"]) && runs("chromedriver", &["--version"]),
+            install: |_| apt(&["chromium", "chromium-driver"]),
+            how: "install Debian's Chromium and ChromeDriver (`sudo apt-get install chromium chromium-driver`)",
+        },
+        Component {
             name: "tmux",
             present: |_| runs("tmux", &["-V"]),
             install: |_| apt(&["tmux"]),

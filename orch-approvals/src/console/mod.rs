@@ -68,7 +68,7 @@ fn page(status: StatusCode, html: String) -> Response {
 }
 
 /// The headers every console response carries: no script, no framing, no caching, no
-/// referrer, no sniffing.
+/// referrer beyond this origin, no sniffing.
 fn secure(headers: &mut HeaderMap) {
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -81,9 +81,11 @@ fn secure(headers: &mut HeaderMap) {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends the page's
+    // forms with `Origin: null`, which the CSRF check must refuse.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }

@@ -7,6 +7,7 @@
 pub mod balance;
 pub mod http;
 pub mod load;
+pub mod webdriver;
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
