@@ -301,7 +301,15 @@ fn sarif_tool(root: &Path) -> PathBuf {
     root.join("target/ci-tools/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool")
 }
 
+/// What the tests need, the system's packages first.
 fn components() -> Vec<Component> {
+    let mut all = system_components();
+    all.extend(language_components());
+    all
+}
+
+/// The system's packages the tests need (apt-get installs them).
+fn system_components() -> Vec<Component> {
     vec![
         Component {
             name: "redis-server and redis-cli",
@@ -327,6 +335,12 @@ fn components() -> Vec<Component> {
             install: |_| apt(&["tmux"]),
             how: "install tmux (`sudo apt-get install tmux`, `brew install tmux`)",
         },
+    ]
+}
+
+/// The language toolchains and packages the tests need (pip, npm, rustup).
+fn language_components() -> Vec<Component> {
+    vec![
         Component {
             name: "the MCP Python SDK",
             present: |root| {
