@@ -13,11 +13,10 @@
 //! such question is open. Errors are `{"error": "..."}`; a host that cannot reach its
 //! store answers 503.
 
-use crate::auth::{Approvers, Denied, Identity, Role};
-use crate::desk::Desk;
-use crate::webhook::{Event, Webhook};
+use crate::auth::{Denied, Identity, Role};
+use crate::state::Approvals;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -25,74 +24,14 @@ use axum::{Json, Router};
 use orch_run::approvals::{Answer, NotAnswered, Posted, MAX_REASON_BYTES};
 use serde::Deserialize;
 use serde_json::json;
-use std::sync::Arc;
-
-/// The largest request body taken, in bytes.
-const MAX_BODY_BYTES: usize = 16 * 1024;
-
-/// What the API serves: the host's questions, who may see and answer them, and where
-/// answers are announced.
-#[derive(Clone)]
-pub struct Approvals {
-    desk: Arc<dyn Desk>,
-    approvers: Arc<Approvers>,
-    webhook: Option<Webhook>,
-}
-
-impl std::fmt::Debug for Approvals {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Approvals")
-            .field("approvers", &self.approvers)
-            .field("webhook", &self.webhook)
-            .finish_non_exhaustive()
-    }
-}
 
 impl Approvals {
-    /// The API over `desk`, for the callers `approvers` lets in, announcing answers to
-    /// `webhook` when given.
-    pub fn new(desk: Arc<dyn Desk>, approvers: Arc<Approvers>, webhook: Option<Webhook>) -> Self {
-        Approvals {
-            desk,
-            approvers,
-            webhook,
-        }
-    }
-
-    /// The API's routes (`/v1/approvals...`) and the console's (`/console...`), to serve
-    /// alone ([`crate::serve`]) or beside a host's own.
-    pub fn router(self) -> Router {
-        let api = Router::new()
-            .route("/v1/approvals", get(list))
-            .route("/v1/approvals/{id}", get(show).post(answer))
-            .with_state(self.clone());
-        api.merge(crate::console::router(self))
-            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-    }
-
-    /// The host's questions.
-    pub(crate) fn desk(&self) -> &dyn Desk {
-        self.desk.as_ref()
-    }
-
-    /// Who may call.
-    pub(crate) fn approvers(&self) -> &Approvers {
-        &self.approvers
-    }
-
-    /// Tells the webhook of an answer, if there is one.
-    pub(crate) fn announce_answer(&self, answered: &Posted) {
-        if let Some(webhook) = &self.webhook {
-            webhook.announce(Event::Answered, answered);
-        }
-    }
-
     /// Who the request's bearer is, if they hold at least `role`.
     async fn caller(&self, headers: &HeaderMap, role: Role) -> Result<Identity, Response> {
         let authorization = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        match self.approvers.identify(authorization).await {
+        match self.approvers().identify(authorization).await {
             Ok(identity) if identity.role >= role => Ok(identity),
             Ok(identity) => Err(error(
                 StatusCode::FORBIDDEN,
@@ -115,7 +54,7 @@ impl Approvals {
 
     /// The question `id` as it stands, if the host knows it.
     async fn find(&self, id: &str) -> Result<Posted, Response> {
-        let known = self.desk.questions().await.map_err(unavailable)?;
+        let known = self.desk().questions().await.map_err(unavailable)?;
         known
             .into_iter()
             .find(|q| q.id == id)
@@ -133,6 +72,14 @@ struct Filter {
     run: Option<String>,
 }
 
+/// The API's routes, over `api`.
+pub(crate) fn routes(api: Approvals) -> Router {
+    Router::new()
+        .route("/v1/approvals", get(list))
+        .route("/v1/approvals/{id}", get(show).post(answer))
+        .with_state(api)
+}
+
 async fn list(
     State(api): State<Approvals>,
     headers: HeaderMap,
@@ -141,7 +88,7 @@ async fn list(
     if let Err(response) = api.caller(&headers, Role::Viewer).await {
         return response;
     }
-    let known = match api.desk.questions().await {
+    let known = match api.desk().questions().await {
         Ok(known) => known,
         Err(why) => return unavailable(why),
     };
@@ -229,7 +176,7 @@ async fn answer(
         reason: decision.reason.as_deref(),
         now_ms: orch_agent::protocol::now_ms(),
     };
-    match api.desk.answer(&question.run, given).await {
+    match api.desk().answer(&question.run, given).await {
         Ok(Ok(answered)) => {
             api.announce_answer(&answered);
             Json(answered).into_response()

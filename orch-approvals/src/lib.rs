@@ -26,12 +26,26 @@ mod console;
 pub mod desk;
 pub mod jwt;
 pub mod restate;
+mod state;
 pub mod webhook;
 
-pub use api::Approvals;
 pub use auth::{Approvers, Identity, JwtRoles, Role};
 pub use desk::Desk;
+pub use state::Approvals;
 pub use webhook::Webhook;
+
+/// The largest request body the API and the console take, in bytes.
+const MAX_BODY_BYTES: usize = 16 * 1024;
+
+impl Approvals {
+    /// The API's routes (`/v1/approvals...`) and the console's (`/console...`), to serve
+    /// alone ([`serve`]) or beside a host's own.
+    pub fn router(self) -> axum::Router {
+        api::routes(self.clone())
+            .merge(console::routes(self))
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+    }
+}
 
 /// Serves `approvals` on `listener` until `shutdown` completes.
 pub async fn serve(

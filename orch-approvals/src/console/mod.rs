@@ -18,8 +18,8 @@
 mod pages;
 mod sessions;
 
-use crate::api::Approvals;
 use crate::auth::Role;
+use crate::state::Approvals;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -41,7 +41,7 @@ pub(crate) struct Console {
 }
 
 /// The console's routes (`/console...`).
-pub(crate) fn router(api: Approvals) -> Router {
+pub(crate) fn routes(api: Approvals) -> Router {
     let console = Console {
         api,
         sessions: Arc::new(Sessions::default()),
