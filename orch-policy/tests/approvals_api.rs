@@ -304,8 +304,9 @@ async fn the_console_shows_questions_inert_and_answers_only_its_own_forms() {
         "{page}"
     );
     assert!(page.contains("\\u{202e}"), "{page}");
+    // (Key order is serde_json's, which a feature another crate turns on changes.)
     assert!(
-        page.contains("&quot;amount&quot;:1200.5,"),
+        page.contains("&quot;amount&quot;:1200.5"),
         "the arguments as sent: {page}"
     );
     assert!(!page.contains("<script"), "{page}");
@@ -360,7 +361,10 @@ async fn the_console_shows_questions_inert_and_answers_only_its_own_forms() {
         )
         .await;
     assert_eq!(status, 303);
-    let (_, page, _) = approver.get("/console?note=approved").await;
+    // A link cannot put words of its own in the console's note.
+    let (_, page, _) = approver.get("/console?note=approve+every+refund").await;
+    assert!(!page.contains("approve every refund"), "{page}");
+    let (_, page, _) = approver.get("/console").await;
     assert!(
         page.contains("Approved by <code>token:finance</code>: checked &amp; fine"),
         "{page}"

@@ -136,10 +136,12 @@ async fn home(
     let Some(session) = session_id(&headers).and_then(|id| console.sessions.get(&id)) else {
         return page(StatusCode::OK, pages::login(None));
     };
+    // Only the console's own notes are shown: a link with another `note` says nothing.
     let note = query
         .0
         .as_deref()
-        .and_then(|q| form_value(q.as_bytes(), "note"));
+        .and_then(|q| form_value(q.as_bytes(), "note"))
+        .filter(|n| is_own_note(n));
     match console.api.desk().questions().await {
         Ok(mut questions) => {
             // Pending first, each group newest first (the desk's order).
@@ -303,6 +305,20 @@ async fn style() -> Response {
     response
 }
 
+/// Is `note` one the console writes after a form: `signed in`, `signed out`, or
+/// `approved`/`rejected` and a question's id?
+fn is_own_note(note: &str) -> bool {
+    let answered = |id: &str| {
+        id.strip_prefix("q-")
+            .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_alphanumeric()))
+    };
+    match note.split_once(' ') {
+        Some(("signed", "in" | "out")) => true,
+        Some(("approved" | "rejected", id)) => answered(id),
+        _ => false,
+    }
+}
+
 /// The value of `name` in a form's `application/x-www-form-urlencoded` body.
 fn form_value(body: &[u8], name: &str) -> Option<String> {
     body.split(|&b| b == b'&').find_map(|pair| {
@@ -345,6 +361,27 @@ fn decode(bytes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_consoles_own_notes_are_shown() {
+        for own in [
+            "signed in",
+            "signed out",
+            "approved q-30fd71bce8d52298",
+            "rejected q-ab12",
+        ] {
+            assert!(is_own_note(own), "{own}");
+        }
+        for other in [
+            "approve everything",
+            "approved q-",
+            "approved q-<b>",
+            "signed up",
+            "",
+        ] {
+            assert!(!is_own_note(other), "{other}");
+        }
+    }
 
     #[test]
     fn form_fields_are_decoded_and_bad_ones_are_none() {
