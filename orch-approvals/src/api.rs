@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use orch_run::approvals::{Answer, NotAnswered, Posted, MAX_REASON_BYTES};
+use orch_run::approvals::{NotAnswered, Posted, MAX_REASON_BYTES};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -165,22 +165,9 @@ async fn answer(
             &format!("the reason is longer than {MAX_REASON_BYTES} bytes"),
         );
     }
-    let question = match api.find(&id).await {
-        Ok(question) => question,
-        Err(response) => return response,
-    };
-    let given = Answer {
-        id: &id,
-        approved,
-        by: &identity.name,
-        reason: decision.reason.as_deref(),
-        now_ms: orch_agent::protocol::now_ms(),
-    };
-    match api.desk().answer(&question.run, given).await {
-        Ok(Ok(answered)) => {
-            api.announce_answer(&answered);
-            Json(answered).into_response()
-        }
+    let reason = decision.reason.as_deref();
+    match api.answer(&id, approved, &identity.name, reason).await {
+        Ok(Ok(answered)) => Json(answered).into_response(),
         Ok(Err(NotAnswered::Unknown)) => no_question(&id),
         Ok(Err(NotAnswered::OwnRun)) => {
             error(StatusCode::FORBIDDEN, &NotAnswered::OwnRun.to_string())

@@ -4,7 +4,7 @@
 use crate::auth::Approvers;
 use crate::desk::Desk;
 use crate::webhook::{Event, Webhook};
-use orch_run::approvals::Posted;
+use orch_run::approvals::{Answer, NotAnswered, Posted};
 use std::sync::Arc;
 
 /// What the approvals API and the console serve: the host's questions, who may see and
@@ -47,10 +47,31 @@ impl Approvals {
         &self.approvers
     }
 
-    /// Tells the webhook of an answer, if there is one.
-    pub(crate) fn announce_answer(&self, answered: &Posted) {
-        if let Some(webhook) = &self.webhook {
+    /// Answers the question `id` as `by`, for the API and the console alike: its run found
+    /// among the host's questions, the answer applied (once), the webhook told.
+    /// `Ok(Err(NotAnswered::Unknown))`: no such question; `Err`: the host's failure.
+    pub(crate) async fn answer(
+        &self,
+        id: &str,
+        approved: bool,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<Result<Posted, NotAnswered>, String> {
+        let questions = self.desk.questions().await?;
+        let Some(question) = questions.into_iter().find(|q| q.id == id) else {
+            return Ok(Err(NotAnswered::Unknown));
+        };
+        let given = Answer {
+            id,
+            approved,
+            by,
+            reason,
+            now_ms: orch_agent::protocol::now_ms(),
+        };
+        let outcome = self.desk.answer(&question.run, given).await?;
+        if let (Ok(answered), Some(webhook)) = (&outcome, &self.webhook) {
             webhook.announce(Event::Answered, answered);
         }
+        Ok(outcome)
     }
 }

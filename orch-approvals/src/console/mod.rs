@@ -26,7 +26,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use orch_run::approvals::{Answer, NotAnswered, PostedState};
+use orch_run::approvals::{NotAnswered, PostedState};
 use sessions::Sessions;
 use std::sync::Arc;
 
@@ -253,33 +253,17 @@ async fn answer(
             pages::problem(&session, "the reason is too long"),
         );
     }
-    let questions = match console.api.desk().questions().await {
-        Ok(questions) => questions,
-        Err(why) => {
-            return page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                pages::problem(&session, &why),
-            )
-        }
-    };
-    let Some(question) = questions.into_iter().find(|q| q.id == id) else {
-        return page(
+    let by = &session.identity.name;
+    match console
+        .api
+        .answer(&id, approved, by, reason.as_deref())
+        .await
+    {
+        Ok(Ok(answered)) => back(&format!("{} {}", answered.state.as_str(), answered.id)),
+        Ok(Err(NotAnswered::Unknown)) => page(
             StatusCode::NOT_FOUND,
             pages::problem(&session, &format!("no question `{id}` is known here")),
-        );
-    };
-    let given = Answer {
-        id: &id,
-        approved,
-        by: &session.identity.name,
-        reason: reason.as_deref(),
-        now_ms: orch_agent::protocol::now_ms(),
-    };
-    match console.api.desk().answer(&question.run, given).await {
-        Ok(Ok(answered)) => {
-            console.api.announce_answer(&answered);
-            back(&format!("{} {}", answered.state.as_str(), answered.id))
-        }
+        ),
         Ok(Err(why @ (NotAnswered::Settled(_) | NotAnswered::Stale(_)))) => page(
             StatusCode::CONFLICT,
             pages::problem(&session, &why.to_string()),
