@@ -1,9 +1,12 @@
-//! What a host gives the approvals API: the open questions of its runs, and answering
-//! one ([`Desk`]). `orch mcp` and `orch policy` implement it over their store with
-//! `orch_run::approvals`, each with its own template and decision log.
+//! What a host gives the approvals API and the console: the open questions of its runs,
+//! answering one, and its runs ([`Desk`]). `orch mcp` and `orch policy` implement it over
+//! their store with `orch_run::approvals` and `orch_run::runs`, each with its own
+//! template and decision log; [`crate::store::StoreDesk`] does for a store alone (`orch
+//! console`), [`crate::restate::RestateDesk`] for durable runs on Restate.
 
 use crate::webhook::{Event, Webhook};
 use orch_run::approvals::{Answer, NotAnswered, Posted, OPEN};
+use orch_run::runs::{RunRow, RunView};
 use orch_store::SessionStore;
 use std::future::Future;
 use std::pin::Pin;
@@ -25,6 +28,11 @@ pub trait Desk: Send + Sync + 'static {
         run: &'a str,
         answer: Answer<'a>,
     ) -> Pending<'a, Result<Posted, NotAnswered>>;
+    /// Every run the host can see, in the order of their ids (the console's runs page
+    /// filters and pages them).
+    fn runs(&self) -> Pending<'_, Vec<RunRow>>;
+    /// The run `id` in full (`None`: no such run).
+    fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<RunView>>;
 }
 
 /// What a host does once it posted `posted` in run `run` (the record written): names the

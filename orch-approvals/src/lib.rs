@@ -25,8 +25,10 @@ pub mod client;
 mod console;
 pub mod desk;
 pub mod jwt;
+pub mod report;
 pub mod restate;
 mod state;
+pub mod store;
 pub mod webhook;
 
 pub use auth::{Approvers, Identity, JwtRoles, Role};

@@ -11,6 +11,7 @@
 
 use crate::desk::{Desk, Pending};
 use orch_run::approvals::{Answer, Answered, NotAnswered, Posted, PostedState};
+use orch_run::runs::{RunRow, RunState, RunView};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -20,6 +21,29 @@ use std::time::Duration;
 /// The query that lists every run's pending questions.
 const QUERY: &str =
     "SELECT service_key, value_utf8 FROM state WHERE service_name = 'OrchApprovals' AND key = 'pending'";
+
+/// The query that lists every run (an `OrchRun` object with a session).
+const RUNS: &str =
+    "SELECT service_key FROM state WHERE service_name = 'OrchRun' AND key = 'session'";
+
+/// How many runs' statuses are asked of the ingress at once.
+const STATUS_AT_ONCE: usize = 32;
+
+/// A run as `OrchRun/status` tells it (the fields the console shows).
+#[derive(Debug, Deserialize)]
+struct Status {
+    template: String,
+    #[serde(default)]
+    step: Option<String>,
+    #[serde(default)]
+    allowed: Vec<String>,
+    #[serde(default)]
+    expected: Option<Vec<String>>,
+    #[serde(default)]
+    history: Vec<Option<String>>,
+    #[serde(default)]
+    forgotten: u32,
+}
 
 /// A question as `OrchApprovals` keeps it (the fields an approver needs).
 #[derive(Debug, Deserialize)]
@@ -64,29 +88,92 @@ impl RestateDesk {
         })
     }
 
-    /// Every run's pending questions, as Restate holds them now.
-    async fn pending(&self) -> Result<Vec<Posted>, String> {
+    /// The rows of an SQL `query` of Restate's introspection.
+    async fn query(&self, query: &str) -> Result<Vec<Value>, String> {
         let url = format!("{}/query", self.admin);
         let response = self
             .http
             .post(&url)
             .header("accept", "application/json")
-            .json(&json!({"query": QUERY}))
+            .json(&json!({"query": query}))
             .send()
             .await
             .map_err(|e| format!("Restate's admin API at {} was not reached: {e}", self.admin))?;
         let status = response.status();
-        let body: Value = response
+        let mut body: Value = response
             .json()
             .await
             .map_err(|e| format!("Restate's admin API answered {status} with no JSON: {e}"))?;
         if !status.is_success() {
             return Err(format!("Restate's admin API answered {status}: {body}"));
         }
-        let rows = body["rows"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        match body["rows"].take() {
+            Value::Array(rows) => Ok(rows),
+            _ => Err("Restate's admin API answered a query without rows".to_owned()),
+        }
+    }
+
+    /// Run `run`'s status, from the ingress (`OrchRun/<run>/status`, a shared handler:
+    /// it waits for no call in flight).
+    async fn status(&self, run: &str) -> Result<Status, String> {
+        let url = format!(
+            "{}/OrchRun/{}/status",
+            self.ingress,
+            crate::client::path_segment(run)
+        );
+        let response = self
+            .http
+            .post(&url)
+            .json(&Value::Null)
+            .send()
+            .await
+            .map_err(|e| format!("Restate's ingress at {} was not reached: {e}", self.ingress))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(format!(
+                "Restate's ingress answered {status} for the status of run `{run}`: {body}"
+            ));
+        }
+        response
+            .json()
+            .await
+            .map_err(|e| format!("the status of run `{run}` cannot be read: {e}"))
+    }
+
+    /// The row of run `run` from its status (`Err`: why it cannot be read) and the id of
+    /// the question it holds open, if any.
+    fn row(run: &str, status: Result<&Status, &String>, open: Option<&Posted>) -> RunRow {
+        let mut row = RunRow {
+            id: run.to_owned(),
+            template: String::new(),
+            step: None,
+            state: RunState::Ready,
+            tool: None,
+            question: open.map(|q| q.id.clone()),
+            expires_ms: None,
+            unreadable: None,
+        };
+        match status {
+            Ok(status) => {
+                row.template = status.template.clone();
+                row.step = status.step.clone();
+                if let Some(q) = open {
+                    row.state = RunState::Waiting;
+                    row.tool = Some(q.tool.clone());
+                }
+            }
+            Err(why) => {
+                row.state = RunState::Unreadable;
+                row.unreadable = Some(why.clone());
+            }
+        }
+        row
+    }
+
+    /// Every run's pending questions, as Restate holds them now.
+    async fn pending(&self) -> Result<Vec<Posted>, String> {
+        let rows = self.query(QUERY).await?;
         let mut found = Vec::new();
         for row in rows {
             let (Some(run), Some(value)) =
@@ -123,6 +210,68 @@ fn posted(run: &str, kept: Kept) -> Posted {
 }
 
 impl Desk for RestateDesk {
+    fn runs(&self) -> Pending<'_, Vec<RunRow>> {
+        Box::pin(async move {
+            let mut ids: Vec<String> = self
+                .query(RUNS)
+                .await?
+                .iter()
+                .filter_map(|row| row["service_key"].as_str().map(str::to_owned))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let pending = self.pending().await?;
+            let mut rows = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(STATUS_AT_ONCE) {
+                let statuses =
+                    futures_util::future::join_all(chunk.iter().map(|run| self.status(run))).await;
+                for (run, status) in chunk.iter().zip(statuses) {
+                    let open = pending.iter().find(|q| q.run == *run);
+                    rows.push(Self::row(run, status.as_ref(), open));
+                }
+            }
+            Ok(rows)
+        })
+    }
+
+    fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<RunView>> {
+        Box::pin(async move {
+            let known = self
+                .query(&format!(
+                    "{RUNS} AND service_key = '{}'",
+                    id.replace('\'', "''")
+                ))
+                .await?;
+            if known.is_empty() {
+                return Ok(None);
+            }
+            let questions = self.questions().await?;
+            let question = questions.into_iter().find(|q| q.run == id);
+            let open = question
+                .as_ref()
+                .filter(|q| q.state == PostedState::Pending);
+            let status = self.status(id).await;
+            let row = Self::row(id, status.as_ref(), open);
+            let mut view = RunView {
+                row,
+                steps: Vec::new(),
+                allowed: Vec::new(),
+                expected: None,
+                history: Vec::new(),
+                forgotten: 0,
+                budgets: Vec::new(),
+                question,
+            };
+            if let Ok(status) = status {
+                view.allowed = status.allowed;
+                view.expected = status.expected;
+                view.history = status.history;
+                view.forgotten = status.forgotten;
+            }
+            Ok(Some(view))
+        })
+    }
+
     fn questions(&self) -> Pending<'_, Vec<Posted>> {
         Box::pin(async move {
             let mut found = self.pending().await?;

@@ -3,6 +3,7 @@
 
 use crate::auth::Approvers;
 use crate::desk::Desk;
+use crate::report::{DecisionLog, TemplateReport};
 use crate::webhook::{Event, Webhook};
 use orch_run::approvals::{Answer, NotAnswered, Posted};
 use std::sync::Arc;
@@ -15,6 +16,8 @@ pub struct Approvals {
     desk: Arc<dyn Desk>,
     approvers: Arc<Approvers>,
     webhook: Option<Webhook>,
+    templates: Arc<Vec<TemplateReport>>,
+    log: Option<Arc<DecisionLog>>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -34,7 +37,35 @@ impl Approvals {
             desk,
             approvers,
             webhook,
+            templates: Arc::default(),
+            log: None,
         }
+    }
+
+    /// The console's template pages: each template's diagram, diagnostics and `orch
+    /// verify` findings (the run pages draw their diagram from the run's template's).
+    #[must_use]
+    pub fn with_templates(mut self, templates: Vec<TemplateReport>) -> Self {
+        self.templates = Arc::new(templates);
+        self
+    }
+
+    /// The console's decision log page: the log checked on each look (chain, anchor,
+    /// signatures), its last records, and each run's decisions on its run page.
+    #[must_use]
+    pub fn with_decision_log(mut self, log: DecisionLog) -> Self {
+        self.log = Some(Arc::new(log));
+        self
+    }
+
+    /// The templates' reports.
+    pub(crate) fn templates(&self) -> &[TemplateReport] {
+        &self.templates
+    }
+
+    /// The decision log, if one is shown.
+    pub(crate) fn decision_log(&self) -> Option<&DecisionLog> {
+        self.log.as_deref()
     }
 
     /// The host's questions.

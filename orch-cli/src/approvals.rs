@@ -57,14 +57,41 @@ pub(crate) struct Served {
     pub(crate) listener: tokio::net::TcpListener,
     /// Who may call the API.
     pub(crate) approvers: Arc<Approvers>,
+    /// The address the listener is bound to.
+    pub(crate) local: std::net::SocketAddr,
+    /// What the console shows besides the runs: the template's report and the decision
+    /// log (set by the gateway that serves it).
+    pub(crate) pages: Pages,
+}
+
+/// What a console shows besides the runs.
+#[derive(Default)]
+pub(crate) struct Pages {
+    /// The templates' reports.
+    pub(crate) templates: Vec<orch_approvals::report::TemplateReport>,
+    /// The decision log.
+    pub(crate) log: Option<orch_approvals::report::DecisionLog>,
+}
+
+impl Served {
+    /// The console and API over `desk`'s runs, with the pages the gateway set.
+    pub(crate) fn console(self, api: Approvals) -> (tokio::net::TcpListener, Approvals) {
+        let mut api = api.with_templates(self.pages.templates);
+        if let Some(log) = self.pages.log {
+            api = api.with_decision_log(log);
+        }
+        (self.listener, api)
+    }
 }
 
 /// Reads the flags, binds the API's address and prints it: `Ok(None)` without
 /// --approvals. `agent_token`: the gateway's own credential for agents, which may never
-/// answer.
+/// answer; `template` and `audit`: what the console shows besides the runs.
 pub(crate) async fn setup(
     args: &ServeArgs,
     agent_token: Option<&str>,
+    template: &str,
+    audit: &crate::audit_log::AuditArgs,
 ) -> Result<Option<Served>, String> {
     let Some(addr) = &args.approvals else {
         let who = &args.who;
@@ -79,11 +106,17 @@ pub(crate) async fn setup(
         }
         return Ok(None);
     };
-    served(addr, &args.who, agent_token).await.map(Some)
+    let mut served = bind(addr, &args.who, agent_token).await?;
+    served.pages = crate::console::gateway_pages(template, audit)?;
+    Ok(Some(served))
 }
 
 /// Reads who may call the API, binds its address and prints it.
-async fn served(addr: &str, who: &WhoArgs, agent_token: Option<&str>) -> Result<Served, String> {
+pub(crate) async fn bind(
+    addr: &str,
+    who: &WhoArgs,
+    agent_token: Option<&str>,
+) -> Result<Served, String> {
     let mut approvers = Approvers::new();
     if let Some(path) = &who.approvers {
         let text = std::fs::read_to_string(path)
@@ -137,6 +170,8 @@ async fn served(addr: &str, who: &WhoArgs, agent_token: Option<&str>) -> Result<
         webhook,
         listener,
         approvers: Arc::new(approvers),
+        local,
+        pages: Pages::default(),
     })
 }
 
@@ -213,7 +248,7 @@ fn serve_restate(args: &RestateArgs) -> u8 {
         let desk =
             orch_approvals::restate::RestateDesk::new(&args.restate_admin, &args.restate_ingress)?;
         let desk = Arc::new(desk);
-        let served = served(&args.listen, &args.who, None).await?;
+        let served = bind(&args.listen, &args.who, None).await?;
         if let Some(webhook) = served.webhook.clone() {
             tokio::spawn(announce_new(Arc::clone(&desk), webhook));
         }
@@ -237,7 +272,10 @@ fn serve_restate(args: &RestateArgs) -> u8 {
 
 /// Announces each pending question the first time it is seen (a question seen before
 /// this process started is announced again: at least once).
-async fn announce_new(desk: Arc<orch_approvals::restate::RestateDesk>, webhook: Webhook) {
+pub(crate) async fn announce_new(
+    desk: Arc<orch_approvals::restate::RestateDesk>,
+    webhook: Webhook,
+) {
     use orch_approvals::Desk;
     let mut seen = std::collections::HashSet::new();
     loop {

@@ -52,7 +52,8 @@ pub fn condition_label(ir: &Ir, step: usize) -> String {
         .join(" and ")
 }
 
-fn group_label(ir: &Ir, group: &[usize]) -> String {
+/// A sequence group's label: its tools, joined by " | ".
+pub(crate) fn group_label(ir: &Ir, group: &[usize]) -> String {
     group
         .iter()
         .map(|i| ir.tools.get(*i).map_or("?", |t| t.name.as_str()))

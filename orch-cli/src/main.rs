@@ -10,6 +10,7 @@ mod approvals;
 mod audit_commands;
 mod audit_log;
 mod check_command;
+mod console;
 mod graph;
 mod input;
 mod mcp;
@@ -139,6 +140,9 @@ enum Command {
     /// List, show and answer the questions about gated calls at a gateway's approvals
     /// API (`orch mcp --approvals`, `orch policy --approvals`; docs/approvals.md).
     Approvals(Box<approvals::Args>),
+    /// Serve the console (runs, questions, the decision log, the templates) over the
+    /// store the gateways share, or over Restate's durable runs (docs/console.md).
+    Console(Box<console::Args>),
     /// Decision logs (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -313,6 +317,7 @@ fn main() -> ExitCode {
         Command::Policy(args) => policy::run(*args),
         Command::Resolve(args) => resolve::run(*args),
         Command::Approvals(args) => approvals::run(*args),
+        Command::Console(args) => console::run(&args),
         Command::Audit {
             action:
                 AuditAction::Verify {

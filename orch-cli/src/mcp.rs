@@ -4,6 +4,7 @@ use crate::{with_template_as, Pipeline, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_mcp::{Gateway, GatewayError, HttpOptions, Jwks, JwtOptions, Options, Upstream};
 use orch_store::MemoryStore;
 use std::ffi::OsString;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The command line of `orch mcp`.
@@ -230,19 +231,14 @@ async fn serve(
         None => None,
     };
     // The approvals API (an agent's own token may never answer).
-    let approvals = crate::approvals::setup(&args.approvals, bearer_token.as_deref())
+    let who = &args.approvals;
+    let approvals = crate::approvals::setup(who, bearer_token.as_deref(), &args.file, &args.audit)
         .await
         .map_err(GatewayError::Options)?;
-    let (approvals, posting) = match approvals {
-        Some(served) => {
-            let posting = orch_mcp::Posting {
-                wait: Duration::from_secs(args.approval_wait),
-                webhook: served.webhook.clone(),
-            };
-            (Some(served), Some(posting))
-        }
-        None => (None, None),
-    };
+    let posting = approvals.as_ref().map(|served| orch_mcp::Posting {
+        wait: Duration::from_secs(args.approval_wait),
+        webhook: served.webhook.clone(),
+    });
     let options = Options {
         startup_timeout: Duration::from_secs(args.startup_timeout),
         call_timeout: Duration::from_secs(args.call_timeout.max(1)),
@@ -355,8 +351,9 @@ fn serve_approvals<S: orch_store::SessionStore + 'static>(
     approvals: Option<crate::approvals::Served>,
 ) {
     if let Some(served) = approvals {
-        let api = gateway.approvals(served.approvers);
-        crate::approvals::spawn(served.listener, api);
+        let api = gateway.approvals(Arc::clone(&served.approvers));
+        let (listener, console) = served.console(api);
+        crate::approvals::spawn(listener, console);
     }
 }
 

@@ -5,6 +5,7 @@ use crate::{with_template_as, Pipeline, FOUND_ERRORS, OK, USAGE_OR_IO};
 use orch_policy::{Options, PolicyError, PolicyServer};
 use orch_store::MemoryStore;
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The command line of `orch policy`.
@@ -137,7 +138,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         audit: audit.clone(),
         approvals: None,
     };
-    let approvals = crate::approvals::setup(&args.approvals, None)
+    let approvals = crate::approvals::setup(&args.approvals, None, &args.file, &args.audit)
         .await
         .map_err(PolicyError::Options)?;
     if let Some(served) = &approvals {
@@ -197,8 +198,9 @@ fn serve_approvals<S: orch_store::SessionStore + 'static>(
     approvals: Option<crate::approvals::Served>,
 ) {
     if let Some(served) = approvals {
-        let api = server.approvals(served.approvers);
-        crate::approvals::spawn(served.listener, api);
+        let api = server.approvals(Arc::clone(&served.approvers));
+        let (listener, console) = served.console(api);
+        crate::approvals::spawn(listener, console);
     }
 }
 

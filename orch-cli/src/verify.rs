@@ -56,7 +56,8 @@ fn witness_json(w: &[report::Step]) -> Value {
     Value::Array(w.iter().map(step_json).collect())
 }
 
-fn step_json(e: &report::Step) -> Value {
+/// A witness's event as a semantics §10 event object.
+pub(crate) fn step_json(e: &report::Step) -> Value {
     match e {
         report::Step::Available(list) => json!({ "available": list }),
         report::Step::Message(m) => json!({ "message": m }),

@@ -386,3 +386,167 @@ async fn the_console_shows_questions_inert_and_answers_only_its_own_forms() {
     let (_, page, _) = approver.get("/console").await;
     assert!(page.contains("action=\"/console/login\""), "{page}");
 }
+
+/// A policy server posting questions and writing a chained decision log, its console
+/// showing the log and a report of the template: the console's URL, the grpc URL.
+async fn served_with_log(log: &std::path::Path) -> (String, String) {
+    use orch_agent::audit::{Auditor, JsonLines};
+    use orch_approvals::report::{DecisionLog, Finding, StepBox, TemplateReport};
+    let compiled = orch_codegen::compile_json(GATED_REFUND, None);
+    let sink = JsonLines::append(log.to_str().unwrap()).unwrap();
+    let options = Options {
+        approvals: Some(Posting::default()),
+        audit: Some(Arc::new(Auditor::new(sink, "test").chained())),
+        ..Options::default()
+    };
+    let server = PolicyServer::new(&compiled, MemoryStore::new(), options).unwrap();
+    let approvers = Approvers::new().token("finance", Role::Approver, FINANCE);
+    let report = TemplateReport {
+        name: "gated-refund".into(),
+        file: "gated_refund.json".into(),
+        fingerprint: "0123456789abcdef".into(),
+        steps: vec![
+            StepBox {
+                name: "Help".into(),
+                default: true,
+                ..StepBox::default()
+            },
+            StepBox {
+                name: "Refund".into(),
+                entered_when: Some("tool_used lookup_order".into()),
+                sequence: vec!["issue_refund".into(), "send_email".into()],
+                ..StepBox::default()
+            },
+        ],
+        diagnostics: vec!["warning: <b>bold</b> words".into()],
+        findings: vec![Finding {
+            kind: "step".into(),
+            subject: "Refund".into(),
+            answer: "reachable".into(),
+            witness: vec![r#"{"tool":"lookup_order"}"#.into()],
+            ..Finding::default()
+        }],
+    };
+    let api = server
+        .approvals(Arc::new(approvers))
+        .with_templates(vec![report])
+        .with_decision_log(DecisionLog {
+            path: log.to_owned(),
+            anchor: orch_agent::audit::Anchor::default(),
+            keys: None,
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(orch_approvals::serve(listener, api, std::future::pending()));
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_url = format!("http://{}", grpc.local_addr().unwrap());
+    tokio::spawn(server.serve(grpc, std::future::pending()));
+    (api_url, grpc_url)
+}
+
+#[tokio::test]
+async fn the_console_shows_runs_a_run_the_log_and_the_template_inert() {
+    let dir = std::env::temp_dir().join(format!("orch-console-pages-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("decisions.jsonl");
+    let (api, grpc) = served_with_log(&log).await;
+    let mut alice = Gateway::connect(&grpc, "alice").await;
+    alice.run_tool("lookup_order").await.unwrap();
+    let asked = alice.call("issue_refund", json!({"amount": 10})).await;
+    let id = asked.data()["approval"]["question"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut bob = Gateway::connect(&grpc, "bob").await;
+    bob.run_tool("lookup_order").await.unwrap();
+    // A tool name is the model's: markup in it is refused, logged, and shown inert.
+    let hostile = "<img src=x onerror=alert(1)>\u{202e}";
+    assert!(!bob.call(hostile, json!({})).await.is_admitted());
+
+    let mut browser = Browser::new(&api);
+    let (_, page, _) = browser.get("/console/runs").await;
+    assert!(
+        page.contains("action=\"/console/login\""),
+        "signed out: {page}"
+    );
+    browser
+        .post("/console/login", &[("token", FINANCE)], Some(&api))
+        .await;
+
+    // The runs: alice waits (first), bob is ready; the filters keep what they say.
+    let (status, page, _) = browser.get("/console/runs").await;
+    assert_eq!(status, 200, "{page}");
+    let (a, b) = (
+        page.find("run:alice").unwrap(),
+        page.find("run:bob").unwrap(),
+    );
+    assert!(a < b, "the waiting run comes first: {page}");
+    assert!(page.contains("waiting") && page.contains(&id), "{page}");
+    let (_, page, _) = browser.get("/console/runs?state=waiting").await;
+    assert!(
+        page.contains("run:alice") && !page.contains("run:bob"),
+        "{page}"
+    );
+    let (_, page, _) = browser.get("/console/runs?step=Refund&state=ready").await;
+    assert!(
+        !page.contains("run:alice") && page.contains("run:bob"),
+        "{page}"
+    );
+    let (_, page, _) = browser.get("/console/runs?step=Help").await;
+    assert!(page.contains("<p>0 of 2 runs.</p>"), "{page}");
+
+    // A run: its step marked in the diagram, what it ran, its question with the forms,
+    // its decisions from the log.
+    let (status, page, _) = browser.get("/console/runs/run%3Aalice").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<li class=\"step current\" aria-current=\"step\"><strong>Refund</strong>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("entered when tool_used lookup_order"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<li><code>lookup_order</code></li>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("value=\"approve\"") && page.contains(&id),
+        "{page}"
+    );
+    assert!(page.contains("needs_approval"), "{page}");
+    let (status, _, _) = browser.get("/console/runs/run%3Anobody").await;
+    assert_eq!(status, 404);
+
+    // The log: the chain holds; the hostile name is text, its override visible.
+    let (status, page, _) = browser.get("/console/log").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("The chain holds"), "{page}");
+    assert!(!page.contains("<img"), "{page}");
+    assert!(
+        page.contains("&lt;img src=x onerror=alert(1)&gt;\\u{202e}"),
+        "{page}"
+    );
+    let (_, page, _) = browser.get("/console/runs/run%3Abob").await;
+    assert!(!page.contains("<img") && page.contains("&lt;img"), "{page}");
+
+    // A broken chain is said, with its line.
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text.replacen("lookup_order", "lookup_orders", 1)).unwrap();
+    let (_, page, _) = browser.get("/console/log").await;
+    assert!(page.contains("The chain is broken at line"), "{page}");
+
+    // The template: its diagram, its diagnostics (inert), what was verified.
+    let (_, page, _) = browser.get("/console/templates").await;
+    assert!(
+        page.contains("&lt;b&gt;bold&lt;/b&gt;") && !page.contains("<b>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("reachable") && page.contains("{&quot;tool&quot;:&quot;lookup_order&quot;}"),
+        "{page}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod approvals;
+pub mod runs;
 
 use orch_agent::protocol::Question;
 use orch_agent::{Gate, Gated, Policy, Refusal, RefusalKind};

@@ -197,6 +197,36 @@ pub trait SessionStore: Send + Sync {
         None
     }
 
+    /// The ids of the sessions the store holds, for an operator's view of every run (the
+    /// console): a scan, whose cost grows with the store. No order is promised; a session
+    /// created or expiring during the scan may be missed. Listing does not refresh a
+    /// session's TTL. The default, for a store that cannot list: an error saying so.
+    fn ids(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+        async {
+            Err(StoreError::backend(
+                "this session store cannot list its sessions",
+            ))
+        }
+    }
+
+    /// The values stored under `ids`, in their order (`None`: nothing stored), for an
+    /// operator's view: unlike [`load`](SessionStore::load), reading is not the session's
+    /// use, so its TTL is not refreshed (a console left open keeps no run alive). Stores
+    /// that can ask for many values at once do (Redis pipelines them); the default
+    /// loads each in turn.
+    fn peek(
+        &self,
+        ids: &[String],
+    ) -> impl Future<Output = Result<Vec<Option<Versioned>>, StoreError>> + Send {
+        async move {
+            let mut found = Vec::with_capacity(ids.len());
+            for id in ids {
+                found.push(self.load(id).await?);
+            }
+            Ok(found)
+        }
+    }
+
     /// The value this store instance last saw under `id` (read or written by it), if it
     /// keeps such a cache; [`update`](SessionStore::update) then tries a compare-and-set
     /// against it first and reads only on a conflict (the default: no cache).

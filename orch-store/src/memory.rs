@@ -208,6 +208,27 @@ impl SessionStore for MemoryStore {
         Some(self.len())
     }
 
+    async fn ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut inner = self.lock();
+        self.expire(&mut inner);
+        Ok(inner.map.keys().cloned().collect())
+    }
+
+    /// Reads without touching: the sessions' places in the LRU order and their TTLs stay.
+    async fn peek(&self, ids: &[String]) -> Result<Vec<Option<Versioned>>, StoreError> {
+        let mut inner = self.lock();
+        self.expire(&mut inner);
+        Ok(ids
+            .iter()
+            .map(|id| {
+                inner.map.get(id).map(|e| Versioned {
+                    bytes: e.bytes.clone(),
+                    version: e.version,
+                })
+            })
+            .collect())
+    }
+
     async fn load(&self, id: &str) -> Result<Option<Versioned>, StoreError> {
         let mut inner = self.lock();
         self.expire(&mut inner);

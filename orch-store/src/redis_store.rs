@@ -398,6 +398,110 @@ impl RedisStore {
         key
     }
 
+    /// What every session key of this namespace starts with (`<namespace>:session:`).
+    fn key_prefix(&self) -> String {
+        self.key("")
+    }
+
+    /// The session keys of this namespace on one node (`route`: which one, in a
+    /// cluster), by `SCAN` with a `MATCH` on the prefix (its glob characters escaped).
+    async fn scan_node(&self, route: Option<RoutingInfo>) -> Result<Vec<String>, StoreError> {
+        let prefix = self.key_prefix();
+        let mut pattern = String::with_capacity(prefix.len() + 2);
+        for c in prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push('*');
+        let mut cursor = 0u64;
+        let mut ids = Vec::new();
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1_000);
+            self.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+            let reply = match (&self.conn, &route) {
+                (Conn::Cluster(c), Some(route)) => {
+                    c.clone().route_command(&cmd, route.clone()).await
+                }
+                _ => self.query(&cmd).await,
+            }
+            .map_err(backend)?;
+            let (next, keys) = match reply {
+                Value::Array(parts) if parts.len() == 2 => {
+                    let next = match &parts[0] {
+                        Value::BulkString(b) => {
+                            std::str::from_utf8(b).ok().and_then(|t| t.parse().ok())
+                        }
+                        Value::Int(n) => u64::try_from(*n).ok(),
+                        _ => None,
+                    };
+                    (next, parts.into_iter().nth(1))
+                }
+                _ => (None, None),
+            };
+            let (Some(next), Some(Value::Array(keys))) = (next, keys) else {
+                return Err(StoreError::backend("redis: unexpected reply to SCAN"));
+            };
+            for key in keys {
+                if let Value::BulkString(key) = key {
+                    if let Some(id) = key.strip_prefix(prefix.as_bytes()) {
+                        ids.push(String::from_utf8_lossy(id).into_owned());
+                    }
+                }
+            }
+            if next == 0 {
+                return Ok(ids);
+            }
+            cursor = next;
+        }
+    }
+
+    /// One slot of each shard of the cluster (`CLUSTER SLOTS`), to route a scan of that
+    /// shard's primary to.
+    async fn shards(&self) -> Result<Vec<u16>, StoreError> {
+        let reply = self
+            .query(&redis::cmd("CLUSTER").arg("SLOTS").clone())
+            .await
+            .map_err(backend)?;
+        let Value::Array(ranges) = reply else {
+            return Err(StoreError::backend(
+                "redis: unexpected reply to CLUSTER SLOTS",
+            ));
+        };
+        let mut slots = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            match range {
+                Value::Array(parts) => match parts.first() {
+                    Some(Value::Int(start)) => match u16::try_from(*start) {
+                        Ok(start) => slots.push(start),
+                        Err(_) => {
+                            return Err(StoreError::backend(
+                                "redis: CLUSTER SLOTS named a slot out of range",
+                            ))
+                        }
+                    },
+                    _ => {
+                        return Err(StoreError::backend(
+                            "redis: unexpected range in CLUSTER SLOTS",
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(StoreError::backend(
+                        "redis: unexpected range in CLUSTER SLOTS",
+                    ))
+                }
+            }
+        }
+        Ok(slots)
+    }
+
     fn ttl_secs(&self) -> u64 {
         self.ttl.map_or(0, |t| t.as_secs().max(1))
     }
@@ -534,6 +638,52 @@ impl SessionStore for RedisStore {
         };
         self.cache.put(id, value.clone());
         Ok(value)
+    }
+
+    /// `SCAN` of the namespace's keys: on one server, or on each shard's primary of a
+    /// cluster (a shard moving during the scan may be missed or seen twice: ids are
+    /// deduplicated).
+    async fn ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut ids = match &self.conn {
+            Conn::Single(_) => self.scan_node(None).await?,
+            Conn::Cluster(_) => {
+                let mut ids = Vec::new();
+                for slot in self.shards().await? {
+                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                        Route::new(slot, SlotAddr::Master),
+                    ));
+                    ids.extend(self.scan_node(Some(route)).await?);
+                }
+                ids
+            }
+        };
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Plain `GET`s (no `EX`: a look is not a use), 256 in flight at a time on the
+    /// multiplexed connection.
+    async fn peek(&self, ids: &[String]) -> Result<Vec<Option<Versioned>>, StoreError> {
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(256) {
+            let reads = chunk.iter().map(|id| async move {
+                let key = self.key(id);
+                match self
+                    .query(redis::cmd("GET").arg(&key))
+                    .await
+                    .map_err(backend)?
+                {
+                    Value::Nil => Ok(None),
+                    Value::BulkString(v) => parse_value(&key, &v).map(Some),
+                    other => Err(StoreError::backend(format!(
+                        "redis: unexpected reply to reading `{key}`: {other:?}"
+                    ))),
+                }
+            });
+            found.extend(futures_util::future::try_join_all(reads).await?);
+        }
+        Ok(found)
     }
 
     async fn compare_and_set(

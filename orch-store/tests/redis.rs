@@ -23,6 +23,21 @@ async fn redis_store_against_a_real_server() {
         .namespace("t1");
     common::store_contract(&store).await;
 
+    // A namespace's listing is its own, even when its name is a glob pattern that
+    // another namespace's keys would match.
+    let globbed = RedisStore::connect(&server.url)
+        .await
+        .unwrap()
+        .namespace("g*?");
+    let matching = RedisStore::connect(&server.url)
+        .await
+        .unwrap()
+        .namespace("g*x");
+    globbed.store("mine", vec![1]).await.unwrap();
+    matching.store("theirs", vec![2]).await.unwrap();
+    assert_eq!(globbed.ids().await.unwrap(), vec!["mine".to_owned()]);
+    assert_eq!(matching.ids().await.unwrap(), vec!["theirs".to_owned()]);
+
     // Namespaces keep stores apart.
     let other_ns = RedisStore::connect(&server.url)
         .await

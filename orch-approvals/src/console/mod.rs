@@ -1,6 +1,6 @@
-//! The console's approvals page (docs/console.md): the questions of every run, as a
-//! server-rendered HTML page an approver opens in a browser, with approve and reject
-//! forms for those who hold the approver role.
+//! The console (docs/console.md): the questions of every run, the runs themselves, the
+//! decision log and the templates, as server-rendered HTML pages an operator opens in a
+//! browser, with approve and reject forms for those who hold the approver role.
 //!
 //! | request | what |
 //! | --- | --- |
@@ -8,6 +8,10 @@
 //! | `POST /console/login` (`token`) | signs in with an operator token or a JWT: a session cookie (`HttpOnly`, `SameSite=Strict`) |
 //! | `POST /console/approvals/{id}` (`csrf`, `decision`, `reason`) | answers a question (approver role), then back to the list |
 //! | `POST /console/logout` (`csrf`) | signs out |
+//! | `GET /console/runs` (`template`, `step`, `state`, `page`) | every run, filtered, fifty to a page |
+//! | `GET /console/runs/{id}` | one run: the diagram with its step marked, its history, its question, its decisions |
+//! | `GET /console/log` | the decision log checked (chain, anchor, signatures) and its last records |
+//! | `GET /console/templates` | each template's diagram, diagnostics and `orch verify` findings |
 //! | `GET /console/style.css` | the page's style sheet |
 //!
 //! Tool names and arguments come from the model and the pages it read: everything shown
@@ -15,8 +19,11 @@
 //! script at all, its Content-Security-Policy allows none and no framing, and every form
 //! carries the session's CSRF token, checked with the `Origin` a browser sends.
 
+mod log;
 mod pages;
+mod runs;
 mod sessions;
+mod templates;
 
 use crate::auth::Role;
 use crate::state::Approvals;
@@ -51,6 +58,10 @@ pub(crate) fn routes(api: Approvals) -> Router {
         .route("/console/login", post(login))
         .route("/console/logout", post(logout))
         .route("/console/approvals/{id}", post(answer))
+        .route("/console/runs", get(runs::list))
+        .route("/console/runs/{id}", get(runs::one))
+        .route("/console/log", get(log::show))
+        .route("/console/templates", get(templates::show))
         .route("/console/style.css", get(style))
         .with_state(console)
 }
@@ -126,6 +137,16 @@ fn same_origin(headers: &HeaderMap) -> bool {
     origin
         .split_once("://")
         .is_some_and(|(_, authority)| authority == host)
+}
+
+/// The session a request is signed in with, if any.
+fn signed_in(console: &Console, headers: &HeaderMap) -> Option<sessions::Session> {
+    session_id(headers).and_then(|id| console.sessions.get(&id))
+}
+
+/// The sign-in page, for a request that is not signed in.
+fn sign_in_first() -> Response {
+    page(StatusCode::OK, pages::login(None))
 }
 
 async fn home(

@@ -24,6 +24,21 @@ button{padding:.35rem .9rem;cursor:pointer}
 button:focus,input:focus{outline:2px solid #0969da;outline-offset:1px}
 .note{background:#ddf4ff;padding:.4rem .7rem;border-radius:6px}
 .problem{background:#ffebe9;padding:.4rem .7rem;border-radius:6px}
+nav a{margin-right:.8rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}
+th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top}
+th{font-weight:600;color:#57606a}
+form.filter{display:flex;gap:.6rem;align-items:end;flex-wrap:wrap}
+form.filter label{display:flex;flex-direction:column;font-size:.85rem;color:#57606a}
+ol.diagram{list-style:none;display:flex;flex-wrap:wrap;gap:.5rem;padding:0}
+ol.diagram li{border:1px solid #d0d7de;border-radius:6px;padding:.4rem .7rem;min-width:8rem}
+ol.diagram li.current{border:2px solid #0969da;background:#ddf4ff}
+ol.diagram small{display:block;color:#57606a}
+ol.timeline{border-left:2px solid #d0d7de;padding-left:1.2rem}
+ol.timeline li{margin:.2rem 0}
+.bad{color:#cf222e;font-weight:600}
+td code,dd code,h2 code{word-break:break-all}
+.good{color:#1a7f37}
 ";
 
 /// `text` made safe inside HTML text and attribute values: `&<>"'` as entities, control
@@ -44,8 +59,22 @@ pub(crate) fn escape(text: &str) -> String {
     out
 }
 
+/// The link to run `id`'s page, a long id shortened on the page (whole in its title).
+pub(crate) fn run_link(id: &str) -> String {
+    let shown: String = match id.chars().count() > 28 {
+        true => id.chars().take(24).chain(['…']).collect(),
+        false => id.to_owned(),
+    };
+    format!(
+        "<a href=\"/console/runs/{}\" title=\"{}\"><code>{}</code></a>",
+        crate::client::path_segment(id),
+        escape(id),
+        escape(&shown)
+    )
+}
+
 /// A whole page around `body`.
-fn document(title: &str, body: &str) -> String {
+pub(crate) fn document(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -55,10 +84,13 @@ fn document(title: &str, body: &str) -> String {
     )
 }
 
-/// The header of a signed-in page: who is signed in, and the sign-out form.
-fn header(session: &Session) -> String {
+/// The header of a signed-in page: the console's pages, who is signed in, and the
+/// sign-out form.
+pub(crate) fn header(session: &Session) -> String {
     format!(
-        "<header><h1>orch console</h1><form method=\"post\" action=\"/console/logout\">\
+        "<header><h1>orch console</h1><nav aria-label=\"Console\"><a href=\"/console\">Questions</a> \
+<a href=\"/console/runs\">Runs</a> <a href=\"/console/log\">Decision log</a> \
+<a href=\"/console/templates\">Templates</a></nav><form method=\"post\" action=\"/console/logout\">\
 <span>{} ({})</span> <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
 <button type=\"submit\">Sign out</button></form></header>",
         escape(&session.identity.name),
@@ -123,7 +155,7 @@ pub(crate) fn questions(session: &Session, questions: &[Posted], note: Option<&s
 }
 
 /// One question, with the answer forms when it is pending and the session may answer.
-fn card(session: &Session, q: &Posted) -> String {
+pub(crate) fn card(session: &Session, q: &Posted) -> String {
     let mut out = format!(
         "<section class=\"question {state}\" id=\"{id}\"><h2><code>{tool}</code> \
 <span class=\"state\">{state}</span></h2><dl>\

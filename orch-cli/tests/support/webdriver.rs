@@ -84,6 +84,14 @@ impl Browser {
         );
     }
 
+    /// The address of the page it shows.
+    pub fn url(&self) -> String {
+        call(&self.addr, "GET", &self.at("/url"), None)
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// The elements `css` selects now.
     pub fn all(&self, css: &str) -> Vec<String> {
         let found = call(

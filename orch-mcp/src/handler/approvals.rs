@@ -116,4 +116,22 @@ impl<S: SessionStore + 'static> Desk for Shared<S> {
             outcome
         })
     }
+
+    fn runs(&self) -> Pending<'_, Vec<orch_run::runs::RunRow>> {
+        Box::pin(async move {
+            let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+            orch_run::runs::list(&self.store, &self.machine, &policy, protocol::now_ms())
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<orch_run::runs::RunView>> {
+        Box::pin(async move {
+            let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+            orch_run::runs::view(&self.store, &self.machine, &policy, id, protocol::now_ms())
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
 }

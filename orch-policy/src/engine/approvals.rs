@@ -97,4 +97,22 @@ impl<S: SessionStore + 'static> Desk for Engine<S> {
             outcome
         })
     }
+
+    fn runs(&self) -> Pending<'_, Vec<orch_run::runs::RunRow>> {
+        Box::pin(async move {
+            let now = protocol::now_ms();
+            orch_run::runs::list(&self.store, &self.machine, &self.declared, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<orch_run::runs::RunView>> {
+        Box::pin(async move {
+            let now = protocol::now_ms();
+            orch_run::runs::view(&self.store, &self.machine, &self.declared, id, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
 }

@@ -114,6 +114,39 @@ pub async fn store_contract<S: SessionStore>(store: &S) {
         None,
         "an old writer after delete and re-create"
     );
+    listing_contract(store).await;
+}
+
+/// Listing: every stored id is found (glob characters and colons included), values are
+/// peeked in order without a version change, and a removed id is gone.
+async fn listing_contract<S: SessionStore>(store: &S) {
+    let odd = ["run:b*?[x]\\", "run:c:d", "run:é"];
+    for (i, id) in odd.iter().enumerate() {
+        store
+            .store(id, vec![u8::try_from(i).unwrap()])
+            .await
+            .unwrap();
+    }
+    let ids = store.ids().await.unwrap();
+    for id in odd.iter().chain(&["a", "x"]) {
+        assert!(
+            ids.iter().any(|found| found == id),
+            "{id} listed in {ids:?}"
+        );
+    }
+    let before = store.load("x").await.unwrap().unwrap().version;
+    let asked: Vec<String> = ["x", "nothing here", "run:c:d"].map(String::from).to_vec();
+    let peeked = store.peek(&asked).await.unwrap();
+    assert_eq!(peeked.len(), 3);
+    assert_eq!(peeked[0].as_ref().unwrap().bytes, vec![3]);
+    assert_eq!(peeked[0].as_ref().unwrap().version, before);
+    assert!(peeked[1].is_none());
+    assert_eq!(peeked[2].as_ref().unwrap().bytes, vec![1]);
+    for id in odd {
+        assert!(store.remove(id).await.unwrap());
+    }
+    let ids = store.ids().await.unwrap();
+    assert!(odd.iter().all(|id| !ids.iter().any(|f| f == id)), "{ids:?}");
 }
 
 pub use orch_test_support::redis::RedisServer;

@@ -1,0 +1,83 @@
+//! The runs of a store, with no gateway in front ([`StoreDesk`]): what `orch console`
+//! serves over the Redis server or Redis Cluster that `orch mcp` or `orch policy`
+//! instances keep their runs in.
+//!
+//! An answer given here is the same compare-and-set of the run's record as one given
+//! through a gateway's own approvals address (who answered, when and why are kept in the
+//! record and announced by the webhook); the gateway sees it at its next look at the run
+//! — a waiting `orch mcp` call within a second, a retried `orch policy` call at once.
+
+use crate::desk::{Desk, Pending};
+use orch_agent::Policy;
+use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted};
+use orch_run::runs::{self, RunRow, RunView};
+use orch_runtime::dynamic::DynMachine;
+use orch_store::SessionStore;
+
+/// The runs of one template kept in `store`, as a [`Desk`].
+pub struct StoreDesk<S> {
+    store: S,
+    machine: DynMachine,
+    policy: Policy,
+}
+
+impl<S> std::fmt::Debug for StoreDesk<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreDesk")
+            .field("template", &self.machine.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: SessionStore + 'static> StoreDesk<S> {
+    /// The runs of the template `machine` in `store` (the namespace its gateways use).
+    pub fn new(store: S, machine: DynMachine) -> Self {
+        let policy = Policy::new(machine.tools().iter().cloned());
+        StoreDesk {
+            store,
+            machine,
+            policy,
+        }
+    }
+}
+
+impl<S: SessionStore + 'static> Desk for StoreDesk<S> {
+    fn questions(&self) -> Pending<'_, Vec<Posted>> {
+        Box::pin(async move {
+            let now = orch_agent::protocol::now_ms();
+            posting::questions(&self.store, &self.machine, &self.policy, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn answer<'a>(
+        &'a self,
+        run: &'a str,
+        answer: Answer<'a>,
+    ) -> Pending<'a, Result<Posted, NotAnswered>> {
+        Box::pin(async move {
+            posting::answer_key(&self.store, &self.machine, &self.policy, run, answer)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn runs(&self) -> Pending<'_, Vec<RunRow>> {
+        Box::pin(async move {
+            let now = orch_agent::protocol::now_ms();
+            runs::list(&self.store, &self.machine, &self.policy, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<RunView>> {
+        Box::pin(async move {
+            let now = orch_agent::protocol::now_ms();
+            runs::view(&self.store, &self.machine, &self.policy, id, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
