@@ -121,13 +121,10 @@ impl RestateDesk {
             self.ingress,
             crate::client::path_segment(run)
         );
-        let response = self
-            .http
-            .post(&url)
-            .json(&Value::Null)
-            .send()
-            .await
-            .map_err(|e| format!("Restate's ingress at {} was not reached: {e}", self.ingress))?;
+        let response =
+            self.http.post(&url).send().await.map_err(|e| {
+                format!("Restate's ingress at {} was not reached: {e}", self.ingress)
+            })?;
         let status = response.status();
         if !status.is_success() {
             let body = response.text().await.unwrap_or_default();

@@ -61,16 +61,7 @@ pub(crate) struct Served {
     pub(crate) local: std::net::SocketAddr,
     /// What the console shows besides the runs: the template's report and the decision
     /// log (set by the gateway that serves it).
-    pub(crate) pages: Pages,
-}
-
-/// What a console shows besides the runs.
-#[derive(Default)]
-pub(crate) struct Pages {
-    /// The templates' reports.
-    pub(crate) templates: Vec<orch_approvals::report::TemplateReport>,
-    /// The decision log.
-    pub(crate) log: Option<orch_approvals::report::DecisionLog>,
+    pub(crate) pages: crate::console::Pages,
 }
 
 impl Served {
@@ -171,7 +162,7 @@ pub(crate) async fn bind(
         listener,
         approvers: Arc::new(approvers),
         local,
-        pages: Pages::default(),
+        pages: crate::console::Pages::default(),
     })
 }
 

@@ -11,6 +11,7 @@ mod audit_commands;
 mod audit_log;
 mod check_command;
 mod console;
+mod console_command;
 mod graph;
 mod input;
 mod mcp;
@@ -142,7 +143,7 @@ enum Command {
     Approvals(Box<approvals::Args>),
     /// Serve the console (runs, questions, the decision log, the templates) over the
     /// store the gateways share, or over Restate's durable runs (docs/console.md).
-    Console(Box<console::Args>),
+    Console(Box<console_command::Args>),
     /// Decision logs (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -317,7 +318,7 @@ fn main() -> ExitCode {
         Command::Policy(args) => policy::run(*args),
         Command::Resolve(args) => resolve::run(*args),
         Command::Approvals(args) => approvals::run(*args),
-        Command::Console(args) => console::run(&args),
+        Command::Console(args) => console_command::run(&args),
         Command::Audit {
             action:
                 AuditAction::Verify {

@@ -686,6 +686,20 @@ async fn an_approver_elsewhere_answers_through_the_approvals_api() {
 
     // The approvals API in front of the server, as `orch approvals serve` runs it.
     let desk = RestateDesk::new(&f.server.admin_url(), &f.server.ingress_url()).unwrap();
+    // The console's view of the runs: r1 waits in step Refund, having looked it up.
+    {
+        use orch_approvals::Desk;
+        use orch_run::runs::RunState;
+        let runs = desk.runs().await.expect("the runs");
+        let r1 = runs.iter().find(|r| r.id == "r1").expect("r1 listed");
+        assert_eq!(r1.state, RunState::Waiting, "{runs:?}");
+        assert_eq!(r1.template, "refund-desk");
+        assert_eq!(r1.tool.as_deref(), Some("issue_refund"));
+        let view = desk.run("r1").await.unwrap().expect("r1's page");
+        assert_eq!(view.history, [Some("lookup_order".to_owned())]);
+        assert!(view.question.is_some(), "{view:?}");
+        assert!(desk.run("nobody's").await.unwrap().is_none());
+    }
     let approvers = Approvers::new().token("finance", Role::Approver, FINANCE);
     let api = Approvals::new(
         std::sync::Arc::new(desk),

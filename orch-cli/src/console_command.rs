@@ -1,0 +1,124 @@
+//! `orch console`: the console served alone, over the store the gateways keep their runs
+//! in (Redis, Redis Cluster) or over Restate's durable runs.
+
+use crate::approvals::WhoArgs;
+use crate::console::{decision_log, template_report, LogArgs, Pages};
+use crate::{OK, USAGE_OR_IO};
+use orch_approvals::Approvals;
+use std::sync::Arc;
+
+/// The command line of `orch console`.
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("runs").required(true).args(["redis", "redis_cluster", "restate_admin"])))]
+pub(crate) struct Args {
+    /// Serve the console (and the approvals API) at ADDR (port 0 picks a free one; the
+    /// bound address is printed on stdout as `approvals listening on HOST:PORT`).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: String,
+    /// The template the runs follow (repeatable for Restate, whose runs name theirs;
+    /// once for a store: the template its gateways serve).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub(crate) template: Vec<String>,
+    /// The gateways' Redis.
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis: Option<String>,
+    /// The gateways' Redis Cluster: a seed node's URL (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis_cluster: Vec<String>,
+    /// The gateways' Redis key prefix (`orch-mcp` for `orch mcp`, `orch-policy` for
+    /// `orch policy`, unless they were given another).
+    #[arg(long, value_name = "NS", required_unless_present = "restate_admin")]
+    pub(crate) namespace: Option<String>,
+    /// Restate's admin API, e.g. http://127.0.0.1:9070 (durable runs, with
+    /// --restate-ingress).
+    #[arg(long, value_name = "URL", requires = "restate_ingress")]
+    pub(crate) restate_admin: Option<String>,
+    /// Restate's ingress, e.g. http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL", requires = "restate_admin")]
+    pub(crate) restate_ingress: Option<String>,
+    #[command(flatten)]
+    pub(crate) log: LogArgs,
+    #[command(flatten)]
+    pub(crate) who: WhoArgs,
+}
+
+/// The webhook the flags name, for announcing Restate's new questions (a gateway
+/// announces its own as it asks them).
+fn webhook(who: &WhoArgs) -> Result<Option<orch_approvals::Webhook>, String> {
+    let secret = std::env::var("ORCH_WEBHOOK_SECRET").ok();
+    who.webhook
+        .as_deref()
+        .map(|url| orch_approvals::Webhook::new(url, secret.as_deref()))
+        .transpose()
+}
+
+/// Runs `orch console` until Ctrl-C or SIGTERM: 0 after a clean stop, 2 when it cannot
+/// start (a template with errors, a store or key that cannot be read, an address in use).
+pub(crate) fn run(args: &Args) -> u8 {
+    let (_otel, runtime) = match crate::serving::start("orch console", "orch-console", None) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    match runtime.block_on(serve(args)) {
+        Ok(()) => OK,
+        Err(why) => {
+            orch_runtime::eprintln_printable!("error: orch console: {why}");
+            USAGE_OR_IO
+        }
+    }
+}
+
+async fn serve(args: &Args) -> Result<(), String> {
+    let reports = args
+        .template
+        .iter()
+        .map(|path| template_report(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let log = match &args.log.decision_log {
+        Some(path) => Some(decision_log(path, &args.log.public_key)?),
+        None => None,
+    };
+    let desk: Arc<dyn orch_approvals::Desk> = match (&args.restate_admin, &args.restate_ingress) {
+        (Some(admin), Some(ingress)) => {
+            let desk = Arc::new(orch_approvals::restate::RestateDesk::new(admin, ingress)?);
+            if let Some(webhook) = webhook(&args.who)? {
+                tokio::spawn(crate::approvals::announce_new(Arc::clone(&desk), webhook));
+            }
+            desk
+        }
+        _ => {
+            let [path] = &args.template[..] else {
+                return Err("the runs of a store follow one template: give --template once".into());
+            };
+            let machine = crate::compile_file(path)
+                .map_err(|e| e.to_string())?
+                .1
+                .to_machine()
+                .ok_or_else(|| format!("{path}: the template could not be loaded"))?;
+            let namespace = args.namespace.as_deref().unwrap_or_default();
+            let Some((connected, what)) =
+                crate::serving::connect_redis(args.redis.as_deref(), &args.redis_cluster).await
+            else {
+                return Err("give the gateways' store: --redis or --redis-cluster".into());
+            };
+            let store = connected
+                .map(|s| s.namespace(namespace))
+                .map_err(|e| format!("cannot use {what}: {e}"))?;
+            Arc::new(orch_approvals::store::StoreDesk::new(store, machine))
+        }
+    };
+    let mut served = crate::approvals::bind(&args.listen, &args.who, None).await?;
+    served.pages = Pages {
+        templates: reports,
+        log,
+    };
+    let local = served.local;
+    let api = Approvals::new(desk, Arc::clone(&served.approvers), served.webhook.clone());
+    let (listener, console) = served.console(api);
+    orch_runtime::eprintln_printable!(
+        "orch console: serving the console at http://{local}/console"
+    );
+    orch_approvals::serve(listener, console, crate::serving::shutdown())
+        .await
+        .map_err(|e| format!("the console stopped: {e}"))
+}
