@@ -80,6 +80,10 @@ fn an_approver_approves_a_waiting_call_in_the_browser() {
     );
     let shown = browser.text(&question);
     assert!(shown.contains("pay") && shown.contains("Shop"), "{shown}");
+    assert!(
+        shown.contains("mcp-client:raw-http-test 1"),
+        "who asked: {shown}"
+    );
     // The markup is text, not elements; the override is shown, not applied.
     assert!(
         browser.all("section.question img").is_empty(),

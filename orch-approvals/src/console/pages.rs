@@ -160,8 +160,13 @@ pub(crate) fn card(session: &Session, q: &Posted) -> String {
         "<section class=\"question {state}\" id=\"{id}\"><h2><code>{tool}</code> \
 <span class=\"state\">{state}</span></h2><dl>\
 <dt>question</dt><dd><code>{id}</code></dd><dt>run</dt><dd><code>{run}</code></dd>\
-<dt>template</dt><dd>{template}</dd><dt>step</dt><dd>{step}</dd>\
+<dt>template</dt><dd>{template}</dd><dt>step</dt><dd>{step}</dd>{asked_by}\
 <dt>expires</dt><dd>{expires} ms</dd></dl><pre class=\"arguments\">{arguments}</pre>",
+        asked_by = q
+            .asked_by
+            .as_deref()
+            .map(|who| format!("<dt>asked by</dt><dd><code>{}</code></dd>", escape(who)))
+            .unwrap_or_default(),
         state = q.state.as_str(),
         id = escape(&q.id),
         tool = escape(&q.tool),

@@ -46,6 +46,8 @@ pub(crate) struct Incoming<'a> {
     pub(super) delivery: Option<(&'a str, &'a Delivery)>,
     /// The arguments as the client sent them, for a question posted for approvers.
     pub(super) shown: &'a str,
+    /// Who asks: the client as it named itself ([`asked_by`]), if it did.
+    pub(super) asked_by: Option<&'a str>,
 }
 
 /// A call's hold on its session: the lease's token, the version and record the lease was
@@ -102,7 +104,8 @@ impl<S: SessionStore + 'static> Shared<S> {
                         Some(_) => {
                             let now = protocol::now_ms();
                             let name = self.machine.name();
-                            let posted = Posted::new(&question, name, incoming.shown, None, now);
+                            let by = incoming.asked_by;
+                            let posted = Posted::new(&question, name, incoming.shown, by, now);
                             posted.put(&mut record);
                             write = true;
                             Admission::Posted(posted, true)
@@ -327,5 +330,34 @@ impl<S: SessionStore + 'static> Drop for LeaseGuard<S> {
                 let _ = shared.settle_token(&id, token, run::Ended::Lost).await;
             });
         }
+    }
+}
+
+/// Who asked, as an approver sees it: the MCP client `name` `version` as it named itself
+/// (`mcp-client:NAME VERSION`, at most 200 characters; the prefix keeps a client from
+/// taking an approver's identity, which would bar that approver from answering).
+pub(super) fn asked_by(name: &str, version: &str) -> String {
+    let said: String = format!("{name} {version}")
+        .trim()
+        .chars()
+        .take(200)
+        .collect();
+    format!("mcp-client:{said}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asked_by;
+
+    #[test]
+    fn who_asked_is_the_client_never_an_approver() {
+        assert_eq!(
+            asked_by("token:finance", "1.0"),
+            "mcp-client:token:finance 1.0"
+        );
+        assert_eq!(
+            asked_by(&"x".repeat(500), "").len(),
+            "mcp-client:".len() + 200
+        );
     }
 }

@@ -169,12 +169,16 @@ impl<S: SessionStore + 'static> Downstream<S> {
             true => None,
             false => self.delivery(&context, digest),
         };
-        let can_ask = if modern {
-            approval::can_ask(context.meta.client_capabilities().as_ref())
+        let (can_ask, client) = if modern {
+            let can = approval::can_ask(context.meta.client_capabilities().as_ref());
+            (can, context.meta.client_info())
         } else {
             let info = context.peer.peer_info();
-            approval::can_ask(info.as_deref().map(|i| &i.capabilities))
+            let can = approval::can_ask(info.as_deref().map(|i| &i.capabilities));
+            (can, info.map(|i| i.client_info.clone()))
         };
+        // Who asks, should a question be posted: the client, as it named itself.
+        let asked_by = client.map(|c| super::admission::asked_by(&c.name, &c.version));
         let ttl = self.shared.limits.question_ttl;
         let posting = self.shared.posting.is_some();
         let ask = match (posting, can_ask) {
@@ -207,6 +211,7 @@ impl<S: SessionStore + 'static> Downstream<S> {
             call: &checked,
             delivery: delivery.as_ref().map(|(shown, d)| (shown.as_str(), d)),
             shown: &shown,
+            asked_by: asked_by.as_deref(),
         };
         let reserve = |gate| shared.reserve(&id, &policy, incoming, gate, may_create, &context.ct);
         // An answer that applies to no question the run holds is refused as it is
