@@ -27,6 +27,32 @@ pub(crate) struct LogArgs {
     /// keygen` writes them).
     #[arg(long, value_name = "FILE", requires = "decision_log")]
     pub(crate) public_key: Vec<String>,
+    /// The head an auditor anchored (as `orch audit verify --expect-head`): the log must
+    /// still lead to it.
+    #[arg(long, value_name = "HASH", requires = "decision_log")]
+    pub(crate) expect_head: Option<String>,
+    /// How many records the log had when it was anchored (as `orch audit verify
+    /// --expect-count`): it must have at least as many.
+    #[arg(long, value_name = "N", requires = "decision_log")]
+    pub(crate) expect_count: Option<u64>,
+}
+
+impl LogArgs {
+    /// The decision log the flags name, if any.
+    pub(crate) fn log(&self) -> Result<Option<DecisionLog>, String> {
+        let Some(path) = &self.decision_log else {
+            return Ok(None);
+        };
+        let mut log = decision_log(path, &self.public_key)?;
+        log.anchor = orch_agent::audit::Anchor {
+            head: self
+                .expect_head
+                .as_ref()
+                .map(|h| h.trim().to_ascii_lowercase()),
+            count: self.expect_count,
+        };
+        Ok(Some(log))
+    }
 }
 
 /// The report of the template in `path` for the console's pages: compiled and verified
@@ -90,6 +116,13 @@ pub(crate) fn template_report(path: &str) -> Result<TemplateReport, String> {
 /// A finding of `orch verify` as the console shows it.
 fn finding(f: report::Finding) -> Finding {
     let (answer, bad) = match (f.kind, f.answer) {
+        // These are findings by being there: the witness shows how.
+        (Kind::Trap, _) => ("traps the run: once active, only `reset` leaves it", false),
+        (Kind::Blocked, _) => (
+            "a reachable state waits on tools the host does not have",
+            true,
+        ),
+        (Kind::NoTools, _) => ("a reachable state allows no tool at all", true),
         (_, None) => ("unknown (the search stopped at its bounds)", true),
         (Kind::Step, Some(true)) => ("reachable", false),
         (Kind::Step, Some(false)) => ("unreachable", true),

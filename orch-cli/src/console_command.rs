@@ -2,7 +2,7 @@
 //! in (Redis, Redis Cluster) or over Restate's durable runs.
 
 use crate::approvals::WhoArgs;
-use crate::console::{decision_log, template_report, LogArgs, Pages};
+use crate::console::{template_report, LogArgs, Pages};
 use crate::{OK, USAGE_OR_IO};
 use orch_approvals::Approvals;
 use std::sync::Arc;
@@ -74,10 +74,7 @@ async fn serve(args: &Args) -> Result<(), String> {
         .iter()
         .map(|path| template_report(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let log = match &args.log.decision_log {
-        Some(path) => Some(decision_log(path, &args.log.public_key)?),
-        None => None,
-    };
+    let log = args.log.log()?;
     let desk: Arc<dyn orch_approvals::Desk> = match (&args.restate_admin, &args.restate_ingress) {
         (Some(admin), Some(ingress)) => {
             let desk = Arc::new(orch_approvals::restate::RestateDesk::new(admin, ingress)?);

@@ -199,6 +199,16 @@ async fn console_over(store: &[&str], dir: &std::path::Path) {
     );
     let checked = operator.get("/console/log").text();
     assert!(checked.contains("The chain holds"), "{checked}");
+    assert!(checked.contains("No anchor was given"), "{checked}");
+
+    // Anchored at more records than the log holds: it was cut short, and the page says so.
+    let mut args = vec!["console", "--listen", "127.0.0.1:0", "--template", file];
+    args.extend(["--namespace", "orch-policy", "--approvers", tokens]);
+    args.extend(["--decision-log", log, "--expect-count", "100000"]);
+    args.extend(store);
+    let (_anchored, addr) = started(&args, "approvals listening on ");
+    let checked = Operator::sign_in(&addr, FINANCE).get("/console/log").text();
+    assert!(checked.contains("The chain is broken at line"), "{checked}");
 }
 
 #[tokio::test]

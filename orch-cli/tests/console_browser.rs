@@ -115,6 +115,7 @@ fn an_approver_approves_a_waiting_call_in_the_browser() {
         "{}",
         browser.source()
     );
+    screenshot(&browser, "console-runs.png");
     browser.click(&browser.one("tr.run a"));
     let run_page = browser.url();
     let current = browser.text(&browser.one("ol.diagram li.current"));
