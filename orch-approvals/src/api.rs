@@ -27,7 +27,11 @@ use serde_json::json;
 
 impl Approvals {
     /// Who the request's bearer is, if they hold at least `role`.
-    async fn caller(&self, headers: &HeaderMap, role: Role) -> Result<Identity, Response> {
+    pub(crate) async fn caller(
+        &self,
+        headers: &HeaderMap,
+        role: Role,
+    ) -> Result<Identity, Response> {
         let authorization = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
@@ -184,7 +188,8 @@ async fn answer(
     }
 }
 
-fn error(status: StatusCode, why: &str) -> Response {
+/// An error answer: `{"error": why}` with `status`.
+pub(crate) fn error(status: StatusCode, why: &str) -> Response {
     (status, Json(json!({"error": why}))).into_response()
 }
 

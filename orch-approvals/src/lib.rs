@@ -10,7 +10,12 @@
 //! - [`webhook`]: each new question and each answer announced as JSON;
 //! - [`client`]: the API from the other side (what `orch approvals` uses);
 //! - [`jwt`]: bearer JWTs verified against an identity provider's key set;
-//! - [`restate`]: the questions of durable runs on Restate, as a [`Desk`].
+//! - [`restate`]: the questions and runs of durable runs on Restate, as a [`Desk`];
+//! - [`store`]: a store's runs with no gateway in front (`orch console`), as a [`Desk`];
+//! - [`report`]: what the console shows besides the runs (templates, the decision log).
+//!
+//! The same address serves the runs as JSON (`/v1/runs`, `/v1/runs/{id}`) and the
+//! console's pages (`/console`).
 //!
 //! The questions themselves live with their runs (`orch_run::approvals`): answering one
 //! is one compare-and-set of the run's record, and only the question the run still holds
@@ -24,9 +29,12 @@ pub mod auth;
 pub mod client;
 mod console;
 pub mod desk;
+mod form;
 pub mod jwt;
+mod listing;
 pub mod report;
 pub mod restate;
+mod runs_api;
 mod state;
 pub mod store;
 pub mod webhook;
@@ -44,6 +52,7 @@ impl Approvals {
     /// alone ([`serve`]) or beside a host's own.
     pub fn router(self) -> axum::Router {
         api::routes(self.clone())
+            .merge(runs_api::routes(self.clone()))
             .merge(console::routes(self))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
     }

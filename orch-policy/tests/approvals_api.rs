@@ -496,6 +496,29 @@ async fn the_console_shows_runs_a_run_the_log_and_the_template_inert() {
     let (_, page, _) = browser.get("/console/runs?step=Help").await;
     assert!(page.contains("<p>0 of 2 runs.</p>"), "{page}");
 
+    // The same runs as JSON, for scripts.
+    let runs = format!("{api}/v1/runs");
+    let (status, _, _) = send(reqwest::Method::GET, &runs, None, None).await;
+    assert_eq!(status, 401);
+    let (status, listed, _) = send(reqwest::Method::GET, &runs, Some(FINANCE), None).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["total"], 2, "{listed}");
+    assert_eq!(listed["runs"][0]["id"], "run:alice", "{listed}");
+    assert_eq!(listed["runs"][0]["state"], "waiting");
+    assert_eq!(listed["runs"][0]["question"], id.as_str());
+    let ready = format!("{runs}?state=ready");
+    let (_, listed, _) = send(reqwest::Method::GET, &ready, Some(FINANCE), None).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["runs"][0]["id"], "run:bob");
+    let one = format!("{runs}/run%3Aalice");
+    let (_, run, _) = send(reqwest::Method::GET, &one, Some(FINANCE), None).await;
+    assert_eq!(run["step"], "Refund", "{run}");
+    assert_eq!(run["history"], json!(["lookup_order"]), "{run}");
+    assert_eq!(run["question"]["id"], id.as_str(), "{run}");
+    let nobody = format!("{runs}/run%3Anobody");
+    let (status, _, _) = send(reqwest::Method::GET, &nobody, Some(FINANCE), None).await;
+    assert_eq!(status, 404);
+
     // A run: its step marked in the diagram, what it ran, its question with the forms,
     // its decisions from the log.
     let (status, page, _) = browser.get("/console/runs/run%3Aalice").await;
