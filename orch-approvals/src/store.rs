@@ -4,21 +4,25 @@
 //!
 //! An answer given here is the same compare-and-set of the run's record as one given
 //! through a gateway's own approvals address (who answered, when and why are kept in the
-//! record and announced by the webhook); the gateway sees it at its next look at the run
-//! — a waiting `orch mcp` call within a second, a retried `orch policy` call at once.
+//! record, announced by the webhook, and recorded in the desk's own decision log when it
+//! has one: [`StoreDesk::audited`]); the gateway sees it at its next look at the run — a
+//! waiting `orch mcp` call within a second, a retried `orch policy` call at once.
 
 use crate::desk::{Desk, Pending};
+use orch_agent::audit::Auditor;
 use orch_agent::Policy;
 use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted};
 use orch_run::runs::{self, RunRow, RunView};
 use orch_runtime::dynamic::DynMachine;
 use orch_store::SessionStore;
+use std::sync::Arc;
 
 /// The runs of one template kept in `store`, as a [`Desk`].
 pub struct StoreDesk<S> {
     store: S,
     machine: DynMachine,
     policy: Policy,
+    audit: Option<Arc<Auditor>>,
 }
 
 impl<S> std::fmt::Debug for StoreDesk<S> {
@@ -37,7 +41,17 @@ impl<S: SessionStore + 'static> StoreDesk<S> {
             store,
             machine,
             policy,
+            audit: None,
         }
+    }
+
+    /// Records each answer given here in `audit` (an `answer` event with who, why and
+    /// the decision), as a gateway records those given through its own address. Give it
+    /// a log of its own: two writers make one chained log unverifiable.
+    #[must_use]
+    pub fn audited(mut self, audit: Arc<Auditor>) -> Self {
+        self.audit = Some(audit);
+        self
     }
 }
 
@@ -57,9 +71,20 @@ impl<S: SessionStore + 'static> Desk for StoreDesk<S> {
         answer: Answer<'a>,
     ) -> Pending<'a, Result<Posted, NotAnswered>> {
         Box::pin(async move {
-            posting::answer_key(&self.store, &self.machine, &self.policy, run, answer)
+            let policy = match &self.audit {
+                Some(_) => self
+                    .policy
+                    .clone()
+                    .audited(Arc::new(Auditor::buffered(run))),
+                None => self.policy.clone(),
+            };
+            let outcome = posting::answer_key(&self.store, &self.machine, &policy, run, answer)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string());
+            if let (Some(audit), Some(buffered)) = (&self.audit, policy.auditor()) {
+                audit.relay(buffered.take_buffered());
+            }
+            outcome
         })
     }
 

@@ -38,6 +38,11 @@ pub(crate) struct Args {
     pub(crate) restate_ingress: Option<String>,
     #[command(flatten)]
     pub(crate) log: LogArgs,
+    /// The console's own decision log of the answers given through it (`--audit-log`,
+    /// with `--audit-chain`, `--audit-key`: as the gateways take them). Give it a file of
+    /// its own, not a gateway's.
+    #[command(flatten)]
+    pub(crate) audit: crate::audit_log::AuditArgs,
     #[command(flatten)]
     pub(crate) who: WhoArgs,
 }
@@ -75,6 +80,14 @@ async fn serve(args: &Args) -> Result<(), String> {
         .map(|path| template_report(path))
         .collect::<Result<Vec<_>, _>>()?;
     let log = args.log.log()?;
+    if args.audit.audit_log.is_some() && args.audit.audit_log == args.log.decision_log {
+        return Err("--audit-log is the console's own log: give it another file than --decision-log, a gateway's".into());
+    }
+    let audit =
+        crate::audit_log::CheckpointAtExit(crate::audit_log::open(&args.audit, "orch-console")?);
+    if audit.0.is_some() && args.restate_admin.is_some() {
+        return Err("--audit-log records the answers given to a store's runs; Restate's journal keeps those given to its runs".into());
+    }
     let desk: Arc<dyn orch_approvals::Desk> = match (&args.restate_admin, &args.restate_ingress) {
         (Some(admin), Some(ingress)) => {
             let desk = Arc::new(orch_approvals::restate::RestateDesk::new(admin, ingress)?);
@@ -101,7 +114,11 @@ async fn serve(args: &Args) -> Result<(), String> {
             let store = connected
                 .map(|s| s.namespace(namespace))
                 .map_err(|e| format!("cannot use {what}: {e}"))?;
-            Arc::new(orch_approvals::store::StoreDesk::new(store, machine))
+            let mut desk = orch_approvals::store::StoreDesk::new(store, machine);
+            if let Some(audit) = audit.0.clone() {
+                desk = desk.audited(audit);
+            }
+            Arc::new(desk)
         }
     };
     let mut served = crate::approvals::bind(&args.listen, &args.who, None).await?;

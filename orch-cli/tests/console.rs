@@ -146,15 +146,11 @@ async fn console_over(store: &[&str], dir: &std::path::Path) {
         other.run_tool("lookup_order").await.unwrap();
     }
 
+    let own = dir.join("console-decisions.jsonl");
+    let own = own.to_str().unwrap();
     let mut args = vec!["console", "--listen", "127.0.0.1:0", "--template", file];
-    args.extend([
-        "--namespace",
-        "orch-policy",
-        "--approvers",
-        tokens,
-        "--decision-log",
-        log,
-    ]);
+    args.extend(["--namespace", "orch-policy", "--approvers", tokens]);
+    args.extend(["--decision-log", log, "--audit-log", own, "--audit-chain"]);
     args.extend(store);
     let (_console, addr) = started(&args, "approvals listening on ");
     let operator = Operator::sign_in(&addr, FINANCE);
@@ -186,10 +182,20 @@ async fn console_over(store: &[&str], dir: &std::path::Path) {
         &format!("csrf={csrf}&decision=approve&reason=checked"),
     );
     assert_eq!(answered.status, 303, "{}", answered.text());
-    assert!(gw
-        .call("issue_refund", json!({"amount": 10}))
-        .await
-        .is_admitted());
+    let retried = gw.call("issue_refund", json!({"amount": 10})).await;
+    assert!(retried.is_admitted());
+    // The console's own decision log records the answer: who, why, approved.
+    let recorded = std::fs::read_to_string(own).unwrap();
+    let answer: serde_json::Value = recorded
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|r: &serde_json::Value| r["event"]["kind"] == "answer")
+        .unwrap_or_else(|| panic!("an answer event in {recorded}"));
+    assert_eq!(answer["event"]["by"], "token:finance", "{answer}");
+    assert_eq!(answer["event"]["reason"], "checked", "{answer}");
+    assert_eq!(answer["event"]["approved"], true, "{answer}");
+    assert_eq!(answer["run"], "run:alice", "{answer}");
+    orch_agent::audit::verify_chain(&recorded).expect("the console's log is chained");
 
     // What `orch verify` found, and the decision log checked.
     let template = operator.get("/console/templates").text();
@@ -228,6 +234,28 @@ async fn the_console_alone_over_runs_in_a_redis_cluster() {
         store.extend(["--redis-cluster", url.as_str()]);
     }
     console_over(&store, &temp_dir("console-cluster")).await;
+}
+
+#[test]
+fn the_console_refuses_to_write_the_log_it_shows() {
+    let dir = temp_dir("console-one-log");
+    let file = dir.join("gated.json");
+    std::fs::write(&file, GATED_REFUND).unwrap();
+    let out = Command::new(ORCH)
+        .args(["console", "--listen", "127.0.0.1:0", "--template"])
+        .arg(&file)
+        .args([
+            "--redis",
+            "redis://127.0.0.1:1/",
+            "--namespace",
+            "orch-policy",
+        ])
+        .args(["--decision-log", "d.jsonl", "--audit-log", "d.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another file than --decision-log"), "{err}");
 }
 
 #[test]

@@ -372,7 +372,9 @@ pub async fn posted_question<S: SessionStore + ?Sized>(
     Ok(standing(&record, machine, policy, now_ms)?.filter(|p| p.id == id))
 }
 
-/// [`answer`] for the run stored under `run` in `store`, with compare-and-set.
+/// [`answer`] for the run stored under `run` in `store`, with compare-and-set. With a
+/// buffered auditor (`Auditor::buffered`), the buffer holds the records of the attempt
+/// that was written, for the host to relay to its log.
 pub async fn answer_key<S: SessionStore + ?Sized>(
     store: &S,
     machine: &DynMachine,
@@ -381,6 +383,10 @@ pub async fn answer_key<S: SessionStore + ?Sized>(
     given: Answer<'_>,
 ) -> Result<Result<Posted, NotAnswered>, RunError> {
     let (outcome, _) = crate::modify(store, run, None, |record| {
+        // An attempt may be retried: a buffered decision log keeps only the last one's.
+        if let Some(auditor) = policy.auditor() {
+            auditor.take_buffered();
+        }
         let Some(mut record) = record else {
             return Ok(Change::Keep(Err(NotAnswered::Unknown)));
         };
