@@ -96,7 +96,15 @@ pub(crate) fn template_report(path: &str) -> Result<TemplateReport, String> {
             .filter(|f| f.kind != Kind::Summary)
             .map(finding)
             .collect(),
-        Some(Err(e)) => return Err(format!("{path}: {e:?}")),
+        // The console still serves the template's other pages: the page says why.
+        Some(Err(e)) => vec![Finding {
+            kind: "verify".to_owned(),
+            subject: path.to_owned(),
+            answer: "could not run".to_owned(),
+            bad: true,
+            detail: Some(format!("{e:?}")),
+            witness: Vec::new(),
+        }],
         None => Vec::new(),
     };
     Ok(TemplateReport {
