@@ -102,14 +102,14 @@ fn runs_page(session: &Session, rows: &[RunRow], filter: &Filter) -> String {
         let _ = write!(
             body,
             "<a rel=\"prev\" href=\"/console/runs?{}\">Previous page</a> ",
-            filter.query(filter.page - 1)
+            escape(&filter.query(filter.page - 1))
         );
     }
     if filter.page.saturating_mul(PAGE) < total {
         let _ = write!(
             body,
             "<a rel=\"next\" href=\"/console/runs?{}\">Next page</a>",
-            filter.query(filter.page + 1)
+            escape(&filter.query(filter.page + 1))
         );
     }
     body.push_str("</nav></main>");
