@@ -15,6 +15,7 @@ use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted};
 use orch_run::runs::{self, RunRow, RunView};
 use orch_runtime::dynamic::DynMachine;
 use orch_store::SessionStore;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The runs of one template kept in `store`, as a [`Desk`].
@@ -55,14 +56,63 @@ impl<S: SessionStore + 'static> StoreDesk<S> {
     }
 }
 
-impl<S: SessionStore + 'static> Desk for StoreDesk<S> {
-    fn questions(&self) -> Pending<'_, Vec<Posted>> {
+/// The reading half of a store-backed [`Desk`], written once for every host that keeps
+/// its runs in a store (`orch mcp`, `orch policy`, [`StoreDesk`]): the questions, the runs
+/// and one run of the template `machine` in `store`, as `policy` sees them.
+pub struct Reading<'a, S: ?Sized> {
+    /// Where the runs are.
+    pub store: &'a S,
+    /// Their template.
+    pub machine: &'a DynMachine,
+    /// The rules their sessions are restored with (the host's tools).
+    pub policy: Cow<'a, Policy>,
+}
+
+impl<'a, S: SessionStore + ?Sized + 'a> Reading<'a, S> {
+    /// [`Desk::questions`].
+    pub fn questions(self) -> Pending<'a, Vec<Posted>> {
         Box::pin(async move {
             let now = orch_agent::protocol::now_ms();
-            posting::questions(&self.store, &self.machine, &self.policy, now)
+            posting::questions(self.store, self.machine, &self.policy, now)
                 .await
                 .map_err(|e| e.to_string())
         })
+    }
+
+    /// [`Desk::runs`].
+    pub fn runs(self) -> Pending<'a, Vec<RunRow>> {
+        Box::pin(async move {
+            let now = orch_agent::protocol::now_ms();
+            runs::list(self.store, self.machine, &self.policy, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// [`Desk::run`].
+    pub fn run(self, id: &'a str) -> Pending<'a, Option<RunView>> {
+        Box::pin(async move {
+            let now = orch_agent::protocol::now_ms();
+            runs::view(self.store, self.machine, &self.policy, id, now)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+impl<S: SessionStore + 'static> StoreDesk<S> {
+    fn reading(&self) -> Reading<'_, S> {
+        Reading {
+            store: &self.store,
+            machine: &self.machine,
+            policy: Cow::Borrowed(&self.policy),
+        }
+    }
+}
+
+impl<S: SessionStore + 'static> Desk for StoreDesk<S> {
+    fn questions(&self) -> Pending<'_, Vec<Posted>> {
+        self.reading().questions()
     }
 
     fn answer<'a>(
@@ -89,20 +139,10 @@ impl<S: SessionStore + 'static> Desk for StoreDesk<S> {
     }
 
     fn runs(&self) -> Pending<'_, Vec<RunRow>> {
-        Box::pin(async move {
-            let now = orch_agent::protocol::now_ms();
-            runs::list(&self.store, &self.machine, &self.policy, now)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().runs()
     }
 
     fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<RunView>> {
-        Box::pin(async move {
-            let now = orch_agent::protocol::now_ms();
-            runs::view(&self.store, &self.machine, &self.policy, id, now)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().run(id)
     }
 }

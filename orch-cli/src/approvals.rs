@@ -49,6 +49,18 @@ pub(crate) struct WhoArgs {
     pub(crate) webhook: Option<String>,
 }
 
+impl WhoArgs {
+    /// The webhook `--webhook` names, signed with the secret in ORCH_WEBHOOK_SECRET
+    /// when it is set.
+    pub(crate) fn webhook(&self) -> Result<Option<Webhook>, String> {
+        let secret = std::env::var("ORCH_WEBHOOK_SECRET").ok();
+        self.webhook
+            .as_deref()
+            .map(|url| Webhook::new(url, secret.as_deref()))
+            .transpose()
+    }
+}
+
 /// What the flags set up: the posting options and the API's listener and callers.
 pub(crate) struct Served {
     /// How questions are posted.
@@ -143,11 +155,7 @@ pub(crate) async fn bind(
             "the approvals API needs who may answer: --approvers FILE (operator tokens) or --approver-jwks".into(),
         );
     }
-    let secret = std::env::var("ORCH_WEBHOOK_SECRET").ok();
-    let webhook = match &who.webhook {
-        Some(url) => Some(Webhook::new(url, secret.as_deref())?),
-        None => None,
-    };
+    let webhook = who.webhook()?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen for the approvals API at {addr}: {e}"))?;

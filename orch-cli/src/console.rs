@@ -6,6 +6,7 @@ use crate::{compile_file_as, Pipeline};
 use orch_approvals::report::{DecisionLog, Finding, StepBox, TemplateReport};
 use orch_codegen::diagnostic::{self, SourceText};
 use orch_codegen::verify::report::{self, Kind};
+use orch_runtime::dynamic::DynMachine;
 use std::sync::Arc;
 
 /// What a console shows besides the runs.
@@ -55,9 +56,9 @@ impl LogArgs {
     }
 }
 
-/// The report of the template in `path` for the console's pages: compiled and verified
-/// as `orch verify` does with its default bounds.
-pub(crate) fn template_report(path: &str) -> Result<TemplateReport, String> {
+/// The report of the template in `path` for the console's pages, compiled and verified
+/// as `orch verify` does with its default bounds, and the machine it compiled to.
+pub(crate) fn template_report(path: &str) -> Result<(TemplateReport, DynMachine), String> {
     let options = crate::verify::options(
         false,
         None,
@@ -107,7 +108,7 @@ pub(crate) fn template_report(path: &str) -> Result<TemplateReport, String> {
         }],
         None => Vec::new(),
     };
-    Ok(TemplateReport {
+    let report = TemplateReport {
         name: machine.name().to_owned(),
         file: path.to_owned(),
         fingerprint: format!("{:016x}", machine.fingerprint()),
@@ -118,7 +119,8 @@ pub(crate) fn template_report(path: &str) -> Result<TemplateReport, String> {
             .map(|d| diagnostic::one_line(d, path, &text))
             .collect(),
         findings,
-    })
+    };
+    Ok((report, machine))
 }
 
 /// A finding of `orch verify` as the console shows it.
@@ -180,7 +182,7 @@ pub(crate) fn gateway_pages(
     audit: &crate::audit_log::AuditArgs,
 ) -> Result<Pages, String> {
     Ok(Pages {
-        templates: vec![template_report(template)?],
+        templates: vec![template_report(template)?.0],
         log: gateway_log(audit)?,
     })
 }

@@ -47,16 +47,6 @@ pub(crate) struct Args {
     pub(crate) who: WhoArgs,
 }
 
-/// The webhook the flags name, for announcing Restate's new questions (a gateway
-/// announces its own as it asks them).
-fn webhook(who: &WhoArgs) -> Result<Option<orch_approvals::Webhook>, String> {
-    let secret = std::env::var("ORCH_WEBHOOK_SECRET").ok();
-    who.webhook
-        .as_deref()
-        .map(|url| orch_approvals::Webhook::new(url, secret.as_deref()))
-        .transpose()
-}
-
 /// Runs `orch console` until Ctrl-C or SIGTERM: 0 after a clean stop, 2 when it cannot
 /// start (a template with errors, a store or key that cannot be read, an address in use).
 pub(crate) fn run(args: &Args) -> u8 {
@@ -74,11 +64,13 @@ pub(crate) fn run(args: &Args) -> u8 {
 }
 
 async fn serve(args: &Args) -> Result<(), String> {
-    let reports = args
+    let (reports, mut machines): (Vec<_>, Vec<_>) = args
         .template
         .iter()
         .map(|path| template_report(path))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
     let log = args.log.log()?;
     if args.audit.audit_log.is_some() && args.audit.audit_log == args.log.decision_log {
         return Err("--audit-log is the console's own log: give it another file than --decision-log, a gateway's".into());
@@ -91,20 +83,15 @@ async fn serve(args: &Args) -> Result<(), String> {
     let desk: Arc<dyn orch_approvals::Desk> = match (&args.restate_admin, &args.restate_ingress) {
         (Some(admin), Some(ingress)) => {
             let desk = Arc::new(orch_approvals::restate::RestateDesk::new(admin, ingress)?);
-            if let Some(webhook) = webhook(&args.who)? {
+            if let Some(webhook) = args.who.webhook()? {
                 tokio::spawn(crate::approvals::announce_new(Arc::clone(&desk), webhook));
             }
             desk
         }
         _ => {
-            let [path] = &args.template[..] else {
+            let (Some(machine), 1) = (machines.pop(), args.template.len()) else {
                 return Err("the runs of a store follow one template: give --template once".into());
             };
-            let machine = crate::compile_file(path)
-                .map_err(|e| e.to_string())?
-                .1
-                .to_machine()
-                .ok_or_else(|| format!("{path}: the template could not be loaded"))?;
             let namespace = args.namespace.as_deref().unwrap_or_default();
             let Some((connected, what)) =
                 crate::serving::connect_redis(args.redis.as_deref(), &args.redis_cluster).await

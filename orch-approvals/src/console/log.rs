@@ -97,8 +97,11 @@ async fn read(log: &DecisionLog) -> Result<String, String> {
 /// Run `run`'s last decisions, oldest first.
 pub(crate) async fn run_decisions(log: &DecisionLog, run: &str) -> Result<Vec<Entry>, String> {
     let text = read(log).await?;
+    // Only the lines that name the run (as JSON writes it) are parsed.
+    let named = serde_json::to_string(run).unwrap_or_default();
     let mut mine: Vec<Entry> = text
         .lines()
+        .filter(|line| line.contains(&named))
         .filter_map(entry)
         .filter(|e| e.run == run)
         .collect();

@@ -4,6 +4,7 @@
 
 use super::*;
 use orch_approvals::desk::{Desk, Pending};
+use orch_approvals::store::Reading;
 use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted, PostedState};
 use tokio::sync::broadcast;
 
@@ -90,13 +91,7 @@ pub(super) fn waiting(tool: &str, posted: &Posted, policy: &Policy) -> RefusalRe
 
 impl<S: SessionStore + 'static> Desk for Shared<S> {
     fn questions(&self) -> Pending<'_, Vec<Posted>> {
-        Box::pin(async move {
-            let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
-            let now = protocol::now_ms();
-            posting::questions(&self.store, &self.machine, &policy, now)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().questions()
     }
 
     fn answer<'a>(
@@ -118,20 +113,22 @@ impl<S: SessionStore + 'static> Desk for Shared<S> {
     }
 
     fn runs(&self) -> Pending<'_, Vec<orch_run::runs::RunRow>> {
-        Box::pin(async move {
-            let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
-            orch_run::runs::list(&self.store, &self.machine, &policy, protocol::now_ms())
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().runs()
     }
 
     fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<orch_run::runs::RunView>> {
-        Box::pin(async move {
-            let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
-            orch_run::runs::view(&self.store, &self.machine, &policy, id, protocol::now_ms())
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().run(id)
+    }
+}
+
+impl<S: SessionStore + 'static> Shared<S> {
+    /// The runs as the approvals API reads them: restored with the upstream's tools.
+    fn reading(&self) -> Reading<'_, S> {
+        let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+        Reading {
+            store: &self.store,
+            machine: &self.machine,
+            policy: std::borrow::Cow::Owned(policy),
+        }
     }
 }

@@ -6,6 +6,7 @@ use super::prelude::*;
 use super::reading::Call;
 use super::state::Engine;
 use orch_approvals::desk::{Desk, Pending};
+use orch_approvals::store::Reading;
 use orch_run::approvals::{self as posting, Answer, NotAnswered, Posted, PostedState};
 
 impl<S: SessionStore + 'static> Engine<S> {
@@ -73,12 +74,7 @@ pub(super) fn tell_waiting(reason: &mut String, data: &mut Value, posted: &Poste
 
 impl<S: SessionStore + 'static> Desk for Engine<S> {
     fn questions(&self) -> Pending<'_, Vec<Posted>> {
-        Box::pin(async move {
-            let now = protocol::now_ms();
-            posting::questions(&self.store, &self.machine, &self.declared, now)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().questions()
     }
 
     fn answer<'a>(
@@ -99,20 +95,21 @@ impl<S: SessionStore + 'static> Desk for Engine<S> {
     }
 
     fn runs(&self) -> Pending<'_, Vec<orch_run::runs::RunRow>> {
-        Box::pin(async move {
-            let now = protocol::now_ms();
-            orch_run::runs::list(&self.store, &self.machine, &self.declared, now)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().runs()
     }
 
     fn run<'a>(&'a self, id: &'a str) -> Pending<'a, Option<orch_run::runs::RunView>> {
-        Box::pin(async move {
-            let now = protocol::now_ms();
-            orch_run::runs::view(&self.store, &self.machine, &self.declared, id, now)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.reading().run(id)
+    }
+}
+
+impl<S: SessionStore + 'static> Engine<S> {
+    /// The runs as the approvals API reads them: restored with the template's tools.
+    fn reading(&self) -> Reading<'_, S> {
+        Reading {
+            store: &self.store,
+            machine: &self.machine,
+            policy: std::borrow::Cow::Borrowed(&self.declared),
+        }
     }
 }
