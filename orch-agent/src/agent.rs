@@ -204,6 +204,16 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         self
     }
 
+    /// Enforces the template ([`Mode::Enforce`](crate::Mode), the default) or only
+    /// judges and records each call ([`Mode::Observe`](crate::Mode)): the model is then
+    /// offered every tool and forced to none, every call runs, and the decision log
+    /// says what orch would have refused or asked (docs/rollout.md).
+    #[must_use]
+    pub fn in_mode(mut self, mode: crate::Mode) -> Self {
+        self.policy = self.policy.in_mode(mode);
+        self
+    }
+
     /// The base system prompt (the orchestration fragment is appended to it).
     #[must_use]
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
@@ -492,7 +502,8 @@ impl<M: Machine, Mo: Model> Agent<M, Mo> {
         rejection: Option<Decision>,
     ) -> Executed {
         let step = session.step().map(StepEnum::name);
-        let span = telemetry::tool(&call.name, &call.id, step, session.sequence_index());
+        let index = session.sequence_index();
+        let span = telemetry::tool(&call.name, &call.id, step, index, self.policy.mode());
         #[cfg(feature = "otel")]
         let admitting = crate::audit::rule_admitting(&*session);
         let executed = span.run(self.execute(session, call, rejection)).await;

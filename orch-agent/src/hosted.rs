@@ -4,7 +4,7 @@
 //! JavaScript bindings wrap it; nothing here allocates on the hot path (`check`,
 //! `record`, `on_user_message`, the allowed set).
 
-use crate::policy::RefusalKind;
+use crate::policy::{Mode, RefusalKind};
 use crate::run_host::{Answered, Begin, Finished, OnGate, RunHost};
 use crate::{Policy, Refusal};
 use orch_runtime::dynamic::{DynMachine, DynSession};
@@ -116,7 +116,15 @@ impl HostedSession {
 
     /// Calls `f` with each tool allowed now, in declaration order (its index among the
     /// declared tools, `None` for a foreign tool), then allowed foreign tools.
-    pub fn for_each_allowed(&mut self, f: impl FnMut(Option<usize>, &str)) {
+    /// In observe mode ([`HostedSession::set_mode`]), every tool of the host.
+    pub fn for_each_allowed(&mut self, mut f: impl FnMut(Option<usize>, &str)) {
+        if self.policy.mode() == Mode::Observe {
+            let machine = self.live.borrow_owner();
+            for name in self.policy.host_tools() {
+                f(machine.tools().iter().position(|t| t == name), name);
+            }
+            return;
+        }
         self.live
             .borrow_dependent()
             .for_each_allowed(&mut self.scratch, f);
@@ -125,8 +133,7 @@ impl HostedSession {
     /// The tool the next model call must call, if any: the run protocol's one rule
     /// ([`Policy::forced_among`]), which every adapter asks instead of deciding itself.
     pub fn forced_tool(&self) -> Option<String> {
-        let offered = self.policy.offered(self.session());
-        Policy::forced_among(self.session(), &offered).map(str::to_owned)
+        self.policy.forced(self.session())
     }
 
     /// `None` when `tool` may run now, else why not.
@@ -248,7 +255,22 @@ impl HostedSession {
 
     /// The allowed set's declared tools as bits (bit `i`: the machine's `i`-th tool) in
     /// `out`; `true` when a foreign host tool is allowed too.
+    ///
+    /// In observe mode, every tool of the host.
     pub fn allowed_bits(&self, out: &mut Vec<u64>) -> bool {
+        if self.policy.mode() == Mode::Observe {
+            let tools = self.machine().tools();
+            out.clear();
+            out.resize(tools.len().div_ceil(64).max(1), 0);
+            let mut foreign = false;
+            for name in self.policy.host_tools() {
+                match tools.iter().position(|t| t == name) {
+                    Some(i) => out[i / 64] |= 1 << (i % 64),
+                    None => foreign = true,
+                }
+            }
+            return foreign;
+        }
         self.session().allowed_bits(out)
     }
 
@@ -277,10 +299,23 @@ impl HostedSession {
 
     /// The host's tools change.
     pub fn set_available(&mut self, tools: Vec<String>) {
-        self.policy = Policy::new(tools);
+        self.policy = Policy::new(tools).in_mode(self.policy.mode());
         let policy = &self.policy;
         self.live
             .with_dependent_mut(|_, session| policy.prepare(session));
+    }
+
+    /// Enforce the template's decisions, or only judge and record them ([`Mode`]):
+    /// in [`Mode::Observe`] every call is admitted and nothing is asked, every tool of
+    /// the host is offered and none forced, and each decision is still taken (and
+    /// recorded, when the host keeps a decision log) as in enforce mode.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.policy = std::mem::take(&mut self.policy).in_mode(mode);
+    }
+
+    /// The session's mode.
+    pub fn mode(&self) -> Mode {
+        self.policy.mode()
     }
 
     /// Back to a fresh session's state (the host's tools are kept).

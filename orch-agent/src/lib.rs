@@ -79,8 +79,8 @@ pub use openai::{
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_RESPONSE_BYTES,
 };
 pub use policy::{
-    ApprovalRequest, Decision, Gate, Gated, HumanAnswer, Orchestrated, Policy, Refusal,
-    RefusalKind, RoundPlan,
+    ApprovalRequest, Decision, Gate, Gated, HumanAnswer, Mode, Orchestrated, Policy, Refusal,
+    RefusalKind, RoundPlan, UnknownMode,
 };
 #[cfg(feature = "rig")]
 pub use rig_hook::{HookEvent, OrchHook};

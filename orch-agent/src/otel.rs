@@ -110,9 +110,15 @@ pub fn init_otlp(endpoint: &str, service: &str) -> Result<OtelGuard, OtelError> 
 }
 
 /// The server span of a `tools/call` of `tool` in run `run` (`call_id`: the request's
-/// id, when the protocol names one), with the OpenTelemetry MCP and GenAI attributes and
-/// an `orch.decision` to record; both gateways open their call spans here.
-pub fn tool_call_span(tool: &str, run: &str, call_id: Option<&str>) -> tracing::Span {
+/// id, when the protocol names one), with the OpenTelemetry MCP and GenAI attributes, the
+/// gateway's mode (`orch.mode`: `enforce` or `observe`) and an `orch.decision` to
+/// record; both gateways open their call spans here.
+pub fn tool_call_span(
+    tool: &str,
+    run: &str,
+    call_id: Option<&str>,
+    mode: crate::Mode,
+) -> tracing::Span {
     let span = tracing::info_span!(
         "tools/call",
         otel.name = format!("tools/call {tool}"),
@@ -123,6 +129,7 @@ pub fn tool_call_span(tool: &str, run: &str, call_id: Option<&str>) -> tracing::
         "gen_ai.tool.name" = tool,
         "gen_ai.tool.call.id" = tracing::field::Empty,
         "orch.decision" = tracing::field::Empty,
+        "orch.mode" = mode.as_str(),
     );
     if let Some(id) = call_id {
         span.record("gen_ai.tool.call.id", id);

@@ -5,15 +5,19 @@
 //! framework.
 
 use crate::audit::{rule_admitting, rule_of, AuditEvent, Auditor, Position};
-use crate::model::{ToolCall, ToolChoice};
-use crate::protocol::{self, Question, Ticket, Unanswered};
-use orch_runtime::{Approval, Call, CallDigest, QuestionId, Verdict};
+use crate::model::ToolChoice;
+use crate::protocol::{Question, Ticket};
+use orch_runtime::{Approval, Call, Verdict};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) mod mode;
+mod observe;
 pub(crate) mod orchestrated;
+mod questions;
 pub(crate) mod refusal;
 
+pub use mode::{Mode, UnknownMode};
 pub use orchestrated::Orchestrated;
 pub use refusal::{ApprovalRequest, Decision, Refusal, RefusalKind, REMINDER_PREFIX};
 
@@ -48,6 +52,7 @@ pub struct RoundPlan {
 pub struct Policy {
     host_tools: Vec<String>,
     auditor: Option<Arc<Auditor>>,
+    mode: Mode,
 }
 
 /// What a host that asks humans itself does about a gated call ([`Policy::admit_gated`]).
@@ -125,6 +130,7 @@ impl Policy {
         Policy {
             host_tools: host_tools.into_iter().map(Into::into).collect(),
             auditor: None,
+            mode: Mode::Enforce,
         }
     }
 
@@ -135,6 +141,19 @@ impl Policy {
     pub fn audited(mut self, auditor: Arc<Auditor>) -> Self {
         self.auditor = Some(auditor);
         self
+    }
+
+    /// The same rules in `mode`: [`Mode::Observe`] judges and records every call and
+    /// refuses and asks nothing ([`Mode`]).
+    #[must_use]
+    pub fn in_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The policy's mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The auditor, if the policy has one.
@@ -150,7 +169,13 @@ impl Policy {
             let event = AuditEvent::Message {
                 text: text.to_owned(),
             };
-            auditor.emit(session, before, event, "message", None, None, None);
+            auditor.emit_in(
+                self.mode,
+                session,
+                before,
+                event,
+                ("message", None, None, None),
+            );
         }
     }
 
@@ -159,14 +184,12 @@ impl Policy {
         let before = self.auditor.as_ref().map(|_| Position::of(session));
         session.reset_session();
         if let (Some(auditor), Some(before)) = (&self.auditor, before) {
-            auditor.emit(
+            auditor.emit_in(
+                self.mode,
                 session,
                 before,
                 AuditEvent::Reset,
-                "reset",
-                None,
-                None,
-                None,
+                ("reset", None, None, None),
             );
         }
     }
@@ -186,19 +209,30 @@ impl Policy {
             };
             let here = Position::of(session);
             // Written when the tools differ from the last ones written.
-            auditor.emit(session, here, event, "tools", None, None, None);
+            auditor.emit_in(self.mode, session, here, event, ("tools", None, None, None));
         }
     }
 
-    /// The tools the session allows now, among the host's (in the host's order).
+    /// The tools the session allows now, among the host's (in the host's order); in
+    /// [`Mode::Observe`], every tool of the host.
     pub fn offered<S: Orchestrated + ?Sized>(&self, session: &S) -> Vec<String> {
+        if self.mode == Mode::Observe {
+            return self.host_tools.clone();
+        }
         session.allowed_among(&self.host_tools)
     }
 
     /// What to offer the model for its next call.
+    ///
+    /// In [`Mode::Observe`] the model is offered every tool of the host and forced to
+    /// none: it acts as it would without orch, and the calls it makes are judged.
     pub fn plan<S: Orchestrated + ?Sized>(&self, session: &S) -> RoundPlan {
         let offered = self.offered(session);
-        let tool_choice = match Self::forced_among(session, &offered) {
+        let forced = match self.mode {
+            Mode::Enforce => Self::forced_among(session, &offered),
+            Mode::Observe => None,
+        };
+        let tool_choice = match forced {
             _ if offered.is_empty() => ToolChoice::None,
             Some(tool) => ToolChoice::Tool(tool.to_owned()),
             None => ToolChoice::Auto,
@@ -206,6 +240,15 @@ impl Policy {
         RoundPlan {
             offered,
             tool_choice,
+        }
+    }
+
+    /// The tool the next model call must call, if any ([`Policy::forced_among`] the
+    /// tools offered); none in [`Mode::Observe`].
+    pub fn forced<S: Orchestrated + ?Sized>(&self, session: &S) -> Option<String> {
+        match self.mode {
+            Mode::Enforce => Self::forced_among(session, &self.offered(session)).map(str::to_owned),
+            Mode::Observe => None,
         }
     }
 
@@ -229,7 +272,11 @@ impl Policy {
     /// Admits a call of `tool`, or refuses it with the reason: the host has no such
     /// tool, or the orchestration does not allow it now (not in the step, out of
     /// sequence, unavailable). Changes nothing.
+    /// In [`Mode::Observe`], nothing is refused.
     pub fn admit<S: Orchestrated + ?Sized>(&self, session: &S, tool: &str) -> Result<(), Refusal> {
+        if self.mode == Mode::Observe {
+            return Ok(());
+        }
         self.known(session, tool)?;
         session
             .check_tool(tool)
@@ -243,7 +290,25 @@ impl Policy {
     /// session — consuming it, so one approval runs one call — and is refused as
     /// [`RefusalKind::Rejected`] on a held rejection. `call` is
     /// [`Call::of_text`]`(tool, arguments)`.
+    ///
+    /// In [`Mode::Observe`] the call is judged and recorded the same way, and admitted
+    /// whatever the judgement: a call the template would refuse or ask about is stored
+    /// as it runs (its arguments remembered, its budgets charged) and recorded as what
+    /// orch would have done.
     pub fn admit_call<S: Orchestrated + ?Sized>(
+        &self,
+        session: &mut S,
+        tool: &str,
+        call: &Call<'_>,
+    ) -> Result<(), Refusal> {
+        match self.mode {
+            Mode::Enforce => self.enforce_call(session, tool, call),
+            Mode::Observe => self.observe_call(session, tool, call),
+        }
+    }
+
+    /// [`Policy::admit_call`] in [`Mode::Enforce`].
+    fn enforce_call<S: Orchestrated + ?Sized>(
         &self,
         session: &mut S,
         tool: &str,
@@ -271,9 +336,15 @@ impl Policy {
                     } else {
                         admitting
                     };
-                    auditor.emit(session, before, event, "admitted", Some(rule), None, None);
+                    auditor.emit_in(
+                        self.mode,
+                        session,
+                        before,
+                        event,
+                        ("admitted", Some(rule), None, None),
+                    );
                 }
-                Err(refusal) => Self::log_refusal(auditor, session, before, event, refusal),
+                Err(refusal) => self.log_refusal(auditor, session, before, event, refusal),
             }
         }
         result
@@ -349,69 +420,6 @@ impl Policy {
         }
     }
 
-    /// Applies a human's answer that carried back `ticket` to the call `call` of `tool`
-    /// in `run`: only while the run holds the very question the ticket was issued for —
-    /// same run, step, tool, call, template and expiry, not expired, not answered — and
-    /// otherwise why not, changing nothing.
-    pub fn answer_ticket<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        run: &str,
-        tool: &str,
-        call: &CallDigest,
-        ticket: &Ticket,
-        approved: bool,
-    ) -> Result<(), Unanswered> {
-        let answer = HumanAnswer {
-            approved,
-            reason: None,
-            by: None,
-        };
-        self.answer_ticket_as(session, run, tool, call, ticket, answer)
-    }
-
-    /// [`Policy::answer_ticket`] for an answer whose giver and reason the host knows
-    /// (an approver who is not the run's user): the auditor records both.
-    pub fn answer_ticket_as<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        run: &str,
-        tool: &str,
-        call: &CallDigest,
-        ticket: &Ticket,
-        answer: HumanAnswer<'_>,
-    ) -> Result<(), Unanswered> {
-        if ticket.call != *call {
-            return Err(Unanswered::OtherCall);
-        }
-        if protocol::now_ms() >= ticket.expires_ms {
-            return Err(Unanswered::Expired);
-        }
-        let id = ticket.question_id(run, session.step_name(), tool, session.fingerprint());
-        match self.answer_call_as(session, tool, *call, id, answer) {
-            true => Ok(()),
-            false => Err(Unanswered::Stale),
-        }
-    }
-
-    /// The refusal of a call whose answer applied to nothing.
-    pub fn unanswered<S: Orchestrated + ?Sized>(
-        &self,
-        session: &S,
-        tool: &str,
-        why: Unanswered,
-    ) -> Refusal {
-        Refusal {
-            tool: tool.to_owned(),
-            kind: RefusalKind::StaleAnswer,
-            reason: format!(
-                "error: `{tool}` was not run: {why}. Nothing was asked; call it again to put a new question to the human. {}",
-                self.what_now(session, true)
-            ),
-            rule: None,
-        }
-    }
-
     /// The refusal [`Policy::admit_call`] would answer for this call, without admitting
     /// anything (no approval is consumed); a refusal is recorded by the auditor as
     /// `admit_call` records it. For a host that refuses a call on its own grounds too
@@ -423,6 +431,10 @@ impl Policy {
         tool: &str,
         call: &Call<'_>,
     ) -> Option<Refusal> {
+        if self.mode == Mode::Observe {
+            // Judged and recorded when it is admitted.
+            return None;
+        }
         let refusal = match self.known(session, tool) {
             Err(refusal) => refusal,
             Ok(()) => match session.check_call(tool, call) {
@@ -432,7 +444,7 @@ impl Policy {
         };
         if let Some(auditor) = &self.auditor {
             let event = Self::call_event(session, tool, call);
-            Self::log_refusal(auditor, session, Position::of(session), event, &refusal);
+            self.log_refusal(auditor, session, Position::of(session), event, &refusal);
         }
         Some(refusal)
     }
@@ -456,163 +468,50 @@ impl Policy {
 
     /// The record of a refused call.
     fn log_refusal<S: Orchestrated + ?Sized>(
+        &self,
         auditor: &Auditor,
         session: &S,
         before: Position,
         event: AuditEvent,
         refusal: &Refusal,
     ) {
-        let decision = match refusal.kind {
-            RefusalKind::NeedsApproval => "needs_approval",
-            RefusalKind::Rejected => "rejected",
-            _ => "refused",
-        };
-        let rule = match &refusal.rule {
+        let rule = self.refusal_rule(session, refusal);
+        self.log_refused(auditor, session, before, event, refusal, rule);
+    }
+
+    /// The rule that refused a call in `session` (judged before the call).
+    fn refusal_rule<S: Orchestrated + ?Sized>(
+        &self,
+        session: &S,
+        refusal: &Refusal,
+    ) -> crate::audit::Rule {
+        match &refusal.rule {
             Some(rule) => crate::audit::Rule::Argument {
                 step: session.step_name().map(str::to_owned),
                 name: rule.clone(),
             },
             None => rule_of(session, &refusal.tool, refusal.kind),
+        }
+    }
+
+    /// The record of a call refused by `rule`.
+    fn log_refused<S: Orchestrated + ?Sized>(
+        &self,
+        auditor: &Auditor,
+        session: &S,
+        before: Position,
+        event: AuditEvent,
+        refusal: &Refusal,
+        rule: crate::audit::Rule,
+    ) {
+        let decision = match refusal.kind {
+            RefusalKind::NeedsApproval => "needs_approval",
+            RefusalKind::Rejected => "rejected",
+            _ => "refused",
         };
         let (kind, message) = (refusal.kind.as_str().to_owned(), refusal.reason.clone());
-        auditor.emit(
-            session,
-            before,
-            event,
-            decision,
-            Some(rule),
-            Some(kind),
-            Some(message),
-        );
-    }
-
-    /// Puts the gated `call` to a human: the session holds the question (so that only
-    /// the answer to it, in this state, applies), and the request says what to show.
-    /// `reason` is the session's own words for the gate.
-    pub fn ask<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        call: ToolCall,
-        reason: String,
-    ) -> ApprovalRequest {
-        let digest = CallDigest::of_text(&call.name, &call.arguments);
-        let question = QuestionId::random();
-        self.ask_call(session, &call.name, digest, question);
-        ApprovalRequest {
-            step: session.step_name().map(str::to_owned),
-            origins: session.origins(&call.name, &call.arguments),
-            call,
-            reason,
-            digest,
-            question,
-        }
-    }
-
-    /// Applies a human's `decision` on `request` to the session: `false`, changing
-    /// nothing, when the session no longer holds that question (an event since, the
-    /// question answered already — a decision submitted twice applies once —, another
-    /// question asked since, even about the same call, or a request altered since it was
-    /// made — its call must still have its digest).
-    pub fn answer<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        request: &ApprovalRequest,
-        decision: &Decision,
-    ) -> bool {
-        // An altered request is not the question the human was asked: nothing applies.
-        let digest = CallDigest::of_text(&request.call.name, &request.call.arguments);
-        if digest != request.digest {
-            return false;
-        }
-        let (approves, reason) = (decision.approves(), decision.reason());
-        let question = request.question;
-        self.answer_call(
-            session,
-            &request.call.name,
-            digest,
-            question,
-            approves,
-            reason,
-        )
-    }
-
-    /// Holds the question `question` about the call `call` of `tool` in the session (the
-    /// gate's wording is the question's), recorded by the auditor.
-    pub fn ask_call<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        tool: &str,
-        call: CallDigest,
-        question: QuestionId,
-    ) {
-        let before = self.auditor.as_ref().map(|_| Position::of(session));
-        session.ask_approval(call, question);
-        if let (Some(auditor), Some(before)) = (&self.auditor, before) {
-            let message = session.check_tool(tool).err().map(|r| r.reason);
-            let event = AuditEvent::Ask {
-                tool: tool.to_owned(),
-                call,
-                question,
-            };
-            auditor.emit(session, before, event, "asked", None, None, message);
-        }
-    }
-
-    /// Applies a human's answer to the question `question` about the call `call` of
-    /// `tool`: `false`, changing nothing, when the session no longer holds that question.
-    /// Recorded by the auditor (`approved`, `denied_by_human`, or `stale`), with the
-    /// human's reason.
-    pub fn answer_call<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        tool: &str,
-        call: CallDigest,
-        question: QuestionId,
-        approved: bool,
-        reason: Option<&str>,
-    ) -> bool {
-        let answer = HumanAnswer {
-            approved,
-            reason,
-            by: None,
-        };
-        self.answer_call_as(session, tool, call, question, answer)
-    }
-
-    /// [`Policy::answer_call`] for an answer whose giver the host knows (an approver
-    /// who is not the run's user): the auditor records who answered.
-    pub fn answer_call_as<S: Orchestrated + ?Sized>(
-        &self,
-        session: &mut S,
-        tool: &str,
-        call: CallDigest,
-        question: QuestionId,
-        answer: HumanAnswer<'_>,
-    ) -> bool {
-        let HumanAnswer {
-            approved,
-            reason,
-            by,
-        } = answer;
-        let before = self.auditor.as_ref().map(|_| Position::of(session));
-        let applied = session.answer_approval(call, question, approved);
-        if let (Some(auditor), Some(before)) = (&self.auditor, before) {
-            let event = AuditEvent::Answer {
-                tool: tool.to_owned(),
-                call,
-                question,
-                approved,
-                reason: reason.map(str::to_owned),
-                by: by.map(str::to_owned),
-            };
-            let outcome = match (applied, approved) {
-                (false, _) => "stale",
-                (true, true) => "approved",
-                (true, false) => "denied_by_human",
-            };
-            auditor.emit(session, before, event, outcome, None, None, None);
-        }
-        applied
+        let decided = (decision, Some(rule), Some(kind), Some(message));
+        auditor.emit_in(self.mode, session, before, event, decided);
     }
 
     /// The facts of a refusal as data, for a client beside the model's text (what an MCP
@@ -749,14 +648,12 @@ impl Policy {
             result: kept.map(str::to_owned),
         };
         let outcome_text = Some(outcome.to_owned());
-        auditor.emit(
+        auditor.emit_in(
+            self.mode,
             session,
             before,
             event,
-            "recorded",
-            Some(rule),
-            outcome_text,
-            None,
+            ("recorded", Some(rule), outcome_text, None),
         );
         outcome
     }
@@ -767,7 +664,8 @@ impl Policy {
         session: &S,
         mention_sequence: bool,
     ) -> String {
-        let offered = self.offered(session);
+        // What the template allows, in observe mode too: the words orch would send.
+        let offered = session.allowed_among(&self.host_tools);
         let mut s = if offered.is_empty() {
             "No tool is allowed now.".to_owned()
         } else {

@@ -311,7 +311,10 @@ impl RunHost {
         // An approval the run holds was given in answer to one question, about one
         // delivery: another delivery of the same call (another id) does not run on it,
         // and does not replace it with a question of its own.
-        if holds_approval_for_another(session, call_id, tool, call, answered) {
+        // (In observe mode nothing is refused: the call is judged and runs.)
+        if policy.mode() == crate::policy::Mode::Enforce
+            && holds_approval_for_another(session, call_id, tool, call, answered)
+        {
             return Begin::Refused(refusal(
                 policy,
                 session,

@@ -2,7 +2,7 @@
 //! [`tracing`](https://docs.rs/tracing) spans (feature `otel`; without it everything here
 //! compiles to nothing): `invoke_workflow` around a turn, `execute_tool {tool}` around
 //! each tool call, with `gen_ai.*` attributes and orch's own (`orch.step`,
-//! `orch.decision`, `orch.rule`, `orch.sequence.index`), and events for refusals and step
+//! `orch.decision`, `orch.rule`, `orch.sequence.index`, `orch.mode`), and events for refusals and step
 //! transitions. Any `tracing-opentelemetry` subscriber exports them;
 //! [`crate::otel::init_otlp`] sets one up over OTLP.
 
@@ -33,7 +33,13 @@ pub(crate) fn workflow(name: &str) -> Span {
 }
 
 /// The span of one tool call.
-pub(crate) fn tool(name: &str, call_id: &str, step: Option<&str>, index: usize) -> Span {
+pub(crate) fn tool(
+    name: &str,
+    call_id: &str,
+    step: Option<&str>,
+    index: usize,
+    mode: crate::Mode,
+) -> Span {
     #[cfg(feature = "otel")]
     {
         Span(tracing::info_span!(
@@ -46,11 +52,12 @@ pub(crate) fn tool(name: &str, call_id: &str, step: Option<&str>, index: usize) 
             "orch.sequence.index" = index as i64,
             "orch.decision" = tracing::field::Empty,
             "orch.rule" = tracing::field::Empty,
+            "orch.mode" = mode.as_str(),
         ))
     }
     #[cfg(not(feature = "otel"))]
     {
-        let _ = (name, call_id, step, index);
+        let _ = (name, call_id, step, index, mode);
         Span()
     }
 }
@@ -129,4 +136,28 @@ pub fn count_decision(decision: &str, by: &'static str) {
                 opentelemetry::KeyValue::new("orch.component", by),
             ],
         );
+}
+
+/// Counts one decision a policy in observe mode would have enforced — a call it would
+/// have refused or asked about, which ran — in the `orch.would_refuse` counter of the
+/// global meter provider, by rule (`orch.rule`: [`Rule::label`]) and by refusal kind
+/// (`orch.refusal`). Without feature `otel`, nothing.
+pub(crate) fn count_would_refuse(rule: &crate::audit::Rule, kind: &str) {
+    #[cfg(feature = "otel")]
+    opentelemetry::global::meter("orch")
+        .u64_counter("orch.would_refuse")
+        .with_description(
+            "Calls a policy in observe mode would have refused or asked about, by rule",
+        )
+        .build()
+        .add(
+            1,
+            &[
+                opentelemetry::KeyValue::new("orch.rule", rule.label()),
+                opentelemetry::KeyValue::new("orch.refusal", kind.to_owned()),
+                opentelemetry::KeyValue::new("orch.mode", "observe"),
+            ],
+        );
+    #[cfg(not(feature = "otel"))]
+    let _ = (rule, kind);
 }

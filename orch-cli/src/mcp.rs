@@ -98,6 +98,12 @@ pub(crate) struct Args {
     /// Client requests handled at once; one more is refused at once.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub(crate) max_in_flight: usize,
+    /// `enforce` (the default) refuses what the template refuses and asks what it gates;
+    /// `observe` judges and records every call the same way but refuses and asks
+    /// nothing: every call runs, every tool is listed, and the decision log (records
+    /// with `"mode":"observe"`) says what orch would have done (docs/rollout.md).
+    #[arg(long, value_name = "MODE", default_value = "enforce", value_parser = crate::serving::parse_mode)]
+    pub(crate) mode: orch_agent::Mode,
     #[command(flatten)]
     pub(crate) audit: crate::audit_log::AuditArgs,
     #[command(flatten)]
@@ -245,6 +251,7 @@ async fn serve(
         max_in_flight: args.max_in_flight.max(1),
         audit,
         approvals: posting,
+        mode: args.mode,
     };
     let ttl = Duration::from_secs(args.session_ttl.max(1));
     let Some(addr) = &args.listen else {

@@ -70,6 +70,12 @@ pub(crate) struct Args {
     /// new one for its next check).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub(crate) idle_timeout: u64,
+    /// `enforce` (the default) refuses what the template refuses and asks what it gates;
+    /// `observe` judges and records every call the same way but refuses and asks
+    /// nothing: every call runs, every tool is listed, and the decision log (records
+    /// with `"mode":"observe"`) says what orch would have done (docs/rollout.md).
+    #[arg(long, value_name = "MODE", default_value = "enforce", value_parser = crate::serving::parse_mode)]
+    pub(crate) mode: orch_agent::Mode,
     #[command(flatten)]
     pub(crate) audit: crate::audit_log::AuditArgs,
     #[command(flatten)]
@@ -137,6 +143,7 @@ async fn serve(compiled: &orch_codegen::Compiled, args: &Args) -> Result<(), Pol
         idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
         audit: audit.clone(),
         approvals: None,
+        mode: args.mode,
     };
     let approvals = crate::approvals::setup(&args.approvals, None, &args.file, &args.audit)
         .await

@@ -78,3 +78,9 @@ pub(crate) async fn connect_redis(
         }
     }
 }
+
+/// `--mode`: `enforce` or `observe`.
+pub(crate) fn parse_mode(s: &str) -> Result<orch_agent::Mode, String> {
+    s.parse()
+        .map_err(|e: orch_agent::UnknownMode| e.to_string())
+}

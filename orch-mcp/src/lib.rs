@@ -160,6 +160,10 @@ pub struct Options {
     /// ([`Gateway::approvals`], docs/approvals.md) instead of the client's human.
     /// Default: off (the client is asked, when it can be).
     pub approvals: Option<Posting>,
+    /// Enforce the template (the default) or only judge and record each call
+    /// ([`orch_agent::Mode::Observe`]: every call is forwarded, nothing is asked, every
+    /// upstream tool is listed, and the decision log says what orch would have done).
+    pub mode: orch_agent::Mode,
 }
 
 /// How questions are put to approvers elsewhere ([`Options::approvals`]): the run keeps
@@ -183,6 +187,7 @@ impl Default for Options {
             max_in_flight: 256,
             audit: None,
             approvals: None,
+            mode: orch_agent::Mode::Enforce,
         }
     }
 }
@@ -194,6 +199,8 @@ pub(crate) struct Limits {
     pub(crate) max_in_flight: usize,
     /// How long a question put to a human stays answerable.
     pub(crate) question_ttl: Duration,
+    /// Whether the gateway enforces its decisions or only records them.
+    pub(crate) mode: orch_agent::Mode,
 }
 
 /// How the gateway serves Streamable HTTP.
@@ -384,6 +391,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
             call_timeout: options.call_timeout,
             max_in_flight: options.max_in_flight,
             question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
+            mode: options.mode,
         };
         let shared = Arc::new(Shared::new(
             machine,

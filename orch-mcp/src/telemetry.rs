@@ -13,16 +13,22 @@ pub(crate) struct CallSpan(#[cfg(feature = "otel")] tracing::Span);
 
 /// Opens the span of a `tools/call` of `tool` in run `run`, its parent the caller's
 /// trace context from `_meta`, when it has one.
-pub(crate) fn call(tool: &str, run: &str, request_id: &str, meta: &MetaObject) -> CallSpan {
+pub(crate) fn call(
+    tool: &str,
+    run: &str,
+    request_id: &str,
+    meta: &MetaObject,
+    mode: orch_agent::Mode,
+) -> CallSpan {
     #[cfg(feature = "otel")]
     {
-        let span = orch_agent::otel::tool_call_span(tool, run, Some(request_id));
+        let span = orch_agent::otel::tool_call_span(tool, run, Some(request_id), mode);
         orch_agent::otel::set_remote_parent(&span, meta.get_traceparent(), meta.get_tracestate());
         CallSpan(span)
     }
     #[cfg(not(feature = "otel"))]
     {
-        let _ = (tool, run, request_id, meta);
+        let _ = (tool, run, request_id, meta, mode);
         CallSpan()
     }
 }

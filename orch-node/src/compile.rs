@@ -62,6 +62,9 @@ pub struct CompileOptions {
     /// A violated safety property is an error (E023), as for `orch check` (default
     /// `true`). With `false` it is left to `Machine.verify()`, as for `orch verify`.
     pub prove_properties: Option<bool>,
+    /// `'enforce'` (the default), or `'observe'`: the machine's sessions judge every
+    /// call as in enforce mode and refuse and ask nothing (docs/rollout.md).
+    pub mode: Option<String>,
 }
 
 /// Every diagnostic of a template, errors and warnings, without throwing: what `orch

@@ -24,6 +24,8 @@ pub struct Machine {
     pub(crate) warnings: Vec<Diagnostic>,
     /// The allowed sets its sessions have been in (the fast path, `fast.rs`).
     pub(crate) sets: fast::Sets,
+    /// Enforce the template, or only judge and record (every session made from it).
+    pub(crate) mode: orch_agent::Mode,
 }
 
 /// Compiles a template from its JSON text. Throws a `TemplateError` (an `Error` with
@@ -32,6 +34,12 @@ pub struct Machine {
 #[napi]
 pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> Result<Machine> {
     let (path, prove) = settings(options.as_ref());
+    let mode = match options.as_ref().and_then(|o| o.mode.as_deref()) {
+        None => orch_agent::Mode::Enforce,
+        Some(word) => word
+            .parse()
+            .map_err(|e: orch_agent::UnknownMode| Error::new(Status::InvalidArg, e.to_string()))?,
+    };
     let opts = orch_codegen::CheckOptions {
         prove_properties: prove,
         ..Default::default()
@@ -49,6 +57,7 @@ pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> R
         machine: Arc::new(machine),
         warnings: found.into_iter().map(diagnostic).collect(),
         sets: fast::Sets::default(),
+        mode,
     })
 }
 
@@ -186,6 +195,13 @@ impl Machine {
         self.warnings.clone()
     }
 
+    /// `'enforce'`, or `'observe'`: its sessions judge and record every call and
+    /// refuse and ask nothing.
+    #[napi(getter)]
+    pub fn mode(&self) -> &'static str {
+        self.mode.as_str()
+    }
+
     /// A fresh session. `available`: the tools the host has (default: every declared
     /// tool); names the template does not declare are foreign tools, judged by the
     /// step's patterns.
@@ -260,7 +276,8 @@ impl Machine {
 
 impl Machine {
     /// A session of this machine, registered for the fast path.
-    fn wrap(&self, hosted: HostedSession) -> Session {
+    fn wrap(&self, mut hosted: HostedSession) -> Session {
+        hosted.set_mode(self.mode);
         let hosted = Rc::new(RefCell::new(hosted));
         let handle = fast::register(Rc::clone(&hosted), Rc::clone(&self.sets));
         Session { hosted, handle }

@@ -361,6 +361,13 @@ impl Session {
         self.hosted.borrow().forced_tool()
     }
 
+    /// `'enforce'`, or `'observe'` (its machine's mode): every call is judged as in
+    /// enforce mode, and none is refused or asked about.
+    #[napi(getter)]
+    pub fn mode(&self) -> &'static str {
+        self.hosted.borrow().mode().as_str()
+    }
+
     /// The tools the sequence waits for when the host has none of them, if so.
     #[napi(getter)]
     pub fn blocked_on(&self) -> Option<Vec<String>> {

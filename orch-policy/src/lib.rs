@@ -186,6 +186,10 @@ pub struct Options {
     /// same question (not a new one), and its retry after an approval runs once. Default:
     /// off (a question is only returned to the caller).
     pub approvals: Option<Posting>,
+    /// Enforce the template (the default) or only judge and record each call
+    /// ([`orch_agent::Mode::Observe`]: every check is allowed, nothing is asked, every
+    /// tool is listed, and the decision log says what orch would have done).
+    pub mode: orch_agent::Mode,
 }
 
 /// How questions are posted for approvers elsewhere ([`Options::approvals`]).
@@ -210,6 +214,7 @@ impl Default for Options {
             idle_timeout: Duration::from_secs(60),
             audit: None,
             approvals: None,
+            mode: orch_agent::Mode::Enforce,
         }
     }
 }

@@ -36,10 +36,10 @@ pub(crate) fn parent(metadata: &tonic::metadata::MetadataMap) -> Parent {
 
 /// Opens the span of a `tools/call` check of `tool` in run `run`, its parent the
 /// gateway's trace context.
-pub(crate) fn check(parent: &Parent, tool: &str, run: &str) -> CheckSpan {
+pub(crate) fn check(parent: &Parent, tool: &str, run: &str, mode: orch_agent::Mode) -> CheckSpan {
     #[cfg(feature = "otel")]
     {
-        let span = orch_agent::otel::tool_call_span(tool, run, None);
+        let span = orch_agent::otel::tool_call_span(tool, run, None, mode);
         if let Some((traceparent, tracestate)) = &parent.0 {
             orch_agent::otel::set_remote_parent(&span, Some(traceparent), tracestate.as_deref());
         }
@@ -47,7 +47,7 @@ pub(crate) fn check(parent: &Parent, tool: &str, run: &str) -> CheckSpan {
     }
     #[cfg(not(feature = "otel"))]
     {
-        let _ = (parent, tool, run);
+        let _ = (parent, tool, run, mode);
         CheckSpan()
     }
 }

@@ -29,8 +29,9 @@
 //! proptest finds. (Tried: making `orch policy` record an `input_required` result, or
 //! `orch mcp` ask again on a stale answer, fails it.)
 
+use orch_agent::audit::{AuditEvent, Auditor, DecisionRecord};
 use orch_agent::protocol::{self, Question, ToolResult};
-use orch_agent::{Gate, Gated, Policy};
+use orch_agent::{Gate, Gated, Mode, Policy};
 use orch_mcp::Gateway as McpGateway;
 use orch_policy::Options;
 use orch_runtime::dynamic::{DynMachine, DynSession};
@@ -268,7 +269,11 @@ struct Reference<'m> {
 
 impl<'m> Reference<'m> {
     fn new(machine: &'m DynMachine) -> Self {
-        let policy = Policy::new(TOOLS);
+        Self::with(machine, Policy::new(TOOLS))
+    }
+
+    /// The reference deciding with `policy` (a mode, a decision log).
+    fn with(machine: &'m DynMachine, policy: Policy) -> Self {
         let mut session = DynSession::new(machine);
         policy.prepare(&mut session);
         let mut other = DynSession::new(machine);
@@ -409,7 +414,29 @@ struct PolicySurface<'m> {
     first_answer: Option<(Asked, Said)>,
 }
 
-impl PolicySurface<'_> {
+impl<'m> PolicySurface<'m> {
+    /// Two instances of `orch policy` with `options`, sharing one store.
+    async fn start(text: &str, machine: &'m DynMachine, options: Options) -> PolicySurface<'m> {
+        let store = Shared::default();
+        // A copy of a call in flight waits this long before it is refused as busy.
+        let options = Options {
+            busy_wait: Duration::from_millis(20),
+            ..options
+        };
+        let url = support::start(text, store.clone(), options.clone()).await;
+        let second = support::start(text, store.clone(), options).await;
+        PolicySurface {
+            gw: support::Gateway::connect(&url, "r").await,
+            other: support::Gateway::connect(&second, "r").await,
+            calls: 0,
+            last: None,
+            store,
+            machine,
+            question: None,
+            first_answer: None,
+        }
+    }
+
     /// The instance the next response phase goes to: each in turn.
     fn settling(&mut self) -> &mut support::Gateway {
         self.calls += 1;
@@ -665,6 +692,15 @@ struct McpSurface<'m> {
 
 impl<'m> McpSurface<'m> {
     async fn start(template: &str, machine: &'m DynMachine, modern: bool) -> McpSurface<'m> {
+        Self::start_with(template, machine, modern, &orch_mcp::Options::default()).await
+    }
+
+    async fn start_with(
+        template: &str,
+        machine: &'m DynMachine,
+        modern: bool,
+        options: &orch_mcp::Options,
+    ) -> McpSurface<'m> {
         let compiled = orch_codegen::compile_json(template, None)
             .to_machine()
             .expect("the template compiles");
@@ -682,7 +718,7 @@ impl<'m> McpSurface<'m> {
             to_upstream,
             "the scripted server",
             store.clone(),
-            &orch_mcp::Options::default(),
+            options,
         )
         .await
         .expect("the gateway starts");
@@ -849,24 +885,7 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
         .to_machine()
         .ok_or_else(|| "the template does not compile".to_owned())?;
     let mut reference = Reference::new(&machine);
-    let store = Shared::default();
-    // A copy of a call in flight waits this long before it is refused as busy.
-    let options = || Options {
-        busy_wait: Duration::from_millis(20),
-        ..Options::default()
-    };
-    let url = support::start(&text, store.clone(), options()).await;
-    let second = support::start(&text, store.clone(), options()).await;
-    let mut policy = PolicySurface {
-        gw: support::Gateway::connect(&url, "r").await,
-        other: support::Gateway::connect(&second, "r").await,
-        calls: 0,
-        last: None,
-        store,
-        machine: &machine,
-        question: None,
-        first_answer: None,
-    };
+    let mut policy = PolicySurface::start(&text, &machine, Options::default()).await;
     let mut modern = McpSurface::start(&text, &machine, true).await;
     for (i, op) in ops.iter().enumerate() {
         let expected = reference.apply(op);
@@ -1070,5 +1089,212 @@ fn rules_on_arguments_are_decided_alike_on_a_fixed_stream() {
             "Ran { recorded: true }",
             "Asked",
         ]
+    );
+}
+
+/// A decision log kept in memory: the records of the calls judged, as (tool, decision,
+/// refusal kind or rule outcome), and whether every record says it was observed.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<DecisionRecord>>>);
+
+impl Log {
+    fn auditor(&self) -> Arc<Auditor> {
+        let sink = Arc::clone(&self.0);
+        let write = move |r: &DecisionRecord| sink.lock().expect("lock").push(r.clone());
+        Arc::new(Auditor::new(write, "r"))
+    }
+
+    /// The decisions about calls, in order.
+    fn calls(&self) -> Vec<(String, String, Option<String>)> {
+        let records = self.0.lock().expect("lock");
+        records
+            .iter()
+            .filter_map(|r| match &r.event {
+                AuditEvent::Call { tool, .. } => {
+                    Some((tool.clone(), r.decision.clone(), r.outcome.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every record of the log was written in observe mode.
+    fn all_observed(&self) -> bool {
+        let records = self.0.lock().expect("lock");
+        !records.is_empty() && records.iter().all(|r| r.mode == Mode::Observe)
+    }
+}
+
+/// What an enforcing policy decides about `call` of `tool` now, as the log writes it.
+fn would(
+    policy: &Policy,
+    session: &DynSession<'_>,
+    tool: &str,
+    call: &Call<'_>,
+) -> (String, Option<String>) {
+    match policy.refusal_of(session, tool, call) {
+        None => ("admitted".to_owned(), None),
+        Some(r) => {
+            let decision = match r.kind {
+                orch_agent::RefusalKind::NeedsApproval => "needs_approval",
+                orch_agent::RefusalKind::Rejected => "rejected",
+                _ => "refused",
+            };
+            (decision.to_owned(), Some(r.kind.as_str().to_owned()))
+        }
+    }
+}
+
+/// Observe mode on every surface: the same stream through the reference and `orch
+/// policy` (two instances, one store) and `orch mcp` (2026-07-28), each in observe
+/// mode. Every call runs (a copy in flight is still `busy`: that is the run protocol's,
+/// not the template's), every tool is shown, and the run stands where an *enforcing*
+/// session stands when the same calls run; each call's logged decision is what the
+/// enforcing session would have decided there, and each surface logs the same decisions.
+async fn observe_run(template: &Value, ops: &[Op]) -> Result<usize, String> {
+    let text = template.to_string();
+    let machine = orch_codegen::compile_json(&text, None)
+        .to_machine()
+        .ok_or_else(|| "the template does not compile".to_owned())?;
+    let logs = [Log::default(), Log::default(), Log::default()];
+    let observing = |log: &Log| {
+        Policy::new(TOOLS)
+            .in_mode(Mode::Observe)
+            .audited(log.auditor())
+    };
+    let mut reference = Reference::with(&machine, observing(&logs[0]));
+    // The same calls, run by an enforcing policy's session whatever it would decide.
+    let enforcing = Policy::new(TOOLS);
+    let mut enforced = DynSession::new(&machine);
+    enforcing.prepare(&mut enforced);
+    let mut would_decide = Vec::new();
+    let policy_options = Options {
+        mode: Mode::Observe,
+        audit: Some(logs[1].auditor()),
+        ..Options::default()
+    };
+    let mut policy = PolicySurface::start(&text, &machine, policy_options).await;
+    let mcp_options = orch_mcp::Options {
+        mode: Mode::Observe,
+        audit: Some(logs[2].auditor()),
+        ..orch_mcp::Options::default()
+    };
+    let mut modern = McpSurface::start_with(&text, &machine, true, &mcp_options).await;
+    let mut all = TOOLS.map(str::to_owned).to_vec();
+    all.sort();
+    for (i, op) in ops.iter().enumerate() {
+        if let Op::Call { tool, arg, reply } | Op::Twice { tool, arg, reply } = *op {
+            let text = args(arg).to_string();
+            let call = Call::of_text(TOOLS[tool], &text);
+            would_decide.push((
+                TOOLS[tool].to_owned(),
+                would(&enforcing, &enforced, TOOLS[tool], &call),
+            ));
+            enforced.ran_call(TOOLS[tool], &call);
+            let result = result_json(reply, tool);
+            if protocol::classify(&result) == ToolResult::Ran {
+                match protocol::result_values(&result) {
+                    Some(values) => enforcing.record_result(&mut enforced, TOOLS[tool], &values),
+                    None => enforcing.record(&mut enforced, TOOLS[tool]),
+                };
+            }
+        }
+        let expected = reference.apply(op);
+        let ran = match &expected.0 {
+            Decision::Ran { .. } | Decision::Skipped => true,
+            Decision::Twin(first) => matches!(**first, Decision::Ran { .. }),
+            _ => false,
+        };
+        if !ran || expected.1 != all {
+            return Err(format!(
+                "observe mode refused or asked at step {i} ({op:?}): {expected:?}"
+            ));
+        }
+        if expected.2 != position(&enforced) {
+            return Err(format!(
+                "observe mode stands at {:?} after step {i} ({op:?}); enforce mode with the same calls run at {:?}",
+                expected.2,
+                position(&enforced)
+            ));
+        }
+        let seen = policy.apply(op).await;
+        if seen != expected {
+            return Err(format!(
+                "orch policy (observe) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
+            ));
+        }
+        let seen = modern.apply(op).await;
+        let expected = match op {
+            Op::ForeignAnswer { .. } => (Decision::Skipped, expected.1, expected.2),
+            _ => expected,
+        };
+        if seen != expected {
+            return Err(format!(
+                "orch mcp (observe) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
+            ));
+        }
+    }
+    let logged = logs[0].calls();
+    let wanted: Vec<_> = would_decide
+        .into_iter()
+        .map(|(tool, (decision, outcome))| (tool, decision, outcome))
+        .collect();
+    // An admitted call's record has no outcome; a refused one's is its kind.
+    if logged != wanted {
+        return Err(format!(
+            "the reference logged {logged:?}; enforce mode decides {wanted:?}"
+        ));
+    }
+    for (log, surface) in logs
+        .iter()
+        .zip(["the reference", "orch policy", "orch mcp"])
+    {
+        if log.calls() != wanted {
+            return Err(format!(
+                "{surface} logged {:?}; enforce mode decides {wanted:?}",
+                log.calls()
+            ));
+        }
+        if !wanted.is_empty() && !log.all_observed() {
+            return Err(format!(
+                "{surface} logged a record without `\"mode\":\"observe\"`"
+            ));
+        }
+    }
+    Ok(wanted.iter().filter(|(_, d, _)| d != "admitted").count())
+}
+
+/// Observe mode decides alike on every surface, and as enforce mode would with the same
+/// calls run ([`observe_run`]), on a fixed seed.
+#[test]
+fn observe_mode_runs_every_call_and_logs_what_enforce_mode_would_decide() {
+    let cases = std::env::var("ORCH_DIFFERENTIAL_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(48);
+    let strategy = (template(), proptest::collection::vec(op(), 1..11));
+    static WOULD_REFUSE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    orch_test_support::events::check(cases, strategy, |(template, ops)| {
+        let compiled = orch_codegen::compile_json(&template.to_string(), None);
+        prop_assume!(compiled.to_machine().is_some());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let outcome = runtime.block_on(observe_run(&template, &ops));
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        match outcome {
+            Ok(would_refuse) => {
+                WOULD_REFUSE.fetch_add(would_refuse, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(divergence) => prop_assert!(false, "{divergence}\ntemplate: {template}"),
+        }
+        Ok(())
+    });
+    // The streams must reach calls enforce mode refuses or asks about.
+    assert!(
+        WOULD_REFUSE.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no call would have been refused"
     );
 }

@@ -13,9 +13,11 @@
 use orch_agent::RefusalKind;
 use pyo3::prelude::*;
 
+mod answers;
 mod errors;
 mod machine;
 
+use answers::*;
 use errors::*;
 use machine::*;
 

@@ -1,8 +1,9 @@
 //! A compiled template (`Machine`: `compile`, `load`, its tools, steps, warnings and
-//! verification) and the sessions it makes (`Session`, driven by tool names), with what
-//! their calls answer: `Refusal`, `Begin`, `Answered`. The two classes refer to each
+//! verification) and the sessions it makes (`Session`, driven by tool names). The two
+//! classes refer to each
 //! other (a machine makes sessions, a session keeps its machine), so they live together.
 
+use crate::answers::{Answered, Begin, Refusal};
 use crate::errors::{diagnostics, Diagnostic, SnapshotError, TemplateError};
 use orch_agent::hosted::HostedSession;
 use orch_agent::run_host;
@@ -28,6 +29,8 @@ pub(crate) struct Machine {
     pub(crate) names: Vec<Py<PyString>>,
     /// The tools' indices by name.
     pub(crate) index: std::collections::HashMap<Box<str>, usize>,
+    /// Enforce the template, or only judge and record (every session made from it).
+    pub(crate) mode: orch_agent::Mode,
 }
 
 impl Machine {
@@ -53,7 +56,11 @@ pub(crate) fn build(
     source: &str,
     path: &str,
     prove_properties: bool,
+    mode: &str,
 ) -> PyResult<Machine> {
+    let mode: orch_agent::Mode = mode
+        .parse()
+        .map_err(|e: orch_agent::UnknownMode| PyValueError::new_err(e.to_string()))?;
     let options = orch_codegen::CheckOptions {
         prove_properties,
         ..Default::default()
@@ -84,31 +91,45 @@ pub(crate) fn build(
         warnings: diagnostics(placed),
         names,
         index,
+        mode,
     })
 }
 
 /// Compiles a template from its JSON text. Raises `TemplateError` (every diagnostic in
 /// `.diagnostics`) when it has errors; warnings are on the machine. With
 /// `prove_properties=False` a violated safety property is not an error: `verify()`
-/// reports it with its witness.
+/// reports it with its witness. `mode="observe"`: the machine's sessions judge every
+/// call as in `"enforce"` mode but refuse and ask nothing (docs/rollout.md).
 #[pyfunction]
-#[pyo3(signature = (template, /, *, prove_properties = true))]
-pub(crate) fn compile(py: Python<'_>, template: &str, prove_properties: bool) -> PyResult<Machine> {
-    build(py, template, "template.json", prove_properties)
+#[pyo3(signature = (template, /, *, prove_properties = true, mode = "enforce"))]
+pub(crate) fn compile(
+    py: Python<'_>,
+    template: &str,
+    prove_properties: bool,
+    mode: &str,
+) -> PyResult<Machine> {
+    build(py, template, "template.json", prove_properties, mode)
 }
 
 /// Reads and compiles a template file (`str` or `os.PathLike`), as [`compile`].
 #[pyfunction]
-#[pyo3(signature = (path, /, *, prove_properties = true))]
+#[pyo3(signature = (path, /, *, prove_properties = true, mode = "enforce"))]
 pub(crate) fn load(
     py: Python<'_>,
     path: std::path::PathBuf,
     prove_properties: bool,
+    mode: &str,
 ) -> PyResult<Machine> {
     let source = std::fs::read_to_string(&path).map_err(|e| {
         pyo3::exceptions::PyOSError::new_err(format!("cannot read {}: {e}", path.display()))
     })?;
-    build(py, &source, &path.display().to_string(), prove_properties)
+    build(
+        py,
+        &source,
+        &path.display().to_string(),
+        prove_properties,
+        mode,
+    )
 }
 
 #[pymethods]
@@ -145,6 +166,13 @@ impl Machine {
         self.machine.lost_rule(tool).as_str()
     }
 
+    /// `"enforce"`, or `"observe"`: sessions judge and record every call and refuse
+    /// and ask nothing.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.mode.as_str()
+    }
+
     /// The steps, in declaration order.
     #[getter]
     fn steps(&self) -> Vec<String> {
@@ -162,7 +190,8 @@ impl Machine {
     /// step's patterns.
     #[pyo3(signature = (available = None))]
     fn session(slf: &Bound<'_, Self>, available: Option<Vec<String>>) -> Session {
-        let hosted = HostedSession::new(Arc::clone(&slf.get().machine), available);
+        let mut hosted = HostedSession::new(Arc::clone(&slf.get().machine), available);
+        hosted.set_mode(slf.get().mode);
         Session {
             machine: slf.clone().unbind(),
             hosted,
@@ -179,8 +208,10 @@ impl Machine {
         snapshot: &[u8],
         available: Option<Vec<String>>,
     ) -> PyResult<Session> {
-        let hosted = HostedSession::restore(Arc::clone(&slf.get().machine), snapshot, available)
-            .map_err(|e| SnapshotError::new_err(e.to_string()))?;
+        let mut hosted =
+            HostedSession::restore(Arc::clone(&slf.get().machine), snapshot, available)
+                .map_err(|e| SnapshotError::new_err(e.to_string()))?;
+        hosted.set_mode(slf.get().mode);
         Ok(Session {
             machine: slf.clone().unbind(),
             hosted,
@@ -283,72 +314,6 @@ pub(crate) fn question_id(text: &str) -> Option<orch_runtime::QuestionId> {
         .then(|| u64::from_str_radix(text, 16).ok())
         .flatten()
         .map(orch_runtime::QuestionId::new)
-}
-
-/// Why a tool may not run now: `kind` (`not_allowed`, `out_of_sequence`,
-/// `broken_rule`, `unknown_tool`, `unavailable`, `needs_approval`, `rejected`,
-/// `stale_answer`, `busy`,
-/// `outcome_unknown`, `already_ran`)
-/// and `message`, the words
-/// orch sends a model everywhere (what is expected next, what is allowed now).
-#[pyclass(frozen, get_all, module = "orch._orch")]
-pub(crate) struct Refusal {
-    /// The tool refused.
-    pub(crate) tool: String,
-    /// Why, as a stable word.
-    pub(crate) kind: &'static str,
-    /// Why, in words for the model.
-    pub(crate) message: String,
-    /// The rule on arguments that refused the call (`broken_rule`), by name.
-    pub(crate) rule: Option<String>,
-}
-
-#[pymethods]
-impl Refusal {
-    fn __repr__(&self) -> String {
-        format!("<Refusal {} ({}): {}>", self.tool, self.kind, self.message)
-    }
-
-    fn __str__(&self) -> String {
-        self.message.clone()
-    }
-}
-
-/// What `Session.begin` came to: `action` (`run`, `refused`, `ask`, `again`), the
-/// `refusal` the model is told when the call does not run, and for `ask` the
-/// `question`'s identity (16 hex digits).
-#[pyclass(frozen, get_all, module = "orch._orch")]
-pub(crate) struct Begin {
-    /// `run`, `refused`, `ask` or `again`.
-    pub(crate) action: &'static str,
-    /// Why it does not run (`None` for `run`).
-    pub(crate) refusal: Option<Py<Refusal>>,
-    /// The question asked (`ask` only).
-    pub(crate) question: Option<String>,
-}
-
-#[pymethods]
-impl Begin {
-    fn __repr__(&self) -> String {
-        format!("<Begin {}>", self.action)
-    }
-}
-
-/// What `Session.answer_call` came to: `outcome` (`applied`, `repeated`, `late`,
-/// `foreign`, `unknown`) and, when it did not apply, the `refusal` the model is told.
-#[pyclass(frozen, get_all, module = "orch._orch")]
-pub(crate) struct Answered {
-    /// `applied`, `repeated`, `late`, `foreign` or `unknown`.
-    pub(crate) outcome: &'static str,
-    /// Why nothing runs on it (`None` when it applied).
-    pub(crate) refusal: Option<Py<Refusal>>,
-}
-
-#[pymethods]
-impl Answered {
-    fn __repr__(&self) -> String {
-        format!("<Answered {}>", self.outcome)
-    }
 }
 
 /// One conversation's workflow state. Not thread-safe by design: one per conversation,
@@ -722,6 +687,13 @@ impl Session {
     #[getter]
     fn forced_tool(&self) -> Option<String> {
         self.hosted.forced_tool()
+    }
+
+    /// `"enforce"`, or `"observe"` (its machine's mode): every call is judged as in
+    /// enforce mode, and none is refused or asked about.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.hosted.mode().as_str()
     }
 
     /// The tools the sequence waits for when the host has none of them, if so.

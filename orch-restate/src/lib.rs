@@ -184,8 +184,20 @@ impl Runs {
 
     /// Serves runs of `machine` (under its template name), its tools run by `tools`.
     /// A second template of the same name replaces the first.
-    pub fn template(mut self, machine: DynMachine, tools: impl Tools) -> Self {
-        let policy = Policy::new(machine.tools().iter().cloned());
+    pub fn template(self, machine: DynMachine, tools: impl Tools) -> Self {
+        self.template_in(machine, tools, orch_agent::Mode::Enforce)
+    }
+
+    /// [`Runs::template`] in `mode`: with [`orch_agent::Mode::Observe`] every call of
+    /// the template's runs is judged and recorded as in enforce mode, and runs — nothing
+    /// is refused, nothing asked (docs/rollout.md). `status` says the mode.
+    pub fn template_in(
+        mut self,
+        machine: DynMachine,
+        tools: impl Tools,
+        mode: orch_agent::Mode,
+    ) -> Self {
+        let policy = Policy::new(machine.tools().iter().cloned()).in_mode(mode);
         self.templates.insert(
             machine.name().to_owned(),
             Template {

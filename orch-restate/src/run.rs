@@ -101,6 +101,10 @@ pub struct Status {
     /// its runs.
     #[serde(default)]
     pub forgotten: u32,
+    /// `enforce`, or `observe` when the template's calls are judged and recorded but
+    /// never refused or asked about ([`Runs::template_in`](crate::Runs::template_in)).
+    #[serde(default)]
+    pub mode: orch_agent::Mode,
 }
 
 /// The run virtual object (`OrchRun`): one object per run, keyed by the run's id.
@@ -506,7 +510,8 @@ fn status(template: &Template, session: &DynSession<'_>, migrated: bool) -> Stat
     Status {
         template: template.machine.name().to_owned(),
         step: session.step().map(str::to_owned),
-        forced: orch_agent::Policy::forced_among(session, &allowed).map(str::to_owned),
+        forced: template.policy.forced(session),
+        mode: template.policy.mode(),
         allowed,
         expected: session.expected().map(owned),
         history: session

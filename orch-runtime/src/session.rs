@@ -363,6 +363,15 @@ impl<M: Machine> Session<M> {
         self.admit_ref(Self::tool_ref(name), call)
     }
 
+    /// A call of the tool `name` that ran without this session admitting it (a host in
+    /// observe mode, a simulation), stored as admitting it would store it: its arguments
+    /// remembered where rules read them, its charges made to the budgets. Nothing is
+    /// judged; record it with [`Session::record_name`] as any call.
+    pub fn ran_call_name(&mut self, name: &str, call: &Call<'_>) {
+        self.state
+            .ran_call(M::tables(), Self::tool_ref(name), call, M::matchers());
+    }
+
     fn admit_ref(&mut self, tool: ToolRef<'_>, call: &Call<'_>) -> Result<(), SessionRefusal<M>> {
         let result = self.state.admit_call(
             M::tables(),

@@ -5,6 +5,7 @@ use super::record::{
     AuditEvent, CheckpointRecord, CheckpointSignature, CheckpointSigner, DecisionRecord, Position,
     Rule, RECORD_VERSION,
 };
+use crate::policy::mode::Mode;
 use crate::policy::orchestrated::Orchestrated;
 use crate::policy::refusal::RefusalKind;
 use std::io::Write;
@@ -272,7 +273,7 @@ impl Auditor {
     }
 
     /// Writes the record of `event`, which took `session` from `before` to where it
-    /// stands now.
+    /// stands now, decided by a policy that enforces its decisions.
     #[allow(clippy::too_many_arguments)]
     pub fn emit<S: Orchestrated + ?Sized>(
         &self,
@@ -284,6 +285,22 @@ impl Auditor {
         outcome: Option<String>,
         message: Option<String>,
     ) {
+        let decided = (decision, rule, outcome, message);
+        self.emit_in(Mode::Enforce, session, before, event, decided);
+    }
+
+    /// [`Auditor::emit`] by a policy in `mode`: the record says the mode when it is
+    /// [`Mode::Observe`] (its decision was recorded, not enforced). `decided` is the
+    /// decision, the rule, the outcome and orch's message.
+    pub fn emit_in<S: Orchestrated + ?Sized>(
+        &self,
+        mode: Mode,
+        session: &S,
+        before: Position,
+        event: AuditEvent,
+        decided: (&str, Option<Rule>, Option<String>, Option<String>),
+    ) {
+        let (decision, rule, outcome, message) = decided;
         let record = DecisionRecord {
             v: RECORD_VERSION,
             seq: 0,
@@ -297,6 +314,7 @@ impl Auditor {
             rule,
             outcome,
             message,
+            mode,
             prev: None,
             hash: None,
         };

@@ -1,6 +1,7 @@
 //! What a decision log holds: the events, positions and rules of each decision record,
 //! the checkpoints, and the traits that sign and check them.
 
+use crate::policy::mode::Mode;
 use crate::policy::orchestrated::Orchestrated;
 use orch_runtime::{CallDigest, QuestionId};
 use serde::{Deserialize, Serialize};
@@ -159,6 +160,30 @@ pub enum Rule {
     },
 }
 
+impl Rule {
+    /// The rule in a few words, for a counter's attribute and a report's totals:
+    /// `argument known-recipient`, `sequence Checkout`, `step Browse`, `denied Browse
+    /// delete_*`, `gate Paid`, `gate`, `host`, `no step`.
+    pub fn label(&self) -> String {
+        match self {
+            Rule::NoStep => "no step".to_owned(),
+            Rule::Step {
+                step,
+                pattern: Some(p),
+            } => format!("denied {step} {p}"),
+            Rule::Step {
+                step,
+                pattern: None,
+            } => format!("step {step}"),
+            Rule::Sequence { step, .. } => format!("sequence {step}"),
+            Rule::Host => "host".to_owned(),
+            Rule::Gate { step: Some(step) } => format!("gate {step}"),
+            Rule::Gate { step: None } => "gate".to_owned(),
+            Rule::Argument { name, .. } => format!("argument {name}"),
+        }
+    }
+}
+
 /// One decision, as written to a sink (one JSON object per line).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,6 +219,11 @@ pub struct DecisionRecord {
     /// orch's own words for a refusal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The mode of the policy that decided: absent for [`Mode::Enforce`]; `observe` when
+    /// the decision was recorded and not enforced — a call recorded as `refused` or
+    /// `needs_approval` ran all the same (docs/rollout.md).
+    #[serde(default, skip_serializing_if = "Mode::is_enforce")]
+    pub mode: Mode,
     /// The SHA-256 (hex) of the previous record of a chained log (`None` for the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,

@@ -52,6 +52,9 @@ pub trait Orchestrated {
     /// Closes the question `question` about `call` without an answer (it expired):
     /// `false`, changing nothing, when the session no longer holds it.
     fn dismiss_question(&mut self, call: CallDigest, question: QuestionId) -> bool;
+    /// A call of `name` that ran without being admitted (observe mode): stored as
+    /// admitting it would store it, nothing judged.
+    fn ran_call(&mut self, name: &str, call: &Call<'_>);
     /// Records that the tool `name` ran: the outcome's name (`advanced`, `completed`,
     /// `free`, `out_of_sequence`, `not_allowed`).
     fn record_tool(&mut self, name: &str) -> &'static str;
@@ -183,6 +186,10 @@ impl<M: Machine> Orchestrated for Session<M> {
         self.dismiss(call, question)
     }
 
+    fn ran_call(&mut self, name: &str, call: &Call<'_>) {
+        self.ran_call_name(name, call);
+    }
+
     fn record_tool(&mut self, name: &str) -> &'static str {
         self.record_name(name).as_str()
     }
@@ -284,6 +291,10 @@ impl Orchestrated for DynSession<'_> {
 
     fn dismiss_question(&mut self, call: CallDigest, question: QuestionId) -> bool {
         self.dismiss(call, question)
+    }
+
+    fn ran_call(&mut self, name: &str, call: &Call<'_>) {
+        DynSession::ran_call(self, name, call);
     }
 
     fn record_tool(&mut self, name: &str) -> &'static str {

@@ -276,7 +276,8 @@ impl<S: SessionStore + 'static> Shared<S> {
         token: u64,
         outcome: run::Ended,
     ) -> Result<run::Settled, McpError> {
-        let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+        let policy =
+            Policy::new(self.tools().iter().map(|t| t.name.to_string())).in_mode(self.limits.mode);
         let policy = self.judge(policy, id);
         let reservation = Reservation {
             token,

@@ -67,7 +67,8 @@ impl<S: SessionStore + 'static> Shared<S> {
 
     /// The rules for answering in run `id`, recorded in the decision log.
     fn answering(&self, id: &str) -> Policy {
-        let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+        let policy =
+            Policy::new(self.tools().iter().map(|t| t.name.to_string())).in_mode(self.limits.mode);
         self.judge(policy, id)
     }
 }
@@ -124,7 +125,8 @@ impl<S: SessionStore + 'static> Desk for Shared<S> {
 impl<S: SessionStore + 'static> Shared<S> {
     /// The runs as the approvals API reads them: restored with the upstream's tools.
     fn reading(&self) -> Reading<'_, S> {
-        let policy = Policy::new(self.tools().iter().map(|t| t.name.to_string()));
+        let policy =
+            Policy::new(self.tools().iter().map(|t| t.name.to_string())).in_mode(self.limits.mode);
         Reading {
             store: &self.store,
             machine: &self.machine,

@@ -132,7 +132,8 @@ impl<S: SessionStore + 'static> Downstream<S> {
             Some(session) if !modern => session.tools.get(),
             _ => self.shared.tools(),
         };
-        let policy = Policy::new(tools.iter().map(|t| t.name.to_string()));
+        let policy =
+            Policy::new(tools.iter().map(|t| t.name.to_string())).in_mode(self.shared.limits.mode);
         (tools, policy)
     }
 

@@ -176,6 +176,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
             &run,
             &serde_json::to_string(&context.id).unwrap_or_default(),
             &context.meta,
+            self.shared.limits.mode,
         );
         let mut response = span.run(self.call(request, context)).await?;
         span.answered(&response);

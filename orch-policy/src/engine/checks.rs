@@ -21,11 +21,14 @@ impl<S: SessionStore + 'static> Engine<S> {
         // The call is read once: its tool and run name the span, then it is judged.
         let (span, decided) = match self.read_request(&request) {
             Ok((run, call)) => {
-                let span = crate::telemetry::check(parent, &call.tool, &run);
+                let span = crate::telemetry::check(parent, &call.tool, &run, self.options.mode);
                 let decided = span.run(self.admit(&run, call)).await;
                 (span, decided)
             }
-            Err(error) => (crate::telemetry::check(parent, "", ""), Err(error)),
+            Err(error) => (
+                crate::telemetry::check(parent, "", "", self.options.mode),
+                Err(error),
+            ),
         };
         span.decided(match &decided {
             Ok(_) => "admitted",

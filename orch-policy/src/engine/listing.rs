@@ -24,7 +24,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             };
             names.push(self.judged_name(name, &response.service_names).to_owned());
         }
-        let policy = Policy::new(names.clone());
+        let policy = Policy::new(names.clone()).in_mode(self.options.mode);
         let record = match self.store.load(&run).await {
             Err(e) => return Err(failed(&run, RunError::Store(e))),
             Ok(None) => Record::default(),

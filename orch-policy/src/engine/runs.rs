@@ -50,7 +50,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             (false, _) => {
                 let mut host = self.machine.tools().to_vec();
                 host.push(tool.to_owned());
-                Policy::new(host)
+                Policy::new(host).in_mode(self.options.mode)
             }
         };
         Cow::Owned(match &self.options.audit {

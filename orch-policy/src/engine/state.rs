@@ -55,7 +55,7 @@ pub(super) const MAX_KEPT_SESSIONS: usize = 4096;
 impl<S: SessionStore + 'static> Engine<S> {
     pub(crate) fn new(machine: DynMachine, store: S, options: Options) -> Self {
         Engine {
-            declared: Policy::new(machine.tools().to_vec()),
+            declared: Policy::new(machine.tools().to_vec()).in_mode(options.mode),
             machine,
             store,
             permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),

@@ -3,7 +3,7 @@
 import os
 from typing import Final, Optional, Union, final
 
-from ._types import Action, AnswerOutcome, Finding, LostRule, Outcome, RefusalKind, ResultKind, Severity, Verdict
+from ._types import Action, AnswerOutcome, Finding, LostRule, Mode, Outcome, RefusalKind, ResultKind, Severity, Verdict
 
 __all__ = [
     "compile",
@@ -109,6 +109,9 @@ class Machine:
     def has_gates(self) -> bool:
         """Does the template gate any tool behind a human's approval (``approve``)?"""
     @property
+    def mode(self) -> Mode:
+        """``"enforce"``, or ``"observe"``: its sessions refuse and ask nothing."""
+    @property
     def warnings(self) -> list[Diagnostic]: ...
     def lost_rule(self, tool: str) -> LostRule:
         """What a lost result of a call of ``tool`` means (``lostResults``): ``"retry"``, ``"ran"`` or ``"hold"`` (the default)."""
@@ -213,6 +216,9 @@ class Session:
         unfinished sequence expects when it is the only one allowed, while no human's
         question or rejection is held)."""
     @property
+    def mode(self) -> Mode:
+        """Its machine's mode: in ``"observe"`` every call is judged and runs."""
+    @property
     def blocked_on(self) -> Optional[list[str]]: ...
     @property
     def history(self) -> list[Optional[str]]: ...
@@ -226,13 +232,19 @@ class Session:
     def snapshot(self) -> bytes:
         """The binary snapshot format of the Rust crates."""
 
-def compile(template: str, /, *, prove_properties: bool = True) -> Machine:
+def compile(
+    template: str, /, *, prove_properties: bool = True, mode: Mode = "enforce"
+) -> Machine:
     """Compiles a template's JSON text; raises ``TemplateError`` with every diagnostic.
 
     With ``prove_properties=False`` a violated safety property is not an error (E023):
-    ``Machine.verify()`` reports it with its witness, as ``orch verify`` does."""
+    ``Machine.verify()`` reports it with its witness, as ``orch verify`` does.
+    ``mode="observe"``: its sessions judge every call as in ``"enforce"`` mode and
+    refuse and ask nothing (docs/rollout.md)."""
 
-def load(path: Union[str, os.PathLike[str]], /, *, prove_properties: bool = True) -> Machine:
+def load(
+    path: Union[str, os.PathLike[str]], /, *, prove_properties: bool = True, mode: Mode = "enforce"
+) -> Machine:
     """Reads and compiles a template file, as ``compile``."""
 
 def reminder(tool: str) -> str:

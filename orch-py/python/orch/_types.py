@@ -12,6 +12,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "LostRule",
+    "Mode",
     "Outcome",
     "RefusalKind",
     "ResultKind",
@@ -49,6 +50,9 @@ Verdict = Literal["pending", "approved", "rejected"]
 
 LostRule = Literal["retry", "hold", "ran"]
 """What a call whose result never came means (``lostResults``; ``hold`` is the default)."""
+
+Mode = Literal["enforce", "observe"]
+"""Whether a machine's sessions enforce its decisions or only judge and record them."""
 
 Severity = Literal["error", "warning"]
 
