@@ -325,7 +325,7 @@ impl Policy {
                 .map_err(|refusal| self.refusal(session, tool, refusal))
         });
         if let Some((auditor, before, held, admitting)) = audit {
-            let event = Self::call_event(&*session, tool, call);
+            let event = self.call_event(&*session, tool, call);
             match &result {
                 Ok(()) => {
                     // An approval consumed: the gate decided, with the human.
@@ -443,15 +443,18 @@ impl Policy {
             },
         };
         if let Some(auditor) = &self.auditor {
-            let event = Self::call_event(session, tool, call);
+            let event = self.call_event(session, tool, call);
             self.log_refusal(auditor, session, Position::of(session), event, &refusal);
         }
         Some(refusal)
     }
 
-    /// The record of a call presented: its arguments kept only when a rule on
-    /// arguments judges them (so that a replay judges them again).
+    /// The record of a call presented: its arguments kept when a rule on arguments
+    /// judges them (so that a replay judges them again), and by a policy in
+    /// [`Mode::Observe`] always (so that a what-if replay can judge them under rules
+    /// the template does not have yet).
     fn call_event<S: Orchestrated + ?Sized>(
+        &self,
         session: &S,
         tool: &str,
         call: &Call<'_>,
@@ -459,8 +462,7 @@ impl Policy {
         AuditEvent::Call {
             tool: tool.to_owned(),
             call: call.digest,
-            arguments: session
-                .argument_rules_apply(tool)
+            arguments: (self.mode == Mode::Observe || session.argument_rules_apply(tool))
                 .then(|| call.arguments.to_owned()),
             at: call.at,
         }

@@ -14,6 +14,7 @@ mod console;
 mod console_command;
 mod graph;
 mod input;
+mod learn_command;
 mod mcp;
 mod policy;
 mod report;
@@ -21,6 +22,7 @@ mod resolve;
 mod serving;
 mod simulate;
 mod verify;
+mod whatif_command;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use orch_codegen::diagnostic;
@@ -149,18 +151,31 @@ enum Command {
         #[command(subcommand)]
         action: AuditAction,
     },
-    /// Re-derive every decision of a decision log from its events alone, under a
-    /// template, and report the first record that does not follow (another template, a
-    /// tampered log) with its line. Exit 0 when every record follows, 1 at the first
-    /// that does not, 2 on usage or I/O errors.
+    /// `orch replay TEMPLATE LOG`: re-derive every decision of a decision log from its
+    /// events alone, under the template it was written with, and report the first
+    /// record that does not follow (another template, a tampered log) with its line;
+    /// exit 0 when every record follows, 1 at the first that does not.
+    ///
+    /// `orch replay LOG --template NEW.json`: what-if — judge the log's calls under
+    /// another template (or version), as the runs actually went, and report every call
+    /// it decides otherwise and the totals ("would refuse 12 of 40,312 calls: 9 by
+    /// `argument known-recipient`, ..."). LOG may also be an OpenAI or Anthropic
+    /// transcript, as `orch check-trace` reads them. Exit 0 when no call that ran would
+    /// be refused or asked about, 1 when some would (docs/rollout.md).
+    ///
+    /// Both exit 2 on usage or I/O errors.
     Replay {
-        /// The template file.
+        /// The template file, then the log; with --template, the log alone.
         file: String,
         /// The decision log (JSON lines), or `-` for standard input.
-        log: String,
-        /// Output format: `human` or `json` (one object).
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        log: Option<String>,
+        /// What-if: the template to judge the log's calls under.
+        #[arg(long, value_name = "NEW.json")]
+        template: Option<String>,
+        /// Output format: `human`, `json` (one object; for a what-if one object per
+        /// changed call and `{"summary": ...}` last) or `sarif` (a what-if only).
+        #[arg(long, value_enum, default_value_t = whatif_command::ReplayFormat::Human)]
+        format: whatif_command::ReplayFormat,
     },
     /// Grade a recorded conversation against a template: which tool calls the workflow
     /// would have refused and why, which of them ran anyway, which steps were visited,
@@ -177,6 +192,14 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
+    /// A first template from what agents did: decision logs (observe mode keeps every
+    /// call's arguments) or OpenAI/Anthropic transcripts. It keeps the tools that ran,
+    /// the orders that held in every run (as steps), the argument values that were few
+    /// or shared a domain (as rules), and proposes approvals for tools whose names say
+    /// they change something — each explained in its description. Checked before it is
+    /// written: it compiles and admits every call it learned from. Exit 0 when written,
+    /// 1 when that check fails, 2 on usage or I/O errors (docs/rollout.md).
+    Learn(Box<learn_command::Args>),
     /// Print the Rust module that build.rs would generate for a template.
     Gen {
         /// The template file.
@@ -338,7 +361,33 @@ fn main() -> ExitCode {
         Command::Audit {
             action: AuditAction::Keygen { prefix },
         } => audit_keygen_cmd(&prefix),
-        Command::Replay { file, log, format } => replay_cmd(&file, &log, format),
+        Command::Replay {
+            file,
+            log,
+            template,
+            format,
+        } => match (log, template, format) {
+            (None, Some(template), format) => whatif_command::whatif_cmd(&template, &file, format),
+            (Some(_), Some(_), _) => {
+                eprintln!("error: with --template, give the log alone: `orch replay LOG --template NEW.json`");
+                USAGE_OR_IO
+            }
+            (None, None, _) => {
+                eprintln!("error: give the template and the log (`orch replay TEMPLATE LOG`), or the log and --template NEW.json");
+                USAGE_OR_IO
+            }
+            (Some(_), None, whatif_command::ReplayFormat::Sarif) => {
+                eprintln!("error: --format sarif is for a what-if replay (--template)");
+                USAGE_OR_IO
+            }
+            (Some(log), None, whatif_command::ReplayFormat::Json) => {
+                replay_cmd(&file, &log, Format::Json)
+            }
+            (Some(log), None, whatif_command::ReplayFormat::Human) => {
+                replay_cmd(&file, &log, Format::Human)
+            }
+        },
+        Command::Learn(args) => learn_command::run(&args),
         Command::CheckTrace {
             file,
             trace,

@@ -10,7 +10,9 @@
 //!   ExtMcp phases as agentgateway does;
 //! - `otel` (feature `otel`): attributes of exported OpenTelemetry spans;
 //! - `events` (feature `events`): proptest strategies for event streams and random
-//!   templates, and a deterministic runner.
+//!   templates, and a deterministic runner;
+//! - `traffic` (feature `traffic`): decision logs of recorded traffic, for the rollout
+//!   tools.
 //!
 //! Every process it starts is stopped when its handle is dropped, however a test ends.
 
@@ -27,3 +29,5 @@ pub mod pacing;
 pub mod redis;
 pub mod scratch;
 pub mod templates;
+#[cfg(feature = "traffic")]
+pub mod traffic;

@@ -111,6 +111,11 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
             policy,
             derived,
         } = run;
+        // A run may be switched between enforcing and observing: each record is derived
+        // in the mode it was decided in.
+        if policy.mode() != logged.mode {
+            *policy = std::mem::take(policy).in_mode(logged.mode);
+        }
         apply(policy, session, &logged.event);
         let derived = derived.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let Some(derived) = derived else {
@@ -120,7 +125,7 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
                 "no record (the host's tools did not change)".into(),
             ));
         };
-        let fields: [(&str, String, String); 6] = [
+        let fields: [(&str, String, String); 7] = [
             (
                 "decision",
                 logged.decision.clone(),
@@ -131,6 +136,7 @@ pub fn replay(machine: &orch_runtime::DynMachine, log: &str) -> Result<Replayed,
             ("message", show(&logged.message), show(&derived.message)),
             ("before", show(&logged.before), show(&derived.before)),
             ("after", show(&logged.after), show(&derived.after)),
+            ("mode", show(&logged.mode), show(&derived.mode)),
         ];
         if let Some((field, l, d)) = fields.into_iter().find(|(_, l, d)| l != d) {
             return Err(diverge(field, l, d));
@@ -150,7 +156,7 @@ fn apply(
     match event {
         AuditEvent::Tools { names } => {
             let auditor = policy.auditor().cloned();
-            *policy = crate::policy::Policy::new(names.iter().cloned());
+            *policy = crate::policy::Policy::new(names.iter().cloned()).in_mode(policy.mode());
             if let Some(auditor) = auditor {
                 *policy = policy.clone().audited(auditor);
             }

@@ -32,7 +32,7 @@ impl Policy {
         let event = self
             .auditor
             .as_ref()
-            .map(|_| Self::call_event(session, tool, call));
+            .map(|_| self.call_event(session, tool, call));
         session.ran_call(tool, call);
         crate::telemetry::count_would_refuse(&rule, refusal.kind.as_str());
         if let (Some(auditor), Some(before), Some(event)) = (&self.auditor, before, event) {
