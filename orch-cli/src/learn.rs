@@ -23,6 +23,7 @@
 //! admits every call that ran in the traces it learned from.
 
 use crate::trace::TraceEvent;
+use crate::whatif::{thousands, Logged};
 use orch_agent::audit::{is_checkpoint, AuditEvent, DecisionRecord};
 use orch_agent::Policy;
 use orch_runtime::dynamic::DynMachine;
@@ -153,7 +154,7 @@ impl Learner {
             if line.trim().is_empty() || is_checkpoint(line) {
                 continue;
             }
-            let record: DecisionRecord = serde_json::from_str(line)
+            let record: Logged<'_> = serde_json::from_str(line)
                 .map_err(|e| LearnError(format!("line {}: not a decision record: {e}", i + 1)))?;
             match record.event {
                 AuditEvent::Call {
@@ -163,10 +164,12 @@ impl Learner {
                         self.without_arguments += 1;
                     }
                     let arguments = arguments.and_then(|a| serde_json::from_str(&a).ok());
-                    open.entry(record.run).or_default().push((tool, arguments));
+                    open.entry(record.run.into_owned())
+                        .or_default()
+                        .push((tool, arguments));
                 }
                 AuditEvent::Record { tool, .. } => {
-                    let calls = open.entry(record.run.clone()).or_default();
+                    let calls = open.entry(record.run.to_string()).or_default();
                     let arguments = match calls.iter().rposition(|(t, _)| *t == tool) {
                         Some(k) => calls.remove(k).1,
                         None => None,
@@ -175,7 +178,7 @@ impl Learner {
                 }
                 AuditEvent::Reset => {
                     // A reset starts a new run as far as orders go.
-                    if let Some(calls) = self.runs.remove(&record.run) {
+                    if let Some(calls) = self.runs.remove(record.run.as_ref()) {
                         let n = self.runs.len();
                         self.runs.insert(format!("{}#{n}", record.run), calls);
                     }
@@ -223,8 +226,8 @@ impl Learner {
     pub fn template(&self, name: &str) -> Value {
         let mut notes = vec![format!(
             "Learned by `orch learn` from {} calls that ran in {} runs ({}). Review every rule before you enforce it: run it in observe mode first (docs/rollout.md).",
-            self.calls(),
-            self.runs.len(),
+            thousands(self.calls() as u64),
+            thousands(self.runs.len() as u64),
             self.sources.join(", ")
         )];
         if self.not_run > 0 {
@@ -473,6 +476,10 @@ impl Learner {
         for v in values {
             if !distinct.contains(v) {
                 distinct.push(v);
+                if distinct.len() > self.max_values {
+                    // Many values: no `oneOf` (and no need to count them all).
+                    return None;
+                }
             }
         }
         if scalar && distinct.len() <= self.max_values && values.len() >= 2 * distinct.len() {

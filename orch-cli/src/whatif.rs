@@ -14,12 +14,37 @@
 //! Memory stays flat in the length of the log: it is read a line at a time, and what is
 //! kept is one session per run (a few hundred bytes each).
 
-use orch_agent::audit::{rule_of, AuditEvent, DecisionRecord, Rule};
+use orch_agent::audit::{rule_of, AuditEvent, Rule};
 use orch_agent::{Mode, Orchestrated, Policy, Refusal, RefusalKind};
 use orch_runtime::dynamic::{DynMachine, DynSession};
 use orch_runtime::{Call, CallDigest};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// What a what-if reads of one decision record (a line of a decision log): the run, the
+/// event, and what was decided — the rest (time, positions, hashes) is skipped unread.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct Logged<'a> {
+    /// The run.
+    #[serde(borrow)]
+    pub run: Cow<'a, str>,
+    /// What happened.
+    pub event: AuditEvent,
+    /// What was decided.
+    #[serde(borrow)]
+    pub decision: Cow<'a, str>,
+    /// The rule that decided a call.
+    #[serde(default)]
+    pub rule: Option<Rule>,
+    /// The refusal kind, or a record's outcome.
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// The mode of the policy that decided.
+    #[serde(default)]
+    pub mode: Mode,
+}
 
 /// How a call was, or would be, decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,13 +255,16 @@ pub fn thousands(n: u64) -> String {
 /// One run, replayed under the new template.
 struct Run<'m> {
     session: DynSession<'m>,
-    policy: Policy,
+    /// The rules for its host's tools (shared by the runs of the same tools).
+    policy: Arc<Policy>,
 }
 
 /// A what-if replay under one template.
 pub struct WhatIf<'m> {
     machine: &'m DynMachine,
     runs: HashMap<String, Run<'m>>,
+    /// The rules for each set of host tools seen (a few: runs share them).
+    policies: Vec<Arc<Policy>>,
     totals: Totals,
 }
 
@@ -246,6 +274,7 @@ impl<'m> WhatIf<'m> {
         WhatIf {
             machine,
             runs: HashMap::new(),
+            policies: Vec::new(),
             totals: Totals::default(),
         }
     }
@@ -255,9 +284,24 @@ impl<'m> WhatIf<'m> {
         &self.totals
     }
 
+    /// The rules for a host of `tools` (made once per set of tools).
+    fn policy(&mut self, tools: &[String]) -> Arc<Policy> {
+        if let Some(p) = self.policies.iter().find(|p| p.host_tools() == tools) {
+            return Arc::clone(p);
+        }
+        let policy = Arc::new(Policy::new(tools.iter().cloned()));
+        // A log of ever-changing tool lists keeps only the latest few.
+        if self.policies.len() >= 16 {
+            self.policies.remove(0);
+        }
+        self.policies.push(Arc::clone(&policy));
+        policy
+    }
+
     fn run(&mut self, name: &str) -> &mut Run<'m> {
         if !self.runs.contains_key(name) {
-            let policy = Policy::new(self.machine.tools().iter().cloned());
+            let tools = self.machine.tools().to_vec();
+            let policy = self.policy(&tools);
             let mut session = self.machine.session();
             policy.prepare(&mut session);
             self.runs.insert(name.to_owned(), Run { session, policy });
@@ -269,14 +313,17 @@ impl<'m> WhatIf<'m> {
 
     /// Applies one record of the log (at `line`): a call is judged, and its
     /// [`Change`] returned when the new template decides it otherwise.
-    pub fn record(&mut self, line: usize, record: &DecisionRecord) -> Option<Change> {
+    pub fn record(&mut self, line: usize, record: &Logged<'_>) -> Option<Change> {
+        if let AuditEvent::Tools { names } = &record.event {
+            let policy = self.policy(names);
+            let run = self.run(&record.run);
+            run.policy = policy;
+            run.policy.prepare(&mut run.session);
+            return None;
+        }
         let run = self.run(&record.run);
         match &record.event {
-            AuditEvent::Tools { names } => {
-                run.policy = Policy::new(names.iter().cloned());
-                run.policy.prepare(&mut run.session);
-                None
-            }
+            AuditEvent::Tools { .. } => None,
             AuditEvent::Message { text } => {
                 run.policy.message(&mut run.session, text);
                 None
@@ -434,8 +481,9 @@ impl<'m> WhatIf<'m> {
             }
         }
         {
+            let policy = self.policy(&tools);
             let r = self.run(run);
-            r.policy = Policy::new(tools);
+            r.policy = policy;
             r.policy.prepare(&mut r.session);
         }
         let mut changes = Vec::new();
@@ -489,16 +537,16 @@ struct Judged<'a> {
 }
 
 /// What a record of a call says was decided.
-fn logged_verdict(record: &DecisionRecord) -> Verdict {
+fn logged_verdict(record: &Logged<'_>) -> Verdict {
     let rule = record.rule.as_ref().map(Rule::label).unwrap_or_default();
-    match record.decision.as_str() {
+    match record.decision.as_ref() {
         "admitted" => Verdict::Admitted,
         "needs_approval" => Verdict::Asked { rule },
         "refused" | "rejected" => Verdict::Refused {
             kind: record
                 .outcome
                 .clone()
-                .unwrap_or_else(|| record.decision.clone()),
+                .unwrap_or_else(|| record.decision.to_string()),
             rule,
         },
         other => Verdict::Other(other.to_owned()),

@@ -4,7 +4,7 @@
 use crate::{with_template_as, FOUND_ERRORS, LEAVE_PROPERTIES, OK, USAGE_OR_IO};
 use clap::ValueEnum;
 use orch_agent::audit::{is_checkpoint, DecisionRecord};
-use orch_cli::whatif::{Change, Totals, WhatIf};
+use orch_cli::whatif::{Change, Logged, Totals, WhatIf};
 use orch_runtime::printable::printable;
 use std::io::{BufRead, BufWriter, Write};
 
@@ -139,7 +139,7 @@ fn records<W: Write>(
         if text.trim().is_empty() || is_checkpoint(text) {
             continue;
         }
-        let record: DecisionRecord = serde_json::from_str(text)
+        let record: Logged<'_> = serde_json::from_str(text)
             .map_err(|e| format!("line {n}: not a decision record: {e}"))?;
         if let Some(change) = whatif.record(n, &record) {
             out.change(&change).map_err(|e| e.to_string())?;

@@ -231,6 +231,18 @@ fn what_if_counts_questions_and_calls_allowed_anew() {
         .as_u64()
         .unwrap_or(0);
     assert!(asked > 0, "{summary}");
+    // As docs/rollout.md shows it.
+    let o = orch(&["replay", LAST_WEEK, "--template", refunds]);
+    let (out, _) = text(&o);
+    assert_eq!(
+        out.lines().last(),
+        Some("`refund-desk` would refuse 0 of 95 calls; 15 more would be asked: 15 by `gate Refund` (40 runs, 80 unchanged)")
+    );
+    assert!(
+        out.lines().any(|l| l
+            == "line 5: run `conv-1-0`, `issue_refund` in step Refund: admitted → asked (gate Refund)"),
+        "{out}"
+    );
 
     // An enforcing log: the learned template refused this week's incidents.
     let dir = support::temp_dir("what-if-enforce");

@@ -56,7 +56,9 @@ impl Line {
 /// Is `line` a signed checkpoint (not a decision record)? Readers of a log's events skip
 /// checkpoints.
 pub fn is_checkpoint(line: &str) -> bool {
-    serde_json::from_str::<CheckpointRecord>(line).is_ok()
+    // Only a checkpoint has the key (inside a string every quote is escaped): a record
+    // is not parsed twice.
+    line.contains("\"checkpoint\":") && serde_json::from_str::<CheckpointRecord>(line).is_ok()
 }
 
 /// The number and hash of the last line of a chained log (a record or a checkpoint),
