@@ -64,7 +64,7 @@ pub struct CompileOptions {
     pub prove_properties: Option<bool>,
     /// `'enforce'` (the default), or `'observe'`: the machine's sessions judge every
     /// call as in enforce mode and refuse and ask nothing (docs/rollout.md).
-    pub mode: Option<String>,
+    pub mode: Option<crate::kinds::Mode>,
 }
 
 /// Every diagnostic of a template, errors and warnings, without throwing: what `orch

@@ -152,6 +152,26 @@ pub enum LostRule {
     Ran,
 }
 
+/// Whether a machine's sessions enforce its decisions or only judge and record them.
+#[napi(string_enum = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Refuse what the template refuses, ask what it gates (the default).
+    Enforce,
+    /// Judge and record every call, refuse and ask nothing.
+    Observe,
+}
+
+impl Mode {
+    /// The mode of `mode`.
+    pub(crate) fn of(mode: orch_agent::Mode) -> Self {
+        match mode {
+            orch_agent::Mode::Enforce => Mode::Enforce,
+            orch_agent::Mode::Observe => Mode::Observe,
+        }
+    }
+}
+
 /// What a human said of a call, or that the question is open.
 #[napi(string_enum = "snake_case")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use crate::compile::{diagnostic, settings, small, throw_named, CompileOptions, Diagnostic};
 use crate::fast;
-use crate::kinds::{FindingKind, LostRule};
+use crate::kinds::{FindingKind, LostRule, Mode};
 use crate::session::Session;
 use napi::bindgen_prelude::{Env, Error, Result, Status, Uint8Array};
 use napi_derive::napi;
@@ -34,11 +34,9 @@ pub struct Machine {
 #[napi]
 pub fn compile(env: Env, template: String, options: Option<CompileOptions>) -> Result<Machine> {
     let (path, prove) = settings(options.as_ref());
-    let mode = match options.as_ref().and_then(|o| o.mode.as_deref()) {
-        None => orch_agent::Mode::Enforce,
-        Some(word) => word
-            .parse()
-            .map_err(|e: orch_agent::UnknownMode| Error::new(Status::InvalidArg, e.to_string()))?,
+    let mode = match options.as_ref().and_then(|o| o.mode) {
+        None | Some(Mode::Enforce) => orch_agent::Mode::Enforce,
+        Some(Mode::Observe) => orch_agent::Mode::Observe,
     };
     let opts = orch_codegen::CheckOptions {
         prove_properties: prove,
@@ -198,8 +196,8 @@ impl Machine {
     /// `'enforce'`, or `'observe'`: its sessions judge and record every call and
     /// refuse and ask nothing.
     #[napi(getter)]
-    pub fn mode(&self) -> &'static str {
-        self.mode.as_str()
+    pub fn mode(&self) -> Mode {
+        Mode::of(self.mode)
     }
 
     /// A fresh session. `available`: the tools the host has (default: every declared

@@ -364,8 +364,8 @@ impl Session {
     /// `'enforce'`, or `'observe'` (its machine's mode): every call is judged as in
     /// enforce mode, and none is refused or asked about.
     #[napi(getter)]
-    pub fn mode(&self) -> &'static str {
-        self.hosted.borrow().mode().as_str()
+    pub fn mode(&self) -> crate::kinds::Mode {
+        crate::kinds::Mode::of(self.hosted.borrow().mode())
     }
 
     /// The tools the sequence waits for when the host has none of them, if so.

@@ -32,12 +32,14 @@ test('observe mode runs what enforce mode refuses, and stands where it would', (
   for (const s of [watched, strict]) s.onUserMessage('please refund my order')
   assert.equal(strict.forcedTool, 'lookup_order')
   assert.equal(watched.forcedTool, null)
-  for (const tool of ['lookup_order', 'issue_refund']) {
-    assert.equal(watched.begin(`c-${tool}`, tool, '{"order": 2}').action, 'run')
-    watched.finish(`c-${tool}`, tool, true)
-    strict.record(tool)
-  }
-  assert.equal(strict.begin('c-x', 'issue_refund', '{"order": 3}').action, 'ask')
+  assert.equal(watched.begin('c-look', 'lookup_order', '{"order": 2}').action, 'run')
+  watched.finish('c-look', 'lookup_order', true)
+  strict.record('lookup_order')
+  // The refund is gated: enforcing asks a human, observing runs it.
+  assert.equal(strict.begin('c-x', 'issue_refund', '{"order": 2}').action, 'ask')
+  assert.equal(watched.begin('c-pay', 'issue_refund', '{"order": 2}').action, 'run')
+  watched.finish('c-pay', 'issue_refund', true)
+  strict.record('issue_refund')
   assert.deepEqual(
     [watched.step, watched.sequenceIndex, watched.history],
     [strict.step, strict.sequenceIndex, strict.history],
@@ -46,5 +48,5 @@ test('observe mode runs what enforce mode refuses, and stands where it would', (
 })
 
 test('an unknown mode is refused', () => {
-  assert.throws(() => orch.compile('{"tools": ["a"]}', { mode: 'watch' }), /expected `enforce` or `observe`/)
+  assert.throws(() => orch.compile('{"tools": ["a"]}', { mode: 'watch' }), /does not match any variant of enum `Mode`/)
 })

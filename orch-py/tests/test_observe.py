@@ -38,12 +38,14 @@ def test_observe_runs_what_enforce_refuses_and_stands_where_enforce_would():
         session.on_user_message("please refund my order")
     assert strict.forced_tool == "lookup_order"
     assert watched.forced_tool is None
-    for tool in ("lookup_order", "issue_refund"):
-        begun = watched.begin(f"c-{tool}", tool, '{"order": 2}')
-        assert begun.action == "run", (tool, begun)
-        watched.finish(f"c-{tool}", tool, True)
-        strict.record(tool)
-    assert strict.begin("c-x", "issue_refund", '{"order": 3}').action == "ask"
+    assert watched.begin("c-look", "lookup_order", '{"order": 2}').action == "run"
+    watched.finish("c-look", "lookup_order", True)
+    strict.record("lookup_order")
+    # The refund is gated: enforcing asks a human, observing runs it.
+    assert strict.begin("c-x", "issue_refund", '{"order": 2}').action == "ask"
+    assert watched.begin("c-pay", "issue_refund", '{"order": 2}').action == "run"
+    watched.finish("c-pay", "issue_refund", True)
+    strict.record("issue_refund")
     assert (watched.step, watched.sequence_index, watched.history) == (
         strict.step,
         strict.sequence_index,

@@ -8,9 +8,11 @@ import { createOrchestrationManager, MemoryStorageProvider } from '@orch/core/ag
 import { ScriptedOpenAI, call } from '@orch/core/testing'
 
 const machine: Machine = compile('{}', { path: 'a.json', proveProperties: false })
+const observing: 'enforce' | 'observe' = compile('{}', { mode: 'observe' }).mode
 const found: Diagnostic[] = check('{}')
 const line: number | undefined = found[0]?.line ?? undefined
 const session: Session = machine.session(['search'])
+const sessionMode: 'enforce' | 'observe' = session.mode
 const refusal: Refusal | null = session.check('search')
 const kind:
   | 'not_allowed'
