@@ -126,7 +126,11 @@ fn service() {
     if let Ok(key) = std::env::var("ORCH_RESTATE_IDENTITY_KEY") {
         runs = runs.identity_key(&key).expect("a readable identity key");
     }
-    let runs = runs.template(machine, move |call: orch_restate::ToolCall| {
+    let mode = match std::env::var("ORCH_RESTATE_MODE").as_deref() {
+        Ok("observe") => orch_agent::Mode::Observe,
+        _ => orch_agent::Mode::Enforce,
+    };
+    let runs = runs.template_in(machine, move |call: orch_restate::ToolCall| {
         let ledger = ledger.clone();
         async move {
             ledger_write(
@@ -146,7 +150,7 @@ fn service() {
             );
             Ok(json!({"content": [{"type": "text", "text": format!("{} done", call.tool)}]}))
         }
-    });
+    }, mode);
     let specs = ["lookup_order", "issue_refund", "send_email"]
         .map(|name| orch_agent::ToolSpec {
             name: name.to_owned(),
@@ -1526,4 +1530,29 @@ async fn random_streams_decide_as_the_run_host_does() {
         asked >= 10 && again >= 10 && refused >= 10,
         "{asked} asked, {again} again, {refused} refused"
     );
+}
+
+/// Observe mode: a template served with `Runs::template_in(.., Mode::Observe)` runs the
+/// calls enforce mode refuses and asks about — out of sequence, a large refund — and
+/// `status` says the mode; the run stands where the calls that ran leave it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: `cargo xtask test` installs it"]
+async fn observe_mode_runs_what_enforce_mode_refuses_or_asks_about() {
+    let f = Fixture::start_env("observe", vec![("ORCH_RESTATE_MODE", "observe".to_owned())]).await;
+    let early = f
+        .call("r1", "issue_refund", json!({"order": "O-1", "amount": 20}))
+        .await;
+    assert_eq!(early["outcome"], "ran", "out of sequence, run all the same: {early}");
+    f.call("r1", "lookup_order", json!({"order": "O-1"})).await;
+    let large = f
+        .call("r1", "issue_refund", json!({"order": "O-1", "amount": 900}))
+        .await;
+    assert_eq!(large["outcome"], "ran", "no human asked: {large}");
+    let status = f.status("r1").await;
+    assert_eq!(status["mode"], "observe", "{status}");
+    assert_eq!(
+        history(&status),
+        ["issue_refund", "lookup_order", "issue_refund"]
+    );
+    assert_eq!(f.completions("issue_refund").len(), 2, "{:?}", f.lines());
 }
