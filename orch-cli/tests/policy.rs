@@ -87,6 +87,48 @@ async fn it_says_where_it_listens_and_enforces_the_template() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// `--mode observe`: the process admits what the template refuses, logs what it would
+/// have decided (`"mode":"observe"`, the refusal and its rule), and the log replays
+/// exactly under the same template.
+#[tokio::test]
+async fn observe_mode_admits_and_logs_what_it_would_refuse() {
+    let dir = temp_dir("policy-observe");
+    let file = template(&dir, "t.json", REFUND_LINE);
+    let log = dir.join("decisions.jsonl");
+    let log_arg = log.display().to_string();
+    let (_process, url) = policy(&file, &["--mode", "observe", "--audit-log", &log_arg]);
+    let mut gw = Gateway::connect(&url, "alice").await;
+    gw.run_tool("issue_refund")
+        .await
+        .expect("observed, not refused");
+    gw.run_tool("lookup_order").await.unwrap();
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("the decision log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect();
+    assert!(
+        records.iter().all(|r| r["mode"] == "observe"),
+        "{records:?}"
+    );
+    let call = records
+        .iter()
+        .find(|r| r["event"]["kind"] == "call" && r["event"]["tool"] == "issue_refund")
+        .expect("the refund's record");
+    assert_eq!(call["decision"], "refused", "{call}");
+    assert_eq!(call["outcome"], "not_allowed", "{call}");
+    let replayed = Command::new(ORCH)
+        .args(["replay", &file.display().to_string(), &log_arg])
+        .output()
+        .expect("orch replay");
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replayed.stdout)
+    );
+}
+
 /// A payments workflow with rules on arguments (semantics §16).
 const PAYMENTS: &str = r#"{
   "agentId": "payments",

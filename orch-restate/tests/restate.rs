@@ -130,27 +130,31 @@ fn service() {
         Ok("observe") => orch_agent::Mode::Observe,
         _ => orch_agent::Mode::Enforce,
     };
-    let runs = runs.template_in(machine, move |call: orch_restate::ToolCall| {
-        let ledger = ledger.clone();
-        async move {
-            ledger_write(
-                &ledger,
-                &format!("start {} {}", call.tool, call.idempotency_key),
-            );
-            // An order named HOLD… is looked up slowly: until the test lets it finish.
-            if call.arguments.contains("HOLD") {
-                let release = ledger.with_extension("release");
-                while !release.exists() {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+    let runs = runs.template_in(
+        machine,
+        move |call: orch_restate::ToolCall| {
+            let ledger = ledger.clone();
+            async move {
+                ledger_write(
+                    &ledger,
+                    &format!("start {} {}", call.tool, call.idempotency_key),
+                );
+                // An order named HOLD… is looked up slowly: until the test lets it finish.
+                if call.arguments.contains("HOLD") {
+                    let release = ledger.with_extension("release");
+                    while !release.exists() {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
                 }
+                ledger_write(
+                    &ledger,
+                    &format!("done {} {}", call.tool, call.idempotency_key),
+                );
+                Ok(json!({"content": [{"type": "text", "text": format!("{} done", call.tool)}]}))
             }
-            ledger_write(
-                &ledger,
-                &format!("done {} {}", call.tool, call.idempotency_key),
-            );
-            Ok(json!({"content": [{"type": "text", "text": format!("{} done", call.tool)}]}))
-        }
-    }, mode);
+        },
+        mode,
+    );
     let specs = ["lookup_order", "issue_refund", "send_email"]
         .map(|name| orch_agent::ToolSpec {
             name: name.to_owned(),
@@ -1542,7 +1546,10 @@ async fn observe_mode_runs_what_enforce_mode_refuses_or_asks_about() {
     let early = f
         .call("r1", "issue_refund", json!({"order": "O-1", "amount": 20}))
         .await;
-    assert_eq!(early["outcome"], "ran", "out of sequence, run all the same: {early}");
+    assert_eq!(
+        early["outcome"], "ran",
+        "out of sequence, run all the same: {early}"
+    );
     f.call("r1", "lookup_order", json!({"order": "O-1"})).await;
     let large = f
         .call("r1", "issue_refund", json!({"order": "O-1", "amount": 900}))
