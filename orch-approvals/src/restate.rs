@@ -43,6 +43,8 @@ struct Status {
     history: Vec<Option<String>>,
     #[serde(default)]
     forgotten: u32,
+    #[serde(default)]
+    mode: orch_agent::Mode,
 }
 
 /// A question as `OrchApprovals` keeps it (the fields an approver needs).
@@ -258,8 +260,10 @@ impl Desk for RestateDesk {
                 forgotten: 0,
                 budgets: Vec::new(),
                 question,
+                mode: orch_agent::Mode::Enforce,
             };
             if let Ok(status) = status {
+                view.mode = status.mode;
                 view.allowed = status.allowed;
                 view.expected = status.expected;
                 view.history = status.history;

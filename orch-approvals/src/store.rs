@@ -46,6 +46,15 @@ impl<S: SessionStore + 'static> StoreDesk<S> {
         }
     }
 
+    /// The mode the template's gateways run in (`--mode`): each run's view says it, and
+    /// the tools it may call now are the ones those gateways allow (every tool, in
+    /// observe mode).
+    #[must_use]
+    pub fn in_mode(mut self, mode: orch_agent::Mode) -> Self {
+        self.policy = self.policy.in_mode(mode);
+        self
+    }
+
     /// Records each answer given here in `audit` (an `answer` event with who, why and
     /// the decision), as a gateway records those given through its own address. Give it
     /// a log of its own: two writers make one chained log unverifiable.

@@ -19,6 +19,10 @@ pub(crate) struct Args {
     /// once for a store: the template its gateways serve).
     #[arg(long, value_name = "FILE", required = true)]
     pub(crate) template: Vec<String>,
+    /// The mode the template's gateways run in (`--mode` of `orch mcp`/`orch policy`),
+    /// for a store: each run's page says it, and shows the tools those gateways allow.
+    #[arg(long, value_name = "MODE", default_value = "enforce", value_parser = crate::serving::parse_mode)]
+    pub(crate) mode: orch_agent::Mode,
     /// The gateways' Redis.
     #[arg(long, value_name = "URL")]
     pub(crate) redis: Option<String>,
@@ -101,7 +105,7 @@ async fn serve(args: &Args) -> Result<(), String> {
             let store = connected
                 .map(|s| s.namespace(namespace))
                 .map_err(|e| format!("cannot use {what}: {e}"))?;
-            let mut desk = orch_approvals::store::StoreDesk::new(store, machine);
+            let mut desk = orch_approvals::store::StoreDesk::new(store, machine).in_mode(args.mode);
             if let Some(audit) = audit.0.clone() {
                 desk = desk.audited(audit);
             }

@@ -573,3 +573,58 @@ async fn the_console_shows_runs_a_run_the_log_and_the_template_inert() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A policy server in observe mode: a gated call runs without a question (nothing is
+/// posted), and the run's status (`GET /v1/runs/{id}`) says the mode and shows every
+/// tool as allowed.
+#[tokio::test]
+async fn a_run_in_observe_mode_says_so_and_posts_no_question() {
+    let compiled = orch_codegen::compile_json(GATED_REFUND, None);
+    let options = Options {
+        approvals: Some(Posting::default()),
+        mode: orch_agent::Mode::Observe,
+        ..Options::default()
+    };
+    let server = PolicyServer::new(&compiled, MemoryStore::new(), options).unwrap();
+    let approvers = Approvers::new().token("auditor", Role::Viewer, AUDITOR);
+    let api = server.approvals(Arc::new(approvers));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(orch_approvals::serve(listener, api, std::future::pending()));
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_url = format!("http://{}", grpc.local_addr().unwrap());
+    tokio::spawn(server.serve(grpc, std::future::pending()));
+    let mut gw = Gateway::connect(&grpc_url, "alice").await;
+    gw.run_tool("lookup_order").await.unwrap();
+    gw.run_tool("issue_refund")
+        .await
+        .expect("gated, observed: it runs");
+    let (status, questions, _) = send(
+        reqwest::Method::GET,
+        &format!("{api_url}/v1/approvals"),
+        Some(AUDITOR),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{questions}");
+    assert_eq!(questions["questions"], json!([]), "{questions}");
+    let (status, run, _) = send(
+        reqwest::Method::GET,
+        &format!("{api_url}/v1/runs/run:alice"),
+        Some(AUDITOR),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["mode"], "observe", "{run}");
+    assert_eq!(
+        run["history"],
+        json!(["lookup_order", "issue_refund"]),
+        "{run}"
+    );
+    let mut allowed: Vec<String> = serde_json::from_value(run["allowed"].clone()).unwrap();
+    allowed.sort();
+    let mut tools: Vec<String> = compiled.to_machine().unwrap().tools().to_vec();
+    tools.sort();
+    assert_eq!(allowed, tools, "{run}");
+}

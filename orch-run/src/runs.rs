@@ -105,6 +105,9 @@ pub struct RunView {
     /// The question the run posted for approvers, as it stands (open, answered, closed or
     /// expired).
     pub question: Option<crate::approvals::Posted>,
+    /// `enforce`, or `observe` when the template's calls are judged and recorded but never
+    /// refused or asked about (the mode of the host that reads it).
+    pub mode: orch_agent::Mode,
 }
 
 /// A run's record as read for a look: the session, the row, and the posted question.
@@ -237,6 +240,7 @@ pub async fn view<S: SessionStore + ?Sized>(
         forgotten: 0,
         budgets: Vec::new(),
         question: looked.question,
+        mode: policy.mode(),
     };
     if let Some(session) = looked.session {
         view.allowed = policy.offered(&session);

@@ -231,7 +231,7 @@ fn run_page(
         body,
         "<main><h2>Run <code>{}</code></h2><dl><dt>template</dt><dd>{}</dd>\
 <dt>step</dt><dd id=\"step\">{}</dd><dt>state</dt><dd><span class=\"state\">{}</span>{}</dd>\
-<dt>allowed now</dt><dd>{}</dd>",
+<dt>mode</dt><dd id=\"mode\">{}</dd><dt>allowed now</dt><dd>{}</dd>",
         escape(&row.id),
         escape(&row.template),
         row.step
@@ -243,6 +243,11 @@ fn run_page(
             .as_deref()
             .map(|t| format!(" <code>{}</code>", escape(t)))
             .unwrap_or_default(),
+        match view.mode {
+            orch_agent::Mode::Enforce => "enforce",
+            orch_agent::Mode::Observe =>
+                "observe: calls are judged and recorded, never refused or asked",
+        },
         names(&view.allowed),
     );
     if let Some(expected) = &view.expected {
