@@ -554,7 +554,7 @@ const KEY_ORDER: [&str; 17] = [
     "require",
 ];
 
-/// `template` as pretty JSON text with its keys in [`KEY_ORDER`].
+/// `template` as pretty JSON text, its keys in the order a person reads a template in.
 pub fn to_text(template: &Value) -> String {
     fn write(v: &Value, indent: usize, out: &mut String) {
         let pad = |n: usize| "  ".repeat(n);
