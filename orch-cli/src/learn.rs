@@ -192,13 +192,7 @@ impl Learner {
 
     /// A transcript's events (one run, named `run`).
     pub fn read_transcript(&mut self, run: &str, events: &[TraceEvent]) {
-        let ran: BTreeSet<&str> = events
-            .iter()
-            .filter_map(|e| match e {
-                TraceEvent::Ran(id) => Some(id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let ran = crate::trace::ran_ids(events);
         for e in events {
             if let TraceEvent::Call {
                 id,

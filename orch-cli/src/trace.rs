@@ -292,22 +292,20 @@ fn parse_records(text: &str) -> Result<Vec<TraceEvent>, TraceError> {
     Ok(events)
 }
 
-/// Grades `events` under `machine`: the report as JSON, and whether it passed (no call
-/// the workflow refuses ran, no property violated).
-pub fn grade(
-    machine: &DynMachine,
-    properties: &[IrProperty],
-    format: TraceFormat,
-    events: &[TraceEvent],
-) -> (Value, bool) {
-    let ran: HashSet<&str> = events
+/// The ids of the calls of `events` that ran (a result came back for them).
+pub fn ran_ids(events: &[TraceEvent]) -> HashSet<&str> {
+    events
         .iter()
         .filter_map(|e| match e {
             TraceEvent::Ran(id) => Some(id.as_str()),
             _ => None,
         })
-        .collect();
-    // The host had every tool the template declares and every tool the trace calls.
+        .collect()
+}
+
+/// The tools of the host that made `events`: every tool the template of `machine`
+/// declares and every tool the trace calls.
+pub fn host_tools(machine: &DynMachine, events: &[TraceEvent]) -> Vec<String> {
     let mut tools: Vec<String> = machine.tools().to_vec();
     for e in events {
         if let TraceEvent::Call { tool, .. } = e {
@@ -316,7 +314,19 @@ pub fn grade(
             }
         }
     }
-    let policy = Policy::new(tools);
+    tools
+}
+
+/// Grades `events` under `machine`: the report as JSON, and whether it passed (no call
+/// the workflow refuses ran, no property violated).
+pub fn grade(
+    machine: &DynMachine,
+    properties: &[IrProperty],
+    format: TraceFormat,
+    events: &[TraceEvent],
+) -> (Value, bool) {
+    let ran = ran_ids(events);
+    let policy = Policy::new(host_tools(machine, events));
     let mut session = machine.session();
     policy.prepare(&mut session);
     let mut steps: Vec<String> = session.step_name().map(str::to_owned).into_iter().collect();

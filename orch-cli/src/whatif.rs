@@ -464,22 +464,8 @@ impl<'m> WhatIf<'m> {
     /// judged by the new template as the calls before it left the run.
     pub fn transcript(&mut self, run: &str, events: &[crate::trace::TraceEvent]) -> Vec<Change> {
         use crate::trace::TraceEvent;
-        let ran: std::collections::HashSet<&str> = events
-            .iter()
-            .filter_map(|e| match e {
-                TraceEvent::Ran(id) => Some(id.as_str()),
-                _ => None,
-            })
-            .collect();
-        // The host had every tool the template declares and every tool the trace calls.
-        let mut tools: Vec<String> = self.machine.tools().to_vec();
-        for e in events {
-            if let TraceEvent::Call { tool, .. } = e {
-                if !tools.contains(tool) {
-                    tools.push(tool.clone());
-                }
-            }
-        }
+        let ran = crate::trace::ran_ids(events);
+        let tools = crate::trace::host_tools(self.machine, events);
         {
             let policy = self.policy(&tools);
             let r = self.run(run);
