@@ -183,3 +183,27 @@ def test_one_orchestration_serves_runs_in_several_event_loops():
     # first one).
     assert executed[:3] == ["search", "think", "reflect"]
     assert len(executed) > 3
+
+
+def test_observe_mode_runs_every_call_the_model_makes():
+    """The adapter on a machine loaded in observe mode: every tool is offered and none is
+    forced, so the misbehaving model's early ``think`` (refused in enforce mode) runs, and
+    its text answer ends the turn (in enforce mode it is reminded that ``search`` is
+    forced)."""
+    with ScriptedOpenAI(MISBEHAVING) as fake:
+        executed: list = []
+        run = Orchestration(orch.load(TEMPLATE, mode="observe").session())
+        model = OpenAIChatCompletionsModel(
+            model="fake", openai_client=AsyncOpenAI(base_url=fake.base_url, api_key="not-a-key")
+        )
+        agent = run.agent(Agent(name="reasoner", instructions="Think.", tools=research_tools(executed), model=model))
+        run.on_user_message(MISBEHAVING_QUESTION_OBSERVED)
+        result = asyncio.run(
+            Runner.run(agent, MISBEHAVING_QUESTION_OBSERVED, run_config=run.run_config(), max_turns=20)
+        )
+    assert run.session.mode == "observe"
+    assert executed == ["think"], executed
+    assert result.final_output == "I think the answer is obvious."
+
+
+MISBEHAVING_QUESTION_OBSERVED = "Research the impact of AI on jobs"
