@@ -123,6 +123,7 @@ async fn calls_are_server_spans_in_the_callers_trace() {
     );
     assert_eq!(attr(search, "gen_ai.tool.name").as_deref(), Some("search"));
     assert_eq!(attr(search, "orch.decision").as_deref(), Some("admitted"));
+    assert_eq!(attr(search, "orch.mode").as_deref(), Some("enforce"));
     assert!(attr(search, "gen_ai.tool.call.id").is_some());
     let wipe = call("tools/call wipe");
     assert_eq!(attr(wipe, "orch.decision").as_deref(), Some("not_allowed"));

@@ -94,6 +94,7 @@ async fn checks_are_server_spans_in_the_gateways_trace() {
     assert_eq!(attr(search, "gen_ai.tool.name").as_deref(), Some("search"));
     assert_eq!(attr(search, "mcp.session.id").as_deref(), Some("run:r1"));
     assert_eq!(attr(search, "orch.decision").as_deref(), Some("admitted"));
+    assert_eq!(attr(search, "orch.mode").as_deref(), Some("enforce"));
     let wipe = span("tools/call wipe");
     assert_eq!(
         wipe.span_context.trace_id(),
