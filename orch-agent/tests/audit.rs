@@ -235,3 +235,47 @@ fn a_deny_pattern_is_named_as_the_rule() {
     );
     assert_eq!(records[1].outcome.as_deref(), Some("not_allowed"));
 }
+
+/// A run switched from observing to enforcing mid-way: each record is re-derived in the
+/// mode it was decided in (an edited mode is the chain's to catch: where both modes
+/// decide alike, the events cannot tell them apart).
+#[test]
+fn a_run_that_switches_mode_replays_each_record_in_its_own_mode() {
+    use orch_agent::{Mode, Policy};
+    use orch_runtime::Call;
+    let machine = machine(TEMPLATE);
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = Arc::clone(&lines);
+    let auditor = Arc::new(Auditor::new(
+        move |r: &DecisionRecord| sink.lock().unwrap().push(r.to_json()),
+        "customer-2",
+    ));
+    let mut session = machine.session();
+    let observing = Policy::new(machine.tools().iter().cloned())
+        .in_mode(Mode::Observe)
+        .audited(Arc::clone(&auditor));
+    observing.prepare(&mut session);
+    observing.message(&mut session, "a refund please");
+    // Out of sequence: observed, run, recorded.
+    let call = Call::of_text("issue_refund", r#"{"order": "B-1"}"#);
+    assert!(observing
+        .admit_call(&mut session, "issue_refund", &call)
+        .is_ok());
+    observing.record(&mut session, "issue_refund");
+    // Switched to enforcing: the same call is refused now.
+    let enforcing = Policy::new(machine.tools().iter().cloned()).audited(auditor);
+    assert!(enforcing
+        .admit_call(
+            &mut session,
+            "send_email",
+            &Call::of_text("send_email", "{}")
+        )
+        .is_err());
+    let log = lines.lock().unwrap().join("\n");
+    let recs = records(&log);
+    assert_eq!(recs[2].decision, "refused");
+    assert_eq!(recs[2].mode, Mode::Observe);
+    assert_eq!(recs.last().unwrap().mode, Mode::Enforce);
+    let report = replay(&machine, &log).unwrap();
+    assert_eq!(report.records, recs.len());
+}
