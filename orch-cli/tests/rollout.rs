@@ -346,3 +346,42 @@ fn what_if_refuses_bad_input_clearly() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("expected `enforce` or `observe`"), "{err}");
 }
+
+/// `orch mcp --mode observe` as a process, in front of the MCP Python SDK's server: the
+/// client is shown every tool, a call the step does not allow goes upstream and runs,
+/// and the decision log says it would have been refused, in observe mode.
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn orch_mcp_in_observe_mode_forwards_and_logs_what_it_would_refuse() {
+    let python = support::python();
+    let dir = support::temp_dir("mcp-observe");
+    let (upstream_log, decisions) = (dir.join("executed.log"), dir.join("decisions.jsonl"));
+    let decisions_arg = decisions.display().to_string();
+    let gw = support::shop_gateway(
+        &python,
+        &upstream_log,
+        &["--mode", "observe", "--audit-log", &decisions_arg],
+        &[],
+    );
+    let client = support::http::Client::connect(&gw.addr, None).expect("a session");
+    let mut shown = client.tools();
+    shown.sort();
+    assert_eq!(shown, ["browse", "change_tools", "pay", "receipt", "slow"]);
+    // `receipt` only after paying: refused in enforce mode, forwarded here.
+    let answered = client.call("receipt", serde_json::json!({"run": "r1"}));
+    assert!(support::http::succeeded(&answered), "{answered}");
+    let ran: Vec<String> = support::log_lines(&upstream_log)
+        .iter()
+        .filter_map(|l| l["tool"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(ran, ["receipt"]);
+    let records = support::log_lines(&decisions);
+    let call = records
+        .iter()
+        .find(|r| r["event"]["kind"] == "call")
+        .expect("the call's record");
+    assert_eq!(call["decision"], "refused", "{call}");
+    assert_eq!(call["mode"], "observe", "{call}");
+    assert_eq!(call["rule"]["step"], "Shop", "{call}");
+    assert!(records.iter().all(|r| r["mode"] == "observe"));
+}
