@@ -904,25 +904,39 @@ async fn run(template: &Value, ops: &[Op]) -> Result<(), String> {
         if std::env::var("ORCH_DIFFERENTIAL_TRACE").is_ok() {
             eprintln!("{op:?} -> {:?}", expected.0);
         }
-        let seen = policy.apply(op).await;
-        if seen != expected {
-            return Err(format!(
-                "orch policy diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
-            ));
-        }
-        let seen = modern.apply(op).await;
-        let expected = match op {
-            // `orch mcp` has no other run here: nothing happens, and `r` is unchanged.
-            Op::ForeignAnswer { .. } => (Decision::Skipped, expected.1, expected.2),
-            _ => expected,
-        };
-        if seen != expected {
-            return Err(format!(
-                "orch mcp (2026-07-28) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
-            ));
-        }
+        both_gateways_decide(i, op, expected, &mut policy, &mut modern, "").await?;
     }
     handshake_stream(&text, &machine, ops).await
+}
+
+/// `orch policy` and `orch mcp` (2026-07-28) decide step `i` (`op`) as the reference
+/// did (`expected`); `mode` names the mode in a divergence (`""`: enforce).
+async fn both_gateways_decide(
+    i: usize,
+    op: &Op,
+    expected: Seen,
+    policy: &mut PolicySurface<'_>,
+    modern: &mut McpSurface<'_>,
+    mode: &str,
+) -> Result<(), String> {
+    let seen = policy.apply(op).await;
+    if seen != expected {
+        return Err(format!(
+            "orch policy{mode} diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
+        ));
+    }
+    let seen = modern.apply(op).await;
+    let expected = match op {
+        // `orch mcp` has no other run here: nothing happens, and `r` is unchanged.
+        Op::ForeignAnswer { .. } => (Decision::Skipped, expected.1, expected.2),
+        _ => expected,
+    };
+    if seen != expected {
+        return Err(format!(
+            "orch mcp (2026-07-28){mode} diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// [`run`] on a runtime of its own (each case's gateways and tasks end with it).
@@ -1217,22 +1231,7 @@ async fn observe_run(template: &Value, ops: &[Op]) -> Result<usize, String> {
                 position(&enforced)
             ));
         }
-        let seen = policy.apply(op).await;
-        if seen != expected {
-            return Err(format!(
-                "orch policy (observe) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
-            ));
-        }
-        let seen = modern.apply(op).await;
-        let expected = match op {
-            Op::ForeignAnswer { .. } => (Decision::Skipped, expected.1, expected.2),
-            _ => expected,
-        };
-        if seen != expected {
-            return Err(format!(
-                "orch mcp (observe) diverges at step {i} ({op:?}): {seen:?}, the reference {expected:?}"
-            ));
-        }
+        both_gateways_decide(i, op, expected, &mut policy, &mut modern, " (observe)").await?;
     }
     let logged = logs[0].calls();
     let wanted: Vec<_> = would_decide
