@@ -435,29 +435,15 @@ impl<'m> WhatIf<'m> {
             (Verdict::Admitted, _) => self.totals.would_allow += 1,
             _ => self.totals.otherwise += 1,
         }
-        Some(self.change(line, run_name, call.tool, step, before, after, message))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn change(
-        &self,
-        line: usize,
-        run: &str,
-        tool: &str,
-        step: Option<String>,
-        before: Verdict,
-        after: Verdict,
-        message: Option<String>,
-    ) -> Change {
-        Change {
+        Some(Change {
             line,
-            run: run.to_owned(),
-            tool: tool.to_owned(),
+            run: run_name.to_owned(),
+            tool: call.tool.to_owned(),
             step,
             before,
             after,
             message,
-        }
+        })
     }
 
     /// Replays a transcript (one run, `run`): each call that ran was let run; each is
