@@ -280,6 +280,30 @@ fn the_schema_rejects_mistyped_templates() {
     }
 }
 
+/// A `range` bound from a result: its `path` is a JSON pointer, and `null` is absent
+/// (the whole result), as everywhere else in a template.
+#[test]
+fn range_bounds_from_results_agree() {
+    let v = validator();
+    let with_path = |path: Value| {
+        json!({"agentId": "balance", "tools": ["get_fee", "pay"], "orchestration": {
+            "steps": [{"name": "Assist", "isDefault": true}],
+            "rules": [{"name": "fee", "tool": "pay",
+                "require": {"path": "/amount", "range": {"min": {"result": "get_fee", "path": path}}}}]}})
+    };
+    for (path, valid) in [
+        (json!("/fee"), true),
+        (json!(""), true),
+        (Value::Null, true),
+        (json!("fee"), false),
+        (json!(3), false),
+    ] {
+        let t = with_path(path);
+        assert_eq!(v.is_valid(&t), valid, "{t}");
+        assert_agrees(&v, &t).unwrap();
+    }
+}
+
 #[test]
 fn schema_valid_iff_no_shape_error_on_mutated_templates() {
     let v = validator();
