@@ -2,6 +2,9 @@
 //! email) through the in-memory session, and through `OrchRun` on a real
 //! `restate-server` — per call p50/p99 and calls/s, one client and eight — and how long
 //! a run takes to continue after its service is killed mid-call and started again.
+//! Restate's own floor is measured beside `OrchRun` in the same run: `Floor/call`, a
+//! virtual object whose handler does one journaled `ctx.run` (the tool, answering at
+//! once) and one state write, on the same server, through the same client.
 //! docs/performance.md keeps the numbers.
 //!
 //! ```sh
@@ -42,9 +45,36 @@ fn result() -> Value {
     json!({"content": [{"type": "text", "text": "done"}]})
 }
 
+/// Restate's floor for a durable call: a virtual object whose handler journals one step
+/// (the tool, answering at once) and writes one state entry — what `OrchRun/call` does
+/// at the least, without judging anything.
+struct Floor;
+
+mod floor {
+    #![allow(missing_docs)]
+    use super::*;
+    use restate_sdk::prelude::*;
+
+    #[restate_sdk::object]
+    impl Floor {
+        #[handler]
+        async fn call(
+            &self,
+            ctx: ObjectContext<'_>,
+            request: Json<Value>,
+        ) -> HandlerResult<Json<Value>> {
+            let tool = request.0["tool"].as_str().unwrap_or("tool").to_owned();
+            let Json(ran) = ctx.run(|| async { Ok(Json(result())) }).name(&tool).await?;
+            ctx.set("last", ran.to_string().into_bytes());
+            Ok(Json(json!({"outcome": "ran", "result": ran})))
+        }
+    }
+}
+
 /// The service (this program run again with `DURABLE_BENCH_SERVE=<port>`): every tool
 /// answers at once, except a lookup of an order named HOLD…, which writes `started` in
-/// `DURABLE_BENCH_DIR` and waits for `release` there.
+/// `DURABLE_BENCH_DIR` and waits for `release` there. [`Floor`] is served on the next
+/// port `DURABLE_BENCH_FLOOR` names.
 fn serve(port: &str) {
     let dir = PathBuf::from(std::env::var("DURABLE_BENCH_DIR").unwrap_or_default());
     let machine = orch_codegen::compile_json(DESK, None)
@@ -63,20 +93,40 @@ fn serve(port: &str) {
         }
     });
     let address = format!("127.0.0.1:{port}").parse().expect("an address");
+    let floor_port = std::env::var("DURABLE_BENCH_FLOOR").unwrap_or_default();
+    let floor_address: std::net::SocketAddr = format!("127.0.0.1:{floor_port}")
+        .parse()
+        .expect("an address");
+    let floor = restate_sdk::prelude::Endpoint::builder()
+        .bind(Floor)
+        .build();
     tokio::runtime::Runtime::new()
         .expect("a runtime")
-        .block_on(runs.serve(address));
+        .block_on(async move {
+            // The floor is served as `OrchRun` is: HTTP/2 with `TCP_NODELAY`.
+            let floor_listener = tokio::net::TcpListener::bind(floor_address)
+                .await
+                .expect("the floor listens");
+            let (served, ()) = tokio::join!(
+                runs.serve(address),
+                orch_restate::serve_endpoint(floor, floor_listener, std::future::pending())
+            );
+            served.expect("the service listens");
+        });
 }
 
-fn service(port: u16, dir: &Path) -> Child {
+/// The service on `port` (`OrchRun`) and `floor` ([`Floor`]).
+fn service(port: u16, floor: u16, dir: &Path) -> Child {
     let child = Command::new(std::env::current_exe().expect("this program"))
         .env("DURABLE_BENCH_SERVE", port.to_string())
+        .env("DURABLE_BENCH_FLOOR", floor.to_string())
         .env("DURABLE_BENCH_DIR", dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("the service starts");
     harness::wait_for_port(port, "the service");
+    harness::wait_for_port(floor, "the floor service");
     child
 }
 
@@ -113,6 +163,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 async fn durable(
     http: &reqwest::Client,
     ingress: &str,
+    service: &str,
     prefix: &str,
     runs: usize,
     clients: usize,
@@ -120,7 +171,12 @@ async fn durable(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let (http, ingress, prefix) = (http.clone(), ingress.to_owned(), prefix.to_owned());
+        let (http, ingress, service, prefix) = (
+            http.clone(),
+            ingress.to_owned(),
+            service.to_owned(),
+            prefix.to_owned(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             for r in (c..runs).step_by(clients) {
@@ -129,7 +185,7 @@ async fn durable(
                     let body = format!(r#"{{"tool": "{tool}", "arguments": {arguments}}}"#);
                     let t = Instant::now();
                     let answer = http
-                        .post(format!("{ingress}/OrchRun/{run}/call"))
+                        .post(format!("{ingress}/{service}/{run}/call"))
                         .header("content-type", "application/json")
                         .body(body)
                         .send()
@@ -173,28 +229,49 @@ fn main() {
         let dir = orch_test_support::scratch::Scratch::new("durable-bench");
         let server = harness::Server::start(&dir);
         let port = harness::free_port();
-        let mut child = service(port, &dir);
+        let floor_port = harness::free_port();
+        let mut child = service(port, floor_port, &dir);
         let http = reqwest::Client::new();
-        harness::register(
-            &http,
-            &server.admin_url(),
-            &format!("http://127.0.0.1:{port}"),
-        )
-        .await;
-        let ingress = server.ingress_url();
-        durable(&http, &ingress, "warm", 30, 1).await;
-
-        println!("\n| clients | calls | p50 ms | p99 ms | calls/s |\n|---|---|---|---|---|");
-        for (clients, prefix) in [(1, "one"), (8, "eight")] {
-            let (latencies, took) = durable(&http, &ingress, prefix, runs, clients).await;
-            println!(
-                "| {clients} | {} | {:.2} | {:.2} | {:.0} |",
-                latencies.len(),
-                percentile(&latencies, 0.5),
-                percentile(&latencies, 0.99),
-                latencies.len() as f64 / took.as_secs_f64()
-            );
+        for p in [port, floor_port] {
+            harness::register(&http, &server.admin_url(), &format!("http://127.0.0.1:{p}")).await;
         }
+        let ingress = server.ingress_url();
+        durable(&http, &ingress, "OrchRun", "warm", 30, 1).await;
+        durable(&http, &ingress, "Floor", "warm", 30, 1).await;
+
+        // Alternating rounds, so that a slow minute of the machine lands on both.
+        println!(
+            "\n| service | clients | calls | p50 ms | p99 ms | calls/s |\n|---|---|---|---|---|---|"
+        );
+        let mut p50 = [Vec::new(), Vec::new()];
+        for round in 0..3 {
+            for clients in [1, 8] {
+                for (at, service) in ["OrchRun", "Floor"].into_iter().enumerate() {
+                    let prefix = format!("r{round}c{clients}");
+                    let (latencies, took) =
+                        durable(&http, &ingress, service, &prefix, runs, clients).await;
+                    let median = percentile(&latencies, 0.5);
+                    if clients == 1 {
+                        p50[at].push(median);
+                    }
+                    println!(
+                        "| {service} | {clients} | {} | {median:.2} | {:.2} | {:.0} |",
+                        latencies.len(),
+                        percentile(&latencies, 0.99),
+                        latencies.len() as f64 / took.as_secs_f64()
+                    );
+                }
+            }
+        }
+        let ratios: Vec<String> = p50[0]
+            .iter()
+            .zip(&p50[1])
+            .map(|(run, floor)| format!("{:.2}×", run / floor))
+            .collect();
+        println!(
+            "\nOrchRun/call over the floor at p50, one client, by round: {}",
+            ratios.join(", ")
+        );
 
         println!("\nrestart of the service killed mid-call (SIGKILL), to the call's answer:");
         let mut trials = Vec::new();
@@ -219,7 +296,7 @@ fn main() {
             let _ = child.wait();
             std::fs::write(dir.join("release"), b"").expect("release");
             let restarted = Instant::now();
-            child = service(port, &dir);
+            child = service(port, floor_port, &dir);
             let listening = restarted.elapsed();
             let output: Value = http
                 .get(format!("{ingress}/restate/invocation/{id}/attach"))

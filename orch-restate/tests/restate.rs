@@ -169,7 +169,8 @@ fn service() {
     let address = format!("127.0.0.1:{port}").parse().expect("an address");
     tokio::runtime::Runtime::new()
         .expect("a runtime")
-        .block_on(runs.serve(address));
+        .block_on(runs.serve(address))
+        .expect("the service listens");
 }
 
 /// A model that refunds the order the user names, deterministically (it decides from
