@@ -14,6 +14,7 @@
 //! ([`post_call`]: a JSON body, or an event stream's events) and its resumed streams
 //! ([`marked_events`]).
 
+use crate::upstream::Pooled;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -175,25 +176,44 @@ where
 
 /// POSTs a `tools/call` request to an HTTP upstream as the SDK's own client does, reading
 /// the answer through [`marked`] before it is parsed: a JSON body whole (at most 16 MiB),
-/// an event stream event by event.
+/// an event stream event by event. A plain-`http://` upstream is reached on a kept-alive
+/// connection of `pooled` when there is one ([`Pooled`]); a redirect, and every other
+/// upstream, through the SDK's client `http`.
 pub(crate) async fn post_call(
     http: &reqwest::Client,
+    pooled: Option<&Pooled>,
     uri: Arc<str>,
     message: ClientJsonRpcMessage,
     session_id: Option<Arc<str>>,
     auth_header: Option<String>,
     custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
 ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+    let had_session = session_id.is_some();
+    if let Some(pooled) = pooled.filter(|_| uri.starts_with("http://")) {
+        let request = pooled_request(&uri, &message, &session_id, &auth_header, &custom_headers);
+        // A request that cannot be written as one (a header value the SDK's client would
+        // refuse too) is left to the SDK's client, which says why.
+        if let Some(request) = request {
+            let response = pooled
+                .send(request)
+                .await
+                .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
+            // A redirect is followed by the SDK's client, by its policy (307 and 308 on
+            // the same origin).
+            if !matches!(response.status().as_u16(), 307 | 308) {
+                return answer(response, had_session).await;
+            }
+        }
+    }
     let mut request = http
         .post(uri.as_ref())
-        .header(http::header::ACCEPT, "text/event-stream, application/json");
+        .header(http::header::ACCEPT, ACCEPTS);
     if let Some(token) = auth_header {
         request = request.bearer_auth(token);
     }
     for (name, value) in custom_headers {
         request = request.header(name, value);
     }
-    let had_session = session_id.is_some();
     if let Some(session) = session_id {
         request = request.header("mcp-session-id", session.as_ref());
     }
@@ -202,6 +222,50 @@ pub(crate) async fn post_call(
         .send()
         .await
         .map_err(StreamableHttpError::Client)?;
+    answer(http::Response::from(response), had_session).await
+}
+
+/// What a `tools/call` POST accepts (both, as the specification requires).
+const ACCEPTS: &str = "text/event-stream, application/json";
+
+/// The request [`post_call`] sends, for the kept-alive client: the headers the SDK's
+/// client sends, the message as JSON. `None` if a header cannot be written.
+fn pooled_request(
+    uri: &str,
+    message: &ClientJsonRpcMessage,
+    session_id: &Option<Arc<str>>,
+    auth_header: &Option<String>,
+    custom_headers: &HashMap<http::HeaderName, http::HeaderValue>,
+) -> Option<http::Request<http_body_util::Full<Bytes>>> {
+    let body = serde_json::to_vec(message).ok()?;
+    let mut request = http::Request::post(uri)
+        .header(http::header::ACCEPT, ACCEPTS)
+        .header(http::header::CONTENT_TYPE, "application/json");
+    if let Some(token) = auth_header {
+        let mut value = http::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+        value.set_sensitive(true);
+        request = request.header(http::header::AUTHORIZATION, value);
+    }
+    for (name, value) in custom_headers {
+        request = request.header(name, value);
+    }
+    if let Some(session) = session_id {
+        request = request.header("mcp-session-id", session.as_ref());
+    }
+    request
+        .body(http_body_util::Full::new(Bytes::from(body)))
+        .ok()
+}
+
+/// Reads the upstream's answer to a `tools/call` POST (from either client).
+async fn answer<B>(
+    response: http::Response<B>,
+    had_session: bool,
+) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     let status = response.status();
     let headers = response.headers();
     let kind = headers
@@ -214,11 +278,11 @@ pub(crate) async fn post_call(
     let is = |mime: &str| kind.as_deref().is_some_and(|k| k.starts_with(mime));
     if matches!(
         status,
-        reqwest::StatusCode::ACCEPTED | reqwest::StatusCode::NO_CONTENT
+        http::StatusCode::ACCEPTED | http::StatusCode::NO_CONTENT
     ) {
         return Ok(StreamableHttpPostResponse::Accepted);
     }
-    if status == reqwest::StatusCode::NOT_FOUND && had_session {
+    if status == http::StatusCode::NOT_FOUND && had_session {
         return Err(StreamableHttpError::SessionExpired);
     }
     if !status.is_success() {
@@ -227,14 +291,16 @@ pub(crate) async fn post_call(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let json = is("application/json");
-        let body = bounded(response, MAX_ERROR_BODY).await.unwrap_or_default();
+        let body = bounded(response.into_body(), MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
         // A JSON-RPC error in the body is the upstream's answer to the call.
         if let (true, Ok(message @ rmcp::model::JsonRpcMessage::Error(_))) =
             (json, serde_json::from_slice::<ServerJsonRpcMessage>(&body))
         {
             return Ok(StreamableHttpPostResponse::Json(message, session));
         }
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        if status == http::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             return Err(HttpStatusError::new(status.as_u16(), retry_after).into());
         }
         return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
@@ -242,14 +308,14 @@ pub(crate) async fn post_call(
         )));
     }
     if is("text/event-stream") {
-        let events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+        let events = sse_stream::SseStream::new(response.into_body());
         return Ok(StreamableHttpPostResponse::Sse(
             marked_events(events),
             session,
         ));
     }
     if is("application/json") {
-        let body = bounded(response, MAX_JSON_BODY).await?;
+        let body = bounded(response.into_body(), MAX_JSON_BODY).await?;
         let body = marked(&body).unwrap_or(body);
         return serde_json::from_slice::<ServerJsonRpcMessage>(&body)
             .map(|parsed| StreamableHttpPostResponse::Json(parsed, session))
@@ -262,28 +328,29 @@ pub(crate) async fn post_call(
     Err(StreamableHttpError::UnexpectedContentType(kind))
 }
 
-/// `response`'s body, at most `limit` bytes (more is an error).
-async fn bounded(
-    response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, StreamableHttpError<reqwest::Error>> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
+/// `body`, at most `limit` bytes (more is an error).
+async fn bounded<B>(body: B, limit: usize) -> Result<Vec<u8>, StreamableHttpError<reqwest::Error>>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt;
+    if body.size_hint().lower() > limit as u64 {
         return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
     }
-    let mut chunks = std::pin::pin!(response.bytes_stream());
-    let mut body = Vec::new();
-    while let Some(chunk) = chunks
-        .try_next()
-        .await
-        .map_err(StreamableHttpError::Client)?
-    {
-        let chunk: Bytes = chunk;
-        if chunk.len() > limit - body.len() {
+    let mut body = body;
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| StreamableHttpError::Io(std::io::Error::other(e.into())))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        if chunk.len() > limit - out.len() {
             return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
         }
-        body.extend_from_slice(&chunk);
+        out.extend_from_slice(&chunk);
     }
-    Ok(body)
+    Ok(out)
 }
 
 #[cfg(test)]

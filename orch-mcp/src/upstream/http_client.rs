@@ -20,6 +20,8 @@ pub(super) enum Standalone {
 #[derive(Clone)]
 pub(super) struct Watched {
     pub(super) http: reqwest::Client,
+    /// Kept-alive connections for `tools/call` ([`Pooled`]), unless a proxy is set.
+    pub(super) pooled: Option<Pooled>,
     pub(super) standalone: Arc<tokio::sync::watch::Sender<Standalone>>,
 }
 
@@ -27,9 +29,11 @@ pub(super) struct Watched {
 pub(super) const MAX_REDIRECTS: usize = 10;
 
 impl Watched {
-    /// A client as rmcp builds its own: no idle pooled connections (a response body not
-    /// read to its end would stall the next request on the connection), and redirects
-    /// followed only when they keep the method and body (307, 308) on the same origin.
+    /// A client as rmcp builds its own — no idle pooled connections (on a kept-alive
+    /// connection, an upstream that leaves Nagle's algorithm on stalls 40 ms on the
+    /// gateway's delayed acknowledgements), redirects followed only when they keep the
+    /// method and body (307, 308) on the same origin — and, for `tools/call`, kept-alive
+    /// connections that acknowledge at once ([`Pooled`]).
     pub(super) fn new() -> Result<Self, reqwest::Error> {
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
@@ -51,6 +55,7 @@ impl Watched {
             .build()?;
         Ok(Watched {
             http,
+            pooled: Pooled::unless_proxied(),
             standalone: Arc::new(tokio::sync::watch::channel(Standalone::NotExpected).0),
         })
     }
@@ -134,6 +139,7 @@ impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
             if matches!(request.request, ClientRequest::CallToolRequest(_)) {
                 return crate::unfinished::post_call(
                     &self.http,
+                    self.pooled.as_ref(),
                     uri,
                     message,
                     session_id,
