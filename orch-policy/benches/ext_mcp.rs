@@ -9,8 +9,11 @@
 //!   start to its response phase's answer;
 //! - **decisions per second** at saturation: 32 callers back to back;
 //! - the same with the policy server's methods called in-process (no gRPC: the decision
-//!   and the store alone), and two checks of a method orch passes at once over gRPC (the
-//!   transport alone).
+//!   and the store alone), two checks of a method orch passes at once over gRPC (the
+//!   transport alone, small messages), and the same two checks as orch's — the same
+//!   messages both ways — answered at once by a server that allows everything without
+//!   looking (the transport alone for these calls: the floor orch's rows are read
+//!   against).
 //!
 //! Server and client share one process and the machine's cores (a gateway and its
 //! policy server on one 2-core node). The numbers go to docs/performance.md:
@@ -74,6 +77,13 @@ fn main() {
         rate,
         seconds,
     );
+    measure(
+        "gRPC alone, the same messages (a server that allows everything)",
+        Via::AllowAll,
+        memory,
+        rate,
+        seconds,
+    );
     measure("memory, over gRPC", Via::Grpc, memory, rate, seconds);
     measure(
         "memory, in-process (no gRPC)",
@@ -111,6 +121,57 @@ enum Via {
     Floor,
     /// The server's methods called in-process: the decisions and the store alone.
     Direct,
+    /// orch's two checks, with the same messages both ways, over gRPC to [`AllowAll`].
+    AllowAll,
+}
+
+/// A policy server that allows everything without looking, answering as orch does for
+/// an admitted call (a token in the request phase's metadata).
+struct AllowAll;
+
+#[tonic::async_trait]
+impl orch_policy::wire::ext_mcp_server::ExtMcp for AllowAll {
+    async fn check_request(
+        &self,
+        _: tonic::Request<McpRequest>,
+    ) -> Result<tonic::Response<McpRequestResult>, tonic::Status> {
+        let mut fields = std::collections::BTreeMap::new();
+        fields.insert(TOKEN_FIELD.to_owned(), string("0123456789abcdef"));
+        Ok(tonic::Response::new(McpRequestResult {
+            header_mutation: None,
+            metadata: Some(prost_types::Struct { fields }),
+            result: Some(mcp_request_result::Result::Pass(Default::default())),
+        }))
+    }
+
+    async fn check_response(
+        &self,
+        _: tonic::Request<McpResponse>,
+    ) -> Result<tonic::Response<McpResponseResult>, tonic::Status> {
+        Ok(tonic::Response::new(McpResponseResult {
+            result: Some(mcp_response_result::Result::Pass(Default::default())),
+        }))
+    }
+}
+
+/// [`AllowAll`] served as `orch policy` serves (HTTP/2, `TCP_NODELAY`): its URL.
+async fn serve_allow_all() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    use tokio_stream::StreamExt;
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(orch_policy::wire::ext_mcp_server::ExtMcpServer::new(
+                AllowAll,
+            ))
+            .serve_with_incoming(incoming),
+    );
+    url
 }
 
 /// The server's two checks, called in-process.
@@ -163,9 +224,13 @@ where
             });
             Target::Direct(Arc::new(server))
         }
-        Via::Grpc | Via::Floor => {
-            let url =
-                server_rt.block_on(async { start(DESK, store().await, Options::default()).await });
+        Via::Grpc | Via::Floor | Via::AllowAll => {
+            let url = server_rt.block_on(async {
+                match via {
+                    Via::AllowAll => serve_allow_all().await,
+                    _ => start(DESK, store().await, Options::default()).await,
+                }
+            });
             let gateway = client_rt.block_on(Gateway::connect(&url, "warm-up"));
             Target::Grpc(Box::new(gateway), via)
         }
