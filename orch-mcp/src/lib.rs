@@ -53,6 +53,7 @@ mod handler;
 mod http;
 mod instances;
 mod jwt;
+mod pooled;
 mod runs;
 mod telemetry;
 mod unfinished;

@@ -14,7 +14,7 @@
 //! ([`post_call`]: a JSON body, or an event stream's events) and its resumed streams
 //! ([`marked_events`]).
 
-use crate::upstream::Pooled;
+use crate::pooled::Pooled;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};

@@ -20,8 +20,9 @@ pub(super) enum Standalone {
 #[derive(Clone)]
 pub(super) struct Watched {
     pub(super) http: reqwest::Client,
-    /// Kept-alive connections for `tools/call` ([`Pooled`]), unless a proxy is set.
-    pub(super) pooled: Option<Pooled>,
+    /// Kept-alive connections for `tools/call` ([`Pooled`](crate::pooled::Pooled)),
+    /// unless a proxy is set.
+    pub(super) pooled: Option<crate::pooled::Pooled>,
     pub(super) standalone: Arc<tokio::sync::watch::Sender<Standalone>>,
 }
 
@@ -33,7 +34,7 @@ impl Watched {
     /// connection, an upstream that leaves Nagle's algorithm on stalls 40 ms on the
     /// gateway's delayed acknowledgements), redirects followed only when they keep the
     /// method and body (307, 308) on the same origin — and, for `tools/call`, kept-alive
-    /// connections that acknowledge at once ([`Pooled`]).
+    /// connections that acknowledge at once ([`Pooled`](crate::pooled::Pooled)).
     pub(super) fn new() -> Result<Self, reqwest::Error> {
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
@@ -55,7 +56,7 @@ impl Watched {
             .build()?;
         Ok(Watched {
             http,
-            pooled: Pooled::unless_proxied(),
+            pooled: crate::pooled::Pooled::unless_proxied(),
             standalone: Arc::new(tokio::sync::watch::channel(Standalone::NotExpected).0),
         })
     }

@@ -10,7 +10,6 @@
 //! | `relay.rs` | the gateway's clients, their standalone streams and listeners |
 //! | `link.rs` | one connection as a forwarded request uses it, and what a handshake session keeps on 2026-07-28 |
 //! | `http_client.rs` | the HTTP upstream's client: the standalone stream watched, a call's answer read as bytes first |
-//! | `pooled.rs` | kept-alive connections for `tools/call` to a plain-HTTP upstream, acknowledging at once |
 //! | `observed.rs` | the transport wrapper that counts progress, so an answer waits for the progress before it |
 //! | `tool_list.rs` | the upstream's tools as a connection last listed them |
 
@@ -23,7 +22,6 @@ mod connect;
 mod http_client;
 mod link;
 mod observed;
-mod pooled;
 mod relay;
 mod routes;
 mod tool_list;
@@ -39,7 +37,6 @@ pub(crate) use connect::{
     connect, connect_on, connect_session, is_modern, listen_upstream, OnGone, Running,
 };
 pub(crate) use link::{Link, SessionLink};
-pub(crate) use pooled::Pooled;
 pub(crate) use relay::Relay;
 pub(crate) use routes::Origin;
 pub(crate) use tool_list::ToolList;
