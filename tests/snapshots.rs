@@ -420,3 +420,32 @@ fn condition_state_is_rebuilt_from_a_snapshot() {
     s.on_user_message("something fresh");
     assert_eq!(s.step(), Some("Fresh"));
 }
+
+/// A restore finds tools by scanning a template of a few and through a map built once
+/// for one of many: either way every tool lands where it was, and an unknown one is
+/// reported.
+#[test]
+fn tools_are_found_by_name_in_small_and_wide_templates() {
+    for count in [3, 16, 17, 40] {
+        let names: Vec<String> = (0..count).map(|i| format!("tool_{i}")).collect();
+        let src = serde_json::json!({
+            "name": "wide",
+            "tools": names,
+            "orchestration": {"steps": [{"name": "Any", "isDefault": true}]}
+        })
+        .to_string();
+        let machine = dyn_machine(&src);
+        let mut session: DynSession<'_> = machine.session();
+        for name in names.iter().rev().step_by(2) {
+            session.record(name);
+        }
+        let snap = session.snapshot();
+        let (restored, report) = DynSession::restore(&machine, &snap).expect("restores");
+        assert!(report.is_exact(), "{count} tools: {report:?}");
+        assert_eq!(restored.snapshot(), snap, "{count} tools");
+        let mut gone = snap.clone();
+        gone.used.push("tool_gone".to_owned());
+        let (_, report) = DynSession::restore(&machine, &gone).expect("restores");
+        assert_eq!(report.missing_tools, ["tool_gone"], "{count} tools");
+    }
+}

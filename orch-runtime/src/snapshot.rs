@@ -33,6 +33,9 @@ pub const MAX_DECODED_BYTES: usize = 64 << 20;
 /// The snapshot format version this runtime writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Up to this many tools, a restore finds a tool by scanning the template's names.
+const FEW_TOOLS: usize = 16;
+
 /// The largest snapshot accepted, in bytes (JSON or binary).
 pub const MAX_SNAPSHOT_BYTES: usize = 1 << 20;
 
@@ -508,15 +511,21 @@ where
         fingerprint_changed: snapshot.fingerprint != t.fingerprint,
         ..RestoreReport::default()
     };
-    // Names are looked up in hash maps built once, so restoring costs time linear in
-    // the snapshot, whatever it holds.
-    let tool_index: HashMap<&str, usize> = t
-        .tools
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_ref(), i))
-        .collect();
-    let tool_index = |name: &str| tool_index.get(name).copied();
+    // Names are looked up in a hash map built once, so restoring costs time linear in
+    // the snapshot, whatever it holds; a template of a few tools is scanned instead (a
+    // bounded number of comparisons, cheaper than building and hashing).
+    let tools = t.tools;
+    let by_name: Option<HashMap<&str, usize>> = (tools.len() > FEW_TOOLS).then(|| {
+        tools
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_ref(), i))
+            .collect()
+    });
+    let tool_index = |name: &str| match &by_name {
+        Some(map) => map.get(name).copied(),
+        None => tools.iter().position(|n| n.as_ref() == name),
+    };
     let mut missing: HashSet<String> = HashSet::new();
     let mut missing_tool = |name: &str, report: &mut RestoreReport| {
         if missing.insert(name.to_owned()) {
