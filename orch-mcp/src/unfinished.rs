@@ -189,60 +189,47 @@ pub(crate) async fn post_call(
     custom_headers: HashMap<http::HeaderName, http::HeaderValue>,
 ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
     let had_session = session_id.is_some();
+    let request = || call_request(&uri, &message, &session_id, &auth_header, &custom_headers);
     if let Some(pooled) = pooled.filter(|_| uri.starts_with("http://")) {
-        let request = pooled_request(&uri, &message, &session_id, &auth_header, &custom_headers);
-        // A request that cannot be written as one (a header value the SDK's client would
-        // refuse too) is left to the SDK's client, which says why.
-        if let Some(request) = request {
-            let response = pooled
-                .send(request)
-                .await
-                .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
-            // A redirect is followed by the SDK's client, by its policy (307 and 308 on
-            // the same origin).
-            if !matches!(response.status().as_u16(), 307 | 308) {
-                return answer(response, had_session).await;
-            }
+        let response = pooled
+            .send(request()?.map(http_body_util::Full::new))
+            .await
+            .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
+        // A redirect is followed by the SDK's client, by its policy (307 and 308 on the
+        // same origin).
+        if !matches!(response.status().as_u16(), 307 | 308) {
+            return answer(response, had_session).await;
         }
     }
-    let mut request = http
-        .post(uri.as_ref())
-        .header(http::header::ACCEPT, ACCEPTS);
-    if let Some(token) = auth_header {
-        request = request.bearer_auth(token);
-    }
-    for (name, value) in custom_headers {
-        request = request.header(name, value);
-    }
-    if let Some(session) = session_id {
-        request = request.header("mcp-session-id", session.as_ref());
-    }
-    let response = request
-        .json(&message)
-        .send()
+    let request = reqwest::Request::try_from(request()?.map(reqwest::Body::from))
+        .map_err(StreamableHttpError::Client)?;
+    let response = http
+        .execute(request)
         .await
         .map_err(StreamableHttpError::Client)?;
     answer(http::Response::from(response), had_session).await
 }
 
-/// What a `tools/call` POST accepts (both, as the specification requires).
-const ACCEPTS: &str = "text/event-stream, application/json";
-
-/// The request [`post_call`] sends, for the kept-alive client: the headers the SDK's
-/// client sends, the message as JSON. `None` if a header cannot be written.
-fn pooled_request(
+/// The request [`post_call`] sends, for either client: the headers the SDK's client
+/// sends (both media types accepted, as the specification requires), the message as
+/// JSON.
+fn call_request(
     uri: &str,
     message: &ClientJsonRpcMessage,
     session_id: &Option<Arc<str>>,
     auth_header: &Option<String>,
     custom_headers: &HashMap<http::HeaderName, http::HeaderValue>,
-) -> Option<http::Request<http_body_util::Full<Bytes>>> {
-    let body = serde_json::to_vec(message).ok()?;
+) -> Result<http::Request<Bytes>, StreamableHttpError<reqwest::Error>> {
+    let invalid = |what: String| {
+        StreamableHttpError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, what))
+    };
+    let body = serde_json::to_vec(message)?;
     let mut request = http::Request::post(uri)
-        .header(http::header::ACCEPT, ACCEPTS)
+        .header(http::header::ACCEPT, "text/event-stream, application/json")
         .header(http::header::CONTENT_TYPE, "application/json");
     if let Some(token) = auth_header {
-        let mut value = http::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+        let mut value = http::HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| invalid("the bearer token is not a valid header value".to_owned()))?;
         value.set_sensitive(true);
         request = request.header(http::header::AUTHORIZATION, value);
     }
@@ -253,8 +240,8 @@ fn pooled_request(
         request = request.header("mcp-session-id", session.as_ref());
     }
     request
-        .body(http_body_util::Full::new(Bytes::from(body)))
-        .ok()
+        .body(Bytes::from(body))
+        .map_err(|e| invalid(format!("the request to {uri}: {e}")))
 }
 
 /// Reads the upstream's answer to a `tools/call` POST (from either client).
