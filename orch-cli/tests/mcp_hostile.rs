@@ -234,6 +234,30 @@ fn a_call_past_its_timeout_is_answered_and_frees_the_session() {
     });
 }
 
+#[test]
+#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+fn a_session_upstream_slower_to_start_than_a_call_may_take_still_serves() {
+    // Each HTTP session starts an upstream of its own; starting one is bounded by
+    // --startup-timeout (30 s), not by --call-timeout (here 1 s, under the upstream's 2 s
+    // start: a machine busy enough to start Python slowly must not refuse sessions).
+    let python = python();
+    let dir = temp_dir("slow-start");
+    let log = dir.join("executed.log");
+    let upstream = format!(
+        "sleep 2 && exec '{python}' '{}' --log '{}'",
+        here("shop_tools.py"),
+        log.display()
+    );
+    let gw = Gateway::http(
+        &here("shop.json"),
+        &["--call-timeout", "1"],
+        &[],
+        &["sh", "-c", &upstream],
+    );
+    let client = Client::connect(&gw.addr, None).expect("a session");
+    assert!(succeeded(&client.call("pay", json!({"run": "slow-start"}))));
+}
+
 /// Starts `slow` in a thread over its own connection; returns when the upstream has
 /// started it.
 fn start_slow(client: &Client, log: &Path, run: &str) -> (TcpStream, i64) {

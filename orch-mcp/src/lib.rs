@@ -142,8 +142,8 @@ impl std::error::Error for GatewayError {
 /// How the gateway starts and bounds its work (for stdio and HTTP alike).
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// How long the upstream may take to start and answer the MCP handshake
-    /// (default 30 s).
+    /// How long the upstream may take to start and answer the MCP handshake (default
+    /// 30 s): at the gateway's start, and for each HTTP session's own upstream connection.
     pub startup_timeout: Duration,
     /// How long any request to the upstream may take: a tool call, a re-fetch of its
     /// tool list, a forwarded prompt or resource request (default 120 s). A tool call
@@ -197,6 +197,9 @@ impl Default for Options {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
     pub(crate) call_timeout: Duration,
+    /// How long a session's own upstream connection may take to start and complete its
+    /// handshake (the upstream's start, as at the gateway's own start).
+    pub(crate) startup_timeout: Duration,
     pub(crate) max_in_flight: usize,
     /// How long a question put to a human stays answerable.
     pub(crate) question_ttl: Duration,
@@ -390,6 +393,7 @@ impl<S: SessionStore + 'static> Gateway<S> {
         let info = gateway_info(upstream_info);
         let limits = Limits {
             call_timeout: options.call_timeout,
+            startup_timeout: options.startup_timeout,
             max_in_flight: options.max_in_flight,
             question_ttl: orch_agent::protocol::DEFAULT_QUESTION_TTL,
             mode: options.mode,

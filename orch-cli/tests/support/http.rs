@@ -203,7 +203,22 @@ impl Client {
             &[],
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         );
-        Ok(done.filter(|d| d.status == 202).map(|_| client))
+        match done {
+            Some(d) if d.status == 202 => Ok(Some(client)),
+            Some(d) => {
+                // Said where a test that needed the session fails, so the cause shows.
+                eprintln!(
+                    "notifications/initialized answered {}: {}",
+                    d.status,
+                    String::from_utf8_lossy(&d.body)
+                );
+                Ok(None)
+            }
+            None => {
+                eprintln!("notifications/initialized: no HTTP reply");
+                Ok(None)
+            }
+        }
     }
 
     /// The same session through `addr` (another gateway instance, say), with request

@@ -100,7 +100,7 @@ impl<S: SessionStore + 'static> ServerHandler for Downstream<S> {
                     Arc::clone(&self.shared.relay),
                     context.peer.clone(),
                     config,
-                    self.shared.limits.call_timeout,
+                    self.shared.limits.startup_timeout,
                     on_gone(),
                     modern,
                 )
