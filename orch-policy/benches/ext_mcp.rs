@@ -35,7 +35,9 @@ use orch_policy::wire::{
 };
 use orch_policy::{Options, PolicyServer, TOKEN_FIELD};
 use orch_store::{MemoryStore, RedisStore, SessionStore};
-use orch_test_support::ext_mcp::{ok_result, start, string, Answered, Checked, Gateway};
+use orch_test_support::ext_mcp::{
+    ok_result, serve_allow_all, start, string, Answered, Checked, Gateway,
+};
 use orch_test_support::pacing::{self, env_or, percentile};
 use prost_types::value::Kind;
 use serde_json::json;
@@ -121,57 +123,9 @@ enum Via {
     Floor,
     /// The server's methods called in-process: the decisions and the store alone.
     Direct,
-    /// orch's two checks, with the same messages both ways, over gRPC to [`AllowAll`].
+    /// orch's two checks, with the same messages both ways, over gRPC to a server that
+    /// allows everything ([`serve_allow_all`]).
     AllowAll,
-}
-
-/// A policy server that allows everything without looking, answering as orch does for
-/// an admitted call (a token in the request phase's metadata).
-struct AllowAll;
-
-#[tonic::async_trait]
-impl orch_policy::wire::ext_mcp_server::ExtMcp for AllowAll {
-    async fn check_request(
-        &self,
-        _: tonic::Request<McpRequest>,
-    ) -> Result<tonic::Response<McpRequestResult>, tonic::Status> {
-        let mut fields = std::collections::BTreeMap::new();
-        fields.insert(TOKEN_FIELD.to_owned(), string("0123456789abcdef"));
-        Ok(tonic::Response::new(McpRequestResult {
-            header_mutation: None,
-            metadata: Some(prost_types::Struct { fields }),
-            result: Some(mcp_request_result::Result::Pass(Default::default())),
-        }))
-    }
-
-    async fn check_response(
-        &self,
-        _: tonic::Request<McpResponse>,
-    ) -> Result<tonic::Response<McpResponseResult>, tonic::Status> {
-        Ok(tonic::Response::new(McpResponseResult {
-            result: Some(mcp_response_result::Result::Pass(Default::default())),
-        }))
-    }
-}
-
-/// [`AllowAll`] served as `orch policy` serves (HTTP/2, `TCP_NODELAY`): its URL.
-async fn serve_allow_all() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    use tokio_stream::StreamExt;
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
-        accepted.inspect(|stream| {
-            let _ = stream.set_nodelay(true);
-        })
-    });
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(orch_policy::wire::ext_mcp_server::ExtMcpServer::new(
-                AllowAll,
-            ))
-            .serve_with_incoming(incoming),
-    );
-    url
 }
 
 /// The server's two checks, called in-process.

@@ -1,12 +1,13 @@
 //! For the policy-server tests (`orch-policy`'s and the `orch policy` command's): the
 //! templates, a server on a loopback port, and a client that drives both ExtMcp phases as
 //! agentgateway does (the run named in `metadata_context`, the request phase's token fed
-//! back in the response phase).
+//! back in the response phase); and a server that allows everything without looking, the
+//! floor the benchmarks read `orch policy` against.
 
 use orch_policy::wire::ext_mcp_client::ExtMcpClient;
 use orch_policy::wire::{
     authorization_error::Code, mcp_request_result, mcp_response_result, AuthorizationError,
-    McpRequest, McpResponse,
+    McpRequest, McpRequestResult, McpResponse, McpResponseResult,
 };
 use orch_policy::{Options, PolicyServer, TOKEN_FIELD};
 use orch_store::SessionStore;
@@ -346,4 +347,53 @@ impl orch_store::SessionStore for Shared {
     async fn remove(&self, id: &str) -> Result<bool, orch_store::StoreError> {
         self.0.remove(id).await
     }
+}
+
+/// A policy server that allows everything without looking, answering as orch does for
+/// an admitted call (a token in the request phase's metadata).
+pub struct AllowAll;
+
+#[tonic::async_trait]
+impl orch_policy::wire::ext_mcp_server::ExtMcp for AllowAll {
+    async fn check_request(
+        &self,
+        _: tonic::Request<McpRequest>,
+    ) -> Result<tonic::Response<McpRequestResult>, tonic::Status> {
+        let mut fields = std::collections::BTreeMap::new();
+        fields.insert(TOKEN_FIELD.to_owned(), string("0123456789abcdef"));
+        Ok(tonic::Response::new(McpRequestResult {
+            header_mutation: None,
+            metadata: Some(prost_types::Struct { fields }),
+            result: Some(mcp_request_result::Result::Pass(Default::default())),
+        }))
+    }
+
+    async fn check_response(
+        &self,
+        _: tonic::Request<McpResponse>,
+    ) -> Result<tonic::Response<McpResponseResult>, tonic::Status> {
+        Ok(tonic::Response::new(McpResponseResult {
+            result: Some(mcp_response_result::Result::Pass(Default::default())),
+        }))
+    }
+}
+
+/// [`AllowAll`] served as `orch policy` serves (HTTP/2, `TCP_NODELAY`): its URL.
+pub async fn serve_allow_all() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    use tokio_stream::StreamExt;
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(orch_policy::wire::ext_mcp_server::ExtMcpServer::new(
+                AllowAll,
+            ))
+            .serve_with_incoming(incoming),
+    );
+    url
 }
