@@ -28,70 +28,18 @@
 use orch_policy::Options;
 use orch_store::MemoryStore;
 use orch_test_support::ext_mcp::{serve_allow_all, start};
+use orch_test_support::mcp_load::{
+    measure, saturate, serve_tools, Clients, CALLERS, DESK, SESSIONS,
+};
 use orch_test_support::pacing::{self, env_or, percentile};
 use orch_test_support::scratch::Scratch;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ContentBlock,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    Tool,
-};
-use rmcp::service::{Peer, RequestContext, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
-use std::collections::HashMap;
+use rmcp::model::ProtocolVersion;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Every call is allowed: the policy's full path (admit and lease, record, release).
-const DESK: &str = r#"{
-  "name": "desk",
-  "tools": ["search"],
-  "orchestration": {"steps": [{"name": "Desk", "isDefault": true}]}
-}"#;
-
-/// Client sessions (and runs) the open loop's calls are spread over.
-const SESSIONS: usize = 50;
-
-/// Callers of the saturation run, each with a session (and run) of its own.
-const CALLERS: usize = 32;
 
 /// The header naming a session's run, which the gateway hands `orch policy` as `run`.
 const RUN_HEADER: &str = "x-orch-run";
-
-/// A tool server that answers at once.
-#[derive(Clone)]
-struct Instant_;
-
-impl ServerHandler for Instant_ {
-    fn get_info(&self) -> InitializeResult {
-        let mut info = InitializeResult::default();
-        info.capabilities = ServerCapabilities::builder().enable_tools().build();
-        info
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = serde_json::Map::from_iter([("type".to_owned(), "object".into())]);
-        let tool = Tool::new("search", "finds things", Arc::new(schema));
-        Ok(ListToolsResult::with_all_items(vec![tool]))
-    }
-
-    async fn call_tool(
-        &self,
-        _request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        Ok(CallToolResult::success(vec![ContentBlock::text("found")]).into())
-    }
-}
 
 fn main() {
     if !pacing::benchmarking() {
@@ -110,7 +58,9 @@ fn main() {
     let servers = pacing::side_runtime();
     let clients = pacing::side_runtime();
     let (tools, policy, allow_all) = servers.block_on(async {
-        let tools = serve_tools().await;
+        // With Nagle on, agentgateway's kept-alive upstream connections wait for a delayed
+        // ACK between the answer's SSE events: p50 44 ms a call.
+        let tools = serve_tools(true).await;
         let policy = start(DESK, MemoryStore::new(), Options::default()).await;
         (tools, policy, serve_allow_all().await)
     });
@@ -138,12 +88,17 @@ fn main() {
     println!(
         "agentgateway, tools/call over loopback Streamable HTTP, {rate} calls/s offered for {seconds} s over {SESSIONS} sessions, {rounds} rounds:"
     );
+    // agentgateway v1.4.1 takes the 2025 revisions, not rmcp's newest.
+    let how = Clients {
+        run_header: Some(RUN_HEADER),
+        protocol: Some(ProtocolVersion::V_2025_06_18),
+    };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for round in 1..=rounds {
         println!("  round {round}:");
         let mut p50s = Vec::new();
         for (what, gateway) in &gateways {
-            let paced = clients.block_on(measure(&gateway.url, rate, seconds));
+            let paced = clients.block_on(measure(&gateway.url, rate, seconds, SESSIONS, &how));
             let l = &paced.latencies;
             println!(
                 "    {what}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over {} calls (started late by the pacer: p99 {:.3} ms)",
@@ -163,7 +118,7 @@ fn main() {
         );
         let saturated: Vec<f64> = gateways
             .iter()
-            .map(|(_, gateway)| clients.block_on(saturate(&gateway.url)))
+            .map(|(_, gateway)| clients.block_on(saturate(&gateway.url, CALLERS, SESSIONS, &how)))
             .collect();
         println!(
             "    saturated ({CALLERS} callers back to back): no policy {:.0} calls/s, allowing all {:.0} calls/s ({:.1} % less), orch policy {:.0} calls/s ({:.1} % less; {:.1} % less than allowing all)",
@@ -277,87 +232,4 @@ fn free_ports() -> [u16; 4] {
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
         .collect();
     std::array::from_fn(|i| listeners[i].local_addr().expect("a bound port").port())
-}
-
-/// The tool server over Streamable HTTP on a free loopback port, with `TCP_NODELAY` on
-/// its connections (with Nagle on, agentgateway's kept-alive upstream connections wait
-/// for a delayed ACK between the answer's SSE events: p50 44 ms a call): its URL.
-async fn serve_tools() -> String {
-    use axum::serve::ListenerExt;
-    let service = StreamableHttpService::new(
-        || Ok(Instant_),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let listener = listener.tap_io(|stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/mcp")
-}
-
-/// `n` sessions on `url`, session `i` in run `bench-{first + i}`, each warmed up by one
-/// call.
-async fn sessions(
-    url: &str,
-    first: usize,
-    n: usize,
-) -> Vec<RunningService<RoleClient, ClientConfig>> {
-    let mut sessions = Vec::with_capacity(n);
-    for i in first..first + n {
-        let headers = HashMap::from([(
-            http::HeaderName::from_static(RUN_HEADER),
-            http::HeaderValue::from_str(&format!("bench-{i}")).expect("a header value"),
-        )]);
-        let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-        let transport = StreamableHttpClientTransport::from_config(config);
-        // agentgateway v1.4.1 takes the 2025 revisions, not rmcp's newest.
-        let mut client = ClientConfig::default();
-        client.protocol_version = ProtocolVersion::V_2025_06_18;
-        let session = client.serve(transport).await.expect("an MCP session");
-        search(session.peer().clone()).await;
-        sessions.push(session);
-    }
-    sessions
-}
-
-/// One `tools/call` of `search`, which must succeed.
-async fn search(peer: Peer<RoleClient>) {
-    let result = peer
-        .call_tool(CallToolRequestParams::new("search"))
-        .await
-        .expect("tools/call");
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-}
-
-/// Ends the sessions.
-async fn close(sessions: Vec<RunningService<RoleClient, ClientConfig>>) {
-    for session in sessions {
-        let _ = session.cancel().await;
-    }
-}
-
-/// `CALLERS` callers through `url` back to back for 3 s: calls completed per second.
-async fn saturate(url: &str) -> f64 {
-    let sessions = sessions(url, SESSIONS, CALLERS).await;
-    let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
-    let per_second = pacing::closed_loop(CALLERS, Duration::from_secs(3), move |caller, _| {
-        search(peers[caller].clone())
-    })
-    .await;
-    close(sessions).await;
-    per_second
-}
-
-/// `rate` calls a second for `seconds` through `url`, over `SESSIONS` sessions.
-async fn measure(url: &str, rate: u64, seconds: u64) -> pacing::OpenLoop {
-    let sessions = sessions(url, 0, SESSIONS).await;
-    let peers: Vec<_> = sessions.iter().map(|s| s.peer().clone()).collect();
-    let latencies =
-        pacing::open_loop(rate, seconds, move |i| search(peers[i % SESSIONS].clone())).await;
-    close(sessions).await;
-    latencies
 }

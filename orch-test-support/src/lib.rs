@@ -8,6 +8,8 @@
 //! - [`scratch`]: a test's own temporary directory, removed when the test is done;
 //! - `ext_mcp` (feature `ext-mcp`): `orch policy` servers and a client that drives both
 //!   ExtMcp phases as agentgateway does;
+//! - `mcp_load` (feature `mcp-load`): a tool server answering at once, client sessions
+//!   and the open and closed loops of the MCP gateway benchmarks;
 //! - `otel` (feature `otel`): attributes of exported OpenTelemetry spans;
 //! - `events` (feature `events`): proptest strategies for event streams and random
 //!   templates, and a deterministic runner;
@@ -23,6 +25,8 @@ pub mod cluster;
 pub mod events;
 #[cfg(feature = "ext-mcp")]
 pub mod ext_mcp;
+#[cfg(feature = "mcp-load")]
+pub mod mcp_load;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod pacing;
