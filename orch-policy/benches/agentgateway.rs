@@ -1,6 +1,8 @@
 //! What `orch policy` costs behind a real agentgateway: the same MCP tool calls through
-//! two agentgateway processes, one with no policy and one asking `orch policy` about
-//! every `tools/call` (both phases, runs in memory), alternated in rounds within one run:
+//! three agentgateway processes — one with no policy, one whose `mcpGuardrails` processor
+//! allows everything at once (orch's messages, answered without looking: the floor any
+//! policy server stands on), and one asking `orch policy` about every `tools/call` (both
+//! phases, runs in memory) — in rounds within one run:
 //!
 //! - **added latency** at a fixed offered load (open loop, each call timed from its
 //!   scheduled start): p50, p90 and p99 through each gateway, and the difference;
@@ -9,11 +11,12 @@
 //!
 //! Clients are rmcp's Streamable HTTP client (each session its own run, named by an
 //! `x-orch-run` header the gateway passes on as the run's metadata); the tool server is
-//! rmcp's Streamable HTTP server answering at once; `orch policy` and the tool server
-//! share one runtime of two worker threads, the clients another, and agentgateway runs
-//! as its own process with its default threads. Everything shares the machine's cores.
+//! rmcp's Streamable HTTP server answering at once; `orch policy`, the allow-everything
+//! server and the tool server share one runtime of two worker threads, the clients
+//! another, and each agentgateway runs as its own process with its default threads.
+//! Everything shares the machine's cores.
 //!
-//! agentgateway is not built here (it takes its own toolchain and ~20 minutes): build it
+//! agentgateway is not built here (it takes its own toolchain and about half an hour): build it
 //! once with `orch-policy/benches/agentgateway/build.py` (from its source at v1.4.1),
 //! then
 //!
