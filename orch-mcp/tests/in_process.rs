@@ -38,7 +38,7 @@ struct Upstream {
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        common::tool_server_info()
+        orch_test_support::mcp_load::tool_server_info()
     }
 
     async fn list_tools(
@@ -46,7 +46,7 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(&[
+        Ok(orch_test_support::mcp_load::tool_list(&[
             "search",
             "fetch",
             "summarize",
@@ -241,23 +241,8 @@ impl orch_store::SessionStore for Vanishing {
 /// (a once-only or gated tool would run again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_whose_record_vanished_is_never_served_afresh() {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
     use rmcp::ServiceExt;
-    let upstream = Upstream::default();
-    let service = StreamableHttpService::new(
-        move || Ok(upstream.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let upstream = format!("http://{}/mcp", listener.local_addr().expect("its address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let upstream = orch_test_support::mcp_load::serve_http(Upstream::default(), false).await;
     let store = Vanishing::default();
     let url = common::gateway_over_http_on(TEMPLATE, &upstream, store.clone()).await;
     let connect = || async {

@@ -20,8 +20,6 @@ use rmcp::model::{
     ServerNotification, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
 use std::borrow::Cow;
@@ -67,7 +65,7 @@ impl ServerHandler for Modern {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(&["talk"]))
+        Ok(orch_test_support::mcp_load::tool_list(&["talk"]))
     }
 
     async fn call_tool(
@@ -144,26 +142,13 @@ impl ClientHandler for Listener {
     }
 }
 
-async fn serve(service: StreamableHttpService<Modern, LocalSessionManager>) -> String {
-    let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/mcp")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handshake_client_keeps_its_level_and_subscriptions_on_a_modern_only_upstream() {
     let seen: Seen = Arc::default();
     let server = Modern {
         seen: Arc::clone(&seen),
     };
-    let upstream = serve(StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    ))
-    .await;
+    let upstream = orch_test_support::mcp_load::serve_http(server, false).await;
     let url = common::gateway_over_http(DESK, &upstream).await;
 
     let (logs_tx, mut logs) = mpsc::unbounded_channel();

@@ -34,7 +34,7 @@ struct Upstream {
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        common::tool_server_info()
+        orch_test_support::mcp_load::tool_server_info()
     }
 
     async fn list_tools(
@@ -44,7 +44,7 @@ impl ServerHandler for Upstream {
     ) -> Result<ListToolsResult, ErrorData> {
         // `wipe` declares an output schema: its refusal carries no `structuredContent`,
         // and the span still names the refusal.
-        let mut list = common::tool_list(&["search", "wipe"]);
+        let mut list = orch_test_support::mcp_load::tool_list(&["search", "wipe"]);
         let schema =
             serde_json::json!({"type": "object", "properties": {"wiped": {"type": "boolean"}}});
         if let serde_json::Value::Object(schema) = schema {

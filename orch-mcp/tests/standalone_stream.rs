@@ -40,7 +40,7 @@ struct Upstairs {
 
 impl ServerHandler for Upstairs {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        common::tool_server_info()
+        orch_test_support::mcp_load::tool_server_info()
     }
 
     async fn list_tools(
@@ -48,7 +48,7 @@ impl ServerHandler for Upstairs {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(&["ask"]))
+        Ok(orch_test_support::mcp_load::tool_list(&["ask"]))
     }
 
     async fn call_tool(

@@ -34,7 +34,7 @@ use orch_test_support::ext_mcp::{serve_allow_all, start};
 use orch_test_support::mcp_load::{
     measure, saturate, serve_tools, Clients, CALLERS, DESK, SESSIONS,
 };
-use orch_test_support::pacing::{self, env_or, percentile};
+use orch_test_support::pacing::{self, env_or};
 use orch_test_support::scratch::Scratch;
 use rmcp::model::ProtocolVersion;
 use std::path::{Path, PathBuf};
@@ -96,22 +96,13 @@ fn main() {
         run_header: Some(RUN_HEADER),
         protocol: Some(ProtocolVersion::V_2025_06_18),
     };
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for round in 1..=rounds {
         println!("  round {round}:");
         let mut p50s = Vec::new();
         for (what, gateway) in &gateways {
             let paced = clients.block_on(measure(&gateway.url, rate, seconds, SESSIONS, &how));
-            let l = &paced.latencies;
-            println!(
-                "    {what}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over {} calls (started late by the pacer: p99 {:.3} ms)",
-                ms(percentile(l, 50.0)),
-                ms(percentile(l, 90.0)),
-                ms(percentile(l, 99.0)),
-                l.len(),
-                ms(percentile(&paced.late, 99.0)),
-            );
-            p50s.push(ms(percentile(l, 50.0)));
+            println!("    {what}: {paced}");
+            p50s.push(paced.ms(50.0));
         }
         println!(
             "    added at p50: by a policy server allowing all {:.3} ms, by orch policy {:.3} ms ({:.3} ms above allowing all)",

@@ -603,11 +603,7 @@ struct Upstream {
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> rmcp::model::InitializeResult {
-        let mut info = rmcp::model::InitializeResult::default();
-        info.capabilities = rmcp::model::ServerCapabilities::builder()
-            .enable_tools()
-            .build();
-        info
+        orch_test_support::mcp_load::tool_server_info()
     }
 
     async fn list_tools(

@@ -1,6 +1,6 @@
 //! MCP traffic for the gateway benchmarks (`orch mcp`'s and `orch policy` behind
-//! agentgateway): a tool server over Streamable HTTP that answers at once, client
-//! sessions, and the two loads every gateway row is measured under — an open loop at a
+//! agentgateway) and tests: rmcp tool servers over Streamable HTTP (one that answers at
+//! once), client sessions, and the two loads every gateway row is measured under — an open loop at a
 //! fixed rate, and callers back to back.
 
 use crate::pacing;
@@ -40,9 +40,7 @@ pub struct AnswersAtOnce;
 
 impl ServerHandler for AnswersAtOnce {
     fn get_info(&self) -> InitializeResult {
-        let mut info = InitializeResult::default();
-        info.capabilities = ServerCapabilities::builder().enable_tools().build();
-        info
+        tool_server_info()
     }
 
     async fn list_tools(
@@ -50,9 +48,7 @@ impl ServerHandler for AnswersAtOnce {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = serde_json::Map::from_iter([("type".to_owned(), "object".into())]);
-        let tool = Tool::new("search", "finds things", Arc::new(schema));
-        Ok(ListToolsResult::with_all_items(vec![tool]))
+        Ok(tool_list(&["search"]))
     }
 
     async fn call_tool(
@@ -64,17 +60,53 @@ impl ServerHandler for AnswersAtOnce {
     }
 }
 
-/// [`AnswersAtOnce`] over Streamable HTTP on a free loopback port: its URL. With
-/// `nodelay`, its connections set `TCP_NODELAY`; without, they keep Nagle's algorithm, as
-/// axum's default does (a client that keeps connections alive then waits for a delayed
-/// ACK between an answer's SSE events unless it acknowledges at once).
+/// What an rmcp tool server says about itself: it serves tools.
+pub fn tool_server_info() -> InitializeResult {
+    let mut info = InitializeResult::default();
+    info.capabilities = ServerCapabilities::builder().enable_tools().build();
+    info
+}
+
+/// `names` as an rmcp tool list: each `the NAME tool`, taking any object.
+pub fn tool_list(names: &[&str]) -> ListToolsResult {
+    let schema = Arc::new(serde_json::Map::from_iter([(
+        "type".to_owned(),
+        serde_json::Value::from("object"),
+    )]));
+    let tools = names
+        .iter()
+        .map(|name| {
+            Tool::new(
+                name.to_string(),
+                format!("the {name} tool"),
+                Arc::clone(&schema),
+            )
+        })
+        .collect();
+    ListToolsResult::with_all_items(tools)
+}
+
+/// [`AnswersAtOnce`] over Streamable HTTP on a free loopback port: its URL (see
+/// [`serve_http`] for `nodelay`).
+pub async fn serve_tools(nodelay: bool) -> String {
+    serve_http(AnswersAtOnce, nodelay).await
+}
+
+/// `handler` (a fresh clone per session) over Streamable HTTP at `/mcp` on a free
+/// loopback port, served until the runtime ends: its URL. With `nodelay`, its
+/// connections set `TCP_NODELAY`; without, they keep Nagle's algorithm, as axum's
+/// default does (a client that keeps connections alive then waits for a delayed ACK
+/// between an answer's SSE events unless it acknowledges at once).
 ///
 /// # Panics
-/// When no loopback port can be bound (a benchmark cannot go on without one).
-pub async fn serve_tools(nodelay: bool) -> String {
+/// When no loopback port can be bound (a test cannot go on without one).
+pub async fn serve_http<H>(handler: H, nodelay: bool) -> String
+where
+    H: ServerHandler + Clone + Send + Sync + 'static,
+{
     use axum::serve::ListenerExt;
     let service = StreamableHttpService::new(
-        || Ok(AnswersAtOnce),
+        move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );

@@ -51,6 +51,31 @@ pub struct OpenLoop {
     pub late: Vec<Duration>,
 }
 
+impl OpenLoop {
+    /// The latency at percentile `p`, in milliseconds.
+    pub fn ms(&self, p: f64) -> f64 {
+        percentile(&self.latencies, p).as_secs_f64() * 1e3
+    }
+}
+
+/// `p50 … ms, p90 … ms, p99 … ms, worst … ms over N calls (started late by the pacer: p99
+/// … ms)`: how every open-loop row of the benchmarks reads.
+impl std::fmt::Display for OpenLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, worst {:.3} ms over {} calls (started late by the pacer: p99 {:.3} ms)",
+            self.ms(50.0),
+            self.ms(90.0),
+            self.ms(99.0),
+            ms(self.latencies.last().copied().unwrap_or_default()),
+            self.latencies.len(),
+            ms(percentile(&self.late, 99.0)),
+        )
+    }
+}
+
 /// `rate` calls a second for `seconds`, call `i` being `call(i)`, each started on
 /// schedule whether or not earlier ones finished: the latency of each from its scheduled
 /// start. A thread of its own paces the calls (a tokio timer fires on whole

@@ -70,31 +70,3 @@ pub async fn gateway_over_http_on<S: orch_store::SessionStore + 'static>(
     });
     url
 }
-
-/// What an rmcp tool server of these tests says about itself: it serves tools.
-pub fn tool_server_info() -> rmcp::model::InitializeResult {
-    let mut info = rmcp::model::InitializeResult::default();
-    info.capabilities = rmcp::model::ServerCapabilities::builder()
-        .enable_tools()
-        .build();
-    info
-}
-
-/// `names` as an rmcp tool list: each `the NAME tool`, taking any object.
-pub fn tool_list(names: &[&str]) -> rmcp::model::ListToolsResult {
-    let schema = std::sync::Arc::new(serde_json::Map::from_iter([(
-        "type".to_owned(),
-        serde_json::Value::from("object"),
-    )]));
-    let tools = names
-        .iter()
-        .map(|name| {
-            rmcp::model::Tool::new(
-                name.to_string(),
-                format!("the {name} tool"),
-                std::sync::Arc::clone(&schema),
-            )
-        })
-        .collect();
-    rmcp::model::ListToolsResult::with_all_items(tools)
-}
