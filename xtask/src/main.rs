@@ -10,8 +10,9 @@
 //! runs as root, a venv under `target/ci-tools/venv` for the Python SDK, `npm` for the
 //! SARIF validator — and otherwise stops with one line per missing piece and how to get
 //! it. Then it runs `cargo build --workspace --examples` (tests run some examples as
-//! programs), `cargo test --workspace --lib --bins --tests -- --include-ignored` (every
-//! test, those included; run, a test whose component is missing fails: nothing is
+//! programs), the test executables of `cargo test --workspace --lib --bins --tests`,
+//! built once and run three at a time (`ORCH_TEST_JOBS`), each with `--include-ignored`
+//! (every test, those included; run, a test whose component is missing fails: nothing is
 //! reported as passed that did not run) and `cargo test --workspace --doc` (the doc
 //! examples; the ones marked `ignore` are illustrations that cannot compile on their
 //! own); then the engine's instruction budget (`orch-probe` built in release and run
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 mod disk;
+mod runner;
 
 use disk::*;
 
@@ -474,10 +476,10 @@ fn test(cargo_args: &[String]) -> ExitCode {
     examples.extend(before.iter().map(String::as_str));
     let mut tests = vec!["test", "--workspace"];
     tests.extend(packages);
-    tests.extend(["--no-fail-fast", "--lib", "--bins", "--tests"]);
+    tests.extend(["--lib", "--bins", "--tests"]);
     tests.extend(before.iter().map(String::as_str));
-    tests.extend(["--", "--include-ignored"]);
-    tests.extend(after.iter().map(String::as_str));
+    let mut libtest = vec!["--include-ignored".to_owned()];
+    libtest.extend(after.iter().cloned());
     let mut docs = vec!["test", "--workspace"];
     docs.extend(packages);
     docs.push("--doc");
@@ -490,11 +492,15 @@ fn test(cargo_args: &[String]) -> ExitCode {
     let start = std::time::Instant::now();
     for args in [examples, tests, docs] {
         eprintln!("xtask: cargo {}", args.join(" "));
-        let mut command = Command::new(&cargo);
-        command.current_dir(&root).args(&args);
         let left = limit.saturating_sub(start.elapsed());
         let phase = std::time::Instant::now();
-        let ran = run_within(command, left);
+        let ran = if args[1..].contains(&"--tests") {
+            rust_tests(&cargo, &root, &args, &libtest, left)
+        } else {
+            let mut command = Command::new(&cargo);
+            command.current_dir(&root).args(&args);
+            run_within(command, left)
+        };
         took(&format!("cargo {}", args[0]), phase);
         match ran {
             Ok(true) => {}
@@ -547,6 +553,30 @@ fn test(cargo_args: &[String]) -> ExitCode {
         disk_full_note(&root);
         ExitCode::FAILURE
     }
+}
+
+/// The Rust tests: built by one `cargo test --no-run` ([`runner::build`]), then run
+/// `ORCH_TEST_JOBS` executables at a time (3 unless set; [`runner::run_all`]), each with
+/// libtest's arguments `libtest`. Every executable runs even when one fails.
+fn rust_tests(
+    cargo: &str,
+    root: &Path,
+    args: &[&str],
+    libtest: &[String],
+    limit: std::time::Duration,
+) -> Result<bool, String> {
+    let start = std::time::Instant::now();
+    let binaries = runner::build(cargo, root, args, limit)?;
+    let jobs = std::env::var("ORCH_TEST_JOBS")
+        .ok()
+        .and_then(|j| j.parse::<usize>().ok())
+        .unwrap_or(3);
+    runner::run_all(
+        binaries,
+        libtest,
+        jobs,
+        limit.saturating_sub(start.elapsed()),
+    )
 }
 
 /// The engine's hot path, in instructions per call of the probe's functions
@@ -632,67 +662,11 @@ fn time_limit() -> std::time::Duration {
     std::time::Duration::from_secs(minutes * 60)
 }
 
-/// Runs `command`; past `limit` it and every process under it (the test binaries and the
-/// servers they started) are killed. `Ok(success)`, or why it could not run or was
+/// Runs `command` with its output shown; past `limit` it and every process under it
+/// are stopped ([`runner::run_within`]). `Ok(success)`, or why it could not run or was
 /// stopped.
-fn run_within(mut command: Command, limit: std::time::Duration) -> Result<bool, String> {
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
-    let start = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status.success()),
-            Ok(None) if start.elapsed() < limit => {
-                std::thread::sleep(std::time::Duration::from_millis(200))
-            }
-            Ok(None) => {
-                let pids: Vec<String> =
-                    descendants(child.id()).iter().map(u32::to_string).collect();
-                let _ = Command::new("kill").arg("-KILL").args(&pids).status();
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "stopped: the tests ran past their time limit ({} minutes; \
-                     ORCH_TEST_MINUTES sets it); a test that hangs is named above as \
-                     \"has been running for over 60 seconds\"",
-                    time_limit().as_secs() / 60
-                ));
-            }
-            Err(e) => return Err(format!("cannot wait for cargo: {e}")),
-        }
-    }
-}
-
-/// Every process under `root` (children, their children, ...), read from `/proc`.
-fn descendants(root: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
-            let after = &stat[stat.rfind(')')? + 1..];
-            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(
-            parents
-                .iter()
-                .filter(|(_, p)| *p == parent)
-                .map(|(c, _)| *c),
-        );
-        i += 1;
-    }
-    found.remove(0);
-    found
+fn run_within(command: Command, limit: std::time::Duration) -> Result<bool, String> {
+    runner::run_within(command, limit).map(|out| out.success)
 }
 
 #[cfg(test)]
