@@ -304,6 +304,31 @@ fn range_bounds_from_results_agree() {
     }
 }
 
+/// Any one member of any template of the project's own, written as `null`: the compiler
+/// reads an optional field written as `null` as absent and a required one as missing,
+/// and the schema says the same of every field (every location, not a sample: the
+/// random mutations once took a while to find that `trust`'s lists, `rememberedValues`,
+/// a budget's `where` and a budget condition's `range` did not allow `null`).
+#[test]
+fn null_in_place_of_any_member_agrees() {
+    let v = validator();
+    let mut checked = 0;
+    for template in corpus() {
+        let mut all = Vec::new();
+        paths(&template, &mut Vec::new(), &mut all);
+        for path in all {
+            if !matches!(path.last(), Some(Seg::Key(_))) {
+                continue;
+            }
+            let mut t = template.clone();
+            *at(&mut t, &path) = Value::Null;
+            assert_agrees(&v, &t).unwrap_or_else(|e| panic!("at {path:?}: {e}"));
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "only {checked} members were tried");
+}
+
 #[test]
 fn schema_valid_iff_no_shape_error_on_mutated_templates() {
     let v = validator();
