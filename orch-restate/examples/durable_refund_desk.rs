@@ -7,7 +7,7 @@
 //! approves it, then runs once (a second approval does nothing).
 //!
 //! ```sh
-//! cargo run -p orch-restate --example refund_desk
+//! cargo run -p orch-restate --example durable_refund_desk
 //! ```
 
 #[path = "../tests/harness/mod.rs"]
