@@ -235,9 +235,10 @@ pub struct HttpOptions {
     /// How long a client may take to send a request's body (default 30 s; 408 after).
     pub body_timeout: Duration,
     /// The session TTL the store was built with (default 24 hours). The MCP SDK's
-    /// in-memory worker of a session is let go after half of it idle (at most five
-    /// minutes); the session itself lives in the store, and the next request restores
-    /// it. Only the store's TTL ends a session.
+    /// in-memory worker of a session is let go after half of it with none of the
+    /// session's requests open (at most five minutes; a request still being answered,
+    /// however long it takes, keeps it); the session itself lives in the store, and the
+    /// next request restores it. Only the store's TTL ends a session.
     pub session_ttl: Duration,
     /// The longest life of a run minted by `POST /runs` (default 24 hours; a request
     /// may ask for less). A run also ends when it is revoked, or idle for the store's
@@ -541,8 +542,11 @@ impl<S: SessionStore + 'static> Gateway<S> {
             .with_max_request_body_bytes(http::MAX_BODY);
         config.session_store = Some(Arc::new(http::Handshakes(Arc::clone(&self.shared))));
         let ct = config.cancellation_token.clone();
+        // The gateway lets idle workers go itself ([`http::let_idle_go`]): the SDK's own
+        // timer counts messages only, and closed the stream of a request still being
+        // answered when it took longer than the timer.
         let mut session_config = SessionConfig::default();
-        session_config.keep_alive = Some(worker_idle(options.session_ttl));
+        session_config.keep_alive = None;
         let mut manager = LocalSessionManager::default();
         manager.session_config = session_config;
         let manager = Arc::new(manager);
@@ -567,7 +571,12 @@ impl<S: SessionStore + 'static> Gateway<S> {
             options: options.clone(),
             jwt,
             restoring: Arc::default(),
+            activity: http::Activity::new(worker_idle(options.session_ttl)),
         });
+        tokio::spawn(http::let_idle_go(
+            Arc::clone(&guarded.activity),
+            Arc::downgrade(&guarded.manager),
+        ));
         let app = axum::Router::new().nest_service("/mcp", service).layer(
             axum::middleware::from_fn_with_state(guarded, http::guard::<S>),
         );
@@ -607,9 +616,9 @@ impl<S: SessionStore + 'static> Gateway<S> {
     }
 }
 
-/// How long the MCP SDK keeps an idle session's worker in memory: half the session TTL,
-/// at most five minutes, at least one second. The session outlives its worker (it is
-/// restored from the store at its next request).
+/// How long an idle session's worker stays in memory — none of the session's requests
+/// open for that long: half the session TTL, at most five minutes, at least one second.
+/// The session outlives its worker (it is restored from the store at its next request).
 fn worker_idle(session_ttl: Duration) -> Duration {
     (session_ttl / 2).clamp(Duration::from_secs(1), Duration::from_secs(300))
 }

@@ -75,6 +75,9 @@ pub(super) async fn admit<S: SessionStore + 'static>(
         None => None,
     };
     let deleting = request.method() == http::Method::DELETE;
+    // Open while the request is answered, its response's body included: the session's
+    // worker is not let go under it.
+    let open = session.as_deref().map(|id| guarded.activity.open(id));
     let mut response = next.run(request).await;
     drop(pass);
     if let Some(token) = fresh {
@@ -89,35 +92,40 @@ pub(super) async fn admit<S: SessionStore + 'static>(
         // Python SDK take 202 for a failure).
         *response.status_mut() = http::StatusCode::OK;
     }
-    match (session, call_id) {
-        (Some(session), Some(request_id)) if response.status().is_success() => {
+    // A new session's `initialize` is open from its answer on.
+    let open = open.or_else(|| {
+        let created = response.headers().get("mcp-session-id")?.to_str().ok()?;
+        Some(guarded.activity.open(created))
+    });
+    let success = response.status().is_success();
+    let (on_abandon, held): (Option<Box<dyn FnOnce() + Send>>, _) = match (session, call_id) {
+        (Some(session), Some(request_id)) if success => {
             let manager = Arc::clone(&guarded.manager);
-            let (parts, body) = response.into_parts();
-            let watched = Watched {
-                inner: body,
-                done: false,
-                on_abandon: Some(Box::new(move || {
-                    tokio::spawn(cancel_call(manager, session, request_id));
-                })),
-                _held: None,
+            let abandoned = move || {
+                tokio::spawn(cancel_call(manager, session, request_id));
             };
-            Response::from_parts(parts, Body::new(watched))
+            (Some(Box::new(abandoned)), None)
         }
         // The session's standalone stream: while it is open here, notifications for the
         // session that arise on other instances are sent here.
-        (Some(session), None) if standalone && response.status().is_success() => {
-            let held = guarded.shared.relay.instances.hold(&session).await;
-            let (parts, body) = response.into_parts();
-            let watched = Watched {
-                inner: body,
-                done: false,
-                on_abandon: None,
-                _held: Some(held),
-            };
-            Response::from_parts(parts, Body::new(watched))
-        }
-        (_, _) => response,
+        (Some(session), None) if standalone && success => (
+            None,
+            Some(guarded.shared.relay.instances.hold(&session).await),
+        ),
+        (_, _) => (None, None),
+    };
+    if open.is_none() && on_abandon.is_none() && held.is_none() {
+        return response;
     }
+    let (parts, body) = response.into_parts();
+    let watched = Watched {
+        inner: body,
+        done: false,
+        on_abandon,
+        _held: held,
+        _open: open,
+    };
+    Response::from_parts(parts, Body::new(watched))
 }
 
 /// Checks every request before the MCP service sees it (see the module's text).

@@ -21,13 +21,15 @@ pub(super) async fn cancel_call(
 }
 
 /// A response body that runs `on_abandon` when it is dropped before its end (the
-/// client's connection closed before the answer was sent), and holds `held` as long as
-/// it lives.
+/// client's connection closed before the answer was sent), and holds `held` and `open`
+/// as long as it lives.
 pub(super) struct Watched {
     pub(super) inner: Body,
     pub(super) done: bool,
     pub(super) on_abandon: Option<Box<dyn FnOnce() + Send>>,
     pub(super) _held: Option<crate::instances::Holding>,
+    /// The request of its session, open until the body is done or dropped.
+    pub(super) _open: Option<super::idle::Open>,
 }
 
 impl http_body::Body for Watched {

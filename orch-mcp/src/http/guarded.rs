@@ -17,6 +17,9 @@ pub(crate) struct Guarded<S> {
     /// a new worker), each with the gate its requests pass one at a time until the
     /// restore is done ([`Guarded::restore_gate`]).
     pub(crate) restoring: RestoreGates,
+    /// Which sessions have requests open, and since when they have had none: a session's
+    /// worker is let go only when it is idle ([`super::idle`]).
+    pub(crate) activity: Arc<super::idle::Activity>,
 }
 
 /// The gates of sessions being restored, by session id.

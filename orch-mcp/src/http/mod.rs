@@ -15,7 +15,10 @@
 //!   or one this instance must restore is refused with 503 while the gateway holds its
 //!   maximum of sessions;
 //! - a `tools/call` whose client goes away before the answer is cancelled, so that its
-//!   lease is released at once.
+//!   lease is released at once;
+//! - a session's in-memory worker is let go once none of its requests has been open for
+//!   the idle time (half the session TTL, at most five minutes), never under a request
+//!   that is still being answered.
 //!
 //! Each MCP session's handshake is kept in the session's record (see
 //! [`orch_store::lease`]), so that any gateway instance sharing the store serves it.
@@ -32,6 +35,7 @@
 //! | `sessions.rs` | ended sessions, restores, the handshake kept in the record |
 //! | `runs.rs` | `POST /runs` and `DELETE /runs/<id>` |
 //! | `cancel.rs` | a call cancelled when its client goes away |
+//! | `idle.rs` | a session's worker let go when none of its requests is open for a while |
 //! | `accept.rs` | the accept loop |
 //! | `responses.rs` | the gateway's own HTTP answers |
 
@@ -41,6 +45,7 @@ mod body;
 mod cancel;
 mod credentials;
 mod guarded;
+mod idle;
 mod prelude;
 mod responses;
 mod runs;
@@ -49,4 +54,5 @@ mod sessions;
 pub(crate) use accept::serve;
 pub(crate) use admission::guard;
 pub(crate) use guarded::{Guarded, MAX_BODY};
+pub(crate) use idle::{let_idle_go, Activity};
 pub(crate) use sessions::Handshakes;

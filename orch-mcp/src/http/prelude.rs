@@ -20,6 +20,7 @@ pub(super) use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
     ClientRequest, GetMeta, RequestId,
 };
+pub(super) use rmcp::transport::common::server_side_http::SessionId;
 pub(super) use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 pub(super) use rmcp::transport::streamable_http_server::session::{
     SessionManager, SessionState, SessionStore as HandshakeStore, SessionStoreError,
