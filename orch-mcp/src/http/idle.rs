@@ -67,9 +67,8 @@ impl Activity {
 
     /// Of the sessions whose workers are `workers`, those idle for the idle time (now
     /// forgotten here); what is kept of sessions without a worker and nothing open is
-    /// dropped, and a worker never seen starts its clock now.
-    fn idle_among(&self, workers: &[SessionId]) -> Vec<SessionId> {
-        let now = Instant::now();
+    /// dropped, and a worker never seen starts its clock `now`.
+    fn idle_among(&self, workers: &[SessionId], now: Instant) -> Vec<SessionId> {
         let mut sessions = self.lock();
         let mut idle = Vec::new();
         for id in workers {
@@ -92,7 +91,10 @@ impl Activity {
 
 /// Every so often (a quarter of the idle time, between 0.1 and 5 s), closes the workers
 /// of idle sessions; ends with the session manager.
-pub(crate) async fn let_idle_go(activity: Arc<Activity>, manager: std::sync::Weak<LocalSessionManager>) {
+pub(crate) async fn let_idle_go(
+    activity: Arc<Activity>,
+    manager: std::sync::Weak<LocalSessionManager>,
+) {
     let tick = (activity.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     loop {
         tokio::time::sleep(tick).await;
@@ -100,7 +102,7 @@ pub(crate) async fn let_idle_go(activity: Arc<Activity>, manager: std::sync::Wea
             return;
         };
         let workers: Vec<SessionId> = manager.sessions.read().await.keys().cloned().collect();
-        for id in activity.idle_among(&workers) {
+        for id in activity.idle_among(&workers, Instant::now()) {
             let _ = manager.close_session(&id).await;
         }
     }
@@ -114,19 +116,19 @@ mod tests {
     /// is idle the idle time after its last request ends.
     #[test]
     fn open_requests_keep_a_session_busy() {
-        let activity = Activity::new(Duration::from_millis(30));
-        let worker: SessionId = "s".into();
+        let idle = Duration::from_secs(10);
+        let activity = Activity::new(idle);
+        let workers: [SessionId; 1] = ["s".into()];
         let open = activity.open("s");
-        std::thread::sleep(Duration::from_millis(60));
-        assert!(activity.idle_among(std::slice::from_ref(&worker)).is_empty());
+        let later = |by: Duration| Instant::now() + by;
+        assert!(activity.idle_among(&workers, later(idle * 6)).is_empty());
         drop(open);
-        assert!(activity.idle_among(std::slice::from_ref(&worker)).is_empty());
-        std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(activity.idle_among(std::slice::from_ref(&worker)), vec![worker.clone()]);
+        assert!(activity.idle_among(&workers, Instant::now()).is_empty());
+        let idle_now = activity.idle_among(&workers, later(idle * 2));
+        assert_eq!(idle_now, workers.to_vec());
         // Forgotten once let go; a session without a worker is not kept.
-        let _ = activity.open("gone");
-        std::thread::sleep(Duration::from_millis(60));
-        assert!(activity.idle_among(&[]).is_empty());
+        drop(activity.open("gone"));
+        assert!(activity.idle_among(&[], later(idle * 2)).is_empty());
         assert!(activity.lock().is_empty());
     }
 }
