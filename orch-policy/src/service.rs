@@ -206,11 +206,50 @@ impl AsyncWrite for Limited {
         written
     }
 
+    /// Vectored, as the socket is: HTTP/2 writes a frame's header and its payload in one
+    /// `writev` (one packet on a `TCP_NODELAY` socket) instead of one write each.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            self.active();
+        }
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection writes vectored when its socket can: without it, HTTP/2 sends a
+    /// frame's header and payload as two writes (two packets with `TCP_NODELAY`).
+    #[tokio::test]
+    async fn a_limited_connection_writes_vectored() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut incoming = limited(listener, 1, Duration::from_secs(5), Duration::from_secs(5));
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let connection = tokio_stream::StreamExt::next(&mut incoming)
+            .await
+            .expect("a connection")
+            .expect("accepted");
+        assert!(connection.stream.is_write_vectored());
+        assert!(connection.is_write_vectored());
     }
 }
