@@ -80,10 +80,10 @@ impl Activity {
                 idle.push(id.clone());
             }
         }
+        let live: std::collections::HashSet<&str> = workers.iter().map(|w| &**w).collect();
         sessions.retain(|id, used| {
             used.open > 0
-                || (now.duration_since(used.since) < self.idle
-                    && workers.iter().any(|w| &**w == id.as_str()))
+                || (now.duration_since(used.since) < self.idle && live.contains(id.as_str()))
         });
         idle
     }
