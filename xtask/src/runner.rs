@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The executables that take longest, started first so that the run does not end
@@ -111,18 +111,16 @@ pub(crate) fn run_all(
     limit: Duration,
 ) -> Result<bool, String> {
     let start = Instant::now();
-    let queue = Arc::new(Mutex::new(VecDeque::from(binaries)));
-    let done = Arc::new(Mutex::new(Vec::new()));
-    let stopped = Arc::new(Mutex::new(None));
-    let workers: Vec<_> = (0..jobs.max(1))
-        .map(|_| {
-            let (queue, done, stopped) = (queue.clone(), done.clone(), stopped.clone());
-            let args = args.to_vec();
-            std::thread::spawn(move || loop {
+    let queue = Mutex::new(VecDeque::from(binaries));
+    let done = Mutex::new(Vec::new());
+    let stopped = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
                 let next = queue.lock().map(|mut q| q.pop_front()).ok().flatten();
                 let Some(binary) = next else { break };
                 let left = limit.saturating_sub(start.elapsed());
-                match run_one(&binary, &args, left) {
+                match run_one(&binary, args, left) {
                     Ok(ran) => {
                         if let Ok(mut done) = done.lock() {
                             done.push(ran);
@@ -137,13 +135,10 @@ pub(crate) fn run_all(
                         }
                     }
                 }
-            })
-        })
-        .collect();
-    for worker in workers {
-        let _ = worker.join();
-    }
-    let mut done = std::mem::take(&mut *done.lock().map_err(|_| "a runner thread panicked")?);
+            });
+        }
+    });
+    let mut done = done.into_inner().map_err(|_| "a runner thread panicked")?;
     done.sort_by_key(|r| std::cmp::Reverse(r.took));
     let slowest: Vec<String> = done
         .iter()
@@ -163,7 +158,7 @@ pub(crate) fn run_all(
     if !failed.is_empty() {
         eprintln!("xtask: failed: {}", failed.join(", "));
     }
-    if let Some(e) = stopped.lock().ok().and_then(|mut s| s.take()) {
+    if let Some(e) = stopped.into_inner().ok().flatten() {
         return Err(e);
     }
     Ok(failed.is_empty())
