@@ -351,3 +351,34 @@ fn the_circle_finder_sees_a_circle() {
         .collect();
     assert_eq!(names, vec![vec!["a".to_owned(), "b".to_owned()]]);
 }
+
+/// The `orchestration!` macro's UI cases (`ui-tests/`, trybuild): every diagnostic code
+/// the macro can give has a compile-fail case and its reviewed output.
+#[test]
+fn every_code_has_a_compile_fail_case() {
+    let cases: Vec<String> = std::fs::read_dir(root().join("ui-tests/tests/ui/fail"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for code in orch_codegen::Code::ALL {
+        // E024 and W009 depend on the surface a template runs on (an MCP gateway); the
+        // macro compiles for the agent's own process, where they never arise (their
+        // cases are in orch-codegen's tests/diagnostics.rs, compiled for each surface).
+        if orch_codegen::explain::explain(*code).surface != orch_codegen::Surface::Agent {
+            continue;
+        }
+        let prefix = code.as_str().to_lowercase();
+        assert!(
+            cases
+                .iter()
+                .any(|c| c.starts_with(&prefix) && c.ends_with(".rs")),
+            "no ui case for {code}"
+        );
+        assert!(
+            cases
+                .iter()
+                .any(|c| c.starts_with(&prefix) && c.ends_with(".stderr")),
+            "no .stderr for {code}"
+        );
+    }
+}

@@ -7,23 +7,19 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use orch_test_support::mcp_load::{serve_http, AnswersAtOnce};
 use std::sync::Arc;
 use std::time::Duration;
 use support::http::Client;
 use support::load::{rate, session_life};
-use support::{free_port, here, python, shop_upstream, temp_dir, wait_for_port, Gateway, Guard};
+use support::{here, Gateway};
 
-fn full() -> bool {
-    std::env::var("ORCH_LOAD").is_ok_and(|v| v == "1")
-}
+/// The tools of `shop.json`, served by the in-process upstream.
+const SHOP_TOOLS: &[&str] = &["pay", "receipt", "browse", "slow", "change_tools"];
 
 #[test]
-#[ignore = "needs the MCP Python SDK: `cargo xtask test` installs it and runs this"]
+#[ignore = "a churn of about 2,500 sessions: `cargo xtask test` runs this"]
 fn memory_stays_flat_under_session_churn() {
-    let python = python();
-    let dir = temp_dir("load-churn");
-    let log = dir.join("executed.log");
     let (warm, churn) = if full() {
         (2_000, 20_000)
     } else {
@@ -34,21 +30,11 @@ fn memory_stays_flat_under_session_churn() {
     // freed makes a later round hit it.
     let cap = (4 * (churn / 64) + 8).to_string();
     // The upstream over Streamable HTTP: each client session has an upstream session of
-    // its own, which over stdio would be a server process per session (what is measured
-    // here is the gateway's memory).
-    let port = free_port();
-    let mut upstream = shop_upstream(&python, &log);
-    upstream.extend(["--http".to_owned(), port.to_string()]);
-    let _upstream = Guard(
-        Command::new(&upstream[0])
-            .args(&upstream[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start shop_tools.py"),
-    );
-    wait_for_port(port, Duration::from_secs(30), "shop_tools.py");
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    // its own, which over stdio would be a server process per session. What is measured
+    // is the gateway's memory, so the upstream is an rmcp tool server in this process,
+    // whose every tool answers at once.
+    let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
+    let url = runtime.block_on(serve_http(AnswersAtOnce(SHOP_TOOLS), true));
     let gw = Arc::new(Gateway::http(
         &here("shop.json"),
         &[
@@ -98,4 +84,8 @@ fn memory_stays_flat_under_session_churn() {
         grew < 16 * 1024,
         "RSS grew by {grew} KiB over the last four rounds of abandoned sessions: {levels:?}"
     );
+}
+
+fn full() -> bool {
+    std::env::var("ORCH_LOAD").is_ok_and(|v| v == "1")
 }

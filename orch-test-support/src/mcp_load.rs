@@ -34,9 +34,10 @@ pub const SESSIONS: usize = 50;
 /// Callers of a saturation run, each with a session of its own.
 pub const CALLERS: usize = 32;
 
-/// A tool server with one tool, `search`, that answers `found` at once.
+/// A tool server whose tools (these names, each taking any object) answer `found` at
+/// once.
 #[derive(Clone, Copy, Debug)]
-pub struct AnswersAtOnce;
+pub struct AnswersAtOnce(pub &'static [&'static str]);
 
 impl ServerHandler for AnswersAtOnce {
     fn get_info(&self) -> InitializeResult {
@@ -48,7 +49,7 @@ impl ServerHandler for AnswersAtOnce {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(tool_list(&["search"]))
+        Ok(tool_list(self.0))
     }
 
     async fn call_tool(
@@ -86,10 +87,10 @@ pub fn tool_list(names: &[&str]) -> ListToolsResult {
     ListToolsResult::with_all_items(tools)
 }
 
-/// [`AnswersAtOnce`] over Streamable HTTP on a free loopback port: its URL (see
-/// [`serve_http`] for `nodelay`).
+/// [`AnswersAtOnce`] with one tool, `search`, over Streamable HTTP on a free loopback
+/// port: its URL (see [`serve_http`] for `nodelay`).
 pub async fn serve_tools(nodelay: bool) -> String {
-    serve_http(AnswersAtOnce, nodelay).await
+    serve_http(AnswersAtOnce(&["search"]), nodelay).await
 }
 
 /// `handler` (a fresh clone per session) over Streamable HTTP at `/mcp` on a free

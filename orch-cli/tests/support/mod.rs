@@ -42,25 +42,30 @@ pub fn here(file: &str) -> String {
 }
 
 /// A Python with the MCP SDK (`target/ci-tools/venv`, or `ORCH_TEST_PYTHON`). The tests
-/// that need it are ignored under plain `cargo test`; run, they fail without it.
+/// that need it are ignored under plain `cargo test`; run, they fail without it. Checked
+/// once per test executable (importing the SDK takes about a second of CPU).
 pub fn python() -> String {
-    let candidate = std::env::var("ORCH_TEST_PYTHON").unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/ci-tools/venv/bin/python")
-            .to_string_lossy()
-            .into_owned()
+    static CHECKED: std::sync::OnceLock<(String, bool)> = std::sync::OnceLock::new();
+    let (candidate, works) = CHECKED.get_or_init(|| {
+        let candidate = std::env::var("ORCH_TEST_PYTHON").unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/ci-tools/venv/bin/python")
+                .to_string_lossy()
+                .into_owned()
+        });
+        let works = Command::new(&candidate)
+            .args(["-c", "import mcp, httpx2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        (candidate, works)
     });
-    let works = Command::new(&candidate)
-        .args(["-c", "import mcp, httpx2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
     assert!(
-        works,
+        *works,
         "{candidate} cannot import the MCP Python SDK: `cargo xtask test` installs it (or set ORCH_TEST_PYTHON)"
     );
-    candidate
+    candidate.clone()
 }
 
 /// A child process killed when the test ends, however it ends.

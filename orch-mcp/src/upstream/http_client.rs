@@ -30,32 +30,12 @@ pub(super) struct Watched {
 pub(super) const MAX_REDIRECTS: usize = 10;
 
 impl Watched {
-    /// A client as rmcp builds its own — no idle pooled connections (on a kept-alive
-    /// connection, an upstream that leaves Nagle's algorithm on stalls 40 ms on the
-    /// gateway's delayed acknowledgements), redirects followed only when they keep the
-    /// method and body (307, 308) on the same origin — and, for `tools/call`, kept-alive
-    /// connections that acknowledge at once ([`Pooled`](crate::pooled::Pooled)).
-    pub(super) fn new() -> Result<Self, reqwest::Error> {
-        let redirects = reqwest::redirect::Policy::custom(|attempt| {
-            let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
-            let same_origin = attempt
-                .previous()
-                .first()
-                .is_some_and(|first| first.origin() == attempt.url().origin());
-            if !keeps_body || !same_origin {
-                attempt.stop()
-            } else if attempt.previous().len() > MAX_REDIRECTS {
-                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-            } else {
-                attempt.follow()
-            }
-        });
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .redirect(redirects)
-            .build()?;
+    /// A session's client: the SDK-side client every session shares ([`sdk_client`]),
+    /// and, for `tools/call`, kept-alive connections of the session's own that
+    /// acknowledge at once ([`Pooled`](crate::pooled::Pooled)).
+    pub(super) fn new() -> Result<Self, String> {
         Ok(Watched {
-            http,
+            http: sdk_client()?,
             pooled: crate::pooled::Pooled::unless_proxied(),
             standalone: Arc::new(tokio::sync::watch::channel(Standalone::NotExpected).0),
         })
@@ -77,6 +57,42 @@ impl Watched {
             first
         });
     }
+}
+
+/// The client requests other than pooled `tools/call`s go through, built as rmcp builds
+/// its own — no idle pooled connections (on a kept-alive connection, an upstream that
+/// leaves Nagle's algorithm on stalls 40 ms on the gateway's delayed acknowledgements),
+/// redirects followed only when they keep the method and body (307, 308) on the same
+/// origin. Built once and shared by every upstream session: building one loads the
+/// system's root certificates (a few milliseconds of CPU, which a client per session paid
+/// on every session's start), and it keeps nothing of a session (no idle connections, no
+/// cookies).
+fn sdk_client() -> Result<reqwest::Client, String> {
+    static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let redirects = reqwest::redirect::Policy::custom(|attempt| {
+                let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+                let same_origin = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| first.origin() == attempt.url().origin());
+                if !keeps_body || !same_origin {
+                    attempt.stop()
+                } else if attempt.previous().len() > MAX_REDIRECTS {
+                    attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+                } else {
+                    attempt.follow()
+                }
+            });
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .redirect(redirects)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 impl rmcp::transport::streamable_http_client::StreamableHttpClient for Watched {
