@@ -35,8 +35,8 @@ fn main() {
     let rate = env_or("ORCH_BENCH_RATE", 1_000);
     let seconds = env_or("ORCH_BENCH_SECONDS", 10);
     // The servers' runtime (the tool server and the gateway), and the clients'.
-    let servers = pacing::side_runtime();
-    let clients = pacing::side_runtime();
+    let servers = pacing::side_runtime("servers");
+    let clients = pacing::side_runtime("clients");
     let (upstream, gateway) = servers.block_on(async {
         // axum's default: Nagle on (orch mcp acknowledges at once).
         let upstream = serve_tools(false).await;

@@ -58,8 +58,8 @@ fn main() {
     let rate = env_or("ORCH_BENCH_RATE", 1_000);
     let seconds = env_or("ORCH_BENCH_SECONDS", 10);
     let rounds = env_or("ORCH_BENCH_ROUNDS", 3);
-    let servers = pacing::side_runtime();
-    let clients = pacing::side_runtime();
+    let servers = pacing::side_runtime("servers");
+    let clients = pacing::side_runtime("clients");
     let (tools, policy, allow_all) = servers.block_on(async {
         // With Nagle on, agentgateway's kept-alive upstream connections wait for a delayed
         // ACK between the answer's SSE events: p50 44 ms a call.

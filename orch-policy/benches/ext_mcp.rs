@@ -22,6 +22,7 @@
 //! cargo bench -p orch-policy --bench ext_mcp            # 1,000 calls/s for 10 s
 //! ORCH_BENCH_RATE=2000 ORCH_BENCH_SECONDS=5 cargo bench -p orch-policy --bench ext_mcp
 //! ORCH_BENCH_WORKERS=1 cargo bench -p orch-policy --bench ext_mcp  # one thread a side
+//! ORCH_BENCH_ONLY="memory, over" cargo bench -p orch-policy --bench ext_mcp  # one row (to profile it)
 //! ```
 //!
 //! Each side's runtime has two worker threads, as `orch policy` runs, unless
@@ -166,10 +167,13 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = S>,
 {
+    if std::env::var("ORCH_BENCH_ONLY").is_ok_and(|only| !what.contains(&only)) {
+        return;
+    }
     // The server's runtime: its own threads (two, as `orch policy` runs; `side_runtime`).
-    let server_rt = pacing::side_runtime();
+    let server_rt = pacing::side_runtime("server");
     // The gateway's side: another runtime, one connection (HTTP/2 multiplexes).
-    let client_rt = pacing::side_runtime();
+    let client_rt = pacing::side_runtime("gateway");
     let target = match via {
         Via::Direct => {
             let server = server_rt.block_on(async {

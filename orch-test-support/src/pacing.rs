@@ -24,11 +24,12 @@ pub fn env_or(name: &str, default: u64) -> u64 {
 
 /// One side's runtime in a latency benchmark (the servers', or the clients'): as many
 /// worker threads as `ORCH_BENCH_WORKERS` says, else two, as `orch policy` and
-/// `orch mcp` run.
-pub fn side_runtime() -> tokio::runtime::Runtime {
+/// `orch mcp` run. Its threads are named `side` (what a profile sorts by).
+pub fn side_runtime(side: &str) -> tokio::runtime::Runtime {
     let workers = env_or("ORCH_BENCH_WORKERS", 2) as usize;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .thread_name(side)
         .enable_all()
         .build()
         .expect("a benchmark's runtime")

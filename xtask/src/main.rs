@@ -1,5 +1,5 @@
 //! `cargo xtask test [CARGO TEST ARGS...]`: runs every test of the workspace against its
-//! real component.
+//! real component. `cargo xtask install` installs what they need and nothing else.
 //!
 //! Some tests need programs outside Rust: `redis-server` and `redis-cli` (the Redis and
 //! Redis Cluster stores, gateways sharing sessions), `tmux` (the interactive simulator),
@@ -60,11 +60,20 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("install") if args.len() == 1 => {
+            if installed(&root()) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
         _ => {
             eprintln!("usage: cargo xtask test [CARGO TEST ARGS...]");
             eprintln!(
                 "  installs what the tests need (or says what is missing), then runs every test"
             );
+            eprintln!("       cargo xtask install");
+            eprintln!("  installs what the tests need (or says what is missing), and nothing else");
             ExitCode::from(2)
         }
     }
@@ -441,15 +450,16 @@ fn language_components() -> Vec<Component> {
     ]
 }
 
-fn test(cargo_args: &[String]) -> ExitCode {
-    let root = root();
+/// Installs what the tests need and is missing; `false` (with one line per missing piece
+/// and how to get it) when something could not be installed.
+fn installed(root: &Path) -> bool {
     let mut missing = Vec::new();
     for c in components() {
-        if (c.present)(&root) {
+        if (c.present)(root) {
             continue;
         }
         eprintln!("xtask: missing: {}; installing", c.name);
-        if !((c.install)(&root) && (c.present)(&root)) {
+        if !((c.install)(root) && (c.present)(root)) {
             missing.push(c);
         }
     }
@@ -459,6 +469,13 @@ fn test(cargo_args: &[String]) -> ExitCode {
             eprintln!("  - {}: {}", c.name, c.how);
         }
         eprintln!("(`cargo test --workspace` runs the other tests and reports these as ignored)");
+    }
+    missing.is_empty()
+}
+
+fn test(cargo_args: &[String]) -> ExitCode {
+    let root = root();
+    if !installed(&root) {
         return ExitCode::FAILURE;
     }
     disk_check(&root);
@@ -468,19 +485,31 @@ fn test(cargo_args: &[String]) -> ExitCode {
         None => (cargo_args, &[][..]),
     };
     // The Python package is built once, by maturin, and the npm package once per target,
-    // by napi-rs, after the Rust tests.
-    let packages = ["--exclude", "orch-py", "--exclude", "orch-node"];
-    let mut examples = vec!["build", "--workspace"];
+    // by napi-rs, after the Rust tests. Packages picked with `-p` are tested alone: their
+    // Rust tests, nothing after them.
+    let picked = picks_packages(before);
+    let packages: &[&str] = if picked {
+        &[]
+    } else {
+        &[
+            "--workspace",
+            "--exclude",
+            "orch-py",
+            "--exclude",
+            "orch-node",
+        ]
+    };
+    let mut examples = vec!["build"];
     examples.extend(packages);
     examples.push("--examples");
     examples.extend(before.iter().map(String::as_str));
-    let mut tests = vec!["test", "--workspace"];
+    let mut tests = vec!["test"];
     tests.extend(packages);
     tests.extend(["--lib", "--bins", "--tests"]);
     tests.extend(before.iter().map(String::as_str));
     let mut libtest = vec!["--include-ignored".to_owned()];
     libtest.extend(after.iter().cloned());
-    let mut docs = vec!["test", "--workspace"];
+    let mut docs = vec!["test"];
     docs.extend(packages);
     docs.push("--doc");
     docs.extend(before.iter().map(String::as_str));
@@ -515,6 +544,10 @@ fn test(cargo_args: &[String]) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if picked {
+        took("every test of the packages picked", start);
+        return ExitCode::SUCCESS;
     }
     if std::env::var_os("CI").is_some() {
         free_test_builds(&root);
@@ -555,6 +588,13 @@ fn test(cargo_args: &[String]) -> ExitCode {
         disk_full_note(&root);
         ExitCode::FAILURE
     }
+}
+
+/// Whether cargo's arguments pick packages (`-p NAME`, `-pNAME`, `--package NAME`,
+/// `--package=NAME`).
+fn picks_packages(args: &[String]) -> bool {
+    args.iter()
+        .any(|a| a.starts_with("-p") || a == "--package" || a.starts_with("--package="))
 }
 
 /// The Rust tests: built by one `cargo test --no-run` ([`runner::build`]), then run
@@ -673,6 +713,26 @@ fn run_within(command: Command, limit: std::time::Duration) -> Result<bool, Stri
 
 #[cfg(test)]
 mod tests {
+    /// `-p` and `--package`, in each of cargo's spellings, pick packages.
+    #[test]
+    fn packages_picked_with_p_are_seen() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(super::picks_packages(&args(&["-p", "orch-store"])));
+        assert!(super::picks_packages(&args(&["-porch-store"])));
+        assert!(super::picks_packages(&args(&[
+            "--release",
+            "--package",
+            "orch"
+        ])));
+        assert!(super::picks_packages(&args(&["--package=orch"])));
+        assert!(!super::picks_packages(&args(&[
+            "--release",
+            "--features",
+            "otel"
+        ])));
+        assert!(!super::picks_packages(&args(&[])));
+    }
+
     /// Callgrind's count is read from its report, with or without digit grouping.
     #[test]
     fn the_collected_count_is_read() {
