@@ -48,10 +48,12 @@ pub(super) fn read_call(params: &[u8], max: usize) -> Result<Call, CheckError> {
         (Some(Value::Object(_)), Some(raw)) => raw.get().to_owned(),
         _ => return Err(Invalid::ArgumentsNotObject.into()),
     };
-    if orch_runtime::approval::canonical_json(&arguments).is_none() {
+    // The canonical form is taken once: it refuses a key written twice, and the digest
+    // is over it (as `CallDigest::of_text` would take it again).
+    let Some(canonical) = orch_runtime::approval::canonical_json(&arguments) else {
         return Err(Invalid::ArgumentsDuplicateKey.into());
-    }
-    let digest = CallDigest::of_text(&tool, &arguments);
+    };
+    let digest = CallDigest::of_canonical(&tool, canonical.as_bytes());
     let state = match value.get("requestState") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
