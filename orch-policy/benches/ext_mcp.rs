@@ -13,7 +13,13 @@
 //!   transport alone, small messages), and the same two checks as orch's — the same
 //!   messages both ways — answered at once by a server that allows everything without
 //!   looking (the transport alone for these calls: the floor orch's rows are read
-//!   against).
+//!   against); with Redis, the same server writing a value the size of orch's record of
+//!   a run once per check (one compare-and-set round trip per phase, what keeping a run
+//!   in Redis costs at the least: the floor of orch's Redis row).
+//!
+//! The rows repeat in rounds (`ORCH_BENCH_ROUNDS`, default 1); each round ends with
+//! orch's rows against the floors measured in that round (a shared VM drifts between
+//! rounds more than rows of one round differ).
 //!
 //! Server and client share one process and the machine's cores (a gateway and its
 //! policy server on one 2-core node). The numbers go to docs/performance.md:
@@ -23,6 +29,7 @@
 //! ORCH_BENCH_RATE=2000 ORCH_BENCH_SECONDS=5 cargo bench -p orch-policy --bench ext_mcp
 //! ORCH_BENCH_WORKERS=1 cargo bench -p orch-policy --bench ext_mcp  # one thread a side
 //! ORCH_BENCH_ONLY="memory, over" cargo bench -p orch-policy --bench ext_mcp  # one row (to profile it)
+//! ORCH_BENCH_ROUNDS=3 ORCH_BENCH_SECONDS=3 cargo bench -p orch-policy --bench ext_mcp  # every row, three times
 //! ```
 //!
 //! Each side's runtime has two worker threads, as `orch policy` runs, unless
@@ -37,7 +44,7 @@ use orch_policy::wire::{
 use orch_policy::{Options, PolicyServer, TOKEN_FIELD};
 use orch_store::{MemoryStore, RedisStore, SessionStore};
 use orch_test_support::ext_mcp::{
-    ok_result, serve_allow_all, start, string, Answered, Checked, Gateway,
+    ok_result, serve_allow_all, serve_allow_all_writing, start, string, Answered, Checked, Gateway,
 };
 use orch_test_support::pacing::{self, env_or};
 use prost_types::value::Kind;
@@ -67,11 +74,23 @@ fn main() {
     }
     let rate = env_or("ORCH_BENCH_RATE", 1_000);
     let seconds = env_or("ORCH_BENCH_SECONDS", 10);
+    let rounds = env_or("ORCH_BENCH_ROUNDS", 1);
     println!(
         "the machine, every core busy for 5 s: {}",
         pacing::stalls(Duration::from_secs(5))
     );
-    println!("orch policy, both ExtMcp phases per tools/call, {rate} calls/s offered for {seconds} s over {RUNS} runs:");
+    let redis = orch_test_support::redis::RedisServer::try_start();
+    if redis.is_none() {
+        println!("  Redis: left out (redis-server is not installed)");
+    }
+    for round in 1..=rounds {
+        println!("orch policy, both ExtMcp phases per tools/call, {rate} calls/s offered for {seconds} s over {RUNS} runs (round {round} of {rounds}):");
+        one_round(redis.as_ref().map(|r| r.url.as_str()), rate, seconds);
+    }
+}
+
+/// Every row once; then orch's rows against the floors measured in the same round.
+fn one_round(redis: Option<&str>, rate: u64, seconds: u64) {
     let memory = || async { MemoryStore::new() };
     measure(
         "gRPC alone (two checks passed at once)",
@@ -80,14 +99,14 @@ fn main() {
         rate,
         seconds,
     );
-    measure(
+    let floor = measure(
         "gRPC alone, the same messages (a server that allows everything)",
         Via::AllowAll,
         memory,
         rate,
         seconds,
     );
-    measure("memory, over gRPC", Via::Grpc, memory, rate, seconds);
+    let in_memory = measure("memory, over gRPC", Via::Grpc, memory, rate, seconds);
     measure(
         "memory, in-process (no gRPC)",
         Via::Direct,
@@ -95,23 +114,53 @@ fn main() {
         rate,
         seconds,
     );
-    match orch_test_support::redis::RedisServer::try_start() {
-        Some(redis) => {
-            let connect = || async {
-                RedisStore::connect(&redis.url)
-                    .await
-                    .expect("connect to redis-server")
-            };
-            measure("Redis, over gRPC", Via::Grpc, connect, rate, seconds);
-            measure(
-                "Redis, in-process (no gRPC)",
-                Via::Direct,
-                connect,
-                rate,
-                seconds,
-            );
-        }
-        None => println!("  Redis: left out (redis-server is not installed)"),
+    compare("memory", in_memory, "the same messages", floor);
+    let Some(url) = redis else {
+        return;
+    };
+    let connect = || async {
+        RedisStore::connect(url)
+            .await
+            .expect("connect to redis-server")
+    };
+    let in_redis = measure("Redis, over gRPC", Via::Grpc, connect, rate, seconds);
+    // The floor with Redis: the same messages answered at once after one write per
+    // phase of a value the size of orch's record of a run.
+    let record = server_record_len(url);
+    let redis_floor = measure(
+        &format!("gRPC alone, the same messages, one Redis write of {record} bytes per check"),
+        Via::AllowAllWriting(record),
+        connect,
+        rate,
+        seconds,
+    );
+    measure(
+        "Redis, in-process (no gRPC)",
+        Via::Direct,
+        connect,
+        rate,
+        seconds,
+    );
+    compare("Redis", in_redis, "the same messages", floor);
+    compare(
+        "Redis",
+        in_redis,
+        "the same messages and a Redis write per check",
+        redis_floor,
+    );
+}
+
+/// What a row measured: its open loop's p50 (ms) and its saturation (calls/s).
+type Measured = Option<(f64, f64)>;
+
+/// Prints orch's row `what` against a floor measured in the same round (when both ran).
+fn compare(what: &str, orch: Measured, floor_name: &str, floor: Measured) {
+    if let (Some((p50, saturated)), Some((floor_p50, floor_saturated))) = (orch, floor) {
+        println!(
+            "  {what} against {floor_name}: {:.0} % of its saturation, p50 {:+.3} ms",
+            100.0 * saturated / floor_saturated,
+            p50 - floor_p50,
+        );
     }
 }
 
@@ -127,6 +176,24 @@ enum Via {
     /// orch's two checks, with the same messages both ways, over gRPC to a server that
     /// allows everything ([`serve_allow_all`]).
     AllowAll,
+    /// As [`Via::AllowAll`], the server writing this many bytes to the store in each
+    /// check ([`serve_allow_all_writing`]): one store round trip per phase.
+    AllowAllWriting(usize),
+}
+
+/// The size of orch's record of a run the Redis row called (`bench-0`), in bytes.
+fn server_record_len(url: &str) -> usize {
+    let rt = pacing::side_runtime("record");
+    rt.block_on(async {
+        let store = RedisStore::connect(url)
+            .await
+            .expect("connect to redis-server");
+        let found = store.peek(&["run:bench-0".to_owned()]).await;
+        match found.as_deref() {
+            Ok([Some(record)]) => record.bytes.len(),
+            other => panic!("the Redis row left no record of run bench-0: {other:?}"),
+        }
+    })
 }
 
 /// The server's two checks, called in-process.
@@ -161,14 +228,14 @@ enum Target {
     Direct(Arc<dyn Check>),
 }
 
-fn measure<S, F, Fut>(what: &str, via: Via, store: F, rate: u64, seconds: u64)
+fn measure<S, F, Fut>(what: &str, via: Via, store: F, rate: u64, seconds: u64) -> Measured
 where
     S: SessionStore + 'static,
     F: FnOnce() -> Fut,
     Fut: Future<Output = S>,
 {
     if std::env::var("ORCH_BENCH_ONLY").is_ok_and(|only| !what.contains(&only)) {
-        return;
+        return None;
     }
     // The server's runtime: its own threads (two, as `orch policy` runs; `side_runtime`).
     let server_rt = pacing::side_runtime("server");
@@ -182,10 +249,13 @@ where
             });
             Target::Direct(Arc::new(server))
         }
-        Via::Grpc | Via::Floor | Via::AllowAll => {
+        Via::Grpc | Via::Floor | Via::AllowAll | Via::AllowAllWriting(_) => {
             let url = server_rt.block_on(async {
                 match via {
                     Via::AllowAll => serve_allow_all().await,
+                    Via::AllowAllWriting(bytes) => {
+                        serve_allow_all_writing(store().await, bytes).await
+                    }
                     _ => start(DESK, store().await, Options::default()).await,
                 }
             });
@@ -193,7 +263,7 @@ where
             Target::Grpc(Box::new(gateway), via)
         }
     };
-    client_rt.block_on(async {
+    let measured = client_rt.block_on(async {
         // Warm up: connections, the store, the allocator.
         for run in 0..RUNS {
             one_call(&target, run).await;
@@ -212,10 +282,12 @@ where
             "  {what}: latency {paced}; saturated: {saturated:.0} calls/s ({:.0} checks/s)",
             saturated * 2.0,
         );
+        (paced.ms(50.0), saturated)
     });
     drop(target);
     drop(client_rt);
     server_rt.shutdown_timeout(Duration::from_secs(1));
+    Some(measured)
 }
 
 /// Both phases of one admitted call in run `run`.
@@ -230,7 +302,7 @@ async fn one_call(target: &Target, run: usize) {
     match target {
         Target::Grpc(gateway, via) => {
             let mut gw = gateway.for_run(&run);
-            if *via == Via::Floor {
+            if matches!(via, Via::Floor) {
                 assert!(gw.request_raw("ping", None).await.is_admitted());
                 assert_eq!(gw.response("ping", None, json!({})).await, Answered::Pass);
                 return;

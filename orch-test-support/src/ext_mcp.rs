@@ -350,15 +350,45 @@ impl orch_store::SessionStore for Shared {
 }
 
 /// A policy server that allows everything without looking, answering as orch does for
-/// an admitted call (a token in the request phase's metadata).
-pub struct AllowAll;
+/// an admitted call (a token in the request phase's metadata). With a store, each check
+/// also writes the run's key once (`floor:{run}`, the run named in `metadata_context`
+/// under `run`) with a value of a given size: one store round trip per phase, what a
+/// check costs the store at the least.
+pub struct AllowAll<S = orch_store::MemoryStore> {
+    writes: Option<(S, usize)>,
+}
+
+impl<S: SessionStore> AllowAll<S> {
+    /// One unconditional write of `bytes` bytes under the run's key, when there is a store.
+    async fn write(&self, context: Option<&prost_types::Struct>) -> Result<(), tonic::Status> {
+        let Some((store, bytes)) = &self.writes else {
+            return Ok(());
+        };
+        let run = match context
+            .and_then(|c| c.fields.get("run"))
+            .and_then(|v| v.kind.as_ref())
+        {
+            Some(Kind::StringValue(run)) => run.as_str(),
+            _ => "",
+        };
+        store
+            .store(&format!("floor:{run}"), vec![b'x'; *bytes])
+            .await
+            .map(|_| ())
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))
+    }
+}
 
 #[tonic::async_trait]
-impl orch_policy::wire::ext_mcp_server::ExtMcp for AllowAll {
+impl<S: SessionStore + Send + Sync + 'static> orch_policy::wire::ext_mcp_server::ExtMcp
+    for AllowAll<S>
+{
     async fn check_request(
         &self,
-        _: tonic::Request<McpRequest>,
+        request: tonic::Request<McpRequest>,
     ) -> Result<tonic::Response<McpRequestResult>, tonic::Status> {
+        self.write(request.get_ref().metadata_context.as_ref())
+            .await?;
         let mut fields = std::collections::BTreeMap::new();
         fields.insert(TOKEN_FIELD.to_owned(), string("0123456789abcdef"));
         Ok(tonic::Response::new(McpRequestResult {
@@ -370,8 +400,10 @@ impl orch_policy::wire::ext_mcp_server::ExtMcp for AllowAll {
 
     async fn check_response(
         &self,
-        _: tonic::Request<McpResponse>,
+        response: tonic::Request<McpResponse>,
     ) -> Result<tonic::Response<McpResponseResult>, tonic::Status> {
+        self.write(response.get_ref().metadata_context.as_ref())
+            .await?;
         Ok(tonic::Response::new(McpResponseResult {
             result: Some(mcp_response_result::Result::Pass(Default::default())),
         }))
@@ -380,6 +412,21 @@ impl orch_policy::wire::ext_mcp_server::ExtMcp for AllowAll {
 
 /// [`AllowAll`] served as `orch policy` serves (HTTP/2, `TCP_NODELAY`): its URL.
 pub async fn serve_allow_all() -> String {
+    serve_allowing(AllowAll::<orch_store::MemoryStore> { writes: None }).await
+}
+
+/// [`AllowAll`] writing `bytes` bytes to `store` in each check: its URL.
+pub async fn serve_allow_all_writing<S: SessionStore + Send + Sync + 'static>(
+    store: S,
+    bytes: usize,
+) -> String {
+    serve_allowing(AllowAll {
+        writes: Some((store, bytes)),
+    })
+    .await
+}
+
+async fn serve_allowing<S: SessionStore + Send + Sync + 'static>(server: AllowAll<S>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     use tokio_stream::StreamExt;
@@ -390,9 +437,7 @@ pub async fn serve_allow_all() -> String {
     });
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(orch_policy::wire::ext_mcp_server::ExtMcpServer::new(
-                AllowAll,
-            ))
+            .add_service(orch_policy::wire::ext_mcp_server::ExtMcpServer::new(server))
             .serve_with_incoming(incoming),
     );
     url

@@ -8,8 +8,9 @@
 //! - [`scratch`]: a test's own temporary directory, removed when the test is done;
 //! - `ext_mcp` (feature `ext-mcp`): `orch policy` servers and a client that drives both
 //!   ExtMcp phases as agentgateway does;
-//! - `mcp_load` (feature `mcp-load`): rmcp tool servers on loopback HTTP, client sessions
-//!   and the open and closed loops of the MCP gateway benchmarks;
+//! - `mcp_load` (feature `mcp-load`): rmcp tool servers on loopback HTTP, a proxy that
+//!   forwards bytes, client sessions and the open and closed loops of the MCP gateway
+//!   benchmarks;
 //! - `otel` (feature `otel`): attributes of exported OpenTelemetry spans;
 //! - `events` (feature `events`): proptest strategies for event streams and random
 //!   templates, and a deterministic runner;

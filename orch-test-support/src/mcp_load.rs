@@ -125,6 +125,61 @@ where
     format!("http://{addr}/mcp")
 }
 
+/// A reverse proxy on a free loopback port that forwards every HTTP request to
+/// `upstream`'s server as it is and streams the answer back, reading nothing of MCP: a
+/// gateway's floor (one more HTTP exchange on the same cores, no decision). Its
+/// connections to the upstream are kept alive and pooled, and both sides set
+/// `TCP_NODELAY`. Served until the runtime ends: its URL, with `upstream`'s path.
+///
+/// # Panics
+/// When `upstream` is not an `http://` URL or no loopback port can be bound.
+pub async fn serve_forwarding(upstream: &str) -> String {
+    use axum::response::IntoResponse;
+    use axum::serve::ListenerExt;
+    use hyper_util::client::legacy::{connect::HttpConnector, Client};
+    let upstream: http::Uri = upstream.parse().expect("an upstream URL");
+    let authority = upstream.authority().expect("an upstream host").clone();
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: Client<HttpConnector, axum::body::Body> =
+        Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+    let host = http::HeaderValue::from_str(authority.as_str()).expect("a host header");
+    let forward = move |mut request: axum::extract::Request| {
+        let client = client.clone();
+        let host = host.clone();
+        let path = request
+            .uri()
+            .path_and_query()
+            .map_or("/", http::uri::PathAndQuery::as_str);
+        let uri = http::Uri::builder()
+            .scheme("http")
+            .authority(authority.clone())
+            .path_and_query(path)
+            .build();
+        async move {
+            let Ok(uri) = uri else {
+                return http::StatusCode::BAD_REQUEST.into_response();
+            };
+            *request.uri_mut() = uri;
+            request.headers_mut().insert(http::header::HOST, host);
+            match client.request(request).await {
+                Ok(answer) => answer.map(axum::body::Body::new),
+                Err(e) => (http::StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+            }
+        }
+    };
+    let app = axum::Router::new().fallback(forward);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("a bound port");
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}{}", upstream.path())
+}
+
 /// How the clients connect.
 #[derive(Clone, Debug, Default)]
 pub struct Clients {
