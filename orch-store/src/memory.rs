@@ -170,8 +170,10 @@ impl MemoryStore {
         if let Some(e) = inner.map.get_mut(id) {
             let old = std::mem::replace(&mut e.tick, tick);
             e.last_access = now;
-            inner.order.remove(&old);
-            inner.order.insert(tick, id.to_owned());
+            // The id's place in the order moves: its key is reused (a new one only for
+            // an entry not yet in the order).
+            let key = inner.order.remove(&old).unwrap_or_else(|| id.to_owned());
+            inner.order.insert(tick, key);
         }
     }
 
