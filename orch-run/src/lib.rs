@@ -380,24 +380,52 @@ pub fn settle<'m, E>(
     result: Option<&str>,
     track_offered: bool,
 ) -> Result<Looked<Settled>, E> {
+    settle_keeping(
+        record,
+        machine,
+        policy,
+        restore,
+        token,
+        outcome,
+        result,
+        track_offered,
+    )
+    .map(|(looked, _)| looked)
+}
+
+/// [`settle`], handing back the session the call was recorded into when it was (its
+/// snapshot is then the record's new one): a host that keeps it for the run's next call
+/// attaches it instead of restoring the run again, while the stored snapshot is still
+/// that one.
+#[allow(clippy::too_many_arguments)]
+pub fn settle_keeping<'m, E>(
+    record: &mut Record,
+    machine: &'m DynMachine,
+    policy: &Policy,
+    restore: impl FnOnce(Option<&[u8]>) -> Result<DynSession<'m>, E>,
+    token: Option<u64>,
+    outcome: Ended,
+    result: Option<&str>,
+    track_offered: bool,
+) -> Result<(Looked<Settled>, Option<DynSession<'m>>), E> {
     let gone = if token.is_some() {
         Settled::Lapsed
     } else {
         Settled::NoCall
     };
     let Some(lease) = &record.lease else {
-        return Ok((gone, false));
+        return Ok(((gone, false), None));
     };
     if token.is_some_and(|t| t != lease.token) {
-        return Ok((Settled::Lapsed, false));
+        return Ok(((Settled::Lapsed, false), None));
     }
     if lease.held && outcome == Ended::Lost {
         // Held already; a second loss of the same call changes nothing.
-        return Ok((Settled::Held, false));
+        return Ok(((Settled::Held, false), None));
     }
     if token.is_none() && lease.held {
         // Only the call's own result may resolve a hold.
-        return Ok((Settled::NoCall, false));
+        return Ok(((Settled::NoCall, false), None));
     }
     let tool = lease.tool.clone();
     let rule = match outcome {
@@ -421,11 +449,12 @@ pub fn settle<'m, E>(
         LostRule::Retry => Settled::Released,
         LostRule::Ran => Settled::Recorded {
             changed: session
+                .as_ref()
                 .zip(before)
-                .is_some_and(|(s, b)| policy.offered(&s) != b),
+                .is_some_and(|(s, b)| policy.offered(s) != b),
         },
     };
-    Ok((settled, true))
+    Ok(((settled, true), session))
 }
 
 /// What an operator says of a held run's call ([`resolve`]).

@@ -128,7 +128,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     &mut record,
                     &self.machine,
                     policy,
-                    |snapshot| self.restore(snapshot, policy),
+                    |snapshot| self.session_at(run, snapshot, policy),
                     &call.tool,
                     &orch_runtime::Call::new(call.digest, &call.arguments).at(now),
                     gate,

@@ -21,7 +21,7 @@ impl<S: SessionStore + 'static> Engine<S> {
         };
         // The decision records of the attempt that is written.
         let mut records = Vec::new();
-        let settled = self
+        let (settled, kept) = self
             .modify(&run, |record| {
                 records.clear();
                 let Some(mut record) = record else {
@@ -30,7 +30,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     } else {
                         run::Settled::NoCall
                     };
-                    return Ok(Change::Keep(gone));
+                    return Ok(Change::Keep((gone, None)));
                 };
                 let held_tool = record.lease.as_ref().map(|l| l.tool.clone());
                 let policy = self.policy_for(&run, held_tool.as_deref().unwrap_or(""));
@@ -51,7 +51,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     .as_deref()
                     .filter(|tool| self.machine.reads_results_of(tool))
                     .and_then(|_| protocol::result_values(&result));
-                let (settled, write) = run::settle(
+                let ((settled, write), session) = run::settle_keeping(
                     &mut record,
                     &self.machine,
                     &policy,
@@ -64,12 +64,18 @@ impl<S: SessionStore + 'static> Engine<S> {
                 if let Some(auditor) = policy.auditor() {
                     records = auditor.take_buffered();
                 }
+                // The session the call was recorded into, at the snapshot written: kept
+                // for the run's next call once the write is done.
+                let kept = session.map(|s| (record.snapshot.clone(), s.detach()));
                 Ok(match write {
-                    true => Change::Write(record, settled),
-                    false => Change::Keep(settled),
+                    true => Change::Write(record, (settled, kept)),
+                    false => Change::Keep((settled, None)),
                 })
             })
             .await?;
+        if let Some((snapshot, session)) = kept {
+            self.keep_settled(&run, snapshot, session);
+        }
         if let Some(audit) = &self.options.audit {
             audit.relay(records);
         }

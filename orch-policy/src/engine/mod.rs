@@ -85,23 +85,53 @@ mod tests {
         }
     }
 
-    /// Both phases of a served call restore the run once: the response phase attaches
-    /// the session the request phase admitted.
-    #[tokio::test]
-    async fn a_served_call_restores_the_run_once() {
+    fn sequence_engine() -> Engine<MemoryStore> {
         let compiled = orch_codegen::compile_json(
             r#"{"agentId": "s", "tools": ["a", "b"], "orchestration": {"defaultStep": "S",
                 "steps": [{"name": "S", "sequence": ["a", "b"]}]}}"#,
             None,
         );
         let machine = compiled.to_machine().expect("a valid template");
-        let engine = Engine::new(machine, MemoryStore::new(), Options::default());
+        Engine::new(machine, MemoryStore::new(), Options::default())
+    }
+
+    /// A run is restored once, by its first call: the response phase attaches the
+    /// session the request phase admitted, and the next call's request phase the one
+    /// the last call was recorded into.
+    #[tokio::test]
+    async fn a_run_is_restored_by_its_first_call_only() {
+        let engine = sequence_engine();
         served_call(&engine, "a").await;
         assert_eq!(engine.restores.load(Ordering::Relaxed), 1);
         served_call(&engine, "b").await;
-        assert_eq!(engine.restores.load(Ordering::Relaxed), 2);
+        assert_eq!(engine.restores.load(Ordering::Relaxed), 1);
         // Recorded both: a third call of `a` is a new sequence round, not refused.
         served_call(&engine, "a").await;
-        assert_eq!(engine.restores.load(Ordering::Relaxed), 3);
+        assert_eq!(engine.restores.load(Ordering::Relaxed), 1);
+    }
+
+    /// A session kept from the run's last call is not used once the stored run has
+    /// changed (another instance recorded a call): the run is restored from the store.
+    #[tokio::test]
+    async fn a_run_changed_elsewhere_is_restored() {
+        let here = sequence_engine();
+        let elsewhere = sequence_engine();
+        served_call(&here, "a").await;
+        // Elsewhere the run went on to `b`: the sequence is done, `a` may start it
+        // again. Judged by the session kept here (after `a`), `a` would be refused.
+        served_call(&elsewhere, "a").await;
+        served_call(&elsewhere, "b").await;
+        let stored = elsewhere
+            .store
+            .load("run:r")
+            .await
+            .expect("the store answers")
+            .expect("the run is stored");
+        here.store
+            .store("run:r", stored.bytes)
+            .await
+            .expect("the store answers");
+        served_call(&here, "a").await;
+        assert_eq!(here.restores.load(Ordering::Relaxed), 2);
     }
 }

@@ -76,6 +76,46 @@ impl<S: SessionStore + 'static> Engine<S> {
         kept.insert(token, (snapshot, session));
     }
 
+    /// Keeps the session `run`'s last recorded call left, at `snapshot`, for the run's
+    /// next request phase.
+    pub(super) fn keep_settled(
+        &self,
+        run: &str,
+        snapshot: Option<Vec<u8>>,
+        session: DetachedSession,
+    ) {
+        let mut kept = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= MAX_KEPT_SESSIONS && !kept.contains_key(run) {
+            // Runs not called since: drop one (it is restored if it is called again).
+            if let Some(old) = kept.keys().next().cloned() {
+                kept.remove(&old);
+            }
+        }
+        kept.insert(run.to_owned(), (snapshot, session));
+    }
+
+    /// The session of `run` at `snapshot` for a request phase: the one its last recorded
+    /// call left when the stored snapshot is still that one, or restored.
+    pub(super) fn session_at(
+        &self,
+        run: &str,
+        snapshot: Option<&[u8]>,
+        policy: &Policy,
+    ) -> Result<DynSession<'_>, RunError> {
+        let kept = self
+            .settled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run);
+        let attached = kept
+            .filter(|(at, _)| at.as_deref() == snapshot)
+            .and_then(|(_, session)| session.attach(&self.machine));
+        match attached {
+            Some(session) => Ok(session),
+            None => self.restore(snapshot, policy),
+        }
+    }
+
     /// The session kept for the call with lease `token`, if any.
     pub(super) fn take_admitted(&self, token: u64) -> Option<Kept> {
         self.admitted

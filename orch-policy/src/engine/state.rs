@@ -40,6 +40,11 @@ pub(crate) struct Engine<S> {
     /// run again while the stored snapshot is still that one (at most
     /// [`MAX_KEPT_SESSIONS`]; a call whose entry is gone is restored as usual).
     pub(super) admitted: Mutex<HashMap<u64, Kept>>,
+    /// The session each run's last recorded call left, by run key, with its snapshot:
+    /// the run's next request phase attaches it instead of restoring the run while the
+    /// stored snapshot is still that one (at most [`MAX_KEPT_SESSIONS`]; a run whose
+    /// entry is gone is restored as usual).
+    pub(super) settled: Mutex<HashMap<String, Kept>>,
     /// How many times a run was restored from its snapshot (the cost a kept session
     /// saves; read by the tests).
     pub(super) restores: AtomicUsize,
@@ -61,6 +66,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
             options,
             admitted: Mutex::new(HashMap::new()),
+            settled: Mutex::new(HashMap::new()),
             restores: AtomicUsize::new(0),
         }
     }
