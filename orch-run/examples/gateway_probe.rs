@@ -73,7 +73,7 @@ fn life(
     let mut record = Record::decode(&stored).map_err(|e| e.to_string())?;
     let restore = |s: Option<&[u8]>| run::restore(machine, policy, s);
     let ran = Ended::Ran;
-    let (settled, _) = run::settle::<RunError>(
+    let ((settled, _), _) = run::settle::<RunError>(
         &mut record,
         machine,
         policy,

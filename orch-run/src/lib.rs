@@ -368,37 +368,12 @@ fn kind_of(code: u8) -> Option<RefusalKind> {
 /// back when the snapshot is the one it was admitted with, and saves a restore).
 /// `track_offered`: say whether recording changed the tools the run offers. `result`:
 /// what the call returned, when it ran and a rule on arguments reads its tool's results
-/// (semantics §16; [`DynMachine::reads_results_of`]).
+/// (semantics §16; [`DynMachine::reads_results_of`]). With the outcome, the session the
+/// call was recorded into when it was (its snapshot is then the record's new one): a
+/// host that keeps it for the run's next call attaches it instead of restoring the run
+/// again, while the stored snapshot is still that one.
 #[allow(clippy::too_many_arguments)]
 pub fn settle<'m, E>(
-    record: &mut Record,
-    machine: &'m DynMachine,
-    policy: &Policy,
-    restore: impl FnOnce(Option<&[u8]>) -> Result<DynSession<'m>, E>,
-    token: Option<u64>,
-    outcome: Ended,
-    result: Option<&str>,
-    track_offered: bool,
-) -> Result<Looked<Settled>, E> {
-    settle_keeping(
-        record,
-        machine,
-        policy,
-        restore,
-        token,
-        outcome,
-        result,
-        track_offered,
-    )
-    .map(|(looked, _)| looked)
-}
-
-/// [`settle`], handing back the session the call was recorded into when it was (its
-/// snapshot is then the record's new one): a host that keeps it for the run's next call
-/// attaches it instead of restoring the run again, while the stored snapshot is still
-/// that one.
-#[allow(clippy::too_many_arguments)]
-pub fn settle_keeping<'m, E>(
     record: &mut Record,
     machine: &'m DynMachine,
     policy: &Policy,

@@ -94,7 +94,7 @@ async fn ran(store: &MemoryStore, machine: &DynMachine, key: &str, token: u64) {
     let policy = Policy::new(machine.tools().to_vec());
     run::modify(store, key, None, |record| {
         let mut record: Record = record.expect("a record");
-        let (_, write) = run::settle(
+        let ((_, write), _) = run::settle(
             &mut record,
             machine,
             &policy,

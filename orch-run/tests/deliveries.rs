@@ -91,7 +91,7 @@ impl Run {
     fn settle(&mut self, token: u64, outcome: Ended) -> Settled {
         let mut record = Record::decode(&self.bytes).expect("a record");
         let restore = |s: Option<&[u8]>| run::restore(&self.machine, &self.policy, s);
-        let (settled, write) = run::settle::<RunError>(
+        let ((settled, write), _) = run::settle::<RunError>(
             &mut record,
             &self.machine,
             &self.policy,

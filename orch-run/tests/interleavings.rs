@@ -243,7 +243,7 @@ impl<'m> Explorer<'m> {
                     Result_::Lost => Ended::Lost,
                 };
                 let restore = |s: Option<&[u8]>| self.restore(s);
-                let (settled, write) = run::settle(
+                let ((settled, write), _) = run::settle(
                     &mut record,
                     self.machine,
                     &self.policy,

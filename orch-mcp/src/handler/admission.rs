@@ -240,7 +240,7 @@ impl<S: SessionStore + 'static> Shared<S> {
                 Some(session) if same => Ok(session),
                 _ => run::restore(&self.machine, policy, snapshot),
             };
-            let (settled, write) = run::settle(
+            let ((settled, write), _) = run::settle(
                 &mut record,
                 &self.machine,
                 policy,

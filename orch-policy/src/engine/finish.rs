@@ -51,7 +51,7 @@ impl<S: SessionStore + 'static> Engine<S> {
                     .as_deref()
                     .filter(|tool| self.machine.reads_results_of(tool))
                     .and_then(|_| protocol::result_values(&result));
-                let ((settled, write), session) = run::settle_keeping(
+                let ((settled, write), session) = run::settle(
                     &mut record,
                     &self.machine,
                     &policy,
