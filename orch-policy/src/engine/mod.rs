@@ -134,4 +134,55 @@ mod tests {
         served_call(&here, "a").await;
         assert_eq!(here.restores.load(Ordering::Relaxed), 2);
     }
+
+    /// A session kept from the run's last call is prepared for the next call as a
+    /// restored one is: the same decisions and the same decision log (a tool the
+    /// template does not declare is the host's for its own call only), with one restore
+    /// instead of one a call.
+    #[tokio::test]
+    async fn a_kept_session_decides_and_logs_as_a_restored_one() {
+        use orch_agent::audit::{Auditor, DecisionRecord};
+        let engine = |log: &Arc<Mutex<Vec<DecisionRecord>>>| {
+            let compiled = orch_codegen::compile_json(
+                r#"{"agentId": "k", "tools": ["a"], "orchestration": {"defaultStep": "S",
+                    "steps": [{"name": "S", "availableTools": {"allowed": ["a", "kb_*"]}}]}}"#,
+                None,
+            );
+            let machine = compiled.to_machine().expect("a valid template");
+            let sink = Arc::clone(log);
+            let write = move |r: &DecisionRecord| sink.lock().expect("the log").push(r.clone());
+            let options = Options {
+                audit: Some(Arc::new(Auditor::new(write, "k"))),
+                ..Options::default()
+            };
+            Engine::new(machine, MemoryStore::new(), options)
+        };
+        let (kept_log, restored_log) = (Arc::default(), Arc::default());
+        let (kept, restored) = (engine(&kept_log), engine(&restored_log));
+        for tool in ["kb_one", "kb_two", "a", "kb_one"] {
+            served_call(&kept, tool).await;
+            // This engine forgets the session each call leaves: every call restores.
+            restored.settled.lock().expect("the kept sessions").clear();
+            served_call(&restored, tool).await;
+        }
+        assert_eq!(kept.restores.load(Ordering::Relaxed), 1);
+        assert_eq!(restored.restores.load(Ordering::Relaxed), 4);
+        let records = |log: &Arc<Mutex<Vec<DecisionRecord>>>| -> Vec<Value> {
+            let log = log.lock().expect("the log");
+            log.iter()
+                .map(|r| {
+                    let mut record = serde_json::to_value(r).expect("a record as JSON");
+                    // The clock's readings differ between the two engines.
+                    record["time"] = Value::Null;
+                    if let Some(at) = record["event"].get_mut("at") {
+                        *at = Value::Null;
+                    }
+                    record
+                })
+                .collect()
+        };
+        let kept_records = records(&kept_log);
+        assert!(kept_records.len() >= 8, "{kept_records:?}");
+        assert_eq!(kept_records, records(&restored_log));
+    }
 }

@@ -95,7 +95,9 @@ impl<S: SessionStore + 'static> Engine<S> {
     }
 
     /// The session of `run` at `snapshot` for a request phase: the one its last recorded
-    /// call left when the stored snapshot is still that one, or restored.
+    /// call left when the stored snapshot is still that one, prepared for this call's
+    /// rules as a restored one is (the host's tools, which differ for a tool the template
+    /// does not declare, and their record in the decision log); or restored.
     pub(super) fn session_at(
         &self,
         run: &str,
@@ -111,7 +113,10 @@ impl<S: SessionStore + 'static> Engine<S> {
             .filter(|(at, _)| at.as_deref() == snapshot)
             .and_then(|(_, session)| session.attach(&self.machine));
         match attached {
-            Some(session) => Ok(session),
+            Some(mut session) => {
+                policy.prepare(&mut session);
+                Ok(session)
+            }
             None => self.restore(snapshot, policy),
         }
     }
