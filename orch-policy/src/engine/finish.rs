@@ -37,14 +37,9 @@ impl<S: SessionStore + 'static> Engine<S> {
                 // The session as this instance admitted it, while the stored snapshot is
                 // still the one it was admitted at: no second restore.
                 let kept = token.and_then(|t| self.take_admitted(t));
-                let restore = |snapshot: Option<&[u8]>| {
-                    let attached = kept
-                        .filter(|(at, _)| at.as_deref() == snapshot)
-                        .and_then(|(_, session)| session.attach(&self.machine));
-                    match attached {
-                        Some(session) => Ok(session),
-                        None => self.restore(snapshot, &policy),
-                    }
+                let restore = |snapshot: Option<&[u8]>| match self.attached_at(kept, snapshot) {
+                    Some(session) => Ok(session),
+                    None => self.restore(snapshot, &policy),
                 };
                 // What rules on arguments read of the result, for a tool they read.
                 let values = held_tool

@@ -15,7 +15,7 @@
 //! | `approvals.rs` | questions posted for approvers elsewhere, and the approvals API's side |
 //! | `finish.rs` | the response phase: recorded or released, the lease dropped |
 //! | `listing.rs` | a `tools/list` response filtered to what the run allows |
-//! | `runs.rs` | a run's record and the sessions kept between the phases |
+//! | `runs.rs` | a run's record and the sessions kept between the phases and the calls |
 //! | `results.rs` | a decision as the ExtMcp answer |
 
 mod admission;

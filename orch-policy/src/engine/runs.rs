@@ -1,5 +1,6 @@
-//! A run's record in the store and the sessions kept between a call's two phases:
-//! which run a check names, the rules for a call, restoring and changing the record.
+//! A run's record in the store and the sessions kept between a call's two phases and
+//! between a run's calls: which run a check names, the rules for a call, restoring and
+//! changing the record.
 
 use super::admission::failed;
 use super::prelude::*;
@@ -59,39 +60,37 @@ impl<S: SessionStore + 'static> Engine<S> {
         })
     }
 
-    /// Keeps the session a call was admitted with for its response phase.
+    /// Keeps the session a call was admitted with for its response phase (calls whose
+    /// response never came are dropped first when the map is full).
     pub(super) fn keep_admitted(
         &self,
         token: u64,
         snapshot: Option<Vec<u8>>,
         session: DetachedSession,
     ) {
-        let mut kept = self.admitted.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() >= MAX_KEPT_SESSIONS {
-            // Calls whose response never came: drop one (it is restored if it comes).
-            if let Some(&old) = kept.keys().next() {
-                kept.remove(&old);
-            }
-        }
-        kept.insert(token, (snapshot, session));
+        keep(&self.admitted, token, (snapshot, session));
     }
 
     /// Keeps the session `run`'s last recorded call left, at `snapshot`, for the run's
-    /// next request phase.
+    /// next request phase (runs not called since are dropped first when the map is full).
     pub(super) fn keep_settled(
         &self,
         run: &str,
         snapshot: Option<Vec<u8>>,
         session: DetachedSession,
     ) {
-        let mut kept = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() >= MAX_KEPT_SESSIONS && !kept.contains_key(run) {
-            // Runs not called since: drop one (it is restored if it is called again).
-            if let Some(old) = kept.keys().next().cloned() {
-                kept.remove(&old);
-            }
-        }
-        kept.insert(run.to_owned(), (snapshot, session));
+        keep(&self.settled, run.to_owned(), (snapshot, session));
+    }
+
+    /// A kept session, attached, when the stored snapshot is still `snapshot`, the one it
+    /// was kept at.
+    pub(super) fn attached_at(
+        &self,
+        kept: Option<Kept>,
+        snapshot: Option<&[u8]>,
+    ) -> Option<DynSession<'_>> {
+        kept.filter(|(at, _)| at.as_deref() == snapshot)
+            .and_then(|(_, session)| session.attach(&self.machine))
     }
 
     /// The session of `run` at `snapshot` for a request phase: the one its last recorded
@@ -109,10 +108,7 @@ impl<S: SessionStore + 'static> Engine<S> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(run);
-        let attached = kept
-            .filter(|(at, _)| at.as_deref() == snapshot)
-            .and_then(|(_, session)| session.attach(&self.machine));
-        match attached {
+        match self.attached_at(kept, snapshot) {
             Some(mut session) => {
                 policy.prepare(&mut session);
                 Ok(session)
@@ -164,4 +160,17 @@ impl<S: SessionStore + 'static> Engine<S> {
             .map_err(|e| failed(run, e))?;
         Ok(value)
     }
+}
+
+/// Puts `kept` under `key` in one of the engine's maps of kept sessions, first dropping
+/// another entry when the map holds [`MAX_KEPT_SESSIONS`] (a dropped session is restored
+/// when it is needed).
+fn keep<K: std::hash::Hash + Eq + Clone>(map: &Mutex<HashMap<K, Kept>>, key: K, kept: Kept) {
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    if map.len() >= MAX_KEPT_SESSIONS && !map.contains_key(&key) {
+        if let Some(old) = map.keys().next().cloned() {
+            map.remove(&old);
+        }
+    }
+    map.insert(key, kept);
 }
