@@ -105,13 +105,22 @@ pub async fn serve_http<H>(handler: H, nodelay: bool) -> String
 where
     H: ServerHandler + Clone + Send + Sync + 'static,
 {
-    use axum::serve::ListenerExt;
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    let addr = serve_router(axum::Router::new().nest_service("/mcp", service), nodelay).await;
+    format!("http://{addr}/mcp")
+}
+
+/// `app` on a free loopback port, served until the runtime ends: its address. With
+/// `nodelay`, its connections set `TCP_NODELAY`.
+///
+/// # Panics
+/// When no loopback port can be bound.
+async fn serve_router(app: axum::Router, nodelay: bool) -> std::net::SocketAddr {
+    use axum::serve::ListenerExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a loopback port");
@@ -122,7 +131,7 @@ where
         }
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/mcp")
+    addr
 }
 
 /// A reverse proxy on a free loopback port that forwards every HTTP request to
@@ -135,7 +144,6 @@ where
 /// When `upstream` is not an `http://` URL or no loopback port can be bound.
 pub async fn serve_forwarding(upstream: &str) -> String {
     use axum::response::IntoResponse;
-    use axum::serve::ListenerExt;
     use hyper_util::client::legacy::{connect::HttpConnector, Client};
     let upstream: http::Uri = upstream.parse().expect("an upstream URL");
     let authority = upstream.authority().expect("an upstream host").clone();
@@ -168,15 +176,7 @@ pub async fn serve_forwarding(upstream: &str) -> String {
             }
         }
     };
-    let app = axum::Router::new().fallback(forward);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("a bound port");
-    let listener = listener.tap_io(|stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve_router(axum::Router::new().fallback(forward), true).await;
     format!("http://{addr}{}", upstream.path())
 }
 
